@@ -1,0 +1,57 @@
+//! Request and response bodies of the HTTP API, shared by the server and the SDK so the two
+//! cannot drift apart.
+
+pub mod auth;
+pub mod ops;
+pub mod projects;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// The success envelope: every answer's payload sits under `data`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Data<T> {
+    pub data: T,
+}
+
+impl<T> Data<T> {
+    pub fn new(data: T) -> Self {
+        Self { data }
+    }
+}
+
+/// Pagination of page-numbered lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Meta {
+    pub page: u32,
+    pub per_page: u32,
+    pub total: u64,
+    pub total_pages: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+/// The standard error body: `{"error": {"code", "message", "details"}}`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ErrorDetail {
+    pub code: String,
+    pub message: String,
+    #[serde(default)]
+    pub details: Vec<FieldError>,
+}
+
+/// The older error body of the unscoped `/churn-events` routes: `{"error", "code"}`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct LegacyErrorBody {
+    pub error: String,
+    pub code: String,
+}

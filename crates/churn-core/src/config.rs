@@ -1,0 +1,290 @@
+//! Configuration: defaults → optional `churn.toml` → `CHURN_*` environment → command-line
+//! flags, validated once at start-up with errors that name the setting.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use ipnet::IpNet;
+use secrecy::SecretString;
+use serde::{Deserialize, Deserializer, Serialize};
+
+pub const ENV_PREFIX: &str = "CHURN_";
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Config {
+    pub bind: SocketAddr,
+    pub database_url: DatabaseUrl,
+    pub public_url: Option<String>,
+    /// Where generated files live (SQLite file, outbox, encryption key).
+    pub data_dir: PathBuf,
+    pub jwt_secret: Option<SecretString>,
+    pub encryption_key: Option<SecretString>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// `None`: decided from the bind address (plain HTTP only on loopback).
+    pub allow_http: Option<bool>,
+    #[serde(deserialize_with = "comma_list")]
+    pub trusted_proxies: Vec<IpNet>,
+    pub smtp_url: Option<SecretString>,
+    /// `None`: `<data_dir>/outbox` when no SMTP is set; empty: email not configured.
+    pub email_outbox: Option<String>,
+    pub email_from: String,
+    pub llm_base_url: Option<String>,
+    pub llm_api_key: Option<SecretString>,
+    pub llm_model: Option<String>,
+    #[serde(deserialize_with = "on_off")]
+    pub rate_limits: bool,
+    pub dev_mode: bool,
+    pub webhook_allow_private: bool,
+    pub log: String,
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Serialize)]
+struct Defaults {
+    bind: &'static str,
+    database_url: &'static str,
+    data_dir: &'static str,
+    trusted_proxies: &'static str,
+    email_from: &'static str,
+    rate_limits: &'static str,
+    dev_mode: bool,
+    webhook_allow_private: bool,
+    log: &'static str,
+    log_format: LogFormat,
+}
+
+const DEFAULTS: Defaults = Defaults {
+    bind: "127.0.0.1:8080",
+    database_url: "sqlite://./data/churn.db",
+    data_dir: "./data",
+    trusted_proxies: "",
+    email_from: "Churn <no-reply@localhost>",
+    rate_limits: "on",
+    dev_mode: false,
+    webhook_allow_private: false,
+    log: "info",
+    log_format: LogFormat::Text,
+};
+
+/// Every setting's key, for telling the operator about misspelt variables.
+const KNOWN_KEYS: &[&str] = &[
+    "bind", "database_url", "public_url", "data_dir", "jwt_secret", "encryption_key", "tls_cert",
+    "tls_key", "allow_http", "trusted_proxies", "smtp_url", "email_outbox", "email_from",
+    "llm_base_url", "llm_api_key", "llm_model", "rate_limits", "dev_mode",
+    "webhook_allow_private", "log", "log_format",
+];
+
+#[derive(Debug, thiserror::Error)]
+#[error("configuration: {0}")]
+pub struct ConfigError(pub String);
+
+impl Config {
+    /// Loads defaults, then `toml_path` (when it exists), then the environment, then
+    /// `overrides` (the flags actually given).
+    pub fn load(toml_path: Option<&std::path::Path>, overrides: impl Serialize) -> Result<Self, ConfigError> {
+        let path = toml_path.map(PathBuf::from).unwrap_or_else(|| PathBuf::from("churn.toml"));
+        let config: Config = Figment::from(Serialized::defaults(DEFAULTS))
+            .merge(Toml::file(path))
+            .merge(Env::prefixed(ENV_PREFIX).filter(|k| KNOWN_KEYS.contains(&k.as_str())))
+            .merge(Serialized::globals(overrides))
+            .extract()
+            .map_err(|e| ConfigError(describe(e)))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// `CHURN_*` variables that name no setting; the caller logs a warning for each.
+    pub fn unknown_env_vars() -> Vec<String> {
+        std::env::vars()
+            .filter_map(|(k, _)| k.strip_prefix(ENV_PREFIX).map(|rest| (k.clone(), rest.to_lowercase())))
+            .filter(|(_, key)| !KNOWN_KEYS.contains(&key.as_str()) && !key.starts_with("test_"))
+            .map(|(var, _)| var)
+            .collect()
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let fail = |msg: String| Err(ConfigError(msg));
+        if !self.database_url.is_sqlite() && !self.database_url.is_postgres() {
+            return fail("CHURN_DATABASE_URL must start with sqlite:// or postgres://".into());
+        }
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            return fail("CHURN_TLS_CERT and CHURN_TLS_KEY must be set together".into());
+        }
+        if self.dev_mode && !self.bind.ip().is_loopback() {
+            return fail(format!(
+                "CHURN_DEV_MODE is refused unless CHURN_BIND is a loopback address (it is {})",
+                self.bind
+            ));
+        }
+        if let Some(url) = &self.public_url {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return fail("CHURN_PUBLIC_URL must be an http:// or https:// URL".into());
+            }
+        }
+        if self.log_format == LogFormat::Json && self.log.trim().is_empty() {
+            return fail("CHURN_LOG must not be empty".into());
+        }
+        Ok(())
+    }
+
+    pub fn tls_enabled(&self) -> bool {
+        self.tls_cert.is_some()
+    }
+
+    pub fn allow_http(&self) -> bool {
+        self.allow_http.unwrap_or_else(|| self.bind.ip().is_loopback())
+    }
+
+    /// Base for links inside emails.
+    pub fn public_url(&self) -> String {
+        match &self.public_url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => {
+                let scheme = if self.tls_enabled() { "https" } else { "http" };
+                format!("{scheme}://{}", self.bind)
+            }
+        }
+    }
+
+    pub fn email_outbox(&self) -> Option<PathBuf> {
+        match &self.email_outbox {
+            Some(dir) if dir.trim().is_empty() => None,
+            Some(dir) => Some(PathBuf::from(dir)),
+            None if self.smtp_url.is_none() => Some(self.data_dir.join("outbox")),
+            None => None,
+        }
+    }
+}
+
+fn describe(e: figment::Error) -> String {
+    let key = e.path.last().map(|k| format!("CHURN_{}", k.to_uppercase()));
+    match key {
+        Some(key) => format!("{key}: {}", e.kind),
+        None => e.to_string(),
+    }
+}
+
+fn comma_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<IpNet>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        List(Vec<String>),
+        One(String),
+    }
+    let items = match Raw::deserialize(d)? {
+        Raw::List(list) => list,
+        Raw::One(s) => s.split(',').map(str::to_owned).collect(),
+    };
+    items
+        .iter()
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<IpNet>()
+                .or_else(|_| s.parse::<std::net::IpAddr>().map(IpNet::from))
+                .map_err(|_| serde::de::Error::custom(format!("{s:?} is not an IP address or CIDR")))
+        })
+        .collect()
+}
+
+fn on_off<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Bool(bool),
+        Text(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::Bool(b) => Ok(b),
+        Raw::Text(s) => match s.to_ascii_lowercase().as_str() {
+            "on" | "true" | "1" => Ok(true),
+            "off" | "false" | "0" => Ok(false),
+            _ => Err(serde::de::Error::custom("expected on or off")),
+        },
+    }
+}
+
+/// A database URL whose `Debug` never shows the password.
+#[derive(Clone, Deserialize)]
+#[serde(transparent)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self(url.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_sqlite(&self) -> bool {
+        self.0.starts_with("sqlite:")
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        self.0.starts_with("postgres://") || self.0.starts_with("postgresql://")
+    }
+}
+
+impl fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match url::Url::parse(&self.0) {
+            Ok(mut url) if url.password().is_some() => {
+                let _ = url.set_password(Some("********"));
+                write!(f, "{:?}", url.as_str())
+            }
+            _ => write!(f, "{:?}", self.0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_hides_secrets() {
+        let url = DatabaseUrl::new("postgres://churn:hunter2@db:5432/churn");
+        assert!(!format!("{url:?}").contains("hunter2"));
+        let config = Config::load(None, serde_json::json!({"jwt_secret": "topsecret", "database_url": "postgres://u:pw@h/db"})).unwrap();
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("topsecret") && !shown.contains(":pw@"), "{shown}");
+    }
+
+    #[test]
+    fn flags_override_and_errors_name_the_setting() {
+        let config = Config::load(None, serde_json::json!({"bind": "127.0.0.1:9999", "rate_limits": "off", "trusted_proxies": "10.0.0.0/8, 192.168.1.1"})).unwrap();
+        assert_eq!(config.bind.port(), 9999);
+        assert!(!config.rate_limits);
+        assert_eq!(config.trusted_proxies.len(), 2);
+        assert!(config.allow_http());
+
+        let err = Config::load(None, serde_json::json!({"bind": "not an address"})).unwrap_err();
+        assert!(err.0.starts_with("CHURN_BIND"), "{}", err.0);
+        let err = Config::load(None, serde_json::json!({"bind": "0.0.0.0:8080", "dev_mode": true})).unwrap_err();
+        assert!(err.0.contains("CHURN_DEV_MODE"), "{}", err.0);
+        let err = Config::load(None, serde_json::json!({"database_url": "mysql://x"})).unwrap_err();
+        assert!(err.0.contains("CHURN_DATABASE_URL"), "{}", err.0);
+    }
+
+    #[test]
+    fn plain_http_defaults_to_loopback_only_and_outbox_follows_smtp() {
+        let public = Config::load(None, serde_json::json!({"bind": "0.0.0.0:8080"})).unwrap();
+        assert!(!public.allow_http());
+        assert_eq!(public.email_outbox(), Some(PathBuf::from("./data/outbox")));
+        let off = Config::load(None, serde_json::json!({"email_outbox": ""})).unwrap();
+        assert_eq!(off.email_outbox(), None);
+    }
+}

@@ -1,0 +1,11 @@
+//! Pure domain rules: no I/O, no clock reads; every function here takes what it needs.
+
+pub mod email;
+pub mod keys;
+pub mod origin;
+pub mod password;
+pub mod role;
+pub mod settings;
+pub mod slug;
+pub mod subscription;
+pub mod validation;

@@ -1,0 +1,68 @@
+//! Allowed origins of the cancel-flow widget: `http(s)://host[:port]`, nothing more.
+
+use url::Url;
+
+pub const MAX_ALLOWED_ORIGINS: usize = 50;
+
+/// Parses one origin and returns its normalised form (lower-case host, default port dropped).
+pub fn normalize(raw: &str) -> Result<String, String> {
+    let raw = raw.trim();
+    if raw == "*" {
+        return Err("wildcard origins are not allowed".into());
+    }
+    let url = Url::parse(raw).map_err(|_| format!("{raw:?} is not an origin"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("origin must use http or https".into());
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("origin must have a host".into());
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("origin must not contain credentials".into());
+    }
+    if url.path() != "/" || raw.ends_with('/') || url.query().is_some() || url.fragment().is_some() {
+        return Err("origin must not have a path, query or fragment".into());
+    }
+    Ok(url.origin().ascii_serialization())
+}
+
+/// Validates a whole list; duplicates after normalisation collapse to one entry.
+pub fn normalize_all(raw: &[String]) -> Result<Vec<String>, Vec<(usize, String)>> {
+    let mut errors = Vec::new();
+    let mut out: Vec<String> = Vec::with_capacity(raw.len());
+    for (i, entry) in raw.iter().enumerate() {
+        match normalize(entry) {
+            Ok(origin) if !out.contains(&origin) => out.push(origin),
+            Ok(_) => {}
+            Err(e) => errors.push((i, e)),
+        }
+    }
+    if errors.is_empty() { Ok(out) } else { Err(errors) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalises_valid_origins() {
+        assert_eq!(normalize("https://App.Example.com").unwrap(), "https://app.example.com");
+        assert_eq!(normalize("https://example.com:443").unwrap(), "https://example.com");
+        assert_eq!(normalize("http://localhost:3000").unwrap(), "http://localhost:3000");
+    }
+
+    #[test]
+    fn refuses_anything_but_an_origin() {
+        for bad in ["*", "example.com", "ftp://example.com", "https://example.com/app", "https://example.com/", "https://u:p@example.com", "https://example.com?x=1", ""] {
+            assert!(normalize(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn list_reports_each_bad_index_and_dedups() {
+        let list = vec!["https://a.com".to_owned(), "nope".to_owned(), "https://A.com:443".to_owned()];
+        assert_eq!(normalize_all(&list).unwrap_err().iter().map(|e| e.0).collect::<Vec<_>>(), [1]);
+        let ok = vec!["https://a.com".to_owned(), "https://A.com:443".to_owned()];
+        assert_eq!(normalize_all(&ok).unwrap(), ["https://a.com"]);
+    }
+}

@@ -1,0 +1,140 @@
+//! Roles in a project and the one policy function that says what each may do.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Viewer,
+    Member,
+    Admin,
+    Owner,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Member => "member",
+            Role::Admin => "admin",
+            Role::Owner => "owner",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "viewer" => Some(Role::Viewer),
+            "member" => Some(Role::Member),
+            "admin" => Some(Role::Admin),
+            "owner" => Some(Role::Owner),
+            _ => None,
+        }
+    }
+}
+
+/// What a request wants to do inside a project.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Permission {
+    /// Read anything the project holds (except its secrets).
+    Read,
+    /// Create and change churn events, generate, edit, send, mark recovered, retry payments.
+    Write,
+    /// Record tracked behaviour (secret API keys).
+    Track,
+    /// Project settings, origins, configurations, providers, invitations, webhook secret.
+    Administer,
+    /// Remove a member holding the given role (removing oneself is always allowed).
+    RemoveMember(Role),
+    DeleteProject,
+    RotateKeys,
+}
+
+/// Who is acting: a signed-in user with a role, or the project's secret API key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Actor {
+    User(Role),
+    SecretKey,
+}
+
+/// The role matrix of the product decisions (§6). Every authorization decision goes through here.
+pub fn allows(actor: Actor, permission: Permission) -> bool {
+    let role = match actor {
+        // A secret key acts as a member of its own project and may also track.
+        Actor::SecretKey => {
+            return matches!(
+                permission,
+                Permission::Read | Permission::Write | Permission::Track
+            );
+        }
+        Actor::User(role) => role,
+    };
+    match permission {
+        Permission::Read => true,
+        Permission::Write | Permission::Track => role >= Role::Member,
+        Permission::Administer => role >= Role::Admin,
+        Permission::RemoveMember(target) => match role {
+            Role::Owner => target != Role::Owner,
+            Role::Admin => target <= Role::Member,
+            Role::Member | Role::Viewer => false,
+        },
+        Permission::DeleteProject | Permission::RotateKeys => role == Role::Owner,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROLES: [Role; 4] = [Role::Viewer, Role::Member, Role::Admin, Role::Owner];
+
+    #[test]
+    fn matrix_matches_the_decisions() {
+        use Permission::*;
+        // (permission, lowest role allowed)
+        let table = [
+            (Read, Role::Viewer),
+            (Write, Role::Member),
+            (Track, Role::Member),
+            (Administer, Role::Admin),
+            (DeleteProject, Role::Owner),
+            (RotateKeys, Role::Owner),
+        ];
+        for (permission, lowest) in table {
+            for role in ROLES {
+                assert_eq!(
+                    allows(Actor::User(role), permission),
+                    role >= lowest,
+                    "{role:?} / {permission:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn removal_follows_rank() {
+        let may = |actor, target| allows(Actor::User(actor), Permission::RemoveMember(target));
+        assert!(may(Role::Owner, Role::Admin));
+        assert!(!may(Role::Owner, Role::Owner));
+        assert!(may(Role::Admin, Role::Member) && may(Role::Admin, Role::Viewer));
+        assert!(!may(Role::Admin, Role::Admin));
+        assert!(!may(Role::Member, Role::Viewer));
+    }
+
+    #[test]
+    fn secret_key_is_a_member_that_tracks_but_never_administers() {
+        let key = Actor::SecretKey;
+        assert!(allows(key, Permission::Read) && allows(key, Permission::Write) && allows(key, Permission::Track));
+        for p in [Permission::Administer, Permission::DeleteProject, Permission::RotateKeys, Permission::RemoveMember(Role::Viewer)] {
+            assert!(!allows(key, p), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn role_names_round_trip() {
+        for role in ROLES {
+            assert_eq!(Role::parse(role.as_str()), Some(role));
+        }
+        assert_eq!(Role::parse("root"), None);
+    }
+}

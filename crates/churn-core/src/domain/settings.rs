@@ -1,0 +1,149 @@
+//! Per-project settings that shape recovery emails and the recovery window.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::validation::Validator;
+use crate::error::Result;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ProjectSettings {
+    /// Days after the first recovery email before an unrecovered event counts as lost (1–365).
+    pub recovery_window_days: i64,
+    /// Percent off offered by the discount strategy (1–90).
+    pub discount_percent: i64,
+    /// Months the discount lasts (1–36).
+    pub discount_months: i64,
+    pub founder_name: Option<String>,
+    pub product_url: Option<String>,
+    /// Language of generated emails (an IETF tag such as `en`).
+    pub language: String,
+}
+
+impl Default for ProjectSettings {
+    fn default() -> Self {
+        Self {
+            recovery_window_days: 30,
+            discount_percent: 20,
+            discount_months: 3,
+            founder_name: None,
+            product_url: None,
+            language: "en".to_owned(),
+        }
+    }
+}
+
+/// A partial update: absent fields keep their value, `null` clears an optional one.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsPatch {
+    pub recovery_window_days: Option<i64>,
+    pub discount_percent: Option<i64>,
+    pub discount_months: Option<i64>,
+    #[serde(default, with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub founder_name: Option<Option<String>>,
+    #[serde(default, with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub product_url: Option<Option<String>>,
+    pub language: Option<String>,
+}
+
+impl ProjectSettings {
+    /// Applies `patch`, naming each bad field as `settings.<field>`.
+    pub fn apply(&self, patch: SettingsPatch) -> Result<ProjectSettings> {
+        let mut v = Validator::new();
+        let mut next = self.clone();
+        let mut range = |field: &str, value: Option<i64>, lo: i64, hi: i64, slot: &mut i64| {
+            if let Some(value) = value {
+                if (lo..=hi).contains(&value) {
+                    *slot = value;
+                } else {
+                    v.add(&format!("settings.{field}"), format!("must be between {lo} and {hi}"));
+                }
+            }
+        };
+        range("recovery_window_days", patch.recovery_window_days, 1, 365, &mut next.recovery_window_days);
+        range("discount_percent", patch.discount_percent, 1, 90, &mut next.discount_percent);
+        range("discount_months", patch.discount_months, 1, 36, &mut next.discount_months);
+        if let Some(name) = patch.founder_name {
+            next.founder_name = v
+                .check("settings.founder_name", optional(name, 200))
+                .unwrap_or(next.founder_name);
+        }
+        if let Some(url) = patch.product_url {
+            let checked = optional(url, 500).and_then(|url| match url {
+                Some(u) if url::Url::parse(&u).map(|p| !matches!(p.scheme(), "http" | "https")).unwrap_or(true) => {
+                    Err("must be an http or https URL".to_owned())
+                }
+                other => Ok(other),
+            });
+            next.product_url = v.check("settings.product_url", checked).unwrap_or(next.product_url);
+        }
+        if let Some(language) = patch.language {
+            let ok = (2..=16).contains(&language.len())
+                && language.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+            if ok {
+                next.language = language.to_ascii_lowercase();
+            } else {
+                v.add("settings.language", "must be a language tag such as en or pt-br");
+            }
+        }
+        v.finish()?;
+        Ok(next)
+    }
+}
+
+fn optional(value: Option<String>, max: usize) -> std::result::Result<Option<String>, String> {
+    match value.map(|s| s.trim().to_owned()) {
+        None => Ok(None),
+        Some(s) if s.is_empty() => Ok(None),
+        Some(s) if s.chars().count() > max => Err(format!("must be at most {max} characters")),
+        Some(s) => Ok(Some(s)),
+    }
+}
+
+/// Tells "absent" (keep) from `null` (clear) in a patch.
+mod double_option {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+        Option::<String>::deserialize(d).map(Some)
+    }
+
+    pub fn serialize<S: Serializer>(v: &Option<Option<String>>, s: S) -> Result<S::Ok, S::Error> {
+        v.as_ref().and_then(|inner| inner.as_ref()).serialize(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    #[test]
+    fn patch_changes_only_what_it_names() {
+        let patch: SettingsPatch =
+            serde_json::from_value(serde_json::json!({"discount_percent": 35, "founder_name": "Ada"})).unwrap();
+        let next = ProjectSettings::default().apply(patch).unwrap();
+        assert_eq!(next.discount_percent, 35);
+        assert_eq!(next.founder_name.as_deref(), Some("Ada"));
+        assert_eq!(next.recovery_window_days, 30);
+
+        let clear: SettingsPatch = serde_json::from_value(serde_json::json!({"founder_name": null})).unwrap();
+        assert_eq!(next.apply(clear).unwrap().founder_name, None);
+    }
+
+    #[test]
+    fn out_of_range_values_name_their_field() {
+        let patch: SettingsPatch = serde_json::from_value(
+            serde_json::json!({"recovery_window_days": 0, "discount_percent": 91, "product_url": "javascript:x"}),
+        )
+        .unwrap();
+        let Err(Error::Validation { details, .. }) = ProjectSettings::default().apply(patch) else {
+            panic!("expected validation error");
+        };
+        let fields: Vec<_> = details.iter().map(|d| d.field.as_str()).collect();
+        assert_eq!(fields, ["settings.recovery_window_days", "settings.discount_percent", "settings.product_url"]);
+    }
+}

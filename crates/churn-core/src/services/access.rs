@@ -1,0 +1,81 @@
+//! Resolving who may act on which project: from a session's user or from an API key. Every
+//! project-scoped request goes through here, so the tenant filter cannot be forgotten.
+
+use super::Churn;
+use crate::domain::keys::{KeyKind, PresentedKey};
+use crate::domain::role::{Actor, Permission, allows};
+use crate::error::{Error, Result};
+use crate::store::projects::{self, ProjectRecord};
+
+/// A project together with who is acting on it.
+#[derive(Debug, Clone)]
+pub struct ProjectAccess {
+    pub project: ProjectRecord,
+    pub actor: Actor,
+    /// The acting user, when the request came with a session.
+    pub user_id: Option<String>,
+}
+
+impl ProjectAccess {
+    pub fn authorize(&self, permission: Permission) -> Result<()> {
+        if allows(self.actor, permission) {
+            Ok(())
+        } else {
+            Err(Error::Forbidden("your role does not allow this action".into()))
+        }
+    }
+}
+
+pub(crate) fn project_not_found() -> Error {
+    Error::NotFound("project not found".into())
+}
+
+impl Churn {
+    /// A project the user owns or belongs to, by slug or id. Owned slugs win; a slug shared by
+    /// several projects the user merely belongs to is ambiguous (409).
+    pub async fn project_for_user(&self, user_id: &str, slug_or_id: &str) -> Result<ProjectAccess> {
+        let mut found = projects::visible_to(self.store.reader(), user_id, slug_or_id).await?;
+        let pick = match found.as_slice() {
+            [] => return Err(project_not_found()),
+            [(only, _)] => only.id.clone(),
+            [(first, _), ..] if first.owner_id == user_id || first.id == slug_or_id => first.id.clone(),
+            _ => {
+                return Err(Error::Conflict(format!(
+                    "several projects you belong to use the slug {slug_or_id:?}; use the project id instead"
+                )));
+            }
+        };
+        let index = found.iter().position(|(p, _)| p.id == pick).unwrap_or(0);
+        let (project, role) = found.swap_remove(index);
+        Ok(ProjectAccess {
+            project,
+            actor: Actor::User(role),
+            user_id: Some(user_id.to_owned()),
+        })
+    }
+
+    /// The project of a secret API key. A public or unknown key is 401; a valid key used on
+    /// another project's path is 403.
+    pub async fn project_for_secret_key(&self, raw_key: &str, slug_or_id: Option<&str>) -> Result<ProjectAccess> {
+        let project = self.project_for_key(raw_key, KeyKind::Secret).await?;
+        if let Some(path) = slug_or_id {
+            if project.slug != path && project.id != path {
+                return Err(Error::Forbidden("this API key belongs to another project".into()));
+            }
+        }
+        Ok(ProjectAccess {
+            project,
+            actor: Actor::SecretKey,
+            user_id: None,
+        })
+    }
+
+    /// The project of an active key of the given kind; 401 for anything else.
+    pub async fn project_for_key(&self, raw_key: &str, kind: KeyKind) -> Result<ProjectRecord> {
+        let unauthorized = || Error::Unauthorized("invalid API key".into());
+        let key = PresentedKey::parse(raw_key).filter(|k| k.kind == kind).ok_or_else(unauthorized)?;
+        projects::by_active_key(self.store.reader(), kind, &key.lookup(), self.now())
+            .await?
+            .ok_or_else(unauthorized)
+    }
+}

@@ -1,0 +1,85 @@
+//! Operator actions of the admin CLI: they act across tenants, so they are not reachable
+//! over HTTP.
+
+use chrono::NaiveDate;
+
+use super::Churn;
+use crate::api::projects::RotatedKeys;
+use crate::domain::email::Email;
+use crate::domain::subscription::SubscriptionStatus;
+use crate::error::{Error, Result};
+use crate::store::projects::{self, ProjectRecord};
+use crate::store::users::{self, UserRecord};
+
+/// What `churn subscription set` does to an account.
+#[derive(Debug, Clone, Copy)]
+pub enum SubscriptionChange {
+    /// Paid through the end of this day (UTC).
+    PaidUntil(NaiveDate),
+    /// No longer paid and no trial left: expired now.
+    Expire,
+}
+
+impl Churn {
+    pub async fn list_users(&self) -> Result<Vec<(UserRecord, SubscriptionStatus)>> {
+        let now = self.now();
+        let users = users::list(self.store.reader()).await?;
+        Ok(users
+            .into_iter()
+            .map(|u| {
+                let status = SubscriptionStatus::derive(u.trial_ends_at, u.paid_until, now);
+                (u, status)
+            })
+            .collect())
+    }
+
+    pub async fn change_subscription(&self, email: &str, change: SubscriptionChange) -> Result<(UserRecord, SubscriptionStatus)> {
+        let email = Email::parse(email).map_err(|e| Error::invalid_field("email", e))?;
+        let mut user = users::by_email(self.store.reader(), email.as_str())
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("no user with email {email}")))?;
+        let now = self.now();
+        match change {
+            SubscriptionChange::PaidUntil(day) => {
+                let end = day
+                    .succ_opt()
+                    .and_then(|d| d.and_hms_opt(0, 0, 0))
+                    .ok_or_else(|| Error::invalid_field("paid_until", "date out of range"))?
+                    .and_utc();
+                user.paid_until = Some(end);
+            }
+            SubscriptionChange::Expire => {
+                user.paid_until = None;
+                user.trial_ends_at = user.trial_ends_at.min(now);
+            }
+        }
+        users::set_subscription(self.store.writer(), &user.id, user.trial_ends_at, user.paid_until, now).await?;
+        let status = SubscriptionStatus::derive(user.trial_ends_at, user.paid_until, now);
+        Ok((user, status))
+    }
+
+    /// Every project with its owner's email, optionally only those of one owner.
+    pub async fn list_all_projects(&self, owner_email: Option<&str>) -> Result<Vec<(ProjectRecord, String)>> {
+        let owner = owner_email
+            .map(|e| Email::parse(e).map_err(|m| Error::invalid_field("user", m)))
+            .transpose()?;
+        projects::list_all(self.store.reader(), owner.as_ref().map(Email::as_str)).await
+    }
+
+    /// Rotates the keys of the project with this slug or id; a slug several owners share is
+    /// refused so the operator names the id.
+    pub async fn rotate_keys_admin(&self, slug_or_id: &str) -> Result<(ProjectRecord, RotatedKeys)> {
+        let mut found = projects::any_by_slug_or_id(self.store.reader(), slug_or_id).await?;
+        let project = match found.len() {
+            0 => return Err(Error::NotFound(format!("no project with slug or id {slug_or_id:?}"))),
+            1 => found.remove(0),
+            n => {
+                return Err(Error::Conflict(format!(
+                    "{n} projects use the slug {slug_or_id:?}; give the project id instead"
+                )));
+            }
+        };
+        let keys = self.rotate_project_keys(&project.id, 0).await?;
+        Ok((project, keys))
+    }
+}

@@ -1,0 +1,283 @@
+//! Projects: creation with a key pair, the project views, settings, origins, keys and the
+//! webhook secret. Each operation authorizes itself through the role policy.
+
+use super::Churn;
+use super::access::ProjectAccess;
+use crate::api::auth::DefaultProjectOrigins;
+use crate::api::projects::{ApiKeys, CreateProject, Project, RotateKeysRequest, RotatedKeys, UpdateProject, WebhookSecret};
+use crate::domain::email::Email;
+use crate::domain::keys::{KeyPair, generate_webhook_secret};
+use crate::domain::origin;
+use crate::domain::role::{Permission, Role};
+use crate::domain::settings::ProjectSettings;
+use crate::domain::slug;
+use crate::domain::validation::{Validator, optional_text, required_text};
+use crate::error::{Error, Result};
+use crate::ids::new_id;
+use crate::store::projects::{self, ProjectRecord};
+use crate::store::{keys, users};
+
+const SLUG_ATTEMPTS: usize = 5;
+const MAX_GRACE_HOURS: i64 = 72;
+
+/// Validated fields of a project to create.
+#[derive(Debug, Clone)]
+pub struct NewProject {
+    name: String,
+    product_type: Option<String>,
+    support_email: Option<String>,
+}
+
+impl NewProject {
+    pub fn validate(name: &str, product_type: Option<&str>, support_email: Option<&str>) -> Result<Self> {
+        let mut v = Validator::new();
+        let name = v.check("name", required_text(name, 200));
+        let product_type = product_type.and_then(|t| v.check("product_type", optional_text(t, 100)));
+        let support_email = support_email
+            .filter(|e| !e.trim().is_empty())
+            .and_then(|e| v.check("support_email", Email::parse(e)));
+        v.finish()?;
+        Ok(Self {
+            name: name.unwrap_or_default(),
+            product_type: product_type.filter(|t| !t.is_empty()),
+            support_email: support_email.map(Email::into_inner),
+        })
+    }
+}
+
+impl Churn {
+    pub async fn create_project(&self, owner_id: &str, req: CreateProject) -> Result<Project> {
+        let new = NewProject::validate(&req.name, req.product_type.as_deref(), req.support_email.as_deref())?;
+        let (mut project, keys) = self.insert_project(owner_id, new, false).await?;
+        project.api_keys = Some(keys);
+        Ok(project)
+    }
+
+    /// Inserts a project with a fresh key pair, retrying the slug with a suffix on collision.
+    /// With `as_default` it also becomes the owner's default project, which may happen once.
+    pub(super) async fn insert_project(&self, owner_id: &str, new: NewProject, as_default: bool) -> Result<(Project, ApiKeys)> {
+        let base = slug::slugify(&new.name);
+        for attempt in 0..SLUG_ATTEMPTS {
+            let slug = if attempt == 0 {
+                base.clone()
+            } else {
+                slug::with_suffix(&base, &uuid::Uuid::new_v4())
+            };
+            let now = self.now();
+            let record = ProjectRecord {
+                id: new_id(),
+                owner_id: owner_id.to_owned(),
+                name: new.name.clone(),
+                slug,
+                product_type: new.product_type.clone(),
+                support_email: new.support_email.clone(),
+                allowed_origins: Vec::new(),
+                settings: ProjectSettings::default(),
+                webhook_secret: generate_webhook_secret(),
+                created_at: now,
+                updated_at: now,
+            };
+            let mut tx = self.store.begin().await?;
+            if !projects::insert(&mut tx, &record).await? {
+                tx.rollback().await?;
+                continue;
+            }
+            if as_default && !users::claim_default_project(&mut *tx, owner_id, &record.id, now).await? {
+                tx.rollback().await?;
+                return Err(Error::Conflict("onboarding is already complete".into()));
+            }
+            let pair = KeyPair::generate();
+            keys::insert_pair(&mut tx, &record.id, &pair, now).await?;
+            tx.commit().await?;
+            let mut view = project_view(&record);
+            view.role = Some(Role::Owner);
+            return Ok((view, ApiKeys {
+                public_key: pair.public_key,
+                secret_key: pair.secret_key,
+            }));
+        }
+        Err(Error::Conflict("could not find a free slug for this project name".into()))
+    }
+
+    pub async fn list_projects(&self, user_id: &str) -> Result<Vec<Project>> {
+        let rows = projects::list_for_user(self.store.reader(), user_id).await?;
+        Ok(rows
+            .iter()
+            .map(|(record, role)| {
+                let mut view = project_view(record);
+                view.role = Some(*role);
+                view
+            })
+            .collect())
+    }
+
+    /// The detail view: adds the role, the current public key, the secret key's hint and settings.
+    pub async fn project_detail(&self, access: &ProjectAccess) -> Result<Project> {
+        access.authorize(Permission::Read)?;
+        let (public_key, hint) = keys::current(self.store.reader(), &access.project.id).await?;
+        let mut view = project_view(&access.project);
+        view.role = match access.actor {
+            crate::domain::role::Actor::User(role) => Some(role),
+            crate::domain::role::Actor::SecretKey => None,
+        };
+        view.public_key = public_key;
+        view.secret_key_hint = hint;
+        view.settings = Some(access.project.settings.clone());
+        Ok(view)
+    }
+
+    pub async fn update_project(&self, access: &ProjectAccess, req: UpdateProject) -> Result<Project> {
+        access.authorize(Permission::Administer)?;
+        let mut next = access.project.clone();
+        let mut v = Validator::new();
+        if let Some(name) = &req.name {
+            if let Some(name) = v.check("name", required_text(name, 200)) {
+                next.name = name;
+            }
+        }
+        if let Some(product_type) = &req.product_type {
+            if let Some(t) = v.check("product_type", optional_text(product_type, 100)) {
+                next.product_type = Some(t).filter(|t| !t.is_empty());
+            }
+        }
+        if let Some(email) = &req.support_email {
+            next.support_email = if email.trim().is_empty() {
+                None
+            } else {
+                v.check("support_email", Email::parse(email)).map(Email::into_inner)
+            };
+        }
+        let settings = req.settings.map(|patch| next.settings.apply(patch));
+        if let Some(Err(Error::Validation { details, .. })) = &settings {
+            for d in details {
+                v.add(&d.field, d.message.clone());
+            }
+        }
+        v.finish()?;
+        if let Some(settings) = settings {
+            next.settings = settings?;
+        }
+        next.updated_at = self.now();
+        projects::update(self.store.writer(), &next).await?;
+        let updated = ProjectAccess {
+            project: next,
+            ..access.clone()
+        };
+        self.project_detail(&updated).await
+    }
+
+    pub async fn delete_project(&self, access: &ProjectAccess) -> Result<()> {
+        access.authorize(Permission::DeleteProject)?;
+        projects::delete(self.store.writer(), &access.project.id).await
+    }
+
+    pub async fn set_allowed_origins(&self, access: &ProjectAccess, origins: &[String]) -> Result<Vec<String>> {
+        access.authorize(Permission::Administer)?;
+        let normalized = validate_origins(origins)?;
+        let mut next = access.project.clone();
+        next.allowed_origins = normalized.clone();
+        next.updated_at = self.now();
+        projects::update(self.store.writer(), &next).await?;
+        Ok(normalized)
+    }
+
+    /// `PUT /auth/allowed-origins`: the caller's default project, else their oldest owned one.
+    pub async fn set_default_project_origins(&self, user: &users::UserRecord, origins: &[String]) -> Result<DefaultProjectOrigins> {
+        let owned = projects::list_for_user(self.store.reader(), &user.id).await?;
+        let target = owned
+            .iter()
+            .find(|(p, _)| Some(&p.id) == user.default_project_id.as_ref())
+            .or_else(|| owned.iter().find(|(p, role)| *role == Role::Owner && p.owner_id == user.id))
+            .ok_or_else(|| Error::NotFound("you have no project yet; complete onboarding first".into()))?;
+        let access = ProjectAccess {
+            project: target.0.clone(),
+            actor: crate::domain::role::Actor::User(target.1),
+            user_id: Some(user.id.clone()),
+        };
+        let allowed_origins = self.set_allowed_origins(&access, origins).await?;
+        Ok(DefaultProjectOrigins {
+            project_slug: access.project.slug,
+            allowed_origins,
+        })
+    }
+
+    pub async fn rotate_keys(&self, access: &ProjectAccess, req: RotateKeysRequest) -> Result<RotatedKeys> {
+        access.authorize(Permission::RotateKeys)?;
+        self.rotate_project_keys(&access.project.id, req.expire_old_in_hours.unwrap_or(0)).await
+    }
+
+    /// Issues a new key pair; the old pair stops working now or after `grace_hours`.
+    pub async fn rotate_project_keys(&self, project_id: &str, grace_hours: i64) -> Result<RotatedKeys> {
+        if !(0..=MAX_GRACE_HOURS).contains(&grace_hours) {
+            return Err(Error::invalid_field(
+                "expire_old_in_hours",
+                format!("must be between 0 and {MAX_GRACE_HOURS}"),
+            ));
+        }
+        let now = self.now();
+        let old_keys_expire_at = now + chrono::Duration::hours(grace_hours);
+        let pair = KeyPair::generate();
+        let mut tx = self.store.begin().await?;
+        keys::expire_active(&mut tx, project_id, old_keys_expire_at, now).await?;
+        keys::insert_pair(&mut tx, project_id, &pair, now).await?;
+        tx.commit().await?;
+        Ok(RotatedKeys {
+            public_key: pair.public_key,
+            secret_key: pair.secret_key,
+            old_keys_expire_at,
+        })
+    }
+
+    pub fn webhook_secret(&self, access: &ProjectAccess) -> Result<WebhookSecret> {
+        access.authorize(Permission::Administer)?;
+        Ok(WebhookSecret {
+            webhook_secret: access.project.webhook_secret.clone(),
+        })
+    }
+
+    pub async fn rotate_webhook_secret(&self, access: &ProjectAccess) -> Result<WebhookSecret> {
+        access.authorize(Permission::Administer)?;
+        let mut next = access.project.clone();
+        next.webhook_secret = generate_webhook_secret();
+        next.updated_at = self.now();
+        projects::update(self.store.writer(), &next).await?;
+        Ok(WebhookSecret {
+            webhook_secret: next.webhook_secret,
+        })
+    }
+}
+
+fn validate_origins(origins: &[String]) -> Result<Vec<String>> {
+    if origins.len() > origin::MAX_ALLOWED_ORIGINS {
+        return Err(Error::invalid_field(
+            "allowed_origins",
+            format!("at most {} origins are allowed", origin::MAX_ALLOWED_ORIGINS),
+        ));
+    }
+    origin::normalize_all(origins).map_err(|errors| {
+        let mut v = Validator::new();
+        for (i, message) in errors {
+            v.add(&format!("allowed_origins[{i}]"), message);
+        }
+        v.finish().expect_err("at least one origin was invalid")
+    })
+}
+
+/// The base view every project answer starts from.
+pub fn project_view(p: &ProjectRecord) -> Project {
+    Project {
+        id: p.id.clone(),
+        name: p.name.clone(),
+        slug: p.slug.clone(),
+        product_type: p.product_type.clone(),
+        support_email: p.support_email.clone(),
+        allowed_origins: p.allowed_origins.clone(),
+        created_at: p.created_at,
+        updated_at: p.updated_at,
+        role: None,
+        public_key: None,
+        secret_key_hint: None,
+        settings: None,
+        api_keys: None,
+    }
+}

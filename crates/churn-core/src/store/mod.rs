@@ -1,0 +1,174 @@
+//! Storage: one `Store` over SQLite or PostgreSQL, chosen from the URL.
+//!
+//! Queries are written once in SQL both backends run (`$1` placeholders, text ids and
+//! timestamps, `ON CONFLICT`, `RETURNING`). Where the backends differ, the difference lives
+//! in this module. SQLite gets a single-connection writer pool beside its reader pool: it
+//! allows one writer at a time anyway, and queueing writers in the pool avoids `SQLITE_BUSY`
+//! on transactions that read before they write.
+
+pub mod keys;
+pub mod projects;
+pub mod secrets;
+pub mod users;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{Any, AnyPool, Executor, Transaction};
+
+use crate::config::DatabaseUrl;
+use crate::error::{Error, Result};
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Clone)]
+pub struct Store {
+    read: AnyPool,
+    write: AnyPool,
+    backend: Backend,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("backend", &self.backend).finish()
+    }
+}
+
+pub type Tx = Transaction<'static, Any>;
+
+impl Store {
+    /// Connects (creating the SQLite file and its folder when missing). Does not migrate.
+    pub async fn connect(url: &DatabaseUrl) -> Result<Self> {
+        sqlx::any::install_default_drivers();
+        if url.is_sqlite() {
+            let url = sqlite_url(url.expose())?;
+            let options = AnyConnectOptions::from_str(&url)?;
+            let pool = |max| {
+                AnyPoolOptions::new()
+                    .max_connections(max)
+                    .acquire_timeout(Duration::from_secs(30))
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            // NORMAL is durable across application crashes in WAL mode; only a
+                            // power loss can drop the last commits. See docs/operations.md.
+                            conn.execute(
+                                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                                 PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;",
+                            )
+                            .await?;
+                            Ok(())
+                        })
+                    })
+                    .connect_with(options.clone())
+            };
+            let write = pool(1).await?;
+            let read = pool(8).await?;
+            Ok(Self {
+                read,
+                write,
+                backend: Backend::Sqlite,
+            })
+        } else {
+            let pool = AnyPoolOptions::new()
+                .max_connections(16)
+                .acquire_timeout(Duration::from_secs(30))
+                .connect(url.expose())
+                .await?;
+            Ok(Self {
+                read: pool.clone(),
+                write: pool,
+                backend: Backend::Postgres,
+            })
+        }
+    }
+
+    /// Applies the backend's migrations; safe to call from several processes at once.
+    pub async fn migrate(&self) -> Result<()> {
+        let migrator = match self.backend {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        migrator.run(&self.write).await.map_err(Error::internal)
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The pool for reads outside a transaction.
+    pub fn reader(&self) -> &AnyPool {
+        &self.read
+    }
+
+    /// The pool for single-statement writes outside a transaction.
+    pub fn writer(&self) -> &AnyPool {
+        &self.write
+    }
+
+    /// A write transaction.
+    pub async fn begin(&self) -> Result<Tx> {
+        Ok(self.write.begin().await?)
+    }
+
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.read).await?;
+        Ok(())
+    }
+
+    pub async fn close(&self) {
+        self.read.close().await;
+        self.write.close().await;
+    }
+}
+
+/// Makes sure the folder exists and the file is created on first start.
+fn sqlite_url(raw: &str) -> Result<String> {
+    let rest = raw
+        .strip_prefix("sqlite://")
+        .or_else(|| raw.strip_prefix("sqlite:"))
+        .unwrap_or(raw);
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if path.is_empty() || path.starts_with(":memory:") {
+        return Err(Error::validation(
+            "CHURN_DATABASE_URL: in-memory SQLite is not supported; give a file path",
+        ));
+    }
+    if let Some(dir) = std::path::Path::new(path).parent() {
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir).map_err(Error::internal)?;
+        }
+    }
+    let query = if query.contains("mode=") {
+        query.to_owned()
+    } else if query.is_empty() {
+        "mode=rwc".to_owned()
+    } else {
+        format!("{query}&mode=rwc")
+    };
+    Ok(format!("sqlite://{path}?{query}"))
+}
+
+/// Turns a unique-constraint violation into a 409-style conflict; everything else is internal.
+pub(crate) fn conflict_on_unique(message: &str) -> impl FnOnce(sqlx::Error) -> Error + '_ {
+    move |e| match &e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => Error::Conflict(message.to_owned()),
+        _ => Error::from(e),
+    }
+}
+
+/// Parses a stored timestamp; a malformed one is corrupt data, reported as internal.
+pub(crate) fn ts(raw: &str) -> Result<crate::time::Timestamp> {
+    crate::time::parse(raw).ok_or_else(|| Error::internal(format!("corrupt timestamp in storage: {raw:?}")))
+}
+
+pub(crate) fn ts_opt(raw: Option<&str>) -> Result<Option<crate::time::Timestamp>> {
+    raw.map(ts).transpose()
+}

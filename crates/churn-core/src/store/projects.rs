@@ -1,0 +1,225 @@
+//! The `projects` and `project_members` tables. Reads that serve a request are scoped by the
+//! caller (user membership or key), so a handler cannot forget the tenant filter.
+
+use sqlx::{Any, Executor, FromRow};
+
+use super::ts;
+use crate::domain::keys::KeyKind;
+use crate::domain::role::Role;
+use crate::domain::settings::ProjectSettings;
+use crate::error::{Error, Result};
+use crate::time::{self, Timestamp};
+
+#[derive(Debug, Clone)]
+pub struct ProjectRecord {
+    pub id: String,
+    pub owner_id: String,
+    pub name: String,
+    pub slug: String,
+    pub product_type: Option<String>,
+    pub support_email: Option<String>,
+    pub allowed_origins: Vec<String>,
+    pub settings: ProjectSettings,
+    pub webhook_secret: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+#[derive(FromRow)]
+struct Row {
+    id: String,
+    owner_id: String,
+    name: String,
+    slug: String,
+    product_type: Option<String>,
+    support_email: Option<String>,
+    allowed_origins: String,
+    settings: String,
+    webhook_secret: String,
+    created_at: String,
+    updated_at: String,
+}
+
+#[derive(FromRow)]
+struct RoleRow {
+    #[sqlx(flatten)]
+    project: Row,
+    role: String,
+}
+
+impl TryFrom<Row> for ProjectRecord {
+    type Error = Error;
+
+    fn try_from(r: Row) -> Result<Self> {
+        Ok(ProjectRecord {
+            allowed_origins: serde_json::from_str(&r.allowed_origins).map_err(Error::internal)?,
+            settings: serde_json::from_str(&r.settings).map_err(Error::internal)?,
+            created_at: ts(&r.created_at)?,
+            updated_at: ts(&r.updated_at)?,
+            id: r.id,
+            owner_id: r.owner_id,
+            name: r.name,
+            slug: r.slug,
+            product_type: r.product_type,
+            support_email: r.support_email,
+            webhook_secret: r.webhook_secret,
+        })
+    }
+}
+
+impl TryFrom<RoleRow> for (ProjectRecord, Role) {
+    type Error = Error;
+
+    fn try_from(r: RoleRow) -> Result<Self> {
+        let role = Role::parse(&r.role).ok_or_else(|| Error::internal(format!("corrupt role {:?}", r.role)))?;
+        Ok((r.project.try_into()?, role))
+    }
+}
+
+const COLUMNS: &str = "p.id, p.owner_id, p.name, p.slug, p.product_type, p.support_email, \
+                       p.allowed_origins, p.settings, p.webhook_secret, p.created_at, p.updated_at";
+
+/// Inserts the project and its owner's membership. `Ok(false)` when the owner already has a
+/// project with this slug; the transaction is then unusable (PostgreSQL aborts it), so the
+/// caller retries in a new one with another slug.
+pub async fn insert(tx: &mut super::Tx, p: &ProjectRecord) -> Result<bool> {
+    let inserted = sqlx::query(
+        "INSERT INTO projects (id, owner_id, name, slug, product_type, support_email, \
+         allowed_origins, settings, webhook_secret, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )
+    .bind(&p.id)
+    .bind(&p.owner_id)
+    .bind(&p.name)
+    .bind(&p.slug)
+    .bind(&p.product_type)
+    .bind(&p.support_email)
+    .bind(json(&p.allowed_origins)?)
+    .bind(json(&p.settings)?)
+    .bind(&p.webhook_secret)
+    .bind(time::format(&p.created_at))
+    .bind(time::format(&p.updated_at))
+    .execute(&mut **tx)
+    .await;
+    match inserted {
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => return Ok(false),
+        other => other?,
+    };
+    sqlx::query("INSERT INTO project_members (project_id, user_id, role, joined_at) VALUES ($1, $2, $3, $4)")
+        .bind(&p.id)
+        .bind(&p.owner_id)
+        .bind(Role::Owner.as_str())
+        .bind(time::format(&p.created_at))
+        .execute(&mut **tx)
+        .await?;
+    Ok(true)
+}
+
+/// Projects the user owns or belongs to whose slug or id is `slug_or_id`, owned ones first.
+pub async fn visible_to<'e>(
+    db: impl Executor<'e, Database = Any>,
+    user_id: &str,
+    slug_or_id: &str,
+) -> Result<Vec<(ProjectRecord, Role)>> {
+    let sql = format!(
+        "SELECT {COLUMNS}, m.role FROM project_members m JOIN projects p ON p.id = m.project_id \
+         WHERE m.user_id = $1 AND (p.slug = $2 OR p.id = $2) \
+         ORDER BY CASE WHEN p.owner_id = $1 THEN 0 ELSE 1 END, p.id"
+    );
+    let rows: Vec<RoleRow> = sqlx::query_as(&sql).bind(user_id).bind(slug_or_id).fetch_all(db).await?;
+    rows.into_iter().map(TryInto::try_into).collect()
+}
+
+/// Every project the user owns or belongs to, with the user's role, oldest first.
+pub async fn list_for_user<'e>(db: impl Executor<'e, Database = Any>, user_id: &str) -> Result<Vec<(ProjectRecord, Role)>> {
+    let sql = format!(
+        "SELECT {COLUMNS}, m.role FROM project_members m JOIN projects p ON p.id = m.project_id \
+         WHERE m.user_id = $1 ORDER BY p.created_at, p.id"
+    );
+    let rows: Vec<RoleRow> = sqlx::query_as(&sql).bind(user_id).fetch_all(db).await?;
+    rows.into_iter().map(TryInto::try_into).collect()
+}
+
+/// The project an active key of `kind` with this lookup belongs to.
+pub async fn by_active_key<'e>(
+    db: impl Executor<'e, Database = Any>,
+    kind: KeyKind,
+    lookup: &str,
+    now: Timestamp,
+) -> Result<Option<ProjectRecord>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM api_keys k JOIN projects p ON p.id = k.project_id \
+         WHERE k.lookup = $1 AND k.kind = $2 AND (k.expires_at IS NULL OR k.expires_at > $3)"
+    );
+    let row: Option<Row> = sqlx::query_as(&sql)
+        .bind(lookup)
+        .bind(super::keys::kind_str(kind))
+        .bind(time::format(&now))
+        .fetch_optional(db)
+        .await?;
+    row.map(TryInto::try_into).transpose()
+}
+
+pub async fn by_id<'e>(db: impl Executor<'e, Database = Any>, id: &str) -> Result<Option<ProjectRecord>> {
+    let sql = format!("SELECT {COLUMNS} FROM projects p WHERE p.id = $1");
+    let row: Option<Row> = sqlx::query_as(&sql).bind(id).fetch_optional(db).await?;
+    row.map(TryInto::try_into).transpose()
+}
+
+/// Every project whose slug or id matches, across all owners (admin CLI only).
+pub async fn any_by_slug_or_id<'e>(db: impl Executor<'e, Database = Any>, slug_or_id: &str) -> Result<Vec<ProjectRecord>> {
+    let sql = format!("SELECT {COLUMNS} FROM projects p WHERE p.slug = $1 OR p.id = $1 ORDER BY p.id");
+    let rows: Vec<Row> = sqlx::query_as(&sql).bind(slug_or_id).fetch_all(db).await?;
+    rows.into_iter().map(TryInto::try_into).collect()
+}
+
+/// All projects with their owner's email, optionally of one owner (admin CLI only).
+pub async fn list_all<'e>(
+    db: impl Executor<'e, Database = Any>,
+    owner_email: Option<&str>,
+) -> Result<Vec<(ProjectRecord, String)>> {
+    #[derive(FromRow)]
+    struct OwnerRow {
+        #[sqlx(flatten)]
+        project: Row,
+        owner_email: String,
+    }
+    let sql = format!(
+        "SELECT {COLUMNS}, u.email AS owner_email FROM projects p JOIN users u ON u.id = p.owner_id \
+         WHERE ($1 IS NULL OR u.email = $1) ORDER BY p.created_at, p.id"
+    );
+    let rows: Vec<OwnerRow> = sqlx::query_as(&sql).bind(owner_email).fetch_all(db).await?;
+    rows.into_iter()
+        .map(|r| Ok((r.project.try_into()?, r.owner_email)))
+        .collect()
+}
+
+/// Writes back the mutable fields (name, product type, support email, origins, settings,
+/// webhook secret).
+pub async fn update<'e>(db: impl Executor<'e, Database = Any>, p: &ProjectRecord) -> Result<()> {
+    sqlx::query(
+        "UPDATE projects SET name = $2, product_type = $3, support_email = $4, allowed_origins = $5, \
+         settings = $6, webhook_secret = $7, updated_at = $8 WHERE id = $1",
+    )
+    .bind(&p.id)
+    .bind(&p.name)
+    .bind(&p.product_type)
+    .bind(&p.support_email)
+    .bind(json(&p.allowed_origins)?)
+    .bind(json(&p.settings)?)
+    .bind(&p.webhook_secret)
+    .bind(time::format(&p.updated_at))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Deletes the project; foreign keys cascade to everything it holds.
+pub async fn delete<'e>(db: impl Executor<'e, Database = Any>, id: &str) -> Result<()> {
+    sqlx::query("DELETE FROM projects WHERE id = $1").bind(id).execute(db).await?;
+    Ok(())
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(Error::internal)
+}
