@@ -1,1 +1,14 @@
+//! churn-server: the HTTP layer. Routing, authentication extractors, error mapping, rate
+//! limits and TLS; every business rule lives in churn-core.
 
+mod app;
+mod error;
+mod extract;
+mod metrics;
+mod middleware;
+mod openapi;
+mod routes;
+mod state;
+
+pub use app::{Application, init_tracing};
+pub use error::ApiError;

@@ -1,0 +1,134 @@
+//! Building and running the server. `Application::build` takes a config and an already bound
+//! listener, so tests and benchmarks start it on port 0 in-process.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::Router;
+use axum_server::tls_rustls::RustlsConfig;
+use churn_core::config::{Config, LogFormat};
+use churn_core::services::Churn;
+use churn_core::time::{Clock, SystemClock, TestClock};
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
+use crate::middleware::network::Network;
+use crate::middleware::rate_limit::RateLimits;
+use crate::state::AppState;
+
+pub struct Application {
+    listener: std::net::TcpListener,
+    addr: SocketAddr,
+    router: Router,
+    tls: Option<RustlsConfig>,
+    limits: Option<Arc<RateLimits>>,
+    state: AppState,
+}
+
+impl Application {
+    /// Opens the database (migrating it), loads keys and assembles the routes.
+    pub async fn build(config: Config, listener: std::net::TcpListener) -> anyhow::Result<Self> {
+        // Several crates link rustls; name the provider once so none has to guess.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let test_clock = config.dev_mode.then(TestClock::default);
+        let clock: Arc<dyn Clock> = match &test_clock {
+            Some(clock) => Arc::new(clock.clone()),
+            None => Arc::new(SystemClock),
+        };
+        let churn = Churn::open(&config, clock).await.context("opening the database")?;
+        let tls = match (&config.tls_cert, &config.tls_key) {
+            (Some(cert), Some(key)) => Some(
+                RustlsConfig::from_pem_file(cert, key)
+                    .await
+                    .with_context(|| format!("CHURN_TLS_CERT/CHURN_TLS_KEY: cannot load {}", cert.display()))?,
+            ),
+            _ => None,
+        };
+        let network = Arc::new(Network {
+            trusted_proxies: config.trusted_proxies.clone(),
+            tls: tls.is_some(),
+            allow_http: config.allow_http(),
+        });
+        let limits = config.rate_limits.then(|| Arc::new(RateLimits::new()));
+        let state = AppState {
+            churn,
+            config: Arc::new(config),
+            metrics: Arc::new(Metrics::new()),
+            test_clock,
+        };
+        let router = crate::routes::router(state.clone(), network, limits.clone());
+        Ok(Self {
+            listener,
+            addr,
+            router,
+            tls,
+            limits,
+            state,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The dev-mode test clock, when dev mode is on.
+    pub fn test_clock(&self) -> Option<TestClock> {
+        self.state.test_clock.clone()
+    }
+
+    /// Serves until `shutdown` completes, then drains in-flight requests.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let token = CancellationToken::new();
+        if let Some(limits) = self.limits.clone() {
+            let token = token.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(60));
+                loop {
+                    tokio::select! {
+                        _ = token.cancelled() => break,
+                        _ = tick.tick() => limits.sweep(),
+                    }
+                }
+            });
+        }
+        let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
+        let served = match self.tls {
+            None => {
+                let listener = tokio::net::TcpListener::from_std(self.listener)?;
+                axum::serve(listener, service).with_graceful_shutdown(shutdown).await.map_err(anyhow::Error::from)
+            }
+            Some(tls) => {
+                let handle = axum_server::Handle::new();
+                let stopper = handle.clone();
+                tokio::spawn(async move {
+                    shutdown.await;
+                    stopper.graceful_shutdown(Some(Duration::from_secs(10)));
+                });
+                axum_server::from_tcp_rustls(self.listener, tls)?
+                    .handle(handle)
+                    .serve(service)
+                    .await
+                    .map_err(anyhow::Error::from)
+            }
+        };
+        token.cancel();
+        self.state.churn.store().close().await;
+        served
+    }
+}
+
+/// Logs to stderr, as text or JSON, filtered by `CHURN_LOG`.
+pub fn init_tracing(config: &Config) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_new(&config.log).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match config.log_format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}

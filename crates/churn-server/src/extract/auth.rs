@@ -1,0 +1,78 @@
+//! Who is calling, and on which project. A session token (JWT) is tried first; routes that
+//! accept API keys fall back to the secret key in `X-API-Key`. The project comes from the
+//! `{slug}` path segment and is resolved once, scoped to the caller.
+
+use axum::extract::{FromRequestParts, RawPathParams};
+use axum::http::header;
+use axum::http::request::Parts;
+use churn_core::services::ProjectAccess;
+use churn_core::store::users::UserRecord;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+pub const API_KEY_HEADER: &str = "x-api-key";
+
+/// The signed-in user of a route that takes a session token only.
+pub struct SessionUser(pub UserRecord);
+
+/// A project the caller may act on; `API_KEY` says whether a secret key is accepted.
+pub struct ProjectScope<const API_KEY: bool>(pub ProjectAccess);
+
+/// Project administration: session token only; an API key alone is 401.
+pub type AdminProject = ProjectScope<false>;
+/// Routes that also take the project's secret API key.
+pub type ApiProject = ProjectScope<true>;
+
+fn bearer(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+}
+
+fn api_key(parts: &Parts) -> Option<&str> {
+    parts.headers.get(API_KEY_HEADER)?.to_str().ok().map(str::trim).filter(|k| !k.is_empty())
+}
+
+impl FromRequestParts<AppState> for SessionUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let token = bearer(parts).ok_or_else(session_required)?;
+        Ok(SessionUser(state.churn.authenticate(token).await?))
+    }
+}
+
+impl<const API_KEY: bool> FromRequestParts<AppState> for ProjectScope<API_KEY> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let slug = path_slug(parts, state).await?;
+        if let Some(token) = bearer(parts) {
+            match state.churn.verify_token(token) {
+                Ok(user_id) => return Ok(Self(state.churn.project_for_user(&user_id, &slug).await?)),
+                Err(e) if !API_KEY || api_key(parts).is_none() => return Err(e.into()),
+                Err(_) => {}
+            }
+        }
+        match api_key(parts) {
+            Some(key) if API_KEY => Ok(Self(state.churn.project_for_secret_key(key, Some(&slug)).await?)),
+            _ => Err(session_required()),
+        }
+    }
+}
+
+fn session_required() -> ApiError {
+    ApiError::unauthorized("authentication required: send Authorization: Bearer <token>")
+}
+
+async fn path_slug(parts: &mut Parts, state: &AppState) -> Result<String, ApiError> {
+    let params = RawPathParams::from_request_parts(parts, state)
+        .await
+        .map_err(|_| ApiError::not_found("project not found"))?;
+    params
+        .iter()
+        .find(|(name, _)| *name == "slug")
+        .map(|(_, value)| value.to_owned())
+        .ok_or_else(|| ApiError::not_found("project not found"))
+}

@@ -1,0 +1,59 @@
+//! Request middleware: client network facts, the HTTPS policy, rate limits, metrics and
+//! error logging.
+
+pub mod network;
+pub mod rate_limit;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::{ApiError, LoggedError};
+use crate::metrics::Metrics;
+use network::Network;
+
+/// Plain HTTP is served only where allowed (or forwarded as HTTPS by a trusted proxy);
+/// secure responses carry HSTS. Liveness and readiness probes are exempt: orchestrators send
+/// them to the pod directly.
+pub async fn https_policy(State(network): State<Arc<Network>>, req: Request, next: Next) -> Response {
+    let secure = network.is_secure(&req);
+    let probe = matches!(req.uri().path(), "/health" | "/ready");
+    if !secure && !network.allow_http && !probe {
+        return ApiError::forbidden("HTTPS is required").into_response();
+    }
+    let mut response = next.run(req).await;
+    if secure {
+        response.headers_mut().insert(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static("max-age=31536000; includeSubDomains"),
+        );
+    }
+    response
+}
+
+/// Counts and times every routed request under its route template.
+pub async fn track_metrics(State(metrics): State<Arc<Metrics>>, req: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let method = req.method().clone();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let response = next.run(req).await;
+    metrics.observe(method.as_str(), &route, response.status().as_u16(), start.elapsed().as_secs_f64());
+    response
+}
+
+/// Logs internal errors inside the request's span, so the log line carries the request id.
+pub async fn log_errors(req: Request, next: Next) -> Response {
+    let response = next.run(req).await;
+    if let Some(LoggedError(error)) = response.extensions().get::<LoggedError>() {
+        tracing::error!(error = %error, status = response.status().as_u16(), "request failed");
+    }
+    response
+}

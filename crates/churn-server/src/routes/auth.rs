@@ -1,0 +1,54 @@
+//! `/auth/*`: registration, login, the current user, onboarding, default-project origins.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use churn_core::api::Data;
+use churn_core::api::auth::{DefaultProjectOrigins, LoginRequest, Me, Onboarding, OnboardingRequest, RegisterRequest, Session};
+use churn_core::api::projects::AllowedOrigins;
+use churn_core::api::ErrorBody;
+
+use crate::error::ApiResult;
+use crate::extract::{ApiJson, OptionalJson, SessionUser};
+use crate::state::AppState;
+
+#[utoipa::path(post, path = "/auth/register", tag = "auth", request_body = RegisterRequest,
+    responses((status = 201, body = Data<Session>), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn register(State(s): State<AppState>, ApiJson(req): ApiJson<RegisterRequest>) -> ApiResult<(StatusCode, Json<Data<Session>>)> {
+    let session = s.churn.register(req).await?;
+    Ok((StatusCode::CREATED, Json(Data::new(session))))
+}
+
+#[utoipa::path(post, path = "/auth/login", tag = "auth", request_body = LoginRequest,
+    responses((status = 200, body = Data<Session>), (status = 401, body = ErrorBody)))]
+pub async fn login(State(s): State<AppState>, ApiJson(req): ApiJson<LoginRequest>) -> ApiResult<Json<Data<Session>>> {
+    Ok(Json(Data::new(s.churn.login(req).await?)))
+}
+
+#[utoipa::path(get, path = "/auth/me", tag = "auth", security(("bearer" = [])),
+    responses((status = 200, body = Data<Me>), (status = 401, body = ErrorBody)))]
+pub async fn me(State(s): State<AppState>, SessionUser(user): SessionUser) -> Json<Data<Me>> {
+    Json(Data::new(s.churn.me(&user)))
+}
+
+#[utoipa::path(post, path = "/auth/onboarding", tag = "auth", security(("bearer" = [])), request_body = OnboardingRequest,
+    responses((status = 201, body = Data<Onboarding>), (status = 409, body = ErrorBody)))]
+pub async fn onboarding(
+    State(s): State<AppState>,
+    SessionUser(user): SessionUser,
+    OptionalJson(req): OptionalJson<OnboardingRequest>,
+) -> ApiResult<(StatusCode, Json<Data<Onboarding>>)> {
+    let done = s.churn.onboard(&user, req).await?;
+    Ok((StatusCode::CREATED, Json(Data::new(done))))
+}
+
+#[utoipa::path(put, path = "/auth/allowed-origins", tag = "auth", security(("bearer" = [])), request_body = AllowedOrigins,
+    responses((status = 200, body = Data<DefaultProjectOrigins>), (status = 400, body = ErrorBody)))]
+pub async fn allowed_origins(
+    State(s): State<AppState>,
+    SessionUser(user): SessionUser,
+    ApiJson(req): ApiJson<AllowedOrigins>,
+) -> ApiResult<Json<Data<DefaultProjectOrigins>>> {
+    let set = s.churn.set_default_project_origins(&user, &req.allowed_origins).await?;
+    Ok(Json(Data::new(set)))
+}

@@ -1,0 +1,51 @@
+//! Dev-mode routes (decisions §12): the test clock and running due jobs. Mounted only in dev
+//! mode, answered only to loopback peers.
+
+use axum::Json;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use churn_core::api::ops::{ClockChange, ClockView, JobsRun};
+use churn_core::api::{Data, ErrorBody};
+use churn_core::time::Clock;
+
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiJson;
+use crate::middleware::network::Network;
+use crate::state::AppState;
+
+pub async fn loopback_only(req: Request, next: Next) -> Result<Response, ApiError> {
+    if Network::is_loopback_peer(&req) {
+        Ok(next.run(req).await)
+    } else {
+        Err(ApiError::not_found("no route for this path"))
+    }
+}
+
+fn clock(s: &AppState) -> ApiResult<&churn_core::time::TestClock> {
+    s.test_clock.as_ref().ok_or_else(|| ApiError::not_found("no route for this path"))
+}
+
+#[utoipa::path(get, path = "/dev/clock", tag = "dev", responses((status = 200, body = Data<ClockView>)))]
+pub async fn get_clock(State(s): State<AppState>) -> ApiResult<Json<Data<ClockView>>> {
+    Ok(Json(Data::new(ClockView { now: clock(&s)?.now() })))
+}
+
+#[utoipa::path(post, path = "/dev/clock", tag = "dev", request_body = ClockChange,
+    responses((status = 200, body = Data<ClockView>), (status = 400, body = ErrorBody)))]
+pub async fn set_clock(State(s): State<AppState>, ApiJson(change): ApiJson<ClockChange>) -> ApiResult<Json<Data<ClockView>>> {
+    let clock = clock(&s)?;
+    match (change.advance_seconds, change.set) {
+        (Some(seconds), None) => clock.advance(chrono::Duration::seconds(seconds)),
+        (None, Some(at)) => clock.set(at),
+        _ => return Err(ApiError::validation("give exactly one of advance_seconds or set", Vec::new())),
+    }
+    Ok(Json(Data::new(ClockView { now: clock.now() })))
+}
+
+#[utoipa::path(post, path = "/dev/jobs/run", tag = "dev", responses((status = 200, body = Data<JobsRun>)))]
+pub async fn run_jobs(State(s): State<AppState>) -> ApiResult<Json<Data<JobsRun>>> {
+    clock(&s)?;
+    // No job kinds exist yet; the jobs runtime reports what it ran once it does.
+    Ok(Json(Data::new(JobsRun { ran: 0 })))
+}

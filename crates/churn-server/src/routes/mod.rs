@@ -1,0 +1,96 @@
+//! The route table and the middleware stack around it.
+
+mod auth;
+mod dev;
+mod ops;
+mod projects;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{Request, StatusCode};
+use axum::middleware::{from_fn, from_fn_with_state};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::error::ApiError;
+use crate::middleware::network::Network;
+use crate::middleware::rate_limit::{RateLimitState, RateLimits};
+use crate::middleware::{https_policy, log_errors, track_metrics};
+use crate::openapi::ApiDoc;
+use crate::state::AppState;
+
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLimits>>) -> Router {
+    let mut api = OpenApiRouter::new()
+        .routes(routes!(auth::register))
+        .routes(routes!(auth::login))
+        .routes(routes!(auth::me))
+        .routes(routes!(auth::onboarding))
+        .routes(routes!(auth::allowed_origins))
+        .routes(routes!(projects::list, projects::create))
+        .routes(routes!(projects::get, projects::put, projects::patch, projects::delete))
+        .routes(routes!(projects::allowed_origins))
+        .routes(routes!(projects::rotate_keys))
+        .routes(routes!(projects::webhook_secret))
+        .routes(routes!(projects::rotate_webhook_secret));
+    if state.test_clock.is_some() {
+        let dev = OpenApiRouter::new()
+            .routes(routes!(dev::get_clock, dev::set_clock))
+            .routes(routes!(dev::run_jobs))
+            .layer(from_fn(dev::loopback_only));
+        api = api.merge(dev);
+    }
+    let operations = OpenApiRouter::new()
+        .routes(routes!(ops::health))
+        .routes(routes!(ops::ready))
+        .routes(routes!(ops::metrics));
+
+    let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .nest("/api/v1", api)
+        .merge(operations)
+        .split_for_parts();
+
+    let mut router = router
+        .merge(SwaggerUi::new("/docs").url("/api/v1/openapi.json", openapi))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .route_layer(from_fn_with_state(state.metrics.clone(), track_metrics))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(from_fn_with_state(network.clone(), https_policy));
+    if let Some(limits) = limits {
+        let limit_state = Arc::new(RateLimitState { limits, network });
+        router = router.layer(from_fn_with_state(limit_state, crate::middleware::rate_limit::limit));
+    }
+    router
+        .layer(from_fn(log_errors))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &Request<_>| {
+                    let request_id = req
+                        .headers()
+                        .get("x-request-id")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("-");
+                    tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %request_id)
+                })
+                .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
+        )
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no route for this path")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", "this method is not allowed on this path")
+}

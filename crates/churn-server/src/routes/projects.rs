@@ -1,0 +1,106 @@
+//! `/projects/*`: the caller's projects, their keys, origins and webhook secret.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use churn_core::api::projects::{AllowedOrigins, CreateProject, Project, RotateKeysRequest, RotatedKeys, UpdateProject, WebhookSecret};
+use churn_core::api::{Data, ErrorBody};
+
+use crate::error::ApiResult;
+use crate::extract::{AdminProject, ApiJson, ApiProject, OptionalJson, ProjectScope, SessionUser};
+use crate::state::AppState;
+
+#[utoipa::path(get, path = "/projects", tag = "projects", security(("bearer" = [])),
+    responses((status = 200, body = Data<Vec<Project>>), (status = 401, body = ErrorBody)))]
+pub async fn list(State(s): State<AppState>, SessionUser(user): SessionUser) -> ApiResult<Json<Data<Vec<Project>>>> {
+    Ok(Json(Data::new(s.churn.list_projects(&user.id).await?)))
+}
+
+#[utoipa::path(post, path = "/projects", tag = "projects", security(("bearer" = [])), request_body = CreateProject,
+    responses((status = 201, description = "the project and its key pair, shown this once", body = Data<Project>),
+              (status = 400, body = ErrorBody)))]
+pub async fn create(
+    State(s): State<AppState>,
+    SessionUser(user): SessionUser,
+    ApiJson(req): ApiJson<CreateProject>,
+) -> ApiResult<(StatusCode, Json<Data<Project>>)> {
+    let project = s.churn.create_project(&user.id, req).await?;
+    Ok((StatusCode::CREATED, Json(Data::new(project))))
+}
+
+#[utoipa::path(get, path = "/projects/{slug}", tag = "projects", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path, description = "project slug or id")),
+    responses((status = 200, body = Data<Project>), (status = 404, body = ErrorBody)))]
+pub async fn get(State(s): State<AppState>, ProjectScope(access): ApiProject) -> ApiResult<Json<Data<Project>>> {
+    Ok(Json(Data::new(s.churn.project_detail(&access).await?)))
+}
+
+#[utoipa::path(put, path = "/projects/{slug}", tag = "projects", security(("bearer" = [])), request_body = UpdateProject,
+    params(("slug" = String, Path, description = "project slug or id")),
+    responses((status = 200, body = Data<Project>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn put(state: State<AppState>, project: AdminProject, body: ApiJson<UpdateProject>) -> ApiResult<Json<Data<Project>>> {
+    update(state, project, body).await
+}
+
+#[utoipa::path(patch, path = "/projects/{slug}", tag = "projects", security(("bearer" = [])), request_body = UpdateProject,
+    params(("slug" = String, Path, description = "project slug or id")),
+    responses((status = 200, body = Data<Project>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn patch(state: State<AppState>, project: AdminProject, body: ApiJson<UpdateProject>) -> ApiResult<Json<Data<Project>>> {
+    update(state, project, body).await
+}
+
+async fn update(
+    State(s): State<AppState>,
+    ProjectScope(access): AdminProject,
+    ApiJson(req): ApiJson<UpdateProject>,
+) -> ApiResult<Json<Data<Project>>> {
+    Ok(Json(Data::new(s.churn.update_project(&access, req).await?)))
+}
+
+#[utoipa::path(delete, path = "/projects/{slug}", tag = "projects", security(("bearer" = [])),
+    params(("slug" = String, Path, description = "project slug or id")),
+    responses((status = 204, description = "the project and everything it held are gone"), (status = 403, body = ErrorBody)))]
+pub async fn delete(State(s): State<AppState>, ProjectScope(access): AdminProject) -> ApiResult<StatusCode> {
+    s.churn.delete_project(&access).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(put, path = "/projects/{slug}/allowed-origins", tag = "projects", security(("bearer" = [])),
+    request_body = AllowedOrigins, params(("slug" = String, Path, description = "project slug or id")),
+    responses((status = 200, body = Data<AllowedOrigins>), (status = 400, body = ErrorBody)))]
+pub async fn allowed_origins(
+    State(s): State<AppState>,
+    ProjectScope(access): AdminProject,
+    ApiJson(req): ApiJson<AllowedOrigins>,
+) -> ApiResult<Json<Data<AllowedOrigins>>> {
+    let allowed_origins = s.churn.set_allowed_origins(&access, &req.allowed_origins).await?;
+    Ok(Json(Data::new(AllowedOrigins { allowed_origins })))
+}
+
+#[utoipa::path(post, path = "/projects/{slug}/rotate-keys", tag = "projects", security(("bearer" = [])),
+    request_body(content = RotateKeysRequest, description = "optional"), params(("slug" = String, Path, description = "project slug or id")),
+    responses((status = 200, body = Data<RotatedKeys>), (status = 403, body = ErrorBody)))]
+pub async fn rotate_keys(
+    State(s): State<AppState>,
+    ProjectScope(access): AdminProject,
+    OptionalJson(req): OptionalJson<RotateKeysRequest>,
+) -> ApiResult<Json<Data<RotatedKeys>>> {
+    Ok(Json(Data::new(s.churn.rotate_keys(&access, req).await?)))
+}
+
+#[utoipa::path(get, path = "/projects/{slug}/webhook-secret", tag = "projects", security(("bearer" = [])),
+    params(("slug" = String, Path, description = "project slug or id")),
+    responses((status = 200, body = Data<WebhookSecret>), (status = 403, body = ErrorBody)))]
+pub async fn webhook_secret(State(s): State<AppState>, ProjectScope(access): AdminProject) -> ApiResult<Json<Data<WebhookSecret>>> {
+    Ok(Json(Data::new(s.churn.webhook_secret(&access)?)))
+}
+
+#[utoipa::path(post, path = "/projects/{slug}/webhook-secret/rotate", tag = "projects", security(("bearer" = [])),
+    params(("slug" = String, Path, description = "project slug or id")),
+    responses((status = 200, body = Data<WebhookSecret>), (status = 403, body = ErrorBody)))]
+pub async fn rotate_webhook_secret(
+    State(s): State<AppState>,
+    ProjectScope(access): AdminProject,
+) -> ApiResult<Json<Data<WebhookSecret>>> {
+    Ok(Json(Data::new(s.churn.rotate_webhook_secret(&access).await?)))
+}
