@@ -79,10 +79,27 @@ const DEFAULTS: Defaults = Defaults {
 
 /// Every setting's key, for telling the operator about misspelt variables.
 const KNOWN_KEYS: &[&str] = &[
-    "bind", "database_url", "public_url", "data_dir", "jwt_secret", "encryption_key", "tls_cert",
-    "tls_key", "allow_http", "trusted_proxies", "smtp_url", "email_outbox", "email_from",
-    "llm_base_url", "llm_api_key", "llm_model", "rate_limits", "dev_mode",
-    "webhook_allow_private", "log", "log_format",
+    "bind",
+    "database_url",
+    "public_url",
+    "data_dir",
+    "jwt_secret",
+    "encryption_key",
+    "tls_cert",
+    "tls_key",
+    "allow_http",
+    "trusted_proxies",
+    "smtp_url",
+    "email_outbox",
+    "email_from",
+    "llm_base_url",
+    "llm_api_key",
+    "llm_model",
+    "rate_limits",
+    "dev_mode",
+    "webhook_allow_private",
+    "log",
+    "log_format",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -92,8 +109,13 @@ pub struct ConfigError(pub String);
 impl Config {
     /// Loads defaults, then `toml_path` (when it exists), then the environment, then
     /// `overrides` (the flags actually given).
-    pub fn load(toml_path: Option<&std::path::Path>, overrides: impl Serialize) -> Result<Self, ConfigError> {
-        let path = toml_path.map(PathBuf::from).unwrap_or_else(|| PathBuf::from("churn.toml"));
+    pub fn load(
+        toml_path: Option<&std::path::Path>,
+        overrides: impl Serialize,
+    ) -> Result<Self, ConfigError> {
+        let path = toml_path
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("churn.toml"));
         let config: Config = Figment::from(Serialized::defaults(DEFAULTS))
             .merge(Toml::file(path))
             .merge(Env::prefixed(ENV_PREFIX).filter(|k| KNOWN_KEYS.contains(&k.as_str())))
@@ -107,7 +129,10 @@ impl Config {
     /// `CHURN_*` variables that name no setting; the caller logs a warning for each.
     pub fn unknown_env_vars() -> Vec<String> {
         std::env::vars()
-            .filter_map(|(k, _)| k.strip_prefix(ENV_PREFIX).map(|rest| (k.clone(), rest.to_lowercase())))
+            .filter_map(|(k, _)| {
+                k.strip_prefix(ENV_PREFIX)
+                    .map(|rest| (k.clone(), rest.to_lowercase()))
+            })
             .filter(|(_, key)| !KNOWN_KEYS.contains(&key.as_str()) && !key.starts_with("test_"))
             .map(|(var, _)| var)
             .collect()
@@ -143,7 +168,8 @@ impl Config {
     }
 
     pub fn allow_http(&self) -> bool {
-        self.allow_http.unwrap_or_else(|| self.bind.ip().is_loopback())
+        self.allow_http
+            .unwrap_or_else(|| self.bind.ip().is_loopback())
     }
 
     /// Base for links inside emails.
@@ -193,7 +219,9 @@ fn comma_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<IpNet>, D::Error> {
         .map(|s| {
             s.parse::<IpNet>()
                 .or_else(|_| s.parse::<std::net::IpAddr>().map(IpNet::from))
-                .map_err(|_| serde::de::Error::custom(format!("{s:?} is not an IP address or CIDR")))
+                .map_err(|_| {
+                    serde::de::Error::custom(format!("{s:?} is not an IP address or CIDR"))
+                })
         })
         .collect()
 }
@@ -258,9 +286,16 @@ mod tests {
     fn debug_hides_secrets() {
         let url = DatabaseUrl::new("postgres://churn:hunter2@db:5432/churn");
         assert!(!format!("{url:?}").contains("hunter2"));
-        let config = Config::load(None, serde_json::json!({"jwt_secret": "topsecret", "database_url": "postgres://u:pw@h/db"})).unwrap();
+        let config = Config::load(
+            None,
+            serde_json::json!({"jwt_secret": "topsecret", "database_url": "postgres://u:pw@h/db"}),
+        )
+        .unwrap();
         let shown = format!("{config:?}");
-        assert!(!shown.contains("topsecret") && !shown.contains(":pw@"), "{shown}");
+        assert!(
+            !shown.contains("topsecret") && !shown.contains(":pw@"),
+            "{shown}"
+        );
     }
 
     #[test]
@@ -273,7 +308,11 @@ mod tests {
 
         let err = Config::load(None, serde_json::json!({"bind": "not an address"})).unwrap_err();
         assert!(err.0.starts_with("CHURN_BIND"), "{}", err.0);
-        let err = Config::load(None, serde_json::json!({"bind": "0.0.0.0:8080", "dev_mode": true})).unwrap_err();
+        let err = Config::load(
+            None,
+            serde_json::json!({"bind": "0.0.0.0:8080", "dev_mode": true}),
+        )
+        .unwrap_err();
         assert!(err.0.contains("CHURN_DEV_MODE"), "{}", err.0);
         let err = Config::load(None, serde_json::json!({"database_url": "mysql://x"})).unwrap_err();
         assert!(err.0.contains("CHURN_DATABASE_URL"), "{}", err.0);

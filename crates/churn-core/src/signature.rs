@@ -64,7 +64,12 @@ fn standard_key(secret: &str) -> Result<Vec<u8>, VerifyError> {
 }
 
 /// The `webhook-signature` value (`v1,<base64>`) for a message.
-pub fn sign_standard(secret: &str, msg_id: &str, timestamp: i64, body: &[u8]) -> Result<String, VerifyError> {
+pub fn sign_standard(
+    secret: &str,
+    msg_id: &str,
+    timestamp: i64,
+    body: &[u8],
+) -> Result<String, VerifyError> {
     let key = standard_key(secret)?;
     let ts = timestamp.to_string();
     let sig = mac(&key, &[msg_id.as_bytes(), b".", ts.as_bytes(), b".", body]);
@@ -80,18 +85,34 @@ pub fn verify_standard(
     body: &[u8],
     now_unix: i64,
 ) -> Result<(), VerifyError> {
-    let ts: i64 = timestamp.trim().parse().map_err(|_| VerifyError::Timestamp)?;
+    let ts: i64 = timestamp
+        .trim()
+        .parse()
+        .map_err(|_| VerifyError::Timestamp)?;
     if (now_unix - ts).abs() > TOLERANCE_SECONDS {
         return Err(VerifyError::Timestamp);
     }
     let key = standard_key(secret)?;
-    let expected = mac(&key, &[msg_id.as_bytes(), b".", ts.to_string().as_bytes(), b".", body]);
+    let expected = mac(
+        &key,
+        &[
+            msg_id.as_bytes(),
+            b".",
+            ts.to_string().as_bytes(),
+            b".",
+            body,
+        ],
+    );
     let matched = signatures
         .split_whitespace()
         .filter_map(|entry| entry.strip_prefix("v1,"))
         .filter_map(|b64| STANDARD.decode(b64).ok())
         .any(|given| same(&given, &expected));
-    if matched { Ok(()) } else { Err(VerifyError::Mismatch) }
+    if matched {
+        Ok(())
+    } else {
+        Err(VerifyError::Mismatch)
+    }
 }
 
 #[cfg(test)]
@@ -105,17 +126,29 @@ mod tests {
         let body = br#"{"event":"churn_risk.alert"}"#;
         let sig = sign_hex(SECRET, body);
         assert_eq!(sig.len(), 64);
-        assert!(sig.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(
+            sig.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
         assert!(verify_hex(SECRET, body, &sig));
         assert!(!verify_hex(SECRET, b"{}", &sig));
-        assert!(!verify_hex(SECRET, body, &sig[..32]), "a truncated signature must not verify");
+        assert!(
+            !verify_hex(SECRET, body, &sig[..32]),
+            "a truncated signature must not verify"
+        );
         assert!(!verify_hex("whsec_other", body, &sig));
     }
 
     #[test]
     fn standard_webhooks_reference_vector() {
         // The published example of the Standard Webhooks specification.
-        let sig = sign_standard(SECRET, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, br#"{"test": 2432232314}"#).unwrap();
+        let sig = sign_standard(
+            SECRET,
+            "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            1614265330,
+            br#"{"test": 2432232314}"#,
+        )
+        .unwrap();
         assert_eq!(sig, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
     }
 
@@ -124,9 +157,21 @@ mod tests {
         let body = b"{}";
         let sig = sign_standard(SECRET, "id1", 1_000_000, body).unwrap();
         let list = format!("v1,bogus {sig}");
-        assert_eq!(verify_standard(SECRET, "id1", "1000000", &list, body, 1_000_100), Ok(()));
-        assert_eq!(verify_standard(SECRET, "id1", "1000000", &sig, body, 1_000_301), Err(VerifyError::Timestamp));
-        assert_eq!(verify_standard(SECRET, "id2", "1000000", &sig, body, 1_000_000), Err(VerifyError::Mismatch));
-        assert_eq!(verify_standard("sk_x", "id1", "1000000", &sig, body, 1_000_000), Err(VerifyError::BadSecret));
+        assert_eq!(
+            verify_standard(SECRET, "id1", "1000000", &list, body, 1_000_100),
+            Ok(())
+        );
+        assert_eq!(
+            verify_standard(SECRET, "id1", "1000000", &sig, body, 1_000_301),
+            Err(VerifyError::Timestamp)
+        );
+        assert_eq!(
+            verify_standard(SECRET, "id2", "1000000", &sig, body, 1_000_000),
+            Err(VerifyError::Mismatch)
+        );
+        assert_eq!(
+            verify_standard("sk_x", "id1", "1000000", &sig, body, 1_000_000),
+            Err(VerifyError::BadSecret)
+        );
     }
 }

@@ -40,12 +40,19 @@ impl Application {
             Some(clock) => Arc::new(clock.clone()),
             None => Arc::new(SystemClock),
         };
-        let churn = Churn::open(&config, clock).await.context("opening the database")?;
+        let churn = Churn::open(&config, clock)
+            .await
+            .context("opening the database")?;
         let tls = match (&config.tls_cert, &config.tls_key) {
             (Some(cert), Some(key)) => Some(
                 RustlsConfig::from_pem_file(cert, key)
                     .await
-                    .with_context(|| format!("CHURN_TLS_CERT/CHURN_TLS_KEY: cannot load {}", cert.display()))?,
+                    .with_context(|| {
+                        format!(
+                            "CHURN_TLS_CERT/CHURN_TLS_KEY: cannot load {}",
+                            cert.display()
+                        )
+                    })?,
             ),
             _ => None,
         };
@@ -82,7 +89,10 @@ impl Application {
     }
 
     /// Serves until `shutdown` completes, then drains in-flight requests.
-    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
         let token = CancellationToken::new();
         if let Some(limits) = self.limits.clone() {
             let token = token.clone();
@@ -96,11 +106,16 @@ impl Application {
                 }
             });
         }
-        let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
+        let service = self
+            .router
+            .into_make_service_with_connect_info::<SocketAddr>();
         let served = match self.tls {
             None => {
                 let listener = tokio::net::TcpListener::from_std(self.listener)?;
-                axum::serve(listener, service).with_graceful_shutdown(shutdown).await.map_err(anyhow::Error::from)
+                axum::serve(listener, service)
+                    .with_graceful_shutdown(shutdown)
+                    .await
+                    .map_err(anyhow::Error::from)
             }
             Some(tls) => {
                 let handle = axum_server::Handle::new();
@@ -126,7 +141,9 @@ impl Application {
 pub fn init_tracing(config: &Config) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_new(&config.log).unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     let _ = match config.log_format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
         LogFormat::Text => builder.try_init(),

@@ -57,7 +57,11 @@ impl ApiError {
     pub fn rate_limited(retry_after_secs: u64) -> Self {
         Self {
             retry_after: Some(retry_after_secs),
-            ..Self::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", "too many requests; slow down")
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "RATE_LIMITED",
+                "too many requests; slow down",
+            )
         }
     }
 
@@ -77,7 +81,9 @@ impl ApiError {
     fn finish(self, mut response: Response) -> Response {
         *response.status_mut() = self.status;
         if let Some(secs) = self.retry_after {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         if let Some(internal) = self.internal {
             response.extensions_mut().insert(LoggedError(internal));
@@ -95,12 +101,22 @@ impl From<churn_core::Error> for ApiError {
             E::Forbidden(m) => ApiError::forbidden(m),
             E::NotFound(m) => ApiError::not_found(m),
             E::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "CONFLICT", m),
-            E::SubscriptionExpired => ApiError::new(StatusCode::PAYMENT_REQUIRED, "SUBSCRIPTION_EXPIRED", e.to_string()),
-            E::NotConfigured(m) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR", m),
+            E::SubscriptionExpired => ApiError::new(
+                StatusCode::PAYMENT_REQUIRED,
+                "SUBSCRIPTION_EXPIRED",
+                e.to_string(),
+            ),
+            E::NotConfigured(m) => {
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR", m)
+            }
             E::Upstream(m) => ApiError::new(StatusCode::BAD_GATEWAY, "UPSTREAM_ERROR", m),
             E::Internal(source) => ApiError {
                 internal: Some(Arc::from(source)),
-                ..ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR", "internal server error")
+                ..ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "INTERNAL_ERROR",
+                    "internal server error",
+                )
             },
         }
     }

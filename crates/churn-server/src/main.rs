@@ -11,7 +11,11 @@ use serde::Serialize;
 
 /// Flags override `CHURN_*` variables, which override `churn.toml`.
 #[derive(Debug, Parser, Serialize)]
-#[command(name = "churn-server", version, about = "The churn recovery service HTTP API")]
+#[command(
+    name = "churn-server",
+    version,
+    about = "The churn recovery service HTTP API"
+)]
 struct Flags {
     /// Path of the optional TOML configuration file.
     #[arg(long, default_value = "churn.toml")]
@@ -39,7 +43,8 @@ async fn main() -> anyhow::Result<()> {
     for var in Config::unknown_env_vars() {
         tracing::warn!(variable = %var, "unknown CHURN_ variable ignored");
     }
-    let listener = std::net::TcpListener::bind(config.bind).with_context(|| format!("CHURN_BIND: cannot listen on {}", config.bind))?;
+    let listener = std::net::TcpListener::bind(config.bind)
+        .with_context(|| format!("CHURN_BIND: cannot listen on {}", config.bind))?;
     let app = Application::build(config, listener).await?;
     tracing::info!(address = %app.local_addr(), "churn-server listening");
     app.run_until(shutdown_signal()).await

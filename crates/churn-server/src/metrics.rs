@@ -32,8 +32,13 @@ impl Metrics {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
         // 0.5 ms … ~16 s
-        let latency: LatencyFamily = Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.0005, 2.0, 16)));
-        registry.register("churn_http_requests", "HTTP requests by route and status", requests.clone());
+        let latency: LatencyFamily =
+            Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.0005, 2.0, 16)));
+        registry.register(
+            "churn_http_requests",
+            "HTTP requests by route and status",
+            requests.clone(),
+        );
         registry.register(
             "churn_http_request_duration_seconds",
             "HTTP request latency by route",
@@ -65,7 +70,8 @@ impl Metrics {
     pub fn render(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.
-        prometheus_client::encoding::text::encode(&mut out, &self.registry).expect("encoding metrics into a String");
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("encoding metrics into a String");
         out
     }
 }

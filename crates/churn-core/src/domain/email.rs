@@ -61,12 +61,24 @@ mod tests {
 
     #[test]
     fn normalises_case_and_whitespace() {
-        assert_eq!(Email::parse("  Ada@Example.COM ").unwrap().as_str(), "ada@example.com");
+        assert_eq!(
+            Email::parse("  Ada@Example.COM ").unwrap().as_str(),
+            "ada@example.com"
+        );
     }
 
     #[test]
     fn rejects_malformed_addresses() {
-        for bad in ["", "ada", "ada@", "@example.com", "ada@example", "a b@example.com", "ada@ex..com", "ada@@example.com"] {
+        for bad in [
+            "",
+            "ada",
+            "ada@",
+            "@example.com",
+            "ada@example",
+            "a b@example.com",
+            "ada@ex..com",
+            "ada@@example.com",
+        ] {
             assert!(Email::parse(bad).is_err(), "{bad:?} should be rejected");
         }
         let long = format!("{}@example.com", "a".repeat(250));

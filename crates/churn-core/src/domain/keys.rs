@@ -124,7 +124,10 @@ mod tests {
         let pair = KeyPair::generate();
         assert!(pair.public_key.starts_with("pub_") && pair.public_key.len() == 4 + 32);
         assert!(pair.secret_key.starts_with("sk_live_") && pair.secret_key.len() == 8 + 40);
-        assert_eq!(pair.secret_hint(), &pair.secret_key[pair.secret_key.len() - 4..]);
+        assert_eq!(
+            pair.secret_hint(),
+            &pair.secret_key[pair.secret_key.len() - 4..]
+        );
         let whsec = generate_webhook_secret();
         let raw = base64::engine::general_purpose::STANDARD
             .decode(whsec.strip_prefix("whsec_").unwrap())
@@ -136,7 +139,11 @@ mod tests {
     fn every_accepted_form_names_the_same_key() {
         let pair = KeyPair::generate();
         let body = &pair.secret_key[8..];
-        for form in [format!("sk_live_{body}"), format!("sk_{body}"), format!("cg_sk_{body}")] {
+        for form in [
+            format!("sk_live_{body}"),
+            format!("sk_{body}"),
+            format!("cg_sk_{body}"),
+        ] {
             let key = PresentedKey::parse(&form).unwrap();
             assert_eq!(key.kind, KeyKind::Secret);
             assert_eq!(key.lookup(), pair.secret_lookup());
@@ -151,7 +158,14 @@ mod tests {
 
     #[test]
     fn rejects_unknown_shapes() {
-        for bad in ["", "sk_", "pk_abc", "sk_live_ab-cd", "whsec_abc", "Bearer sk_live_x y"] {
+        for bad in [
+            "",
+            "sk_",
+            "pk_abc",
+            "sk_live_ab-cd",
+            "whsec_abc",
+            "Bearer sk_live_x y",
+        ] {
             assert_eq!(PresentedKey::parse(bad), None, "{bad:?}");
         }
     }

@@ -20,7 +20,8 @@ pub fn normalize(raw: &str) -> Result<String, String> {
     if !url.username().is_empty() || url.password().is_some() {
         return Err("origin must not contain credentials".into());
     }
-    if url.path() != "/" || raw.ends_with('/') || url.query().is_some() || url.fragment().is_some() {
+    if url.path() != "/" || raw.ends_with('/') || url.query().is_some() || url.fragment().is_some()
+    {
         return Err("origin must not have a path, query or fragment".into());
     }
     Ok(url.origin().ascii_serialization())
@@ -37,7 +38,11 @@ pub fn normalize_all(raw: &[String]) -> Result<Vec<String>, Vec<(usize, String)>
             Err(e) => errors.push((i, e)),
         }
     }
-    if errors.is_empty() { Ok(out) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
 }
 
 #[cfg(test)]
@@ -46,22 +51,51 @@ mod tests {
 
     #[test]
     fn normalises_valid_origins() {
-        assert_eq!(normalize("https://App.Example.com").unwrap(), "https://app.example.com");
-        assert_eq!(normalize("https://example.com:443").unwrap(), "https://example.com");
-        assert_eq!(normalize("http://localhost:3000").unwrap(), "http://localhost:3000");
+        assert_eq!(
+            normalize("https://App.Example.com").unwrap(),
+            "https://app.example.com"
+        );
+        assert_eq!(
+            normalize("https://example.com:443").unwrap(),
+            "https://example.com"
+        );
+        assert_eq!(
+            normalize("http://localhost:3000").unwrap(),
+            "http://localhost:3000"
+        );
     }
 
     #[test]
     fn refuses_anything_but_an_origin() {
-        for bad in ["*", "example.com", "ftp://example.com", "https://example.com/app", "https://example.com/", "https://u:p@example.com", "https://example.com?x=1", ""] {
+        for bad in [
+            "*",
+            "example.com",
+            "ftp://example.com",
+            "https://example.com/app",
+            "https://example.com/",
+            "https://u:p@example.com",
+            "https://example.com?x=1",
+            "",
+        ] {
             assert!(normalize(bad).is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn list_reports_each_bad_index_and_dedups() {
-        let list = vec!["https://a.com".to_owned(), "nope".to_owned(), "https://A.com:443".to_owned()];
-        assert_eq!(normalize_all(&list).unwrap_err().iter().map(|e| e.0).collect::<Vec<_>>(), [1]);
+        let list = vec![
+            "https://a.com".to_owned(),
+            "nope".to_owned(),
+            "https://A.com:443".to_owned(),
+        ];
+        assert_eq!(
+            normalize_all(&list)
+                .unwrap_err()
+                .iter()
+                .map(|e| e.0)
+                .collect::<Vec<_>>(),
+            [1]
+        );
         let ok = vec!["https://a.com".to_owned(), "https://A.com:443".to_owned()];
         assert_eq!(normalize_all(&ok).unwrap(), ["https://a.com"]);
     }

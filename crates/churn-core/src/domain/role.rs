@@ -124,8 +124,17 @@ mod tests {
     #[test]
     fn secret_key_is_a_member_that_tracks_but_never_administers() {
         let key = Actor::SecretKey;
-        assert!(allows(key, Permission::Read) && allows(key, Permission::Write) && allows(key, Permission::Track));
-        for p in [Permission::Administer, Permission::DeleteProject, Permission::RotateKeys, Permission::RemoveMember(Role::Viewer)] {
+        assert!(
+            allows(key, Permission::Read)
+                && allows(key, Permission::Write)
+                && allows(key, Permission::Track)
+        );
+        for p in [
+            Permission::Administer,
+            Permission::DeleteProject,
+            Permission::RotateKeys,
+            Permission::RemoveMember(Role::Viewer),
+        ] {
             assert!(!allows(key, p), "{p:?}");
         }
     }

@@ -59,13 +59,34 @@ impl ProjectSettings {
                 if (lo..=hi).contains(&value) {
                     *slot = value;
                 } else {
-                    v.add(&format!("settings.{field}"), format!("must be between {lo} and {hi}"));
+                    v.add(
+                        &format!("settings.{field}"),
+                        format!("must be between {lo} and {hi}"),
+                    );
                 }
             }
         };
-        range("recovery_window_days", patch.recovery_window_days, 1, 365, &mut next.recovery_window_days);
-        range("discount_percent", patch.discount_percent, 1, 90, &mut next.discount_percent);
-        range("discount_months", patch.discount_months, 1, 36, &mut next.discount_months);
+        range(
+            "recovery_window_days",
+            patch.recovery_window_days,
+            1,
+            365,
+            &mut next.recovery_window_days,
+        );
+        range(
+            "discount_percent",
+            patch.discount_percent,
+            1,
+            90,
+            &mut next.discount_percent,
+        );
+        range(
+            "discount_months",
+            patch.discount_months,
+            1,
+            36,
+            &mut next.discount_months,
+        );
         if let Some(name) = patch.founder_name {
             next.founder_name = v
                 .check("settings.founder_name", optional(name, 200))
@@ -73,20 +94,31 @@ impl ProjectSettings {
         }
         if let Some(url) = patch.product_url {
             let checked = optional(url, 500).and_then(|url| match url {
-                Some(u) if url::Url::parse(&u).map(|p| !matches!(p.scheme(), "http" | "https")).unwrap_or(true) => {
+                Some(u)
+                    if url::Url::parse(&u)
+                        .map(|p| !matches!(p.scheme(), "http" | "https"))
+                        .unwrap_or(true) =>
+                {
                     Err("must be an http or https URL".to_owned())
                 }
                 other => Ok(other),
             });
-            next.product_url = v.check("settings.product_url", checked).unwrap_or(next.product_url);
+            next.product_url = v
+                .check("settings.product_url", checked)
+                .unwrap_or(next.product_url);
         }
         if let Some(language) = patch.language {
             let ok = (2..=16).contains(&language.len())
-                && language.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+                && language
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-');
             if ok {
                 next.language = language.to_ascii_lowercase();
             } else {
-                v.add("settings.language", "must be a language tag such as en or pt-br");
+                v.add(
+                    "settings.language",
+                    "must be a language tag such as en or pt-br",
+                );
             }
         }
         v.finish()?;
@@ -107,7 +139,9 @@ fn optional(value: Option<String>, max: usize) -> std::result::Result<Option<Str
 mod double_option {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Option<String>>, D::Error> {
         Option::<String>::deserialize(d).map(Some)
     }
 
@@ -123,14 +157,17 @@ mod tests {
 
     #[test]
     fn patch_changes_only_what_it_names() {
-        let patch: SettingsPatch =
-            serde_json::from_value(serde_json::json!({"discount_percent": 35, "founder_name": "Ada"})).unwrap();
+        let patch: SettingsPatch = serde_json::from_value(
+            serde_json::json!({"discount_percent": 35, "founder_name": "Ada"}),
+        )
+        .unwrap();
         let next = ProjectSettings::default().apply(patch).unwrap();
         assert_eq!(next.discount_percent, 35);
         assert_eq!(next.founder_name.as_deref(), Some("Ada"));
         assert_eq!(next.recovery_window_days, 30);
 
-        let clear: SettingsPatch = serde_json::from_value(serde_json::json!({"founder_name": null})).unwrap();
+        let clear: SettingsPatch =
+            serde_json::from_value(serde_json::json!({"founder_name": null})).unwrap();
         assert_eq!(next.apply(clear).unwrap().founder_name, None);
     }
 
@@ -144,6 +181,13 @@ mod tests {
             panic!("expected validation error");
         };
         let fields: Vec<_> = details.iter().map(|d| d.field.as_str()).collect();
-        assert_eq!(fields, ["settings.recovery_window_days", "settings.discount_percent", "settings.product_url"]);
+        assert_eq!(
+            fields,
+            [
+                "settings.recovery_window_days",
+                "settings.discount_percent",
+                "settings.product_url"
+            ]
+        );
     }
 }

@@ -48,11 +48,20 @@ mod tests {
         let day = chrono::Duration::days(1);
         use SubscriptionStatus::*;
         assert_eq!(SubscriptionStatus::derive(trial_ends, None, start), Trial);
-        assert_eq!(SubscriptionStatus::derive(trial_ends, None, trial_ends - day), Trial);
-        assert_eq!(SubscriptionStatus::derive(trial_ends, None, trial_ends), Expired);
+        assert_eq!(
+            SubscriptionStatus::derive(trial_ends, None, trial_ends - day),
+            Trial
+        );
+        assert_eq!(
+            SubscriptionStatus::derive(trial_ends, None, trial_ends),
+            Expired
+        );
         let paid = Some(trial_ends + day * 30);
         assert_eq!(SubscriptionStatus::derive(trial_ends, paid, start), Paid);
-        assert_eq!(SubscriptionStatus::derive(trial_ends, paid, trial_ends + day * 31), Expired);
+        assert_eq!(
+            SubscriptionStatus::derive(trial_ends, paid, trial_ends + day * 31),
+            Expired
+        );
         assert!(Paid.is_active() && Trial.is_active() && !Expired.is_active());
     }
 }

@@ -21,7 +21,9 @@ impl ProjectAccess {
         if allows(self.actor, permission) {
             Ok(())
         } else {
-            Err(Error::Forbidden("your role does not allow this action".into()))
+            Err(Error::Forbidden(
+                "your role does not allow this action".into(),
+            ))
         }
     }
 }
@@ -38,7 +40,9 @@ impl Churn {
         let pick = match found.as_slice() {
             [] => return Err(project_not_found()),
             [(only, _)] => only.id.clone(),
-            [(first, _), ..] if first.owner_id == user_id || first.id == slug_or_id => first.id.clone(),
+            [(first, _), ..] if first.owner_id == user_id || first.id == slug_or_id => {
+                first.id.clone()
+            }
             _ => {
                 return Err(Error::Conflict(format!(
                     "several projects you belong to use the slug {slug_or_id:?}; use the project id instead"
@@ -56,11 +60,17 @@ impl Churn {
 
     /// The project of a secret API key. A public or unknown key is 401; a valid key used on
     /// another project's path is 403.
-    pub async fn project_for_secret_key(&self, raw_key: &str, slug_or_id: Option<&str>) -> Result<ProjectAccess> {
+    pub async fn project_for_secret_key(
+        &self,
+        raw_key: &str,
+        slug_or_id: Option<&str>,
+    ) -> Result<ProjectAccess> {
         let project = self.project_for_key(raw_key, KeyKind::Secret).await?;
         if let Some(path) = slug_or_id {
             if project.slug != path && project.id != path {
-                return Err(Error::Forbidden("this API key belongs to another project".into()));
+                return Err(Error::Forbidden(
+                    "this API key belongs to another project".into(),
+                ));
             }
         }
         Ok(ProjectAccess {
@@ -73,7 +83,9 @@ impl Churn {
     /// The project of an active key of the given kind; 401 for anything else.
     pub async fn project_for_key(&self, raw_key: &str, kind: KeyKind) -> Result<ProjectRecord> {
         let unauthorized = || Error::Unauthorized("invalid API key".into());
-        let key = PresentedKey::parse(raw_key).filter(|k| k.kind == kind).ok_or_else(unauthorized)?;
+        let key = PresentedKey::parse(raw_key)
+            .filter(|k| k.kind == kind)
+            .ok_or_else(unauthorized)?;
         projects::by_active_key(self.store.reader(), kind, &key.lookup(), self.now())
             .await?
             .ok_or_else(unauthorized)

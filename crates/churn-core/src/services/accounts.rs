@@ -6,7 +6,9 @@ use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier};
 
 use super::Churn;
 use super::projects::NewProject;
-use crate::api::auth::{LoginRequest, Me, Onboarding, OnboardingRequest, RegisterRequest, Session, Subscription, User};
+use crate::api::auth::{
+    LoginRequest, Me, Onboarding, OnboardingRequest, RegisterRequest, Session, Subscription, User,
+};
 use crate::domain::email::Email;
 use crate::domain::password;
 use crate::domain::subscription::{SubscriptionStatus, trial_end};
@@ -95,12 +97,18 @@ impl Churn {
     /// Creates the user's default project, once.
     pub async fn onboard(&self, user: &UserRecord, req: OnboardingRequest) -> Result<Onboarding> {
         let new = NewProject::validate(
-            req.project_name.as_deref().filter(|n| !n.trim().is_empty()).unwrap_or("Default"),
+            req.project_name
+                .as_deref()
+                .filter(|n| !n.trim().is_empty())
+                .unwrap_or("Default"),
             req.product_type.as_deref(),
             req.support_email.as_deref(),
         )?;
         let (project, keys) = self.insert_project(&user.id, new, true).await?;
-        Ok(Onboarding { project, api_keys: keys })
+        Ok(Onboarding {
+            project,
+            api_keys: keys,
+        })
     }
 
     fn session(&self, user: UserRecord) -> Result<Session> {
@@ -134,7 +142,9 @@ async fn hash_password(password: String) -> Result<String> {
 async fn verify_password(password: String, hash: String) -> Result<bool> {
     tokio::task::spawn_blocking(move || {
         let parsed = PasswordHash::new(&hash).map_err(|e| Error::internal(e.to_string()))?;
-        Ok(Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
+        Ok(Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok())
     })
     .await
     .map_err(Error::internal)?
@@ -146,8 +156,20 @@ mod tests {
     async fn password_hashes_verify_and_the_dummy_parses() {
         let hash = super::hash_password("correct horse".into()).await.unwrap();
         assert!(hash.starts_with("$argon2id$"));
-        assert!(super::verify_password("correct horse".into(), hash.clone()).await.unwrap());
-        assert!(!super::verify_password("wrong horse".into(), hash).await.unwrap());
-        assert!(!super::verify_password("anything".into(), super::DUMMY_HASH.into()).await.unwrap());
+        assert!(
+            super::verify_password("correct horse".into(), hash.clone())
+                .await
+                .unwrap()
+        );
+        assert!(
+            !super::verify_password("wrong horse".into(), hash)
+                .await
+                .unwrap()
+        );
+        assert!(
+            !super::verify_password("anything".into(), super::DUMMY_HASH.into())
+                .await
+                .unwrap()
+        );
     }
 }

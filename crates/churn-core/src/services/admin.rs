@@ -33,7 +33,11 @@ impl Churn {
             .collect())
     }
 
-    pub async fn change_subscription(&self, email: &str, change: SubscriptionChange) -> Result<(UserRecord, SubscriptionStatus)> {
+    pub async fn change_subscription(
+        &self,
+        email: &str,
+        change: SubscriptionChange,
+    ) -> Result<(UserRecord, SubscriptionStatus)> {
         let email = Email::parse(email).map_err(|e| Error::invalid_field("email", e))?;
         let mut user = users::by_email(self.store.reader(), email.as_str())
             .await?
@@ -53,13 +57,23 @@ impl Churn {
                 user.trial_ends_at = user.trial_ends_at.min(now);
             }
         }
-        users::set_subscription(self.store.writer(), &user.id, user.trial_ends_at, user.paid_until, now).await?;
+        users::set_subscription(
+            self.store.writer(),
+            &user.id,
+            user.trial_ends_at,
+            user.paid_until,
+            now,
+        )
+        .await?;
         let status = SubscriptionStatus::derive(user.trial_ends_at, user.paid_until, now);
         Ok((user, status))
     }
 
     /// Every project with its owner's email, optionally only those of one owner.
-    pub async fn list_all_projects(&self, owner_email: Option<&str>) -> Result<Vec<(ProjectRecord, String)>> {
+    pub async fn list_all_projects(
+        &self,
+        owner_email: Option<&str>,
+    ) -> Result<Vec<(ProjectRecord, String)>> {
         let owner = owner_email
             .map(|e| Email::parse(e).map_err(|m| Error::invalid_field("user", m)))
             .transpose()?;
@@ -68,10 +82,17 @@ impl Churn {
 
     /// Rotates the keys of the project with this slug or id; a slug several owners share is
     /// refused so the operator names the id.
-    pub async fn rotate_keys_admin(&self, slug_or_id: &str) -> Result<(ProjectRecord, RotatedKeys)> {
+    pub async fn rotate_keys_admin(
+        &self,
+        slug_or_id: &str,
+    ) -> Result<(ProjectRecord, RotatedKeys)> {
         let mut found = projects::any_by_slug_or_id(self.store.reader(), slug_or_id).await?;
         let project = match found.len() {
-            0 => return Err(Error::NotFound(format!("no project with slug or id {slug_or_id:?}"))),
+            0 => {
+                return Err(Error::NotFound(format!(
+                    "no project with slug or id {slug_or_id:?}"
+                )));
+            }
             1 => found.remove(0),
             n => {
                 return Err(Error::Conflict(format!(

@@ -4,7 +4,9 @@
 use super::Churn;
 use super::access::ProjectAccess;
 use crate::api::auth::DefaultProjectOrigins;
-use crate::api::projects::{ApiKeys, CreateProject, Project, RotateKeysRequest, RotatedKeys, UpdateProject, WebhookSecret};
+use crate::api::projects::{
+    ApiKeys, CreateProject, Project, RotateKeysRequest, RotatedKeys, UpdateProject, WebhookSecret,
+};
 use crate::domain::email::Email;
 use crate::domain::keys::{KeyPair, generate_webhook_secret};
 use crate::domain::origin;
@@ -29,10 +31,15 @@ pub struct NewProject {
 }
 
 impl NewProject {
-    pub fn validate(name: &str, product_type: Option<&str>, support_email: Option<&str>) -> Result<Self> {
+    pub fn validate(
+        name: &str,
+        product_type: Option<&str>,
+        support_email: Option<&str>,
+    ) -> Result<Self> {
         let mut v = Validator::new();
         let name = v.check("name", required_text(name, 200));
-        let product_type = product_type.and_then(|t| v.check("product_type", optional_text(t, 100)));
+        let product_type =
+            product_type.and_then(|t| v.check("product_type", optional_text(t, 100)));
         let support_email = support_email
             .filter(|e| !e.trim().is_empty())
             .and_then(|e| v.check("support_email", Email::parse(e)));
@@ -47,7 +54,11 @@ impl NewProject {
 
 impl Churn {
     pub async fn create_project(&self, owner_id: &str, req: CreateProject) -> Result<Project> {
-        let new = NewProject::validate(&req.name, req.product_type.as_deref(), req.support_email.as_deref())?;
+        let new = NewProject::validate(
+            &req.name,
+            req.product_type.as_deref(),
+            req.support_email.as_deref(),
+        )?;
         let (mut project, keys) = self.insert_project(owner_id, new, false).await?;
         project.api_keys = Some(keys);
         Ok(project)
@@ -55,7 +66,12 @@ impl Churn {
 
     /// Inserts a project with a fresh key pair, retrying the slug with a suffix on collision.
     /// With `as_default` it also becomes the owner's default project, which may happen once.
-    pub(super) async fn insert_project(&self, owner_id: &str, new: NewProject, as_default: bool) -> Result<(Project, ApiKeys)> {
+    pub(super) async fn insert_project(
+        &self,
+        owner_id: &str,
+        new: NewProject,
+        as_default: bool,
+    ) -> Result<(Project, ApiKeys)> {
         let base = slug::slugify(&new.name);
         for attempt in 0..SLUG_ATTEMPTS {
             let slug = if attempt == 0 {
@@ -82,7 +98,9 @@ impl Churn {
                 tx.rollback().await?;
                 continue;
             }
-            if as_default && !users::claim_default_project(&mut *tx, owner_id, &record.id, now).await? {
+            if as_default
+                && !users::claim_default_project(&mut *tx, owner_id, &record.id, now).await?
+            {
                 tx.rollback().await?;
                 return Err(Error::Conflict("onboarding is already complete".into()));
             }
@@ -91,12 +109,17 @@ impl Churn {
             tx.commit().await?;
             let mut view = project_view(&record);
             view.role = Some(Role::Owner);
-            return Ok((view, ApiKeys {
-                public_key: pair.public_key,
-                secret_key: pair.secret_key,
-            }));
+            return Ok((
+                view,
+                ApiKeys {
+                    public_key: pair.public_key,
+                    secret_key: pair.secret_key,
+                },
+            ));
         }
-        Err(Error::Conflict("could not find a free slug for this project name".into()))
+        Err(Error::Conflict(
+            "could not find a free slug for this project name".into(),
+        ))
     }
 
     pub async fn list_projects(&self, user_id: &str) -> Result<Vec<Project>> {
@@ -126,7 +149,11 @@ impl Churn {
         Ok(view)
     }
 
-    pub async fn update_project(&self, access: &ProjectAccess, req: UpdateProject) -> Result<Project> {
+    pub async fn update_project(
+        &self,
+        access: &ProjectAccess,
+        req: UpdateProject,
+    ) -> Result<Project> {
         access.authorize(Permission::Administer)?;
         let mut next = access.project.clone();
         let mut v = Validator::new();
@@ -144,7 +171,8 @@ impl Churn {
             next.support_email = if email.trim().is_empty() {
                 None
             } else {
-                v.check("support_email", Email::parse(email)).map(Email::into_inner)
+                v.check("support_email", Email::parse(email))
+                    .map(Email::into_inner)
             };
         }
         let settings = req.settings.map(|patch| next.settings.apply(patch));
@@ -171,7 +199,11 @@ impl Churn {
         projects::delete(self.store.writer(), &access.project.id).await
     }
 
-    pub async fn set_allowed_origins(&self, access: &ProjectAccess, origins: &[String]) -> Result<Vec<String>> {
+    pub async fn set_allowed_origins(
+        &self,
+        access: &ProjectAccess,
+        origins: &[String],
+    ) -> Result<Vec<String>> {
         access.authorize(Permission::Administer)?;
         let normalized = validate_origins(origins)?;
         let mut next = access.project.clone();
@@ -182,13 +214,23 @@ impl Churn {
     }
 
     /// `PUT /auth/allowed-origins`: the caller's default project, else their oldest owned one.
-    pub async fn set_default_project_origins(&self, user: &users::UserRecord, origins: &[String]) -> Result<DefaultProjectOrigins> {
+    pub async fn set_default_project_origins(
+        &self,
+        user: &users::UserRecord,
+        origins: &[String],
+    ) -> Result<DefaultProjectOrigins> {
         let owned = projects::list_for_user(self.store.reader(), &user.id).await?;
         let target = owned
             .iter()
             .find(|(p, _)| Some(&p.id) == user.default_project_id.as_ref())
-            .or_else(|| owned.iter().find(|(p, role)| *role == Role::Owner && p.owner_id == user.id))
-            .ok_or_else(|| Error::NotFound("you have no project yet; complete onboarding first".into()))?;
+            .or_else(|| {
+                owned
+                    .iter()
+                    .find(|(p, role)| *role == Role::Owner && p.owner_id == user.id)
+            })
+            .ok_or_else(|| {
+                Error::NotFound("you have no project yet; complete onboarding first".into())
+            })?;
         let access = ProjectAccess {
             project: target.0.clone(),
             actor: crate::domain::role::Actor::User(target.1),
@@ -201,13 +243,22 @@ impl Churn {
         })
     }
 
-    pub async fn rotate_keys(&self, access: &ProjectAccess, req: RotateKeysRequest) -> Result<RotatedKeys> {
+    pub async fn rotate_keys(
+        &self,
+        access: &ProjectAccess,
+        req: RotateKeysRequest,
+    ) -> Result<RotatedKeys> {
         access.authorize(Permission::RotateKeys)?;
-        self.rotate_project_keys(&access.project.id, req.expire_old_in_hours.unwrap_or(0)).await
+        self.rotate_project_keys(&access.project.id, req.expire_old_in_hours.unwrap_or(0))
+            .await
     }
 
     /// Issues a new key pair; the old pair stops working now or after `grace_hours`.
-    pub async fn rotate_project_keys(&self, project_id: &str, grace_hours: i64) -> Result<RotatedKeys> {
+    pub async fn rotate_project_keys(
+        &self,
+        project_id: &str,
+        grace_hours: i64,
+    ) -> Result<RotatedKeys> {
         if !(0..=MAX_GRACE_HOURS).contains(&grace_hours) {
             return Err(Error::invalid_field(
                 "expire_old_in_hours",
@@ -251,7 +302,10 @@ fn validate_origins(origins: &[String]) -> Result<Vec<String>> {
     if origins.len() > origin::MAX_ALLOWED_ORIGINS {
         return Err(Error::invalid_field(
             "allowed_origins",
-            format!("at most {} origins are allowed", origin::MAX_ALLOWED_ORIGINS),
+            format!(
+                "at most {} origins are allowed",
+                origin::MAX_ALLOWED_ORIGINS
+            ),
         ));
     }
     origin::normalize_all(origins).map_err(|errors| {

@@ -74,7 +74,8 @@ fn create_key_file(path: &Path) -> Result<EncryptionKey> {
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     match options.open(path) {
         Ok(mut file) => {
-            file.write_all(STANDARD.encode(key).as_bytes()).map_err(Error::internal)?;
+            file.write_all(STANDARD.encode(key).as_bytes())
+                .map_err(Error::internal)?;
             Ok(EncryptionKey(key))
         }
         // Another process created it first: use theirs.

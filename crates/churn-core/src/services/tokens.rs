@@ -48,7 +48,8 @@ impl TokenKeys {
     /// The user id of a valid, unexpired token.
     pub(super) fn verify(&self, token: &str, now: Timestamp) -> Result<String> {
         let invalid = || Error::Unauthorized("invalid or expired token".into());
-        let data = decode::<Claims>(token, &self.decoding, &self.validation).map_err(|_| invalid())?;
+        let data =
+            decode::<Claims>(token, &self.decoding, &self.validation).map_err(|_| invalid())?;
         if data.claims.exp <= now.timestamp() {
             return Err(invalid());
         }
@@ -69,7 +70,10 @@ mod tests {
         assert_eq!(keys.verify(&token, now).unwrap(), "user-1");
         let almost = now + chrono::Duration::days(7) - chrono::Duration::seconds(1);
         assert!(keys.verify(&token, almost).is_ok());
-        assert!(keys.verify(&token, now + chrono::Duration::days(7)).is_err());
+        assert!(
+            keys.verify(&token, now + chrono::Duration::days(7))
+                .is_err()
+        );
         assert!(TokenKeys::new(b"other").verify(&token, now).is_err());
         assert!(keys.verify("not.a.jwt", now).is_err());
     }

@@ -2,7 +2,6 @@
 
 use sqlx::{Any, Executor};
 
-
 use crate::domain::keys::{KeyKind, KeyPair, PUBLIC_PREFIX};
 use crate::error::Result;
 use crate::ids::new_id;
@@ -15,9 +14,18 @@ pub(crate) fn kind_str(kind: KeyKind) -> &'static str {
     }
 }
 
-pub async fn insert_pair(tx: &mut super::Tx, project_id: &str, pair: &KeyPair, now: Timestamp) -> Result<()> {
+pub async fn insert_pair(
+    tx: &mut super::Tx,
+    project_id: &str,
+    pair: &KeyPair,
+    now: Timestamp,
+) -> Result<()> {
     let rows = [
-        (KeyKind::Public, pair.public_lookup(), crate::domain::keys::hint(&pair.public_key)),
+        (
+            KeyKind::Public,
+            pair.public_lookup(),
+            crate::domain::keys::hint(&pair.public_key),
+        ),
         (KeyKind::Secret, pair.secret_lookup(), pair.secret_hint()),
     ];
     for (kind, lookup, hint) in rows {
@@ -38,7 +46,12 @@ pub async fn insert_pair(tx: &mut super::Tx, project_id: &str, pair: &KeyPair, n
 }
 
 /// Sets every still-active key of the project to expire at `at` (now, or after a grace period).
-pub async fn expire_active(tx: &mut super::Tx, project_id: &str, at: Timestamp, now: Timestamp) -> Result<()> {
+pub async fn expire_active(
+    tx: &mut super::Tx,
+    project_id: &str,
+    at: Timestamp,
+    now: Timestamp,
+) -> Result<()> {
     sqlx::query(
         "UPDATE api_keys SET expires_at = $2 \
          WHERE project_id = $1 AND (expires_at IS NULL OR expires_at > $3)",
@@ -52,7 +65,10 @@ pub async fn expire_active(tx: &mut super::Tx, project_id: &str, at: Timestamp, 
 }
 
 /// The project's current (non-expiring) public key and the hint of its current secret key.
-pub async fn current<'e>(db: impl Executor<'e, Database = Any>, project_id: &str) -> Result<(Option<String>, Option<String>)> {
+pub async fn current<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<(Option<String>, Option<String>)> {
     let rows: Vec<(String, String, String)> = sqlx::query_as(
         "SELECT kind, lookup, hint FROM api_keys WHERE project_id = $1 AND expires_at IS NULL",
     )

@@ -38,7 +38,9 @@ pub struct Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("backend", &self.backend).finish()
+        f.debug_struct("Store")
+            .field("backend", &self.backend)
+            .finish()
     }
 }
 
@@ -159,14 +161,17 @@ fn sqlite_url(raw: &str) -> Result<String> {
 /// Turns a unique-constraint violation into a 409-style conflict; everything else is internal.
 pub(crate) fn conflict_on_unique(message: &str) -> impl FnOnce(sqlx::Error) -> Error + '_ {
     move |e| match &e {
-        sqlx::Error::Database(db) if db.is_unique_violation() => Error::Conflict(message.to_owned()),
+        sqlx::Error::Database(db) if db.is_unique_violation() => {
+            Error::Conflict(message.to_owned())
+        }
         _ => Error::from(e),
     }
 }
 
 /// Parses a stored timestamp; a malformed one is corrupt data, reported as internal.
 pub(crate) fn ts(raw: &str) -> Result<crate::time::Timestamp> {
-    crate::time::parse(raw).ok_or_else(|| Error::internal(format!("corrupt timestamp in storage: {raw:?}")))
+    crate::time::parse(raw)
+        .ok_or_else(|| Error::internal(format!("corrupt timestamp in storage: {raw:?}")))
 }
 
 pub(crate) fn ts_opt(raw: Option<&str>) -> Result<Option<crate::time::Timestamp>> {

@@ -71,7 +71,8 @@ impl TryFrom<RoleRow> for (ProjectRecord, Role) {
     type Error = Error;
 
     fn try_from(r: RoleRow) -> Result<Self> {
-        let role = Role::parse(&r.role).ok_or_else(|| Error::internal(format!("corrupt role {:?}", r.role)))?;
+        let role = Role::parse(&r.role)
+            .ok_or_else(|| Error::internal(format!("corrupt role {:?}", r.role)))?;
         Ok((r.project.try_into()?, role))
     }
 }
@@ -126,12 +127,19 @@ pub async fn visible_to<'e>(
          WHERE m.user_id = $1 AND (p.slug = $2 OR p.id = $2) \
          ORDER BY CASE WHEN p.owner_id = $1 THEN 0 ELSE 1 END, p.id"
     );
-    let rows: Vec<RoleRow> = sqlx::query_as(&sql).bind(user_id).bind(slug_or_id).fetch_all(db).await?;
+    let rows: Vec<RoleRow> = sqlx::query_as(&sql)
+        .bind(user_id)
+        .bind(slug_or_id)
+        .fetch_all(db)
+        .await?;
     rows.into_iter().map(TryInto::try_into).collect()
 }
 
 /// Every project the user owns or belongs to, with the user's role, oldest first.
-pub async fn list_for_user<'e>(db: impl Executor<'e, Database = Any>, user_id: &str) -> Result<Vec<(ProjectRecord, Role)>> {
+pub async fn list_for_user<'e>(
+    db: impl Executor<'e, Database = Any>,
+    user_id: &str,
+) -> Result<Vec<(ProjectRecord, Role)>> {
     let sql = format!(
         "SELECT {COLUMNS}, m.role FROM project_members m JOIN projects p ON p.id = m.project_id \
          WHERE m.user_id = $1 ORDER BY p.created_at, p.id"
@@ -160,15 +168,22 @@ pub async fn by_active_key<'e>(
     row.map(TryInto::try_into).transpose()
 }
 
-pub async fn by_id<'e>(db: impl Executor<'e, Database = Any>, id: &str) -> Result<Option<ProjectRecord>> {
+pub async fn by_id<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> Result<Option<ProjectRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM projects p WHERE p.id = $1");
     let row: Option<Row> = sqlx::query_as(&sql).bind(id).fetch_optional(db).await?;
     row.map(TryInto::try_into).transpose()
 }
 
 /// Every project whose slug or id matches, across all owners (admin CLI only).
-pub async fn any_by_slug_or_id<'e>(db: impl Executor<'e, Database = Any>, slug_or_id: &str) -> Result<Vec<ProjectRecord>> {
-    let sql = format!("SELECT {COLUMNS} FROM projects p WHERE p.slug = $1 OR p.id = $1 ORDER BY p.id");
+pub async fn any_by_slug_or_id<'e>(
+    db: impl Executor<'e, Database = Any>,
+    slug_or_id: &str,
+) -> Result<Vec<ProjectRecord>> {
+    let sql =
+        format!("SELECT {COLUMNS} FROM projects p WHERE p.slug = $1 OR p.id = $1 ORDER BY p.id");
     let rows: Vec<Row> = sqlx::query_as(&sql).bind(slug_or_id).fetch_all(db).await?;
     rows.into_iter().map(TryInto::try_into).collect()
 }
@@ -216,7 +231,10 @@ pub async fn update<'e>(db: impl Executor<'e, Database = Any>, p: &ProjectRecord
 
 /// Deletes the project; foreign keys cascade to everything it holds.
 pub async fn delete<'e>(db: impl Executor<'e, Database = Any>, id: &str) -> Result<()> {
-    sqlx::query("DELETE FROM projects WHERE id = $1").bind(id).execute(db).await?;
+    sqlx::query("DELETE FROM projects WHERE id = $1")
+        .bind(id)
+        .execute(db)
+        .await?;
     Ok(())
 }
 

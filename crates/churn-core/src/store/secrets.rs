@@ -7,7 +7,12 @@ use crate::time::{self, Timestamp};
 
 /// Returns the stored value of `name`, storing `candidate` first when there is none. Several
 /// processes starting at once all end up with the same value.
-pub async fn get_or_insert(pool: &AnyPool, name: &str, candidate: &str, now: Timestamp) -> Result<String> {
+pub async fn get_or_insert(
+    pool: &AnyPool,
+    name: &str,
+    candidate: &str,
+    now: Timestamp,
+) -> Result<String> {
     sqlx::query::<Any>(
         "INSERT INTO service_secrets (name, value, created_at) VALUES ($1, $2, $3) \
          ON CONFLICT (name) DO NOTHING",

@@ -47,7 +47,8 @@ impl TryFrom<Row> for UserRecord {
     }
 }
 
-const COLUMNS: &str = "id, name, email, password_hash, trial_ends_at, paid_until, default_project_id, created_at";
+const COLUMNS: &str =
+    "id, name, email, password_hash, trial_ends_at, paid_until, default_project_id, created_at";
 
 pub async fn insert<'e>(db: impl Executor<'e, Database = Any>, user: &UserRecord) -> Result<()> {
     let created = time::format(&user.created_at);
@@ -65,17 +66,25 @@ pub async fn insert<'e>(db: impl Executor<'e, Database = Any>, user: &UserRecord
     .bind(created)
     .execute(db)
     .await
-    .map_err(conflict_on_unique("an account with this email already exists"))?;
+    .map_err(conflict_on_unique(
+        "an account with this email already exists",
+    ))?;
     Ok(())
 }
 
-pub async fn by_email<'e>(db: impl Executor<'e, Database = Any>, email: &str) -> Result<Option<UserRecord>> {
+pub async fn by_email<'e>(
+    db: impl Executor<'e, Database = Any>,
+    email: &str,
+) -> Result<Option<UserRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM users WHERE email = $1");
     let row: Option<Row> = sqlx::query_as(&sql).bind(email).fetch_optional(db).await?;
     row.map(UserRecord::try_from).transpose()
 }
 
-pub async fn by_id<'e>(db: impl Executor<'e, Database = Any>, id: &str) -> Result<Option<UserRecord>> {
+pub async fn by_id<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> Result<Option<UserRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM users WHERE id = $1");
     let row: Option<Row> = sqlx::query_as(&sql).bind(id).fetch_optional(db).await?;
     row.map(UserRecord::try_from).transpose()
@@ -113,12 +122,14 @@ pub async fn set_subscription<'e>(
     paid_until: Option<Timestamp>,
     now: Timestamp,
 ) -> Result<()> {
-    sqlx::query("UPDATE users SET trial_ends_at = $2, paid_until = $3, updated_at = $4 WHERE id = $1")
-        .bind(user_id)
-        .bind(time::format(&trial_ends_at))
-        .bind(paid_until.as_ref().map(time::format))
-        .bind(time::format(&now))
-        .execute(db)
-        .await?;
+    sqlx::query(
+        "UPDATE users SET trial_ends_at = $2, paid_until = $3, updated_at = $4 WHERE id = $1",
+    )
+    .bind(user_id)
+    .bind(time::format(&trial_ends_at))
+    .bind(paid_until.as_ref().map(time::format))
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
     Ok(())
 }

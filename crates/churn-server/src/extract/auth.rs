@@ -27,17 +27,29 @@ pub type ApiProject = ProjectScope<true>;
 fn bearer(parts: &Parts) -> Option<&str> {
     let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
 }
 
 fn api_key(parts: &Parts) -> Option<&str> {
-    parts.headers.get(API_KEY_HEADER)?.to_str().ok().map(str::trim).filter(|k| !k.is_empty())
+    parts
+        .headers
+        .get(API_KEY_HEADER)?
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
 }
 
 impl FromRequestParts<AppState> for SessionUser {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let token = bearer(parts).ok_or_else(session_required)?;
         Ok(SessionUser(state.churn.authenticate(token).await?))
     }
@@ -46,17 +58,24 @@ impl FromRequestParts<AppState> for SessionUser {
 impl<const API_KEY: bool> FromRequestParts<AppState> for ProjectScope<API_KEY> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let slug = path_slug(parts, state).await?;
         if let Some(token) = bearer(parts) {
             match state.churn.verify_token(token) {
-                Ok(user_id) => return Ok(Self(state.churn.project_for_user(&user_id, &slug).await?)),
+                Ok(user_id) => {
+                    return Ok(Self(state.churn.project_for_user(&user_id, &slug).await?));
+                }
                 Err(e) if !API_KEY || api_key(parts).is_none() => return Err(e.into()),
                 Err(_) => {}
             }
         }
         match api_key(parts) {
-            Some(key) if API_KEY => Ok(Self(state.churn.project_for_secret_key(key, Some(&slug)).await?)),
+            Some(key) if API_KEY => Ok(Self(
+                state.churn.project_for_secret_key(key, Some(&slug)).await?,
+            )),
             _ => Err(session_required()),
         }
     }

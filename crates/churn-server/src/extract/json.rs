@@ -59,7 +59,8 @@ fn require_json_content_type(req: &Request) -> Result<(), ApiError> {
         .and_then(|v| v.split(';').next())
         .map(|mime| {
             let mime = mime.trim().to_ascii_lowercase();
-            mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+            mime == "application/json"
+                || (mime.starts_with("application/") && mime.ends_with("+json"))
         })
         .unwrap_or(false);
     if is_json { Ok(()) } else { Err(unsupported()) }
@@ -109,7 +110,12 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
                 ApiError::validation(message, details)
             }
             _ => ApiError::validation(
-                format!("malformed JSON at line {} column {}: {}", inner.line(), inner.column(), strip_position(&inner.to_string())),
+                format!(
+                    "malformed JSON at line {} column {}: {}",
+                    inner.line(),
+                    inner.column(),
+                    strip_position(&inner.to_string())
+                ),
                 Vec::new(),
             ),
         }
@@ -148,7 +154,10 @@ mod tests {
         let e = format!("{:?}", err(r#"{"email": "a", "age": "x"}"#));
         assert!(e.contains("age: invalid type"), "{e}");
         let e = format!("{:?}", err(r#"{"age": 3}"#));
-        assert!(e.contains("missing field `email`") && e.contains("field: \"email\""), "{e}");
+        assert!(
+            e.contains("missing field `email`") && e.contains("field: \"email\""),
+            "{e}"
+        );
         let e = format!("{:?}", err(r#"{"email": "#));
         assert!(e.contains("malformed JSON at line 1 column 10"), "{e}");
     }

@@ -19,7 +19,11 @@ use network::Network;
 /// Plain HTTP is served only where allowed (or forwarded as HTTPS by a trusted proxy);
 /// secure responses carry HSTS. Liveness and readiness probes are exempt: orchestrators send
 /// them to the pod directly.
-pub async fn https_policy(State(network): State<Arc<Network>>, req: Request, next: Next) -> Response {
+pub async fn https_policy(
+    State(network): State<Arc<Network>>,
+    req: Request,
+    next: Next,
+) -> Response {
     let secure = network.is_secure(&req);
     let probe = matches!(req.uri().path(), "/health" | "/ready");
     if !secure && !network.allow_http && !probe {
@@ -36,7 +40,11 @@ pub async fn https_policy(State(network): State<Arc<Network>>, req: Request, nex
 }
 
 /// Counts and times every routed request under its route template.
-pub async fn track_metrics(State(metrics): State<Arc<Metrics>>, req: Request, next: Next) -> Response {
+pub async fn track_metrics(
+    State(metrics): State<Arc<Metrics>>,
+    req: Request,
+    next: Next,
+) -> Response {
     let start = Instant::now();
     let method = req.method().clone();
     let route = req
@@ -45,7 +53,12 @@ pub async fn track_metrics(State(metrics): State<Arc<Metrics>>, req: Request, ne
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| "unmatched".to_owned());
     let response = next.run(req).await;
-    metrics.observe(method.as_str(), &route, response.status().as_u16(), start.elapsed().as_secs_f64());
+    metrics.observe(
+        method.as_str(),
+        &route,
+        response.status().as_u16(),
+        start.elapsed().as_secs_f64(),
+    );
     response
 }
 

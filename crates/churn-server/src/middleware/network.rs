@@ -40,7 +40,11 @@ impl Network {
             .flat_map(|v| v.split(','))
             .filter_map(|s| s.trim().parse::<IpAddr>().ok())
             .collect::<Vec<_>>();
-        forwarded.into_iter().rev().find(|ip| !self.trusted(*ip)).unwrap_or(peer)
+        forwarded
+            .into_iter()
+            .rev()
+            .find(|ip| !self.trusted(*ip))
+            .unwrap_or(peer)
     }
 
     pub fn is_secure(&self, req: &Request) -> bool {
@@ -73,7 +77,8 @@ mod tests {
             builder = builder.header("x-forwarded-proto", proto);
         }
         let mut req = builder.body(axum::body::Body::empty()).unwrap();
-        req.extensions_mut().insert(ConnectInfo(peer.parse::<SocketAddr>().unwrap()));
+        req.extensions_mut()
+            .insert(ConnectInfo(peer.parse::<SocketAddr>().unwrap()));
         req
     }
 
@@ -84,11 +89,21 @@ mod tests {
             tls: false,
             allow_http: false,
         };
-        let via_proxy = request("10.0.0.5:1", Some("1.1.1.1, 2.2.2.2, 10.0.0.9"), Some("https"));
-        assert_eq!(net.client_ip(&via_proxy), "2.2.2.2".parse::<IpAddr>().unwrap());
+        let via_proxy = request(
+            "10.0.0.5:1",
+            Some("1.1.1.1, 2.2.2.2, 10.0.0.9"),
+            Some("https"),
+        );
+        assert_eq!(
+            net.client_ip(&via_proxy),
+            "2.2.2.2".parse::<IpAddr>().unwrap()
+        );
         assert!(net.is_secure(&via_proxy));
         let direct = request("8.8.8.8:1", Some("1.1.1.1"), Some("https"));
         assert_eq!(net.client_ip(&direct), "8.8.8.8".parse::<IpAddr>().unwrap());
-        assert!(!net.is_secure(&direct), "an untrusted peer cannot claim HTTPS");
+        assert!(
+            !net.is_secure(&direct),
+            "an untrusted peer cannot claim HTTPS"
+        );
     }
 }

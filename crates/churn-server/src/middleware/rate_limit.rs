@@ -19,7 +19,8 @@ use governor::{Quota, RateLimiter};
 use super::network::Network;
 use crate::error::ApiError;
 
-type Limiter = RateLimiter<IpAddr, DefaultKeyedStateStore<IpAddr>, DefaultClock, StateInformationMiddleware>;
+type Limiter =
+    RateLimiter<IpAddr, DefaultKeyedStateStore<IpAddr>, DefaultClock, StateInformationMiddleware>;
 
 struct Bucket {
     limiter: Limiter,
@@ -96,7 +97,12 @@ pub async fn limit(State(state): State<Arc<RateLimitState>>, req: Request, next:
         Err(not_until) => {
             let wait = not_until.wait_time_from(limits.clock.now());
             let mut response = ApiError::rate_limited(ceil_secs(wait)).into_response();
-            set_headers(response.headers_mut(), bucket.burst, 0, bucket.refill * bucket.burst);
+            set_headers(
+                response.headers_mut(),
+                bucket.burst,
+                0,
+                bucket.refill * bucket.burst,
+            );
             response
         }
     }
@@ -122,12 +128,19 @@ mod tests {
         let ip: IpAddr = "203.0.113.7".parse().unwrap();
         let mut last = u32::MAX;
         for _ in 0..30 {
-            last = bucket.limiter.check_key(&ip).unwrap().remaining_burst_capacity();
+            last = bucket
+                .limiter
+                .check_key(&ip)
+                .unwrap()
+                .remaining_burst_capacity();
         }
         assert_eq!(last, 0);
         assert!(bucket.limiter.check_key(&ip).is_err());
         let other: IpAddr = "203.0.113.8".parse().unwrap();
-        assert!(bucket.limiter.check_key(&other).is_ok(), "limits are per IP");
+        assert!(
+            bucket.limiter.check_key(&other).is_ok(),
+            "limits are per IP"
+        );
         assert_eq!(bucket.refill, Duration::from_millis(100));
     }
 }

@@ -4,9 +4,12 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use churn_core::api::Data;
-use churn_core::api::auth::{DefaultProjectOrigins, LoginRequest, Me, Onboarding, OnboardingRequest, RegisterRequest, Session};
-use churn_core::api::projects::AllowedOrigins;
 use churn_core::api::ErrorBody;
+use churn_core::api::auth::{
+    DefaultProjectOrigins, LoginRequest, Me, Onboarding, OnboardingRequest, RegisterRequest,
+    Session,
+};
+use churn_core::api::projects::AllowedOrigins;
 
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, OptionalJson, SessionUser};
@@ -14,14 +17,20 @@ use crate::state::AppState;
 
 #[utoipa::path(post, path = "/auth/register", tag = "auth", request_body = RegisterRequest,
     responses((status = 201, body = Data<Session>), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
-pub async fn register(State(s): State<AppState>, ApiJson(req): ApiJson<RegisterRequest>) -> ApiResult<(StatusCode, Json<Data<Session>>)> {
+pub async fn register(
+    State(s): State<AppState>,
+    ApiJson(req): ApiJson<RegisterRequest>,
+) -> ApiResult<(StatusCode, Json<Data<Session>>)> {
     let session = s.churn.register(req).await?;
     Ok((StatusCode::CREATED, Json(Data::new(session))))
 }
 
 #[utoipa::path(post, path = "/auth/login", tag = "auth", request_body = LoginRequest,
     responses((status = 200, body = Data<Session>), (status = 401, body = ErrorBody)))]
-pub async fn login(State(s): State<AppState>, ApiJson(req): ApiJson<LoginRequest>) -> ApiResult<Json<Data<Session>>> {
+pub async fn login(
+    State(s): State<AppState>,
+    ApiJson(req): ApiJson<LoginRequest>,
+) -> ApiResult<Json<Data<Session>>> {
     Ok(Json(Data::new(s.churn.login(req).await?)))
 }
 
@@ -49,6 +58,9 @@ pub async fn allowed_origins(
     SessionUser(user): SessionUser,
     ApiJson(req): ApiJson<AllowedOrigins>,
 ) -> ApiResult<Json<Data<DefaultProjectOrigins>>> {
-    let set = s.churn.set_default_project_origins(&user, &req.allowed_origins).await?;
+    let set = s
+        .churn
+        .set_default_project_origins(&user, &req.allowed_origins)
+        .await?;
     Ok(Json(Data::new(set)))
 }

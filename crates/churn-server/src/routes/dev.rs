@@ -23,22 +23,34 @@ pub async fn loopback_only(req: Request, next: Next) -> Result<Response, ApiErro
 }
 
 fn clock(s: &AppState) -> ApiResult<&churn_core::time::TestClock> {
-    s.test_clock.as_ref().ok_or_else(|| ApiError::not_found("no route for this path"))
+    s.test_clock
+        .as_ref()
+        .ok_or_else(|| ApiError::not_found("no route for this path"))
 }
 
 #[utoipa::path(get, path = "/dev/clock", tag = "dev", responses((status = 200, body = Data<ClockView>)))]
 pub async fn get_clock(State(s): State<AppState>) -> ApiResult<Json<Data<ClockView>>> {
-    Ok(Json(Data::new(ClockView { now: clock(&s)?.now() })))
+    Ok(Json(Data::new(ClockView {
+        now: clock(&s)?.now(),
+    })))
 }
 
 #[utoipa::path(post, path = "/dev/clock", tag = "dev", request_body = ClockChange,
     responses((status = 200, body = Data<ClockView>), (status = 400, body = ErrorBody)))]
-pub async fn set_clock(State(s): State<AppState>, ApiJson(change): ApiJson<ClockChange>) -> ApiResult<Json<Data<ClockView>>> {
+pub async fn set_clock(
+    State(s): State<AppState>,
+    ApiJson(change): ApiJson<ClockChange>,
+) -> ApiResult<Json<Data<ClockView>>> {
     let clock = clock(&s)?;
     match (change.advance_seconds, change.set) {
         (Some(seconds), None) => clock.advance(chrono::Duration::seconds(seconds)),
         (None, Some(at)) => clock.set(at),
-        _ => return Err(ApiError::validation("give exactly one of advance_seconds or set", Vec::new())),
+        _ => {
+            return Err(ApiError::validation(
+                "give exactly one of advance_seconds or set",
+                Vec::new(),
+            ));
+        }
     }
     Ok(Json(Data::new(ClockView { now: clock.now() })))
 }

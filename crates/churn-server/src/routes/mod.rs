@@ -35,7 +35,12 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(auth::onboarding))
         .routes(routes!(auth::allowed_origins))
         .routes(routes!(projects::list, projects::create))
-        .routes(routes!(projects::get, projects::put, projects::patch, projects::delete))
+        .routes(routes!(
+            projects::get,
+            projects::put,
+            projects::patch,
+            projects::delete
+        ))
         .routes(routes!(projects::allowed_origins))
         .routes(routes!(projects::rotate_keys))
         .routes(routes!(projects::webhook_secret))
@@ -66,7 +71,10 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .layer(from_fn_with_state(network.clone(), https_policy));
     if let Some(limits) = limits {
         let limit_state = Arc::new(RateLimitState { limits, network });
-        router = router.layer(from_fn_with_state(limit_state, crate::middleware::rate_limit::limit));
+        router = router.layer(from_fn_with_state(
+            limit_state,
+            crate::middleware::rate_limit::limit,
+        ));
     }
     router
         .layer(from_fn(log_errors))
@@ -92,5 +100,9 @@ async fn not_found() -> ApiError {
 }
 
 async fn method_not_allowed() -> ApiError {
-    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED", "this method is not allowed on this path")
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "METHOD_NOT_ALLOWED",
+        "this method is not allowed on this path",
+    )
 }

@@ -15,7 +15,9 @@ use crate::state::AppState;
 
 #[utoipa::path(get, path = "/health", tag = "operations", responses((status = 200, body = Data<Health>)))]
 pub async fn health() -> Json<Data<Health>> {
-    Json(Data::new(Health { status: "ok".into() }))
+    Json(Data::new(Health {
+        status: "ok".into(),
+    }))
 }
 
 #[utoipa::path(get, path = "/ready", tag = "operations",
@@ -23,16 +25,25 @@ pub async fn health() -> Json<Data<Health>> {
 pub async fn ready(State(s): State<AppState>) -> ApiResult<Json<Data<Health>>> {
     s.churn.store().ping().await.map_err(|e| {
         tracing::warn!(error = %e, "readiness check failed");
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", "the database is not reachable")
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "UNAVAILABLE",
+            "the database is not reachable",
+        )
     })?;
-    Ok(Json(Data::new(Health { status: "ready".into() })))
+    Ok(Json(Data::new(Health {
+        status: "ready".into(),
+    })))
 }
 
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text exposition", content_type = "text/plain")))]
 pub async fn metrics(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
     (
-        [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
         metrics.render(),
     )
 }

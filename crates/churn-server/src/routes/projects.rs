@@ -3,7 +3,10 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use churn_core::api::projects::{AllowedOrigins, CreateProject, Project, RotateKeysRequest, RotatedKeys, UpdateProject, WebhookSecret};
+use churn_core::api::projects::{
+    AllowedOrigins, CreateProject, Project, RotateKeysRequest, RotatedKeys, UpdateProject,
+    WebhookSecret,
+};
 use churn_core::api::{Data, ErrorBody};
 
 use crate::error::ApiResult;
@@ -12,7 +15,10 @@ use crate::state::AppState;
 
 #[utoipa::path(get, path = "/projects", tag = "projects", security(("bearer" = [])),
     responses((status = 200, body = Data<Vec<Project>>), (status = 401, body = ErrorBody)))]
-pub async fn list(State(s): State<AppState>, SessionUser(user): SessionUser) -> ApiResult<Json<Data<Vec<Project>>>> {
+pub async fn list(
+    State(s): State<AppState>,
+    SessionUser(user): SessionUser,
+) -> ApiResult<Json<Data<Vec<Project>>>> {
     Ok(Json(Data::new(s.churn.list_projects(&user.id).await?)))
 }
 
@@ -31,21 +37,32 @@ pub async fn create(
 #[utoipa::path(get, path = "/projects/{slug}", tag = "projects", security(("bearer" = []), ("api_key" = [])),
     params(("slug" = String, Path, description = "project slug or id")),
     responses((status = 200, body = Data<Project>), (status = 404, body = ErrorBody)))]
-pub async fn get(State(s): State<AppState>, ProjectScope(access): ApiProject) -> ApiResult<Json<Data<Project>>> {
+pub async fn get(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+) -> ApiResult<Json<Data<Project>>> {
     Ok(Json(Data::new(s.churn.project_detail(&access).await?)))
 }
 
 #[utoipa::path(put, path = "/projects/{slug}", tag = "projects", security(("bearer" = [])), request_body = UpdateProject,
     params(("slug" = String, Path, description = "project slug or id")),
     responses((status = 200, body = Data<Project>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn put(state: State<AppState>, project: AdminProject, body: ApiJson<UpdateProject>) -> ApiResult<Json<Data<Project>>> {
+pub async fn put(
+    state: State<AppState>,
+    project: AdminProject,
+    body: ApiJson<UpdateProject>,
+) -> ApiResult<Json<Data<Project>>> {
     update(state, project, body).await
 }
 
 #[utoipa::path(patch, path = "/projects/{slug}", tag = "projects", security(("bearer" = [])), request_body = UpdateProject,
     params(("slug" = String, Path, description = "project slug or id")),
     responses((status = 200, body = Data<Project>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn patch(state: State<AppState>, project: AdminProject, body: ApiJson<UpdateProject>) -> ApiResult<Json<Data<Project>>> {
+pub async fn patch(
+    state: State<AppState>,
+    project: AdminProject,
+    body: ApiJson<UpdateProject>,
+) -> ApiResult<Json<Data<Project>>> {
     update(state, project, body).await
 }
 
@@ -60,7 +77,10 @@ async fn update(
 #[utoipa::path(delete, path = "/projects/{slug}", tag = "projects", security(("bearer" = [])),
     params(("slug" = String, Path, description = "project slug or id")),
     responses((status = 204, description = "the project and everything it held are gone"), (status = 403, body = ErrorBody)))]
-pub async fn delete(State(s): State<AppState>, ProjectScope(access): AdminProject) -> ApiResult<StatusCode> {
+pub async fn delete(
+    State(s): State<AppState>,
+    ProjectScope(access): AdminProject,
+) -> ApiResult<StatusCode> {
     s.churn.delete_project(&access).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -73,7 +93,10 @@ pub async fn allowed_origins(
     ProjectScope(access): AdminProject,
     ApiJson(req): ApiJson<AllowedOrigins>,
 ) -> ApiResult<Json<Data<AllowedOrigins>>> {
-    let allowed_origins = s.churn.set_allowed_origins(&access, &req.allowed_origins).await?;
+    let allowed_origins = s
+        .churn
+        .set_allowed_origins(&access, &req.allowed_origins)
+        .await?;
     Ok(Json(Data::new(AllowedOrigins { allowed_origins })))
 }
 
@@ -91,7 +114,10 @@ pub async fn rotate_keys(
 #[utoipa::path(get, path = "/projects/{slug}/webhook-secret", tag = "projects", security(("bearer" = [])),
     params(("slug" = String, Path, description = "project slug or id")),
     responses((status = 200, body = Data<WebhookSecret>), (status = 403, body = ErrorBody)))]
-pub async fn webhook_secret(State(s): State<AppState>, ProjectScope(access): AdminProject) -> ApiResult<Json<Data<WebhookSecret>>> {
+pub async fn webhook_secret(
+    State(s): State<AppState>,
+    ProjectScope(access): AdminProject,
+) -> ApiResult<Json<Data<WebhookSecret>>> {
     Ok(Json(Data::new(s.churn.webhook_secret(&access)?)))
 }
 
@@ -102,5 +128,7 @@ pub async fn rotate_webhook_secret(
     State(s): State<AppState>,
     ProjectScope(access): AdminProject,
 ) -> ApiResult<Json<Data<WebhookSecret>>> {
-    Ok(Json(Data::new(s.churn.rotate_webhook_secret(&access).await?)))
+    Ok(Json(Data::new(
+        s.churn.rotate_webhook_secret(&access).await?,
+    )))
 }

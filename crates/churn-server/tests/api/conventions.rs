@@ -1,0 +1,106 @@
+use reqwest::Method;
+use serde_json::json;
+
+use crate::both_backends;
+use crate::helpers::{Backend, TestApp};
+
+both_backends!(error_bodies, request_ids_are_generated_or_echoed);
+
+async fn error_bodies(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let s = app.register("ada@example.com").await;
+    let register = |body: &str| {
+        app.req(Method::POST, "/auth/register")
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+    };
+
+    let malformed = app
+        .expect(register(r#"{"name": "Ada", "email": "#), 400)
+        .await;
+    insta::assert_json_snapshot!("malformed_json", malformed);
+    let wrong_type = app
+        .expect(
+            register(r#"{"name": "Ada", "email": 5, "password": "x"}"#),
+            400,
+        )
+        .await;
+    insta::assert_json_snapshot!("wrong_field_type", wrong_type);
+    let missing = app
+        .expect(
+            register(r#"{"name": "Ada", "password": "long enough"}"#),
+            400,
+        )
+        .await;
+    insta::assert_json_snapshot!("missing_field", missing);
+    let invalid = app
+        .expect(
+            register(r#"{"name": "", "email": "nope", "password": "short"}"#),
+            400,
+        )
+        .await;
+    insta::assert_json_snapshot!("validation_details", invalid);
+
+    let not_json = app
+        .expect(
+            app.req(Method::POST, "/auth/register")
+                .header("content-type", "text/plain")
+                .body("name=Ada"),
+            415,
+        )
+        .await;
+    insta::assert_json_snapshot!("unsupported_media_type", not_json);
+    let huge = "x".repeat(1024 * 1024 + 1);
+    let too_large = app
+        .expect(
+            app.req(Method::POST, "/projects")
+                .bearer_auth(&s.token)
+                .json(&json!({"name": huge})),
+            413,
+        )
+        .await;
+    insta::assert_json_snapshot!("payload_too_large", too_large);
+
+    let unauthorized = app.expect(app.req(Method::GET, "/projects"), 401).await;
+    insta::assert_json_snapshot!("unauthorized", unauthorized);
+    let not_found = app
+        .expect(
+            app.req(Method::GET, "/projects/nope").bearer_auth(&s.token),
+            404,
+        )
+        .await;
+    insta::assert_json_snapshot!("project_not_found", not_found);
+    let no_route = app
+        .expect(app.req(Method::GET, "/no/such/route"), 404)
+        .await;
+    insta::assert_json_snapshot!("no_route", no_route);
+    let method = app
+        .expect(
+            app.req(Method::DELETE, "/auth/me").bearer_auth(&s.token),
+            405,
+        )
+        .await;
+    insta::assert_json_snapshot!("method_not_allowed", method);
+    let conflict = app
+        .expect(
+            register(r#"{"name": "Ada", "email": "ada@example.com", "password": "long enough"}"#),
+            409,
+        )
+        .await;
+    insta::assert_json_snapshot!("conflict", conflict);
+}
+
+async fn request_ids_are_generated_or_echoed(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let generated = app.req(Method::GET, "/health").send().await.unwrap();
+    let id = generated.headers()["x-request-id"].to_str().unwrap();
+    assert!(uuid::Uuid::parse_str(id).is_ok(), "{id}");
+    let echoed = app
+        .req(Method::GET, "/auth/me")
+        .header("x-request-id", "trace-me-42")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(echoed.status(), 401);
+    assert_eq!(echoed.headers()["x-request-id"], "trace-me-42");
+}

@@ -1,0 +1,265 @@
+//! The test harness: every test gets its own server on port 0 and its own database (a SQLite
+//! file in a temp folder, or a fresh PostgreSQL database dropped afterwards).
+
+use std::path::PathBuf;
+
+use churn_core::config::Config;
+use churn_server::Application;
+use reqwest::{Method, RequestBuilder, StatusCode};
+use serde_json::{Value, json};
+use sqlx::Connection;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Runs each named `async fn(Backend)` once per backend, as `<name>::sqlite` and `<name>::postgres`.
+#[macro_export]
+macro_rules! both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name($crate::helpers::Backend::Sqlite).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$name($crate::helpers::Backend::Postgres).await
+            }
+        }
+    )*};
+}
+
+pub fn postgres_admin_url() -> String {
+    std::env::var("CHURN_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// A database that outlives server restarts within one test and is removed at the end.
+pub struct TestDatabase {
+    pub url: String,
+    pub data_dir: tempfile::TempDir,
+    postgres_name: Option<String>,
+}
+
+impl TestDatabase {
+    pub async fn new(backend: Backend) -> Self {
+        let data_dir = tempfile::tempdir().expect("temp dir");
+        match backend {
+            Backend::Sqlite => Self {
+                url: format!("sqlite://{}", data_dir.path().join("churn.db").display()),
+                data_dir,
+                postgres_name: None,
+            },
+            Backend::Postgres => {
+                let admin = postgres_admin_url();
+                let name = format!("churn_test_{}", uuid::Uuid::new_v4().simple());
+                let mut conn = sqlx::PgConnection::connect(&admin).await.expect(
+                    "PostgreSQL for tests: set CHURN_TEST_POSTGRES_URL or run scripts/test",
+                );
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&mut conn)
+                    .await
+                    .expect("create test database");
+                let base = admin
+                    .rsplit_once('/')
+                    .map(|(base, _)| base)
+                    .unwrap_or(&admin);
+                Self {
+                    url: format!("{base}/{name}"),
+                    data_dir,
+                    postgres_name: Some(name),
+                }
+            }
+        }
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let Some(name) = self.postgres_name.take() else {
+            return;
+        };
+        let admin = postgres_admin_url();
+        // Drop runs inside the test's runtime; a separate thread with its own runtime may block.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async {
+                let mut conn = sqlx::PgConnection::connect(&admin).await.ok()?;
+                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&mut conn)
+                    .await
+                    .ok()
+            })
+        })
+        .join();
+    }
+}
+
+/// Options of a test server beyond the defaults (rate limits off, dev mode on, plain HTTP).
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub settings: Value,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            settings: json!({"rate_limits": "off", "dev_mode": true}),
+        }
+    }
+}
+
+impl Options {
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.settings[key] = value.into();
+        self
+    }
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    db: Option<TestDatabase>,
+    shutdown: CancellationToken,
+    server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+pub struct Session {
+    pub token: String,
+}
+
+impl TestApp {
+    pub async fn spawn(backend: Backend) -> Self {
+        Self::spawn_with(backend, Options::default()).await
+    }
+
+    pub async fn spawn_with(backend: Backend, options: Options) -> Self {
+        let db = TestDatabase::new(backend).await;
+        Self::start(db, options).await
+    }
+
+    /// Starts a server on an existing database (used to prove state survives a restart).
+    pub async fn start(db: TestDatabase, options: Options) -> Self {
+        let mut settings = options.settings.clone();
+        settings["database_url"] = json!(db.url);
+        settings["data_dir"] = json!(db.data_dir.path());
+        settings["bind"] = json!("127.0.0.1:0");
+        settings["email_outbox"] = json!(db.data_dir.path().join("outbox"));
+        let tls = settings.get("tls_cert").is_some();
+        let config = Config::load(Some(&PathBuf::from("/nonexistent/churn.toml")), settings)
+            .expect("test config");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let app = Application::build(config, listener)
+            .await
+            .expect("server starts");
+        let scheme = if tls { "https" } else { "http" };
+        let address = format!("{scheme}://localhost:{}", app.local_addr().port());
+        let shutdown = CancellationToken::new();
+        let server = tokio::spawn(app.run_until(shutdown.clone().cancelled_owned()));
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .danger_accept_invalid_certs(true)
+            .build()
+            .unwrap();
+        Self {
+            address,
+            client,
+            db: Some(db),
+            shutdown,
+            server: Some(server),
+        }
+    }
+
+    /// Stops the server and hands back its database.
+    pub async fn stop(mut self) -> TestDatabase {
+        self.shutdown.cancel();
+        if let Some(server) = self.server.take() {
+            server
+                .await
+                .expect("server task")
+                .expect("server ran cleanly");
+        }
+        self.db.take().expect("database present until stopped")
+    }
+
+    pub fn data_dir(&self) -> &std::path::Path {
+        self.db
+            .as_ref()
+            .expect("database present until stopped")
+            .data_dir
+            .path()
+    }
+
+    /// Paths are relative to `/api/v1`, except the operational routes outside it.
+    pub fn url(&self, path: &str) -> String {
+        if ["/health", "/ready", "/metrics", "/docs"]
+            .iter()
+            .any(|p| path.starts_with(p))
+        {
+            format!("{}{path}", self.address)
+        } else {
+            format!("{}/api/v1{path}", self.address)
+        }
+    }
+
+    pub fn req(&self, method: Method, path: &str) -> RequestBuilder {
+        self.client.request(method, self.url(path))
+    }
+
+    /// Sends, asserts the status, and returns the JSON body (`Null` when empty).
+    pub async fn expect(&self, request: RequestBuilder, status: u16) -> Value {
+        let response = request.send().await.expect("request sent");
+        let got = response.status();
+        let text = response.text().await.unwrap_or_default();
+        assert_eq!(
+            got,
+            StatusCode::from_u16(status).unwrap(),
+            "unexpected status; body: {text}"
+        );
+        if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        }
+    }
+
+    pub async fn register(&self, email: &str) -> Session {
+        let body = self
+            .expect(
+                self.req(Method::POST, "/auth/register").json(
+                    &json!({"name": "Test User", "email": email, "password": "correct horse"}),
+                ),
+                201,
+            )
+            .await;
+        Session {
+            token: body["data"]["token"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    /// Creates a project and returns the creation answer's `data`.
+    pub async fn create_project(&self, token: &str, name: &str) -> Value {
+        let body = self
+            .expect(
+                self.req(Method::POST, "/projects")
+                    .bearer_auth(token)
+                    .json(&json!({"name": name})),
+                201,
+            )
+            .await;
+        body["data"].clone()
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}

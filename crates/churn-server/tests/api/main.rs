@@ -1,0 +1,11 @@
+//! API integration tests: the real server on port 0, a fresh database per test, every test
+//! run on SQLite and on PostgreSQL.
+
+mod helpers;
+
+mod accounts;
+mod conventions;
+mod operations;
+mod projects;
+mod tenancy;
+mod transport;

@@ -1,0 +1,159 @@
+use reqwest::Method;
+use serde_json::json;
+
+use crate::both_backends;
+use crate::helpers::{Backend, Options, TestApp};
+
+both_backends!(
+    health_ready_and_metrics,
+    openapi_covers_every_route,
+    dev_routes_exist_only_in_dev_mode,
+    state_survives_a_restart,
+);
+
+async fn health_ready_and_metrics(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    assert_eq!(
+        app.expect(app.req(Method::GET, "/health"), 200).await["data"]["status"],
+        "ok"
+    );
+    assert_eq!(
+        app.expect(app.req(Method::GET, "/ready"), 200).await["data"]["status"],
+        "ready"
+    );
+    app.expect(app.req(Method::GET, "/projects/acme"), 401)
+        .await;
+    let metrics = app
+        .req(Method::GET, "/metrics")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(r#"churn_http_requests_total{method="GET",route="/api/v1/projects/{slug}",status="401"} 1"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            r#"churn_http_request_duration_seconds_count{method="GET",route="/ready"} 1"#
+        ),
+        "{metrics}"
+    );
+}
+
+async fn openapi_covers_every_route(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let doc = app.expect(app.req(Method::GET, "/openapi.json"), 200).await;
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths = doc["paths"].as_object().unwrap();
+    let expected = [
+        ("/api/v1/auth/register", "post"),
+        ("/api/v1/auth/login", "post"),
+        ("/api/v1/auth/me", "get"),
+        ("/api/v1/auth/onboarding", "post"),
+        ("/api/v1/auth/allowed-origins", "put"),
+        ("/api/v1/projects", "get"),
+        ("/api/v1/projects", "post"),
+        ("/api/v1/projects/{slug}", "get"),
+        ("/api/v1/projects/{slug}", "put"),
+        ("/api/v1/projects/{slug}", "patch"),
+        ("/api/v1/projects/{slug}", "delete"),
+        ("/api/v1/projects/{slug}/allowed-origins", "put"),
+        ("/api/v1/projects/{slug}/rotate-keys", "post"),
+        ("/api/v1/projects/{slug}/webhook-secret", "get"),
+        ("/api/v1/projects/{slug}/webhook-secret/rotate", "post"),
+        ("/api/v1/dev/clock", "get"),
+        ("/api/v1/dev/clock", "post"),
+        ("/api/v1/dev/jobs/run", "post"),
+        ("/health", "get"),
+        ("/ready", "get"),
+        ("/metrics", "get"),
+    ];
+    for (path, method) in expected {
+        let op = &paths.get(path).unwrap_or_else(|| panic!("{path} missing"))[method];
+        assert!(op.is_object(), "{method} {path} missing");
+        assert!(
+            op["responses"].as_object().is_some_and(|r| !r.is_empty()),
+            "{method} {path} has no responses"
+        );
+    }
+    let documented: usize = paths.values().map(|p| p.as_object().unwrap().len()).sum();
+    assert_eq!(
+        documented,
+        expected.len(),
+        "every documented operation is in the list above"
+    );
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for schema in ["RegisterRequest", "Project", "ErrorBody", "RotatedKeys"] {
+        assert!(schemas.contains_key(schema), "{schema}");
+    }
+    let docs = app.req(Method::GET, "/docs/").send().await.unwrap();
+    assert_eq!(docs.status(), 200);
+    assert!(docs.text().await.unwrap().contains("swagger-ui"));
+}
+
+async fn dev_routes_exist_only_in_dev_mode(backend: Backend) {
+    let app = TestApp::spawn_with(backend, Options::default().with("dev_mode", false)).await;
+    app.expect(app.req(Method::GET, "/dev/clock"), 404).await;
+    app.expect(app.req(Method::POST, "/dev/jobs/run"), 404)
+        .await;
+    let doc = app.expect(app.req(Method::GET, "/openapi.json"), 200).await;
+    assert!(doc["paths"].get("/api/v1/dev/clock").is_none());
+    drop(app);
+
+    let dev = TestApp::spawn(backend).await;
+    let set = dev
+        .expect(
+            dev.req(Method::POST, "/dev/clock")
+                .json(&json!({"set": "2030-01-01T00:00:00Z"})),
+            200,
+        )
+        .await;
+    assert_eq!(set["data"]["now"], "2030-01-01T00:00:00.000Z");
+    let moved = dev
+        .expect(
+            dev.req(Method::POST, "/dev/clock")
+                .json(&json!({"advance_seconds": 90})),
+            200,
+        )
+        .await;
+    assert_eq!(moved["data"]["now"], "2030-01-01T00:01:30.000Z");
+    dev.expect(dev.req(Method::POST, "/dev/clock").json(&json!({})), 400)
+        .await;
+    assert_eq!(
+        dev.expect(dev.req(Method::POST, "/dev/jobs/run"), 200)
+            .await["data"]["ran"],
+        0
+    );
+}
+
+async fn state_survives_a_restart(backend: Backend) {
+    // No JWT secret configured: the generated one must be persisted.
+    let app = TestApp::spawn_with(backend, Options::default().with("dev_mode", false)).await;
+    let s = app.register("ada@example.com").await;
+    let created = app.create_project(&s.token, "Acme").await;
+    let secret = created["api_keys"]["secret_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let key_file = std::fs::read_to_string(app.data_dir().join("encryption.key")).unwrap();
+    let db = app.stop().await;
+
+    let app = TestApp::start(db, Options::default().with("dev_mode", false)).await;
+    app.expect(app.req(Method::GET, "/auth/me").bearer_auth(&s.token), 200)
+        .await;
+    let detail = app
+        .expect(
+            app.req(Method::GET, "/projects/acme")
+                .header("X-API-Key", &secret),
+            200,
+        )
+        .await;
+    assert_eq!(detail["data"]["id"], created["id"]);
+    assert_eq!(
+        std::fs::read_to_string(app.data_dir().join("encryption.key")).unwrap(),
+        key_file
+    );
+}

@@ -1,0 +1,160 @@
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::both_backends;
+use crate::helpers::{Backend, TestApp};
+
+both_backends!(
+    another_tenant_gets_404_on_every_project_route,
+    api_keys_act_only_on_their_own_project
+);
+
+/// Every project route with a body it accepts.
+fn project_routes(slug: &str) -> Vec<(Method, String, Option<Value>)> {
+    vec![
+        (Method::GET, format!("/projects/{slug}"), None),
+        (
+            Method::PUT,
+            format!("/projects/{slug}"),
+            Some(json!({"name": "Hijacked"})),
+        ),
+        (
+            Method::PATCH,
+            format!("/projects/{slug}"),
+            Some(json!({"name": "Hijacked"})),
+        ),
+        (
+            Method::PUT,
+            format!("/projects/{slug}/allowed-origins"),
+            Some(json!({"allowed_origins": ["https://evil.io"]})),
+        ),
+        (Method::POST, format!("/projects/{slug}/rotate-keys"), None),
+        (
+            Method::GET,
+            format!("/projects/{slug}/webhook-secret"),
+            None,
+        ),
+        (
+            Method::POST,
+            format!("/projects/{slug}/webhook-secret/rotate"),
+            None,
+        ),
+        (Method::DELETE, format!("/projects/{slug}"), None),
+    ]
+}
+
+async fn assert_untouched(app: &TestApp, token: &str, before: &Value) {
+    let after = app
+        .expect(
+            app.req(Method::GET, "/projects/acme").bearer_auth(token),
+            200,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(&after, before, "another tenant changed the project");
+}
+
+async fn another_tenant_gets_404_on_every_project_route(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let owner = app.register("ada@example.com").await;
+    let project = app.create_project(&owner.token, "Acme").await;
+    let before = app
+        .expect(
+            app.req(Method::GET, "/projects/acme")
+                .bearer_auth(&owner.token),
+            200,
+        )
+        .await["data"]
+        .clone();
+    let intruder = app.register("mallory@example.com").await;
+    app.create_project(&intruder.token, "Elsewhere").await;
+    let id = project["id"].as_str().unwrap();
+    for path_key in ["acme", id] {
+        for (method, path, body) in project_routes(path_key) {
+            let mut req = app.req(method.clone(), &path).bearer_auth(&intruder.token);
+            if let Some(body) = body {
+                req = req.json(&body);
+            }
+            let answer = app.expect(req, 404).await;
+            assert_eq!(answer["error"]["code"], "NOT_FOUND", "{method} {path}");
+        }
+    }
+    assert_untouched(&app, &owner.token, &before).await;
+    let listed = app
+        .expect(
+            app.req(Method::GET, "/projects")
+                .bearer_auth(&intruder.token),
+            200,
+        )
+        .await;
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1);
+}
+
+async fn api_keys_act_only_on_their_own_project(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let owner = app.register("ada@example.com").await;
+    let acme = app.create_project(&owner.token, "Acme").await;
+    let before = app
+        .expect(
+            app.req(Method::GET, "/projects/acme")
+                .bearer_auth(&owner.token),
+            200,
+        )
+        .await["data"]
+        .clone();
+    let other = app.register("bob@example.com").await;
+    let foreign = app.create_project(&other.token, "Other").await;
+    let foreign_secret = foreign["api_keys"]["secret_key"].as_str().unwrap();
+    let own_secret = acme["api_keys"]["secret_key"].as_str().unwrap();
+
+    for (method, path, body) in project_routes("acme") {
+        let reading = method == Method::GET && path == "/projects/acme";
+        for (key, status) in [
+            (foreign_secret, if reading { 403 } else { 401 }),
+            (own_secret, if reading { 200 } else { 401 }),
+        ] {
+            let mut req = app.req(method.clone(), &path).header("X-API-Key", key);
+            if let Some(body) = &body {
+                req = req.json(body);
+            }
+            app.expect(req, status).await;
+        }
+    }
+    // A public key, or a secret key sent as a bearer token, is not a credential here.
+    let public = acme["api_keys"]["public_key"].as_str().unwrap();
+    app.expect(
+        app.req(Method::GET, "/projects/acme")
+            .header("X-API-Key", public),
+        401,
+    )
+    .await;
+    app.expect(
+        app.req(Method::GET, "/projects/acme")
+            .bearer_auth(own_secret),
+        401,
+    )
+    .await;
+    // A bad JWT falls back to a valid key.
+    app.expect(
+        app.req(Method::GET, "/projects/acme")
+            .bearer_auth("expired.or.bad")
+            .header("X-API-Key", own_secret),
+        200,
+    )
+    .await;
+    // Keys never reach user-level routes.
+    app.expect(
+        app.req(Method::GET, "/projects")
+            .header("X-API-Key", own_secret),
+        401,
+    )
+    .await;
+    app.expect(
+        app.req(Method::POST, "/projects")
+            .header("X-API-Key", own_secret)
+            .json(&json!({"name": "x"})),
+        401,
+    )
+    .await;
+    assert_untouched(&app, &owner.token, &before).await;
+}
