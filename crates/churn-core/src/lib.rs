@@ -14,5 +14,7 @@ pub mod config;
 pub mod services;
 #[cfg(feature = "server")]
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use error::{Error, Result};

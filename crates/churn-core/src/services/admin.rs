@@ -1,15 +1,26 @@
 //! Operator actions of the admin CLI: they act across tenants, so they are not reachable
 //! over HTTP.
 
+use std::sync::Arc;
+
 use chrono::NaiveDate;
 
-use super::Churn;
 use crate::api::projects::RotatedKeys;
+use crate::config::Config;
 use crate::domain::email::Email;
 use crate::domain::subscription::SubscriptionStatus;
 use crate::error::{Error, Result};
+use crate::store::Store;
 use crate::store::projects::{self, ProjectRecord};
 use crate::store::users::{self, UserRecord};
+use crate::time::{Clock, Timestamp};
+
+/// The admin CLI's view of the service: storage and clock, without the keys the HTTP
+/// service signs with.
+pub struct Admin {
+    store: Store,
+    clock: Arc<dyn Clock>,
+}
 
 /// What `churn subscription set` does to an account.
 #[derive(Debug, Clone, Copy)]
@@ -20,7 +31,18 @@ pub enum SubscriptionChange {
     Expire,
 }
 
-impl Churn {
+impl Admin {
+    /// Connects and migrates.
+    pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> Result<Self> {
+        let store = Store::connect(&config.database_url).await?;
+        store.migrate().await?;
+        Ok(Self { store, clock })
+    }
+
+    fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
     pub async fn list_users(&self) -> Result<Vec<(UserRecord, SubscriptionStatus)>> {
         let now = self.now();
         let users = users::list(self.store.reader()).await?;
@@ -100,7 +122,7 @@ impl Churn {
                 )));
             }
         };
-        let keys = self.rotate_project_keys(&project.id, 0).await?;
+        let keys = super::projects::rotate_keys_of(&self.store, &project.id, 0, self.now()).await?;
         Ok((project, keys))
     }
 }

@@ -17,7 +17,8 @@ use crate::domain::validation::{Validator, optional_text, required_text};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::store::projects::{self, ProjectRecord};
-use crate::store::{keys, users};
+use crate::store::{Store, keys, users};
+use crate::time::Timestamp;
 
 const SLUG_ATTEMPTS: usize = 5;
 const MAX_GRACE_HOURS: i64 = 72;
@@ -249,34 +250,13 @@ impl Churn {
         req: RotateKeysRequest,
     ) -> Result<RotatedKeys> {
         access.authorize(Permission::RotateKeys)?;
-        self.rotate_project_keys(&access.project.id, req.expire_old_in_hours.unwrap_or(0))
-            .await
-    }
-
-    /// Issues a new key pair; the old pair stops working now or after `grace_hours`.
-    pub async fn rotate_project_keys(
-        &self,
-        project_id: &str,
-        grace_hours: i64,
-    ) -> Result<RotatedKeys> {
-        if !(0..=MAX_GRACE_HOURS).contains(&grace_hours) {
-            return Err(Error::invalid_field(
-                "expire_old_in_hours",
-                format!("must be between 0 and {MAX_GRACE_HOURS}"),
-            ));
-        }
-        let now = self.now();
-        let old_keys_expire_at = now + chrono::Duration::hours(grace_hours);
-        let pair = KeyPair::generate();
-        let mut tx = self.store.begin().await?;
-        keys::expire_active(&mut tx, project_id, old_keys_expire_at, now).await?;
-        keys::insert_pair(&mut tx, project_id, &pair, now).await?;
-        tx.commit().await?;
-        Ok(RotatedKeys {
-            public_key: pair.public_key,
-            secret_key: pair.secret_key,
-            old_keys_expire_at,
-        })
+        rotate_keys_of(
+            &self.store,
+            &access.project.id,
+            req.expire_old_in_hours.unwrap_or(0),
+            self.now(),
+        )
+        .await
     }
 
     pub fn webhook_secret(&self, access: &ProjectAccess) -> Result<WebhookSecret> {
@@ -296,6 +276,32 @@ impl Churn {
             webhook_secret: next.webhook_secret,
         })
     }
+}
+
+/// Issues a new key pair; the old pair stops working now or after `grace_hours`.
+pub(super) async fn rotate_keys_of(
+    store: &Store,
+    project_id: &str,
+    grace_hours: i64,
+    now: Timestamp,
+) -> Result<RotatedKeys> {
+    if !(0..=MAX_GRACE_HOURS).contains(&grace_hours) {
+        return Err(Error::invalid_field(
+            "expire_old_in_hours",
+            format!("must be between 0 and {MAX_GRACE_HOURS}"),
+        ));
+    }
+    let old_keys_expire_at = now + chrono::Duration::hours(grace_hours);
+    let pair = KeyPair::generate();
+    let mut tx = store.begin().await?;
+    keys::expire_active(&mut tx, project_id, old_keys_expire_at, now).await?;
+    keys::insert_pair(&mut tx, project_id, &pair, now).await?;
+    tx.commit().await?;
+    Ok(RotatedKeys {
+        public_key: pair.public_key,
+        secret_key: pair.secret_key,
+        old_keys_expire_at,
+    })
 }
 
 fn validate_origins(origins: &[String]) -> Result<Vec<String>> {

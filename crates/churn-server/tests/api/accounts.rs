@@ -1,8 +1,8 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::both_backends;
 use crate::helpers::{Backend, TestApp};
+use churn_core::both_backends;
 
 both_backends!(
     register_login_and_me,

@@ -1,8 +1,8 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::both_backends;
 use crate::helpers::{Backend, TestApp};
+use churn_core::both_backends;
 
 both_backends!(error_bodies, request_ids_are_generated_or_echoed);
 

@@ -1,8 +1,8 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::both_backends;
 use crate::helpers::{Backend, Options, TestApp};
+use churn_core::both_backends;
 
 both_backends!(
     health_ready_and_metrics,

@@ -1,8 +1,8 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::both_backends;
 use crate::helpers::{Backend, TestApp};
+use churn_core::both_backends;
 
 both_backends!(
     another_tenant_gets_404_on_every_project_route,

@@ -1,0 +1,96 @@
+//! Test support: a fresh database per test on either backend (a SQLite file in a temp
+//! folder, or a PostgreSQL database created for the test and dropped after it).
+
+use sqlx::Connection;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Runs each named `async fn(Backend)` once per backend, as `<name>::sqlite` and `<name>::postgres`.
+#[macro_export]
+macro_rules! both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name($crate::testing::Backend::Sqlite).await
+            }
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$name($crate::testing::Backend::Postgres).await
+            }
+        }
+    )*};
+}
+
+pub fn postgres_admin_url() -> String {
+    std::env::var("CHURN_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// A database that outlives server restarts within one test and is removed at the end.
+pub struct TestDatabase {
+    pub url: String,
+    pub data_dir: tempfile::TempDir,
+    postgres_name: Option<String>,
+}
+
+impl TestDatabase {
+    pub async fn new(backend: Backend) -> Self {
+        let data_dir = tempfile::tempdir().expect("temp dir");
+        match backend {
+            Backend::Sqlite => Self {
+                url: format!("sqlite://{}", data_dir.path().join("churn.db").display()),
+                data_dir,
+                postgres_name: None,
+            },
+            Backend::Postgres => {
+                let admin = postgres_admin_url();
+                let name = format!("churn_test_{}", uuid::Uuid::new_v4().simple());
+                let mut conn = sqlx::PgConnection::connect(&admin).await.expect(
+                    "PostgreSQL for tests: set CHURN_TEST_POSTGRES_URL or run scripts/test",
+                );
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&mut conn)
+                    .await
+                    .expect("create test database");
+                let base = admin
+                    .rsplit_once('/')
+                    .map(|(base, _)| base)
+                    .unwrap_or(&admin);
+                Self {
+                    url: format!("{base}/{name}"),
+                    data_dir,
+                    postgres_name: Some(name),
+                }
+            }
+        }
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let Some(name) = self.postgres_name.take() else {
+            return;
+        };
+        let admin = postgres_admin_url();
+        // Drop runs inside the test's runtime; a separate thread with its own runtime may block.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async {
+                let mut conn = sqlx::PgConnection::connect(&admin).await.ok()?;
+                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&mut conn)
+                    .await
+                    .ok()
+            })
+        })
+        .join();
+    }
+}
