@@ -1,0 +1,405 @@
+//! The HTTP client. Idempotent calls (GET, PUT, DELETE) are retried on 429, 5xx and
+//! connection failures with exponential backoff, waiting at least what `Retry-After` asks.
+
+use std::time::Duration;
+
+use churn_core::api::auth::{
+    LoginRequest, Me, Onboarding, OnboardingRequest, RegisterRequest, Session,
+};
+use churn_core::api::projects::{
+    AllowedOrigins, CreateProject, Project, RotateKeysRequest, RotatedKeys, UpdateProject,
+    WebhookSecret,
+};
+use churn_core::api::{Data, ErrorBody, LegacyErrorBody};
+use rand::Rng;
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+use reqwest::{Method, RequestBuilder, Response, StatusCode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{ApiError, Error};
+
+#[derive(Debug, Clone)]
+enum Auth {
+    None,
+    Token(String),
+    SecretKey(String),
+}
+
+/// How idempotent calls are retried.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included.
+    pub max_attempts: u32,
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 4,
+            base_delay: Duration::from_millis(200),
+            max_delay: Duration::from_secs(10),
+        }
+    }
+}
+
+impl RetryPolicy {
+    pub fn none() -> Self {
+        Self {
+            max_attempts: 1,
+            ..Self::default()
+        }
+    }
+
+    fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        let exp = self
+            .base_delay
+            .saturating_mul(1 << attempt.min(16))
+            .min(self.max_delay);
+        let jitter = rand::rng().random_range(0.5..=1.0);
+        let backoff = exp.mul_f64(jitter);
+        retry_after.map_or(backoff, |asked| asked.max(backoff))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    api: String,
+    auth: Auth,
+    retry: RetryPolicy,
+}
+
+impl Client {
+    /// `base_url` is the server's address, with or without the `/api/v1` suffix.
+    pub fn new(base_url: &str) -> Result<Self, Error> {
+        let trimmed = base_url.trim_end_matches('/');
+        if !(trimmed.starts_with("http://") || trimmed.starts_with("https://")) {
+            return Err(Error::BaseUrl(base_url.to_owned()));
+        }
+        let api = if trimmed.ends_with("/api/v1") {
+            trimmed.to_owned()
+        } else {
+            format!("{trimmed}/api/v1")
+        };
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("churn-sdk/", env!("CARGO_PKG_VERSION")))
+            .timeout(Duration::from_secs(30))
+            .build()?;
+        Ok(Self {
+            http,
+            api,
+            auth: Auth::None,
+            retry: RetryPolicy::default(),
+        })
+    }
+
+    /// Authenticates with a session token (from register or login).
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.auth = Auth::Token(token.into());
+        self
+    }
+
+    /// Authenticates with a project's secret API key.
+    pub fn with_secret_key(mut self, key: impl Into<String>) -> Self {
+        self.auth = Auth::SecretKey(key.into());
+        self
+    }
+
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    pub async fn register(
+        &self,
+        name: &str,
+        email: &str,
+        password: &str,
+    ) -> Result<Session, Error> {
+        let body = RegisterRequest {
+            name: name.into(),
+            email: email.into(),
+            password: password.into(),
+        };
+        self.call(Method::POST, "/auth/register", Some(&body)).await
+    }
+
+    pub async fn login(&self, email: &str, password: &str) -> Result<Session, Error> {
+        let body = LoginRequest {
+            email: email.into(),
+            password: password.into(),
+        };
+        self.call(Method::POST, "/auth/login", Some(&body)).await
+    }
+
+    pub async fn me(&self) -> Result<Me, Error> {
+        self.call(Method::GET, "/auth/me", None::<&()>).await
+    }
+
+    /// Creates the signed-in user's default project (once).
+    pub async fn onboard(&self, request: &OnboardingRequest) -> Result<Onboarding, Error> {
+        self.call(Method::POST, "/auth/onboarding", Some(request))
+            .await
+    }
+
+    pub async fn projects(&self) -> Result<Vec<Project>, Error> {
+        self.call(Method::GET, "/projects", None::<&()>).await
+    }
+
+    /// Creates a project; the answer's `api_keys` holds the secret key, shown only this once.
+    pub async fn create_project(&self, request: &CreateProject) -> Result<Project, Error> {
+        self.call(Method::POST, "/projects", Some(request)).await
+    }
+
+    pub async fn project(&self, slug: &str) -> Result<Project, Error> {
+        self.call(
+            Method::GET,
+            &format!("/projects/{}", segment(slug)),
+            None::<&()>,
+        )
+        .await
+    }
+
+    pub async fn update_project(
+        &self,
+        slug: &str,
+        request: &UpdateProject,
+    ) -> Result<Project, Error> {
+        self.call(
+            Method::PATCH,
+            &format!("/projects/{}", segment(slug)),
+            Some(request),
+        )
+        .await
+    }
+
+    pub async fn delete_project(&self, slug: &str) -> Result<(), Error> {
+        self.send(
+            Method::DELETE,
+            &format!("/projects/{}", segment(slug)),
+            None::<&()>,
+        )
+        .await?;
+        Ok(())
+    }
+
+    pub async fn set_allowed_origins(
+        &self,
+        slug: &str,
+        origins: Vec<String>,
+    ) -> Result<Vec<String>, Error> {
+        let body = AllowedOrigins {
+            allowed_origins: origins,
+        };
+        let set: AllowedOrigins = self
+            .call(
+                Method::PUT,
+                &format!("/projects/{}/allowed-origins", segment(slug)),
+                Some(&body),
+            )
+            .await?;
+        Ok(set.allowed_origins)
+    }
+
+    /// New key pair; the old one keeps working for `expire_old_in_hours` (0–72).
+    pub async fn rotate_keys(
+        &self,
+        slug: &str,
+        expire_old_in_hours: Option<i64>,
+    ) -> Result<RotatedKeys, Error> {
+        let body = RotateKeysRequest {
+            expire_old_in_hours,
+        };
+        self.call(
+            Method::POST,
+            &format!("/projects/{}/rotate-keys", segment(slug)),
+            Some(&body),
+        )
+        .await
+    }
+
+    pub async fn webhook_secret(&self, slug: &str) -> Result<String, Error> {
+        let s: WebhookSecret = self
+            .call(
+                Method::GET,
+                &format!("/projects/{}/webhook-secret", segment(slug)),
+                None::<&()>,
+            )
+            .await?;
+        Ok(s.webhook_secret)
+    }
+
+    pub async fn rotate_webhook_secret(&self, slug: &str) -> Result<String, Error> {
+        let s: WebhookSecret = self
+            .call(
+                Method::POST,
+                &format!("/projects/{}/webhook-secret/rotate", segment(slug)),
+                None::<&()>,
+            )
+            .await?;
+        Ok(s.webhook_secret)
+    }
+
+    /// Sends and unwraps the `data` envelope.
+    async fn call<B: Serialize, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+    ) -> Result<T, Error> {
+        let response = self.send(method, path, body).await?;
+        let bytes = response.bytes().await?;
+        let envelope: Data<T> =
+            serde_json::from_slice(&bytes).map_err(|e| Error::Decode(e.to_string()))?;
+        Ok(envelope.data)
+    }
+
+    async fn send<B: Serialize>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+    ) -> Result<Response, Error> {
+        let idempotent = matches!(
+            method,
+            Method::GET | Method::PUT | Method::DELETE | Method::HEAD
+        );
+        let attempts = if idempotent {
+            self.retry.max_attempts.max(1)
+        } else {
+            1
+        };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let last = attempt >= attempts;
+            match self.request(method.clone(), path, body).send().await {
+                Ok(response) if response.status().is_success() => return Ok(response),
+                Ok(response) => {
+                    let status = response.status();
+                    let retryable =
+                        status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
+                    if retryable && !last {
+                        let wait = self
+                            .retry
+                            .delay(attempt - 1, retry_after(response.headers()));
+                        tokio::time::sleep(wait).await;
+                        continue;
+                    }
+                    return Err(api_error(response).await);
+                }
+                Err(e) if !last && (e.is_connect() || e.is_timeout()) => {
+                    tokio::time::sleep(self.retry.delay(attempt - 1, None)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    fn request<B: Serialize>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+    ) -> RequestBuilder {
+        let mut request = self.http.request(method, format!("{}{path}", self.api));
+        request = match &self.auth {
+            Auth::None => request,
+            Auth::Token(token) => request.bearer_auth(token),
+            Auth::SecretKey(key) => request.header("X-API-Key", key),
+        };
+        match body {
+            Some(body) => request.json(body),
+            None => request,
+        }
+    }
+}
+
+/// Slugs are URL-safe already; ids too. Anything else is percent-encoded.
+fn segment(raw: &str) -> String {
+    raw.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let secs: u64 = headers
+        .get(RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs(secs))
+}
+
+async fn api_error(response: Response) -> Error {
+    let status = response.status().as_u16();
+    let bytes = match response.bytes().await {
+        Ok(bytes) => bytes,
+        Err(e) => return e.into(),
+    };
+    if let Ok(body) = serde_json::from_slice::<ErrorBody>(&bytes) {
+        return ApiError {
+            status,
+            code: body.error.code,
+            message: body.error.message,
+            details: body.error.details,
+        }
+        .into();
+    }
+    if let Ok(body) = serde_json::from_slice::<LegacyErrorBody>(&bytes) {
+        return ApiError {
+            status,
+            code: body.code,
+            message: body.error,
+            details: Vec::new(),
+        }
+        .into();
+    }
+    ApiError {
+        status,
+        code: "UNKNOWN".into(),
+        message: String::from_utf8_lossy(&bytes).chars().take(200).collect(),
+        details: Vec::new(),
+    }
+    .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_url_gets_the_version_prefix_once() {
+        assert_eq!(Client::new("http://h:1").unwrap().api, "http://h:1/api/v1");
+        assert_eq!(
+            Client::new("http://h:1/api/v1/").unwrap().api,
+            "http://h:1/api/v1"
+        );
+        assert!(Client::new("h:1").is_err());
+    }
+
+    #[test]
+    fn backoff_grows_and_respects_retry_after() {
+        let policy = RetryPolicy::default();
+        assert!(policy.delay(0, None) <= Duration::from_millis(200));
+        assert!(policy.delay(3, None) >= Duration::from_millis(800));
+        assert!(policy.delay(0, Some(Duration::from_secs(2))) >= Duration::from_secs(2));
+        assert!(policy.delay(30, None) <= Duration::from_secs(10));
+    }
+
+    #[test]
+    fn path_segments_are_encoded() {
+        assert_eq!(segment("acme-1"), "acme-1");
+        assert_eq!(segment("a/b c"), "a%2Fb%20c");
+    }
+}
