@@ -152,10 +152,10 @@ impl Config {
                 self.bind
             ));
         }
-        if let Some(url) = &self.public_url {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return fail("CHURN_PUBLIC_URL must be an http:// or https:// URL".into());
-            }
+        if let Some(url) = &self.public_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return fail("CHURN_PUBLIC_URL must be an http:// or https:// URL".into());
         }
         if self.log_format == LogFormat::Json && self.log.trim().is_empty() {
             return fail("CHURN_LOG must not be empty".into());

@@ -66,12 +66,13 @@ impl Churn {
         slug_or_id: Option<&str>,
     ) -> Result<ProjectAccess> {
         let project = self.project_for_key(raw_key, KeyKind::Secret).await?;
-        if let Some(path) = slug_or_id {
-            if project.slug != path && project.id != path {
-                return Err(Error::Forbidden(
-                    "this API key belongs to another project".into(),
-                ));
-            }
+        if let Some(path) = slug_or_id
+            && project.slug != path
+            && project.id != path
+        {
+            return Err(Error::Forbidden(
+                "this API key belongs to another project".into(),
+            ));
         }
         Ok(ProjectAccess {
             project,

@@ -158,15 +158,15 @@ impl Churn {
         access.authorize(Permission::Administer)?;
         let mut next = access.project.clone();
         let mut v = Validator::new();
-        if let Some(name) = &req.name {
-            if let Some(name) = v.check("name", required_text(name, 200)) {
-                next.name = name;
-            }
+        if let Some(name) = &req.name
+            && let Some(name) = v.check("name", required_text(name, 200))
+        {
+            next.name = name;
         }
-        if let Some(product_type) = &req.product_type {
-            if let Some(t) = v.check("product_type", optional_text(product_type, 100)) {
-                next.product_type = Some(t).filter(|t| !t.is_empty());
-            }
+        if let Some(product_type) = &req.product_type
+            && let Some(t) = v.check("product_type", optional_text(product_type, 100))
+        {
+            next.product_type = Some(t).filter(|t| !t.is_empty());
         }
         if let Some(email) = &req.support_email {
             next.support_email = if email.trim().is_empty() {

@@ -143,10 +143,10 @@ fn sqlite_url(raw: &str) -> Result<String> {
             "CHURN_DATABASE_URL: in-memory SQLite is not supported; give a file path",
         ));
     }
-    if let Some(dir) = std::path::Path::new(path).parent() {
-        if !dir.as_os_str().is_empty() {
-            std::fs::create_dir_all(dir).map_err(Error::internal)?;
-        }
+    if let Some(dir) = std::path::Path::new(path).parent()
+        && !dir.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(dir).map_err(Error::internal)?;
     }
     let query = if query.contains("mode=") {
         query.to_owned()
