@@ -118,7 +118,11 @@ impl Config {
             .unwrap_or_else(|| PathBuf::from("churn.toml"));
         let config: Config = Figment::from(Serialized::defaults(DEFAULTS))
             .merge(Toml::file(path))
-            .merge(Env::prefixed(ENV_PREFIX).filter(|k| KNOWN_KEYS.contains(&k.as_str())))
+            .merge(Env::prefixed(ENV_PREFIX).filter(|k| {
+                KNOWN_KEYS
+                    .iter()
+                    .any(|known| k.as_str().eq_ignore_ascii_case(known))
+            }))
             .merge(Serialized::globals(overrides))
             .extract()
             .map_err(|e| ConfigError(describe(e)))?;
@@ -157,8 +161,8 @@ impl Config {
         {
             return fail("CHURN_PUBLIC_URL must be an http:// or https:// URL".into());
         }
-        if self.log_format == LogFormat::Json && self.log.trim().is_empty() {
-            return fail("CHURN_LOG must not be empty".into());
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log) {
+            return fail(format!("CHURN_LOG is not a valid log filter: {e}"));
         }
         Ok(())
     }
@@ -316,6 +320,42 @@ mod tests {
         assert!(err.0.contains("CHURN_DEV_MODE"), "{}", err.0);
         let err = Config::load(None, serde_json::json!({"database_url": "mysql://x"})).unwrap_err();
         assert!(err.0.contains("CHURN_DATABASE_URL"), "{}", err.0);
+    }
+
+    #[test]
+    fn layers_apply_in_order_defaults_toml_env_flags() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file(
+                "churn.toml",
+                "bind = \"127.0.0.1:7000\"\nlog = \"debug\"\nrate_limits = \"off\"",
+            )?;
+            let from_toml = Config::load(None, serde_json::json!({})).unwrap();
+            assert_eq!(from_toml.bind.port(), 7000);
+            assert!(!from_toml.rate_limits);
+
+            jail.set_env("CHURN_BIND", "127.0.0.1:7001");
+            jail.set_env("CHURN_DATABASE_URL", "postgres://churn@db/churn");
+            jail.set_env("CHURN_TRUSTED_PROXIES", "10.0.0.0/8,127.0.0.1");
+            jail.set_env("CHURN_EMAIL_OUTBOX", "");
+            let from_env = Config::load(None, serde_json::json!({})).unwrap();
+            assert_eq!(from_env.bind.port(), 7001);
+            assert!(from_env.database_url.is_postgres());
+            assert_eq!(from_env.trusted_proxies.len(), 2);
+            assert_eq!(from_env.email_outbox(), None);
+            assert_eq!(
+                from_env.log, "debug",
+                "toml still applies where env is silent"
+            );
+
+            let from_flags =
+                Config::load(None, serde_json::json!({"bind": "127.0.0.1:7002"})).unwrap();
+            assert_eq!(from_flags.bind.port(), 7002);
+
+            jail.set_env("CHURN_LOG", "info,=");
+            let err = Config::load(None, serde_json::json!({})).unwrap_err();
+            assert!(err.0.starts_with("CHURN_LOG"), "{}", err.0);
+            Ok(())
+        });
     }
 
     #[test]

@@ -57,7 +57,7 @@ impl<'a> PresentedKey<'a> {
 }
 
 /// A freshly generated key pair; the secret is shown once and then only its hint.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct KeyPair {
     pub public_key: String,
     pub secret_key: String,
@@ -81,6 +81,15 @@ impl KeyPair {
 
     pub fn secret_hint(&self) -> String {
         hint(&self.secret_key)
+    }
+}
+
+impl std::fmt::Debug for KeyPair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyPair")
+            .field("public_key", &self.public_key)
+            .field("secret_key", &format_args!("…{}", self.secret_hint()))
+            .finish()
     }
 }
 

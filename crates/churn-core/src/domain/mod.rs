@@ -2,10 +2,14 @@
 
 pub mod email;
 pub mod keys;
+pub mod lifecycle;
 pub mod origin;
 pub mod password;
+pub mod ranking;
 pub mod role;
 pub mod settings;
 pub mod slug;
+pub mod strategy;
 pub mod subscription;
 pub mod validation;
+pub mod variant;

@@ -7,6 +7,7 @@ use super::validation::Validator;
 use crate::error::Result;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(default)]
 pub struct ProjectSettings {
     /// Days after the first recovery email before an unrecovered event counts as lost (1–365).
     pub recovery_window_days: i64,

@@ -28,10 +28,12 @@ pub fn slugify(name: &str) -> String {
     }
 }
 
-/// The slug to try after `slug` collided: `<slug>-<first 6 hex chars of a fresh UUID>`.
+/// The slug to try after `slug` collided: `<slug>-<first 6 hex chars of a fresh UUID>`,
+/// the base shortened so the whole stays within `MAX_SLUG_LEN`.
 pub fn with_suffix(slug: &str, fresh_uuid: &uuid::Uuid) -> String {
     let hex = fresh_uuid.simple().to_string();
-    format!("{slug}-{}", &hex[..6])
+    let base = &slug[..slug.len().min(MAX_SLUG_LEN - 7)];
+    format!("{}-{}", base.trim_end_matches('-'), &hex[..6])
 }
 
 #[cfg(test)]
@@ -53,6 +55,14 @@ mod tests {
     fn suffix_is_six_hex_chars() {
         let id = uuid::Uuid::parse_str("0192f0c4-8b1e-7abc-9def-0123456789ab").unwrap();
         assert_eq!(with_suffix("acme", &id), "acme-0192f0");
+        let long = slugify(&"word ".repeat(20));
+        let suffixed = with_suffix(&long, &id);
+        assert!(
+            suffixed.len() <= MAX_SLUG_LEN
+                && suffixed.ends_with("-0192f0")
+                && !suffixed.contains("--"),
+            "{suffixed}"
+        );
     }
 
     proptest::proptest! {

@@ -156,43 +156,64 @@ impl Churn {
         req: UpdateProject,
     ) -> Result<Project> {
         access.authorize(Permission::Administer)?;
-        let mut next = access.project.clone();
-        let mut v = Validator::new();
-        if let Some(name) = &req.name
-            && let Some(name) = v.check("name", required_text(name, 200))
-        {
-            next.name = name;
-        }
-        if let Some(product_type) = &req.product_type
-            && let Some(t) = v.check("product_type", optional_text(product_type, 100))
-        {
-            next.product_type = Some(t).filter(|t| !t.is_empty());
-        }
-        if let Some(email) = &req.support_email {
-            next.support_email = if email.trim().is_empty() {
-                None
-            } else {
-                v.check("support_email", Email::parse(email))
-                    .map(Email::into_inner)
-            };
-        }
-        let settings = req.settings.map(|patch| next.settings.apply(patch));
-        if let Some(Err(Error::Validation { details, .. })) = &settings {
-            for d in details {
-                v.add(&d.field, d.message.clone());
-            }
-        }
-        v.finish()?;
-        if let Some(settings) = settings {
-            next.settings = settings?;
-        }
-        next.updated_at = self.now();
-        projects::update(self.store.writer(), &next).await?;
-        let updated = ProjectAccess {
-            project: next,
+        let now = self.now();
+        let updated = self
+            .modify_project(&access.project.id, |next| {
+                let mut v = Validator::new();
+                if let Some(name) = &req.name
+                    && let Some(name) = v.check("name", required_text(name, 200))
+                {
+                    next.name = name;
+                }
+                if let Some(product_type) = &req.product_type
+                    && let Some(t) = v.check("product_type", optional_text(product_type, 100))
+                {
+                    next.product_type = Some(t).filter(|t| !t.is_empty());
+                }
+                if let Some(email) = &req.support_email {
+                    next.support_email = if email.trim().is_empty() {
+                        None
+                    } else {
+                        v.check("support_email", Email::parse(email))
+                            .map(Email::into_inner)
+                    };
+                }
+                let settings = req.settings.map(|patch| next.settings.apply(patch));
+                if let Some(Err(Error::Validation { details, .. })) = &settings {
+                    for d in details {
+                        v.add(&d.field, d.message.clone());
+                    }
+                }
+                v.finish()?;
+                if let Some(settings) = settings {
+                    next.settings = settings?;
+                }
+                next.updated_at = now;
+                Ok(())
+            })
+            .await?;
+        let access = ProjectAccess {
+            project: updated,
             ..access.clone()
         };
-        self.project_detail(&updated).await
+        self.project_detail(&access).await
+    }
+
+    /// Applies `change` to the current row under a write lock and stores it; 404 when the
+    /// project is gone. Concurrent changes to one project therefore never overwrite each other.
+    async fn modify_project(
+        &self,
+        id: &str,
+        change: impl FnOnce(&mut ProjectRecord) -> Result<()>,
+    ) -> Result<ProjectRecord> {
+        let mut tx = self.store.begin().await?;
+        let mut record = projects::lock(&self.store, &mut tx, id)
+            .await?
+            .ok_or_else(super::access::project_not_found)?;
+        change(&mut record)?;
+        projects::update(&mut *tx, &record).await?;
+        tx.commit().await?;
+        Ok(record)
     }
 
     pub async fn delete_project(&self, access: &ProjectAccess) -> Result<()> {
@@ -207,11 +228,15 @@ impl Churn {
     ) -> Result<Vec<String>> {
         access.authorize(Permission::Administer)?;
         let normalized = validate_origins(origins)?;
-        let mut next = access.project.clone();
-        next.allowed_origins = normalized.clone();
-        next.updated_at = self.now();
-        projects::update(self.store.writer(), &next).await?;
-        Ok(normalized)
+        let now = self.now();
+        let updated = self
+            .modify_project(&access.project.id, |next| {
+                next.allowed_origins = normalized;
+                next.updated_at = now;
+                Ok(())
+            })
+            .await?;
+        Ok(updated.allowed_origins)
     }
 
     /// `PUT /auth/allowed-origins`: the caller's default project, else their oldest owned one.
@@ -268,12 +293,16 @@ impl Churn {
 
     pub async fn rotate_webhook_secret(&self, access: &ProjectAccess) -> Result<WebhookSecret> {
         access.authorize(Permission::Administer)?;
-        let mut next = access.project.clone();
-        next.webhook_secret = generate_webhook_secret();
-        next.updated_at = self.now();
-        projects::update(self.store.writer(), &next).await?;
+        let now = self.now();
+        let updated = self
+            .modify_project(&access.project.id, |next| {
+                next.webhook_secret = generate_webhook_secret();
+                next.updated_at = now;
+                Ok(())
+            })
+            .await?;
         Ok(WebhookSecret {
-            webhook_secret: next.webhook_secret,
+            webhook_secret: updated.webhook_secret,
         })
     }
 }
@@ -294,7 +323,11 @@ pub(super) async fn rotate_keys_of(
     let old_keys_expire_at = now + chrono::Duration::hours(grace_hours);
     let pair = KeyPair::generate();
     let mut tx = store.begin().await?;
-    keys::expire_active(&mut tx, project_id, old_keys_expire_at, now).await?;
+    // Locking the project serialises concurrent rotations: each sees the pair the last one made.
+    projects::lock(store, &mut tx, project_id)
+        .await?
+        .ok_or_else(super::access::project_not_found)?;
+    keys::expire_active(&mut tx, project_id, old_keys_expire_at).await?;
     keys::insert_pair(&mut tx, project_id, &pair, now).await?;
     tx.commit().await?;
     Ok(RotatedKeys {

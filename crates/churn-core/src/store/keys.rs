@@ -45,20 +45,15 @@ pub async fn insert_pair(
     Ok(())
 }
 
-/// Sets every still-active key of the project to expire at `at` (now, or after a grace period).
-pub async fn expire_active(
-    tx: &mut super::Tx,
-    project_id: &str,
-    at: Timestamp,
-    now: Timestamp,
-) -> Result<()> {
+/// Makes every key of the project expire at `at` at the latest (now, or after a grace
+/// period). Expiries only get shorter: an earlier rotation's shorter grace is kept.
+pub async fn expire_active(tx: &mut super::Tx, project_id: &str, at: Timestamp) -> Result<()> {
     sqlx::query(
         "UPDATE api_keys SET expires_at = $2 \
-         WHERE project_id = $1 AND (expires_at IS NULL OR expires_at > $3)",
+         WHERE project_id = $1 AND (expires_at IS NULL OR expires_at > $2)",
     )
     .bind(project_id)
     .bind(time::format(&at))
-    .bind(time::format(&now))
     .execute(&mut **tx)
     .await?;
     Ok(())

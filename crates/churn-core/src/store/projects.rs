@@ -10,7 +10,7 @@ use crate::domain::settings::ProjectSettings;
 use crate::error::{Error, Result};
 use crate::time::{self, Timestamp};
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ProjectRecord {
     pub id: String,
     pub owner_id: String,
@@ -23,6 +23,17 @@ pub struct ProjectRecord {
     pub webhook_secret: String,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+}
+
+impl std::fmt::Debug for ProjectRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProjectRecord")
+            .field("id", &self.id)
+            .field("owner_id", &self.owner_id)
+            .field("slug", &self.slug)
+            .field("webhook_secret", &"********")
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(FromRow)]
@@ -174,6 +185,25 @@ pub async fn by_id<'e>(
 ) -> Result<Option<ProjectRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM projects p WHERE p.id = $1");
     let row: Option<Row> = sqlx::query_as(&sql).bind(id).fetch_optional(db).await?;
+    row.map(TryInto::try_into).transpose()
+}
+
+/// Reads the project inside a write transaction, locking its row on PostgreSQL so concurrent
+/// changes to the same project apply one after the other (SQLite has a single writer anyway).
+pub async fn lock(
+    store: &super::Store,
+    tx: &mut super::Tx,
+    id: &str,
+) -> Result<Option<ProjectRecord>> {
+    let lock = match store.backend() {
+        super::Backend::Postgres => " FOR UPDATE",
+        super::Backend::Sqlite => "",
+    };
+    let sql = format!("SELECT {COLUMNS} FROM projects p WHERE p.id = $1{lock}");
+    let row: Option<Row> = sqlx::query_as(&sql)
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?;
     row.map(TryInto::try_into).transpose()
 }
 

@@ -39,7 +39,19 @@ pub async fn https_policy(
     response
 }
 
-/// Counts and times every routed request under its route template.
+/// The route template a response was produced by, for the metrics layer outside the router.
+#[derive(Clone)]
+struct RouteLabel(MatchedPath);
+
+/// Inside the router: remembers which route answered.
+pub async fn tag_route(path: MatchedPath, req: Request, next: Next) -> Response {
+    let mut response = next.run(req).await;
+    response.extensions_mut().insert(RouteLabel(path));
+    response
+}
+
+/// Outside every other layer: counts and times every request, including those refused
+/// before routing (rate limits, HTTPS policy), under its route template or `unmatched`.
 pub async fn track_metrics(
     State(metrics): State<Arc<Metrics>>,
     req: Request,
@@ -47,15 +59,14 @@ pub async fn track_metrics(
 ) -> Response {
     let start = Instant::now();
     let method = req.method().clone();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_owned())
-        .unwrap_or_else(|| "unmatched".to_owned());
     let response = next.run(req).await;
+    let route = response
+        .extensions()
+        .get::<RouteLabel>()
+        .map_or("unmatched", |label| label.0.as_str());
     metrics.observe(
         method.as_str(),
-        &route,
+        route,
         response.status().as_u16(),
         start.elapsed().as_secs_f64(),
     );

@@ -21,7 +21,7 @@ use utoipa_swagger_ui::SwaggerUi;
 use crate::error::ApiError;
 use crate::middleware::network::Network;
 use crate::middleware::rate_limit::{RateLimitState, RateLimits};
-use crate::middleware::{https_policy, log_errors, track_metrics};
+use crate::middleware::{https_policy, log_errors, tag_route, track_metrics};
 use crate::openapi::ApiDoc;
 use crate::state::AppState;
 
@@ -66,7 +66,7 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .merge(SwaggerUi::new("/docs").url("/api/v1/openapi.json", openapi))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .route_layer(from_fn_with_state(state.metrics.clone(), track_metrics))
+        .route_layer(from_fn(tag_route))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(from_fn_with_state(network.clone(), https_policy));
     if let Some(limits) = limits {
@@ -78,6 +78,7 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
     }
     router
         .layer(from_fn(log_errors))
+        .layer(from_fn_with_state(state.metrics.clone(), track_metrics))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|req: &Request<_>| {

@@ -23,6 +23,7 @@ async fn health_ready_and_metrics(backend: Backend) {
     );
     app.expect(app.req(Method::GET, "/projects/acme"), 401)
         .await;
+    app.expect(app.req(Method::GET, "/nowhere"), 404).await;
     let metrics = app
         .req(Method::GET, "/metrics")
         .send()
@@ -38,6 +39,12 @@ async fn health_ready_and_metrics(backend: Backend) {
     assert!(
         metrics.contains(
             r#"churn_http_request_duration_seconds_count{method="GET",route="/ready"} 1"#
+        ),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            r#"churn_http_requests_total{method="GET",route="unmatched",status="404"} 1"#
         ),
         "{metrics}"
     );

@@ -13,6 +13,7 @@ both_backends!(
     rotate_keys_invalidates_old_keys,
     rotate_keys_with_grace_period,
     webhook_secret_get_and_rotate,
+    concurrent_changes_do_not_overwrite_each_other,
 );
 
 async fn get_with_key(app: &TestApp, slug: &str, key: &str, status: u16) -> Value {
@@ -363,4 +364,68 @@ async fn webhook_secret_get_and_rotate(backend: Backend) {
         .await["data"]["webhook_secret"]
         .clone();
     assert_eq!(again, rotated);
+}
+
+async fn concurrent_changes_do_not_overwrite_each_other(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let s = app.register("ada@example.com").await;
+    app.create_project(&s.token, "Acme").await;
+
+    let rotations = futures::future::join_all((0..5).map(|_| {
+        app.expect(
+            app.req(Method::POST, "/projects/acme/rotate-keys")
+                .bearer_auth(&s.token),
+            200,
+        )
+    }))
+    .await;
+    let mut working = 0;
+    for rotated in &rotations {
+        let key = rotated["data"]["secret_key"].as_str().unwrap();
+        let status = app
+            .req(Method::GET, "/projects/acme")
+            .header("X-API-Key", key)
+            .send()
+            .await
+            .unwrap()
+            .status();
+        working += usize::from(status == 200);
+    }
+    assert_eq!(
+        working, 1,
+        "exactly one key pair is active after concurrent rotations"
+    );
+
+    let (renamed, rotated) = futures::join!(
+        app.expect(
+            app.req(Method::PATCH, "/projects/acme")
+                .bearer_auth(&s.token)
+                .json(&json!({"name": "Renamed"})),
+            200
+        ),
+        app.expect(
+            app.req(Method::POST, "/projects/acme/webhook-secret/rotate")
+                .bearer_auth(&s.token),
+            200
+        ),
+    );
+    assert_eq!(renamed["data"]["name"], "Renamed");
+    let current = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/webhook-secret")
+                .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    assert_eq!(
+        current["data"]["webhook_secret"], rotated["data"]["webhook_secret"],
+        "the rename kept the new secret"
+    );
+    let detail = app
+        .expect(
+            app.req(Method::GET, "/projects/acme").bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    assert_eq!(detail["data"]["name"], "Renamed");
 }
