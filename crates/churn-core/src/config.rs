@@ -323,6 +323,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::result_large_err)] // figment::Jail's closure signature
     fn layers_apply_in_order_defaults_toml_env_flags() {
         figment::Jail::expect_with(|jail| {
             jail.create_file(
