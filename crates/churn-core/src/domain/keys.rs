@@ -19,7 +19,7 @@ const SECRET_BODY_LEN: usize = 40;
 const PUBLIC_FORMS: [&str; 2] = ["cg_pub_", "pub_"];
 const SECRET_FORMS: [&str; 3] = ["cg_sk_", "sk_live_", "sk_"];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KeyKind {
     Public,
     Secret,

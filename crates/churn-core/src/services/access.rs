@@ -1,10 +1,13 @@
 //! Resolving who may act on which project: from a session's user or from an API key. Every
 //! project-scoped request goes through here, so the tenant filter cannot be forgotten.
 
-use super::Churn;
+use std::sync::Arc;
+
+use super::{Churn, cache};
 use crate::domain::keys::{KeyKind, PresentedKey};
 use crate::domain::role::{Actor, Permission, allows};
 use crate::error::{Error, Result};
+use crate::store::keys;
 use crate::store::projects::{self, ProjectRecord};
 
 /// A project together with who is acting on it.
@@ -36,7 +39,23 @@ impl Churn {
     /// A project the user owns or belongs to, by slug or id. Owned slugs win; a slug shared by
     /// several projects the user merely belongs to is ambiguous (409).
     pub async fn project_for_user(&self, user_id: &str, slug_or_id: &str) -> Result<ProjectAccess> {
-        let mut found = projects::visible_to(self.store.reader(), user_id, slug_or_id).await?;
+        let key = cache::Key::Visible {
+            user_id: user_id.to_owned(),
+            slug_or_id: slug_or_id.to_owned(),
+        };
+        let found = match self.cache.get(&key) {
+            Some(cache::Value::Visible(found)) => found,
+            _ => {
+                let epoch = self.cache.epoch();
+                let found =
+                    Arc::new(projects::visible_to(self.store.reader(), user_id, slug_or_id).await?);
+                if !found.is_empty() {
+                    self.cache
+                        .insert(key, cache::Value::Visible(found.clone()), epoch);
+                }
+                found
+            }
+        };
         let pick = match found.as_slice() {
             [] => return Err(project_not_found()),
             [(only, _)] => only.id.clone(),
@@ -49,8 +68,11 @@ impl Churn {
                 )));
             }
         };
-        let index = found.iter().position(|(p, _)| p.id == pick).unwrap_or(0);
-        let (project, role) = found.swap_remove(index);
+        let (project, role) = found
+            .iter()
+            .find(|(p, _)| p.id == pick)
+            .cloned()
+            .ok_or_else(project_not_found)?;
         Ok(ProjectAccess {
             project,
             actor: Actor::User(role),
@@ -84,11 +106,49 @@ impl Churn {
     /// The project of an active key of the given kind; 401 for anything else.
     pub async fn project_for_key(&self, raw_key: &str, kind: KeyKind) -> Result<ProjectRecord> {
         let unauthorized = || Error::Unauthorized("invalid API key".into());
-        let key = PresentedKey::parse(raw_key)
+        let presented = PresentedKey::parse(raw_key)
             .filter(|k| k.kind == kind)
             .ok_or_else(unauthorized)?;
-        projects::by_active_key(self.store.reader(), kind, &key.lookup(), self.now())
+        let now = self.now();
+        let key = cache::Key::Credential(kind, presented.lookup());
+        if let Some(cache::Value::Credential(project, expires_at)) = self.cache.get(&key) {
+            return match expires_at {
+                Some(at) if at <= now => Err(unauthorized()),
+                _ => Ok((*project).clone()),
+            };
+        }
+        let epoch = self.cache.epoch();
+        let lookup = match &key {
+            cache::Key::Credential(_, lookup) => lookup.as_str(),
+            _ => unreachable!("built above"),
+        };
+        let (project, expires_at) = projects::by_active_key(self.store.reader(), kind, lookup, now)
             .await?
-            .ok_or_else(unauthorized)
+            .ok_or_else(unauthorized)?;
+        self.cache.insert(
+            key,
+            cache::Value::Credential(Arc::new(project.clone()), expires_at),
+            epoch,
+        );
+        Ok(project)
+    }
+
+    /// The project's current public key and the hint of its current secret key.
+    pub(super) async fn current_keys(
+        &self,
+        project_id: &str,
+    ) -> Result<(Option<String>, Option<String>)> {
+        let key = cache::Key::CurrentKeys(project_id.to_owned());
+        if let Some(cache::Value::CurrentKeys(public, hint)) = self.cache.get(&key) {
+            return Ok((public, hint));
+        }
+        let epoch = self.cache.epoch();
+        let (public, hint) = keys::current(self.store.reader(), project_id).await?;
+        self.cache.insert(
+            key,
+            cache::Value::CurrentKeys(public.clone(), hint.clone()),
+            epoch,
+        );
+        Ok((public, hint))
     }
 }

@@ -4,6 +4,7 @@
 pub mod access;
 pub mod accounts;
 pub mod admin;
+mod cache;
 pub mod projects;
 mod secrets;
 mod tokens;
@@ -12,7 +13,7 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::error::Result;
-use crate::store::Store;
+use crate::store::{Backend, Store, Tx};
 use crate::time::{Clock, Timestamp};
 
 pub use access::ProjectAccess;
@@ -26,6 +27,7 @@ pub struct Churn {
     clock: Arc<dyn Clock>,
     tokens: Arc<tokens::TokenKeys>,
     encryption_key: Arc<EncryptionKey>,
+    cache: Arc<cache::AccessCache>,
 }
 
 impl Churn {
@@ -37,11 +39,16 @@ impl Churn {
         let now = clock.now();
         let jwt_secret = secrets::jwt_secret(&store, config, now).await?;
         let encryption_key = secrets::encryption_key(config)?;
+        let cache = Arc::new(cache::AccessCache::new(store.backend() == Backend::Sqlite));
+        if store.backend() == Backend::Postgres {
+            cache::follow_postgres(config.database_url.expose().to_owned(), cache.clone());
+        }
         Ok(Self {
             store,
             clock,
             tokens: Arc::new(tokens::TokenKeys::new(jwt_secret.as_bytes())),
             encryption_key: Arc::new(encryption_key),
+            cache,
         })
     }
 
@@ -51,6 +58,15 @@ impl Churn {
 
     pub fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// Commits a change to projects, memberships or keys and drops cached access decisions
+    /// here and in every other server process.
+    async fn commit_access_change(&self, mut tx: Tx) -> Result<()> {
+        self.store.announce_access_change(&mut tx).await?;
+        tx.commit().await?;
+        self.cache.invalidate();
+        Ok(())
     }
 
     /// The key that encrypts provider credentials at rest.

@@ -107,7 +107,7 @@ impl Churn {
             }
             let pair = KeyPair::generate();
             keys::insert_pair(&mut tx, &record.id, &pair, now).await?;
-            tx.commit().await?;
+            self.commit_access_change(tx).await?;
             let mut view = project_view(&record);
             view.role = Some(Role::Owner);
             return Ok((
@@ -138,7 +138,7 @@ impl Churn {
     /// The detail view: adds the role, the current public key, the secret key's hint and settings.
     pub async fn project_detail(&self, access: &ProjectAccess) -> Result<Project> {
         access.authorize(Permission::Read)?;
-        let (public_key, hint) = keys::current(self.store.reader(), &access.project.id).await?;
+        let (public_key, hint) = self.current_keys(&access.project.id).await?;
         let mut view = project_view(&access.project);
         view.role = match access.actor {
             crate::domain::role::Actor::User(role) => Some(role),
@@ -212,13 +212,15 @@ impl Churn {
             .ok_or_else(super::access::project_not_found)?;
         change(&mut record)?;
         projects::update(&mut *tx, &record).await?;
-        tx.commit().await?;
+        self.commit_access_change(tx).await?;
         Ok(record)
     }
 
     pub async fn delete_project(&self, access: &ProjectAccess) -> Result<()> {
         access.authorize(Permission::DeleteProject)?;
-        projects::delete(self.store.writer(), &access.project.id).await
+        let mut tx = self.store.begin().await?;
+        projects::delete(&mut *tx, &access.project.id).await?;
+        self.commit_access_change(tx).await
     }
 
     pub async fn set_allowed_origins(
@@ -275,13 +277,10 @@ impl Churn {
         req: RotateKeysRequest,
     ) -> Result<RotatedKeys> {
         access.authorize(Permission::RotateKeys)?;
-        rotate_keys_of(
-            &self.store,
-            &access.project.id,
-            req.expire_old_in_hours.unwrap_or(0),
-            self.now(),
-        )
-        .await
+        let grace = req.expire_old_in_hours.unwrap_or(0);
+        let rotated = rotate_keys_of(&self.store, &access.project.id, grace, self.now()).await;
+        self.cache.invalidate();
+        rotated
     }
 
     pub fn webhook_secret(&self, access: &ProjectAccess) -> Result<WebhookSecret> {
@@ -329,6 +328,7 @@ pub(super) async fn rotate_keys_of(
         .ok_or_else(super::access::project_not_found)?;
     keys::expire_active(&mut tx, project_id, old_keys_expire_at).await?;
     keys::insert_pair(&mut tx, project_id, &pair, now).await?;
+    store.announce_access_change(&mut tx).await?;
     tx.commit().await?;
     Ok(RotatedKeys {
         public_key: pair.public_key,

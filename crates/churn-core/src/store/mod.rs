@@ -23,6 +23,10 @@ use crate::error::{Error, Result};
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
 
+/// The PostgreSQL channel that carries access changes between server processes.
+pub const ACCESS_CHANNEL: &str = "churn_access_changed";
+const NOTIFY_ACCESS_CHANGED: &str = "NOTIFY churn_access_changed";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     Sqlite,
@@ -118,6 +122,18 @@ impl Store {
     /// A write transaction.
     pub async fn begin(&self) -> Result<Tx> {
         Ok(self.write.begin().await?)
+    }
+
+    /// Tells every server process sharing this database that projects, memberships or keys
+    /// changed, so they drop cached access decisions. Delivered when `tx` commits; SQLite is
+    /// served by one process, which invalidates its own cache.
+    pub async fn announce_access_change(&self, tx: &mut Tx) -> Result<()> {
+        if self.backend == Backend::Postgres {
+            sqlx::query(NOTIFY_ACCESS_CHANGED)
+                .execute(&mut **tx)
+                .await?;
+        }
+        Ok(())
     }
 
     pub async fn ping(&self) -> Result<()> {

@@ -159,24 +159,36 @@ pub async fn list_for_user<'e>(
     rows.into_iter().map(TryInto::try_into).collect()
 }
 
-/// The project an active key of `kind` with this lookup belongs to.
+/// The project an active key of `kind` with this lookup belongs to, and when the key expires.
 pub async fn by_active_key<'e>(
     db: impl Executor<'e, Database = Any>,
     kind: KeyKind,
     lookup: &str,
     now: Timestamp,
-) -> Result<Option<ProjectRecord>> {
+) -> Result<Option<(ProjectRecord, Option<Timestamp>)>> {
+    #[derive(FromRow)]
+    struct KeyRow {
+        #[sqlx(flatten)]
+        project: Row,
+        key_expires_at: Option<String>,
+    }
     let sql = format!(
-        "SELECT {COLUMNS} FROM api_keys k JOIN projects p ON p.id = k.project_id \
+        "SELECT {COLUMNS}, k.expires_at AS key_expires_at FROM api_keys k JOIN projects p ON p.id = k.project_id \
          WHERE k.lookup = $1 AND k.kind = $2 AND (k.expires_at IS NULL OR k.expires_at > $3)"
     );
-    let row: Option<Row> = sqlx::query_as(&sql)
+    let row: Option<KeyRow> = sqlx::query_as(&sql)
         .bind(lookup)
         .bind(super::keys::kind_str(kind))
         .bind(time::format(&now))
         .fetch_optional(db)
         .await?;
-    row.map(TryInto::try_into).transpose()
+    row.map(|r| {
+        Ok((
+            r.project.try_into()?,
+            super::ts_opt(r.key_expires_at.as_deref())?,
+        ))
+    })
+    .transpose()
 }
 
 pub async fn by_id<'e>(

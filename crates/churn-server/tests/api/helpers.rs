@@ -55,11 +55,24 @@ impl TestApp {
 
     /// Starts a server on an existing database (used to prove state survives a restart).
     pub async fn start(db: TestDatabase, options: Options) -> Self {
+        let mut app = Self::serve(&db.url, db.data_dir.path(), options).await;
+        app.db = Some(db);
+        app
+    }
+
+    /// A second server process on this one's database, as when several share PostgreSQL.
+    pub async fn alongside(&self, options: Options) -> Self {
+        let db = self.db.as_ref().expect("database present until stopped");
+        let data_dir = db.data_dir.path().join("second");
+        Self::serve(&db.url, &data_dir, options).await
+    }
+
+    async fn serve(url: &str, data_dir: &std::path::Path, options: Options) -> Self {
         let mut settings = options.settings.clone();
-        settings["database_url"] = json!(db.url);
-        settings["data_dir"] = json!(db.data_dir.path());
+        settings["database_url"] = json!(url);
+        settings["data_dir"] = json!(data_dir);
         settings["bind"] = json!("127.0.0.1:0");
-        settings["email_outbox"] = json!(db.data_dir.path().join("outbox"));
+        settings["email_outbox"] = json!(data_dir.join("outbox"));
         let tls = settings.get("tls_cert").is_some();
         let config = Config::load(Some(&PathBuf::from("/nonexistent/churn.toml")), settings)
             .expect("test config");
@@ -79,7 +92,7 @@ impl TestApp {
         Self {
             address,
             client,
-            db: Some(db),
+            db: None,
             shutdown,
             server: Some(server),
         }

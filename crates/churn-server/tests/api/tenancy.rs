@@ -158,3 +158,48 @@ async fn api_keys_act_only_on_their_own_project(backend: Backend) {
     .await;
     assert_untouched(&app, &owner.token, &before).await;
 }
+
+/// Several server processes on one PostgreSQL database: a key revoked through one stops
+/// working on the others, whose cached access decisions are dropped by notification. (SQLite
+/// is served by a single process, whose own writes invalidate its cache.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoked_keys_stop_working_on_every_process() {
+    let first = TestApp::spawn(Backend::Postgres).await;
+    let second = first.alongside(crate::helpers::Options::default()).await;
+    let owner = first.register("ada@example.com").await;
+    let created = first.create_project(&owner.token, "Acme").await;
+    let secret = created["api_keys"]["secret_key"].as_str().unwrap();
+    let get = |app: &TestApp| {
+        app.req(Method::GET, "/projects/acme")
+            .header("X-API-Key", secret)
+            .send()
+    };
+    for _ in 0..3 {
+        assert_eq!(
+            get(&second).await.unwrap().status(),
+            200,
+            "warms the second process's cache"
+        );
+    }
+    first
+        .expect(
+            first
+                .req(Method::POST, "/projects/acme/rotate-keys")
+                .bearer_auth(&owner.token),
+            200,
+        )
+        .await;
+    assert_eq!(get(&first).await.unwrap().status(), 401);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let status = get(&second).await.unwrap().status();
+        if status == 401 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second process still accepts the revoked key"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,149 @@
+//! A cache of access decisions (which project a key or a user's slug resolves to, and the
+//! project's current keys), so authenticated reads need no database round trip.
+//!
+//! Correctness rests on invalidation, not on the TTL: every write that changes projects,
+//! memberships or keys clears the cache after it commits, and on PostgreSQL it also notifies
+//! the other server processes, which clear theirs. While a process is not listening (at
+//! start, or after losing the listener connection) it does not cache at all. An epoch
+//! counter keeps a lookup that raced with a change from storing what it read before it.
+//! The TTL only bounds staleness from writers that cannot notify (the admin CLI on SQLite).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use moka::sync::Cache;
+
+use crate::domain::keys::KeyKind;
+use crate::domain::role::Role;
+use crate::store::projects::ProjectRecord;
+use crate::time::Timestamp;
+
+const TTL: Duration = Duration::from_secs(10);
+const CAPACITY: u64 = 100_000;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Key {
+    /// Projects a user may see under a slug or id.
+    Visible { user_id: String, slug_or_id: String },
+    /// The project of an active key (by its kind and lookup value).
+    Credential(KeyKind, String),
+    /// A project's current public key and secret key hint.
+    CurrentKeys(String),
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum Value {
+    Visible(Arc<Vec<(ProjectRecord, Role)>>),
+    Credential(Arc<ProjectRecord>, Option<Timestamp>),
+    CurrentKeys(Option<String>, Option<String>),
+}
+
+pub(super) struct AccessCache {
+    entries: Cache<Key, Value>,
+    epoch: AtomicU64,
+    live: AtomicBool,
+}
+
+impl AccessCache {
+    /// `live`: whether the cache may be used from the start (true unless changes arrive
+    /// through a listener that is not connected yet).
+    pub(super) fn new(live: bool) -> Self {
+        Self {
+            entries: Cache::builder()
+                .max_capacity(CAPACITY)
+                .time_to_live(TTL)
+                .build(),
+            epoch: AtomicU64::new(0),
+            live: AtomicBool::new(live),
+        }
+    }
+
+    pub(super) fn get(&self, key: &Key) -> Option<Value> {
+        if self.live.load(Ordering::Acquire) {
+            self.entries.get(key)
+        } else {
+            None
+        }
+    }
+
+    /// The epoch to pass to `insert` for a value read after this call.
+    pub(super) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// Stores `value` unless a change was announced since `epoch` was taken.
+    pub(super) fn insert(&self, key: Key, value: Value, epoch: u64) {
+        if !self.live.load(Ordering::Acquire) || self.epoch() != epoch {
+            return;
+        }
+        self.entries.insert(key.clone(), value);
+        if self.epoch() != epoch {
+            self.entries.invalidate(&key);
+        }
+    }
+
+    pub(super) fn invalidate(&self) {
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        self.entries.invalidate_all();
+    }
+
+    pub(super) fn set_live(&self, live: bool) {
+        self.invalidate();
+        self.live.store(live, Ordering::Release);
+    }
+}
+
+/// Follows the PostgreSQL change channel for as long as the runtime runs, keeping the cache
+/// off while the connection is down.
+pub(super) fn follow_postgres(url: String, cache: Arc<AccessCache>) {
+    tokio::spawn(async move {
+        loop {
+            if let Ok(mut listener) = sqlx::postgres::PgListener::connect(&url).await
+                && listener.listen(crate::store::ACCESS_CHANNEL).await.is_ok()
+            {
+                cache.set_live(true);
+                while listener.try_recv().await.ok().flatten().is_some() {
+                    cache.invalidate();
+                }
+            }
+            cache.set_live(false);
+            tracing::warn!("lost the access-change listener; caching paused until it reconnects");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value() -> Value {
+        Value::CurrentKeys(Some("pub_x".into()), None)
+    }
+
+    #[test]
+    fn a_lookup_that_raced_with_a_change_is_not_stored() {
+        let cache = AccessCache::new(true);
+        let key = Key::CurrentKeys("p1".into());
+        let before = cache.epoch();
+        cache.invalidate();
+        cache.insert(key.clone(), value(), before);
+        assert!(cache.get(&key).is_none());
+        cache.insert(key.clone(), value(), cache.epoch());
+        assert!(cache.get(&key).is_some());
+        cache.invalidate();
+        assert!(cache.get(&key).is_none());
+    }
+
+    #[test]
+    fn nothing_is_cached_while_not_live() {
+        let cache = AccessCache::new(false);
+        let key = Key::Credential(KeyKind::Secret, "k".into());
+        cache.insert(key.clone(), value(), cache.epoch());
+        assert!(cache.get(&key).is_none());
+        cache.set_live(true);
+        cache.insert(key.clone(), value(), cache.epoch());
+        assert!(cache.get(&key).is_some());
+    }
+}
