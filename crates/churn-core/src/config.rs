@@ -35,6 +35,8 @@ pub struct Config {
     pub llm_base_url: Option<String>,
     pub llm_api_key: Option<SecretString>,
     pub llm_model: Option<String>,
+    /// Seconds one LLM request may take before its variant falls back to the template.
+    pub llm_timeout_secs: u64,
     #[serde(deserialize_with = "on_off")]
     pub rate_limits: bool,
     pub dev_mode: bool,
@@ -57,6 +59,7 @@ struct Defaults {
     data_dir: &'static str,
     trusted_proxies: &'static str,
     email_from: &'static str,
+    llm_timeout_secs: u64,
     rate_limits: &'static str,
     dev_mode: bool,
     webhook_allow_private: bool,
@@ -70,6 +73,7 @@ const DEFAULTS: Defaults = Defaults {
     data_dir: "./data",
     trusted_proxies: "",
     email_from: "Churn <no-reply@localhost>",
+    llm_timeout_secs: 20,
     rate_limits: "on",
     dev_mode: false,
     webhook_allow_private: false,
@@ -95,6 +99,7 @@ const KNOWN_KEYS: &[&str] = &[
     "llm_base_url",
     "llm_api_key",
     "llm_model",
+    "llm_timeout_secs",
     "rate_limits",
     "dev_mode",
     "webhook_allow_private",

@@ -11,6 +11,12 @@ pub mod time;
 #[cfg(feature = "server")]
 pub mod config;
 #[cfg(feature = "server")]
+pub mod email;
+#[cfg(feature = "server")]
+pub mod generation;
+#[cfg(feature = "server")]
+pub mod jobs;
+#[cfg(feature = "server")]
 pub mod services;
 #[cfg(feature = "server")]
 pub mod store;

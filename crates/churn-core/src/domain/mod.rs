@@ -11,5 +11,6 @@ pub mod settings;
 pub mod slug;
 pub mod strategy;
 pub mod subscription;
+pub mod tracking;
 pub mod validation;
 pub mod variant;

@@ -79,14 +79,12 @@ impl Admin {
                 user.trial_ends_at = user.trial_ends_at.min(now);
             }
         }
-        users::set_subscription(
-            self.store.writer(),
-            &user.id,
-            user.trial_ends_at,
-            user.paid_until,
-            now,
-        )
-        .await?;
+        let mut tx = self.store.begin().await?;
+        users::set_subscription(&mut *tx, &user.id, user.trial_ends_at, user.paid_until, now)
+            .await?;
+        // Servers cache the owner's subscription with each project.
+        self.store.announce_access_change(&mut tx).await?;
+        tx.commit().await?;
         let status = SubscriptionStatus::derive(user.trial_ends_at, user.paid_until, now);
         Ok((user, status))
     }

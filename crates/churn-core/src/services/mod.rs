@@ -5,14 +5,25 @@ pub mod access;
 pub mod accounts;
 pub mod admin;
 mod cache;
+pub mod events;
+mod generation;
 pub mod projects;
 mod secrets;
+mod sending;
+pub mod stats;
 mod tokens;
+mod tracking;
 
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::domain::tracking::TrackingKeys;
+use crate::email::{EmailTransport, Outbox, Smtp};
+use crate::error::Error;
 use crate::error::Result;
+use crate::generation::Generator;
+use crate::generation::llm::LlmGenerator;
+use crate::generation::template::TemplateGenerator;
 use crate::store::{Backend, Store, Tx};
 use crate::time::{Clock, Timestamp};
 
@@ -28,6 +39,12 @@ pub struct Churn {
     tokens: Arc<tokens::TokenKeys>,
     encryption_key: Arc<EncryptionKey>,
     cache: Arc<cache::AccessCache>,
+    generator: Arc<dyn Generator>,
+    /// `None` when email is not configured: sends then fail with a clear error.
+    email: Option<Arc<dyn EmailTransport>>,
+    tracking: Arc<TrackingKeys>,
+    public_url: String,
+    email_from: String,
 }
 
 impl Churn {
@@ -43,7 +60,13 @@ impl Churn {
         if store.backend() == Backend::Postgres {
             cache::follow_postgres(config.database_url.expose().to_owned(), cache.clone());
         }
+        let tracking_secret = secrets::tracking_secret(&store, now).await?;
         Ok(Self {
+            generator: generator(config)?,
+            email: email_transport(config)?,
+            tracking: Arc::new(TrackingKeys::new(tracking_secret.as_bytes())),
+            public_url: config.public_url(),
+            email_from: config.email_from.clone(),
             store,
             clock,
             tokens: Arc::new(tokens::TokenKeys::new(jwt_secret.as_bytes())),
@@ -69,8 +92,50 @@ impl Churn {
         Ok(())
     }
 
+    /// The bare address of the configured sender.
+    fn sender_address(&self) -> String {
+        match self.email_from.rsplit_once('<') {
+            Some((_, rest)) => rest.trim_end_matches('>').trim().to_owned(),
+            None => self.email_from.trim().to_owned(),
+        }
+    }
+
     /// The key that encrypts provider credentials at rest.
     pub fn encryption_key(&self) -> &EncryptionKey {
         &self.encryption_key
     }
+}
+
+/// The LLM generator when `CHURN_LLM_BASE_URL` is set, else the templates.
+fn generator(config: &Config) -> Result<Arc<dyn Generator>> {
+    use secrecy::ExposeSecret;
+    match &config.llm_base_url {
+        Some(base) => {
+            let model = config
+                .llm_model
+                .clone()
+                .unwrap_or_else(|| "gpt-4o-mini".to_owned());
+            let key = config
+                .llm_api_key
+                .as_ref()
+                .map(|k| k.expose_secret().to_owned());
+            let timeout = std::time::Duration::from_secs(config.llm_timeout_secs);
+            let llm = LlmGenerator::new(base, key, model, timeout)
+                .map_err(|e| Error::validation(format!("CHURN_LLM_BASE_URL: {e}")))?;
+            Ok(Arc::new(llm))
+        }
+        None => Ok(Arc::new(TemplateGenerator::new())),
+    }
+}
+
+/// SMTP when `CHURN_SMTP_URL` is set, else the file outbox, else none.
+fn email_transport(config: &Config) -> Result<Option<Arc<dyn EmailTransport>>> {
+    use secrecy::ExposeSecret;
+    if let Some(url) = &config.smtp_url {
+        let smtp = Smtp::from_url(url.expose_secret()).map_err(Error::validation)?;
+        return Ok(Some(Arc::new(smtp)));
+    }
+    Ok(config
+        .email_outbox()
+        .map(|dir| Arc::new(Outbox::new(dir)) as Arc<dyn EmailTransport>))
 }

@@ -93,6 +93,9 @@ impl Churn {
                 webhook_secret: generate_webhook_secret(),
                 created_at: now,
                 updated_at: now,
+                // Read from the owner's row, never written with the project.
+                owner_trial_ends_at: now,
+                owner_paid_until: None,
             };
             let mut tx = self.store.begin().await?;
             if !projects::insert(&mut tx, &record).await? {

@@ -16,6 +16,7 @@ use crate::store::{Store, secrets};
 use crate::time::Timestamp;
 
 const JWT_SECRET: &str = "jwt_secret";
+const TRACKING_SECRET: &str = "tracking_secret";
 const ENCRYPTION_KEY_FILE: &str = "encryption.key";
 
 pub(super) async fn jwt_secret(store: &Store, config: &Config, now: Timestamp) -> Result<String> {
@@ -24,6 +25,12 @@ pub(super) async fn jwt_secret(store: &Store, config: &Config, now: Timestamp) -
     }
     let candidate = STANDARD.encode(rand::rng().random::<[u8; 32]>());
     secrets::get_or_insert(store.reader(), JWT_SECRET, &candidate, now).await
+}
+
+/// The key that signs tracking links; shared by every process, like the JWT secret.
+pub(super) async fn tracking_secret(store: &Store, now: Timestamp) -> Result<String> {
+    let candidate = STANDARD.encode(rand::rng().random::<[u8; 32]>());
+    secrets::get_or_insert(store.reader(), TRACKING_SECRET, &candidate, now).await
 }
 
 /// 32 bytes for AES-256-GCM.

@@ -23,6 +23,19 @@ pub struct ProjectRecord {
     pub webhook_secret: String,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    /// The owner's trial end and paid-through date: the subscription that counts for the project.
+    pub owner_trial_ends_at: Timestamp,
+    pub owner_paid_until: Option<Timestamp>,
+}
+
+impl ProjectRecord {
+    pub fn subscription(&self, now: Timestamp) -> crate::domain::subscription::SubscriptionStatus {
+        crate::domain::subscription::SubscriptionStatus::derive(
+            self.owner_trial_ends_at,
+            self.owner_paid_until,
+            now,
+        )
+    }
 }
 
 impl std::fmt::Debug for ProjectRecord {
@@ -49,6 +62,8 @@ struct Row {
     webhook_secret: String,
     created_at: String,
     updated_at: String,
+    owner_trial_ends_at: String,
+    owner_paid_until: Option<String>,
 }
 
 #[derive(FromRow)]
@@ -67,6 +82,8 @@ impl TryFrom<Row> for ProjectRecord {
             settings: serde_json::from_str(&r.settings).map_err(Error::internal)?,
             created_at: ts(&r.created_at)?,
             updated_at: ts(&r.updated_at)?,
+            owner_trial_ends_at: ts(&r.owner_trial_ends_at)?,
+            owner_paid_until: super::ts_opt(r.owner_paid_until.as_deref())?,
             id: r.id,
             owner_id: r.owner_id,
             name: r.name,
@@ -88,8 +105,10 @@ impl TryFrom<RoleRow> for (ProjectRecord, Role) {
     }
 }
 
+/// Every project query joins its owner (`o`), whose subscription governs the project.
 const COLUMNS: &str = "p.id, p.owner_id, p.name, p.slug, p.product_type, p.support_email, \
-                       p.allowed_origins, p.settings, p.webhook_secret, p.created_at, p.updated_at";
+                       p.allowed_origins, p.settings, p.webhook_secret, p.created_at, p.updated_at, \
+                       o.trial_ends_at AS owner_trial_ends_at, o.paid_until AS owner_paid_until";
 
 /// Inserts the project and its owner's membership. `Ok(false)` when the owner already has a
 /// project with this slug; the transaction is then unusable (PostgreSQL aborts it), so the
@@ -134,7 +153,7 @@ pub async fn visible_to<'e>(
     slug_or_id: &str,
 ) -> Result<Vec<(ProjectRecord, Role)>> {
     let sql = format!(
-        "SELECT {COLUMNS}, m.role FROM project_members m JOIN projects p ON p.id = m.project_id \
+        "SELECT {COLUMNS}, m.role FROM project_members m JOIN projects p ON p.id = m.project_id JOIN users o ON o.id = p.owner_id \
          WHERE m.user_id = $1 AND (p.slug = $2 OR p.id = $2) \
          ORDER BY CASE WHEN p.owner_id = $1 THEN 0 ELSE 1 END, p.id"
     );
@@ -152,7 +171,7 @@ pub async fn list_for_user<'e>(
     user_id: &str,
 ) -> Result<Vec<(ProjectRecord, Role)>> {
     let sql = format!(
-        "SELECT {COLUMNS}, m.role FROM project_members m JOIN projects p ON p.id = m.project_id \
+        "SELECT {COLUMNS}, m.role FROM project_members m JOIN projects p ON p.id = m.project_id JOIN users o ON o.id = p.owner_id \
          WHERE m.user_id = $1 ORDER BY p.created_at, p.id"
     );
     let rows: Vec<RoleRow> = sqlx::query_as(&sql).bind(user_id).fetch_all(db).await?;
@@ -173,7 +192,7 @@ pub async fn by_active_key<'e>(
         key_expires_at: Option<String>,
     }
     let sql = format!(
-        "SELECT {COLUMNS}, k.expires_at AS key_expires_at FROM api_keys k JOIN projects p ON p.id = k.project_id \
+        "SELECT {COLUMNS}, k.expires_at AS key_expires_at FROM api_keys k JOIN projects p ON p.id = k.project_id JOIN users o ON o.id = p.owner_id \
          WHERE k.lookup = $1 AND k.kind = $2 AND (k.expires_at IS NULL OR k.expires_at > $3)"
     );
     let row: Option<KeyRow> = sqlx::query_as(&sql)
@@ -195,7 +214,9 @@ pub async fn by_id<'e>(
     db: impl Executor<'e, Database = Any>,
     id: &str,
 ) -> Result<Option<ProjectRecord>> {
-    let sql = format!("SELECT {COLUMNS} FROM projects p WHERE p.id = $1");
+    let sql = format!(
+        "SELECT {COLUMNS} FROM projects p JOIN users o ON o.id = p.owner_id WHERE p.id = $1"
+    );
     let row: Option<Row> = sqlx::query_as(&sql).bind(id).fetch_optional(db).await?;
     row.map(TryInto::try_into).transpose()
 }
@@ -208,10 +229,12 @@ pub async fn lock(
     id: &str,
 ) -> Result<Option<ProjectRecord>> {
     let lock = match store.backend() {
-        super::Backend::Postgres => " FOR UPDATE",
+        super::Backend::Postgres => " FOR UPDATE OF p",
         super::Backend::Sqlite => "",
     };
-    let sql = format!("SELECT {COLUMNS} FROM projects p WHERE p.id = $1{lock}");
+    let sql = format!(
+        "SELECT {COLUMNS} FROM projects p JOIN users o ON o.id = p.owner_id WHERE p.id = $1{lock}"
+    );
     let row: Option<Row> = sqlx::query_as(&sql)
         .bind(id)
         .fetch_optional(&mut **tx)
@@ -224,8 +247,9 @@ pub async fn any_by_slug_or_id<'e>(
     db: impl Executor<'e, Database = Any>,
     slug_or_id: &str,
 ) -> Result<Vec<ProjectRecord>> {
-    let sql =
-        format!("SELECT {COLUMNS} FROM projects p WHERE p.slug = $1 OR p.id = $1 ORDER BY p.id");
+    let sql = format!(
+        "SELECT {COLUMNS} FROM projects p JOIN users o ON o.id = p.owner_id WHERE p.slug = $1 OR p.id = $1 ORDER BY p.id"
+    );
     let rows: Vec<Row> = sqlx::query_as(&sql).bind(slug_or_id).fetch_all(db).await?;
     rows.into_iter().map(TryInto::try_into).collect()
 }
@@ -242,8 +266,8 @@ pub async fn list_all<'e>(
         owner_email: String,
     }
     let sql = format!(
-        "SELECT {COLUMNS}, u.email AS owner_email FROM projects p JOIN users u ON u.id = p.owner_id \
-         WHERE ($1 IS NULL OR u.email = $1) ORDER BY p.created_at, p.id"
+        "SELECT {COLUMNS}, o.email AS owner_email FROM projects p JOIN users o ON o.id = p.owner_id \
+         WHERE ($1 IS NULL OR o.email = $1) ORDER BY p.created_at, p.id"
     );
     let rows: Vec<OwnerRow> = sqlx::query_as(&sql).bind(owner_email).fetch_all(db).await?;
     rows.into_iter()

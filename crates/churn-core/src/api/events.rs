@@ -1,0 +1,317 @@
+//! Churn events, recovery variants and statistics, in both route forms.
+
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::domain::lifecycle::EventStatus;
+use crate::domain::strategy::{ReasonCode, Strategy};
+use crate::domain::variant::VariantStatus;
+use crate::time::{Timestamp, wire};
+
+/// `POST /projects/:slug/churn-events`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct CreateChurnEvent {
+    pub customer_email: String,
+    pub customer_name: Option<String>,
+    /// `cancellation` or `payment_failed`.
+    pub event_type: String,
+    pub cancel_reason: Option<String>,
+    /// Monthly recurring revenue in cents.
+    pub mrr: Option<i64>,
+    /// ISO 4217; default `usd`.
+    pub currency: Option<String>,
+    pub plan_name: Option<String>,
+    pub tenure_days: Option<i64>,
+}
+
+/// `POST /churn-events` (unscoped form).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct CreateChurnEventLegacy {
+    pub customer_email: String,
+    pub customer_name: Option<String>,
+    /// Default `cancellation`.
+    pub event_type: Option<String>,
+    /// Default `api`.
+    pub provider: Option<String>,
+    pub provider_subscription_id: Option<String>,
+    pub provider_customer_id: Option<String>,
+    pub plan_name: Option<String>,
+    pub mrr_cents: Option<i64>,
+    pub currency: Option<String>,
+    pub tenure_days: Option<i64>,
+    pub cancel_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ChurnEvent {
+    pub id: String,
+    pub project_id: String,
+    pub customer_email: String,
+    pub customer_name: Option<String>,
+    pub event_type: String,
+    pub cancel_reason: Option<String>,
+    pub reason_code: ReasonCode,
+    pub mrr: Option<i64>,
+    pub currency: String,
+    pub plan_name: Option<String>,
+    pub tenure_days: Option<i64>,
+    pub status: EventStatus,
+    pub provider: String,
+    pub provider_subscription_id: Option<String>,
+    pub provider_customer_id: Option<String>,
+    pub recovered_via: Option<String>,
+    #[serde(with = "wire::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub recovered_at: Option<Timestamp>,
+    #[serde(with = "wire::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub lost_at: Option<Timestamp>,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: Timestamp,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: Timestamp,
+    /// Present on the single-event answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variants: Option<Vec<Variant>>,
+}
+
+/// The unscoped form of an event: `mrr_cents` instead of `mrr`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct LegacyChurnEvent {
+    pub id: String,
+    pub project_id: String,
+    pub customer_email: String,
+    pub customer_name: Option<String>,
+    pub event_type: String,
+    pub provider: String,
+    pub provider_subscription_id: Option<String>,
+    pub provider_customer_id: Option<String>,
+    pub plan_name: Option<String>,
+    pub mrr_cents: Option<i64>,
+    pub currency: String,
+    pub tenure_days: Option<i64>,
+    pub cancel_reason: Option<String>,
+    pub reason_code: ReasonCode,
+    pub status: EventStatus,
+    #[serde(with = "wire::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub recovered_at: Option<Timestamp>,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: Timestamp,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variants: Option<Vec<Variant>>,
+}
+
+impl From<ChurnEvent> for LegacyChurnEvent {
+    fn from(e: ChurnEvent) -> Self {
+        Self {
+            id: e.id,
+            project_id: e.project_id,
+            customer_email: e.customer_email,
+            customer_name: e.customer_name,
+            event_type: e.event_type,
+            provider: e.provider,
+            provider_subscription_id: e.provider_subscription_id,
+            provider_customer_id: e.provider_customer_id,
+            plan_name: e.plan_name,
+            mrr_cents: e.mrr,
+            currency: e.currency,
+            tenure_days: e.tenure_days,
+            cancel_reason: e.cancel_reason,
+            reason_code: e.reason_code,
+            status: e.status,
+            recovered_at: e.recovered_at,
+            created_at: e.created_at,
+            updated_at: e.updated_at,
+            variants: e.variants,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Variant {
+    pub id: String,
+    pub churn_event_id: String,
+    pub strategy: Strategy,
+    pub subject: String,
+    /// HTML body.
+    pub body: String,
+    /// Plain-text body.
+    pub body_text: String,
+    pub status: VariantStatus,
+    pub recommended: bool,
+    /// 1 is the recommendation.
+    pub rank: i64,
+    pub rank_score: f64,
+    pub rank_reasons: Vec<String>,
+    /// `template` or `llm`.
+    pub generator: String,
+    pub coupon_code: Option<String>,
+    pub coupon_percent: Option<i64>,
+    /// Offer details of `downgrade_offer` and `pause_option`.
+    #[schema(value_type = Option<Object>)]
+    pub offer: Option<serde_json::Value>,
+    pub recipient: Option<String>,
+    #[serde(with = "wire::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub sent_at: Option<Timestamp>,
+    #[serde(with = "wire::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub opened_at: Option<Timestamp>,
+    #[serde(with = "wire::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub clicked_at: Option<Timestamp>,
+    pub open_count: i64,
+    pub click_count: i64,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: Timestamp,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: Timestamp,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Generated {
+    pub event_id: String,
+    pub status: EventStatus,
+    pub variants: Vec<Variant>,
+}
+
+/// The unscoped generate answer: `{"variants": […]}` without the data envelope.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct LegacyGenerated {
+    pub variants: Vec<Variant>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Recovered {
+    pub id: String,
+    pub status: EventStatus,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub recovered_at: Timestamp,
+    pub recovered_via: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct CancelReasonChange {
+    pub cancel_reason: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct CancelReasonChanged {
+    pub id: String,
+    pub cancel_reason: String,
+    pub reason_code: ReasonCode,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: Timestamp,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct EditVariant {
+    pub subject: Option<String>,
+    pub body: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct EditedVariant {
+    pub id: String,
+    pub strategy: Strategy,
+    pub subject: String,
+    pub body: String,
+    pub status: VariantStatus,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: Timestamp,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SentVariant {
+    pub variant_id: String,
+    pub status: VariantStatus,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub sent_at: Timestamp,
+    pub recipient: String,
+    pub message_id: String,
+}
+
+/// Query of the scoped list.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Default 1.
+    pub page: Option<i64>,
+    /// Default 20, at most 100.
+    pub per_page: Option<i64>,
+    pub status: Option<String>,
+    pub event_type: Option<String>,
+    /// created_at (default), updated_at, mrr, customer_email or status.
+    pub sort: Option<String>,
+    /// asc or desc (default).
+    pub order: Option<String>,
+}
+
+/// Query of the unscoped list.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+pub struct LegacyListQuery {
+    /// Default 20, at most 100.
+    pub limit: Option<i64>,
+    /// Default 0.
+    pub offset: Option<i64>,
+    pub status: Option<String>,
+    /// With a session: the project (slug or id); needed unless the user has one project.
+    pub project: Option<String>,
+}
+
+/// The unscoped list answer.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct LegacyList {
+    pub data: Vec<LegacyChurnEvent>,
+    pub total: u64,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+/// `?project=` of the unscoped routes used with a session.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+pub struct ProjectQuery {
+    pub project: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Stats {
+    pub total_events: u64,
+    pub recovered: u64,
+    pub lost: u64,
+    pub processing: u64,
+    /// recovered / (recovered + lost) × 100; 0 when nothing is resolved.
+    pub recovery_rate: f64,
+    pub total_mrr_cents: i64,
+    pub recovered_mrr_cents: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ProjectStats {
+    pub slug: String,
+    #[serde(flatten)]
+    pub stats: Stats,
+}
+
+/// `GET /stats` with a session: the sum over the caller's projects, and each project.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AccountStats {
+    #[serde(flatten)]
+    pub total: Stats,
+    pub projects: Vec<ProjectStats>,
+}

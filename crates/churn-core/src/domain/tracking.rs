@@ -1,0 +1,91 @@
+//! Signed tracking tokens for the open pixel and click redirects. A token names a variant
+//! and carries an HMAC of it; a click URL also carries an HMAC of its target, so the redirect
+//! route cannot be used to send people anywhere else.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
+
+const SIGNATURE_BYTES: usize = 16;
+
+pub struct TrackingKeys {
+    key: Vec<u8>,
+}
+
+impl TrackingKeys {
+    pub fn new(key: &[u8]) -> Self {
+        Self { key: key.to_vec() }
+    }
+
+    fn sign(&self, parts: &[&str]) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key length");
+        for part in parts {
+            mac.update(part.as_bytes());
+            mac.update(b"\x1f");
+        }
+        URL_SAFE_NO_PAD.encode(&mac.finalize().into_bytes()[..SIGNATURE_BYTES])
+    }
+
+    fn matches(&self, given: &str, parts: &[&str]) -> bool {
+        let expected = self.sign(parts);
+        given.len() == expected.len() && bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
+    }
+
+    /// `<variant id>.<signature>`.
+    pub fn token(&self, variant_id: &str) -> String {
+        format!("{variant_id}.{}", self.sign(&["open", variant_id]))
+    }
+
+    /// The variant a token names, if its signature is ours.
+    pub fn verify_token<'t>(&self, token: &'t str) -> Option<&'t str> {
+        let (variant_id, signature) = token.rsplit_once('.')?;
+        self.matches(signature, &["open", variant_id])
+            .then_some(variant_id)
+    }
+
+    pub fn click_url(
+        &self,
+        public_url: &str,
+        token: &str,
+        variant_id: &str,
+        target: &str,
+    ) -> String {
+        let encoded: String = url::form_urlencoded::byte_serialize(target.as_bytes()).collect();
+        format!(
+            "{public_url}/t/{token}/c?u={encoded}&s={}",
+            self.sign(&["click", variant_id, target])
+        )
+    }
+
+    pub fn verify_click(&self, variant_id: &str, target: &str, signature: &str) -> bool {
+        self.matches(signature, &["click", variant_id, target])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_and_click_targets_are_signed() {
+        let keys = TrackingKeys::new(b"k1");
+        let token = keys.token("var-1");
+        assert_eq!(keys.verify_token(&token), Some("var-1"));
+        assert_eq!(TrackingKeys::new(b"k2").verify_token(&token), None);
+        assert_eq!(keys.verify_token("var-2.AAAA"), None);
+        assert_eq!(keys.verify_token("unsigned"), None);
+
+        let url = keys.click_url(
+            "https://c.example",
+            &token,
+            "var-1",
+            "https://acme.io/x?y=1",
+        );
+        let sig = url.rsplit_once("&s=").unwrap().1;
+        assert!(keys.verify_click("var-1", "https://acme.io/x?y=1", sig));
+        assert!(!keys.verify_click("var-1", "https://evil.example", sig));
+        assert!(!keys.verify_click("var-2", "https://acme.io/x?y=1", sig));
+    }
+}

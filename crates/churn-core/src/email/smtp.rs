@@ -1,0 +1,68 @@
+//! SMTP delivery through lettre. `smtp://` uses STARTTLS (opportunistically for a relay on
+//! loopback), `smtps://` implicit TLS; credentials come from the URL.
+
+use futures::future::BoxFuture;
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::transport::smtp::client::{Tls, TlsParameters};
+use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
+
+use super::{EmailTransport, OutgoingEmail, SendError, to_message};
+
+pub struct Smtp {
+    transport: AsyncSmtpTransport<Tokio1Executor>,
+}
+
+impl Smtp {
+    pub fn from_url(raw: &str) -> Result<Self, String> {
+        let url = url::Url::parse(raw).map_err(|e| format!("CHURN_SMTP_URL: {e}"))?;
+        let host = url.host_str().ok_or("CHURN_SMTP_URL: no host")?.to_owned();
+        let implicit = match url.scheme() {
+            "smtps" => true,
+            "smtp" => false,
+            other => return Err(format!("CHURN_SMTP_URL: unknown scheme {other}")),
+        };
+        let port = url.port().unwrap_or(if implicit { 465 } else { 587 });
+        let params =
+            TlsParameters::new(host.clone()).map_err(|e| format!("CHURN_SMTP_URL: {e}"))?;
+        let loopback = host == "localhost"
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        let tls = match (implicit, loopback) {
+            (true, _) => Tls::Wrapper(params),
+            (false, true) => Tls::Opportunistic(params),
+            (false, false) => Tls::Required(params),
+        };
+        let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
+            .port(port)
+            .tls(tls);
+        if !url.username().is_empty() {
+            let user = percent_decode(url.username());
+            let pass = percent_decode(url.password().unwrap_or(""));
+            builder = builder.credentials(Credentials::new(user, pass));
+        }
+        Ok(Self {
+            transport: builder.build(),
+        })
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    url::form_urlencoded::parse(format!("x={s}").as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+impl EmailTransport for Smtp {
+    fn send<'a>(&'a self, email: &'a OutgoingEmail) -> BoxFuture<'a, Result<(), SendError>> {
+        Box::pin(async move {
+            let message = to_message(email)?;
+            match self.transport.send(message).await {
+                Ok(_) => Ok(()),
+                Err(e) if e.is_permanent() => Err(SendError::Rejected(e.to_string())),
+                Err(e) => Err(SendError::Failed(e.to_string())),
+            }
+        })
+    }
+}

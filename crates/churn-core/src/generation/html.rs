@@ -1,0 +1,156 @@
+//! Plain text to email HTML, and sanitising HTML that users edit.
+
+/// Renders plain text as simple, email-client-safe HTML: paragraphs, line breaks, bullet
+/// lists and clickable links, everything else escaped.
+pub fn from_text(text: &str) -> String {
+    let mut out = String::from(
+        "<!DOCTYPE html><html><body style=\"font-family: -apple-system, Segoe UI, Helvetica, Arial, sans-serif; \
+         font-size: 15px; line-height: 1.5; color: #1f2933; max-width: 600px; margin: 0 auto; padding: 24px;\">",
+    );
+    for block in text.split("\n\n").map(str::trim).filter(|b| !b.is_empty()) {
+        let lines: Vec<&str> = block.lines().collect();
+        if lines.iter().all(|l| l.trim_start().starts_with("- ")) {
+            out.push_str("<ul>");
+            for line in lines {
+                out.push_str("<li>");
+                out.push_str(&linkify(line.trim_start().trim_start_matches("- ")));
+                out.push_str("</li>");
+            }
+            out.push_str("</ul>");
+        } else {
+            out.push_str("<p>");
+            out.push_str(
+                &lines
+                    .iter()
+                    .map(|l| linkify(l))
+                    .collect::<Vec<_>>()
+                    .join("<br>"),
+            );
+            out.push_str("</p>");
+        }
+    }
+    out.push_str("</body></html>");
+    out
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Escapes a line and turns bare http(s) URLs into links.
+fn linkify(line: &str) -> String {
+    line.split(' ')
+        .map(|word| {
+            let trimmed = word.trim_end_matches(['.', ',', ')', ';']);
+            if trimmed.starts_with("https://") || trimmed.starts_with("http://") {
+                let rest = &word[trimmed.len()..];
+                format!("<a href=\"{0}\">{0}</a>{1}", escape(trimmed), escape(rest))
+            } else {
+                escape(word)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Strips scripts, event handlers and other active content from HTML a user edited.
+pub fn sanitize(html: &str) -> String {
+    ammonia::Builder::default()
+        .add_tags(["html", "body", "head", "style"])
+        .rm_tags(["style"])
+        .add_generic_attributes(["style"])
+        .clean(html)
+        .to_string()
+}
+
+/// A readable plain-text version of HTML, for the text part of an edited email.
+pub fn to_text(html: &str) -> String {
+    let mut text = String::with_capacity(html.len());
+    let mut in_tag = false;
+    let mut tag = String::new();
+    for c in html.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                tag.clear();
+            }
+            '>' if in_tag => {
+                in_tag = false;
+                let name = tag
+                    .trim_start_matches('/')
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .to_ascii_lowercase();
+                match name.as_str() {
+                    "p" | "div" | "ul" | "ol" | "h1" | "h2" | "h3" if tag.starts_with('/') => {
+                        text.push_str("\n\n")
+                    }
+                    "br" => text.push('\n'),
+                    "li" if !tag.starts_with('/') => text.push_str("- "),
+                    "li" => text.push('\n'),
+                    _ => {}
+                }
+            }
+            _ if in_tag => tag.push(c),
+            _ => text.push(c),
+        }
+    }
+    let decoded = text
+        .replace("&nbsp;", " ")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&");
+    decoded
+        .split("\n\n")
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_becomes_escaped_html_with_links_and_lists() {
+        let html = from_text("Hi <Ada> & co,\n\n- one\n- two\n\nSee https://acme.io/billing.\nBye");
+        assert!(html.contains("<p>Hi &lt;Ada&gt; &amp; co,</p>"));
+        assert!(html.contains("<ul><li>one</li><li>two</li></ul>"));
+        assert!(
+            html.contains(
+                "<a href=\"https://acme.io/billing\">https://acme.io/billing</a>.<br>Bye"
+            )
+        );
+    }
+
+    #[test]
+    fn sanitising_removes_active_content_and_keeps_the_rest() {
+        let dirty = r#"<p onclick="x()">Hello <b>there</b></p><script>alert(1)</script><a href="javascript:alert(1)">x</a><a href="https://ok.io">ok</a>"#;
+        let clean = sanitize(dirty);
+        assert!(
+            !clean.contains("script")
+                && !clean.contains("onclick")
+                && !clean.contains("javascript:"),
+            "{clean}"
+        );
+        assert!(
+            clean.contains("<b>there</b>") && clean.contains("https://ok.io"),
+            "{clean}"
+        );
+    }
+
+    #[test]
+    fn html_reads_back_as_text() {
+        assert_eq!(
+            to_text("<p>Hi &amp; hello</p><ul><li>a</li><li>b</li></ul><p>x<br>y</p>"),
+            "Hi & hello\n\n- a\n- b\n\nx\ny"
+        );
+    }
+}

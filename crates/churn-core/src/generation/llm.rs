@@ -1,0 +1,180 @@
+//! An OpenAI-compatible chat-completions generator. Each variant is one request; a failed,
+//! slow or malformed answer falls back to the template for that variant, so generation never
+//! fails because of the model.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::template::TemplateGenerator;
+use super::{Draft, EmailContext, GenerateError, Generator, GeneratorKind, html};
+use crate::domain::strategy::Strategy;
+use crate::domain::variant::{MAX_BODY_CHARS, MAX_SUBJECT_CHARS};
+
+pub struct LlmGenerator {
+    http: reqwest::Client,
+    endpoint: String,
+    api_key: Option<String>,
+    model: String,
+    fallback: TemplateGenerator,
+}
+
+impl LlmGenerator {
+    pub fn new(
+        base_url: &str,
+        api_key: Option<String>,
+        model: String,
+        timeout: Duration,
+    ) -> Result<Self, GenerateError> {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("churn/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| GenerateError(e.to_string()))?;
+        Ok(Self {
+            http,
+            endpoint: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            api_key,
+            model,
+            fallback: TemplateGenerator::new(),
+        })
+    }
+
+    async fn ask(&self, ctx: &EmailContext, strategy: Strategy) -> Result<Draft, GenerateError> {
+        let fail = |what: &str| GenerateError(format!("LLM {what}"));
+        let body = json!({
+            "model": self.model,
+            "temperature": 0.7,
+            "response_format": {"type": "json_object"},
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": prompt(ctx, strategy)},
+            ],
+        });
+        let mut request = self.http.post(&self.endpoint).json(&body);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| GenerateError(format!("LLM request failed: {e}")))?;
+        if !response.status().is_success() {
+            return Err(GenerateError(format!("LLM answered {}", response.status())));
+        }
+        let completion: Completion = response
+            .json()
+            .await
+            .map_err(|_| fail("answer is not a chat completion"))?;
+        let content = completion
+            .choices
+            .into_iter()
+            .next()
+            .ok_or_else(|| fail("answer has no choices"))?
+            .message
+            .content;
+        let email: EmailJson = serde_json::from_str(strip_fences(&content))
+            .map_err(|_| fail("content is not the requested JSON"))?;
+        let subject = email.subject.trim();
+        let text = email.body.trim();
+        if subject.is_empty()
+            || subject.chars().count() > MAX_SUBJECT_CHARS
+            || subject.contains('\n')
+        {
+            return Err(fail("subject is empty, too long or multi-line"));
+        }
+        if text.is_empty() || text.chars().count() > MAX_BODY_CHARS {
+            return Err(fail("body is empty or too long"));
+        }
+        if text.contains("{{") || text.contains('<') {
+            return Err(fail("body contains markup or placeholders"));
+        }
+        Ok(Draft {
+            subject: subject.to_owned(),
+            html: html::from_text(text),
+            text: text.to_owned(),
+            generator: GeneratorKind::Llm,
+        })
+    }
+}
+
+impl Generator for LlmGenerator {
+    fn generate<'a>(
+        &'a self,
+        ctx: &'a EmailContext,
+        strategy: Strategy,
+    ) -> BoxFuture<'a, Result<Draft, GenerateError>> {
+        Box::pin(async move {
+            match self.ask(ctx, strategy).await {
+                Ok(draft) => Ok(draft),
+                Err(e) => {
+                    tracing::warn!(strategy = strategy.as_str(), error = %e, "LLM generation failed; using the template");
+                    self.fallback.render(ctx, strategy)
+                }
+            }
+        })
+    }
+}
+
+const SYSTEM_PROMPT: &str = "You write short, warm, honest win-back emails for a subscription software company. \
+Plain text only, no markdown, no HTML, no placeholders. Answer with a JSON object \
+{\"subject\": string, \"body\": string}. The subject is one line under 90 characters. The body \
+greets the customer by first name, has 3 to 6 short paragraphs, and ends with the sender's signature.";
+
+fn prompt(ctx: &EmailContext, strategy: Strategy) -> String {
+    let goal = match strategy {
+        Strategy::ValueRecap => "remind them of the value they received",
+        Strategy::UnusedFeature => "point out useful features they have probably not tried",
+        Strategy::DowngradeOffer => "offer a cheaper plan instead of cancelling",
+        Strategy::PauseOption => "offer to pause the subscription instead of cancelling",
+        Strategy::FounderEmail => "write a personal note from the founder asking what went wrong",
+        Strategy::PainPointFix => {
+            "acknowledge the problem that made them leave and offer to fix it"
+        }
+        Strategy::SocialProof => "share why similar teams stay",
+        Strategy::FeedbackRequest => {
+            "ask for one sentence of feedback, with a thank-you discount code"
+        }
+        Strategy::Discount => "offer a time-limited discount",
+    };
+    let facts = serde_json::to_string_pretty(ctx).unwrap_or_default();
+    format!(
+        "Strategy: {} — {goal}.\nFacts you may use (use the coupon code and numbers exactly as given):\n{facts}",
+        strategy.as_str()
+    )
+}
+
+/// Some models wrap JSON in ```json fences despite being asked not to.
+fn strip_fences(content: &str) -> &str {
+    let trimmed = content.trim();
+    trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|s| s.strip_suffix("```"))
+        .map(str::trim)
+        .unwrap_or(trimmed)
+}
+
+#[derive(Deserialize)]
+struct Completion {
+    choices: Vec<Choice>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: Message,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    content: String,
+}
+
+#[derive(Deserialize)]
+struct EmailJson {
+    subject: String,
+    body: String,
+}

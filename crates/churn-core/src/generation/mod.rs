@@ -1,0 +1,76 @@
+//! Writing recovery emails: what a generator is given, what it returns, and the two
+//! generators (templates, and an OpenAI-compatible LLM that falls back to them).
+
+pub mod html;
+pub mod llm;
+pub mod template;
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+
+use crate::domain::strategy::Strategy;
+
+/// Everything an email may mention, already formatted for reading.
+#[derive(Debug, Clone, Serialize)]
+pub struct EmailContext {
+    pub first_name: String,
+    pub customer_email: String,
+    pub product: String,
+    pub plan: String,
+    pub founder: String,
+    pub founder_first: String,
+    pub support_email: String,
+    pub product_url: Option<String>,
+    /// "14 months", "3 weeks"; absent when unknown.
+    pub tenure: Option<String>,
+    /// "$49.00/month"; absent when unknown.
+    pub mrr: Option<String>,
+    pub discounted_price: Option<String>,
+    pub downgrade_price: Option<String>,
+    pub discount_percent: i64,
+    pub discount_months: i64,
+    pub coupon_code: String,
+    pub pause_months: i64,
+    /// The customer's reason in words ("too expensive"), absent when unknown.
+    pub reason: Option<String>,
+    pub payment_failed: bool,
+    pub language: String,
+}
+
+/// One written email: subject, HTML and plain text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Draft {
+    pub subject: String,
+    pub html: String,
+    pub text: String,
+    pub generator: GeneratorKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GeneratorKind {
+    Template,
+    Llm,
+}
+
+impl GeneratorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GeneratorKind::Template => "template",
+            GeneratorKind::Llm => "llm",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct GenerateError(pub String);
+
+/// Writes the email of one strategy. Implementations must not fail silently: the caller
+/// decides what a failure means (the LLM generator falls back to templates per variant).
+pub trait Generator: Send + Sync {
+    fn generate<'a>(
+        &'a self,
+        ctx: &'a EmailContext,
+        strategy: Strategy,
+    ) -> BoxFuture<'a, Result<Draft, GenerateError>>;
+}

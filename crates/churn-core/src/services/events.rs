@@ -1,0 +1,475 @@
+//! Churn events: creation in both forms, lists, the single-event view, recovery and the
+//! cancel reason. Every operation checks the role and the owner's subscription.
+
+use super::Churn;
+use super::access::ProjectAccess;
+use crate::api::Meta;
+use crate::api::events::{
+    CancelReasonChange, CancelReasonChanged, ChurnEvent, CreateChurnEvent, CreateChurnEventLegacy,
+    LegacyChurnEvent, LegacyList, LegacyListQuery, ListQuery, Recovered, Variant,
+};
+use crate::domain::email::Email;
+use crate::domain::lifecycle::{Action, EventStatus, transition};
+use crate::domain::role::Permission;
+use crate::domain::strategy::{ReasonCode, classify};
+use crate::domain::validation::{Validator, optional_text};
+use crate::error::{Error, Result};
+use crate::ids::new_id;
+use crate::store::events::{self, EventRecord, ListFilter, SortColumn};
+use crate::store::variants::{self, VariantRecord};
+
+pub const EVENT_TYPES: [&str; 2] = ["cancellation", "payment_failed"];
+const MAX_MRR: i64 = 1_000_000_000_000;
+const DEFAULT_PER_PAGE: i64 = 20;
+const MAX_PER_PAGE: i64 = 100;
+
+/// Fields of an event to create, from any source.
+#[derive(Debug, Clone, Default)]
+pub struct NewEvent {
+    pub customer_email: String,
+    pub customer_name: Option<String>,
+    pub event_type: Option<String>,
+    pub cancel_reason: Option<String>,
+    pub mrr: Option<i64>,
+    pub currency: Option<String>,
+    pub plan_name: Option<String>,
+    pub tenure_days: Option<i64>,
+    pub provider: String,
+    pub provider_subscription_id: Option<String>,
+    pub provider_customer_id: Option<String>,
+}
+
+pub(super) fn event_not_found() -> Error {
+    Error::NotFound("churn event not found".into())
+}
+
+impl Churn {
+    /// Role, then the owner's subscription (402 when it has expired).
+    pub(super) fn authorize_events(
+        &self,
+        access: &ProjectAccess,
+        permission: Permission,
+    ) -> Result<()> {
+        access.authorize(permission)?;
+        if access.project.subscription(self.now()).is_active() {
+            Ok(())
+        } else {
+            Err(Error::SubscriptionExpired)
+        }
+    }
+
+    pub(super) async fn load_event(&self, access: &ProjectAccess, id: &str) -> Result<EventRecord> {
+        events::get(self.store.reader(), &access.project.id, id)
+            .await?
+            .ok_or_else(event_not_found)
+    }
+
+    pub async fn create_event(
+        &self,
+        access: &ProjectAccess,
+        req: CreateChurnEvent,
+    ) -> Result<ChurnEvent> {
+        let new = NewEvent {
+            customer_email: req.customer_email,
+            customer_name: req.customer_name,
+            event_type: Some(req.event_type),
+            cancel_reason: req.cancel_reason,
+            mrr: req.mrr,
+            currency: req.currency,
+            plan_name: req.plan_name,
+            tenure_days: req.tenure_days,
+            provider: "api".into(),
+            ..NewEvent::default()
+        };
+        self.insert_event(access, new, "mrr").await
+    }
+
+    pub async fn create_event_legacy(
+        &self,
+        access: &ProjectAccess,
+        req: CreateChurnEventLegacy,
+    ) -> Result<ChurnEvent> {
+        let new = NewEvent {
+            customer_email: req.customer_email,
+            customer_name: req.customer_name,
+            event_type: Some(req.event_type.unwrap_or_else(|| "cancellation".into())),
+            cancel_reason: req.cancel_reason,
+            mrr: req.mrr_cents,
+            currency: req.currency,
+            plan_name: req.plan_name,
+            tenure_days: req.tenure_days,
+            provider: req
+                .provider
+                .filter(|p| !p.trim().is_empty())
+                .unwrap_or_else(|| "api".into()),
+            provider_subscription_id: req.provider_subscription_id,
+            provider_customer_id: req.provider_customer_id,
+        };
+        self.insert_event(access, new, "mrr_cents").await
+    }
+
+    /// Validates and stores a new event (status `new`); `mrr_field` names the MRR field in errors.
+    pub async fn insert_event(
+        &self,
+        access: &ProjectAccess,
+        new: NewEvent,
+        mrr_field: &str,
+    ) -> Result<ChurnEvent> {
+        self.authorize_events(access, Permission::Write)?;
+        let mut v = Validator::new();
+        let email = v.check("customer_email", Email::parse(&new.customer_email));
+        let name = new
+            .customer_name
+            .as_deref()
+            .and_then(|n| v.check("customer_name", optional_text(n, 200)));
+        let event_type = match new.event_type.as_deref().map(str::trim) {
+            Some(t) if EVENT_TYPES.contains(&t) => Some(t.to_owned()),
+            Some("") | None => {
+                v.add("event_type", "is required: cancellation or payment_failed");
+                None
+            }
+            Some(_) => {
+                v.add("event_type", "must be cancellation or payment_failed");
+                None
+            }
+        };
+        let reason = new
+            .cancel_reason
+            .as_deref()
+            .and_then(|r| v.check("cancel_reason", optional_text(r, 2000)));
+        if new.mrr.is_some_and(|m| !(0..=MAX_MRR).contains(&m)) {
+            v.add(mrr_field, "must be between 0 and 1000000000000 (cents)");
+        }
+        let currency = match new.currency.as_deref().map(str::trim) {
+            None | Some("") => Some("usd".to_owned()),
+            Some(c) if c.len() == 3 && c.chars().all(|ch| ch.is_ascii_alphabetic()) => {
+                Some(c.to_ascii_lowercase())
+            }
+            Some(_) => {
+                v.add("currency", "must be a three-letter ISO 4217 code");
+                None
+            }
+        };
+        if new.tenure_days.is_some_and(|d| d < 0) {
+            v.add("tenure_days", "must not be negative");
+        }
+        let mut short = |field: &str, value: &Option<String>| {
+            value
+                .as_deref()
+                .and_then(|s| v.check(field, optional_text(s, 500)))
+        };
+        let plan_name = short("plan_name", &new.plan_name);
+        let provider = short("provider", &Some(new.provider.clone()));
+        let subscription_id = short("provider_subscription_id", &new.provider_subscription_id);
+        let customer_id = short("provider_customer_id", &new.provider_customer_id);
+        v.finish()?;
+
+        let reason = reason.filter(|r| !r.is_empty());
+        let now = self.now();
+        let record = EventRecord {
+            id: new_id(),
+            project_id: access.project.id.clone(),
+            customer_email: email.map(Email::into_inner).unwrap_or_default(),
+            customer_name: name.filter(|n| !n.is_empty()),
+            event_type: event_type.unwrap_or_default(),
+            reason_code: reason
+                .as_deref()
+                .map_or(ReasonCode::Other, classify)
+                .as_str()
+                .to_owned(),
+            cancel_reason: reason,
+            mrr: new.mrr,
+            currency: currency.unwrap_or_default(),
+            plan_name: plan_name.filter(|p| !p.is_empty()),
+            tenure_days: new.tenure_days,
+            status: EventStatus::New,
+            provider: provider
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| "api".into()),
+            provider_subscription_id: subscription_id.filter(|s| !s.is_empty()),
+            provider_customer_id: customer_id.filter(|s| !s.is_empty()),
+            recovered_via: None,
+            recovered_at: None,
+            lost_at: None,
+            created_at: now,
+            updated_at: now,
+        };
+        events::insert(self.store.writer(), &record).await?;
+        Ok(event_view(record, None))
+    }
+
+    pub async fn list_events(
+        &self,
+        access: &ProjectAccess,
+        q: ListQuery,
+    ) -> Result<(Vec<ChurnEvent>, Meta)> {
+        self.authorize_events(access, Permission::Read)?;
+        let mut v = Validator::new();
+        let page = q.page.unwrap_or(1);
+        if page < 1 {
+            v.add("page", "must be at least 1");
+        }
+        let per_page = q.per_page.unwrap_or(DEFAULT_PER_PAGE);
+        if !(1..=MAX_PER_PAGE).contains(&per_page) {
+            v.add("per_page", format!("must be between 1 and {MAX_PER_PAGE}"));
+        }
+        let filter = self.list_filter(&mut v, q.status.as_deref(), q.event_type.as_deref());
+        let sort = match q.sort.as_deref() {
+            None => Some(SortColumn::CreatedAt),
+            Some(s) => v.check(
+                "sort",
+                SortColumn::parse(s)
+                    .ok_or("must be one of created_at, updated_at, mrr, customer_email, status"),
+            ),
+        };
+        let descending = match q.order.as_deref() {
+            None | Some("desc") => true,
+            Some("asc") => false,
+            Some(_) => {
+                v.add("order", "must be asc or desc");
+                true
+            }
+        };
+        v.finish()?;
+        let sort = sort.unwrap_or(SortColumn::CreatedAt);
+        let db = self.store.reader();
+        let offset = (page - 1).saturating_mul(per_page);
+        let (rows, total) = futures::try_join!(
+            events::list(
+                db,
+                &access.project.id,
+                &filter,
+                sort,
+                descending,
+                per_page,
+                offset
+            ),
+            events::count(db, &access.project.id, &filter),
+        )?;
+        let meta = Meta {
+            page: page as u32,
+            per_page: per_page as u32,
+            total,
+            total_pages: total.div_ceil(per_page as u64),
+        };
+        Ok((
+            rows.into_iter().map(|r| event_view(r, None)).collect(),
+            meta,
+        ))
+    }
+
+    pub async fn list_events_legacy(
+        &self,
+        access: &ProjectAccess,
+        q: LegacyListQuery,
+    ) -> Result<LegacyList> {
+        self.authorize_events(access, Permission::Read)?;
+        let mut v = Validator::new();
+        let limit = q.limit.unwrap_or(DEFAULT_PER_PAGE);
+        if !(1..=MAX_PER_PAGE).contains(&limit) {
+            v.add("limit", format!("must be between 1 and {MAX_PER_PAGE}"));
+        }
+        let offset = q.offset.unwrap_or(0);
+        if offset < 0 {
+            v.add("offset", "must not be negative");
+        }
+        let filter = self.list_filter(&mut v, q.status.as_deref(), None);
+        v.finish()?;
+        let db = self.store.reader();
+        let (rows, total) = futures::try_join!(
+            events::list(
+                db,
+                &access.project.id,
+                &filter,
+                SortColumn::CreatedAt,
+                true,
+                limit,
+                offset
+            ),
+            events::count(db, &access.project.id, &filter),
+        )?;
+        Ok(LegacyList {
+            data: rows
+                .into_iter()
+                .map(|r| LegacyChurnEvent::from(event_view(r, None)))
+                .collect(),
+            total,
+            limit,
+            offset,
+        })
+    }
+
+    fn list_filter(
+        &self,
+        v: &mut Validator,
+        status: Option<&str>,
+        event_type: Option<&str>,
+    ) -> ListFilter {
+        ListFilter {
+            status: status.and_then(|s| {
+                v.check(
+                    "status",
+                    EventStatus::parse(s).ok_or("must be one of the six event statuses"),
+                )
+            }),
+            event_type: event_type.and_then(|t| {
+                v.check(
+                    "event_type",
+                    EVENT_TYPES
+                        .contains(&t)
+                        .then(|| t.to_owned())
+                        .ok_or("must be cancellation or payment_failed"),
+                )
+            }),
+        }
+    }
+
+    /// The event with its variants.
+    pub async fn event(&self, access: &ProjectAccess, id: &str) -> Result<ChurnEvent> {
+        self.authorize_events(access, Permission::Read)?;
+        let record = self.load_event(access, id).await?;
+        let variants = variants::for_event(self.store.reader(), &record.id).await?;
+        Ok(event_view(record, Some(variants)))
+    }
+
+    pub async fn event_variants(&self, access: &ProjectAccess, id: &str) -> Result<Vec<Variant>> {
+        self.authorize_events(access, Permission::Read)?;
+        let record = self.load_event(access, id).await?;
+        let variants = variants::for_event(self.store.reader(), &record.id).await?;
+        Ok(variants.into_iter().map(variant_view).collect())
+    }
+
+    /// Marks the event recovered (`email` when a recovery email was sent, else `manual`).
+    pub async fn recover_event(&self, access: &ProjectAccess, id: &str) -> Result<Recovered> {
+        self.authorize_events(access, Permission::Write)?;
+        let record = self.load_event(access, id).await?;
+        let via = if record.status == EventStatus::EmailSent {
+            "email"
+        } else {
+            "manual"
+        };
+        self.recover_record(&record, via).await
+    }
+
+    /// Moves an event to `recovered` with the guard of the lifecycle; a status that changed
+    /// meanwhile is re-read and checked again.
+    pub(super) async fn recover_record(
+        &self,
+        record: &EventRecord,
+        via: &str,
+    ) -> Result<Recovered> {
+        let mut current = record.clone();
+        for _ in 0..3 {
+            transition(current.status, Action::Recover)
+                .map_err(|e| Error::validation(e.to_string()))?;
+            let now = self.now();
+            if events::recover(self.store.writer(), &current.id, current.status, via, now).await? {
+                return Ok(Recovered {
+                    id: current.id.clone(),
+                    status: EventStatus::Recovered,
+                    recovered_at: now,
+                    recovered_via: via.to_owned(),
+                });
+            }
+            current = events::get(self.store.reader(), &current.project_id, &current.id)
+                .await?
+                .ok_or_else(event_not_found)?;
+        }
+        Err(Error::Conflict(
+            "the churn event is changing; try again".into(),
+        ))
+    }
+
+    pub async fn change_cancel_reason(
+        &self,
+        access: &ProjectAccess,
+        id: &str,
+        req: CancelReasonChange,
+    ) -> Result<CancelReasonChanged> {
+        self.authorize_events(access, Permission::Write)?;
+        let reason = crate::domain::validation::required_text(&req.cancel_reason, 2000)
+            .map_err(|m| Error::invalid_field("cancel_reason", m))?;
+        let code = classify(&reason);
+        let record = self.load_event(access, id).await?;
+        transition(record.status, Action::EditReason)
+            .map_err(|e| Error::validation(e.to_string()))?;
+        let now = self.now();
+        if !events::set_reason(
+            self.store.writer(),
+            &record.id,
+            record.status,
+            &reason,
+            code.as_str(),
+            now,
+        )
+        .await?
+        {
+            return Err(Error::Conflict(
+                "the churn event changed meanwhile; try again".into(),
+            ));
+        }
+        Ok(CancelReasonChanged {
+            id: record.id,
+            cancel_reason: reason,
+            reason_code: code,
+            updated_at: now,
+        })
+    }
+}
+
+pub(super) fn event_view(r: EventRecord, variants: Option<Vec<VariantRecord>>) -> ChurnEvent {
+    ChurnEvent {
+        reason_code: ReasonCode::parse(&r.reason_code).unwrap_or(ReasonCode::Other),
+        id: r.id,
+        project_id: r.project_id,
+        customer_email: r.customer_email,
+        customer_name: r.customer_name,
+        event_type: r.event_type,
+        cancel_reason: r.cancel_reason,
+        mrr: r.mrr,
+        currency: r.currency,
+        plan_name: r.plan_name,
+        tenure_days: r.tenure_days,
+        status: r.status,
+        provider: r.provider,
+        provider_subscription_id: r.provider_subscription_id,
+        provider_customer_id: r.provider_customer_id,
+        recovered_via: r.recovered_via,
+        recovered_at: r.recovered_at,
+        lost_at: r.lost_at,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+        variants: variants.map(|vs| vs.into_iter().map(variant_view).collect()),
+    }
+}
+
+pub(super) fn variant_view(v: VariantRecord) -> Variant {
+    Variant {
+        id: v.id,
+        churn_event_id: v.churn_event_id,
+        strategy: v.strategy,
+        subject: v.subject,
+        body: v.body,
+        body_text: v.body_text,
+        // A send in progress shows as the draft it still is until it is delivered.
+        status: v
+            .status
+            .unwrap_or(crate::domain::variant::VariantStatus::Draft),
+        recommended: v.recommended,
+        rank: v.rank,
+        rank_score: v.rank_score,
+        rank_reasons: v.rank_reasons,
+        generator: v.generator,
+        coupon_code: v.coupon_code,
+        coupon_percent: v.coupon_percent,
+        offer: v.offer,
+        recipient: v.recipient,
+        sent_at: v.sent_at,
+        opened_at: v.opened_at,
+        clicked_at: v.clicked_at,
+        open_count: v.open_count,
+        click_count: v.click_count,
+        created_at: v.created_at,
+        updated_at: v.updated_at,
+    }
+}

@@ -1,0 +1,65 @@
+//! Opens and clicks of sent emails, from the signed pixel and link routes.
+
+use super::Churn;
+use crate::domain::variant::{Observation, observe};
+use crate::error::{Error, Result};
+use crate::store::variants;
+
+fn not_found() -> Error {
+    Error::NotFound("no route for this path".into())
+}
+
+impl Churn {
+    /// Records an open for the variant a signed token names; 404 for a forged token.
+    pub async fn track_open(&self, token: &str) -> Result<()> {
+        let variant_id = self.tracking.verify_token(token).ok_or_else(not_found)?;
+        self.observe(variant_id, Observation::Open).await
+    }
+
+    /// Records a click and returns where to send the reader; 404 unless both the token and
+    /// the target's signature are ours, so the route is no open redirect.
+    pub async fn track_click(&self, token: &str, target: &str, signature: &str) -> Result<String> {
+        let variant_id = self.tracking.verify_token(token).ok_or_else(not_found)?;
+        if !self.tracking.verify_click(variant_id, target, signature) {
+            return Err(not_found());
+        }
+        self.observe(variant_id, Observation::Click).await?;
+        Ok(target.to_owned())
+    }
+
+    async fn observe(&self, variant_id: &str, what: Observation) -> Result<()> {
+        for _ in 0..3 {
+            let variant = variants::by_id(self.store.reader(), variant_id)
+                .await?
+                .ok_or_else(not_found)?;
+            // Nothing to record on a draft or a send still in flight.
+            let Some(from) = variant.status else {
+                return Ok(());
+            };
+            let to = observe(from, what);
+            let counts = matches!(
+                from,
+                crate::domain::variant::VariantStatus::Sent
+                    | crate::domain::variant::VariantStatus::Opened
+                    | crate::domain::variant::VariantStatus::Clicked
+            );
+            if !counts {
+                return Ok(());
+            }
+            let click = what == Observation::Click;
+            if variants::record_observation(
+                self.store.writer(),
+                variant_id,
+                from,
+                to,
+                click,
+                self.now(),
+            )
+            .await?
+            {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,364 @@
+//! The `churn_events` table. Every read takes the project id.
+
+use sqlx::{Any, Executor, FromRow};
+
+use super::{ts, ts_opt};
+use crate::domain::lifecycle::EventStatus;
+use crate::error::{Error, Result};
+use crate::time::{self, Timestamp};
+
+#[derive(Debug, Clone)]
+pub struct EventRecord {
+    pub id: String,
+    pub project_id: String,
+    pub customer_email: String,
+    pub customer_name: Option<String>,
+    pub event_type: String,
+    pub cancel_reason: Option<String>,
+    pub reason_code: String,
+    pub mrr: Option<i64>,
+    pub currency: String,
+    pub plan_name: Option<String>,
+    pub tenure_days: Option<i64>,
+    pub status: EventStatus,
+    pub provider: String,
+    pub provider_subscription_id: Option<String>,
+    pub provider_customer_id: Option<String>,
+    pub recovered_via: Option<String>,
+    pub recovered_at: Option<Timestamp>,
+    pub lost_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+#[derive(FromRow)]
+struct Row {
+    id: String,
+    project_id: String,
+    customer_email: String,
+    customer_name: Option<String>,
+    event_type: String,
+    cancel_reason: Option<String>,
+    reason_code: String,
+    mrr: Option<i64>,
+    currency: String,
+    plan_name: Option<String>,
+    tenure_days: Option<i64>,
+    status: String,
+    provider: String,
+    provider_subscription_id: Option<String>,
+    provider_customer_id: Option<String>,
+    recovered_via: Option<String>,
+    recovered_at: Option<String>,
+    lost_at: Option<String>,
+    created_at: String,
+    updated_at: String,
+}
+
+impl TryFrom<Row> for EventRecord {
+    type Error = Error;
+
+    fn try_from(r: Row) -> Result<Self> {
+        Ok(EventRecord {
+            status: EventStatus::parse(&r.status)
+                .ok_or_else(|| Error::internal(format!("corrupt status {:?}", r.status)))?,
+            recovered_at: ts_opt(r.recovered_at.as_deref())?,
+            lost_at: ts_opt(r.lost_at.as_deref())?,
+            created_at: ts(&r.created_at)?,
+            updated_at: ts(&r.updated_at)?,
+            id: r.id,
+            project_id: r.project_id,
+            customer_email: r.customer_email,
+            customer_name: r.customer_name,
+            event_type: r.event_type,
+            cancel_reason: r.cancel_reason,
+            reason_code: r.reason_code,
+            mrr: r.mrr,
+            currency: r.currency,
+            plan_name: r.plan_name,
+            tenure_days: r.tenure_days,
+            provider: r.provider,
+            provider_subscription_id: r.provider_subscription_id,
+            provider_customer_id: r.provider_customer_id,
+            recovered_via: r.recovered_via,
+        })
+    }
+}
+
+const COLUMNS: &str = "e.id, e.project_id, e.customer_email, e.customer_name, e.event_type, e.cancel_reason, \
+    e.reason_code, e.mrr, e.currency, e.plan_name, e.tenure_days, e.status, e.provider, \
+    e.provider_subscription_id, e.provider_customer_id, e.recovered_via, e.recovered_at, e.lost_at, \
+    e.created_at, e.updated_at";
+
+pub async fn insert<'e>(db: impl Executor<'e, Database = Any>, e: &EventRecord) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO churn_events (id, project_id, customer_email, customer_name, event_type, cancel_reason, \
+         reason_code, mrr, currency, plan_name, tenure_days, status, provider, provider_subscription_id, \
+         provider_customer_id, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)",
+    )
+    .bind(&e.id)
+    .bind(&e.project_id)
+    .bind(&e.customer_email)
+    .bind(&e.customer_name)
+    .bind(&e.event_type)
+    .bind(&e.cancel_reason)
+    .bind(&e.reason_code)
+    .bind(e.mrr)
+    .bind(&e.currency)
+    .bind(&e.plan_name)
+    .bind(e.tenure_days)
+    .bind(e.status.as_str())
+    .bind(&e.provider)
+    .bind(&e.provider_subscription_id)
+    .bind(&e.provider_customer_id)
+    .bind(time::format(&e.created_at))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+pub async fn get<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    id: &str,
+) -> Result<Option<EventRecord>> {
+    let sql = format!("SELECT {COLUMNS} FROM churn_events e WHERE e.project_id = $1 AND e.id = $2");
+    let row: Option<Row> = sqlx::query_as(&sql)
+        .bind(project_id)
+        .bind(id)
+        .fetch_optional(db)
+        .await?;
+    row.map(TryInto::try_into).transpose()
+}
+
+/// The project of an event, if the user may see that project (unscoped routes with a session).
+pub async fn project_of_for_user<'e>(
+    db: impl Executor<'e, Database = Any>,
+    user_id: &str,
+    id: &str,
+) -> Result<Option<String>> {
+    let project = sqlx::query_scalar(
+        "SELECT e.project_id FROM churn_events e JOIN project_members m ON m.project_id = e.project_id \
+         WHERE e.id = $1 AND m.user_id = $2",
+    )
+    .bind(id)
+    .bind(user_id)
+    .fetch_optional(db)
+    .await?;
+    Ok(project)
+}
+
+/// Moves the event from `from` to `to` unless someone else moved it first (`false` then).
+pub async fn set_status<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+    from: EventStatus,
+    to: EventStatus,
+    now: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE churn_events SET status = $3, updated_at = $4 WHERE id = $1 AND status = $2",
+    )
+    .bind(id)
+    .bind(from.as_str())
+    .bind(to.as_str())
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Marks the event recovered, from whichever non-terminal status it is in.
+pub async fn recover<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+    from: EventStatus,
+    via: &str,
+    now: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE churn_events SET status = 'recovered', recovered_via = $3, recovered_at = $4, updated_at = $4 \
+         WHERE id = $1 AND status = $2",
+    )
+    .bind(id)
+    .bind(from.as_str())
+    .bind(via)
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Moves a still-unrecovered `email_sent` event to `lost`.
+pub async fn expire<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+    now: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE churn_events SET status = 'lost', lost_at = $2, updated_at = $2 WHERE id = $1 AND status = 'email_sent'",
+    )
+    .bind(id)
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn set_reason<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+    expected: EventStatus,
+    cancel_reason: &str,
+    reason_code: &str,
+    now: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE churn_events SET cancel_reason = $3, reason_code = $4, updated_at = $5 WHERE id = $1 AND status = $2",
+    )
+    .bind(id)
+    .bind(expected.as_str())
+    .bind(cancel_reason)
+    .bind(reason_code)
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// What a list selects and in which order; values are validated by the service.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub status: Option<EventStatus>,
+    pub event_type: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortColumn {
+    CreatedAt,
+    UpdatedAt,
+    Mrr,
+    CustomerEmail,
+    Status,
+}
+
+impl SortColumn {
+    pub fn parse(raw: &str) -> Option<Self> {
+        Some(match raw {
+            "created_at" => SortColumn::CreatedAt,
+            "updated_at" => SortColumn::UpdatedAt,
+            "mrr" => SortColumn::Mrr,
+            "customer_email" => SortColumn::CustomerEmail,
+            "status" => SortColumn::Status,
+            _ => return None,
+        })
+    }
+
+    fn column(self) -> &'static str {
+        match self {
+            SortColumn::CreatedAt => "e.created_at",
+            SortColumn::UpdatedAt => "e.updated_at",
+            SortColumn::Mrr => "e.mrr",
+            SortColumn::CustomerEmail => "e.customer_email",
+            SortColumn::Status => "e.status",
+        }
+    }
+}
+
+/// The WHERE clause and its text parameters after `$1` (the project id), numbered from `$2`.
+fn where_clause(filter: &ListFilter) -> (String, Vec<String>) {
+    let mut sql = String::from("e.project_id = $1");
+    let mut params = Vec::new();
+    if let Some(status) = filter.status {
+        params.push(status.as_str().to_owned());
+        sql.push_str(&format!(" AND e.status = ${}", params.len() + 1));
+    }
+    if let Some(event_type) = &filter.event_type {
+        params.push(event_type.clone());
+        sql.push_str(&format!(" AND e.event_type = ${}", params.len() + 1));
+    }
+    (sql, params)
+}
+
+/// One page of events; ties are ordered by id in the same direction.
+pub async fn list<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    filter: &ListFilter,
+    sort: SortColumn,
+    descending: bool,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<EventRecord>> {
+    let dir = if descending { "DESC" } else { "ASC" };
+    // NULL MRR sorts as the smallest value on both backends.
+    let key = match sort {
+        SortColumn::Mrr => format!("COALESCE(e.mrr, -1) {dir}"),
+        other => format!("{} {dir}", other.column()),
+    };
+    let (clause, params) = where_clause(filter);
+    let n = params.len();
+    let sql = format!(
+        "SELECT {COLUMNS} FROM churn_events e WHERE {clause} ORDER BY {key}, e.id {dir} LIMIT ${} OFFSET ${}",
+        n + 2,
+        n + 3
+    );
+    let mut query = sqlx::query_as::<_, Row>(&sql).bind(project_id);
+    for p in params {
+        query = query.bind(p);
+    }
+    let rows = query.bind(limit).bind(offset).fetch_all(db).await?;
+    rows.into_iter().map(TryInto::try_into).collect()
+}
+
+pub async fn count<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    filter: &ListFilter,
+) -> Result<u64> {
+    let (clause, params) = where_clause(filter);
+    let sql = format!("SELECT COUNT(*) FROM churn_events e WHERE {clause}");
+    let mut query = sqlx::query_scalar::<_, i64>(&sql).bind(project_id);
+    for p in params {
+        query = query.bind(p);
+    }
+    Ok(query.fetch_one(db).await?.max(0) as u64)
+}
+
+/// Counts and MRR sums by outcome.
+#[derive(Debug, Clone, Copy, Default, FromRow)]
+pub struct Totals {
+    pub total_events: i64,
+    pub recovered: i64,
+    pub lost: i64,
+    pub processing: i64,
+    pub total_mrr_cents: i64,
+    pub recovered_mrr_cents: i64,
+}
+
+pub async fn totals<'e>(db: impl Executor<'e, Database = Any>, project_id: &str) -> Result<Totals> {
+    let totals = sqlx::query_as(
+        "SELECT COUNT(*) AS total_events, \
+         COALESCE(SUM(CASE WHEN status = 'recovered' THEN 1 ELSE 0 END), 0) AS recovered, \
+         COALESCE(SUM(CASE WHEN status = 'lost' THEN 1 ELSE 0 END), 0) AS lost, \
+         COALESCE(SUM(CASE WHEN status IN ('new', 'processing', 'variants_generated', 'email_sent') THEN 1 ELSE 0 END), 0) AS processing, \
+         COALESCE(SUM(mrr), 0) AS total_mrr_cents, \
+         COALESCE(SUM(CASE WHEN status = 'recovered' THEN mrr ELSE 0 END), 0) AS recovered_mrr_cents \
+         FROM churn_events WHERE project_id = $1",
+    )
+    .bind(project_id)
+    .fetch_one(db)
+    .await?;
+    Ok(totals)
+}
+
+/// By id alone, for background jobs that were enqueued with the id.
+pub async fn by_id<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> Result<Option<EventRecord>> {
+    let sql = format!("SELECT {COLUMNS} FROM churn_events e WHERE e.id = $1");
+    let row: Option<Row> = sqlx::query_as(&sql).bind(id).fetch_optional(db).await?;
+    row.map(TryInto::try_into).transpose()
+}

@@ -1,0 +1,330 @@
+//! The `recovery_variants` table. A send is claimed by moving `draft` to the internal
+//! `sending` status first, so concurrent sends of one variant deliver one email.
+
+use std::collections::HashMap;
+
+use sqlx::{Any, Executor, FromRow};
+
+use super::{ts, ts_opt};
+use crate::domain::ranking::Outcome;
+use crate::domain::strategy::Strategy;
+use crate::domain::variant::VariantStatus;
+use crate::error::{Error, Result};
+use crate::time::{self, Timestamp};
+
+/// A claim older than this is treated as abandoned (the process died mid-send).
+const SENDING_LEASE_SECS: i64 = 300;
+
+#[derive(Debug, Clone)]
+pub struct VariantRecord {
+    pub id: String,
+    pub churn_event_id: String,
+    pub project_id: String,
+    pub strategy: Strategy,
+    pub subject: String,
+    pub body: String,
+    pub body_text: String,
+    /// `None` while a send holds the claim.
+    pub status: Option<VariantStatus>,
+    pub recommended: bool,
+    pub rank: i64,
+    pub rank_score: f64,
+    pub rank_reasons: Vec<String>,
+    pub generator: String,
+    pub coupon_code: Option<String>,
+    pub coupon_percent: Option<i64>,
+    pub offer: Option<serde_json::Value>,
+    pub recipient: Option<String>,
+    pub message_id: Option<String>,
+    pub sent_at: Option<Timestamp>,
+    pub opened_at: Option<Timestamp>,
+    pub clicked_at: Option<Timestamp>,
+    pub open_count: i64,
+    pub click_count: i64,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+#[derive(FromRow)]
+struct Row {
+    id: String,
+    churn_event_id: String,
+    project_id: String,
+    strategy: String,
+    subject: String,
+    body: String,
+    body_text: String,
+    status: String,
+    recommended: i64,
+    rank: i64,
+    rank_score: f64,
+    rank_reasons: String,
+    generator: String,
+    coupon_code: Option<String>,
+    coupon_percent: Option<i64>,
+    offer: Option<String>,
+    recipient: Option<String>,
+    message_id: Option<String>,
+    sent_at: Option<String>,
+    opened_at: Option<String>,
+    clicked_at: Option<String>,
+    open_count: i64,
+    click_count: i64,
+    created_at: String,
+    updated_at: String,
+}
+
+impl TryFrom<Row> for VariantRecord {
+    type Error = Error;
+
+    fn try_from(r: Row) -> Result<Self> {
+        let corrupt = |what: &str| Error::internal(format!("corrupt variant {what}"));
+        Ok(VariantRecord {
+            strategy: Strategy::parse(&r.strategy).ok_or_else(|| corrupt("strategy"))?,
+            status: match r.status.as_str() {
+                "sending" => None,
+                other => Some(VariantStatus::parse(other).ok_or_else(|| corrupt("status"))?),
+            },
+            rank_reasons: serde_json::from_str(&r.rank_reasons).map_err(Error::internal)?,
+            offer: r
+                .offer
+                .as_deref()
+                .map(serde_json::from_str)
+                .transpose()
+                .map_err(Error::internal)?,
+            sent_at: ts_opt(r.sent_at.as_deref())?,
+            opened_at: ts_opt(r.opened_at.as_deref())?,
+            clicked_at: ts_opt(r.clicked_at.as_deref())?,
+            created_at: ts(&r.created_at)?,
+            updated_at: ts(&r.updated_at)?,
+            recommended: r.recommended != 0,
+            id: r.id,
+            churn_event_id: r.churn_event_id,
+            project_id: r.project_id,
+            subject: r.subject,
+            body: r.body,
+            body_text: r.body_text,
+            rank: r.rank,
+            rank_score: r.rank_score,
+            generator: r.generator,
+            coupon_code: r.coupon_code,
+            coupon_percent: r.coupon_percent,
+            recipient: r.recipient,
+            message_id: r.message_id,
+            open_count: r.open_count,
+            click_count: r.click_count,
+        })
+    }
+}
+
+const COLUMNS: &str = "id, churn_event_id, project_id, strategy, subject, body, body_text, status, recommended, rank, \
+    rank_score, rank_reasons, generator, coupon_code, coupon_percent, offer, recipient, message_id, sent_at, \
+    opened_at, clicked_at, open_count, click_count, created_at, updated_at";
+
+/// Replaces the event's drafts (an interrupted earlier generation) with `variants`.
+pub async fn replace_drafts(
+    tx: &mut super::Tx,
+    event_id: &str,
+    variants: &[VariantRecord],
+) -> Result<()> {
+    sqlx::query("DELETE FROM recovery_variants WHERE churn_event_id = $1 AND status = 'draft'")
+        .bind(event_id)
+        .execute(&mut **tx)
+        .await?;
+    for v in variants {
+        sqlx::query(
+            "INSERT INTO recovery_variants (id, churn_event_id, project_id, strategy, subject, body, body_text, \
+             status, recommended, rank, rank_score, rank_reasons, generator, coupon_code, coupon_percent, offer, \
+             created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'draft', $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)",
+        )
+        .bind(&v.id)
+        .bind(&v.churn_event_id)
+        .bind(&v.project_id)
+        .bind(v.strategy.as_str())
+        .bind(&v.subject)
+        .bind(&v.body)
+        .bind(&v.body_text)
+        .bind(i64::from(v.recommended))
+        .bind(v.rank)
+        .bind(v.rank_score)
+        .bind(serde_json::to_string(&v.rank_reasons).map_err(Error::internal)?)
+        .bind(&v.generator)
+        .bind(&v.coupon_code)
+        .bind(v.coupon_percent)
+        .bind(v.offer.as_ref().map(|o| o.to_string()))
+        .bind(time::format(&v.created_at))
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+pub async fn for_event<'e>(
+    db: impl Executor<'e, Database = Any>,
+    event_id: &str,
+) -> Result<Vec<VariantRecord>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM recovery_variants WHERE churn_event_id = $1 ORDER BY rank, id"
+    );
+    let rows: Vec<Row> = sqlx::query_as(&sql).bind(event_id).fetch_all(db).await?;
+    rows.into_iter().map(TryInto::try_into).collect()
+}
+
+pub async fn get<'e>(
+    db: impl Executor<'e, Database = Any>,
+    event_id: &str,
+    id: &str,
+) -> Result<Option<VariantRecord>> {
+    let sql =
+        format!("SELECT {COLUMNS} FROM recovery_variants WHERE churn_event_id = $1 AND id = $2");
+    let row: Option<Row> = sqlx::query_as(&sql)
+        .bind(event_id)
+        .bind(id)
+        .fetch_optional(db)
+        .await?;
+    row.map(TryInto::try_into).transpose()
+}
+
+/// By id alone, for tracking links (the signed token names the variant).
+pub async fn by_id<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> Result<Option<VariantRecord>> {
+    let sql = format!("SELECT {COLUMNS} FROM recovery_variants WHERE id = $1");
+    let row: Option<Row> = sqlx::query_as(&sql).bind(id).fetch_optional(db).await?;
+    row.map(TryInto::try_into).transpose()
+}
+
+/// Edits a draft; `false` when it is no longer a draft.
+pub async fn edit<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+    subject: &str,
+    body: &str,
+    body_text: &str,
+    now: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE recovery_variants SET subject = $2, body = $3, body_text = $4, updated_at = $5 \
+         WHERE id = $1 AND status = 'draft'",
+    )
+    .bind(id)
+    .bind(subject)
+    .bind(body)
+    .bind(body_text)
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Claims a draft for sending; `false` when it was sent or is being sent.
+pub async fn claim_for_send<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+    now: Timestamp,
+) -> Result<bool> {
+    let stale = now - chrono::Duration::seconds(SENDING_LEASE_SECS);
+    let done = sqlx::query(
+        "UPDATE recovery_variants SET status = 'sending', updated_at = $2 \
+         WHERE id = $1 AND sent_at IS NULL AND (status = 'draft' OR (status = 'sending' AND updated_at < $3))",
+    )
+    .bind(id)
+    .bind(time::format(&now))
+    .bind(time::format(&stale))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Gives a claim back after a failed send (or records a bounce when `to` is `bounced`).
+pub async fn release_claim<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+    to: VariantStatus,
+    now: Timestamp,
+) -> Result<()> {
+    sqlx::query("UPDATE recovery_variants SET status = $2, updated_at = $3 WHERE id = $1 AND status = 'sending'")
+        .bind(id)
+        .bind(to.as_str())
+        .bind(time::format(&now))
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+pub async fn mark_sent<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+    recipient: &str,
+    message_id: &str,
+    now: Timestamp,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE recovery_variants SET status = 'sent', recipient = $2, message_id = $3, sent_at = $4, updated_at = $4 \
+         WHERE id = $1 AND status = 'sending'",
+    )
+    .bind(id)
+    .bind(recipient)
+    .bind(message_id)
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Records an open or a click: the new status (computed by the domain rule from `from`),
+/// the count, and the first time. `false` when the status changed meanwhile.
+pub async fn record_observation<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+    from: VariantStatus,
+    to: VariantStatus,
+    click: bool,
+    now: Timestamp,
+) -> Result<bool> {
+    let sql = if click {
+        "UPDATE recovery_variants SET status = $3, click_count = click_count + 1, \
+         clicked_at = COALESCE(clicked_at, $4), opened_at = COALESCE(opened_at, $4), updated_at = $4 \
+         WHERE id = $1 AND status = $2"
+    } else {
+        "UPDATE recovery_variants SET status = $3, open_count = open_count + 1, \
+         opened_at = COALESCE(opened_at, $4), updated_at = $4 WHERE id = $1 AND status = $2"
+    };
+    let done = sqlx::query(sql)
+        .bind(id)
+        .bind(from.as_str())
+        .bind(to.as_str())
+        .bind(time::format(&now))
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Per strategy: the project's sends and how many of their events were recovered.
+pub async fn outcomes<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<HashMap<Strategy, Outcome>> {
+    let rows: Vec<(String, i64, i64)> = sqlx::query_as(
+        "SELECT v.strategy, COUNT(*), COALESCE(SUM(CASE WHEN e.status = 'recovered' THEN 1 ELSE 0 END), 0) \
+         FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id \
+         WHERE v.project_id = $1 AND v.sent_at IS NOT NULL GROUP BY v.strategy",
+    )
+    .bind(project_id)
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(strategy, sends, recoveries)| {
+            Some((
+                Strategy::parse(&strategy)?,
+                Outcome {
+                    sends: sends.max(0) as u64,
+                    recoveries: recoveries.max(0) as u64,
+                },
+            ))
+        })
+        .collect())
+}
