@@ -106,6 +106,14 @@ impl Application {
                 }
             });
         }
+        // In dev mode time only moves when told, and due jobs run on `/dev/jobs/run`.
+        let worker = self.state.test_clock.is_none().then(|| {
+            churn_core::jobs::spawn_worker(
+                self.state.churn.clone(),
+                token.clone(),
+                Duration::from_secs(1),
+            )
+        });
         let service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();
@@ -132,6 +140,9 @@ impl Application {
             }
         };
         token.cancel();
+        if let Some(worker) = worker {
+            let _ = worker.await;
+        }
         self.state.churn.store().close().await;
         served
     }

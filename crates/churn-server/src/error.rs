@@ -136,3 +136,19 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// An error of the unscoped `/churn-events` routes, rendered in their older body shape.
+#[derive(Debug)]
+pub struct LegacyError(pub ApiError);
+
+impl<E: Into<ApiError>> From<E> for LegacyError {
+    fn from(e: E) -> Self {
+        LegacyError(e.into())
+    }
+}
+
+impl IntoResponse for LegacyError {
+    fn into_response(self) -> Response {
+        self.0.into_legacy_response()
+    }
+}

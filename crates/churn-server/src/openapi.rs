@@ -11,6 +11,10 @@ use utoipa::{Modify, OpenApi};
     tags(
         (name = "auth", description = "Accounts and sessions"),
         (name = "projects", description = "Projects, keys and settings"),
+        (name = "churn events", description = "Churn events and recovery emails, project-scoped"),
+        (name = "churn events (unscoped)", description = "The older unscoped form of the churn event routes"),
+        (name = "statistics", description = "Recovery statistics"),
+        (name = "tracking", description = "Open pixel and click redirects of sent emails"),
         (name = "operations", description = "Health, readiness and metrics"),
         (name = "dev", description = "Test clock and jobs (dev mode only)"),
     )

@@ -21,6 +21,13 @@ impl<T> Data<T> {
     }
 }
 
+/// A page of a page-numbered list: `{"data": [...], "meta": {...}}`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Page<T> {
+    pub data: Vec<T>,
+    pub meta: Meta,
+}
+
 /// Pagination of page-numbered lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Meta {

@@ -151,4 +151,46 @@ impl Churn {
         );
         Ok((public, hint))
     }
+
+    /// The project of an unscoped call with a session: the one named by `?project=`, else the
+    /// user's only project.
+    pub async fn project_for_user_or_only(
+        &self,
+        user_id: &str,
+        project: Option<&str>,
+    ) -> Result<ProjectAccess> {
+        if let Some(slug_or_id) = project {
+            return self.project_for_user(user_id, slug_or_id).await;
+        }
+        let mut all = projects::list_for_user(self.store.reader(), user_id).await?;
+        match all.len() {
+            1 => {
+                let (project, role) = all.remove(0);
+                Ok(ProjectAccess {
+                    project,
+                    actor: Actor::User(role),
+                    user_id: Some(user_id.to_owned()),
+                })
+            }
+            0 => Err(project_not_found()),
+            _ => Err(Error::invalid_field(
+                "project",
+                "you have several projects: pass ?project=<slug or id>",
+            )),
+        }
+    }
+
+    /// The project holding a churn event, for an unscoped call with a session; 404 when the
+    /// event is not in any project the user can see.
+    pub async fn project_of_event_for_user(
+        &self,
+        user_id: &str,
+        event_id: &str,
+    ) -> Result<ProjectAccess> {
+        let project_id =
+            crate::store::events::project_of_for_user(self.store.reader(), user_id, event_id)
+                .await?
+                .ok_or_else(super::events::event_not_found)?;
+        self.project_for_user(user_id, &project_id).await
+    }
 }

@@ -95,3 +95,33 @@ async fn path_slug(parts: &mut Parts, state: &AppState) -> Result<String, ApiErr
         .map(|(_, value)| value.to_owned())
         .ok_or_else(|| ApiError::not_found("project not found"))
 }
+
+/// Who is calling a route that is not scoped to a project in its path: a signed-in user, or
+/// a project's secret key.
+pub enum Caller {
+    User(UserRecord),
+    Key(ProjectAccess),
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        if let Some(token) = bearer(parts) {
+            match state.churn.authenticate(token).await {
+                Ok(user) => return Ok(Caller::User(user)),
+                Err(e) if api_key(parts).is_none() => return Err(e.into()),
+                Err(_) => {}
+            }
+        }
+        match api_key(parts) {
+            Some(key) => Ok(Caller::Key(
+                state.churn.project_for_secret_key(key, None).await?,
+            )),
+            None => Err(session_required()),
+        }
+    }
+}

@@ -3,6 +3,8 @@
 
 mod auth;
 mod json;
+mod legacy;
 
-pub use auth::{AdminProject, ApiProject, ProjectScope, SessionUser};
+pub use auth::{AdminProject, ApiProject, Caller, ProjectScope, SessionUser};
 pub use json::{ApiJson, OptionalJson};
+pub use legacy::{LegacyCaller, LegacyJson};

@@ -2,8 +2,11 @@
 
 mod auth;
 mod dev;
+mod events;
+mod legacy;
 mod ops;
 mod projects;
+mod tracking;
 
 use std::sync::Arc;
 
@@ -44,7 +47,22 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(projects::allowed_origins))
         .routes(routes!(projects::rotate_keys))
         .routes(routes!(projects::webhook_secret))
-        .routes(routes!(projects::rotate_webhook_secret));
+        .routes(routes!(projects::rotate_webhook_secret))
+        .routes(routes!(events::create, events::list))
+        .routes(routes!(events::get))
+        .routes(routes!(events::recovered))
+        .routes(routes!(events::cancel_reason))
+        .routes(routes!(events::generate))
+        .routes(routes!(events::variants))
+        .routes(routes!(events::edit_variant))
+        .routes(routes!(events::send))
+        .routes(routes!(events::project_stats))
+        .routes(routes!(events::stats))
+        .routes(routes!(legacy::list, legacy::create))
+        .routes(routes!(legacy::get))
+        .routes(routes!(legacy::recovered))
+        .routes(routes!(legacy::generate))
+        .routes(routes!(legacy::send));
     if state.test_clock.is_some() {
         let dev = OpenApiRouter::new()
             .routes(routes!(dev::get_clock, dev::set_clock))
@@ -55,7 +73,9 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
     let operations = OpenApiRouter::new()
         .routes(routes!(ops::health))
         .routes(routes!(ops::ready))
-        .routes(routes!(ops::metrics));
+        .routes(routes!(ops::metrics))
+        .routes(routes!(tracking::open))
+        .routes(routes!(tracking::click));
 
     let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .nest("/api/v1", api)

@@ -1,0 +1,152 @@
+//! `/projects/{slug}/churn-events/*` and statistics: the project-scoped form.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use churn_core::api::events::{
+    AccountStats, CancelReasonChange, CancelReasonChanged, ChurnEvent, CreateChurnEvent,
+    EditVariant, EditedVariant, Generated, ListQuery, Recovered, SentVariant, Stats, Variant,
+};
+use churn_core::api::{Data, ErrorBody, Page};
+
+use crate::error::ApiResult;
+use crate::extract::{ApiJson, ApiProject, Caller, ProjectScope};
+use crate::state::AppState;
+
+#[utoipa::path(post, path = "/projects/{slug}/churn-events", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path)), request_body = CreateChurnEvent,
+    responses((status = 201, body = Data<ChurnEvent>), (status = 400, body = ErrorBody), (status = 402, body = ErrorBody)))]
+pub async fn create(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+    ApiJson(req): ApiJson<CreateChurnEvent>,
+) -> ApiResult<(StatusCode, Json<Data<ChurnEvent>>)> {
+    let event = s.churn.create_event(&access, req).await?;
+    Ok((StatusCode::CREATED, Json(Data::new(event))))
+}
+
+#[utoipa::path(get, path = "/projects/{slug}/churn-events", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path), ListQuery),
+    responses((status = 200, body = Page<ChurnEvent>), (status = 400, body = ErrorBody)))]
+pub async fn list(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<Page<ChurnEvent>>> {
+    let (data, meta) = s.churn.list_events(&access, q).await?;
+    Ok(Json(Page { data, meta }))
+}
+
+#[utoipa::path(get, path = "/projects/{slug}/churn-events/{id}", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path), ("id" = String, Path)),
+    responses((status = 200, body = Data<ChurnEvent>), (status = 404, body = ErrorBody)))]
+pub async fn get(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+    Path((_, id)): Path<(String, String)>,
+) -> ApiResult<Json<Data<ChurnEvent>>> {
+    Ok(Json(Data::new(s.churn.event(&access, &id).await?)))
+}
+
+#[utoipa::path(post, path = "/projects/{slug}/churn-events/{id}/recovered", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path), ("id" = String, Path)),
+    responses((status = 200, body = Data<Recovered>), (status = 400, body = ErrorBody)))]
+pub async fn recovered(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+    Path((_, id)): Path<(String, String)>,
+) -> ApiResult<Json<Data<Recovered>>> {
+    Ok(Json(Data::new(s.churn.recover_event(&access, &id).await?)))
+}
+
+#[utoipa::path(patch, path = "/projects/{slug}/churn-events/{id}/cancel-reason", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path), ("id" = String, Path)), request_body = CancelReasonChange,
+    responses((status = 200, body = Data<CancelReasonChanged>), (status = 400, body = ErrorBody)))]
+pub async fn cancel_reason(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+    Path((_, id)): Path<(String, String)>,
+    ApiJson(req): ApiJson<CancelReasonChange>,
+) -> ApiResult<Json<Data<CancelReasonChanged>>> {
+    Ok(Json(Data::new(
+        s.churn.change_cancel_reason(&access, &id, req).await?,
+    )))
+}
+
+#[utoipa::path(post, path = "/projects/{slug}/churn-events/{id}/generate", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path), ("id" = String, Path)),
+    responses((status = 200, body = Data<Generated>), (status = 400, body = ErrorBody)))]
+pub async fn generate(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+    Path((_, id)): Path<(String, String)>,
+) -> ApiResult<Json<Data<Generated>>> {
+    Ok(Json(Data::new(s.churn.generate(&access, &id).await?)))
+}
+
+#[utoipa::path(get, path = "/projects/{slug}/churn-events/{id}/variants", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path), ("id" = String, Path)),
+    responses((status = 200, body = Data<Vec<Variant>>), (status = 404, body = ErrorBody)))]
+pub async fn variants(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+    Path((_, id)): Path<(String, String)>,
+) -> ApiResult<Json<Data<Vec<Variant>>>> {
+    Ok(Json(Data::new(s.churn.event_variants(&access, &id).await?)))
+}
+
+#[utoipa::path(patch, path = "/projects/{slug}/churn-events/{id}/variants/{vid}", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path), ("id" = String, Path), ("vid" = String, Path)), request_body = EditVariant,
+    responses((status = 200, body = Data<EditedVariant>), (status = 409, body = ErrorBody)))]
+pub async fn edit_variant(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+    Path((_, id, vid)): Path<(String, String, String)>,
+    ApiJson(req): ApiJson<EditVariant>,
+) -> ApiResult<Json<Data<EditedVariant>>> {
+    Ok(Json(Data::new(
+        s.churn.edit_variant(&access, &id, &vid, req).await?,
+    )))
+}
+
+#[utoipa::path(post, path = "/projects/{slug}/churn-events/{id}/variants/{vid}/send", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path), ("id" = String, Path), ("vid" = String, Path)),
+    responses((status = 200, body = Data<SentVariant>), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody),
+              (status = 502, body = ErrorBody)))]
+pub async fn send(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+    Path((_, id, vid)): Path<(String, String, String)>,
+) -> ApiResult<Json<Data<SentVariant>>> {
+    Ok(Json(Data::new(
+        s.churn.send_variant(&access, &id, &vid).await?,
+    )))
+}
+
+#[utoipa::path(get, path = "/projects/{slug}/stats", tag = "statistics", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path)), responses((status = 200, body = Data<Stats>)))]
+pub async fn project_stats(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+) -> ApiResult<Json<Data<Stats>>> {
+    Ok(Json(Data::new(s.churn.project_stats(&access).await?)))
+}
+
+/// With a secret key: that project's statistics. With a session: the sum over the caller's
+/// projects plus each project.
+#[utoipa::path(get, path = "/stats", tag = "statistics", security(("bearer" = []), ("api_key" = [])),
+    responses((status = 200, body = Data<AccountStats>), (status = 401, body = ErrorBody)))]
+pub async fn stats(
+    State(s): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<serde_json::Value>> {
+    let body = match caller {
+        Caller::Key(access) => {
+            serde_json::to_value(Data::new(s.churn.project_stats(&access).await?))
+        }
+        Caller::User(user) => {
+            serde_json::to_value(Data::new(s.churn.account_stats(&user.id).await?))
+        }
+    };
+    Ok(Json(body.map_err(churn_core::Error::internal)?))
+}

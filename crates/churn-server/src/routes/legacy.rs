@@ -1,0 +1,127 @@
+//! `/churn-events/*`: the older unscoped form. Same operations as the scoped routes, with
+//! limit/offset, `mrr_cents` and the `{"error", "code"}` error body.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use churn_core::api::Data;
+use churn_core::api::LegacyErrorBody;
+use churn_core::api::events::{
+    CreateChurnEventLegacy, LegacyChurnEvent, LegacyGenerated, LegacyList, LegacyListQuery,
+    ProjectQuery, SentVariant,
+};
+use churn_core::services::ProjectAccess;
+
+use crate::error::{ApiError, LegacyError};
+use crate::extract::{Caller, LegacyCaller, LegacyJson};
+use crate::state::AppState;
+
+type LegacyResult<T> = Result<T, LegacyError>;
+
+/// The project of the call: the key's, or with a session the one holding the event.
+async fn event_access(
+    s: &AppState,
+    caller: Caller,
+    event_id: &str,
+) -> Result<ProjectAccess, ApiError> {
+    match caller {
+        Caller::Key(access) => Ok(access),
+        Caller::User(user) => Ok(s
+            .churn
+            .project_of_event_for_user(&user.id, event_id)
+            .await?),
+    }
+}
+
+/// The project of a list or create call: the key's, or `?project=` / the user's only project.
+async fn project_access(
+    s: &AppState,
+    caller: Caller,
+    project: Option<&str>,
+) -> Result<ProjectAccess, ApiError> {
+    match caller {
+        Caller::Key(access) => Ok(access),
+        Caller::User(user) => Ok(s.churn.project_for_user_or_only(&user.id, project).await?),
+    }
+}
+
+#[utoipa::path(get, path = "/churn-events", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
+    params(LegacyListQuery), responses((status = 200, body = LegacyList), (status = 400, body = LegacyErrorBody)))]
+pub async fn list(
+    State(s): State<AppState>,
+    LegacyCaller(caller): LegacyCaller,
+    Query(q): Query<LegacyListQuery>,
+) -> LegacyResult<Json<LegacyList>> {
+    let access = project_access(&s, caller, q.project.as_deref()).await?;
+    Ok(Json(s.churn.list_events_legacy(&access, q).await?))
+}
+
+#[utoipa::path(post, path = "/churn-events", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
+    params(ProjectQuery), request_body = CreateChurnEventLegacy,
+    responses((status = 201, body = Data<LegacyChurnEvent>), (status = 400, body = LegacyErrorBody)))]
+pub async fn create(
+    State(s): State<AppState>,
+    LegacyCaller(caller): LegacyCaller,
+    Query(q): Query<ProjectQuery>,
+    LegacyJson(req): LegacyJson<CreateChurnEventLegacy>,
+) -> LegacyResult<(StatusCode, Json<Data<LegacyChurnEvent>>)> {
+    let access = project_access(&s, caller, q.project.as_deref()).await?;
+    let event = s.churn.create_event_legacy(&access, req).await?;
+    Ok((StatusCode::CREATED, Json(Data::new(event.into()))))
+}
+
+#[utoipa::path(get, path = "/churn-events/{id}", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
+    params(("id" = String, Path)), responses((status = 200, body = Data<LegacyChurnEvent>), (status = 404, body = LegacyErrorBody)))]
+pub async fn get(
+    State(s): State<AppState>,
+    LegacyCaller(caller): LegacyCaller,
+    Path(id): Path<String>,
+) -> LegacyResult<Json<Data<LegacyChurnEvent>>> {
+    let access = event_access(&s, caller, &id).await?;
+    Ok(Json(Data::new(s.churn.event(&access, &id).await?.into())))
+}
+
+#[utoipa::path(post, path = "/churn-events/{id}/recovered", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
+    params(("id" = String, Path)), responses((status = 200, body = Data<LegacyChurnEvent>), (status = 400, body = LegacyErrorBody)))]
+pub async fn recovered(
+    State(s): State<AppState>,
+    LegacyCaller(caller): LegacyCaller,
+    Path(id): Path<String>,
+) -> LegacyResult<Json<Data<LegacyChurnEvent>>> {
+    let access = event_access(&s, caller, &id).await?;
+    s.churn.recover_event(&access, &id).await?;
+    Ok(Json(Data::new(s.churn.event(&access, &id).await?.into())))
+}
+
+#[utoipa::path(post, path = "/churn-events/{id}/generate", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
+    params(("id" = String, Path)), responses((status = 200, body = LegacyGenerated), (status = 400, body = LegacyErrorBody)))]
+pub async fn generate(
+    State(s): State<AppState>,
+    LegacyCaller(caller): LegacyCaller,
+    Path(id): Path<String>,
+) -> LegacyResult<Json<LegacyGenerated>> {
+    let access = event_access(&s, caller, &id).await?;
+    let generated = s.churn.generate(&access, &id).await?;
+    Ok(Json(LegacyGenerated {
+        variants: generated.variants,
+    }))
+}
+
+#[utoipa::path(post, path = "/churn-events/{id}/variants/{variant_id}/send", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
+    params(("id" = String, Path), ("variant_id" = String, Path)),
+    responses((status = 200, body = Data<SentVariant>), (status = 400, body = LegacyErrorBody)))]
+pub async fn send(
+    State(s): State<AppState>,
+    LegacyCaller(caller): LegacyCaller,
+    Path((id, variant_id)): Path<(String, String)>,
+) -> LegacyResult<Json<Data<SentVariant>>> {
+    let access = event_access(&s, caller, &id).await?;
+    match s.churn.send_variant(&access, &id, &variant_id).await {
+        Ok(sent) => Ok(Json(Data::new(sent))),
+        // The unscoped form answers a repeated send with 400 (interface "Errors").
+        Err(churn_core::Error::Conflict(message)) => {
+            Err(ApiError::validation(message, Vec::new()).into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,62 @@
+//! Open pixel and click redirects of sent emails (outside `/api/v1`: these URLs live in
+//! customers' inboxes). Tokens are signed; anything forged is 404.
+
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// A transparent 1×1 GIF.
+const PIXEL: &[u8] = &[
+    0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 0x01, 0x00, 0x01, 0x00, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0xff, 0xff, 0xff, 0x21, 0xf9, 0x04, 0x01, 0x00, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x01, 0x00, 0x00, 0x02, 0x02, 0x44, 0x01, 0x00, 0x3b,
+];
+
+#[utoipa::path(get, path = "/t/{pixel}", tag = "tracking", params(("pixel" = String, Path, description = "<token>.gif")),
+    responses((status = 200, description = "1×1 GIF", content_type = "image/gif"), (status = 404)))]
+pub async fn open(State(s): State<AppState>, Path(pixel): Path<String>) -> ApiResult<Response> {
+    let token = pixel
+        .strip_suffix(".gif")
+        .ok_or_else(|| ApiError::not_found("no route for this path"))?;
+    s.churn.track_open(token).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "image/gif"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        PIXEL,
+    )
+        .into_response())
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ClickQuery {
+    /// The target URL.
+    u: String,
+    /// Its signature.
+    s: String,
+}
+
+#[utoipa::path(get, path = "/t/{token}/c", tag = "tracking", params(("token" = String, Path), ClickQuery),
+    responses((status = 302, description = "to the signed target"), (status = 404)))]
+pub async fn click(
+    State(s): State<AppState>,
+    Path(token): Path<String>,
+    Query(q): Query<ClickQuery>,
+) -> ApiResult<Response> {
+    let target = s.churn.track_click(&token, &q.u, &q.s).await?;
+    Ok((
+        StatusCode::FOUND,
+        [
+            (header::LOCATION, target),
+            (header::CACHE_CONTROL, "no-store".to_owned()),
+        ],
+    )
+        .into_response())
+}
