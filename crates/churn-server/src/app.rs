@@ -30,11 +30,23 @@ pub struct Application {
 
 impl Application {
     /// Opens the database (migrating it), loads keys and assembles the routes.
-    pub async fn build(config: Config, listener: std::net::TcpListener) -> anyhow::Result<Self> {
+    pub async fn build(
+        mut config: Config,
+        listener: std::net::TcpListener,
+    ) -> anyhow::Result<Self> {
         // Several crates link rustls; name the provider once so none has to guess.
         let _ = rustls::crypto::ring::default_provider().install_default();
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
+        // Links in emails point at the address actually bound (port 0 picks one) unless told otherwise.
+        if config.public_url.is_none() {
+            let scheme = if config.tls_enabled() {
+                "https"
+            } else {
+                "http"
+            };
+            config.public_url = Some(format!("{scheme}://{addr}"));
+        }
         let test_clock = config.dev_mode.then(TestClock::default);
         let clock: Arc<dyn Clock> = match &test_clock {
             Some(clock) => Arc::new(clock.clone()),

@@ -178,6 +178,12 @@ pub fn rank(input: &RankingInput) -> Vec<Ranked> {
     }
 
     let mut ranked: Vec<_> = s.0.into_iter().collect();
+    for (_, (_, reasons)) in ranked
+        .iter_mut()
+        .filter(|(_, (_, reasons))| reasons.is_empty())
+    {
+        reasons.push("baseline: nothing about this customer points to this strategy".to_owned());
+    }
     ranked.sort_by(|(a, (sa, _)), (b, (sb, _))| sb.total_cmp(sa).then(a.cmp(b)));
     ranked
         .into_iter()

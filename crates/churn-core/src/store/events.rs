@@ -338,13 +338,14 @@ pub struct Totals {
 }
 
 pub async fn totals<'e>(db: impl Executor<'e, Database = Any>, project_id: &str) -> Result<Totals> {
+    // PostgreSQL sums BIGINT into NUMERIC; the casts keep every column a BIGINT.
     let totals = sqlx::query_as(
         "SELECT COUNT(*) AS total_events, \
          COALESCE(SUM(CASE WHEN status = 'recovered' THEN 1 ELSE 0 END), 0) AS recovered, \
          COALESCE(SUM(CASE WHEN status = 'lost' THEN 1 ELSE 0 END), 0) AS lost, \
          COALESCE(SUM(CASE WHEN status IN ('new', 'processing', 'variants_generated', 'email_sent') THEN 1 ELSE 0 END), 0) AS processing, \
-         COALESCE(SUM(mrr), 0) AS total_mrr_cents, \
-         COALESCE(SUM(CASE WHEN status = 'recovered' THEN mrr ELSE 0 END), 0) AS recovered_mrr_cents \
+         CAST(COALESCE(SUM(mrr), 0) AS BIGINT) AS total_mrr_cents, \
+         CAST(COALESCE(SUM(CASE WHEN status = 'recovered' THEN mrr ELSE 0 END), 0) AS BIGINT) AS recovered_mrr_cents \
          FROM churn_events WHERE project_id = $1",
     )
     .bind(project_id)

@@ -100,7 +100,7 @@ async fn path_slug(parts: &mut Parts, state: &AppState) -> Result<String, ApiErr
 /// a project's secret key.
 pub enum Caller {
     User(UserRecord),
-    Key(ProjectAccess),
+    Key(Box<ProjectAccess>),
 }
 
 impl FromRequestParts<AppState> for Caller {
@@ -118,9 +118,9 @@ impl FromRequestParts<AppState> for Caller {
             }
         }
         match api_key(parts) {
-            Some(key) => Ok(Caller::Key(
+            Some(key) => Ok(Caller::Key(Box::new(
                 state.churn.project_for_secret_key(key, None).await?,
-            )),
+            ))),
             None => Err(session_required()),
         }
     }

@@ -25,7 +25,7 @@ async fn event_access(
     event_id: &str,
 ) -> Result<ProjectAccess, ApiError> {
     match caller {
-        Caller::Key(access) => Ok(access),
+        Caller::Key(access) => Ok(*access),
         Caller::User(user) => Ok(s
             .churn
             .project_of_event_for_user(&user.id, event_id)
@@ -40,7 +40,7 @@ async fn project_access(
     project: Option<&str>,
 ) -> Result<ProjectAccess, ApiError> {
     match caller {
-        Caller::Key(access) => Ok(access),
+        Caller::Key(access) => Ok(*access),
         Caller::User(user) => Ok(s.churn.project_for_user_or_only(&user.id, project).await?),
     }
 }

@@ -72,7 +72,9 @@ impl TestApp {
         settings["database_url"] = json!(url);
         settings["data_dir"] = json!(data_dir);
         settings["bind"] = json!("127.0.0.1:0");
-        settings["email_outbox"] = json!(data_dir.join("outbox"));
+        if settings.get("email_outbox").is_none() {
+            settings["email_outbox"] = json!(data_dir.join("outbox"));
+        }
         let tls = settings.get("tls_cert").is_some();
         let config = Config::load(Some(&PathBuf::from("/nonexistent/churn.toml")), settings)
             .expect("test config");

@@ -1,0 +1,1172 @@
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{Backend, Options, TestApp};
+use churn_core::both_backends;
+
+both_backends!(
+    lifecycle_from_creation_to_recovery,
+    creation_and_list_are_validated,
+    lists_paginate_filter_and_sort,
+    the_mapped_strategy_is_recommended_for_each_reason,
+    ten_concurrent_sends_deliver_one_email,
+    recovery_window_moves_unrecovered_events_to_lost,
+    statistics_count_and_sum,
+    expired_subscription_is_402_on_every_event_route,
+    opens_and_clicks_are_tracked_without_open_redirects,
+    drafts_are_edited_and_sanitised,
+    unscoped_form_has_its_own_shapes,
+    sending_without_email_configured_is_500,
+);
+
+/// A signed-up owner with one project `acme`; returns the session token.
+async fn owner(app: &TestApp) -> String {
+    let s = app.register("owner@acme.io").await;
+    let body = app
+        .expect(
+            app.req(Method::POST, "/projects")
+                .bearer_auth(&s.token)
+                .json(&json!({"name": "Acme", "support_email": "support@acme.io"})),
+            201,
+        )
+        .await;
+    assert_eq!(body["data"]["slug"], "acme");
+    s.token
+}
+
+async fn create_event(app: &TestApp, token: &str, body: Value) -> Value {
+    app.expect(
+        app.req(Method::POST, "/projects/acme/churn-events")
+            .bearer_auth(token)
+            .json(&body),
+        201,
+    )
+    .await["data"]
+        .clone()
+}
+
+async fn generate(app: &TestApp, token: &str, id: &str) -> Value {
+    app.expect(
+        app.req(
+            Method::POST,
+            &format!("/projects/acme/churn-events/{id}/generate"),
+        )
+        .bearer_auth(token),
+        200,
+    )
+    .await["data"]
+        .clone()
+}
+
+fn recommended(generated: &Value) -> Value {
+    let recommended: Vec<_> = generated["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["recommended"] == true)
+        .cloned()
+        .collect();
+    assert_eq!(recommended.len(), 1, "exactly one recommended variant");
+    recommended[0].clone()
+}
+
+fn send_path(event: &str, variant: &str) -> String {
+    format!("/projects/acme/churn-events/{event}/variants/{variant}/send")
+}
+
+fn outbox(app: &TestApp) -> Vec<String> {
+    let dir = app.data_dir().join("outbox");
+    let mut mails: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+                .collect()
+        })
+        .unwrap_or_default();
+    mails.sort();
+    mails
+}
+
+async fn advance(app: &TestApp, seconds: i64) {
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"advance_seconds": seconds})),
+        200,
+    )
+    .await;
+}
+
+async fn run_jobs(app: &TestApp) -> u64 {
+    app.expect(app.req(Method::POST, "/dev/jobs/run"), 200)
+        .await["data"]["ran"]
+        .as_u64()
+        .unwrap()
+}
+
+async fn lifecycle_from_creation_to_recovery(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    let event = create_event(
+        &app,
+        &token,
+        json!({"customer_email": "Dana@Northwind.example", "customer_name": "Dana Scully", "event_type": "cancellation",
+               "cancel_reason": "It's too expensive for our budget", "mrr": 4900, "plan_name": "Growth", "tenure_days": 420}),
+    )
+    .await;
+    assert_eq!(event["status"], "new");
+    assert_eq!(event["provider"], "api");
+    assert_eq!(event["currency"], "usd");
+    assert_eq!(event["customer_email"], "dana@northwind.example");
+    assert_eq!(event["reason_code"], "too_expensive");
+    let id = event["id"].as_str().unwrap();
+
+    // Sending before generating: the event's status decides, whatever the variant id.
+    let early = app
+        .expect(
+            app.req(Method::POST, &send_path(id, "no-such-variant"))
+                .bearer_auth(&token),
+            400,
+        )
+        .await;
+    assert_eq!(
+        early["error"]["message"],
+        "variants must be generated before sending emails"
+    );
+
+    let generated = generate(&app, &token, id).await;
+    assert_eq!(generated["event_id"], id);
+    assert_eq!(generated["status"], "variants_generated");
+    let variants = generated["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 9);
+    let mut strategies: Vec<_> = variants
+        .iter()
+        .map(|v| v["strategy"].as_str().unwrap().to_owned())
+        .collect();
+    strategies.sort();
+    assert_eq!(
+        strategies,
+        [
+            "discount",
+            "downgrade_offer",
+            "feedback_request",
+            "founder_email",
+            "pain_point_fix",
+            "pause_option",
+            "social_proof",
+            "unused_feature",
+            "value_recap"
+        ]
+    );
+    let mut ranks: Vec<_> = variants
+        .iter()
+        .map(|v| v["rank"].as_i64().unwrap())
+        .collect();
+    ranks.sort();
+    assert_eq!(ranks, (1..=9).collect::<Vec<_>>());
+    assert!(variants.iter().all(|v| v["status"] == "draft"
+        && v["generator"] == "template"
+        && !v["rank_reasons"].as_array().unwrap().is_empty()));
+    let best = recommended(&generated);
+    assert_eq!(best["strategy"], "discount");
+    assert_eq!(best["rank"], 1);
+    assert_eq!(best["coupon_percent"], 20);
+    assert!(
+        best["coupon_code"]
+            .as_str()
+            .unwrap()
+            .starts_with("WINBACK20-")
+    );
+    assert!(best["body_text"].as_str().unwrap().contains("Hi Dana,"));
+    let pause = variants
+        .iter()
+        .find(|v| v["strategy"] == "pause_option")
+        .unwrap();
+    assert_eq!(pause["offer"]["kind"], "pause");
+
+    let again = app
+        .expect(
+            app.req(
+                Method::POST,
+                &format!("/projects/acme/churn-events/{id}/generate"),
+            )
+            .bearer_auth(&token),
+            400,
+        )
+        .await;
+    assert_eq!(
+        again["error"]["message"],
+        "variants have already been generated"
+    );
+
+    let listed = app
+        .expect(
+            app.req(
+                Method::GET,
+                &format!("/projects/acme/churn-events/{id}/variants"),
+            )
+            .bearer_auth(&token),
+            200,
+        )
+        .await;
+    assert_eq!(listed["data"].as_array().unwrap().len(), 9);
+
+    let vid = best["id"].as_str().unwrap();
+    let unknown = app
+        .expect(
+            app.req(Method::POST, &send_path(id, "nope"))
+                .bearer_auth(&token),
+            404,
+        )
+        .await;
+    assert_eq!(unknown["error"]["message"], "variant not found");
+    let sent = app
+        .expect(
+            app.req(Method::POST, &send_path(id, vid))
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(sent["variant_id"], vid);
+    assert_eq!(sent["status"], "sent");
+    assert_eq!(sent["recipient"], "dana@northwind.example");
+    assert!(sent["sent_at"].as_str().unwrap().ends_with('Z'));
+    let twice = app
+        .expect(
+            app.req(Method::POST, &send_path(id, vid))
+                .bearer_auth(&token),
+            409,
+        )
+        .await;
+    assert_eq!(twice["error"]["code"], "CONFLICT");
+
+    let mails = outbox(&app);
+    assert_eq!(mails.len(), 1);
+    let mail = &mails[0];
+    for header in [
+        "To: \"Dana Scully\" <dana@northwind.example>",
+        "Reply-To: support@acme.io",
+        "List-Unsubscribe: <mailto:support@acme.io?subject=unsubscribe>",
+    ] {
+        assert!(mail.contains(header), "missing {header}:\n{mail}");
+    }
+    assert!(
+        mail.contains("multipart/alternative")
+            && mail.contains("text/plain")
+            && mail.contains("text/html")
+    );
+
+    let detail = app
+        .expect(
+            app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(detail["status"], "email_sent");
+    assert_eq!(detail["variants"].as_array().unwrap().len(), 9);
+    let other = detail["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] != vid)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.expect(
+        app.req(Method::POST, &send_path(id, &other))
+            .bearer_auth(&token),
+        200,
+    )
+    .await;
+
+    let recovered = app
+        .expect(
+            app.req(
+                Method::POST,
+                &format!("/projects/acme/churn-events/{id}/recovered"),
+            )
+            .bearer_auth(&token),
+            200,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(recovered["status"], "recovered");
+    assert_eq!(recovered["recovered_via"], "email");
+    assert!(recovered["recovered_at"].is_string());
+    let repeat = app
+        .expect(
+            app.req(
+                Method::POST,
+                &format!("/projects/acme/churn-events/{id}/recovered"),
+            )
+            .bearer_auth(&token),
+            400,
+        )
+        .await;
+    assert_eq!(
+        repeat["error"]["message"],
+        "churn event is already recovered"
+    );
+    let reason = app
+        .expect(
+            app.req(
+                Method::PATCH,
+                &format!("/projects/acme/churn-events/{id}/cancel-reason"),
+            )
+            .bearer_auth(&token)
+            .json(&json!({"cancel_reason": "x"})),
+            400,
+        )
+        .await;
+    assert_eq!(
+        reason["error"]["message"],
+        "churn event is already recovered"
+    );
+    let late = app
+        .expect(
+            app.req(Method::POST, &send_path(id, vid))
+                .bearer_auth(&token),
+            400,
+        )
+        .await;
+    assert_eq!(
+        late["error"]["message"],
+        "variants must be generated before sending emails"
+    );
+
+    // A customer may come back before any email: recovered straight from `new`.
+    let early = create_event(
+        &app,
+        &token,
+        json!({"customer_email": "x@y.io", "event_type": "payment_failed"}),
+    )
+    .await;
+    let back = app
+        .expect(
+            app.req(
+                Method::POST,
+                &format!(
+                    "/projects/acme/churn-events/{}/recovered",
+                    early["id"].as_str().unwrap()
+                ),
+            )
+            .bearer_auth(&token),
+            200,
+        )
+        .await;
+    assert_eq!(back["data"]["recovered_via"], "manual");
+    // Cancel reason updates the code.
+    let fresh = create_event(
+        &app,
+        &token,
+        json!({"customer_email": "z@y.io", "event_type": "cancellation"}),
+    )
+    .await;
+    let changed = app
+        .expect(
+            app.req(
+                Method::PATCH,
+                &format!(
+                    "/projects/acme/churn-events/{}/cancel-reason",
+                    fresh["id"].as_str().unwrap()
+                ),
+            )
+            .bearer_auth(&token)
+            .json(&json!({"cancel_reason": "Switching to a competitor"})),
+            200,
+        )
+        .await;
+    assert_eq!(changed["data"]["reason_code"], "switching_competitor");
+}
+
+async fn creation_and_list_are_validated(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    let bad = app
+        .expect(
+            app.req(Method::POST, "/projects/acme/churn-events")
+                .bearer_auth(&token)
+                .json(&json!({"customer_email": "nope", "event_type": "refund", "mrr": -1, "currency": "dollars", "tenure_days": -2})),
+            400,
+        )
+        .await;
+    insta::assert_json_snapshot!("event_validation", bad);
+    let missing = app
+        .expect(
+            app.req(Method::POST, "/projects/acme/churn-events")
+                .bearer_auth(&token)
+                .json(&json!({"event_type": "cancellation"})),
+            400,
+        )
+        .await;
+    assert_eq!(missing["error"]["details"][0]["field"], "customer_email");
+    for query in [
+        "per_page=101",
+        "page=0",
+        "sort=name",
+        "status=done",
+        "event_type=refund",
+        "order=up",
+    ] {
+        let body = app
+            .expect(
+                app.req(Method::GET, &format!("/projects/acme/churn-events?{query}"))
+                    .bearer_auth(&token),
+                400,
+            )
+            .await;
+        let field = query.split('=').next().unwrap();
+        assert_eq!(body["error"]["details"][0]["field"], field, "{query}");
+    }
+    app.expect(
+        app.req(Method::GET, "/projects/acme/churn-events/nope")
+            .bearer_auth(&token),
+        404,
+    )
+    .await;
+}
+
+async fn lists_paginate_filter_and_sort(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    for i in 0..25 {
+        let kind = if i % 5 == 0 {
+            "payment_failed"
+        } else {
+            "cancellation"
+        };
+        let mrr = if i % 4 == 0 {
+            Value::Null
+        } else {
+            json!(i * 100)
+        };
+        create_event(
+            &app,
+            &token,
+            json!({"customer_email": format!("c{i:02}@x.io"), "event_type": kind, "mrr": mrr}),
+        )
+        .await;
+    }
+    let page = |q: &str| {
+        app.req(Method::GET, &format!("/projects/acme/churn-events?{q}"))
+            .bearer_auth(&token)
+    };
+    let first = app.expect(page(""), 200).await;
+    assert_eq!(
+        first["meta"],
+        json!({"page": 1, "per_page": 20, "total": 25, "total_pages": 2})
+    );
+    let items = first["data"].as_array().unwrap();
+    assert_eq!(items.len(), 20);
+    assert_eq!(items[0]["customer_email"], "c24@x.io", "newest first");
+    let second = app.expect(page("page=2"), 200).await;
+    assert_eq!(second["data"].as_array().unwrap().len(), 5);
+    assert_eq!(second["data"][4]["customer_email"], "c00@x.io");
+
+    let failed = app
+        .expect(page("event_type=payment_failed&per_page=100"), 200)
+        .await;
+    assert_eq!(failed["meta"]["total"], 5);
+    let by_email = app
+        .expect(page("sort=customer_email&order=asc&per_page=3"), 200)
+        .await;
+    let emails: Vec<_> = by_email["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["customer_email"].as_str().unwrap())
+        .collect();
+    assert_eq!(emails, ["c00@x.io", "c01@x.io", "c02@x.io"]);
+    let by_mrr = app
+        .expect(page("sort=mrr&order=desc&per_page=2"), 200)
+        .await;
+    assert_eq!(by_mrr["data"][0]["mrr"], 2300);
+    let news = app.expect(page("status=new"), 200).await;
+    assert_eq!(news["meta"]["total"], 25);
+    let none = app.expect(page("status=recovered"), 200).await;
+    assert_eq!(
+        none["meta"],
+        json!({"page": 1, "per_page": 20, "total": 0, "total_pages": 0})
+    );
+}
+
+async fn the_mapped_strategy_is_recommended_for_each_reason(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    let mapping = [
+        ("too_expensive", "discount"),
+        ("missing_features", "unused_feature"),
+        ("not_using_enough", "value_recap"),
+        ("switching_competitor", "social_proof"),
+        ("technical_issues", "pain_point_fix"),
+        ("poor_support", "founder_email"),
+        ("dont_need_anymore", "pause_option"),
+        ("other", "feedback_request"),
+    ];
+    for (reason, strategy) in mapping {
+        let event = create_event(&app, &token, json!({"customer_email": "c@x.io", "event_type": "cancellation", "cancel_reason": reason})).await;
+        let generated = generate(&app, &token, event["id"].as_str().unwrap()).await;
+        assert_eq!(recommended(&generated)["strategy"], strategy, "{reason}");
+    }
+}
+
+async fn ten_concurrent_sends_deliver_one_email(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    let event = create_event(
+        &app,
+        &token,
+        json!({"customer_email": "c@x.io", "event_type": "cancellation"}),
+    )
+    .await;
+    let id = event["id"].as_str().unwrap();
+    let vid = recommended(&generate(&app, &token, id).await)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let sends = (0..10).map(|_| {
+        app.req(Method::POST, &send_path(id, &vid))
+            .bearer_auth(&token)
+            .send()
+    });
+    let statuses: Vec<u16> = futures::future::join_all(sends)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap().status().as_u16())
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 409).count(),
+        9,
+        "{statuses:?}"
+    );
+    assert_eq!(outbox(&app).len(), 1);
+}
+
+async fn recovery_window_moves_unrecovered_events_to_lost(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    app.expect(
+        app.req(Method::PATCH, "/projects/acme")
+            .bearer_auth(&token)
+            .json(&json!({"settings": {"recovery_window_days": 10}})),
+        200,
+    )
+    .await;
+    let mut ids = Vec::new();
+    for email in ["stays@x.io", "comes-back@x.io"] {
+        let event = create_event(
+            &app,
+            &token,
+            json!({"customer_email": email, "event_type": "cancellation"}),
+        )
+        .await;
+        let id = event["id"].as_str().unwrap().to_owned();
+        let vid = recommended(&generate(&app, &token, &id).await)["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        app.expect(
+            app.req(Method::POST, &send_path(&id, &vid))
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+        ids.push(id);
+    }
+    advance(&app, 10 * 86_400 - 60).await;
+    assert_eq!(
+        run_jobs(&app).await,
+        0,
+        "nothing is due before the window ends"
+    );
+    // Sessions last a week of clock time: sign in again after the jump.
+    let token = login(&app).await;
+    let event = |id: &str| {
+        app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
+            .bearer_auth(&token)
+    };
+    assert_eq!(
+        app.expect(event(&ids[0]), 200).await["data"]["status"],
+        "email_sent"
+    );
+    app.expect(
+        app.req(
+            Method::POST,
+            &format!("/projects/acme/churn-events/{}/recovered", ids[1]),
+        )
+        .bearer_auth(&token),
+        200,
+    )
+    .await;
+    advance(&app, 60).await;
+    assert_eq!(run_jobs(&app).await, 2);
+    let lost = app.expect(event(&ids[0]), 200).await["data"].clone();
+    assert_eq!(lost["status"], "lost");
+    assert!(lost["lost_at"].is_string());
+    assert_eq!(
+        app.expect(event(&ids[1]), 200).await["data"]["status"],
+        "recovered"
+    );
+    assert_eq!(run_jobs(&app).await, 0, "jobs run once");
+    let lost_message = app
+        .expect(
+            app.req(
+                Method::POST,
+                &format!("/projects/acme/churn-events/{}/recovered", ids[0]),
+            )
+            .bearer_auth(&token),
+            400,
+        )
+        .await;
+    assert_eq!(lost_message["error"]["message"], "churn event is lost");
+}
+
+async fn login(app: &TestApp) -> String {
+    let body = app
+        .expect(
+            app.req(Method::POST, "/auth/login")
+                .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
+            200,
+        )
+        .await;
+    body["data"]["token"].as_str().unwrap().to_owned()
+}
+
+async fn statistics_count_and_sum(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    let empty = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/stats")
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    assert_eq!(
+        empty["data"],
+        json!({"total_events": 0, "recovered": 0, "lost": 0, "processing": 0, "recovery_rate": 0.0, "total_mrr_cents": 0, "recovered_mrr_cents": 0})
+    );
+    let mut ids = Vec::new();
+    for mrr in [json!(1000), json!(2500), Value::Null, json!(4000)] {
+        let e = create_event(
+            &app,
+            &token,
+            json!({"customer_email": "c@x.io", "event_type": "cancellation", "mrr": mrr}),
+        )
+        .await;
+        ids.push(e["id"].as_str().unwrap().to_owned());
+    }
+    // Recover the 1000 and the MRR-less event; lose the 2500 through the recovery window.
+    for i in [0, 2] {
+        app.expect(
+            app.req(
+                Method::POST,
+                &format!("/projects/acme/churn-events/{}/recovered", ids[i]),
+            )
+            .bearer_auth(&token),
+            200,
+        )
+        .await;
+    }
+    let vid = recommended(&generate(&app, &token, &ids[1]).await)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.expect(
+        app.req(Method::POST, &send_path(&ids[1], &vid))
+            .bearer_auth(&token),
+        200,
+    )
+    .await;
+    advance(&app, 30 * 86_400).await;
+    run_jobs(&app).await;
+    let token = app
+        .expect(
+            app.req(Method::POST, "/auth/login")
+                .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
+            200,
+        )
+        .await["data"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let stats = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/stats")
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    let expected = json!({"total_events": 4, "recovered": 2, "lost": 1, "processing": 1, "recovery_rate": 66.67, "total_mrr_cents": 7500, "recovered_mrr_cents": 1000});
+    assert_eq!(stats["data"], expected);
+
+    let account = app
+        .expect(app.req(Method::GET, "/stats").bearer_auth(&token), 200)
+        .await;
+    assert_eq!(account["data"]["total_events"], 4);
+    assert_eq!(account["data"]["projects"][0]["slug"], "acme");
+    assert_eq!(account["data"]["projects"][0]["recovered_mrr_cents"], 1000);
+    let key = app
+        .expect(
+            app.req(Method::POST, "/projects/acme/rotate-keys")
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]["secret_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let by_key = app
+        .expect(
+            app.req(Method::GET, "/stats").header("X-API-Key", &key),
+            200,
+        )
+        .await;
+    assert_eq!(by_key["data"], expected);
+}
+
+async fn expired_subscription_is_402_on_every_event_route(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    let event = create_event(
+        &app,
+        &token,
+        json!({"customer_email": "c@x.io", "event_type": "cancellation"}),
+    )
+    .await;
+    let id = event["id"].as_str().unwrap();
+    let key = app
+        .expect(
+            app.req(Method::POST, "/projects/acme/rotate-keys")
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]["secret_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    advance(&app, 15 * 86_400).await;
+    let routes = [
+        (
+            Method::POST,
+            "/projects/acme/churn-events".to_owned(),
+            Some(json!({"customer_email": "c@x.io", "event_type": "cancellation"})),
+        ),
+        (Method::GET, "/projects/acme/churn-events".to_owned(), None),
+        (
+            Method::GET,
+            format!("/projects/acme/churn-events/{id}"),
+            None,
+        ),
+        (
+            Method::POST,
+            format!("/projects/acme/churn-events/{id}/generate"),
+            None,
+        ),
+        (
+            Method::POST,
+            format!("/projects/acme/churn-events/{id}/recovered"),
+            None,
+        ),
+        (
+            Method::PATCH,
+            format!("/projects/acme/churn-events/{id}/cancel-reason"),
+            Some(json!({"cancel_reason": "x"})),
+        ),
+        (
+            Method::GET,
+            format!("/projects/acme/churn-events/{id}/variants"),
+            None,
+        ),
+        (
+            Method::POST,
+            format!("/projects/acme/churn-events/{id}/variants/v/send"),
+            None,
+        ),
+        (
+            Method::PATCH,
+            format!("/projects/acme/churn-events/{id}/variants/v"),
+            Some(json!({"subject": "x"})),
+        ),
+        (Method::GET, "/churn-events".to_owned(), None),
+        (
+            Method::POST,
+            "/churn-events".to_owned(),
+            Some(json!({"customer_email": "c@x.io"})),
+        ),
+        (Method::GET, format!("/churn-events/{id}"), None),
+        (Method::POST, format!("/churn-events/{id}/generate"), None),
+    ];
+    for (method, path, body) in routes {
+        let mut req = app.req(method.clone(), &path).header("X-API-Key", &key);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let answer = app.expect(req, 402).await;
+        let code = if path.starts_with("/churn-events") {
+            &answer["code"]
+        } else {
+            &answer["error"]["code"]
+        };
+        assert_eq!(code, "SUBSCRIPTION_EXPIRED", "{method} {path}: {answer}");
+    }
+    // Statistics are not a churn-event route.
+    app.expect(
+        app.req(Method::GET, "/projects/acme/stats")
+            .header("X-API-Key", &key),
+        200,
+    )
+    .await;
+}
+
+async fn opens_and_clicks_are_tracked_without_open_redirects(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    app.expect(
+        app.req(Method::PATCH, "/projects/acme")
+            .bearer_auth(&token)
+            .json(&json!({"settings": {"product_url": "https://acme.io/account"}})),
+        200,
+    )
+    .await;
+    let event = create_event(&app, &token, json!({"customer_email": "c@x.io", "event_type": "cancellation", "cancel_reason": "not_using_enough"})).await;
+    let id = event["id"].as_str().unwrap();
+    let generated = generate(&app, &token, id).await;
+    let vid = recommended(&generated)["id"].as_str().unwrap().to_owned();
+    app.expect(
+        app.req(Method::POST, &send_path(id, &vid))
+            .bearer_auth(&token),
+        200,
+    )
+    .await;
+    let mail = outbox(&app)
+        .remove(0)
+        .replace("=\r\n", "")
+        .replace("=3D", "=");
+    let pixel = find_url(&mail, ".gif");
+    let click = find_url(&mail, "/c?u=").replace("&amp;", "&");
+
+    let gif = app.client.get(&pixel).send().await.unwrap();
+    assert_eq!(gif.status(), 200);
+    assert_eq!(gif.headers()["content-type"], "image/gif");
+    let opened = variant_of(&app, &token, id, &vid).await;
+    assert_eq!(
+        (opened["status"].as_str(), opened["open_count"].as_i64()),
+        (Some("opened"), Some(1))
+    );
+    assert!(opened["opened_at"].is_string());
+
+    let redirect = app.client.get(&click).send().await.unwrap();
+    assert_eq!(redirect.status(), 302);
+    assert_eq!(redirect.headers()["location"], "https://acme.io/account");
+    app.client.get(&pixel).send().await.unwrap();
+    let clicked = variant_of(&app, &token, id, &vid).await;
+    assert_eq!(
+        clicked["status"], "clicked",
+        "an open after a click does not go backwards"
+    );
+    assert_eq!(
+        (
+            clicked["open_count"].as_i64(),
+            clicked["click_count"].as_i64()
+        ),
+        (Some(2), Some(1))
+    );
+
+    let forged_target = click.replace("acme.io", "evil.example");
+    assert_eq!(
+        app.client
+            .get(&forged_target)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    let unsigned = format!("{}/t/{vid}.gif", app.address);
+    assert_eq!(
+        app.client.get(&unsigned).send().await.unwrap().status(),
+        404
+    );
+    let no_sig = click.split("&s=").next().unwrap().to_owned();
+    assert_eq!(app.client.get(&no_sig).send().await.unwrap().status(), 400);
+}
+
+async fn variant_of(app: &TestApp, token: &str, event: &str, vid: &str) -> Value {
+    let list = app
+        .expect(
+            app.req(
+                Method::GET,
+                &format!("/projects/acme/churn-events/{event}/variants"),
+            )
+            .bearer_auth(token),
+            200,
+        )
+        .await;
+    list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == vid)
+        .unwrap()
+        .clone()
+}
+
+/// The first URL in a raw email containing `needle`, with the address rebased on the test server.
+fn find_url(mail: &str, needle: &str) -> String {
+    let at = mail
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle} not in:\n{mail}"));
+    let start = mail[..at].rfind("http").unwrap();
+    let end = at + mail[at..].find('"').unwrap();
+    mail[start..end].to_owned()
+}
+
+async fn drafts_are_edited_and_sanitised(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    let event = create_event(
+        &app,
+        &token,
+        json!({"customer_email": "c@x.io", "event_type": "cancellation"}),
+    )
+    .await;
+    let id = event["id"].as_str().unwrap();
+    let vid = recommended(&generate(&app, &token, id).await)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = format!("/projects/acme/churn-events/{id}/variants/{vid}");
+    let edited = app
+        .expect(
+            app.req(Method::PATCH, &path)
+                .bearer_auth(&token)
+                .json(&json!({"subject": "A better subject", "body": "<p onclick=\"x()\">Hello <b>Dana</b></p><script>alert(1)</script>"})),
+            200,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(edited["subject"], "A better subject");
+    assert_eq!(edited["status"], "draft");
+    let body = edited["body"].as_str().unwrap();
+    assert!(
+        body.contains("<b>Dana</b>") && !body.contains("script") && !body.contains("onclick"),
+        "{body}"
+    );
+    let long = app
+        .expect(
+            app.req(Method::PATCH, &path)
+                .bearer_auth(&token)
+                .json(&json!({"subject": "x".repeat(201)})),
+            400,
+        )
+        .await;
+    assert_eq!(long["error"]["details"][0]["field"], "subject");
+    app.expect(
+        app.req(Method::POST, &send_path(id, &vid))
+            .bearer_auth(&token),
+        200,
+    )
+    .await;
+    let mail = outbox(&app).remove(0);
+    assert!(mail.contains("Subject: A better subject"));
+    let sent = app
+        .expect(
+            app.req(Method::PATCH, &path)
+                .bearer_auth(&token)
+                .json(&json!({"subject": "late"})),
+            409,
+        )
+        .await;
+    assert_eq!(
+        sent["error"]["message"],
+        "only draft variants can be edited"
+    );
+}
+
+async fn unscoped_form_has_its_own_shapes(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    let key = app
+        .expect(
+            app.req(Method::POST, "/projects/acme/rotate-keys")
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]["secret_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let created = app
+        .expect(
+            app.req(Method::POST, "/churn-events")
+                .header("X-API-Key", &key)
+                .json(&json!({"customer_email": "c@x.io", "mrr_cents": 1999, "provider": "custom", "provider_customer_id": "cus_1", "cancel_reason": "too_expensive"})),
+            201,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(created["mrr_cents"], 1999);
+    assert!(created.get("mrr").is_none());
+    assert_eq!(created["event_type"], "cancellation");
+    assert_eq!(created["provider"], "custom");
+    let id = created["id"].as_str().unwrap();
+
+    let list = app
+        .expect(
+            app.req(Method::GET, "/churn-events?limit=5")
+                .header("X-API-Key", &key),
+            200,
+        )
+        .await;
+    assert_eq!(
+        (
+            list["total"].as_u64(),
+            list["limit"].as_i64(),
+            list["offset"].as_i64()
+        ),
+        (Some(1), Some(5), Some(0))
+    );
+    assert_eq!(list["data"][0]["mrr_cents"], 1999);
+    let bad_limit = app
+        .expect(
+            app.req(Method::GET, "/churn-events?limit=101")
+                .header("X-API-Key", &key),
+            400,
+        )
+        .await;
+    insta::assert_json_snapshot!("legacy_validation", bad_limit);
+
+    let generated = app
+        .expect(
+            app.req(Method::POST, &format!("/churn-events/{id}/generate"))
+                .header("X-API-Key", &key),
+            200,
+        )
+        .await;
+    assert!(generated.get("data").is_none());
+    let variants = generated["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 9);
+    assert!(variants.iter().all(|v| v["churn_event_id"] == id));
+    let vid = variants.iter().find(|v| v["recommended"] == true).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.expect(
+        app.req(
+            Method::POST,
+            &format!("/churn-events/{id}/variants/{vid}/send"),
+        )
+        .header("X-API-Key", &key),
+        200,
+    )
+    .await;
+    let again = app
+        .expect(
+            app.req(
+                Method::POST,
+                &format!("/churn-events/{id}/variants/{vid}/send"),
+            )
+            .header("X-API-Key", &key),
+            400,
+        )
+        .await;
+    assert_eq!(
+        again,
+        json!({"error": "this variant has already been sent", "code": "VALIDATION_ERROR"})
+    );
+
+    // With a session: the user's only project, or ?project=.
+    let detail = app
+        .expect(
+            app.req(Method::GET, &format!("/churn-events/{id}"))
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    assert_eq!(detail["data"]["status"], "email_sent");
+    app.expect(
+        app.req(Method::POST, "/churn-events?project=acme")
+            .bearer_auth(&token)
+            .json(&json!({"customer_email": "d@x.io"})),
+        201,
+    )
+    .await;
+    let recovered = app
+        .expect(
+            app.req(Method::POST, &format!("/churn-events/{id}/recovered"))
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    assert_eq!(recovered["data"]["status"], "recovered");
+    let missing = app
+        .expect(
+            app.req(Method::GET, "/churn-events/nope")
+                .bearer_auth(&token),
+            404,
+        )
+        .await;
+    insta::assert_json_snapshot!("legacy_not_found", missing);
+    let unauthorized = app.expect(app.req(Method::GET, "/churn-events"), 401).await;
+    assert_eq!(unauthorized["code"], "UNAUTHORIZED");
+    // Another tenant sees nothing.
+    let other = app.register("other@x.io").await;
+    app.expect(
+        app.req(Method::GET, &format!("/churn-events/{id}"))
+            .bearer_auth(&other.token),
+        404,
+    )
+    .await;
+}
+
+async fn sending_without_email_configured_is_500(backend: Backend) {
+    let app = TestApp::spawn_with(backend, Options::default().with("email_outbox", "")).await;
+    let token = owner(&app).await;
+    let event = create_event(
+        &app,
+        &token,
+        json!({"customer_email": "c@x.io", "event_type": "cancellation"}),
+    )
+    .await;
+    let id = event["id"].as_str().unwrap();
+    let vid = recommended(&generate(&app, &token, id).await)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let answer = app
+        .expect(
+            app.req(Method::POST, &send_path(id, &vid))
+                .bearer_auth(&token),
+            500,
+        )
+        .await;
+    assert_eq!(
+        answer["error"]["message"],
+        "email service is not configured"
+    );
+    let variants = app
+        .expect(
+            app.req(
+                Method::GET,
+                &format!("/projects/acme/churn-events/{id}/variants"),
+            )
+            .bearer_auth(&token),
+            200,
+        )
+        .await;
+    assert!(
+        variants["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v["status"] == "draft")
+    );
+}
