@@ -5,6 +5,7 @@ mod helpers;
 
 mod accounts;
 mod conventions;
+mod email;
 mod events;
 mod operations;
 mod projects;

@@ -1,0 +1,319 @@
+//! Delivery through a real SMTP server on loopback, and generation through a loopback
+//! OpenAI-compatible server that answers well, badly, slowly and not at all.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::Json;
+use axum::routing::post;
+use mailin_embedded::{Handler, Response, Server, response};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{Backend, Options, TestApp};
+use churn_core::both_backends;
+
+both_backends!(
+    smtp_delivers_and_records_bounces,
+    llm_answers_are_used_and_failures_fall_back
+);
+
+/// Accepts every recipient but those containing "bounce", keeping each message it receives.
+#[derive(Clone, Default)]
+struct Mailbox {
+    received: Arc<Mutex<Vec<String>>>,
+    current: Vec<u8>,
+}
+
+impl Handler for Mailbox {
+    fn rcpt(&mut self, to: &str) -> Response {
+        if to.contains("bounce") {
+            response::NO_MAILBOX
+        } else {
+            response::OK
+        }
+    }
+
+    fn data_start(
+        &mut self,
+        _domain: &str,
+        _from: &str,
+        _is8bit: bool,
+        _to: &[String],
+    ) -> Response {
+        self.current.clear();
+        response::OK
+    }
+
+    fn data(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.current.extend_from_slice(buf);
+        Ok(())
+    }
+
+    fn data_end(&mut self) -> Response {
+        let message = String::from_utf8_lossy(&self.current).into_owned();
+        self.received.lock().unwrap().push(message);
+        response::OK
+    }
+}
+
+fn start_smtp() -> (u16, Arc<Mutex<Vec<String>>>) {
+    let mailbox = Mailbox::default();
+    let received = mailbox.received.clone();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mut server = Server::new(mailbox);
+    server.with_name("smtp.test").with_tcp_listener(listener);
+    // Runs for the rest of the test process.
+    std::thread::spawn(move || {
+        let _ = server.serve();
+    });
+    (port, received)
+}
+
+async fn event_with_variants(app: &TestApp, token: &str, email: &str) -> (String, String) {
+    let event = app
+        .expect(
+            app.req(Method::POST, "/projects/acme/churn-events")
+                .bearer_auth(token)
+                .json(&json!({"customer_email": email, "customer_name": "Dana", "event_type": "cancellation"})),
+            201,
+        )
+        .await;
+    let id = event["data"]["id"].as_str().unwrap().to_owned();
+    let generated = app
+        .expect(
+            app.req(
+                Method::POST,
+                &format!("/projects/acme/churn-events/{id}/generate"),
+            )
+            .bearer_auth(token),
+            200,
+        )
+        .await;
+    let vid = generated["data"]["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["recommended"] == true)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (id, vid)
+}
+
+async fn owner(app: &TestApp) -> String {
+    let s = app.register("owner@acme.io").await;
+    app.expect(
+        app.req(Method::POST, "/projects")
+            .bearer_auth(&s.token)
+            .json(&json!({"name": "Acme", "support_email": "support@acme.io"})),
+        201,
+    )
+    .await;
+    s.token
+}
+
+async fn variant_status(app: &TestApp, token: &str, id: &str, vid: &str) -> Value {
+    let list = app
+        .expect(
+            app.req(
+                Method::GET,
+                &format!("/projects/acme/churn-events/{id}/variants"),
+            )
+            .bearer_auth(token),
+            200,
+        )
+        .await;
+    list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == vid)
+        .unwrap()["status"]
+        .clone()
+}
+
+async fn smtp_delivers_and_records_bounces(backend: Backend) {
+    let (port, received) = start_smtp();
+    let app = TestApp::spawn_with(
+        backend,
+        Options::default().with("smtp_url", format!("smtp://127.0.0.1:{port}")),
+    )
+    .await;
+    let token = owner(&app).await;
+
+    let (id, vid) = event_with_variants(&app, &token, "dana@northwind.example").await;
+    let sent = app
+        .expect(
+            app.req(
+                Method::POST,
+                &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
+            )
+            .bearer_auth(&token),
+            200,
+        )
+        .await;
+    let message_id = sent["data"]["message_id"].as_str().unwrap().to_owned();
+    let messages = received.lock().unwrap().clone();
+    assert_eq!(messages.len(), 1);
+    let mail = &messages[0];
+    for needle in [
+        "To: Dana <dana@northwind.example>",
+        "Reply-To: support@acme.io",
+        "List-Unsubscribe: <mailto:support@acme.io?subject=unsubscribe>",
+        &format!("Message-ID: <{message_id}>"),
+        "text/plain",
+        "text/html",
+    ] {
+        assert!(mail.contains(needle), "missing {needle}:\n{mail}");
+    }
+
+    // A permanent refusal of the recipient: 502, and the variant is marked bounced.
+    let (id, vid) = event_with_variants(&app, &token, "bounce@northwind.example").await;
+    let refused = app
+        .expect(
+            app.req(
+                Method::POST,
+                &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
+            )
+            .bearer_auth(&token),
+            502,
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], "UPSTREAM_ERROR");
+    assert_eq!(variant_status(&app, &token, &id, &vid).await, "bounced");
+    let event = app
+        .expect(
+            app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    assert_eq!(
+        event["data"]["status"], "variants_generated",
+        "a bounce is not a send"
+    );
+    assert_eq!(received.lock().unwrap().len(), 1);
+    drop(app);
+
+    // The SMTP server is down: 502, and nothing changes, so the send can be retried.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let app = TestApp::spawn_with(
+        backend,
+        Options::default().with("smtp_url", format!("smtp://127.0.0.1:{closed}")),
+    )
+    .await;
+    let token = owner(&app).await;
+    let (id, vid) = event_with_variants(&app, &token, "dana@northwind.example").await;
+    app.expect(
+        app.req(
+            Method::POST,
+            &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
+        )
+        .bearer_auth(&token),
+        502,
+    )
+    .await;
+    assert_eq!(variant_status(&app, &token, &id, &vid).await, "draft");
+    let event = app
+        .expect(
+            app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    assert_eq!(event["data"]["status"], "variants_generated");
+}
+
+/// An OpenAI-compatible endpoint whose answer depends on the strategy in the prompt.
+async fn start_llm() -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (flight, top) = (in_flight.clone(), peak.clone());
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        post(move |Json(request): Json<Value>| {
+            let (flight, top) = (flight.clone(), top.clone());
+            async move {
+                let now = flight.fetch_add(1, Ordering::SeqCst) + 1;
+                top.fetch_max(now, Ordering::SeqCst);
+                let prompt = request["messages"][1]["content"].as_str().unwrap_or_default().to_owned();
+                let strategy = prompt.strip_prefix("Strategy: ").and_then(|s| s.split(' ').next()).unwrap_or_default().to_owned();
+                // Every answer takes a moment, so requests made together overlap.
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                let content = match strategy.as_str() {
+                    "pause_option" => {
+                        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+                        json!({"subject": "too late", "body": "Hi"}).to_string()
+                    }
+                    "social_proof" => "this is not JSON".to_owned(),
+                    "founder_email" => json!({"subject": "", "body": "Hi Dana"}).to_string(),
+                    _ => json!({"subject": format!("LLM {strategy}"), "body": format!("Hi Dana,\n\nA note about {strategy}.\n\nThe Acme team")}).to_string(),
+                };
+                flight.fetch_sub(1, Ordering::SeqCst);
+                if strategy == "discount" {
+                    return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": "boom"})));
+                }
+                (axum::http::StatusCode::OK, Json(json!({"choices": [{"message": {"role": "assistant", "content": content}}]})))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, in_flight, peak)
+}
+
+async fn llm_answers_are_used_and_failures_fall_back(backend: Backend) {
+    let (url, _, peak) = start_llm().await;
+    let app = TestApp::spawn_with(
+        backend,
+        Options::default()
+            .with("llm_base_url", url)
+            .with("llm_timeout_secs", 1),
+    )
+    .await;
+    let token = owner(&app).await;
+    let event = app
+        .expect(
+            app.req(Method::POST, "/projects/acme/churn-events")
+                .bearer_auth(&token)
+                .json(&json!({"customer_email": "dana@x.io", "customer_name": "Dana", "event_type": "cancellation", "cancel_reason": "too_expensive"})),
+            201,
+        )
+        .await;
+    let id = event["data"]["id"].as_str().unwrap();
+    let generated = app
+        .expect(
+            app.req(
+                Method::POST,
+                &format!("/projects/acme/churn-events/{id}/generate"),
+            )
+            .bearer_auth(&token),
+            200,
+        )
+        .await;
+    let variants = generated["data"]["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 9);
+    for v in variants {
+        let strategy = v["strategy"].as_str().unwrap();
+        let failing =
+            ["pause_option", "social_proof", "founder_email", "discount"].contains(&strategy);
+        let expected = if failing { "template" } else { "llm" };
+        assert_eq!(v["generator"], expected, "{strategy}");
+        if !failing {
+            assert_eq!(v["subject"], format!("LLM {strategy}"));
+        }
+    }
+    assert!(
+        peak.load(Ordering::SeqCst) >= 2,
+        "the nine requests overlap"
+    );
+    assert_eq!(generated["data"]["status"], "variants_generated");
+}
