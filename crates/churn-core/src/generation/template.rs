@@ -146,7 +146,7 @@ pub(crate) mod tests {
             discount_months: 3,
             coupon_code: "WINBACK20-019A2B".into(),
             pause_months: 3,
-            reason: Some("too expensive".into()),
+            reason: Some("the price".into()),
             payment_failed: false,
             language: "en".into(),
         }
@@ -177,6 +177,22 @@ pub(crate) mod tests {
         assert!(
             discount.text.contains("WINBACK20-019A2B") && discount.subject.starts_with("20% off")
         );
+    }
+
+    /// The nine emails of one fixed event, as a customer would receive them.
+    #[test]
+    fn rendered_emails() {
+        let generator = TemplateGenerator::new();
+        for strategy in Strategy::ALL {
+            let draft = generator.render(&context(), strategy).unwrap();
+            let shown = format!(
+                "Subject: {}\n\n{}\n\n---- HTML ----\n{}\n",
+                draft.subject,
+                draft.text,
+                draft.html.replace("><", ">\n<")
+            );
+            insta::assert_snapshot!(format!("email_{}", strategy.as_str()), shown);
+        }
     }
 
     #[test]
