@@ -3,10 +3,17 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use chrono::NaiveDate;
+use churn_core::api::events::ProjectStats;
 use churn_core::config::Config;
+use churn_core::domain::lifecycle::EventStatus;
 use churn_core::services::admin::{Admin, SubscriptionChange};
+use churn_core::services::events::event_view;
+use churn_core::services::stats::stats;
+use churn_core::store::Store;
+use churn_core::store::events::{self, ListFilter, SortColumn};
+use churn_core::store::projects::{self, ProjectRecord};
 use churn_core::time::{self, Clock, SystemClock};
 use clap::{Args, Parser, Subcommand};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
@@ -41,6 +48,12 @@ pub enum Command {
     /// API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Churn events of a project.
+    #[command(subcommand)]
+    Events(EventsCommand),
+    /// Reports.
+    #[command(subcommand)]
+    Report(ReportCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -87,6 +100,39 @@ pub enum KeysCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum EventsCommand {
+    /// A project's churn events, newest first.
+    List {
+        /// Project slug or id.
+        #[arg(long)]
+        project: String,
+        /// Only events in this status.
+        #[arg(long, value_parser = parse_status)]
+        status: Option<EventStatus>,
+        /// At most this many events.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(i64).range(1..=1000))]
+        limit: i64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Recovery statistics of a project.
+    Stats {
+        /// Project slug or id.
+        #[arg(long)]
+        project: String,
+    },
+}
+
+fn parse_status(raw: &str) -> Result<EventStatus, String> {
+    EventStatus::parse(raw).ok_or_else(|| {
+        let all: Vec<_> = EventStatus::ALL.iter().map(|s| s.as_str()).collect();
+        format!("must be one of {}", all.join(", "))
+    })
+}
+
 /// Runs one command, writing its output to `out`.
 pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
     let overrides = json!({ "database_url": cli.database_url });
@@ -96,14 +142,13 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
         json!({})
     };
     let config = Config::load(None, overrides)?;
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let admin = Admin::open(&config, clock)
-        .await
-        .context("opening the database")?;
     match cli.command {
-        Command::Migrate => writeln!(out, "migrations applied")?,
+        Command::Migrate => {
+            open_admin(&config).await?;
+            writeln!(out, "migrations applied")?
+        }
         Command::Users(UsersCommand::List) => {
-            let users = admin.list_users().await?;
+            let users = open_admin(&config).await?.list_users().await?;
             if cli.json {
                 let rows: Vec<_> = users
                     .iter()
@@ -144,7 +189,10 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                 Some(day) => SubscriptionChange::PaidUntil(day),
                 None => SubscriptionChange::Expire,
             };
-            let (user, status) = admin.change_subscription(&set.email, change).await?;
+            let (user, status) = open_admin(&config)
+                .await?
+                .change_subscription(&set.email, change)
+                .await?;
             let paid_until = user.paid_until.as_ref().map(time::format);
             if cli.json {
                 writeln!(
@@ -165,7 +213,10 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             }
         }
         Command::Projects(ProjectsCommand::List { user }) => {
-            let projects = admin.list_all_projects(user.as_deref()).await?;
+            let projects = open_admin(&config)
+                .await?
+                .list_all_projects(user.as_deref())
+                .await?;
             if cli.json {
                 let rows: Vec<_> = projects
                     .iter()
@@ -187,7 +238,10 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             }
         }
         Command::Keys(KeysCommand::Rotate { project }) => {
-            let (project, keys) = admin.rotate_keys_admin(&project).await?;
+            let (project, keys) = open_admin(&config)
+                .await?
+                .rotate_keys_admin(&project)
+                .await?;
             if cli.json {
                 writeln!(
                     out,
@@ -204,8 +258,122 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                 writeln!(out, "  secret key: {}", keys.secret_key)?;
             }
         }
+        Command::Events(EventsCommand::List {
+            project,
+            status,
+            limit,
+        }) => {
+            let store = open_store(&config).await?;
+            let project = project_by_slug_or_id(&store, &project).await?;
+            let filter = ListFilter {
+                status,
+                event_type: None,
+            };
+            let db = store.reader();
+            let rows = events::list(
+                db,
+                &project.id,
+                &filter,
+                SortColumn::CreatedAt,
+                true,
+                limit,
+                0,
+            )
+            .await?;
+            let total = events::count(db, &project.id, &filter).await?;
+            if cli.json {
+                let rows: Vec<_> = rows.into_iter().map(|r| event_view(r, None)).collect();
+                writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+            } else {
+                let mut table = table(&[
+                    "id", "customer", "type", "reason", "status", "mrr", "created",
+                ]);
+                for e in &rows {
+                    table.add_row(vec![
+                        e.id.clone(),
+                        e.customer_email.clone(),
+                        e.event_type.clone(),
+                        e.reason_code.clone(),
+                        e.status.as_str().to_owned(),
+                        e.mrr
+                            .map(|m| format!("{} {}", money(m), e.currency.to_uppercase()))
+                            .unwrap_or_else(|| "-".into()),
+                        time::format(&e.created_at),
+                    ]);
+                }
+                writeln!(out, "{table}")?;
+                writeln!(
+                    out,
+                    "{} of {total} events in {} ({})",
+                    rows.len(),
+                    project.slug,
+                    project.id
+                )?;
+            }
+        }
+        Command::Report(ReportCommand::Stats { project }) => {
+            let store = open_store(&config).await?;
+            let project = project_by_slug_or_id(&store, &project).await?;
+            let figures = stats(events::totals(store.reader(), &project.id).await?);
+            if cli.json {
+                let report = ProjectStats {
+                    slug: project.slug,
+                    stats: figures,
+                };
+                writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+            } else {
+                let mut table = table(&["statistic", "value"]);
+                for (label, value) in [
+                    ("project", format!("{} ({})", project.slug, project.id)),
+                    ("events", figures.total_events.to_string()),
+                    ("recovered", figures.recovered.to_string()),
+                    ("lost", figures.lost.to_string()),
+                    ("processing", figures.processing.to_string()),
+                    ("recovery rate", format!("{:.2}%", figures.recovery_rate)),
+                    ("MRR", money(figures.total_mrr_cents)),
+                    ("recovered MRR", money(figures.recovered_mrr_cents)),
+                ] {
+                    table.add_row(vec![label.to_owned(), value]);
+                }
+                writeln!(out, "{table}")?;
+            }
+        }
     }
     Ok(())
+}
+
+/// Connects and migrates through the admin service.
+async fn open_admin(config: &Config) -> anyhow::Result<Admin> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    Admin::open(config, clock)
+        .await
+        .context("opening the database")
+}
+
+/// Connects and migrates, for the read-only reports `Admin` does not offer.
+async fn open_store(config: &Config) -> anyhow::Result<Store> {
+    let store = Store::connect(&config.database_url)
+        .await
+        .context("opening the database")?;
+    store.migrate().await.context("migrating the database")?;
+    Ok(store)
+}
+
+/// The project with this slug or id; a slug several owners share must be given as the id.
+async fn project_by_slug_or_id(store: &Store, slug_or_id: &str) -> anyhow::Result<ProjectRecord> {
+    let mut found = projects::any_by_slug_or_id(store.reader(), slug_or_id).await?;
+    match found.len() {
+        0 => bail!("no project with slug or id {slug_or_id:?}"),
+        1 => Ok(found.remove(0)),
+        n => bail!("{n} projects use the slug {slug_or_id:?}; give the project id instead"),
+    }
+}
+
+/// Cents as units with two decimals: 4900 → `49.00`.
+fn money(cents: i64) -> String {
+    let sign = if cents < 0 { "-" } else { "" };
+    let abs = cents.unsigned_abs();
+    format!("{sign}{}.{:02}", abs / 100, abs % 100)
 }
 
 fn table(header: &[&str]) -> Table {

@@ -5,16 +5,20 @@ use std::sync::Arc;
 
 use churn_cli::{Cli, run};
 use churn_core::api::auth::RegisterRequest;
+use churn_core::api::events::CreateChurnEvent;
 use churn_core::api::projects::CreateProject;
 use churn_core::both_backends;
 use churn_core::config::Config;
 use churn_core::services::Churn;
 use churn_core::testing::{Backend, TestDatabase};
-use churn_core::time::SystemClock;
+use churn_core::time::{SystemClock, TestClock};
 use clap::Parser;
 use serde_json::json;
 
-both_backends!(users_subscriptions_projects_and_keys);
+both_backends!(
+    users_subscriptions_projects_and_keys,
+    events_list_and_stats_report
+);
 
 async fn churn(db: &TestDatabase, args: &[&str]) -> anyhow::Result<String> {
     let mut argv = vec!["churn", "--database-url", &db.url];
@@ -158,4 +162,204 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(project.project.id, id);
+}
+
+/// Ada's `acme` gets four events that end in four different statuses; Bob's `acme` one event.
+async fn events_list_and_stats_report(backend: Backend) {
+    let db = TestDatabase::new(backend).await;
+    let config = Config::load(
+        None,
+        json!({"database_url": db.url, "data_dir": db.data_dir.path(), "email_outbox": db.data_dir.path().join("outbox")}),
+    )
+    .unwrap();
+    // A clock that moves a minute per event keeps the newest-first order independent of timing.
+    let clock = TestClock::default();
+    let service = Churn::open(&config, Arc::new(clock.clone())).await.unwrap();
+    let mut access = Vec::new();
+    for (name, email) in [("Ada", "ada@example.com"), ("Bob", "bob@example.com")] {
+        let session = service
+            .register(RegisterRequest {
+                name: name.into(),
+                email: email.into(),
+                password: "correct horse".into(),
+            })
+            .await
+            .unwrap();
+        service
+            .create_project(
+                &session.user.id,
+                CreateProject {
+                    name: "Acme".into(),
+                    product_type: None,
+                    support_email: Some(format!("support@{}", email.split('@').nth(1).unwrap())),
+                },
+            )
+            .await
+            .unwrap();
+        access.push(
+            service
+                .project_for_user(&session.user.id, "acme")
+                .await
+                .unwrap(),
+        );
+    }
+    let (ada, bob) = (&access[0], &access[1]);
+    let mut ids = Vec::new();
+    for (email, event_type, reason, mrr) in [
+        (
+            "dana@northwind.example",
+            "cancellation",
+            Some("too expensive for us"),
+            Some(4900),
+        ),
+        ("eli@example.com", "payment_failed", None, Some(1500)),
+        (
+            "fay@example.com",
+            "cancellation",
+            Some("missing features we need"),
+            None,
+        ),
+        (
+            "gus@example.com",
+            "cancellation",
+            Some("we don't use it enough"),
+            Some(2550),
+        ),
+    ] {
+        clock.advance(chrono::Duration::minutes(1));
+        let event = service
+            .create_event(
+                ada,
+                CreateChurnEvent {
+                    customer_email: email.into(),
+                    event_type: event_type.into(),
+                    cancel_reason: reason.map(Into::into),
+                    mrr,
+                    ..CreateChurnEvent::default()
+                },
+            )
+            .await
+            .unwrap();
+        ids.push(event.id);
+    }
+    service
+        .create_event(
+            bob,
+            CreateChurnEvent {
+                customer_email: "zed@example.com".into(),
+                event_type: "cancellation".into(),
+                mrr: Some(99_900),
+                ..CreateChurnEvent::default()
+            },
+        )
+        .await
+        .unwrap();
+    // Dana: sent and recovered. Fay: drafts written. Gus: sent, then the recovery window ran
+    // out. Eli: untouched.
+    for id in [&ids[0], &ids[3]] {
+        let generated = service.generate(ada, id).await.unwrap();
+        let best = generated.variants.iter().find(|v| v.recommended).unwrap();
+        service.send_variant(ada, id, &best.id).await.unwrap();
+    }
+    service.recover_event(ada, &ids[0]).await.unwrap();
+    service.generate(ada, &ids[2]).await.unwrap();
+    clock.advance(chrono::Duration::days(31));
+    assert!(service.run_due_jobs().await.unwrap() >= 1);
+
+    // Two owners share the slug: the operator must name the id.
+    for args in [
+        ["events", "list", "--project", "acme"],
+        ["report", "stats", "--project", "acme"],
+    ] {
+        let ambiguous = churn(&db, &args).await.unwrap_err();
+        assert!(
+            ambiguous
+                .to_string()
+                .contains("2 projects use the slug \"acme\"; give the project id"),
+            "{ambiguous}"
+        );
+    }
+    let missing = churn(&db, &["events", "list", "--project", "nope"])
+        .await
+        .unwrap_err();
+    assert!(missing.to_string().contains("no project"), "{missing}");
+    let project = &ada.project.id;
+
+    let settings = masked();
+    let listed = churn(&db, &["events", "list", "--project", project])
+        .await
+        .unwrap();
+    settings.bind(|| insta::assert_snapshot!("events_list", listed));
+    let limited = churn(
+        &db,
+        &["events", "list", "--project", project, "--limit", "1"],
+    )
+    .await
+    .unwrap();
+    assert!(limited.contains("gus@example.com") && !limited.contains("fay@example.com"));
+    assert!(limited.contains("1 of 4 events in acme ("), "{limited}");
+
+    let lost: serde_json::Value = serde_json::from_str(
+        &churn(
+            &db,
+            &[
+                "--json",
+                "events",
+                "list",
+                "--project",
+                project,
+                "--status",
+                "lost",
+            ],
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let lost = lost.as_array().unwrap();
+    assert_eq!(lost.len(), 1);
+    assert_eq!(lost[0]["id"], ids[3].as_str());
+    assert_eq!(lost[0]["customer_email"], "gus@example.com");
+    assert_eq!(lost[0]["status"], "lost");
+    assert_eq!(lost[0]["reason_code"], "not_using_enough");
+    assert_eq!(lost[0]["mrr"], 2550);
+    assert!(lost[0]["lost_at"].is_string());
+    assert!(
+        churn(
+            &db,
+            &["events", "list", "--project", project, "--status", "gone"]
+        )
+        .await
+        .is_err(),
+        "unknown statuses are refused"
+    );
+
+    let report = churn(&db, &["report", "stats", "--project", project])
+        .await
+        .unwrap();
+    settings.bind(|| insta::assert_snapshot!("report_stats", report));
+    let figures: serde_json::Value = serde_json::from_str(
+        &churn(&db, &["--json", "report", "stats", "--project", project])
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        figures,
+        json!({"slug": "acme", "total_events": 4, "recovered": 1, "lost": 1, "processing": 2, "recovery_rate": 50.0,
+               "total_mrr_cents": 8950, "recovered_mrr_cents": 4900})
+    );
+    let bobs: serde_json::Value = serde_json::from_str(
+        &churn(
+            &db,
+            &["--json", "report", "stats", "--project", &bob.project.id],
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (&bobs["total_events"], &bobs["total_mrr_cents"]),
+        (&json!(1), &json!(99_900))
+    );
 }

@@ -6,11 +6,15 @@ use std::time::Duration;
 use churn_core::api::auth::{
     LoginRequest, Me, Onboarding, OnboardingRequest, RegisterRequest, Session,
 };
+use churn_core::api::events::{
+    AccountStats, CancelReasonChange, CancelReasonChanged, ChurnEvent, CreateChurnEvent,
+    EditVariant, EditedVariant, Generated, ListQuery, Recovered, SentVariant, Stats, Variant,
+};
 use churn_core::api::projects::{
     AllowedOrigins, CreateProject, Project, RotateKeysRequest, RotatedKeys, UpdateProject,
     WebhookSecret,
 };
-use churn_core::api::{Data, ErrorBody, LegacyErrorBody};
+use churn_core::api::{Data, ErrorBody, LegacyErrorBody, Page};
 use rand::Rng;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
@@ -243,6 +247,126 @@ impl Client {
         Ok(s.webhook_secret)
     }
 
+    /// Records a lost customer as a churn event (status `new`).
+    pub async fn create_event(
+        &self,
+        slug: &str,
+        request: &CreateChurnEvent,
+    ) -> Result<ChurnEvent, Error> {
+        self.call(Method::POST, &events_path(slug), Some(request))
+            .await
+    }
+
+    /// One page of the project's events with its pagination (`{data, meta}`).
+    pub async fn list_events(
+        &self,
+        slug: &str,
+        query: &ListQuery,
+    ) -> Result<Page<ChurnEvent>, Error> {
+        let response = self
+            .send_query(Method::GET, &events_path(slug), Some(query), None::<&()>)
+            .await?;
+        decode(response).await
+    }
+
+    /// The event with its variants.
+    pub async fn event(&self, slug: &str, id: &str) -> Result<ChurnEvent, Error> {
+        self.call(Method::GET, &event_path(slug, id), None::<&()>)
+            .await
+    }
+
+    pub async fn event_variants(&self, slug: &str, id: &str) -> Result<Vec<Variant>, Error> {
+        self.call(
+            Method::GET,
+            &format!("{}/variants", event_path(slug, id)),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// Writes the nine ranked recovery emails; exactly one comes back `recommended`.
+    pub async fn generate(&self, slug: &str, id: &str) -> Result<Generated, Error> {
+        self.call(
+            Method::POST,
+            &format!("{}/generate", event_path(slug, id)),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// Changes a draft's subject and/or body (HTML is sanitised by the server).
+    pub async fn edit_variant(
+        &self,
+        slug: &str,
+        id: &str,
+        variant_id: &str,
+        request: &EditVariant,
+    ) -> Result<EditedVariant, Error> {
+        self.call(
+            Method::PATCH,
+            &variant_path(slug, id, variant_id),
+            Some(request),
+        )
+        .await
+    }
+
+    /// Sends a variant's email to the customer; a variant goes out at most once (409 after).
+    pub async fn send_variant(
+        &self,
+        slug: &str,
+        id: &str,
+        variant_id: &str,
+    ) -> Result<SentVariant, Error> {
+        self.call(
+            Method::POST,
+            &format!("{}/send", variant_path(slug, id, variant_id)),
+            None::<&()>,
+        )
+        .await
+    }
+
+    pub async fn mark_recovered(&self, slug: &str, id: &str) -> Result<Recovered, Error> {
+        self.call(
+            Method::POST,
+            &format!("{}/recovered", event_path(slug, id)),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// Corrects the cancel reason; the server classifies it again.
+    pub async fn change_cancel_reason(
+        &self,
+        slug: &str,
+        id: &str,
+        cancel_reason: &str,
+    ) -> Result<CancelReasonChanged, Error> {
+        let body = CancelReasonChange {
+            cancel_reason: cancel_reason.into(),
+        };
+        self.call(
+            Method::PATCH,
+            &format!("{}/cancel-reason", event_path(slug, id)),
+            Some(&body),
+        )
+        .await
+    }
+
+    pub async fn project_stats(&self, slug: &str) -> Result<Stats, Error> {
+        self.call(
+            Method::GET,
+            &format!("/projects/{}/stats", segment(slug)),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// The sum over the signed-in user's projects, and each project. Needs a session: with a
+    /// secret key `/stats` answers that project's figures, which `project_stats` reads.
+    pub async fn account_stats(&self) -> Result<AccountStats, Error> {
+        self.call(Method::GET, "/stats", None::<&()>).await
+    }
+
     /// Sends and unwraps the `data` envelope.
     async fn call<B: Serialize, T: DeserializeOwned>(
         &self,
@@ -251,9 +375,7 @@ impl Client {
         body: Option<&B>,
     ) -> Result<T, Error> {
         let response = self.send(method, path, body).await?;
-        let bytes = response.bytes().await?;
-        let envelope: Data<T> =
-            serde_json::from_slice(&bytes).map_err(|e| Error::Decode(e.to_string()))?;
+        let envelope: Data<T> = decode(response).await?;
         Ok(envelope.data)
     }
 
@@ -261,6 +383,16 @@ impl Client {
         &self,
         method: Method,
         path: &str,
+        body: Option<&B>,
+    ) -> Result<Response, Error> {
+        self.send_query(method, path, None::<&()>, body).await
+    }
+
+    async fn send_query<Q: Serialize, B: Serialize>(
+        &self,
+        method: Method,
+        path: &str,
+        query: Option<&Q>,
         body: Option<&B>,
     ) -> Result<Response, Error> {
         let idempotent = matches!(
@@ -276,7 +408,7 @@ impl Client {
         loop {
             attempt += 1;
             let last = attempt >= attempts;
-            match self.request(method.clone(), path, body).send().await {
+            match self.request(method.clone(), path, query, body).send().await {
                 Ok(response) if response.status().is_success() => return Ok(response),
                 Ok(response) => {
                     let status = response.status();
@@ -299,13 +431,17 @@ impl Client {
         }
     }
 
-    fn request<B: Serialize>(
+    fn request<Q: Serialize, B: Serialize>(
         &self,
         method: Method,
         path: &str,
+        query: Option<&Q>,
         body: Option<&B>,
     ) -> RequestBuilder {
         let mut request = self.http.request(method, format!("{}{path}", self.api));
+        if let Some(query) = query {
+            request = request.query(query);
+        }
         request = match &self.auth {
             Auth::None => request,
             Auth::Token(token) => request.bearer_auth(token),
@@ -316,6 +452,23 @@ impl Client {
             None => request,
         }
     }
+}
+
+async fn decode<T: DeserializeOwned>(response: Response) -> Result<T, Error> {
+    let bytes = response.bytes().await?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::Decode(e.to_string()))
+}
+
+fn events_path(slug: &str) -> String {
+    format!("/projects/{}/churn-events", segment(slug))
+}
+
+fn event_path(slug: &str, id: &str) -> String {
+    format!("{}/{}", events_path(slug), segment(id))
+}
+
+fn variant_path(slug: &str, id: &str, variant_id: &str) -> String {
+    format!("{}/variants/{}", event_path(slug, id), segment(variant_id))
 }
 
 /// Slugs are URL-safe already; ids too. Anything else is percent-encoded.

@@ -4,22 +4,45 @@
 use std::time::{Duration, Instant};
 
 use churn_core::api::auth::OnboardingRequest;
+use churn_core::api::events::{CreateChurnEvent, EditVariant, ListQuery, Stats};
 use churn_core::api::projects::{CreateProject, UpdateProject};
 use churn_core::both_backends;
 use churn_core::config::Config;
+use churn_core::domain::lifecycle::EventStatus;
+use churn_core::domain::strategy::{ReasonCode, Strategy};
+use churn_core::domain::variant::VariantStatus;
 use churn_core::testing::{Backend, TestDatabase};
 use churn_sdk::{Client, Error, RetryPolicy};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use wiremock::matchers::{method, path};
+use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-both_backends!(accounts_and_projects_round_trip, errors_are_typed);
+both_backends!(
+    accounts_and_projects_round_trip,
+    errors_are_typed,
+    churn_event_from_creation_to_recovery,
+);
 
 struct Live {
     base_url: String,
     stop: CancellationToken,
-    _db: TestDatabase,
+    db: TestDatabase,
+}
+
+impl Live {
+    /// The emails the server wrote to its file outbox.
+    fn outbox(&self) -> Vec<String> {
+        let dir = self.db.data_dir.path().join("outbox");
+        let mut mails: Vec<_> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+                    .collect()
+            })
+            .unwrap_or_default();
+        mails.sort();
+        mails
+    }
 }
 
 impl Drop for Live {
@@ -30,9 +53,11 @@ impl Drop for Live {
 
 async fn live(backend: Backend) -> Live {
     let db = TestDatabase::new(backend).await;
+    // Emails go to a file outbox in the test's folder, whatever the environment configures.
     let config = Config::load(
         None,
-        json!({"database_url": db.url, "data_dir": db.data_dir.path(), "rate_limits": "off", "bind": "127.0.0.1:0"}),
+        json!({"database_url": db.url, "data_dir": db.data_dir.path(), "email_outbox": db.data_dir.path().join("outbox"),
+               "rate_limits": "off", "bind": "127.0.0.1:0"}),
     )
     .unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -42,11 +67,7 @@ async fn live(backend: Backend) -> Live {
     let base_url = format!("http://{}", app.local_addr());
     let stop = CancellationToken::new();
     tokio::spawn(app.run_until(stop.clone().cancelled_owned()));
-    Live {
-        base_url,
-        stop,
-        _db: db,
-    }
+    Live { base_url, stop, db }
 }
 
 async fn accounts_and_projects_round_trip(backend: Backend) {
@@ -126,6 +147,223 @@ async fn accounts_and_projects_round_trip(backend: Backend) {
         ada.project("acme").await.unwrap_err().code(),
         Some("NOT_FOUND")
     );
+}
+
+async fn churn_event_from_creation_to_recovery(backend: Backend) {
+    let server = live(backend).await;
+    let anonymous = Client::new(&server.base_url).unwrap();
+    let session = anonymous
+        .register("Ada", "ada@example.com", "correct horse")
+        .await
+        .unwrap();
+    let ada = anonymous.with_token(session.token);
+    ada.create_project(&CreateProject {
+        name: "Acme".into(),
+        product_type: None,
+        support_email: Some("support@acme.io".into()),
+    })
+    .await
+    .unwrap();
+
+    let created = ada
+        .create_event(
+            "acme",
+            &CreateChurnEvent {
+                customer_email: "Dana@Northwind.example".into(),
+                customer_name: Some("Dana Scully".into()),
+                event_type: "cancellation".into(),
+                cancel_reason: Some("We stopped using it".into()),
+                mrr: Some(4900),
+                plan_name: Some("Growth".into()),
+                tenure_days: Some(420),
+                ..CreateChurnEvent::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.status, EventStatus::New);
+    assert_eq!(created.customer_email, "dana@northwind.example");
+    assert_eq!(created.currency, "usd");
+    assert_eq!(created.mrr, Some(4900));
+    let id = created.id.as_str();
+    let other = ada
+        .create_event(
+            "acme",
+            &CreateChurnEvent {
+                customer_email: "eli@example.com".into(),
+                event_type: "payment_failed".into(),
+                ..CreateChurnEvent::default()
+            },
+        )
+        .await
+        .unwrap();
+
+    let changed = ada
+        .change_cancel_reason("acme", id, "It's too expensive for our budget")
+        .await
+        .unwrap();
+    assert_eq!(changed.reason_code, ReasonCode::TooExpensive);
+
+    // The query string reaches the server: filter, page size, sort and order.
+    let page = ada
+        .list_events(
+            "acme",
+            &ListQuery {
+                per_page: Some(1),
+                sort: Some("mrr".into()),
+                order: Some("desc".into()),
+                ..ListQuery::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.data.len(), 1);
+    assert_eq!(page.data[0].id, id);
+    assert_eq!(page.data[0].reason_code, ReasonCode::TooExpensive);
+    assert_eq!(
+        (
+            page.meta.page,
+            page.meta.per_page,
+            page.meta.total,
+            page.meta.total_pages
+        ),
+        (1, 1, 2, 2)
+    );
+    let payment_failed = ada
+        .list_events(
+            "acme",
+            &ListQuery {
+                event_type: Some("payment_failed".into()),
+                ..ListQuery::default()
+            },
+        )
+        .await
+        .unwrap();
+    let ids: Vec<_> = payment_failed.data.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids, [other.id.as_str()]);
+    let invalid = ada
+        .list_events(
+            "acme",
+            &ListQuery {
+                status: Some("gone".into()),
+                ..ListQuery::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (invalid.status(), invalid.code()),
+        (Some(400), Some("VALIDATION_ERROR"))
+    );
+
+    let generated = ada.generate("acme", id).await.unwrap();
+    assert_eq!(generated.event_id, id);
+    assert_eq!(generated.status, EventStatus::VariantsGenerated);
+    assert_eq!(generated.variants.len(), 9);
+    let recommended: Vec<_> = generated
+        .variants
+        .iter()
+        .filter(|v| v.recommended)
+        .collect();
+    assert_eq!(recommended.len(), 1);
+    let best = recommended[0];
+    assert_eq!((best.strategy, best.rank), (Strategy::Discount, 1));
+    assert_eq!(ada.event_variants("acme", id).await.unwrap().len(), 9);
+
+    let draft = generated.variants.iter().find(|v| !v.recommended).unwrap();
+    let edited = ada
+        .edit_variant(
+            "acme",
+            id,
+            &draft.id,
+            &EditVariant {
+                subject: Some("Before you go, Dana".into()),
+                body: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (edited.id.as_str(), edited.subject.as_str(), edited.status),
+        (
+            draft.id.as_str(),
+            "Before you go, Dana",
+            VariantStatus::Draft
+        )
+    );
+
+    let sent = ada.send_variant("acme", id, &best.id).await.unwrap();
+    assert_eq!(sent.variant_id, best.id);
+    assert_eq!(sent.status, VariantStatus::Sent);
+    assert_eq!(sent.recipient, "dana@northwind.example");
+    let again = ada.send_variant("acme", id, &best.id).await.unwrap_err();
+    assert_eq!(
+        (again.status(), again.code()),
+        (Some(409), Some("CONFLICT"))
+    );
+    let mails = server.outbox();
+    assert_eq!(mails.len(), 1, "one email in the outbox");
+    assert!(
+        mails[0].contains("Reply-To: support@acme.io"),
+        "{}",
+        mails[0]
+    );
+    assert!(mails[0].contains(&best.subject), "{}", mails[0]);
+
+    let detail = ada.event("acme", id).await.unwrap();
+    assert_eq!(detail.status, EventStatus::EmailSent);
+    let variants = detail
+        .variants
+        .expect("variants on the single-event answer");
+    let sent_variant = variants.iter().find(|v| v.id == best.id).unwrap();
+    assert_eq!(sent_variant.status, VariantStatus::Sent);
+    assert_eq!(
+        sent_variant.recipient.as_deref(),
+        Some("dana@northwind.example")
+    );
+
+    let recovered = ada.mark_recovered("acme", id).await.unwrap();
+    assert_eq!(recovered.id, id);
+    assert_eq!(recovered.status, EventStatus::Recovered);
+    assert_eq!(recovered.recovered_via, "email");
+    let twice = ada.mark_recovered("acme", id).await.unwrap_err();
+    assert_eq!(twice.status(), Some(400));
+
+    let recovered_only = ada
+        .list_events(
+            "acme",
+            &ListQuery {
+                status: Some("recovered".into()),
+                ..ListQuery::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(recovered_only.meta.total, 1);
+    assert_eq!(
+        recovered_only.data[0].recovered_via.as_deref(),
+        Some("email")
+    );
+
+    // One recovered (4900), one still open without MRR, none lost.
+    let expected = Stats {
+        total_events: 2,
+        recovered: 1,
+        lost: 0,
+        processing: 1,
+        recovery_rate: 100.0,
+        total_mrr_cents: 4900,
+        recovered_mrr_cents: 4900,
+    };
+    assert_eq!(ada.project_stats("acme").await.unwrap(), expected);
+    let account = ada.account_stats().await.unwrap();
+    assert_eq!(account.total, expected);
+    let per_project: Vec<_> = account
+        .projects
+        .iter()
+        .map(|p| (p.slug.as_str(), p.stats))
+        .collect();
+    assert_eq!(per_project, [("acme", expected)]);
 }
 
 async fn errors_are_typed(backend: Backend) {
@@ -209,4 +447,39 @@ async fn non_idempotent_calls_are_not_retried() {
         .await;
     let legacy = limited.me().await.unwrap_err();
     assert_eq!(legacy.code(), Some("INTERNAL_ERROR"));
+}
+
+#[tokio::test]
+async fn list_queries_leave_unset_fields_out() {
+    let mock = MockServer::start().await;
+    let page =
+        json!({"data": [], "meta": {"page": 2, "per_page": 5, "total": 5, "total_pages": 1}});
+    Mock::given(method("GET"))
+        .and(path("/api/v1/projects/a%20b/churn-events"))
+        .and(query_param("page", "2"))
+        .and(query_param("per_page", "5"))
+        .and(query_param("status", "email_sent"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(page))
+        .mount(&mock)
+        .await;
+    let client = Client::new(&mock.uri()).unwrap().with_token("t");
+    let listed = client
+        .list_events(
+            "a b",
+            &ListQuery {
+                page: Some(2),
+                per_page: Some(5),
+                status: Some("email_sent".into()),
+                ..ListQuery::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(listed.data.is_empty());
+    assert_eq!((listed.meta.page, listed.meta.total), (2, 5));
+    let requests = mock.received_requests().await.unwrap();
+    assert_eq!(
+        requests[0].url.query(),
+        Some("page=2&per_page=5&status=email_sent")
+    );
 }

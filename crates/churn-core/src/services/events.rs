@@ -417,7 +417,8 @@ impl Churn {
     }
 }
 
-pub(super) fn event_view(r: EventRecord, variants: Option<Vec<VariantRecord>>) -> ChurnEvent {
+/// The API view of a stored event (with its variants, when given).
+pub fn event_view(r: EventRecord, variants: Option<Vec<VariantRecord>>) -> ChurnEvent {
     ChurnEvent {
         reason_code: ReasonCode::parse(&r.reason_code).unwrap_or(ReasonCode::Other),
         id: r.id,
