@@ -270,6 +270,7 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                 event_type: None,
             };
             let db = store.reader();
+            let total = events::count(db, &project.id, &filter).await?;
             let rows = events::list(
                 db,
                 &project.id,
@@ -278,9 +279,9 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                 true,
                 limit,
                 0,
+                total,
             )
             .await?;
-            let total = events::count(db, &project.id, &filter).await?;
             if cli.json {
                 let rows: Vec<_> = rows.into_iter().map(|r| event_view(r, None)).collect();
                 writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;

@@ -234,18 +234,18 @@ impl Churn {
         let sort = sort.unwrap_or(SortColumn::CreatedAt);
         let db = self.store.reader();
         let offset = (page - 1).saturating_mul(per_page);
-        let (rows, total) = futures::try_join!(
-            events::list(
-                db,
-                &access.project.id,
-                &filter,
-                sort,
-                descending,
-                per_page,
-                offset
-            ),
-            events::count(db, &access.project.id, &filter),
-        )?;
+        let total = events::count(db, &access.project.id, &filter).await?;
+        let rows = events::list(
+            db,
+            &access.project.id,
+            &filter,
+            sort,
+            descending,
+            per_page,
+            offset,
+            total,
+        )
+        .await?;
         let meta = Meta {
             page: page as u32,
             per_page: per_page as u32,
@@ -276,18 +276,18 @@ impl Churn {
         let filter = self.list_filter(&mut v, q.status.as_deref(), None);
         v.finish()?;
         let db = self.store.reader();
-        let (rows, total) = futures::try_join!(
-            events::list(
-                db,
-                &access.project.id,
-                &filter,
-                SortColumn::CreatedAt,
-                true,
-                limit,
-                offset
-            ),
-            events::count(db, &access.project.id, &filter),
-        )?;
+        let total = events::count(db, &access.project.id, &filter).await?;
+        let rows = events::list(
+            db,
+            &access.project.id,
+            &filter,
+            SortColumn::CreatedAt,
+            true,
+            limit,
+            offset,
+            total,
+        )
+        .await?;
         Ok(LegacyList {
             data: rows
                 .into_iter()

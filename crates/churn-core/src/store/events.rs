@@ -281,7 +281,10 @@ fn where_clause(filter: &ListFilter) -> (String, Vec<String>) {
     (sql, params)
 }
 
-/// One page of events; ties are ordered by id in the same direction.
+/// One page of events; ties are ordered by id in the same direction. `total` is the number
+/// of matching events: a page in the second half is read from the other end, so even the
+/// last page of a large project costs no more than the first.
+#[allow(clippy::too_many_arguments)]
 pub async fn list<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
@@ -290,7 +293,19 @@ pub async fn list<'e>(
     descending: bool,
     limit: i64,
     offset: i64,
+    total: u64,
 ) -> Result<Vec<EventRecord>> {
+    let total = i64::try_from(total).unwrap_or(i64::MAX);
+    if offset >= total {
+        return Ok(Vec::new());
+    }
+    let from_end = offset > total / 2;
+    let (limit, offset, descending) = if from_end {
+        let rows = limit.min(total - offset);
+        (rows, total - offset - rows, !descending)
+    } else {
+        (limit, offset, descending)
+    };
     let dir = if descending { "DESC" } else { "ASC" };
     // NULL MRR sorts as the smallest value on both backends.
     let key = match sort {
@@ -309,16 +324,34 @@ pub async fn list<'e>(
         query = query.bind(p);
     }
     let rows = query.bind(limit).bind(offset).fetch_all(db).await?;
-    rows.into_iter().map(TryInto::try_into).collect()
+    let mut events = rows
+        .into_iter()
+        .map(TryInto::try_into)
+        .collect::<Result<Vec<EventRecord>>>()?;
+    if from_end {
+        events.reverse();
+    }
+    Ok(events)
 }
 
+/// How many events match, from the counts the triggers keep (no scan of the events).
 pub async fn count<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
     filter: &ListFilter,
 ) -> Result<u64> {
-    let (clause, params) = where_clause(filter);
-    let sql = format!("SELECT COUNT(*) FROM churn_events e WHERE {clause}");
+    let mut sql = String::from(
+        "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM churn_event_counts WHERE project_id = $1",
+    );
+    let mut params = Vec::new();
+    if let Some(status) = filter.status {
+        params.push(status.as_str().to_owned());
+        sql.push_str(&format!(" AND status = ${}", params.len() + 1));
+    }
+    if let Some(event_type) = &filter.event_type {
+        params.push(event_type.clone());
+        sql.push_str(&format!(" AND event_type = ${}", params.len() + 1));
+    }
     let mut query = sqlx::query_scalar::<_, i64>(&sql).bind(project_id);
     for p in params {
         query = query.bind(p);
@@ -338,15 +371,15 @@ pub struct Totals {
 }
 
 pub async fn totals<'e>(db: impl Executor<'e, Database = Any>, project_id: &str) -> Result<Totals> {
-    // PostgreSQL sums BIGINT into NUMERIC; the casts keep every column a BIGINT.
+    // From the trigger-kept counts; PostgreSQL sums BIGINT into NUMERIC, hence the casts.
     let totals = sqlx::query_as(
-        "SELECT COUNT(*) AS total_events, \
-         COALESCE(SUM(CASE WHEN status = 'recovered' THEN 1 ELSE 0 END), 0) AS recovered, \
-         COALESCE(SUM(CASE WHEN status = 'lost' THEN 1 ELSE 0 END), 0) AS lost, \
-         COALESCE(SUM(CASE WHEN status IN ('new', 'processing', 'variants_generated', 'email_sent') THEN 1 ELSE 0 END), 0) AS processing, \
-         CAST(COALESCE(SUM(mrr), 0) AS BIGINT) AS total_mrr_cents, \
-         CAST(COALESCE(SUM(CASE WHEN status = 'recovered' THEN mrr ELSE 0 END), 0) AS BIGINT) AS recovered_mrr_cents \
-         FROM churn_events WHERE project_id = $1",
+        "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) AS total_events, \
+         CAST(COALESCE(SUM(CASE WHEN status = 'recovered' THEN n ELSE 0 END), 0) AS BIGINT) AS recovered, \
+         CAST(COALESCE(SUM(CASE WHEN status = 'lost' THEN n ELSE 0 END), 0) AS BIGINT) AS lost, \
+         CAST(COALESCE(SUM(CASE WHEN status IN ('new', 'processing', 'variants_generated', 'email_sent') THEN n ELSE 0 END), 0) AS BIGINT) AS processing, \
+         CAST(COALESCE(SUM(mrr_sum), 0) AS BIGINT) AS total_mrr_cents, \
+         CAST(COALESCE(SUM(CASE WHEN status = 'recovered' THEN mrr_sum ELSE 0 END), 0) AS BIGINT) AS recovered_mrr_cents \
+         FROM churn_event_counts WHERE project_id = $1",
     )
     .bind(project_id)
     .fetch_one(db)
