@@ -74,3 +74,20 @@ pub struct DefaultProjectOrigins {
     pub project_slug: String,
     pub allowed_origins: Vec<String>,
 }
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ForgotPassword {
+    pub email: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ResetPassword {
+    pub token: String,
+    pub password: String,
+}
+
+/// `{"status": "ok"}`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct StatusOk {
+    pub status: String,
+}

@@ -7,17 +7,21 @@ use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier};
 use super::Churn;
 use super::projects::NewProject;
 use crate::api::auth::{
-    LoginRequest, Me, Onboarding, OnboardingRequest, RegisterRequest, Session, Subscription, User,
+    ForgotPassword, LoginRequest, Me, Onboarding, OnboardingRequest, RegisterRequest,
+    ResetPassword, Session, Subscription, User,
 };
 use crate::domain::email::Email;
 use crate::domain::password;
 use crate::domain::subscription::{SubscriptionStatus, trial_end};
 use crate::domain::validation::{Validator, required_text};
+use crate::email::OutgoingEmail;
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::store::users::{self, UserRecord};
 
 const BAD_LOGIN: &str = "invalid email or password";
+const RESET_VALID_FOR: chrono::Duration = chrono::Duration::hours(1);
+const BAD_RESET: &str = "this reset link is unknown, used or expired; ask for a new one";
 
 impl Churn {
     pub async fn register(&self, req: RegisterRequest) -> Result<Session> {
@@ -111,6 +115,68 @@ impl Churn {
         })
     }
 
+    /// Emails a single-use reset link valid for an hour. Answers the same whether or not the
+    /// address has an account, so it reveals none.
+    pub async fn forgot_password(&self, req: ForgotPassword) -> Result<()> {
+        let Ok(email) = Email::parse(&req.email) else {
+            return Ok(());
+        };
+        let Some(user) = users::by_email(self.store.reader(), email.as_str()).await? else {
+            return Ok(());
+        };
+        let Some(transport) = &self.email else {
+            tracing::warn!("password reset requested but email is not configured");
+            return Ok(());
+        };
+        let token: String = rand::Rng::sample_iter(rand::rng(), &rand::distr::Alphanumeric)
+            .take(43)
+            .map(char::from)
+            .collect();
+        let now = self.now();
+        users::insert_reset(
+            self.store.writer(),
+            &token_hash(&token),
+            &user.id,
+            now + RESET_VALID_FOR,
+            now,
+        )
+        .await?;
+        let link = format!("{}/reset-password?token={token}", self.public_url);
+        let text = format!(
+            "Hi {},\n\nSomeone asked to reset the password of your churn account. If it was you, open this link within the hour:\n\n{link}\n\nor send the token {token} to POST /api/v1/auth/reset-password with your new password.\n\nIf it was not you, ignore this email; your password stays as it is.",
+            user.name
+        );
+        let email = OutgoingEmail {
+            from: self.email_from.clone(),
+            to: user.email.clone(),
+            to_name: Some(user.name.clone()),
+            reply_to: None,
+            subject: "Reset your churn password".into(),
+            html: crate::generation::html::from_text(&text),
+            text,
+            list_unsubscribe: format!("<mailto:{}?subject=unsubscribe>", self.sender_address()),
+            message_id: format!("{}@churn", uuid::Uuid::new_v4()),
+        };
+        if let Err(e) = transport.send(&email).await {
+            // The answer must not depend on the account, so a delivery failure is only logged.
+            tracing::warn!(error = %e, "sending a password reset email failed");
+        }
+        Ok(())
+    }
+
+    pub async fn reset_password(&self, req: ResetPassword) -> Result<()> {
+        password::check(&req.password).map_err(|m| Error::invalid_field("password", m))?;
+        let hash = hash_password(req.password).await?;
+        let now = self.now();
+        let mut tx = self.store.begin().await?;
+        let user_id = users::take_reset(&mut *tx, &token_hash(req.token.trim()), now)
+            .await?
+            .ok_or_else(|| Error::invalid_field("token", BAD_RESET))?;
+        users::set_password(&mut *tx, &user_id, &hash, now).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     fn session(&self, user: UserRecord) -> Result<Session> {
         let token = self.tokens.issue(&user.id, self.now())?;
         Ok(Session {
@@ -122,6 +188,11 @@ impl Churn {
             token,
         })
     }
+}
+
+fn token_hash(token: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(token.as_bytes()))
 }
 
 /// An Argon2id hash of a random password, verified when the login email is unknown.

@@ -93,7 +93,7 @@ impl Churn {
     }
 
     /// The bare address of the configured sender.
-    fn sender_address(&self) -> String {
+    pub(crate) fn sender_address(&self) -> String {
         match self.email_from.rsplit_once('<') {
             Some((_, rest)) => rest.trim_end_matches('>').trim().to_owned(),
             None => self.email_from.trim().to_owned(),

@@ -133,3 +133,51 @@ pub async fn set_subscription<'e>(
     .await?;
     Ok(())
 }
+
+pub async fn insert_reset<'e>(
+    db: impl Executor<'e, Database = Any>,
+    token_hash: &str,
+    user_id: &str,
+    expires_at: Timestamp,
+    now: Timestamp,
+) -> Result<()> {
+    sqlx::query("INSERT INTO password_resets (token_hash, user_id, expires_at, created_at) VALUES ($1, $2, $3, $4)")
+        .bind(token_hash)
+        .bind(user_id)
+        .bind(time::format(&expires_at))
+        .bind(time::format(&now))
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// Uses up a reset token: the user it was issued to, if it is known, unused and unexpired.
+pub async fn take_reset<'e>(
+    db: impl Executor<'e, Database = Any>,
+    token_hash: &str,
+    now: Timestamp,
+) -> Result<Option<String>> {
+    let user = sqlx::query_scalar(
+        "UPDATE password_resets SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2 RETURNING user_id",
+    )
+    .bind(token_hash)
+    .bind(time::format(&now))
+    .fetch_optional(db)
+    .await?;
+    Ok(user)
+}
+
+pub async fn set_password<'e>(
+    db: impl Executor<'e, Database = Any>,
+    user_id: &str,
+    password_hash: &str,
+    now: Timestamp,
+) -> Result<()> {
+    sqlx::query("UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1")
+        .bind(user_id)
+        .bind(password_hash)
+        .bind(time::format(&now))
+        .execute(db)
+        .await?;
+    Ok(())
+}

@@ -6,8 +6,8 @@ use axum::http::StatusCode;
 use churn_core::api::Data;
 use churn_core::api::ErrorBody;
 use churn_core::api::auth::{
-    DefaultProjectOrigins, LoginRequest, Me, Onboarding, OnboardingRequest, RegisterRequest,
-    Session,
+    DefaultProjectOrigins, ForgotPassword, LoginRequest, Me, Onboarding, OnboardingRequest,
+    RegisterRequest, ResetPassword, Session, StatusOk,
 };
 use churn_core::api::projects::AllowedOrigins;
 
@@ -63,4 +63,28 @@ pub async fn allowed_origins(
         .set_default_project_origins(&user, &req.allowed_origins)
         .await?;
     Ok(Json(Data::new(set)))
+}
+
+#[utoipa::path(post, path = "/auth/forgot-password", tag = "auth", request_body = ForgotPassword,
+    responses((status = 200, description = "always, whether or not the address has an account", body = Data<StatusOk>)))]
+pub async fn forgot_password(
+    State(s): State<AppState>,
+    ApiJson(req): ApiJson<ForgotPassword>,
+) -> ApiResult<Json<Data<StatusOk>>> {
+    s.churn.forgot_password(req).await?;
+    Ok(Json(Data::new(StatusOk {
+        status: "ok".into(),
+    })))
+}
+
+#[utoipa::path(post, path = "/auth/reset-password", tag = "auth", request_body = ResetPassword,
+    responses((status = 200, body = Data<StatusOk>), (status = 400, description = "unknown, used or expired token; weak password", body = ErrorBody)))]
+pub async fn reset_password(
+    State(s): State<AppState>,
+    ApiJson(req): ApiJson<ResetPassword>,
+) -> ApiResult<Json<Data<StatusOk>>> {
+    s.churn.reset_password(req).await?;
+    Ok(Json(Data::new(StatusOk {
+        status: "ok".into(),
+    })))
 }

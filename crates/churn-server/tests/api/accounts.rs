@@ -264,3 +264,81 @@ async fn auth_allowed_origins_set_the_default_project(backend: Backend) {
         json!(["https://app.example.com"])
     );
 }
+
+both_backends!(password_reset_by_email);
+
+async fn password_reset_by_email(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.register("ada@example.com").await;
+    let forgot = |email: &str| {
+        app.req(Method::POST, "/auth/forgot-password")
+            .json(&json!({"email": email}))
+    };
+    let unknown = app.expect(forgot("nobody@example.com"), 200).await;
+    let known = app.expect(forgot("Ada@Example.com"), 200).await;
+    assert_eq!(unknown, known, "the answer does not reveal accounts");
+    assert_eq!(known["data"]["status"], "ok");
+
+    let outbox = app.data_dir().join("outbox");
+    let mails: Vec<_> = std::fs::read_dir(&outbox)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(mails.len(), 1, "only the known address gets an email");
+    let text = mails[0].replace("=\r\n", "");
+    let token = text
+        .split("send the token ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+
+    let reset = |token: &str, password: &str| {
+        app.req(Method::POST, "/auth/reset-password")
+            .json(&json!({"token": token, "password": password}))
+    };
+    let weak = app.expect(reset(&token, "short"), 400).await;
+    assert_eq!(weak["error"]["details"][0]["field"], "password");
+    app.expect(reset(&token, "a brand new passphrase"), 200)
+        .await;
+    let login = |password: &str| {
+        app.req(Method::POST, "/auth/login")
+            .json(&json!({"email": "ada@example.com", "password": password}))
+    };
+    app.expect(login("a brand new passphrase"), 200).await;
+    app.expect(login("correct horse"), 401).await;
+    let reused = app
+        .expect(reset(&token, "yet another passphrase"), 400)
+        .await;
+    assert_eq!(reused["error"]["details"][0]["field"], "token");
+
+    // A token is good for one hour of clock time.
+    app.expect(forgot("ada@example.com"), 200).await;
+    let mut mails: Vec<_> = std::fs::read_dir(&outbox)
+        .unwrap()
+        .map(|e| {
+            std::fs::read_to_string(e.unwrap().path())
+                .unwrap()
+                .replace("=\r\n", "")
+        })
+        .collect();
+    mails.retain(|m| !m.contains(&token));
+    let late_token = mails[0]
+        .split("send the token ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"advance_seconds": 3601})),
+        200,
+    )
+    .await;
+    app.expect(reset(&late_token, "yet another passphrase"), 400)
+        .await;
+}
