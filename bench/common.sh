@@ -1,0 +1,60 @@
+# Shared by the benchmark scripts: settings, the release build, a server per backend on a
+# fresh database, and wrk rows for the Markdown tables. Source it; do not run it.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-32}
+THREADS=${THREADS:-1}
+PG_ADMIN=${CHURN_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
+for tool in wrk jq curl psql; do
+  command -v $tool >/dev/null || { echo "$tool is required (apt-get install $tool)" >&2; exit 1; }
+done
+cargo build --release -q -p churn-server
+BIN=${CARGO_TARGET_DIR:-target}/release/churn-server
+
+# row <name> <url> [wrk args…]: one table row with req/s, p50, p99 and non-2xx answers.
+row() {
+  local name=$1 url=$2; shift 2
+  local out
+  out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$@" "$url")
+  printf '| %s | %s | %s | %s | %s | %s |\n' "$BACKEND" "$name" \
+    "$(awk '/^Requests\/sec/ {print $2}' <<<"$out")" "$(awk '$1=="50%" {print $2}' <<<"$out")" \
+    "$(awk '$1=="99%" {print $2}' <<<"$out")" "$(awk '/Non-2xx/ {n=$5} END {print n+0}' <<<"$out")"
+}
+
+# start_server <sqlite|postgres>: a release server on a fresh database with rate limits off
+# and a signed-up user. Sets WORK, DB, DBNAME, SERVER, ADDR, API and TOKEN.
+start_server() {
+  WORK=$(mktemp -d)
+  DBNAME=""
+  if [ "$1" = postgres ]; then
+    DBNAME="churn_bench_$$_$RANDOM"
+    psql "$PG_ADMIN" -qc "CREATE DATABASE $DBNAME" >/dev/null
+    DB="${PG_ADMIN%/*}/$DBNAME"
+  else
+    DB="sqlite://$WORK/churn.db"
+  fi
+  CHURN_BIND=127.0.0.1:0 CHURN_DATABASE_URL="$DB" CHURN_DATA_DIR="$WORK" CHURN_RATE_LIMITS=off \
+    CHURN_LOG="warn,churn_server=info" CHURN_LOG_FORMAT=json "$BIN" 2>"$WORK/server.log" &
+  SERVER=$!
+  ADDR=""
+  for _ in $(seq 1 100); do
+    ADDR=$(grep -o '"address":"[^"]*"' "$WORK/server.log" | head -n 1 | cut -d'"' -f4 || true)
+    [ -n "$ADDR" ] && break
+    sleep 0.1
+  done
+  [ -n "$ADDR" ] || { cat "$WORK/server.log" >&2; exit 1; }
+  API="http://$ADDR/api/v1"
+  TOKEN=$(curl -sf "$API/auth/register" -H 'content-type: application/json' \
+    -d '{"name":"Bench","email":"bench@example.com","password":"benchmark password"}' | jq -r .data.token)
+}
+
+stop_server() {
+  kill "$SERVER"
+  wait "$SERVER" 2>/dev/null || true
+  if [ -n "$DBNAME" ]; then psql "$PG_ADMIN" -qc "DROP DATABASE $DBNAME WITH (FORCE)" >/dev/null; fi
+  rm -rf "$WORK"
+}
+
+BACKENDS=("$@")
+[ ${#BACKENDS[@]} -gt 0 ] || BACKENDS=(sqlite postgres)
