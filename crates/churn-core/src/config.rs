@@ -37,6 +37,10 @@ pub struct Config {
     pub llm_model: Option<String>,
     /// Seconds one LLM request may take before its variant falls back to the template.
     pub llm_timeout_secs: u64,
+    /// Identity-provider sign-in: the provider's JWKS, its issuer, and our client id.
+    pub idp_jwks_url: Option<String>,
+    pub idp_issuer: Option<String>,
+    pub idp_client_id: Option<String>,
     #[serde(deserialize_with = "on_off")]
     pub rate_limits: bool,
     pub dev_mode: bool,
@@ -100,6 +104,9 @@ const KNOWN_KEYS: &[&str] = &[
     "llm_api_key",
     "llm_model",
     "llm_timeout_secs",
+    "idp_jwks_url",
+    "idp_issuer",
+    "idp_client_id",
     "rate_limits",
     "dev_mode",
     "webhook_allow_private",

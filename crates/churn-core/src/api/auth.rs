@@ -91,3 +91,11 @@ pub struct ResetPassword {
 pub struct StatusOk {
     pub status: String,
 }
+
+/// `POST /auth/idp`: an ID token from Google or another OpenID Connect provider.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct IdpLogin {
+    /// `google` or `oidc`.
+    pub provider: String,
+    pub id_token: String,
+}

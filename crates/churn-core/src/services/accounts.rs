@@ -177,7 +177,7 @@ impl Churn {
         Ok(())
     }
 
-    fn session(&self, user: UserRecord) -> Result<Session> {
+    pub(super) fn session(&self, user: UserRecord) -> Result<Session> {
         let token = self.tokens.issue(&user.id, self.now())?;
         Ok(Session {
             user: User {

@@ -7,6 +7,7 @@ pub mod admin;
 mod cache;
 pub mod events;
 mod generation;
+mod idp;
 pub mod projects;
 mod secrets;
 mod sending;
@@ -45,6 +46,8 @@ pub struct Churn {
     tracking: Arc<TrackingKeys>,
     public_url: String,
     email_from: String,
+    /// Identity-provider sign-in, when configured.
+    idp: Option<Arc<idp::Idp>>,
 }
 
 impl Churn {
@@ -67,6 +70,18 @@ impl Churn {
             tracking: Arc::new(TrackingKeys::new(tracking_secret.as_bytes())),
             public_url: config.public_url(),
             email_from: config.email_from.clone(),
+            idp: match (
+                &config.idp_jwks_url,
+                &config.idp_issuer,
+                &config.idp_client_id,
+            ) {
+                (Some(url), Some(issuer), Some(client)) => Some(Arc::new(idp::Idp::new(
+                    url.clone(),
+                    issuer.clone(),
+                    client.clone(),
+                )?)),
+                _ => None,
+            },
             store,
             clock,
             tokens: Arc::new(tokens::TokenKeys::new(jwt_secret.as_bytes())),

@@ -6,8 +6,8 @@ use axum::http::StatusCode;
 use churn_core::api::Data;
 use churn_core::api::ErrorBody;
 use churn_core::api::auth::{
-    DefaultProjectOrigins, ForgotPassword, LoginRequest, Me, Onboarding, OnboardingRequest,
-    RegisterRequest, ResetPassword, Session, StatusOk,
+    DefaultProjectOrigins, ForgotPassword, IdpLogin, LoginRequest, Me, Onboarding,
+    OnboardingRequest, RegisterRequest, ResetPassword, Session, StatusOk,
 };
 use churn_core::api::projects::AllowedOrigins;
 
@@ -87,4 +87,14 @@ pub async fn reset_password(
     Ok(Json(Data::new(StatusOk {
         status: "ok".into(),
     })))
+}
+
+#[utoipa::path(post, path = "/auth/idp", tag = "auth", request_body = IdpLogin,
+    responses((status = 200, body = Data<Session>), (status = 401, body = ErrorBody),
+              (status = 500, description = "identity provider is not configured", body = ErrorBody)))]
+pub async fn idp(
+    State(s): State<AppState>,
+    ApiJson(req): ApiJson<IdpLogin>,
+) -> ApiResult<Json<Data<Session>>> {
+    Ok(Json(Data::new(s.churn.idp_login(req).await?)))
 }

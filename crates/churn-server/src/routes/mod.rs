@@ -39,6 +39,7 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(auth::allowed_origins))
         .routes(routes!(auth::forgot_password))
         .routes(routes!(auth::reset_password))
+        .routes(routes!(auth::idp))
         .routes(routes!(projects::list, projects::create))
         .routes(routes!(
             projects::get,

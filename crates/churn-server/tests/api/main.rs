@@ -7,6 +7,7 @@ mod accounts;
 mod conventions;
 mod email;
 mod events;
+mod idp;
 mod operations;
 mod projects;
 mod tenancy;

@@ -63,6 +63,7 @@ async fn openapi_covers_every_route(backend: Backend) {
         ("/api/v1/auth/allowed-origins", "put"),
         ("/api/v1/auth/forgot-password", "post"),
         ("/api/v1/auth/reset-password", "post"),
+        ("/api/v1/auth/idp", "post"),
         ("/api/v1/projects", "get"),
         ("/api/v1/projects", "post"),
         ("/api/v1/projects/{slug}", "get"),
