@@ -82,13 +82,12 @@ impl Churn {
                 };
                 let now = self.now();
                 match outcome {
-                    Ok(()) => jobs::complete(self.store().writer(), &job.id, now).await?,
+                    Ok(()) => jobs::complete(self.store().writer(), &job, now).await?,
                     Err(e) => {
                         let retry = (job.attempts < job.max_attempts)
                             .then(|| now + retry_delay(job.attempts));
                         tracing::warn!(job = %job.id, kind = %job.kind, attempt = job.attempts, error = %e, "job failed");
-                        jobs::fail(self.store().writer(), &job.id, &e.to_string(), retry, now)
-                            .await?;
+                        jobs::fail(self.store().writer(), &job, &e.to_string(), retry, now).await?;
                     }
                 }
             }

@@ -58,8 +58,8 @@ pub enum Action {
     Recover,
     /// The recovery window ran out after a send.
     Expire,
-    /// The cancel reason is corrected.
-    EditReason,
+    /// The event's content changes: its cancel reason, or a draft's subject and body.
+    Edit,
 }
 
 /// Why an action is refused; the texts are the API's messages.
@@ -94,15 +94,15 @@ pub fn transition(from: EventStatus, action: Action) -> Result<EventStatus, Guar
         (_, Action::Send) => Err(GuardError::NotGenerated),
 
         (New | Processing | VariantsGenerated | EmailSent, Action::Recover) => Ok(Recovered),
-        (Recovered, Action::Recover | Action::EditReason | Action::Expire) => {
+        (Recovered, Action::Recover | Action::Edit | Action::Expire) => {
             Err(GuardError::AlreadyRecovered)
         }
-        (Lost, Action::Recover | Action::EditReason | Action::Expire) => Err(GuardError::IsLost),
+        (Lost, Action::Recover | Action::Edit | Action::Expire) => Err(GuardError::IsLost),
 
         (EmailSent, Action::Expire) => Ok(Lost),
         (_, Action::Expire) => Err(GuardError::NothingSent),
 
-        (status, Action::EditReason) => Ok(status),
+        (status, Action::Edit) => Ok(status),
     }
 }
 
@@ -117,7 +117,7 @@ mod tests {
         Action::Send,
         Action::Recover,
         Action::Expire,
-        Action::EditReason,
+        Action::Edit,
     ];
 
     #[test]
@@ -161,13 +161,9 @@ mod tests {
                 Action::Expire,
                 Err(GuardError::NothingSent),
             ),
-            (
-                Recovered,
-                Action::EditReason,
-                Err(GuardError::AlreadyRecovered),
-            ),
-            (Lost, Action::EditReason, Err(GuardError::IsLost)),
-            (EmailSent, Action::EditReason, Ok(EmailSent)),
+            (Recovered, Action::Edit, Err(GuardError::AlreadyRecovered)),
+            (Lost, Action::Edit, Err(GuardError::IsLost)),
+            (EmailSent, Action::Edit, Ok(EmailSent)),
         ];
         for (from, action, expected) in cases {
             assert_eq!(transition(from, action), expected, "{from:?} + {action:?}");

@@ -47,6 +47,15 @@ impl Smtp {
     }
 }
 
+/// A permanent refusal of the mailbox itself (550 unavailable, 551 not local, 553 name not
+/// allowed). Other permanent errors — authentication, sender, size — are our configuration's
+/// fault and must not mark the customer's address as bouncing.
+fn recipient_refused(e: &lettre::transport::smtp::Error) -> bool {
+    e.is_permanent()
+        && e.status()
+            .is_some_and(|code| matches!(code.to_string().as_str(), "550" | "551" | "553"))
+}
+
 fn percent_decode(s: &str) -> String {
     url::form_urlencoded::parse(format!("x={s}").as_bytes())
         .next()
@@ -60,7 +69,7 @@ impl EmailTransport for Smtp {
             let message = to_message(email)?;
             match self.transport.send(message).await {
                 Ok(_) => Ok(()),
-                Err(e) if e.is_permanent() => Err(SendError::Rejected(e.to_string())),
+                Err(e) if recipient_refused(&e) => Err(SendError::Rejected(e.to_string())),
                 Err(e) => Err(SendError::Failed(e.to_string())),
             }
         })

@@ -387,12 +387,11 @@ impl Churn {
         req: CancelReasonChange,
     ) -> Result<CancelReasonChanged> {
         self.authorize_events(access, Permission::Write)?;
+        let record = self.load_event(access, id).await?;
         let reason = crate::domain::validation::required_text(&req.cancel_reason, 2000)
             .map_err(|m| Error::invalid_field("cancel_reason", m))?;
         let code = classify(&reason);
-        let record = self.load_event(access, id).await?;
-        transition(record.status, Action::EditReason)
-            .map_err(|e| Error::validation(e.to_string()))?;
+        transition(record.status, Action::Edit).map_err(|e| Error::validation(e.to_string()))?;
         let now = self.now();
         if !events::set_reason(
             self.store.writer(),

@@ -122,12 +122,14 @@ impl Churn {
 
         let finished = transition(EventStatus::Processing, Action::FinishGeneration)
             .map_err(|e| Error::validation(e.to_string()))?;
+        // Finishing first takes the event's row lock, so of two generations racing here the
+        // second waits, then finds the event no longer processing.
         let mut tx = self.store.begin().await?;
-        variants::replace_drafts(&mut tx, &event.id, &records).await?;
         if !events::set_status(&mut *tx, &event.id, EventStatus::Processing, finished, now).await? {
             tx.rollback().await?;
             return Err(Error::validation("variants have already been generated"));
         }
+        variants::replace_drafts(&mut tx, &event.id, &records).await?;
         tx.commit().await?;
         Ok(Generated {
             event_id: event.id,

@@ -29,6 +29,7 @@ impl Churn {
     ) -> Result<EditedVariant> {
         self.authorize_events(access, Permission::Write)?;
         let event = self.load_event(access, event_id).await?;
+        transition(event.status, Action::Edit).map_err(|e| Error::validation(e.to_string()))?;
         let variant = variants::get(self.store.reader(), &event.id, variant_id)
             .await?
             .ok_or_else(variant_not_found)?;

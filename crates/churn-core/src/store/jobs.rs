@@ -91,25 +91,26 @@ pub async fn claim_due(
         .collect()
 }
 
+/// Marks the claimed attempt done. Guarded by the attempt number, so a worker whose lease ran
+/// out cannot settle a job another worker has claimed since.
 pub async fn complete<'e>(
     db: impl Executor<'e, Database = Any>,
-    id: &str,
+    job: &JobRecord,
     now: Timestamp,
 ) -> Result<()> {
-    sqlx::query(
-        "UPDATE jobs SET status = 'done', locked_until = NULL, updated_at = $2 WHERE id = $1",
-    )
-    .bind(id)
-    .bind(time::format(&now))
-    .execute(db)
-    .await?;
+    sqlx::query("UPDATE jobs SET status = 'done', locked_until = NULL, updated_at = $3 WHERE id = $1 AND status = 'running' AND attempts = $2")
+        .bind(&job.id)
+        .bind(job.attempts)
+        .bind(time::format(&now))
+        .execute(db)
+        .await?;
     Ok(())
 }
 
 /// Records a failed attempt: queued again at `retry_at`, or `failed` for good when `None`.
 pub async fn fail<'e>(
     db: impl Executor<'e, Database = Any>,
-    id: &str,
+    job: &JobRecord,
     error: &str,
     retry_at: Option<Timestamp>,
     now: Timestamp,
@@ -119,10 +120,11 @@ pub async fn fail<'e>(
         None => ("failed", None),
     };
     sqlx::query(
-        "UPDATE jobs SET status = $2, run_at = COALESCE($3, run_at), last_error = $4, locked_until = NULL, \
-         updated_at = $5 WHERE id = $1",
+        "UPDATE jobs SET status = $3, run_at = COALESCE($4, run_at), last_error = $5, locked_until = NULL, \
+         updated_at = $6 WHERE id = $1 AND status = 'running' AND attempts = $2",
     )
-    .bind(id)
+    .bind(&job.id)
+    .bind(job.attempts)
     .bind(status)
     .bind(run_at)
     .bind(error.chars().take(1000).collect::<String>())

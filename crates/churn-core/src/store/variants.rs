@@ -12,9 +12,6 @@ use crate::domain::variant::VariantStatus;
 use crate::error::{Error, Result};
 use crate::time::{self, Timestamp};
 
-/// A claim older than this is treated as abandoned (the process died mid-send).
-const SENDING_LEASE_SECS: i64 = 300;
-
 #[derive(Debug, Clone)]
 pub struct VariantRecord {
     pub id: String,
@@ -219,20 +216,21 @@ pub async fn edit<'e>(
     Ok(done.rows_affected() == 1)
 }
 
-/// Claims a draft for sending; `false` when it was sent or is being sent.
+/// Claims a draft for sending while its event still accepts sends; `false` when the variant
+/// was sent or is being sent. A claim is never taken over: if a process dies mid-send the
+/// variant stays claimed rather than risk a second email.
 pub async fn claim_for_send<'e>(
     db: impl Executor<'e, Database = Any>,
     id: &str,
     now: Timestamp,
 ) -> Result<bool> {
-    let stale = now - chrono::Duration::seconds(SENDING_LEASE_SECS);
     let done = sqlx::query(
         "UPDATE recovery_variants SET status = 'sending', updated_at = $2 \
-         WHERE id = $1 AND sent_at IS NULL AND (status = 'draft' OR (status = 'sending' AND updated_at < $3))",
+         WHERE id = $1 AND sent_at IS NULL AND status = 'draft' AND EXISTS (SELECT 1 FROM churn_events e \
+           WHERE e.id = recovery_variants.churn_event_id AND e.status IN ('variants_generated', 'email_sent'))",
     )
     .bind(id)
     .bind(time::format(&now))
-    .bind(time::format(&stale))
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)

@@ -5,7 +5,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-use super::{ApiJson, Caller};
+use super::{ApiJson, ApiQuery, Caller};
 use crate::error::LegacyError;
 use crate::state::AppState;
 
@@ -32,5 +32,19 @@ impl<T: DeserializeOwned> FromRequest<AppState> for LegacyJson<T> {
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
         let ApiJson(value) = ApiJson::<T>::from_request(req, state).await?;
         Ok(LegacyJson(value))
+    }
+}
+
+pub struct LegacyQuery<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequestParts<AppState> for LegacyQuery<T> {
+    type Rejection = LegacyError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let ApiQuery(value) = ApiQuery::<T>::from_request_parts(parts, state).await?;
+        Ok(LegacyQuery(value))
     }
 }

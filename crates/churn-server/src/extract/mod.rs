@@ -4,7 +4,9 @@
 mod auth;
 mod json;
 mod legacy;
+mod query;
 
 pub use auth::{AdminProject, ApiProject, Caller, ProjectScope, SessionUser};
 pub use json::{ApiJson, OptionalJson};
-pub use legacy::{LegacyCaller, LegacyJson};
+pub use legacy::{LegacyCaller, LegacyJson, LegacyQuery};
+pub use query::ApiQuery;

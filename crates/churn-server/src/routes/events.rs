@@ -1,7 +1,7 @@
 //! `/projects/{slug}/churn-events/*` and statistics: the project-scoped form.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use churn_core::api::events::{
     AccountStats, CancelReasonChange, CancelReasonChanged, ChurnEvent, CreateChurnEvent,
@@ -10,7 +10,7 @@ use churn_core::api::events::{
 use churn_core::api::{Data, ErrorBody, Page};
 
 use crate::error::ApiResult;
-use crate::extract::{ApiJson, ApiProject, Caller, ProjectScope};
+use crate::extract::{ApiJson, ApiProject, ApiQuery, Caller, ProjectScope};
 use crate::state::AppState;
 
 #[utoipa::path(post, path = "/projects/{slug}/churn-events", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
@@ -31,7 +31,7 @@ pub async fn create(
 pub async fn list(
     State(s): State<AppState>,
     ProjectScope(access): ApiProject,
-    Query(q): Query<ListQuery>,
+    ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<Page<ChurnEvent>>> {
     let (data, meta) = s.churn.list_events(&access, q).await?;
     Ok(Json(Page { data, meta }))

@@ -2,7 +2,7 @@
 //! limit/offset, `mrr_cents` and the `{"error", "code"}` error body.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use churn_core::api::Data;
 use churn_core::api::LegacyErrorBody;
@@ -13,7 +13,7 @@ use churn_core::api::events::{
 use churn_core::services::ProjectAccess;
 
 use crate::error::{ApiError, LegacyError};
-use crate::extract::{Caller, LegacyCaller, LegacyJson};
+use crate::extract::{Caller, LegacyCaller, LegacyJson, LegacyQuery};
 use crate::state::AppState;
 
 type LegacyResult<T> = Result<T, LegacyError>;
@@ -34,13 +34,19 @@ async fn event_access(
 }
 
 /// The project of a list or create call: the key's, or `?project=` / the user's only project.
+/// A key naming another project in `?project=` is refused, as on project paths.
 async fn project_access(
     s: &AppState,
     caller: Caller,
     project: Option<&str>,
 ) -> Result<ProjectAccess, ApiError> {
     match caller {
-        Caller::Key(access) => Ok(*access),
+        Caller::Key(access) => match project {
+            Some(p) if p != access.project.slug && p != access.project.id => Err(
+                ApiError::forbidden("this API key belongs to another project"),
+            ),
+            _ => Ok(*access),
+        },
         Caller::User(user) => Ok(s.churn.project_for_user_or_only(&user.id, project).await?),
     }
 }
@@ -50,7 +56,7 @@ async fn project_access(
 pub async fn list(
     State(s): State<AppState>,
     LegacyCaller(caller): LegacyCaller,
-    Query(q): Query<LegacyListQuery>,
+    LegacyQuery(q): LegacyQuery<LegacyListQuery>,
 ) -> LegacyResult<Json<LegacyList>> {
     let access = project_access(&s, caller, q.project.as_deref()).await?;
     Ok(Json(s.churn.list_events_legacy(&access, q).await?))
@@ -62,7 +68,7 @@ pub async fn list(
 pub async fn create(
     State(s): State<AppState>,
     LegacyCaller(caller): LegacyCaller,
-    Query(q): Query<ProjectQuery>,
+    LegacyQuery(q): LegacyQuery<ProjectQuery>,
     LegacyJson(req): LegacyJson<CreateChurnEventLegacy>,
 ) -> LegacyResult<(StatusCode, Json<Data<LegacyChurnEvent>>)> {
     let access = project_access(&s, caller, q.project.as_deref()).await?;

@@ -38,9 +38,9 @@ pub async fn open(State(s): State<AppState>, Path(pixel): Path<String>) -> ApiRe
 #[into_params(parameter_in = Query)]
 pub struct ClickQuery {
     /// The target URL.
-    u: String,
+    u: Option<String>,
     /// Its signature.
-    s: String,
+    s: Option<String>,
 }
 
 #[utoipa::path(get, path = "/t/{token}/c", tag = "tracking", params(("token" = String, Path), ClickQuery),
@@ -50,7 +50,11 @@ pub async fn click(
     Path(token): Path<String>,
     Query(q): Query<ClickQuery>,
 ) -> ApiResult<Response> {
-    let target = s.churn.track_click(&token, &q.u, &q.s).await?;
+    // An unsigned link is as unknown as a forged one.
+    let (Some(target), Some(signature)) = (q.u, q.s) else {
+        return Err(ApiError::not_found("no route for this path"));
+    };
+    let target = s.churn.track_click(&token, &target, &signature).await?;
     Ok((
         StatusCode::FOUND,
         [

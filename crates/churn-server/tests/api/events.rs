@@ -17,6 +17,10 @@ both_backends!(
     drafts_are_edited_and_sanitised,
     unscoped_form_has_its_own_shapes,
     sending_without_email_configured_is_500,
+    concurrent_generations_store_one_set,
+    events_are_isolated_between_tenants,
+    query_errors_use_each_form_s_body,
+    terminal_events_cannot_be_edited,
 );
 
 /// A signed-up owner with one project `acme`; returns the session token.
@@ -803,6 +807,12 @@ async fn expired_subscription_is_402_on_every_event_route(backend: Backend) {
         ),
         (Method::GET, format!("/churn-events/{id}"), None),
         (Method::POST, format!("/churn-events/{id}/generate"), None),
+        (Method::POST, format!("/churn-events/{id}/recovered"), None),
+        (
+            Method::POST,
+            format!("/churn-events/{id}/variants/v/send"),
+            None,
+        ),
     ];
     for (method, path, body) in routes {
         let mut req = app.req(method.clone(), &path).header("X-API-Key", &key);
@@ -896,7 +906,7 @@ async fn opens_and_clicks_are_tracked_without_open_redirects(backend: Backend) {
         404
     );
     let no_sig = click.split("&s=").next().unwrap().to_owned();
-    assert_eq!(app.client.get(&no_sig).send().await.unwrap().status(), 400);
+    assert_eq!(app.client.get(&no_sig).send().await.unwrap().status(), 404);
 }
 
 async fn variant_of(app: &TestApp, token: &str, event: &str, vid: &str) -> Value {
@@ -1168,5 +1178,260 @@ async fn sending_without_email_configured_is_500(backend: Backend) {
             .unwrap()
             .iter()
             .all(|v| v["status"] == "draft")
+    );
+}
+
+async fn concurrent_generations_store_one_set(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    let event = create_event(
+        &app,
+        &token,
+        json!({"customer_email": "c@x.io", "event_type": "cancellation"}),
+    )
+    .await;
+    let id = event["id"].as_str().unwrap();
+    let path = format!("/projects/acme/churn-events/{id}/generate");
+    let answers = futures::future::join_all(
+        (0..5).map(|_| app.req(Method::POST, &path).bearer_auth(&token).send()),
+    )
+    .await;
+    let statuses: Vec<u16> = answers
+        .into_iter()
+        .map(|r| r.unwrap().status().as_u16())
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 400),
+        "{statuses:?}"
+    );
+    let variants = app
+        .expect(
+            app.req(
+                Method::GET,
+                &format!("/projects/acme/churn-events/{id}/variants"),
+            )
+            .bearer_auth(&token),
+            200,
+        )
+        .await;
+    assert_eq!(variants["data"].as_array().unwrap().len(), 9);
+}
+
+async fn events_are_isolated_between_tenants(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    let event = create_event(
+        &app,
+        &token,
+        json!({"customer_email": "c@x.io", "event_type": "cancellation"}),
+    )
+    .await;
+    let id = event["id"].as_str().unwrap();
+    let vid = recommended(&generate(&app, &token, id).await)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Mallory owns a project with the same slug: A's event ids mean nothing there.
+    let mallory = app.register("mallory@x.io").await;
+    let created = app
+        .expect(
+            app.req(Method::POST, "/projects")
+                .bearer_auth(&mallory.token)
+                .json(&json!({"name": "Acme"})),
+            201,
+        )
+        .await;
+    let mallory_key = created["data"]["api_keys"]["secret_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let routes = [
+        (Method::GET, format!("/projects/acme/churn-events/{id}")),
+        (
+            Method::POST,
+            format!("/projects/acme/churn-events/{id}/generate"),
+        ),
+        (
+            Method::POST,
+            format!("/projects/acme/churn-events/{id}/recovered"),
+        ),
+        (
+            Method::GET,
+            format!("/projects/acme/churn-events/{id}/variants"),
+        ),
+        (Method::POST, send_path(id, &vid)),
+    ];
+    for (method, path) in &routes {
+        app.expect(
+            app.req(method.clone(), path).bearer_auth(&mallory.token),
+            404,
+        )
+        .await;
+        app.expect(
+            app.req(method.clone(), path)
+                .header("X-API-Key", &mallory_key),
+            404,
+        )
+        .await;
+    }
+    for path in [
+        format!("/churn-events/{id}"),
+        format!("/churn-events/{id}/generate"),
+        format!("/churn-events/{id}/variants/{vid}/send"),
+    ] {
+        let method = if path.ends_with(id) {
+            Method::GET
+        } else {
+            Method::POST
+        };
+        let answer = app
+            .expect(
+                app.req(method, &path).header("X-API-Key", &mallory_key),
+                404,
+            )
+            .await;
+        assert_eq!(answer["code"], "NOT_FOUND");
+    }
+    // A key naming another project is refused.
+    app.expect(
+        app.req(
+            Method::GET,
+            &format!(
+                "/churn-events?project={}",
+                event["project_id"].as_str().unwrap()
+            ),
+        )
+        .header("X-API-Key", &mallory_key),
+        403,
+    )
+    .await;
+    let listed = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/churn-events")
+                .header("X-API-Key", &mallory_key),
+            200,
+        )
+        .await;
+    assert_eq!(listed["meta"]["total"], 0);
+    // Nothing changed for the owner.
+    let detail = app
+        .expect(
+            app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    assert_eq!(detail["data"]["status"], "variants_generated");
+}
+
+async fn query_errors_use_each_form_s_body(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    let scoped = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/churn-events?page=abc")
+                .bearer_auth(&token),
+            400,
+        )
+        .await;
+    assert_eq!(scoped["error"]["code"], "VALIDATION_ERROR");
+    assert_eq!(scoped["error"]["details"][0]["field"], "page");
+    let legacy = app
+        .expect(
+            app.req(Method::GET, "/churn-events?limit=x")
+                .bearer_auth(&token),
+            400,
+        )
+        .await;
+    assert_eq!(legacy["code"], "VALIDATION_ERROR");
+    assert!(
+        legacy["error"].as_str().unwrap().starts_with("limit"),
+        "{legacy}"
+    );
+    let negative = app
+        .expect(
+            app.req(Method::GET, "/churn-events?offset=-1")
+                .bearer_auth(&token),
+            400,
+        )
+        .await;
+    assert_eq!(negative["error"], "offset: must not be negative");
+    // With several projects a session must say which one.
+    app.expect(
+        app.req(Method::POST, "/projects")
+            .bearer_auth(&token)
+            .json(&json!({"name": "Second"})),
+        201,
+    )
+    .await;
+    let which = app
+        .expect(
+            app.req(Method::GET, "/churn-events").bearer_auth(&token),
+            400,
+        )
+        .await;
+    assert!(
+        which["error"].as_str().unwrap().contains("several projects"),
+        "{which}"
+    );
+    app.expect(
+        app.req(Method::GET, "/churn-events?project=second&status=new")
+            .bearer_auth(&token),
+        200,
+    )
+    .await;
+}
+
+async fn terminal_events_cannot_be_edited(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    let event = create_event(
+        &app,
+        &token,
+        json!({"customer_email": "c@x.io", "event_type": "cancellation"}),
+    )
+    .await;
+    let id = event["id"].as_str().unwrap();
+    let vid = recommended(&generate(&app, &token, id).await)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.expect(
+        app.req(
+            Method::POST,
+            &format!("/projects/acme/churn-events/{id}/recovered"),
+        )
+        .bearer_auth(&token),
+        200,
+    )
+    .await;
+    let edit = app
+        .expect(
+            app.req(
+                Method::PATCH,
+                &format!("/projects/acme/churn-events/{id}/variants/{vid}"),
+            )
+            .bearer_auth(&token)
+            .json(&json!({"subject": "x"})),
+            400,
+        )
+        .await;
+    assert_eq!(edit["error"]["message"], "churn event is already recovered");
+    let send = app
+        .expect(
+            app.req(Method::POST, &send_path(id, &vid))
+                .bearer_auth(&token),
+            400,
+        )
+        .await;
+    assert_eq!(
+        send["error"]["message"],
+        "variants must be generated before sending emails"
     );
 }
