@@ -15,8 +15,6 @@ use crate::store::projects::{self, ProjectRecord};
 pub struct ProjectAccess {
     pub project: ProjectRecord,
     pub actor: Actor,
-    /// The acting user, when the request came with a session.
-    pub user_id: Option<String>,
 }
 
 impl ProjectAccess {
@@ -76,7 +74,6 @@ impl Churn {
         Ok(ProjectAccess {
             project,
             actor: Actor::User(role),
-            user_id: Some(user_id.to_owned()),
         })
     }
 
@@ -99,7 +96,6 @@ impl Churn {
         Ok(ProjectAccess {
             project,
             actor: Actor::SecretKey,
-            user_id: None,
         })
     }
 
@@ -169,7 +165,6 @@ impl Churn {
                 Ok(ProjectAccess {
                     project,
                     actor: Actor::User(role),
-                    user_id: Some(user_id.to_owned()),
                 })
             }
             0 => Err(project_not_found()),

@@ -30,7 +30,6 @@ use crate::time::{Clock, Timestamp};
 
 pub use access::ProjectAccess;
 pub use secrets::EncryptionKey;
-pub use tokens::TOKEN_LIFETIME_DAYS;
 
 /// The service core: storage, clock and the keys the service signs with.
 #[derive(Clone)]
@@ -38,8 +37,8 @@ pub struct Churn {
     store: Store,
     clock: Arc<dyn Clock>,
     tokens: Arc<tokens::TokenKeys>,
-    encryption_key: Arc<EncryptionKey>,
     cache: Arc<cache::AccessCache>,
+    encryption_key: Arc<EncryptionKey>,
     generator: Arc<dyn Generator>,
     /// `None` when email is not configured: sends then fail with a clear error.
     email: Option<Arc<dyn EmailTransport>>,
@@ -58,7 +57,7 @@ impl Churn {
         store.migrate().await?;
         let now = clock.now();
         let jwt_secret = secrets::jwt_secret(&store, config, now).await?;
-        let encryption_key = secrets::encryption_key(config)?;
+        let encryption_key = Arc::new(secrets::encryption_key(config)?);
         let cache = Arc::new(cache::AccessCache::new(store.backend() == Backend::Sqlite));
         if store.backend() == Backend::Postgres {
             cache::follow_postgres(config.database_url.expose().to_owned(), cache.clone());
@@ -85,8 +84,8 @@ impl Churn {
             store,
             clock,
             tokens: Arc::new(tokens::TokenKeys::new(jwt_secret.as_bytes())),
-            encryption_key: Arc::new(encryption_key),
             cache,
+            encryption_key,
         })
     }
 
@@ -107,17 +106,17 @@ impl Churn {
         Ok(())
     }
 
+    /// The key that encrypts provider credentials at rest (created at the first start).
+    pub fn encryption_key(&self) -> &EncryptionKey {
+        &self.encryption_key
+    }
+
     /// The bare address of the configured sender.
     pub(crate) fn sender_address(&self) -> String {
         match self.email_from.rsplit_once('<') {
             Some((_, rest)) => rest.trim_end_matches('>').trim().to_owned(),
             None => self.email_from.trim().to_owned(),
         }
-    }
-
-    /// The key that encrypts provider credentials at rest.
-    pub fn encryption_key(&self) -> &EncryptionKey {
-        &self.encryption_key
     }
 }
 

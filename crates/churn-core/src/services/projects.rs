@@ -265,7 +265,6 @@ impl Churn {
         let access = ProjectAccess {
             project: target.0.clone(),
             actor: crate::domain::role::Actor::User(target.1),
-            user_id: Some(user.id.clone()),
         };
         let allowed_origins = self.set_allowed_origins(&access, origins).await?;
         Ok(DefaultProjectOrigins {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::time::Timestamp;
 
-pub const TOKEN_LIFETIME_DAYS: i64 = 7;
+const TOKEN_LIFETIME_DAYS: i64 = 7;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Claims {

@@ -1377,7 +1377,10 @@ async fn query_errors_use_each_form_s_body(backend: Backend) {
         )
         .await;
     assert!(
-        which["error"].as_str().unwrap().contains("several projects"),
+        which["error"]
+            .as_str()
+            .unwrap()
+            .contains("several projects"),
         "{which}"
     );
     app.expect(
