@@ -9,6 +9,9 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use churn_core::api::{ErrorBody, ErrorDetail, FieldError, LegacyErrorBody};
 
+/// Where the unscoped routes, with their older error body, live.
+const LEGACY_PREFIX: &str = "/api/v1/churn-events";
+
 #[derive(Debug)]
 pub struct ApiError {
     status: StatusCode,
@@ -67,6 +70,17 @@ impl ApiError {
 
     pub fn status(&self) -> StatusCode {
         self.status
+    }
+
+    /// Renders in the shape the path's routes use: the older one under `/api/v1/churn-events`,
+    /// the standard one everywhere else. For answers made outside the routes (fallbacks,
+    /// rate limits, the HTTPS policy).
+    pub fn into_response_for(self, path: &str) -> Response {
+        if path == LEGACY_PREFIX || path.starts_with(&format!("{LEGACY_PREFIX}/")) {
+            self.into_legacy_response()
+        } else {
+            self.into_response()
+        }
     }
 
     /// Renders in the older `{"error", "code"}` shape of the unscoped churn-event routes.

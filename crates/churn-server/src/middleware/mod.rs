@@ -10,7 +10,7 @@ use std::time::Instant;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use crate::error::{ApiError, LoggedError};
 use crate::metrics::Metrics;
@@ -27,7 +27,7 @@ pub async fn https_policy(
     let secure = network.is_secure(&req);
     let probe = matches!(req.uri().path(), "/health" | "/ready");
     if !secure && !network.allow_http && !probe {
-        return ApiError::forbidden("HTTPS is required").into_response();
+        return ApiError::forbidden("HTTPS is required").into_response_for(req.uri().path());
     }
     let mut response = next.run(req).await;
     if secure {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::StateInformationMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
@@ -86,6 +86,7 @@ pub async fn limit(State(state): State<Arc<RateLimitState>>, req: Request, next:
         &limits.general
     };
     let ip = state.network.client_ip(&req);
+    let path = req.uri().path().to_owned();
     match bucket.limiter.check_key(&ip) {
         Ok(snapshot) => {
             let remaining = snapshot.remaining_burst_capacity();
@@ -96,7 +97,7 @@ pub async fn limit(State(state): State<Arc<RateLimitState>>, req: Request, next:
         }
         Err(not_until) => {
             let wait = not_until.wait_time_from(limits.clock.now());
-            let mut response = ApiError::rate_limited(ceil_secs(wait)).into_response();
+            let mut response = ApiError::rate_limited(ceil_secs(wait)).into_response_for(&path);
             set_headers(
                 response.headers_mut(),
                 bucket.burst,

@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{Request, StatusCode};
+use axum::http::{Request, StatusCode, Uri};
 use axum::middleware::{from_fn, from_fn_with_state};
+use axum::response::Response;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use utoipa::OpenApi;
@@ -119,14 +120,15 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .with_state(state)
 }
 
-async fn not_found() -> ApiError {
-    ApiError::not_found("no route for this path")
+async fn not_found(uri: Uri) -> Response {
+    ApiError::not_found("no route for this path").into_response_for(uri.path())
 }
 
-async fn method_not_allowed() -> ApiError {
+async fn method_not_allowed(uri: Uri) -> Response {
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "METHOD_NOT_ALLOWED",
         "this method is not allowed on this path",
     )
+    .into_response_for(uri.path())
 }

@@ -1362,6 +1362,30 @@ async fn query_errors_use_each_form_s_body(backend: Backend) {
         )
         .await;
     assert_eq!(negative["error"], "offset: must not be negative");
+    // Answers made outside the routes keep each form's shape too.
+    let no_route = app
+        .expect(
+            app.req(Method::GET, "/churn-events/x/nowhere")
+                .bearer_auth(&token),
+            404,
+        )
+        .await;
+    assert_eq!(no_route["code"], "NOT_FOUND");
+    let method = app
+        .expect(
+            app.req(Method::DELETE, "/churn-events").bearer_auth(&token),
+            405,
+        )
+        .await;
+    assert_eq!(method["code"], "METHOD_NOT_ALLOWED");
+    let scoped_method = app
+        .expect(
+            app.req(Method::DELETE, "/projects/acme/churn-events")
+                .bearer_auth(&token),
+            405,
+        )
+        .await;
+    assert_eq!(scoped_method["error"]["code"], "METHOD_NOT_ALLOWED");
     // With several projects a session must say which one.
     app.expect(
         app.req(Method::POST, "/projects")

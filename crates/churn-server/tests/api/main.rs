@@ -8,6 +8,7 @@ mod conventions;
 mod email;
 mod events;
 mod idp;
+mod logging;
 mod operations;
 mod projects;
 mod tenancy;
