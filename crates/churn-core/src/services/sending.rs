@@ -5,7 +5,10 @@ use super::access::ProjectAccess;
 use crate::api::events::{EditVariant, EditedVariant, SentVariant};
 use crate::domain::lifecycle::{Action, EventStatus, transition};
 use crate::domain::role::Permission;
-use crate::domain::variant::{MAX_BODY_CHARS, MAX_SUBJECT_CHARS, VariantStatus};
+use crate::domain::variant::{
+    MAX_BODY_CHARS, MAX_SUBJECT_CHARS, VariantAction, VariantGuard, VariantStatus,
+    transition as variant_transition,
+};
 use crate::email::{OutgoingEmail, SendError, compose};
 use crate::error::{Error, Result};
 use crate::generation::html;
@@ -16,8 +19,6 @@ use crate::store::variants::{self, VariantRecord};
 fn variant_not_found() -> Error {
     Error::NotFound("variant not found".into())
 }
-
-pub const ALREADY_SENT: &str = "this variant has already been sent";
 
 impl Churn {
     pub async fn edit_variant(
@@ -33,10 +34,11 @@ impl Churn {
         let variant = variants::get(self.store.reader(), &event.id, variant_id)
             .await?
             .ok_or_else(variant_not_found)?;
-        let draft_only = || Error::Conflict("only draft variants can be edited".into());
-        if variant.status != Some(VariantStatus::Draft) {
-            return Err(draft_only());
-        }
+        let draft_only = || Error::Conflict(VariantGuard::NotDraft.to_string());
+        // A send in flight holds the variant: it is no longer editable.
+        let status = variant.status.ok_or_else(draft_only)?;
+        variant_transition(status, VariantAction::Edit)
+            .map_err(|e| Error::Conflict(e.to_string()))?;
         let subject = match req.subject.as_deref().map(str::trim) {
             None => variant.subject.clone(),
             Some("") => return Err(Error::invalid_field("subject", "must not be empty")),
@@ -114,11 +116,13 @@ impl Churn {
         let variant = variants::get(self.store.reader(), &event.id, variant_id)
             .await?
             .ok_or_else(variant_not_found)?;
-        if variant.sent_at.is_some() || variant.status != Some(VariantStatus::Draft) {
-            return Err(Error::Conflict(ALREADY_SENT.into()));
-        }
+        let already_sent = || Error::Conflict(VariantGuard::AlreadySent.to_string());
+        let status = variant.status.ok_or_else(already_sent)?;
+        variant_transition(status, VariantAction::Send)
+            .map_err(|e| Error::Conflict(e.to_string()))?;
+        // The claim makes the check above hold against concurrent sends too.
         if !variants::claim_for_send(self.store.writer(), &variant.id, self.now()).await? {
-            return Err(Error::Conflict(ALREADY_SENT.into()));
+            return Err(already_sent());
         }
 
         let email = self.compose(
@@ -129,8 +133,9 @@ impl Churn {
         );
         if let Err(e) = transport.send(&email).await {
             let released = match e {
-                SendError::Rejected(_) => VariantStatus::Bounced,
-                SendError::Failed(_) => VariantStatus::Draft,
+                SendError::Rejected(_) => variant_transition(status, VariantAction::Bounce)
+                    .unwrap_or(VariantStatus::Bounced),
+                SendError::Failed(_) => status,
             };
             variants::release_claim(self.store.writer(), &variant.id, released, self.now()).await?;
             return Err(Error::Upstream(e.to_string()));

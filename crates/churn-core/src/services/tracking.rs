@@ -1,7 +1,7 @@
 //! Opens and clicks of sent emails, from the signed pixel and link routes.
 
 use super::Churn;
-use crate::domain::variant::{Observation, observe};
+use crate::domain::variant::{VariantAction, delivered, transition};
 use crate::error::{Error, Result};
 use crate::store::variants;
 
@@ -13,7 +13,7 @@ impl Churn {
     /// Records an open for the variant a signed token names; 404 for a forged token.
     pub async fn track_open(&self, token: &str) -> Result<()> {
         let variant_id = self.tracking.verify_token(token).ok_or_else(not_found)?;
-        self.observe(variant_id, Observation::Open).await
+        self.observe(variant_id, VariantAction::Open).await
     }
 
     /// Records a click and returns where to send the reader; 404 unless both the token and
@@ -23,30 +23,21 @@ impl Churn {
         if !self.tracking.verify_click(variant_id, target, signature) {
             return Err(not_found());
         }
-        self.observe(variant_id, Observation::Click).await?;
+        self.observe(variant_id, VariantAction::Click).await?;
         Ok(target.to_owned())
     }
 
-    async fn observe(&self, variant_id: &str, what: Observation) -> Result<()> {
+    async fn observe(&self, variant_id: &str, what: VariantAction) -> Result<()> {
         for _ in 0..3 {
             let variant = variants::by_id(self.store.reader(), variant_id)
                 .await?
                 .ok_or_else(not_found)?;
-            // Nothing to record on a draft or a send still in flight.
-            let Some(from) = variant.status else {
+            // Nothing to record unless the email went out (not a draft, a send in flight or a bounce).
+            let Some(from) = variant.status.filter(|s| delivered(*s)) else {
                 return Ok(());
             };
-            let to = observe(from, what);
-            let counts = matches!(
-                from,
-                crate::domain::variant::VariantStatus::Sent
-                    | crate::domain::variant::VariantStatus::Opened
-                    | crate::domain::variant::VariantStatus::Clicked
-            );
-            if !counts {
-                return Ok(());
-            }
-            let click = what == Observation::Click;
+            let to = transition(from, what).unwrap_or(from);
+            let click = what == VariantAction::Click;
             if variants::record_observation(
                 self.store.writer(),
                 variant_id,
