@@ -21,6 +21,7 @@ both_backends!(
     events_are_isolated_between_tenants,
     query_errors_use_each_form_s_body,
     terminal_events_cannot_be_edited,
+    nine_emails_of_a_fixed_event,
 );
 
 /// A signed-up owner with one project `acme`; returns the session token.
@@ -1461,4 +1462,43 @@ async fn terminal_events_cannot_be_edited(backend: Backend) {
         send["error"]["message"],
         "variants must be generated before sending emails"
     );
+}
+
+/// The nine emails as generated for one stored event, through the project's settings and the
+/// event's fields (tenure, MRR, plan, reason). The coupon differs per event, so it is masked.
+async fn nine_emails_of_a_fixed_event(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    app.expect(
+        app.req(Method::PATCH, "/projects/acme")
+            .bearer_auth(&token)
+            .json(&json!({"settings": {"founder_name": "Ada Lovelace", "product_url": "https://acme.io", "discount_percent": 25}})),
+        200,
+    )
+    .await;
+    let event = create_event(
+        &app,
+        &token,
+        json!({"customer_email": "dana@northwind.example", "customer_name": "Dana Scully", "event_type": "cancellation",
+               "cancel_reason": "We barely used it last quarter", "mrr": 12900, "currency": "eur", "plan_name": "Team", "tenure_days": 800}),
+    )
+    .await;
+    let generated = generate(&app, &token, event["id"].as_str().unwrap()).await;
+    let mut variants = generated["variants"].as_array().unwrap().clone();
+    variants.sort_by_key(|v| v["strategy"].as_str().unwrap().to_owned());
+    let shown: Vec<String> = variants
+        .iter()
+        .map(|v| {
+            format!(
+                "==== {} ====\nSubject: {}\n\n{}\n\n---- HTML ----\n{}\n",
+                v["strategy"].as_str().unwrap(),
+                v["subject"].as_str().unwrap(),
+                v["body_text"].as_str().unwrap(),
+                v["body"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(r"WINBACK25-[0-9A-F]{6}", "WINBACK25-[coupon]");
+    settings.bind(|| insta::assert_snapshot!("nine_emails_of_a_fixed_event", shown.join("\n")));
 }
