@@ -294,44 +294,62 @@ impl fmt::Debug for DatabaseUrl {
     }
 }
 
+/// Runs `f` holding figment's environment lock, so no test that sets `CHURN_*` variables
+/// runs meanwhile (they share the process environment).
+#[cfg(test)]
+#[allow(clippy::result_large_err)] // figment::Jail's closure signature
+pub(crate) fn isolated(f: impl FnOnce()) {
+    let mut f = Some(f);
+    figment::Jail::expect_with(|_| {
+        (f.take().expect("runs once"))();
+        Ok(())
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn debug_hides_secrets() {
-        let url = DatabaseUrl::new("postgres://churn:hunter2@db:5432/churn");
-        assert!(!format!("{url:?}").contains("hunter2"));
-        let config = Config::load(
-            None,
-            serde_json::json!({"jwt_secret": "topsecret", "database_url": "postgres://u:pw@h/db"}),
-        )
-        .unwrap();
-        let shown = format!("{config:?}");
-        assert!(
-            !shown.contains("topsecret") && !shown.contains(":pw@"),
-            "{shown}"
-        );
+        isolated(|| {
+            let url = DatabaseUrl::new("postgres://churn:hunter2@db:5432/churn");
+            assert!(!format!("{url:?}").contains("hunter2"));
+            let config = Config::load(
+                None,
+                serde_json::json!({"jwt_secret": "topsecret", "database_url": "postgres://u:pw@h/db"}),
+            )
+            .unwrap();
+            let shown = format!("{config:?}");
+            assert!(
+                !shown.contains("topsecret") && !shown.contains(":pw@"),
+                "{shown}"
+            );
+        });
     }
 
     #[test]
     fn flags_override_and_errors_name_the_setting() {
-        let config = Config::load(None, serde_json::json!({"bind": "127.0.0.1:9999", "rate_limits": "off", "trusted_proxies": "10.0.0.0/8, 192.168.1.1"})).unwrap();
-        assert_eq!(config.bind.port(), 9999);
-        assert!(!config.rate_limits);
-        assert_eq!(config.trusted_proxies.len(), 2);
-        assert!(config.allow_http());
+        isolated(|| {
+            let config = Config::load(None, serde_json::json!({"bind": "127.0.0.1:9999", "rate_limits": "off", "trusted_proxies": "10.0.0.0/8, 192.168.1.1"})).unwrap();
+            assert_eq!(config.bind.port(), 9999);
+            assert!(!config.rate_limits);
+            assert_eq!(config.trusted_proxies.len(), 2);
+            assert!(config.allow_http());
 
-        let err = Config::load(None, serde_json::json!({"bind": "not an address"})).unwrap_err();
-        assert!(err.0.starts_with("CHURN_BIND"), "{}", err.0);
-        let err = Config::load(
-            None,
-            serde_json::json!({"bind": "0.0.0.0:8080", "dev_mode": true}),
-        )
-        .unwrap_err();
-        assert!(err.0.contains("CHURN_DEV_MODE"), "{}", err.0);
-        let err = Config::load(None, serde_json::json!({"database_url": "mysql://x"})).unwrap_err();
-        assert!(err.0.contains("CHURN_DATABASE_URL"), "{}", err.0);
+            let err =
+                Config::load(None, serde_json::json!({"bind": "not an address"})).unwrap_err();
+            assert!(err.0.starts_with("CHURN_BIND"), "{}", err.0);
+            let err = Config::load(
+                None,
+                serde_json::json!({"bind": "0.0.0.0:8080", "dev_mode": true}),
+            )
+            .unwrap_err();
+            assert!(err.0.contains("CHURN_DEV_MODE"), "{}", err.0);
+            let err =
+                Config::load(None, serde_json::json!({"database_url": "mysql://x"})).unwrap_err();
+            assert!(err.0.contains("CHURN_DATABASE_URL"), "{}", err.0);
+        });
     }
 
     #[test]
@@ -373,10 +391,12 @@ mod tests {
 
     #[test]
     fn plain_http_defaults_to_loopback_only_and_outbox_follows_smtp() {
-        let public = Config::load(None, serde_json::json!({"bind": "0.0.0.0:8080"})).unwrap();
-        assert!(!public.allow_http());
-        assert_eq!(public.email_outbox(), Some(PathBuf::from("./data/outbox")));
-        let off = Config::load(None, serde_json::json!({"email_outbox": ""})).unwrap();
-        assert_eq!(off.email_outbox(), None);
+        isolated(|| {
+            let public = Config::load(None, serde_json::json!({"bind": "0.0.0.0:8080"})).unwrap();
+            assert!(!public.allow_http());
+            assert_eq!(public.email_outbox(), Some(PathBuf::from("./data/outbox")));
+            let off = Config::load(None, serde_json::json!({"email_outbox": ""})).unwrap();
+            assert_eq!(off.email_outbox(), None);
+        });
     }
 }

@@ -100,12 +100,15 @@ mod tests {
 
     #[test]
     fn encryption_key_is_created_once_and_reused() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = Config::load(None, serde_json::json!({"data_dir": dir.path()})).unwrap();
-        let first = encryption_key(&config).unwrap();
-        let again = encryption_key(&config).unwrap();
-        assert_eq!(first.bytes(), again.bytes());
-        let bad = Config::load(None, serde_json::json!({"encryption_key": "c2hvcnQ="})).unwrap();
-        assert!(encryption_key(&bad).is_err());
+        crate::config::isolated(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let config = Config::load(None, serde_json::json!({"data_dir": dir.path()})).unwrap();
+            let first = encryption_key(&config).unwrap();
+            let again = encryption_key(&config).unwrap();
+            assert_eq!(first.bytes(), again.bytes());
+            let bad =
+                Config::load(None, serde_json::json!({"encryption_key": "c2hvcnQ="})).unwrap();
+            assert!(encryption_key(&bad).is_err());
+        });
     }
 }
