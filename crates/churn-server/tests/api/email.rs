@@ -249,7 +249,7 @@ async fn start_llm() -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
                 let content = match strategy.as_str() {
                     "pause_option" => {
-                        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+                        tokio::time::sleep(std::time::Duration::from_secs(6)).await;
                         json!({"subject": "too late", "body": "Hi"}).to_string()
                     }
                     "social_proof" => "this is not JSON".to_owned(),
@@ -276,7 +276,7 @@ async fn llm_answers_are_used_and_failures_fall_back(backend: Backend) {
         backend,
         Options::default()
             .with("llm_base_url", url)
-            .with("llm_timeout_secs", 1),
+            .with("llm_timeout_secs", 2),
     )
     .await;
     let token = owner(&app).await;
