@@ -76,7 +76,10 @@ impl ApiError {
     /// the standard one everywhere else. For answers made outside the routes (fallbacks,
     /// rate limits, the HTTPS policy).
     pub fn into_response_for(self, path: &str) -> Response {
-        if path == LEGACY_PREFIX || path.starts_with(&format!("{LEGACY_PREFIX}/")) {
+        let legacy = path
+            .strip_prefix(LEGACY_PREFIX)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+        if legacy {
             self.into_legacy_response()
         } else {
             self.into_response()

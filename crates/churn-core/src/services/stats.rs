@@ -18,10 +18,15 @@ impl Churn {
 
     /// Every project the user can see, and their sum.
     pub async fn account_stats(&self, user_id: &str) -> Result<AccountStats> {
+        let db = self.store.reader();
+        let (projects, mut totals) = futures::try_join!(
+            projects::list_for_user(db, user_id),
+            events::totals_for_user(db, user_id)
+        )?;
         let mut sum = Totals::default();
-        let mut per_project = Vec::new();
-        for (project, _) in projects::list_for_user(self.store.reader(), user_id).await? {
-            let t = events::totals(self.store.reader(), &project.id).await?;
+        let mut per_project = Vec::with_capacity(projects.len());
+        for (project, _) in projects {
+            let t = totals.remove(&project.id).unwrap_or_default();
             sum.total_events += t.total_events;
             sum.recovered += t.recovered;
             sum.lost += t.lost;

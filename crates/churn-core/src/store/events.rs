@@ -370,21 +370,38 @@ pub struct Totals {
     pub recovered_mrr_cents: i64,
 }
 
+/// The totals' columns over `churn_event_counts`; PostgreSQL sums BIGINT into NUMERIC, hence
+/// the casts.
+const TOTALS: &str = "CAST(COALESCE(SUM(c.n), 0) AS BIGINT) AS total_events, \
+     CAST(COALESCE(SUM(CASE WHEN c.status = 'recovered' THEN c.n ELSE 0 END), 0) AS BIGINT) AS recovered, \
+     CAST(COALESCE(SUM(CASE WHEN c.status = 'lost' THEN c.n ELSE 0 END), 0) AS BIGINT) AS lost, \
+     CAST(COALESCE(SUM(CASE WHEN c.status IN ('new', 'processing', 'variants_generated', 'email_sent') THEN c.n ELSE 0 END), 0) AS BIGINT) AS processing, \
+     CAST(COALESCE(SUM(c.mrr_sum), 0) AS BIGINT) AS total_mrr_cents, \
+     CAST(COALESCE(SUM(CASE WHEN c.status = 'recovered' THEN c.mrr_sum ELSE 0 END), 0) AS BIGINT) AS recovered_mrr_cents";
+
+/// A project's totals, from the trigger-kept counts.
 pub async fn totals<'e>(db: impl Executor<'e, Database = Any>, project_id: &str) -> Result<Totals> {
-    // From the trigger-kept counts; PostgreSQL sums BIGINT into NUMERIC, hence the casts.
-    let totals = sqlx::query_as(
-        "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) AS total_events, \
-         CAST(COALESCE(SUM(CASE WHEN status = 'recovered' THEN n ELSE 0 END), 0) AS BIGINT) AS recovered, \
-         CAST(COALESCE(SUM(CASE WHEN status = 'lost' THEN n ELSE 0 END), 0) AS BIGINT) AS lost, \
-         CAST(COALESCE(SUM(CASE WHEN status IN ('new', 'processing', 'variants_generated', 'email_sent') THEN n ELSE 0 END), 0) AS BIGINT) AS processing, \
-         CAST(COALESCE(SUM(mrr_sum), 0) AS BIGINT) AS total_mrr_cents, \
-         CAST(COALESCE(SUM(CASE WHEN status = 'recovered' THEN mrr_sum ELSE 0 END), 0) AS BIGINT) AS recovered_mrr_cents \
-         FROM churn_event_counts WHERE project_id = $1",
-    )
-    .bind(project_id)
-    .fetch_one(db)
-    .await?;
-    Ok(totals)
+    let sql = format!("SELECT {TOTALS} FROM churn_event_counts c WHERE c.project_id = $1");
+    Ok(sqlx::query_as(&sql).bind(project_id).fetch_one(db).await?)
+}
+
+/// The totals of every project the user belongs to that has events, in one query.
+pub async fn totals_for_user<'e>(
+    db: impl Executor<'e, Database = Any>,
+    user_id: &str,
+) -> Result<std::collections::HashMap<String, Totals>> {
+    #[derive(FromRow)]
+    struct ProjectTotals {
+        project_id: String,
+        #[sqlx(flatten)]
+        totals: Totals,
+    }
+    let sql = format!(
+        "SELECT c.project_id, {TOTALS} FROM churn_event_counts c \
+         JOIN project_members m ON m.project_id = c.project_id WHERE m.user_id = $1 GROUP BY c.project_id"
+    );
+    let rows: Vec<ProjectTotals> = sqlx::query_as(&sql).bind(user_id).fetch_all(db).await?;
+    Ok(rows.into_iter().map(|r| (r.project_id, r.totals)).collect())
 }
 
 /// By id alone, for background jobs that were enqueued with the id.

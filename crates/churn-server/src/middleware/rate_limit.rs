@@ -86,7 +86,6 @@ pub async fn limit(State(state): State<Arc<RateLimitState>>, req: Request, next:
         &limits.general
     };
     let ip = state.network.client_ip(&req);
-    let path = req.uri().path().to_owned();
     match bucket.limiter.check_key(&ip) {
         Ok(snapshot) => {
             let remaining = snapshot.remaining_burst_capacity();
@@ -97,7 +96,8 @@ pub async fn limit(State(state): State<Arc<RateLimitState>>, req: Request, next:
         }
         Err(not_until) => {
             let wait = not_until.wait_time_from(limits.clock.now());
-            let mut response = ApiError::rate_limited(ceil_secs(wait)).into_response_for(&path);
+            let mut response =
+                ApiError::rate_limited(ceil_secs(wait)).into_response_for(req.uri().path());
             set_headers(
                 response.headers_mut(),
                 bucket.burst,
