@@ -300,15 +300,15 @@ pub async fn record_observation<'e>(
     Ok(done.rows_affected() == 1)
 }
 
-/// Per strategy: the project's sends and how many of their events were recovered.
+/// Per strategy: the project's sends and how many of their events were recovered, as kept by
+/// the `strategy_outcomes` triggers (nine rows at most, whatever the project's history).
 pub async fn outcomes<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<HashMap<Strategy, Outcome>> {
     let rows: Vec<(String, i64, i64)> = sqlx::query_as(
-        "SELECT v.strategy, COUNT(*), COALESCE(SUM(CASE WHEN e.status = 'recovered' THEN 1 ELSE 0 END), 0) \
-         FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id \
-         WHERE v.project_id = $1 AND v.sent_at IS NOT NULL GROUP BY v.strategy",
+        "SELECT strategy, CAST(sends AS BIGINT), CAST(recoveries AS BIGINT) \
+         FROM strategy_outcomes WHERE project_id = $1",
     )
     .bind(project_id)
     .fetch_all(db)

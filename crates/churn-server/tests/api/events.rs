@@ -22,6 +22,7 @@ both_backends!(
     query_errors_use_each_form_s_body,
     terminal_events_cannot_be_edited,
     nine_emails_of_a_fixed_event,
+    strategy_outcomes_follow_sends_and_recoveries,
 );
 
 /// A signed-up owner with one project `acme`; returns the session token.
@@ -1501,4 +1502,71 @@ async fn nine_emails_of_a_fixed_event(backend: Backend) {
     let mut settings = insta::Settings::clone_current();
     settings.add_filter(r"WINBACK25-[0-9A-F]{6}", "WINBACK25-[coupon]");
     settings.bind(|| insta::assert_snapshot!("nine_emails_of_a_fixed_event", shown.join("\n")));
+}
+
+/// The per-strategy outcome counts that ranking reads are kept by triggers; after sends,
+/// recoveries (with and without a send) and a loss they equal an aggregate over the history.
+async fn strategy_outcomes_follow_sends_and_recoveries(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app).await;
+    let reasons = ["too expensive", "not using it", "missing features", "too expensive"];
+    let mut sent = Vec::new();
+    for (i, reason) in reasons.iter().enumerate() {
+        let event = create_event(
+            &app,
+            &token,
+            json!({"customer_email": format!("c{i}@example.com"), "event_type": "cancellation", "cancel_reason": reason}),
+        )
+        .await;
+        let id = event["id"].as_str().unwrap().to_owned();
+        let variant = recommended(&generate(&app, &token, &id).await);
+        app.expect(
+            app.req(Method::POST, &send_path(&id, variant["id"].as_str().unwrap()))
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+        sent.push(id);
+    }
+    let unsent = create_event(
+        &app,
+        &token,
+        json!({"customer_email": "quiet@example.com", "event_type": "cancellation"}),
+    )
+    .await;
+    for id in [&sent[0], &sent[2], unsent["id"].as_str().unwrap()] {
+        app.expect(
+            app.req(Method::POST, &format!("/projects/acme/churn-events/{id}/recovered"))
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    }
+    advance(&app, 31 * 24 * 3600).await;
+    run_jobs(&app).await;
+
+    let db = app.stop().await;
+    sqlx::any::install_default_drivers();
+    let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&db.url)
+        .await
+        .unwrap();
+    let kept: Vec<(String, i64, i64)> = sqlx::query_as(
+        "SELECT strategy, CAST(sends AS BIGINT), CAST(recoveries AS BIGINT) \
+         FROM strategy_outcomes WHERE sends <> 0 OR recoveries <> 0 ORDER BY strategy",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    let aggregated: Vec<(String, i64, i64)> = sqlx::query_as(
+        "SELECT v.strategy, CAST(COUNT(*) AS BIGINT), \
+         CAST(SUM(CASE WHEN e.status = 'recovered' THEN 1 ELSE 0 END) AS BIGINT) \
+         FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id \
+         WHERE v.sent_at IS NOT NULL GROUP BY v.strategy ORDER BY v.strategy",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(kept, aggregated);
+    assert_eq!(kept.iter().map(|r| r.1).sum::<i64>(), 4, "four sends");
+    assert_eq!(kept.iter().map(|r| r.2).sum::<i64>(), 2, "two recovered after a send");
 }

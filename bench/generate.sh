@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Generation latency of the release build against the project's send history, on SQLite and on
+# PostgreSQL: `generate` on fresh events of a project with 100 sent variants and of one with
+# LARGE (default 300,000), seeded with SQL. Ranking reads per-strategy outcome counts, so the
+# two should be close (target: within 2x).
+# Usage: bench/generate.sh [sqlite|postgres ...]   (env: LARGE=300000 SAMPLES=200)
+LARGE=${LARGE:-300000}
+SAMPLES=${SAMPLES:-200}
+source "$(dirname "$0")/common.sh"
+command -v sqlite3 >/dev/null || { echo "sqlite3 is required (apt-get install sqlite3)" >&2; exit 1; }
+
+STRATEGIES="'discount','downgrade_offer','feedback_request','founder_email','pain_point_fix','pause_option','social_proof','unused_feature','value_recap'"
+
+# seed_<backend> <database> <project id> <count>: <count> emailed events, one sent variant
+# each (strategies in turn, every third event recovered), then the kept counts in one go.
+seed_sqlite() {
+  sqlite3 "$1" >/dev/null <<SQL
+PRAGMA busy_timeout = 10000;
+BEGIN;
+CREATE TEMP TABLE s(i INTEGER PRIMARY KEY, name TEXT);
+INSERT INTO s(name) VALUES ${STRATEGIES//,/),(};
+WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < $3)
+INSERT INTO churn_events (id, project_id, customer_email, event_type, reason_code, mrr, currency, status, provider, created_at, updated_at)
+SELECT printf('seed-%s-%08d', '$2', n), '$2', printf('c%d@example.com', n), 'cancellation', 'too_expensive', 4900, 'usd',
+       CASE WHEN n % 3 = 0 THEN 'recovered' ELSE 'email_sent' END, 'api',
+       '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z'
+FROM g;
+WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < $3)
+INSERT INTO recovery_variants (id, churn_event_id, project_id, strategy, subject, body, body_text, status, recommended, rank, rank_score, rank_reasons, generator, recipient, sent_at, created_at, updated_at)
+SELECT printf('seedv-%s-%08d', '$2', n), printf('seed-%s-%08d', '$2', n), '$2', (SELECT name FROM s WHERE i = 1 + n % 9),
+       'Subject', '<p>Body</p>', 'Body', 'sent', 1, 1, 1.0, '[]', 'template', printf('c%d@example.com', n),
+       '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z'
+FROM g;
+DELETE FROM churn_event_counts WHERE project_id = '$2';
+INSERT INTO churn_event_counts (project_id, status, event_type, n, mrr_sum)
+SELECT project_id, status, event_type, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3;
+INSERT INTO strategy_outcomes (project_id, strategy, sends, recoveries)
+SELECT v.project_id, v.strategy, COUNT(*), SUM(e.status = 'recovered')
+FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id WHERE v.project_id = '$2' GROUP BY 1, 2;
+COMMIT;
+SQL
+}
+seed_postgres() {
+  psql -q "$1" <<SQL
+BEGIN;
+ALTER TABLE churn_events DISABLE TRIGGER churn_events_counted;
+INSERT INTO churn_events (id, project_id, customer_email, event_type, reason_code, mrr, currency, status, provider, created_at, updated_at)
+SELECT 'seed-$2-' || lpad(n::text, 8, '0'), '$2', 'c' || n || '@example.com', 'cancellation', 'too_expensive', 4900, 'usd',
+       CASE WHEN n % 3 = 0 THEN 'recovered' ELSE 'email_sent' END, 'api',
+       '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z'
+FROM generate_series(1, $3) n;
+ALTER TABLE churn_events ENABLE TRIGGER churn_events_counted;
+INSERT INTO recovery_variants (id, churn_event_id, project_id, strategy, subject, body, body_text, status, recommended, rank, rank_score, rank_reasons, generator, recipient, sent_at, created_at, updated_at)
+SELECT 'seedv-$2-' || lpad(n::text, 8, '0'), 'seed-$2-' || lpad(n::text, 8, '0'), '$2', (ARRAY[$STRATEGIES])[1 + n % 9],
+       'Subject', '<p>Body</p>', 'Body', 'sent', 1, 1, 1.0, '[]', 'template', 'c' || n || '@example.com',
+       '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z'
+FROM generate_series(1, $3) n;
+DELETE FROM churn_event_counts WHERE project_id = '$2';
+INSERT INTO churn_event_counts (project_id, status, event_type, n, mrr_sum)
+SELECT project_id, status, event_type, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3;
+INSERT INTO strategy_outcomes (project_id, strategy, sends, recoveries)
+SELECT v.project_id, v.strategy, COUNT(*), SUM(CASE WHEN e.status = 'recovered' THEN 1 ELSE 0 END)
+FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id WHERE v.project_id = '$2' GROUP BY 1, 2;
+COMMIT;
+ANALYZE;
+SQL
+}
+
+# latency <slug> <key>: p50 and p99 of `generate` over SAMPLES fresh events, one at a time.
+latency() {
+  local times=()
+  for i in $(seq 1 "$SAMPLES"); do
+    local id
+    id=$(curl -sf "$API/projects/$1/churn-events" -H "X-API-Key: $2" -H 'content-type: application/json' \
+      -d "{\"customer_email\":\"new$i@example.com\",\"cancel_reason\":\"too expensive\",\"mrr\":4900}" | jq -r .data.id)
+    times+=("$(curl -sf -o /dev/null -w '%{time_total}' -X POST "$API/projects/$1/churn-events/$id/generate" -H "X-API-Key: $2")")
+  done
+  printf '%s\n' "${times[@]}" | sort -n | awk '{t[NR]=$1} END {printf "%.1f ms | %.1f ms", t[int(NR*0.5)]*1000, t[int(NR*0.99)]*1000}'
+}
+
+echo "| backend | project | generate p50 | generate p99 |"
+echo "|---|---|---|---|"
+for BACKEND in "${BACKENDS[@]}"; do
+  start_server "$BACKEND"
+  declare -A KEY ID
+  for p in small large; do
+    RESP=$(curl -sf "$API/projects" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d "{\"name\":\"$p\"}")
+    KEY[$p]=$(jq -r .data.api_keys.secret_key <<<"$RESP")
+    ID[$p]=$(jq -r .data.id <<<"$RESP")
+    n=100; [ $p = large ] && n=$LARGE
+    if [ "$BACKEND" = postgres ]; then seed_postgres "$DB" "${ID[$p]}" "$n"; else seed_sqlite "$WORK/churn.db" "${ID[$p]}" "$n"; fi
+  done
+  for p in small large; do
+    n=100; [ $p = large ] && n=$LARGE
+    echo "| $BACKEND | $n sent variants | $(latency "$p" "${KEY[$p]}") |"
+  done
+  stop_server
+done
