@@ -168,6 +168,10 @@ impl Config {
                 self.bind
             ));
         }
+        // Behind a proxy every caller looks local, so the loopback-only dev routes would be open.
+        if self.dev_mode && !self.trusted_proxies.is_empty() {
+            return fail("CHURN_DEV_MODE is refused when CHURN_TRUSTED_PROXIES is set".into());
+        }
         if let Some(url) = &self.public_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
@@ -346,6 +350,12 @@ mod tests {
             )
             .unwrap_err();
             assert!(err.0.contains("CHURN_DEV_MODE"), "{}", err.0);
+            let err = Config::load(
+                None,
+                serde_json::json!({"dev_mode": true, "trusted_proxies": "127.0.0.1"}),
+            )
+            .unwrap_err();
+            assert!(err.0.contains("CHURN_TRUSTED_PROXIES"), "{}", err.0);
             let err =
                 Config::load(None, serde_json::json!({"database_url": "mysql://x"})).unwrap_err();
             assert!(err.0.contains("CHURN_DATABASE_URL"), "{}", err.0);

@@ -96,6 +96,7 @@ async fn plain_http_is_refused_unless_allowed(backend: Backend) {
         backend,
         Options::default()
             .with("allow_http", false)
+            .with("dev_mode", false)
             .with("trusted_proxies", "10.0.0.0/8"),
     )
     .await;
@@ -116,6 +117,7 @@ async fn plain_http_is_refused_unless_allowed(backend: Backend) {
         backend,
         Options::default()
             .with("allow_http", false)
+            .with("dev_mode", false)
             .with("trusted_proxies", "127.0.0.1"),
     )
     .await;
