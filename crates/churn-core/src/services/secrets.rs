@@ -24,13 +24,13 @@ pub(super) async fn jwt_secret(store: &Store, config: &Config, now: Timestamp) -
         return Ok(secret.expose_secret().to_owned());
     }
     let candidate = STANDARD.encode(rand::rng().random::<[u8; 32]>());
-    secrets::get_or_insert(store.reader(), JWT_SECRET, &candidate, now).await
+    secrets::get_or_insert(store.writer(), JWT_SECRET, &candidate, now).await
 }
 
 /// The key that signs tracking links; shared by every process, like the JWT secret.
 pub(super) async fn tracking_secret(store: &Store, now: Timestamp) -> Result<String> {
     let candidate = STANDARD.encode(rand::rng().random::<[u8; 32]>());
-    secrets::get_or_insert(store.reader(), TRACKING_SECRET, &candidate, now).await
+    secrets::get_or_insert(store.writer(), TRACKING_SECRET, &candidate, now).await
 }
 
 /// 32 bytes for AES-256-GCM.

@@ -6,6 +6,7 @@
 //! allows one writer at a time anyway, and queueing writers in the pool avoids `SQLITE_BUSY`
 //! on transactions that read before they write.
 
+mod db;
 pub mod events;
 pub mod jobs;
 pub mod keys;
@@ -21,7 +22,9 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Any, AnyPool, Executor, Transaction};
 
 use crate::config::DatabaseUrl;
+
 use crate::error::{Error, Result};
+pub use db::{Read, Write, Writes};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
@@ -112,14 +115,14 @@ impl Store {
         self.backend
     }
 
-    /// The pool for reads outside a transaction.
-    pub fn reader(&self) -> &AnyPool {
-        &self.read
+    /// The handle for reads outside a transaction.
+    pub fn reader(&self) -> Read<'_> {
+        Read(&self.read)
     }
 
-    /// The pool for single-statement writes outside a transaction.
-    pub fn writer(&self) -> &AnyPool {
-        &self.write
+    /// The handle for single-statement writes outside a transaction.
+    pub fn writer(&self) -> Write<'_> {
+        Write(&self.write)
     }
 
     /// A write transaction.

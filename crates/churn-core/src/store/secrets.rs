@@ -1,6 +1,8 @@
 //! The `service_secrets` table: values generated once and shared by every server process.
 
-use sqlx::{Any, AnyPool};
+use sqlx::Any;
+
+use super::Write;
 
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -8,7 +10,7 @@ use crate::time::{self, Timestamp};
 /// Returns the stored value of `name`, storing `candidate` first when there is none. Several
 /// processes starting at once all end up with the same value.
 pub async fn get_or_insert(
-    pool: &AnyPool,
+    db: Write<'_>,
     name: &str,
     candidate: &str,
     now: Timestamp,
@@ -20,11 +22,11 @@ pub async fn get_or_insert(
     .bind(name)
     .bind(candidate)
     .bind(time::format(&now))
-    .execute(pool)
+    .execute(db)
     .await?;
     let value: String = sqlx::query_scalar("SELECT value FROM service_secrets WHERE name = $1")
         .bind(name)
-        .fetch_one(pool)
+        .fetch_one(db)
         .await?;
     Ok(value)
 }
