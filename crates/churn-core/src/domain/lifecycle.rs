@@ -1,45 +1,23 @@
 //! The churn event lifecycle: its statuses and the one transition function that implements
 //! the guard table (interface "States and transitions", decisions §7).
 
-use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum EventStatus {
-    New,
-    Processing,
-    VariantsGenerated,
-    EmailSent,
-    Recovered,
-    Lost,
+use super::wire::wire_enum;
+
+wire_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ToSchema)]
+    pub enum EventStatus {
+        New = "new",
+        Processing = "processing",
+        VariantsGenerated = "variants_generated",
+        EmailSent = "email_sent",
+        Recovered = "recovered",
+        Lost = "lost",
+    }
 }
 
 impl EventStatus {
-    pub const ALL: [EventStatus; 6] = [
-        EventStatus::New,
-        EventStatus::Processing,
-        EventStatus::VariantsGenerated,
-        EventStatus::EmailSent,
-        EventStatus::Recovered,
-        EventStatus::Lost,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventStatus::New => "new",
-            EventStatus::Processing => "processing",
-            EventStatus::VariantsGenerated => "variants_generated",
-            EventStatus::EmailSent => "email_sent",
-            EventStatus::Recovered => "recovered",
-            EventStatus::Lost => "lost",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.as_str() == raw)
-    }
-
     pub fn is_terminal(self) -> bool {
         matches!(self, EventStatus::Recovered | EventStatus::Lost)
     }

@@ -14,3 +14,4 @@ pub mod subscription;
 pub mod tracking;
 pub mod validation;
 pub mod variant;
+mod wire;

@@ -1,35 +1,16 @@
 //! Roles in a project and the one policy function that says what each may do.
 
-use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Viewer,
-    Member,
-    Admin,
-    Owner,
-}
+use super::wire::wire_enum;
 
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Viewer => "viewer",
-            Role::Member => "member",
-            Role::Admin => "admin",
-            Role::Owner => "owner",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Option<Self> {
-        match raw {
-            "viewer" => Some(Role::Viewer),
-            "member" => Some(Role::Member),
-            "admin" => Some(Role::Admin),
-            "owner" => Some(Role::Owner),
-            _ => None,
-        }
+wire_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ToSchema)]
+    pub enum Role {
+        Viewer = "viewer",
+        Member = "member",
+        Admin = "admin",
+        Owner = "owner",
     }
 }
 

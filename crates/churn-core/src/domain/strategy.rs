@@ -1,99 +1,40 @@
 //! Recovery strategies, cancel reason codes, the reason → strategy mapping, and a
 //! deterministic classifier from free-text reasons to codes.
 
-use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Strategy {
-    ValueRecap,
-    UnusedFeature,
-    DowngradeOffer,
-    PauseOption,
-    FounderEmail,
-    PainPointFix,
-    SocialProof,
-    FeedbackRequest,
-    Discount,
-}
+use super::wire::wire_enum;
 
-impl Strategy {
-    pub const ALL: [Strategy; 9] = [
-        Strategy::ValueRecap,
-        Strategy::UnusedFeature,
-        Strategy::DowngradeOffer,
-        Strategy::PauseOption,
-        Strategy::FounderEmail,
-        Strategy::PainPointFix,
-        Strategy::SocialProof,
-        Strategy::FeedbackRequest,
-        Strategy::Discount,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Strategy::ValueRecap => "value_recap",
-            Strategy::UnusedFeature => "unused_feature",
-            Strategy::DowngradeOffer => "downgrade_offer",
-            Strategy::PauseOption => "pause_option",
-            Strategy::FounderEmail => "founder_email",
-            Strategy::PainPointFix => "pain_point_fix",
-            Strategy::SocialProof => "social_proof",
-            Strategy::FeedbackRequest => "feedback_request",
-            Strategy::Discount => "discount",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.as_str() == raw)
+wire_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, ToSchema)]
+    pub enum Strategy {
+        ValueRecap = "value_recap",
+        UnusedFeature = "unused_feature",
+        DowngradeOffer = "downgrade_offer",
+        PauseOption = "pause_option",
+        FounderEmail = "founder_email",
+        PainPointFix = "pain_point_fix",
+        SocialProof = "social_proof",
+        FeedbackRequest = "feedback_request",
+        Discount = "discount",
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ReasonCode {
-    TooExpensive,
-    MissingFeatures,
-    NotUsingEnough,
-    SwitchingCompetitor,
-    TechnicalIssues,
-    PoorSupport,
-    DontNeedAnymore,
-    Other,
+wire_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ToSchema)]
+    pub enum ReasonCode {
+        TooExpensive = "too_expensive",
+        MissingFeatures = "missing_features",
+        NotUsingEnough = "not_using_enough",
+        SwitchingCompetitor = "switching_competitor",
+        TechnicalIssues = "technical_issues",
+        PoorSupport = "poor_support",
+        DontNeedAnymore = "dont_need_anymore",
+        Other = "other",
+    }
 }
 
 impl ReasonCode {
-    pub const ALL: [ReasonCode; 8] = [
-        ReasonCode::TooExpensive,
-        ReasonCode::MissingFeatures,
-        ReasonCode::NotUsingEnough,
-        ReasonCode::SwitchingCompetitor,
-        ReasonCode::TechnicalIssues,
-        ReasonCode::PoorSupport,
-        ReasonCode::DontNeedAnymore,
-        ReasonCode::Other,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReasonCode::TooExpensive => "too_expensive",
-            ReasonCode::MissingFeatures => "missing_features",
-            ReasonCode::NotUsingEnough => "not_using_enough",
-            ReasonCode::SwitchingCompetitor => "switching_competitor",
-            ReasonCode::TechnicalIssues => "technical_issues",
-            ReasonCode::PoorSupport => "poor_support",
-            ReasonCode::DontNeedAnymore => "dont_need_anymore",
-            ReasonCode::Other => "other",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|c| c.as_str() == raw)
-    }
-
     /// The strategy the mapping table prefers for this reason.
     pub fn strategy(self) -> Strategy {
         match self {

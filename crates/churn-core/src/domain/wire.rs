@@ -1,0 +1,67 @@
+//! Enums whose wire name (JSON and storage alike) is written once per variant: the serde
+//! rename, `as_str`, `parse` and `ALL` all come from the same list, so they cannot disagree.
+
+macro_rules! wire_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $wire:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(serde::Serialize, serde::Deserialize)]
+        $vis enum $name {
+            $( $(#[$vmeta])* #[serde(rename = $wire)] $variant, )+
+        }
+
+        impl $name {
+            pub const ALL: [$name; [$(stringify!($variant)),+].len()] = [$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $wire, )+
+                }
+            }
+
+            pub fn parse(raw: &str) -> Option<Self> {
+                match raw {
+                    $( $wire => Some($name::$variant), )+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use wire_enum;
+
+#[cfg(test)]
+mod tests {
+    use crate::domain::{
+        lifecycle::EventStatus, role::Role, strategy::ReasonCode, strategy::Strategy,
+    };
+
+    /// The names the enums answer with in JSON are the names they are stored under.
+    #[test]
+    fn serde_names_are_the_stored_names() {
+        fn check<
+            T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug + Copy,
+        >(
+            all: &[T],
+            as_str: fn(T) -> &'static str,
+            parse: fn(&str) -> Option<T>,
+        ) {
+            for &v in all {
+                let json = serde_json::to_value(v).unwrap();
+                assert_eq!(json, as_str(v), "{v:?}");
+                assert_eq!(serde_json::from_value::<T>(json).unwrap(), v);
+                assert_eq!(parse(as_str(v)), Some(v));
+            }
+            assert_eq!(parse("no-such-name"), None);
+        }
+        check(&EventStatus::ALL, EventStatus::as_str, EventStatus::parse);
+        check(&Role::ALL, Role::as_str, Role::parse);
+        check(&Strategy::ALL, Strategy::as_str, Strategy::parse);
+        check(&ReasonCode::ALL, ReasonCode::as_str, ReasonCode::parse);
+    }
+}
