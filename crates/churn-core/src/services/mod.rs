@@ -25,7 +25,7 @@ use crate::error::Result;
 use crate::generation::Generator;
 use crate::generation::llm::LlmGenerator;
 use crate::generation::template::TemplateGenerator;
-use crate::store::{Backend, Store, Tx};
+use crate::store::{Store, Tx};
 use crate::time::{Clock, Timestamp};
 
 pub use access::ProjectAccess;
@@ -58,8 +58,8 @@ impl Churn {
         let now = clock.now();
         let jwt_secret = secrets::jwt_secret(&store, config, now).await?;
         let encryption_key = Arc::new(secrets::encryption_key(config)?);
-        let cache = Arc::new(cache::AccessCache::new(store.backend() == Backend::Sqlite));
-        if store.backend() == Backend::Postgres {
+        let cache = Arc::new(cache::AccessCache::new(!store.backend().shared()));
+        if store.backend().shared() {
             cache::follow_postgres(config.database_url.expose().to_owned(), cache.clone());
         }
         let tracking_secret = secrets::tracking_secret(&store, now).await?;

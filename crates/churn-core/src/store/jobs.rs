@@ -3,7 +3,7 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{Backend, Store, ts};
+use super::{Store, ts};
 use crate::error::Result;
 use crate::ids::new_id;
 use crate::time::{self, Timestamp};
@@ -60,15 +60,12 @@ pub async fn claim_due(
     lease_until: Timestamp,
     limit: i64,
 ) -> Result<Vec<JobRecord>> {
-    let skip_locked = match store.backend() {
-        Backend::Postgres => "FOR UPDATE SKIP LOCKED",
-        Backend::Sqlite => "",
-    };
+    let skip_locked = store.backend().skip_locked();
     let sql = format!(
         "UPDATE jobs SET status = 'running', attempts = attempts + 1, locked_until = $2, updated_at = $1 \
          WHERE id IN (SELECT id FROM jobs WHERE run_at <= $1 \
            AND (status = 'queued' OR (status = 'running' AND locked_until < $1)) \
-           ORDER BY run_at, id LIMIT $3 {skip_locked}) \
+           ORDER BY run_at, id LIMIT $3{skip_locked}) \
          RETURNING id, kind, payload, attempts, max_attempts, run_at"
     );
     let rows: Vec<Row> = sqlx::query_as(&sql)

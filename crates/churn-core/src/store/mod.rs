@@ -2,11 +2,12 @@
 //!
 //! Queries are written once in SQL both backends run (`$1` placeholders, text ids and
 //! timestamps, `ON CONFLICT`, `RETURNING`). Where the backends differ, the difference lives
-//! in this module. SQLite gets a single-connection writer pool beside its reader pool: it
+//! in `dialect`. SQLite gets a single-connection writer pool beside its reader pool: it
 //! allows one writer at a time anyway, and queueing writers in the pool avoids `SQLITE_BUSY`
 //! on transactions that read before they write.
 
 mod db;
+mod dialect;
 pub mod events;
 pub mod jobs;
 pub mod keys;
@@ -31,7 +32,6 @@ static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../../migr
 
 /// The PostgreSQL channel that carries access changes between server processes.
 pub const ACCESS_CHANNEL: &str = "churn_access_changed";
-const NOTIFY_ACCESS_CHANGED: &str = "NOTIFY churn_access_changed";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -134,10 +134,8 @@ impl Store {
     /// changed, so they drop cached access decisions. Delivered when `tx` commits; SQLite is
     /// served by one process, which invalidates its own cache.
     pub async fn announce_access_change(&self, tx: &mut Tx) -> Result<()> {
-        if self.backend == Backend::Postgres {
-            sqlx::query(NOTIFY_ACCESS_CHANGED)
-                .execute(&mut **tx)
-                .await?;
+        if let Some(notify) = self.backend.notify(ACCESS_CHANNEL) {
+            sqlx::query(&notify).execute(&mut **tx).await?;
         }
         Ok(())
     }

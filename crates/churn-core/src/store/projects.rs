@@ -228,10 +228,7 @@ pub async fn lock(
     tx: &mut super::Tx,
     id: &str,
 ) -> Result<Option<ProjectRecord>> {
-    let lock = match store.backend() {
-        super::Backend::Postgres => " FOR UPDATE OF p",
-        super::Backend::Sqlite => "",
-    };
+    let lock = store.backend().for_update("p");
     let sql = format!(
         "SELECT {COLUMNS} FROM projects p JOIN users o ON o.id = p.owner_id WHERE p.id = $1{lock}"
     );

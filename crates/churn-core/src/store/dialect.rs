@@ -1,0 +1,38 @@
+//! Where SQLite and PostgreSQL differ, and nowhere else: row locks, skipping rows other workers
+//! hold, and telling other server processes about a change. Everything else is portable SQL.
+
+use super::Backend;
+
+impl Backend {
+    /// Locks the rows a transaction read so concurrent changes apply one after the other;
+    /// SQLite has a single writer, which serialises them already. `of` names the table alias
+    /// to lock (PostgreSQL refuses to lock the nullable side of a join).
+    pub fn for_update(self, of: &str) -> String {
+        match self {
+            Backend::Postgres => format!(" FOR UPDATE OF {of}"),
+            Backend::Sqlite => String::new(),
+        }
+    }
+
+    /// Lets concurrent claimers pass over rows another transaction has locked.
+    pub fn skip_locked(self) -> &'static str {
+        match self {
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            Backend::Sqlite => "",
+        }
+    }
+
+    /// A statement that wakes every process listening on `channel` when the transaction
+    /// commits; SQLite is served by one process, which needs no message.
+    pub fn notify(self, channel: &'static str) -> Option<String> {
+        match self {
+            Backend::Postgres => Some(format!("NOTIFY {channel}")),
+            Backend::Sqlite => None,
+        }
+    }
+
+    /// Whether other server processes may share the database (and caches must follow them).
+    pub fn shared(self) -> bool {
+        self == Backend::Postgres
+    }
+}
