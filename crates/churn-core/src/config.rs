@@ -44,7 +44,10 @@ pub struct Config {
     #[serde(deserialize_with = "on_off")]
     pub rate_limits: bool,
     pub dev_mode: bool,
+    /// Lets calls to tenant-given URLs reach loopback and private addresses (see `outbound`).
     pub webhook_allow_private: bool,
+    /// PEM roots trusted, besides the built-in ones, by every outbound HTTPS call.
+    pub extra_ca_file: Option<PathBuf>,
     pub log: String,
     pub log_format: LogFormat,
 }
@@ -110,6 +113,7 @@ const KNOWN_KEYS: &[&str] = &[
     "rate_limits",
     "dev_mode",
     "webhook_allow_private",
+    "extra_ca_file",
     "log",
     "log_format",
 ];
@@ -172,6 +176,21 @@ impl Config {
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
             return fail("CHURN_PUBLIC_URL must be an http:// or https:// URL".into());
+        }
+        for (setting, url) in [
+            ("CHURN_LLM_BASE_URL", &self.llm_base_url),
+            ("CHURN_IDP_JWKS_URL", &self.idp_jwks_url),
+        ] {
+            if let Some(url) = url
+                && let Err(e) = crate::outbound::check_operator_url(url)
+            {
+                return fail(format!("{setting} {e}"));
+            }
+        }
+        if let Some(path) = &self.extra_ca_file
+            && let Err(e) = crate::outbound::load_roots(path)
+        {
+            return fail(format!("CHURN_EXTRA_CA_FILE: {e}"));
         }
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log) {
             return fail(format!("CHURN_LOG is not a valid log filter: {e}"));
