@@ -413,15 +413,26 @@ mod tests {
         isolated(|| {
             let load = |settings: serde_json::Value| Config::load(None, settings);
             assert!(load(serde_json::json!({"llm_base_url": "http://127.0.0.1:9000/v1", "idp_jwks_url": "https://idp.example/jwks"})).is_ok());
-            let err = load(serde_json::json!({"llm_base_url": "http://llm.example/v1"})).unwrap_err();
-            assert!(err.0.starts_with("CHURN_LLM_BASE_URL must be an https:// URL"), "{}", err.0);
-            let err = load(serde_json::json!({"idp_jwks_url": "http://10.0.0.1/jwks"})).unwrap_err();
+            let err =
+                load(serde_json::json!({"llm_base_url": "http://llm.example/v1"})).unwrap_err();
+            assert!(
+                err.0
+                    .starts_with("CHURN_LLM_BASE_URL must be an https:// URL"),
+                "{}",
+                err.0
+            );
+            let err =
+                load(serde_json::json!({"idp_jwks_url": "http://10.0.0.1/jwks"})).unwrap_err();
             assert!(err.0.starts_with("CHURN_IDP_JWKS_URL"), "{}", err.0);
 
             let dir = tempfile::tempdir().unwrap();
             let missing = dir.path().join("missing.pem");
             let err = load(serde_json::json!({"extra_ca_file": missing})).unwrap_err();
-            assert!(err.0.starts_with("CHURN_EXTRA_CA_FILE: cannot read"), "{}", err.0);
+            assert!(
+                err.0.starts_with("CHURN_EXTRA_CA_FILE: cannot read"),
+                "{}",
+                err.0
+            );
             let empty = dir.path().join("empty.pem");
             std::fs::write(&empty, "").unwrap();
             let err = load(serde_json::json!({"extra_ca_file": empty})).unwrap_err();

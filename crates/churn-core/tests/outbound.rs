@@ -153,7 +153,11 @@ async fn hostile_tenant_urls_are_refused() {
         ("not a url", TargetError::Invalid),
     ];
     for (url, why) in hostile {
-        assert_eq!(outbound.check_tenant_url(url).await.err(), Some(why), "{url}");
+        assert_eq!(
+            outbound.check_tenant_url(url).await.err(),
+            Some(why),
+            "{url}"
+        );
         // Called anyway (a URL stored before the check existed), it never leaves either;
         // mixed.example keeps a public address to connect to.
         if why == TargetError::NotPublic && !url.contains("mixed.example") {
@@ -255,7 +259,12 @@ async fn calls_follow_no_redirect_cap_bodies_time_out_and_say_who_they_are() {
             matches!(capped, Err(OutboundError::TooLarge { limit: 16384 })),
             "{path}: {capped:?}"
         );
-        let whole = http.get(&url(path)).max_body(64 * 1024).send().await.unwrap();
+        let whole = http
+            .get(&url(path))
+            .max_body(64 * 1024)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(whole.body.len(), 64 * 1024, "{path}");
     }
 
@@ -268,7 +277,10 @@ async fn calls_follow_no_redirect_cap_bodies_time_out_and_say_who_they_are() {
 
     // The tenant client refuses the loopback receiver that the operator client reaches.
     let tenant = outbound.tenant().get(&url("/hook")).send().await;
-    assert!(matches!(tenant, Err(OutboundError::Refused(_))), "{tenant:?}");
+    assert!(
+        matches!(tenant, Err(OutboundError::Refused(_))),
+        "{tenant:?}"
+    );
     assert_eq!(hits.load(Ordering::SeqCst), 0);
 }
 
@@ -298,7 +310,11 @@ async fn https_receivers_are_trusted_through_the_extra_ca_file() {
 
     let empty = dir.path().join("empty.pem");
     std::fs::write(&empty, "no certificates here").unwrap();
-    assert!(load_roots(&empty).unwrap_err().contains("no PEM certificate"));
+    assert!(
+        load_roots(&empty)
+            .unwrap_err()
+            .contains("no PEM certificate")
+    );
     assert!(load_roots(&dir.path().join("missing.pem")).is_err());
 }
 

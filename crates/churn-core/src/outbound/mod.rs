@@ -159,7 +159,9 @@ pub fn check_operator_url(raw: &str) -> Result<Url, TargetError> {
     let url = Url::parse(raw.trim()).map_err(|_| TargetError::Invalid)?;
     let loopback = match url.host() {
         Some(Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(Host::Ipv6(ip)) => ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+        Some(Host::Ipv6(ip)) => {
+            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
         Some(Host::Domain(name)) => is_localhost(name),
         None => return Err(TargetError::Invalid),
     };
@@ -401,10 +403,7 @@ impl Request {
             .await
             .map_err(OutboundError::from_reqwest)?;
         let limit = self.max_body;
-        if response
-            .content_length()
-            .is_some_and(|n| n > limit as u64)
-        {
+        if response.content_length().is_some_and(|n| n > limit as u64) {
             return Err(OutboundError::TooLarge { limit });
         }
         let mut body = Vec::new();

@@ -32,8 +32,8 @@ impl Churn {
         transition(event.status, Action::StartGeneration)
             .map_err(|e| Error::validation(e.to_string()))?;
         let now = self.now();
-        let lease = chrono::Duration::from_std(self.generator.time_limit() * 2)
-            .map_err(Error::internal)?;
+        let lease =
+            chrono::Duration::from_std(self.generator.time_limit() * 2).map_err(Error::internal)?;
         if !events::start_generation(
             self.store.writer(),
             &access.project.id,

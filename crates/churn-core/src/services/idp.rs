@@ -239,8 +239,10 @@ mod tests {
     use super::*;
 
     fn set(kid: &str) -> JwkSet {
-        serde_json::from_value(serde_json::json!({"keys": [{"kty": "RSA", "kid": kid, "n": "AQAB", "e": "AQAB"}]}))
-            .unwrap()
+        serde_json::from_value(
+            serde_json::json!({"keys": [{"kty": "RSA", "kid": kid, "n": "AQAB", "e": "AQAB"}]}),
+        )
+        .unwrap()
     }
 
     #[test]

@@ -247,7 +247,12 @@ pub(crate) async fn start_llm() -> FakeLlm {
     let requests = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
     let prompts = Arc::new(Mutex::new(Vec::new()));
-    let (flight, count, top, seen) = (in_flight.clone(), requests.clone(), peak.clone(), prompts.clone());
+    let (flight, count, top, seen) = (
+        in_flight.clone(),
+        requests.clone(),
+        peak.clone(),
+        prompts.clone(),
+    );
     let app = axum::Router::new().route(
         "/v1/chat/completions",
         post(move |Json(request): Json<Value>| {

@@ -1249,24 +1249,39 @@ async fn concurrent_generations_store_one_set(backend: Backend) {
     let first = tokio::spawn(app.req(Method::POST, &path).bearer_auth(&token).send());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while llm.requests.load(std::sync::atomic::Ordering::SeqCst) < 18 {
-        assert!(std::time::Instant::now() < deadline, "the first generation started");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first generation started"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     let busy = app
         .expect(app.req(Method::POST, &path).bearer_auth(&token), 409)
         .await;
-    assert_eq!(busy["error"]["message"], "generation is already in progress");
+    assert_eq!(
+        busy["error"]["message"],
+        "generation is already in progress"
+    );
     app.expect(
         app.req(Method::POST, "/dev/clock")
             .json(&json!({"advance_seconds": 11})),
         200,
     )
     .await;
-    let second = app.req(Method::POST, &path).bearer_auth(&token).send().await.unwrap();
+    let second = app
+        .req(Method::POST, &path)
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
     let first = first.await.unwrap().unwrap();
     let mut statuses = [first.status().as_u16(), second.status().as_u16()];
     statuses.sort();
-    assert_eq!(statuses, [200, 400], "one of the two runs stores its drafts");
+    assert_eq!(
+        statuses,
+        [200, 400],
+        "one of the two runs stores its drafts"
+    );
     assert_eq!(llm.requests.load(std::sync::atomic::Ordering::SeqCst), 27);
 }
 
