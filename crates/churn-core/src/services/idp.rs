@@ -48,7 +48,7 @@ struct JwksCache {
 /// What to do about a `kid`.
 #[derive(Debug)]
 enum Lookup {
-    Found(Jwk),
+    Found(Box<Jwk>),
     Fetch,
     /// Not known, and fetched too recently to ask again.
     Unknown,
@@ -58,7 +58,7 @@ impl JwksCache {
     fn lookup(&self, kid: &str, now: Instant) -> Lookup {
         let cached = self.keys.as_ref().and_then(|(set, fetched)| {
             let fresh = now.duration_since(*fetched) < JWKS_TTL;
-            set.find(kid).cloned().map(|jwk| (jwk, fresh))
+            set.find(kid).map(|jwk| (Box::new(jwk.clone()), fresh))
         });
         let may_fetch = self
             .last_attempt
@@ -116,7 +116,7 @@ impl Idp {
     async fn key_for(&self, kid: &str) -> Result<DecodingKey> {
         let mut cache = self.keys.lock().await;
         let jwk = match cache.lookup(kid, Instant::now()) {
-            Lookup::Found(jwk) => jwk,
+            Lookup::Found(jwk) => *jwk,
             Lookup::Unknown if cache.keys.is_none() => {
                 return Err(Error::Upstream(
                     "identity provider keys are unavailable".into(),
