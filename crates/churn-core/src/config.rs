@@ -44,7 +44,10 @@ pub struct Config {
     #[serde(deserialize_with = "on_off")]
     pub rate_limits: bool,
     pub dev_mode: bool,
+    /// Lets calls to tenant-given URLs reach loopback and private addresses (see `outbound`).
     pub webhook_allow_private: bool,
+    /// PEM roots trusted, besides the built-in ones, by every outbound HTTPS call.
+    pub extra_ca_file: Option<PathBuf>,
     pub log: String,
     pub log_format: LogFormat,
 }
@@ -110,6 +113,7 @@ const KNOWN_KEYS: &[&str] = &[
     "rate_limits",
     "dev_mode",
     "webhook_allow_private",
+    "extra_ca_file",
     "log",
     "log_format",
 ];
@@ -176,6 +180,21 @@ impl Config {
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
             return fail("CHURN_PUBLIC_URL must be an http:// or https:// URL".into());
+        }
+        for (setting, url) in [
+            ("CHURN_LLM_BASE_URL", &self.llm_base_url),
+            ("CHURN_IDP_JWKS_URL", &self.idp_jwks_url),
+        ] {
+            if let Some(url) = url
+                && let Err(e) = crate::outbound::check_operator_url(url)
+            {
+                return fail(format!("{setting} {e}"));
+            }
+        }
+        if let Some(path) = &self.extra_ca_file
+            && let Err(e) = crate::outbound::load_roots(path)
+        {
+            return fail(format!("CHURN_EXTRA_CA_FILE: {e}"));
         }
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log) {
             return fail(format!("CHURN_LOG is not a valid log filter: {e}"));
@@ -396,6 +415,38 @@ mod tests {
             let err = Config::load(None, serde_json::json!({})).unwrap_err();
             assert!(err.0.starts_with("CHURN_LOG"), "{}", err.0);
             Ok(())
+        });
+    }
+
+    #[test]
+    fn outbound_settings_are_checked_at_start_up() {
+        isolated(|| {
+            let load = |settings: serde_json::Value| Config::load(None, settings);
+            assert!(load(serde_json::json!({"llm_base_url": "http://127.0.0.1:9000/v1", "idp_jwks_url": "https://idp.example/jwks"})).is_ok());
+            let err =
+                load(serde_json::json!({"llm_base_url": "http://llm.example/v1"})).unwrap_err();
+            assert!(
+                err.0
+                    .starts_with("CHURN_LLM_BASE_URL must be an https:// URL"),
+                "{}",
+                err.0
+            );
+            let err =
+                load(serde_json::json!({"idp_jwks_url": "http://10.0.0.1/jwks"})).unwrap_err();
+            assert!(err.0.starts_with("CHURN_IDP_JWKS_URL"), "{}", err.0);
+
+            let dir = tempfile::tempdir().unwrap();
+            let missing = dir.path().join("missing.pem");
+            let err = load(serde_json::json!({"extra_ca_file": missing})).unwrap_err();
+            assert!(
+                err.0.starts_with("CHURN_EXTRA_CA_FILE: cannot read"),
+                "{}",
+                err.0
+            );
+            let empty = dir.path().join("empty.pem");
+            std::fs::write(&empty, "").unwrap();
+            let err = load(serde_json::json!({"extra_ca_file": empty})).unwrap_err();
+            assert!(err.0.contains("no PEM certificate"), "{}", err.0);
         });
     }
 

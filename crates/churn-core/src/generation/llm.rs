@@ -1,46 +1,55 @@
-//! An OpenAI-compatible chat-completions generator. Each variant is one request; a failed,
-//! slow or malformed answer falls back to the template for that variant, so generation never
-//! fails because of the model.
+//! An OpenAI-compatible chat-completions generator. Each variant is one request through the
+//! operator client of [`crate::outbound`]; a failed, slow or malformed answer falls back to
+//! the template for that variant, so generation never fails because of the model.
+//!
+//! At most [`MAX_CONCURRENT_CALLS`] requests run at once in a process, whatever the number of
+//! generations: the rest wait for a slot. Waiting counts against the variant's time limit, so
+//! under load variants fall back to templates instead of queueing without end.
 
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
+use tokio::sync::Semaphore;
 
 use super::template::TemplateGenerator;
 use super::{Draft, EmailContext, GenerateError, Generator, GeneratorKind, html};
 use crate::domain::strategy::Strategy;
 use crate::domain::variant::{MAX_BODY_CHARS, MAX_SUBJECT_CHARS};
+use crate::outbound::Http;
+
+/// The process-wide cap on LLM requests in flight (nine per generation).
+pub const MAX_CONCURRENT_CALLS: usize = 16;
 
 pub struct LlmGenerator {
-    http: reqwest::Client,
+    http: Http,
     endpoint: String,
     api_key: Option<String>,
     model: String,
+    /// For one variant: waiting for a slot, the request and reading the answer.
+    timeout: Duration,
+    slots: Semaphore,
     fallback: TemplateGenerator,
 }
 
 impl LlmGenerator {
     pub fn new(
+        http: Http,
         base_url: &str,
         api_key: Option<String>,
         model: String,
         timeout: Duration,
-    ) -> Result<Self, GenerateError> {
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("churn/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| GenerateError(e.to_string()))?;
-        Ok(Self {
+    ) -> Self {
+        Self {
             http,
             endpoint: format!("{}/chat/completions", base_url.trim_end_matches('/')),
             api_key,
             model,
+            timeout,
+            slots: Semaphore::new(MAX_CONCURRENT_CALLS),
             fallback: TemplateGenerator::new(),
-        })
+        }
     }
 
     async fn ask(&self, ctx: &EmailContext, strategy: Strategy) -> Result<Draft, GenerateError> {
@@ -54,7 +63,16 @@ impl LlmGenerator {
                 {"role": "user", "content": prompt(ctx, strategy)},
             ],
         });
-        let mut request = self.http.post(&self.endpoint).json(&body);
+        let _slot = self
+            .slots
+            .acquire()
+            .await
+            .map_err(|_| fail("slots closed"))?;
+        let mut request = self
+            .http
+            .post(&self.endpoint)
+            .timeout(self.timeout)
+            .json(&body);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
@@ -62,12 +80,8 @@ impl LlmGenerator {
             .send()
             .await
             .map_err(|e| GenerateError(format!("LLM request failed: {e}")))?;
-        if !response.status().is_success() {
-            return Err(GenerateError(format!("LLM answered {}", response.status())));
-        }
         let completion: Completion = response
             .json()
-            .await
             .map_err(|_| fail("answer is not a chat completion"))?;
         let content = completion
             .choices
@@ -108,7 +122,10 @@ impl Generator for LlmGenerator {
         strategy: Strategy,
     ) -> BoxFuture<'a, Result<Draft, GenerateError>> {
         Box::pin(async move {
-            match self.ask(ctx, strategy).await {
+            let answer = tokio::time::timeout(self.timeout, self.ask(ctx, strategy))
+                .await
+                .unwrap_or_else(|_| Err(GenerateError("LLM timed out".into())));
+            match answer {
                 Ok(draft) => Ok(draft),
                 Err(e) => {
                     tracing::warn!(strategy = strategy.as_str(), error = %e, "LLM generation failed; using the template");
@@ -116,6 +133,10 @@ impl Generator for LlmGenerator {
                 }
             }
         })
+    }
+
+    fn time_limit(&self) -> Duration {
+        self.timeout
     }
 }
 

@@ -1,9 +1,14 @@
 //! Writing recovery emails: what a generator is given, what it returns, and the two
 //! generators (templates, and an OpenAI-compatible LLM that falls back to them).
+//!
+//! The context is serialized whole into templates and LLM prompts, except the customer's
+//! email address, which no email needs and which must not reach an LLM vendor.
 
 pub mod html;
 pub mod llm;
 pub mod template;
+
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde::Serialize;
@@ -14,6 +19,8 @@ use crate::domain::strategy::Strategy;
 #[derive(Debug, Clone, Serialize)]
 pub struct EmailContext {
     pub first_name: String,
+    /// Never serialized: kept out of templates and LLM prompts.
+    #[serde(skip)]
     pub customer_email: String,
     pub product: String,
     pub plan: String,
@@ -73,4 +80,10 @@ pub trait Generator: Send + Sync {
         ctx: &'a EmailContext,
         strategy: Strategy,
     ) -> BoxFuture<'a, Result<Draft, GenerateError>>;
+
+    /// The longest one `generate` call may take. A generation that started more than twice
+    /// this long ago counts as interrupted, and the event may be generated again.
+    fn time_limit(&self) -> Duration {
+        Duration::from_secs(10)
+    }
 }

@@ -1,5 +1,10 @@
 //! Generating the nine variants of an event: the status guard, the email context, the
 //! generator (all nine concurrently), the ranking, and storing the drafts.
+//!
+//! Generation is single-flight per event: `processing` is a lease taken with a
+//! compare-and-set (`new → processing`, or a `processing` lease older than twice the
+//! generator's time limit, left by an interrupted run). A concurrent call answers 409
+//! `generation is already in progress` without calling the generator.
 
 use serde_json::json;
 
@@ -24,25 +29,28 @@ impl Churn {
     pub async fn generate(&self, access: &ProjectAccess, id: &str) -> Result<Generated> {
         self.authorize_events(access, Permission::Write)?;
         let event = self.load_event(access, id).await?;
-        let started = transition(event.status, Action::StartGeneration)
+        transition(event.status, Action::StartGeneration)
             .map_err(|e| Error::validation(e.to_string()))?;
-        if event.status == EventStatus::New
-            && !events::set_status(
-                self.store.writer(),
-                &event.id,
-                EventStatus::New,
-                started,
-                self.now(),
-            )
-            .await?
+        let now = self.now();
+        let lease =
+            chrono::Duration::from_std(self.generator.time_limit() * 2).map_err(Error::internal)?;
+        if !events::start_generation(
+            self.store.writer(),
+            &access.project.id,
+            &event.id,
+            now,
+            now - lease,
+        )
+        .await?
         {
-            // Someone else started or finished generating meanwhile: judge by what is there now.
+            // Another generation holds the lease, or finished meanwhile: judge by what is there now.
             let now_status = events::get(self.store.reader(), &access.project.id, id)
                 .await?
                 .ok_or_else(event_not_found)?
                 .status;
             transition(now_status, Action::StartGeneration)
                 .map_err(|e| Error::validation(e.to_string()))?;
+            return Err(Error::Conflict("generation is already in progress".into()));
         }
 
         let ctx = self.email_context(&access.project, &event);

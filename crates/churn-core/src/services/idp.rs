@@ -1,13 +1,15 @@
 //! Sign-in with an identity provider's ID token (Google or any OpenID Connect provider):
 //! RS256, checked against the provider's published keys (JWKS), issuer, audience, expiry on
 //! the service clock, and `email_verified`. The user with that email signs in, or is created.
+//! The keys are cached for ten minutes; an unknown `kid` fetches them again at most once a
+//! minute.
 
 use std::time::{Duration, Instant};
 
-use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use serde::Deserialize;
-use tokio::sync::RwLock;
+use tokio::sync::Mutex;
 
 use super::Churn;
 use crate::api::auth::{IdpLogin, Session};
@@ -15,17 +17,60 @@ use crate::domain::email::Email;
 use crate::domain::subscription::trial_end;
 use crate::error::{Error, Result};
 use crate::ids::new_id;
+use crate::outbound::Http;
 use crate::store::users::{self, UserRecord};
 
-/// Providers rotate keys rarely; an unknown `kid` refreshes sooner.
+/// Providers rotate keys rarely; the keys are fetched again after this long.
 const JWKS_TTL: Duration = Duration::from_secs(600);
+/// A token with a `kid` the cached keys lack (a rotation, or an attacker's invention) makes
+/// the keys be fetched again at most this often, so tokens cannot make churn hammer the IdP.
+const JWKS_MIN_REFETCH: Duration = Duration::from_secs(60);
+const JWKS_TIMEOUT: Duration = Duration::from_secs(10);
+const JWKS_MAX_BODY: usize = 256 * 1024;
 
 pub(super) struct Idp {
     jwks_url: String,
     issuer: String,
     client_id: String,
-    http: reqwest::Client,
-    keys: RwLock<Option<(JwkSet, Instant)>>,
+    http: Http,
+    /// Held across a fetch, so concurrent misses wait for one fetch instead of each making one.
+    keys: Mutex<JwksCache>,
+}
+
+/// The last key set fetched and when the last fetch was tried. Times are real (monotonic)
+/// time, not the service clock: this is a rate limit.
+#[derive(Default)]
+struct JwksCache {
+    keys: Option<(JwkSet, Instant)>,
+    last_attempt: Option<Instant>,
+}
+
+/// What to do about a `kid`.
+#[derive(Debug)]
+enum Lookup {
+    Found(Box<Jwk>),
+    Fetch,
+    /// Not known, and fetched too recently to ask again.
+    Unknown,
+}
+
+impl JwksCache {
+    fn lookup(&self, kid: &str, now: Instant) -> Lookup {
+        let cached = self.keys.as_ref().and_then(|(set, fetched)| {
+            let fresh = now.duration_since(*fetched) < JWKS_TTL;
+            set.find(kid).map(|jwk| (Box::new(jwk.clone()), fresh))
+        });
+        let may_fetch = self
+            .last_attempt
+            .is_none_or(|at| now.duration_since(at) >= JWKS_MIN_REFETCH);
+        match cached {
+            Some((jwk, true)) => Lookup::Found(jwk),
+            _ if may_fetch => Lookup::Fetch,
+            // A stale key is better than none while fetches are held back.
+            Some((jwk, false)) => Lookup::Found(jwk),
+            None => Lookup::Unknown,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -58,46 +103,46 @@ impl Verified {
 }
 
 impl Idp {
-    pub(super) fn new(jwks_url: String, issuer: String, client_id: String) -> Result<Self> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("churn/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(Error::internal)?;
-        Ok(Self {
+    pub(super) fn new(http: Http, jwks_url: String, issuer: String, client_id: String) -> Self {
+        Self {
             jwks_url,
             issuer,
             client_id,
             http,
-            keys: RwLock::new(None),
-        })
+            keys: Mutex::new(JwksCache::default()),
+        }
     }
 
     async fn key_for(&self, kid: &str) -> Result<DecodingKey> {
-        let cached = self.keys.read().await.as_ref().and_then(|(set, at)| {
-            (at.elapsed() < JWKS_TTL)
-                .then(|| set.find(kid).cloned())
-                .flatten()
-        });
-        let jwk = match cached {
-            Some(jwk) => jwk,
-            None => {
+        let mut cache = self.keys.lock().await;
+        let jwk = match cache.lookup(kid, Instant::now()) {
+            Lookup::Found(jwk) => *jwk,
+            Lookup::Unknown if cache.keys.is_none() => {
+                return Err(Error::Upstream(
+                    "identity provider keys are unavailable".into(),
+                ));
+            }
+            Lookup::Unknown => return Err(invalid()),
+            Lookup::Fetch => {
+                cache.last_attempt = Some(Instant::now());
                 let set: JwkSet = self
                     .http
                     .get(&self.jwks_url)
+                    .timeout(JWKS_TIMEOUT)
+                    .max_body(JWKS_MAX_BODY)
                     .send()
                     .await
-                    .and_then(|r| r.error_for_status())
-                    .map_err(|e| Error::Upstream(format!("identity provider keys: {e}")))?
-                    .json()
-                    .await
-                    .map_err(|e| Error::Upstream(format!("identity provider keys: {e}")))?;
+                    .and_then(|r| r.json())
+                    .map_err(|e| {
+                        tracing::warn!(error = %e, "fetching the identity provider keys failed");
+                        Error::Upstream("identity provider keys are unavailable".into())
+                    })?;
                 let found = set.find(kid).cloned();
-                *self.keys.write().await = Some((set, Instant::now()));
+                cache.keys = Some((set, Instant::now()));
                 found.ok_or_else(invalid)?
             }
         };
+        drop(cache);
         DecodingKey::from_jwk(&jwk).map_err(|_| invalid())
     }
 }
@@ -186,5 +231,46 @@ impl Churn {
                 .ok_or_else(invalid),
             Err(e) => Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(kid: &str) -> JwkSet {
+        serde_json::from_value(
+            serde_json::json!({"keys": [{"kty": "RSA", "kid": kid, "n": "AQAB", "e": "AQAB"}]}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn unknown_kids_refetch_at_most_once_a_minute() {
+        let t0 = Instant::now();
+        let empty = JwksCache::default();
+        assert!(matches!(empty.lookup("k1", t0), Lookup::Fetch));
+
+        let cache = JwksCache {
+            keys: Some((set("k1"), t0)),
+            last_attempt: Some(t0),
+        };
+        assert!(matches!(cache.lookup("k1", t0), Lookup::Found(_)));
+        let soon = t0 + Duration::from_secs(59);
+        assert!(matches!(cache.lookup("k2", soon), Lookup::Unknown));
+        let later = t0 + JWKS_MIN_REFETCH;
+        assert!(matches!(cache.lookup("k2", later), Lookup::Fetch));
+        // Known keys are used for ten minutes, then fetched again.
+        assert!(matches!(cache.lookup("k1", later), Lookup::Found(_)));
+        assert!(matches!(cache.lookup("k1", t0 + JWKS_TTL), Lookup::Fetch));
+
+        // A failed fetch holds the next one back too; a stale key serves meanwhile.
+        let failed = JwksCache {
+            keys: Some((set("k1"), t0)),
+            last_attempt: Some(t0 + JWKS_TTL),
+        };
+        let after = t0 + JWKS_TTL + Duration::from_secs(1);
+        assert!(matches!(failed.lookup("k1", after), Lookup::Found(_)));
+        assert!(matches!(failed.lookup("k2", after), Lookup::Unknown));
     }
 }

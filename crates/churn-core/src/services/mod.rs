@@ -25,6 +25,7 @@ use crate::error::Result;
 use crate::generation::Generator;
 use crate::generation::llm::LlmGenerator;
 use crate::generation::template::TemplateGenerator;
+use crate::outbound::Outbound;
 use crate::store::{Store, Tx};
 use crate::time::{Clock, Timestamp};
 
@@ -47,6 +48,8 @@ pub struct Churn {
     email_from: String,
     /// Identity-provider sign-in, when configured.
     idp: Option<Arc<idp::Idp>>,
+    /// Every outbound HTTP call goes through its clients.
+    outbound: Outbound,
 }
 
 impl Churn {
@@ -63,8 +66,9 @@ impl Churn {
             cache::follow_postgres(config.database_url.expose().to_owned(), cache.clone());
         }
         let tracking_secret = secrets::tracking_secret(&store, now).await?;
+        let outbound = Outbound::from_config(config)?;
         Ok(Self {
-            generator: generator(config)?,
+            generator: generator(config, &outbound),
             email: email_transport(config)?,
             tracking: Arc::new(TrackingKeys::new(tracking_secret.as_bytes())),
             public_url: config.public_url(),
@@ -75,10 +79,11 @@ impl Churn {
                 &config.idp_client_id,
             ) {
                 (Some(url), Some(issuer), Some(client)) => Some(Arc::new(idp::Idp::new(
+                    outbound.operator().clone(),
                     url.clone(),
                     issuer.clone(),
                     client.clone(),
-                )?)),
+                ))),
                 _ => None,
             },
             store,
@@ -86,6 +91,7 @@ impl Churn {
             tokens: Arc::new(tokens::TokenKeys::new(jwt_secret.as_bytes())),
             cache,
             encryption_key,
+            outbound,
         })
     }
 
@@ -95,6 +101,11 @@ impl Churn {
 
     pub fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// The outbound HTTP clients (operator- and tenant-given URLs).
+    pub fn outbound(&self) -> &Outbound {
+        &self.outbound
     }
 
     /// Commits a change to projects, memberships or keys and drops cached access decisions
@@ -121,7 +132,7 @@ impl Churn {
 }
 
 /// The LLM generator when `CHURN_LLM_BASE_URL` is set, else the templates.
-fn generator(config: &Config) -> Result<Arc<dyn Generator>> {
+fn generator(config: &Config, outbound: &Outbound) -> Arc<dyn Generator> {
     use secrecy::ExposeSecret;
     match &config.llm_base_url {
         Some(base) => {
@@ -134,11 +145,10 @@ fn generator(config: &Config) -> Result<Arc<dyn Generator>> {
                 .as_ref()
                 .map(|k| k.expose_secret().to_owned());
             let timeout = std::time::Duration::from_secs(config.llm_timeout_secs);
-            let llm = LlmGenerator::new(base, key, model, timeout)
-                .map_err(|e| Error::validation(format!("CHURN_LLM_BASE_URL: {e}")))?;
-            Ok(Arc::new(llm))
+            let http = outbound.operator().clone();
+            Arc::new(LlmGenerator::new(http, base, key, model, timeout))
         }
-        None => Ok(Arc::new(TemplateGenerator::new())),
+        None => Arc::new(TemplateGenerator::new()),
     }
 }
 

@@ -169,6 +169,32 @@ pub async fn set_status<'e>(
     Ok(done.rows_affected() == 1)
 }
 
+/// Takes the generation lease: `new → processing`, or `processing → processing` when the
+/// lease in force began before `expired_before` (that run was interrupted). `false`: another
+/// generation holds the lease, or the event has moved on.
+pub async fn start_generation<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    id: &str,
+    now: Timestamp,
+    expired_before: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE churn_events SET status = $3, generation_started_at = $5, updated_at = $5 \
+         WHERE project_id = $1 AND id = $2 AND (status = $4 OR (status = $3 AND \
+         (generation_started_at IS NULL OR generation_started_at < $6)))",
+    )
+    .bind(project_id)
+    .bind(id)
+    .bind(EventStatus::Processing.as_str())
+    .bind(EventStatus::New.as_str())
+    .bind(time::format(&now))
+    .bind(time::format(&expired_before))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Marks the event recovered, from whichever non-terminal status it is in.
 pub async fn recover<'e>(
     db: impl Executor<'e, Database = Any>,

@@ -1,5 +1,6 @@
 //! Delivery through a real SMTP server on loopback, and generation through a loopback
-//! OpenAI-compatible server that answers well, badly, slowly and not at all.
+//! OpenAI-compatible server that answers well, badly, slowly and not at all (and never
+//! learns the customer's address).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -231,19 +232,37 @@ async fn smtp_delivers_and_records_bounces(backend: Backend) {
     assert_eq!(event["data"]["status"], "variants_generated");
 }
 
+/// A loopback OpenAI-compatible endpoint: what it received, and how many requests overlapped.
+pub(crate) struct FakeLlm {
+    pub url: String,
+    pub requests: Arc<AtomicUsize>,
+    pub peak: Arc<AtomicUsize>,
+    /// The user message of every request.
+    pub prompts: Arc<Mutex<Vec<String>>>,
+}
+
 /// An OpenAI-compatible endpoint whose answer depends on the strategy in the prompt.
-async fn start_llm() -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+pub(crate) async fn start_llm() -> FakeLlm {
     let in_flight = Arc::new(AtomicUsize::new(0));
+    let requests = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
-    let (flight, top) = (in_flight.clone(), peak.clone());
+    let prompts = Arc::new(Mutex::new(Vec::new()));
+    let (flight, count, top, seen) = (
+        in_flight.clone(),
+        requests.clone(),
+        peak.clone(),
+        prompts.clone(),
+    );
     let app = axum::Router::new().route(
         "/v1/chat/completions",
         post(move |Json(request): Json<Value>| {
-            let (flight, top) = (flight.clone(), top.clone());
+            let (flight, count, top, seen) = (flight.clone(), count.clone(), top.clone(), seen.clone());
             async move {
+                count.fetch_add(1, Ordering::SeqCst);
                 let now = flight.fetch_add(1, Ordering::SeqCst) + 1;
                 top.fetch_max(now, Ordering::SeqCst);
                 let prompt = request["messages"][1]["content"].as_str().unwrap_or_default().to_owned();
+                seen.lock().unwrap().push(prompt.clone());
                 let strategy = prompt.strip_prefix("Strategy: ").and_then(|s| s.split(' ').next()).unwrap_or_default().to_owned();
                 // Every answer takes a moment, so requests made together overlap.
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -267,15 +286,20 @@ async fn start_llm() -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, in_flight, peak)
+    FakeLlm {
+        url,
+        requests,
+        peak,
+        prompts,
+    }
 }
 
 async fn llm_answers_are_used_and_failures_fall_back(backend: Backend) {
-    let (url, _, peak) = start_llm().await;
+    let llm = start_llm().await;
     let app = TestApp::spawn_with(
         backend,
         Options::default()
-            .with("llm_base_url", url)
+            .with("llm_base_url", llm.url.clone())
             .with("llm_timeout_secs", 2),
     )
     .await;
@@ -312,8 +336,15 @@ async fn llm_answers_are_used_and_failures_fall_back(backend: Backend) {
         }
     }
     assert!(
-        peak.load(Ordering::SeqCst) >= 2,
+        llm.peak.load(Ordering::SeqCst) >= 2,
         "the nine requests overlap"
     );
     assert_eq!(generated["data"]["status"], "variants_generated");
+    // The model is told what the email may say, never who the customer is.
+    let prompts = llm.prompts.lock().unwrap();
+    assert_eq!(prompts.len(), 9);
+    for prompt in prompts.iter() {
+        assert!(prompt.contains("Dana"), "{prompt}");
+        assert!(!prompt.contains("dana@x.io"), "{prompt}");
+    }
 }

@@ -1184,7 +1184,14 @@ async fn sending_without_email_configured_is_500(backend: Backend) {
 }
 
 async fn concurrent_generations_store_one_set(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
+    let llm = crate::email::start_llm().await;
+    let app = TestApp::spawn_with(
+        backend,
+        Options::default()
+            .with("llm_base_url", llm.url.clone())
+            .with("llm_timeout_secs", 5),
+    )
+    .await;
     let token = owner(&app).await;
     let event = create_event(
         &app,
@@ -1207,9 +1214,15 @@ async fn concurrent_generations_store_one_set(backend: Backend) {
         1,
         "{statuses:?}"
     );
+    // Losers find the generation running (409) or already done (400).
     assert!(
-        statuses.iter().all(|s| *s == 200 || *s == 400),
+        statuses.iter().all(|s| [200, 400, 409].contains(s)),
         "{statuses:?}"
+    );
+    assert_eq!(
+        llm.requests.load(std::sync::atomic::Ordering::SeqCst),
+        9,
+        "the generator ran once"
     );
     let variants = app
         .expect(
@@ -1222,6 +1235,55 @@ async fn concurrent_generations_store_one_set(backend: Backend) {
         )
         .await;
     assert_eq!(variants["data"].as_array().unwrap().len(), 9);
+
+    // A generation left running (as by a crash) holds the event until its lease, twice the
+    // LLM timeout, has passed on the service clock; then another may take over. The first
+    // run lasts the 5 s timeout (one strategy's answer is slower), which leaves time for that.
+    let event = create_event(
+        &app,
+        &token,
+        json!({"customer_email": "d@x.io", "event_type": "cancellation"}),
+    )
+    .await;
+    let id = event["id"].as_str().unwrap();
+    let path = format!("/projects/acme/churn-events/{id}/generate");
+    let first = tokio::spawn(app.req(Method::POST, &path).bearer_auth(&token).send());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while llm.requests.load(std::sync::atomic::Ordering::SeqCst) < 18 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first generation started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let busy = app
+        .expect(app.req(Method::POST, &path).bearer_auth(&token), 409)
+        .await;
+    assert_eq!(
+        busy["error"]["message"],
+        "generation is already in progress"
+    );
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"advance_seconds": 11})),
+        200,
+    )
+    .await;
+    let second = app
+        .req(Method::POST, &path)
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    let first = first.await.unwrap().unwrap();
+    let mut statuses = [first.status().as_u16(), second.status().as_u16()];
+    statuses.sort();
+    assert_eq!(
+        statuses,
+        [200, 400],
+        "one of the two runs stores its drafts"
+    );
+    assert_eq!(llm.requests.load(std::sync::atomic::Ordering::SeqCst), 27);
 }
 
 async fn events_are_isolated_between_tenants(backend: Backend) {

@@ -1,6 +1,9 @@
 //! Sign-in with an identity provider: RS256 ID tokens checked against a JWKS served on
 //! loopback, as Google or any OpenID Connect provider would.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use axum::Json;
 use axum::routing::get;
 use base64::Engine;
@@ -46,13 +49,23 @@ fn sign(claims: Value, kid: &str) -> String {
     jsonwebtoken::encode(&header, &claims, &EncodingKey::from_rsa_der(&der)).unwrap()
 }
 
-async fn jwks_server() -> String {
+/// Serves the test key set; returns its URL and a count of the fetches.
+async fn jwks_server() -> (String, Arc<AtomicUsize>) {
     let jwks = json!({"keys": [{"kty": "RSA", "alg": "RS256", "use": "sig", "kid": "k1", "n": TEST_KEY_N, "e": "AQAB"}]});
-    let app = axum::Router::new().route("/jwks", get(move || async move { Json(jwks.clone()) }));
+    let fetches = Arc::new(AtomicUsize::new(0));
+    let counted = fetches.clone();
+    let app = axum::Router::new().route(
+        "/jwks",
+        get(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let jwks = jwks.clone();
+            async move { Json(jwks) }
+        }),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/jwks", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    url
+    (url, fetches)
 }
 
 async fn id_tokens_sign_in_or_create_users(backend: Backend) {
@@ -71,7 +84,7 @@ async fn id_tokens_sign_in_or_create_users(backend: Backend) {
     );
     drop(unconfigured);
 
-    let jwks = jwks_server().await;
+    let (jwks, fetches) = jwks_server().await;
     let app = TestApp::spawn_with(
         backend,
         Options::default()
@@ -195,6 +208,16 @@ async fn id_tokens_sign_in_or_create_users(backend: Backend) {
         let refused = app.expect(login(token), 401).await;
         assert_eq!(refused["error"]["code"], "UNAUTHORIZED", "{why}");
     }
+    // Unknown key ids, however many, fetch the keys again at most once a minute: the first
+    // sign-in's fetch is the only one so far.
+    for n in 0..5 {
+        let token = sign(
+            claims("x@navy.example", json!(true), CLIENT, ISSUER, now + 600),
+            &format!("rotated-{n}"),
+        );
+        app.expect(login(token), 401).await;
+    }
+    assert_eq!(fetches.load(Ordering::SeqCst), 1);
     app.expect(
         app.req(Method::POST, "/auth/idp")
             .json(&json!({"provider": "myspace", "id_token": "x"})),
