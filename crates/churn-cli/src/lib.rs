@@ -194,7 +194,10 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             }
         }
         Command::Users(UsersCommand::Create { email, name }) => {
-            let created = open_admin(&config).await?.create_user(&email, &name).await?;
+            let created = open_admin(&config)
+                .await?
+                .create_user(&email, &name)
+                .await?;
             let expires_at = time::format(&created.expires_at);
             if cli.json {
                 writeln!(

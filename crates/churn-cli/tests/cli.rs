@@ -183,9 +183,12 @@ async fn users_create_prints_a_link_that_sets_the_password(backend: Backend) {
         .trim()
         .to_owned();
     assert!(
-        churn(&db, &["users", "create", "carol@example.com", "--name", "C"])
-            .await
-            .is_err(),
+        churn(
+            &db,
+            &["users", "create", "carol@example.com", "--name", "C"]
+        )
+        .await
+        .is_err(),
         "one account per address"
     );
 

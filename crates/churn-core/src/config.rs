@@ -218,11 +218,12 @@ impl Config {
     }
 
     pub fn registration(&self) -> Registration {
-        self.registration.unwrap_or(if self.bind.ip().is_loopback() {
-            Registration::Open
-        } else {
-            Registration::InviteOnly
-        })
+        self.registration
+            .unwrap_or(if self.bind.ip().is_loopback() {
+                Registration::Open
+            } else {
+                Registration::InviteOnly
+            })
     }
 
     /// Base for links inside emails.
@@ -386,12 +387,11 @@ mod tests {
             let err =
                 Config::load(None, serde_json::json!({"database_url": "mysql://x"})).unwrap_err();
             assert!(err.0.contains("CHURN_DATABASE_URL"), "{}", err.0);
-            let err = Config::load(None, serde_json::json!({"jwt_secret": "x".repeat(31)}))
-                .unwrap_err();
+            let err =
+                Config::load(None, serde_json::json!({"jwt_secret": "x".repeat(31)})).unwrap_err();
             assert!(err.0.starts_with("CHURN_JWT_SECRET"), "{}", err.0);
             assert!(Config::load(None, serde_json::json!({"jwt_secret": "x".repeat(32)})).is_ok());
-            let err =
-                Config::load(None, serde_json::json!({"registration": "maybe"})).unwrap_err();
+            let err = Config::load(None, serde_json::json!({"registration": "maybe"})).unwrap_err();
             assert!(err.0.starts_with("CHURN_REGISTRATION"), "{}", err.0);
         });
     }

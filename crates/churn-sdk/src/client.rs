@@ -567,7 +567,10 @@ mod tests {
         let token = format!("{:?}", client.clone().with_token("eyJ.secret.jwt"));
         let key = format!("{:?}", client.with_secret_key("sk_live_secretkey"));
         assert!(token.contains("Token([hidden])"), "{token}");
-        assert!(!token.contains("secret") && !key.contains("secret"), "{token} {key}");
+        assert!(
+            !token.contains("secret") && !key.contains("secret"),
+            "{token} {key}"
+        );
     }
 
     #[test]

@@ -169,7 +169,13 @@ mod tests {
                 id_token: "idt-secret".into(),
             },
         );
-        assert!(shown.contains("ada@example.com") && shown.contains("google"), "{shown}");
-        assert!(!shown.contains("hunter22") && !shown.contains("secret"), "{shown}");
+        assert!(
+            shown.contains("ada@example.com") && shown.contains("google"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("hunter22") && !shown.contains("secret"),
+            "{shown}"
+        );
     }
 }

@@ -305,7 +305,11 @@ impl Churn {
     /// link. Unknown addresses, verified ones (for verification) and resets within five
     /// minutes of the last one sent are skipped. A failed send removes its token and leaves
     /// the job to retry. Expired tokens of both kinds are purged on the way.
-    pub(crate) async fn send_account_email(&self, email: &str, purpose: AccountEmail) -> Result<()> {
+    pub(crate) async fn send_account_email(
+        &self,
+        email: &str,
+        purpose: AccountEmail,
+    ) -> Result<()> {
         let now = self.now();
         for kind in [OneTime::Reset, OneTime::Verification] {
             users::purge_expired_tokens(self.store.writer(), kind, now).await?;
@@ -333,9 +337,16 @@ impl Churn {
         };
         let (token, hash) = one_time_token();
         let sent = async {
-            users::insert_token(self.store.writer(), kind, &hash, &user.id, now + valid_for, now)
-                .await
-                .map_err(Some)?;
+            users::insert_token(
+                self.store.writer(),
+                kind,
+                &hash,
+                &user.id,
+                now + valid_for,
+                now,
+            )
+            .await
+            .map_err(Some)?;
             let message = self.account_email(&user, purpose, &token);
             transport.send(&message).await.map_err(|e| match e {
                 // Refused for good: retrying cannot help.
@@ -358,7 +369,12 @@ impl Churn {
         }
     }
 
-    fn account_email(&self, user: &UserRecord, purpose: AccountEmail, token: &str) -> OutgoingEmail {
+    fn account_email(
+        &self,
+        user: &UserRecord,
+        purpose: AccountEmail,
+        token: &str,
+    ) -> OutgoingEmail {
         let (subject, text) = match purpose {
             AccountEmail::PasswordReset => (
                 "Reset your churn password",
@@ -459,8 +475,14 @@ static HASHING: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
 
 /// Runs `work` on the blocking pool under a hashing permit, held until the work ends even if
 /// the caller goes away.
-async fn hashing<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    let permit = HASHING.clone().acquire_owned().await.map_err(Error::internal)?;
+async fn hashing<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let permit = HASHING
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(Error::internal)?;
     tokio::task::spawn_blocking(move || {
         let _permit = permit;
         work()

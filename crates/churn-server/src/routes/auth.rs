@@ -7,9 +7,8 @@ use axum::http::StatusCode;
 use churn_core::api::Data;
 use churn_core::api::ErrorBody;
 use churn_core::api::auth::{
-    ChangePassword, DefaultProjectOrigins, ForgotPassword, IdpLogin, LoginRequest, Me,
-    Onboarding, OnboardingRequest, RegisterRequest, ResetPassword, Session, StatusOk,
-    VerifyEmail,
+    ChangePassword, DefaultProjectOrigins, ForgotPassword, IdpLogin, LoginRequest, Me, Onboarding,
+    OnboardingRequest, RegisterRequest, ResetPassword, Session, StatusOk, VerifyEmail,
 };
 use churn_core::api::projects::AllowedOrigins;
 

@@ -114,7 +114,11 @@ async fn verify_submit(
     let Ok(Form(form)) = form else {
         return message(StatusCode::BAD_REQUEST, title, BAD_FORM);
     };
-    match s.churn.verify_email(VerifyEmail { token: form.token }).await {
+    match s
+        .churn
+        .verify_email(VerifyEmail { token: form.token })
+        .await
+    {
         Ok(()) => message(
             StatusCode::OK,
             "Email address confirmed",

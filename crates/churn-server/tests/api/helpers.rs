@@ -150,8 +150,8 @@ impl TestApp {
             "/reset-password",
             "/verify-email",
         ]
-            .iter()
-            .any(|p| path.starts_with(p))
+        .iter()
+        .any(|p| path.starts_with(p))
         {
             format!("{}{path}", self.address)
         } else {
