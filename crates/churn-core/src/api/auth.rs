@@ -63,6 +63,8 @@ pub struct Me {
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
     /// Whether the owner of the address has confirmed it (link, reset or identity provider).
+    /// Absent from servers older than verification: read as `false`.
+    #[serde(default)]
     pub email_verified: bool,
     pub subscription: Subscription,
 }
