@@ -304,7 +304,8 @@ impl Churn {
     /// Runs a `Job::AccountEmail`: makes the single-use token, stores its hash and sends the
     /// link. Unknown addresses, verified ones (for verification) and resets within five
     /// minutes of the last one sent are skipped. A failed send removes its token and leaves
-    /// the job to retry. Expired tokens of both kinds are purged on the way.
+    /// the job to retry (a recipient refused for good is not retried). Expired tokens of both
+    /// kinds are purged on the way.
     pub(crate) async fn send_account_email(
         &self,
         email: &str,
@@ -361,7 +362,9 @@ impl Churn {
             Ok(()) => Ok(()),
             Err(failure) => {
                 users::delete_token(self.store.writer(), kind, &hash).await?;
-                if purpose == AccountEmail::PasswordReset {
+                // A retry after a passing failure must not be throttled by this attempt; a
+                // refused address keeps the throttle.
+                if purpose == AccountEmail::PasswordReset && failure.is_some() {
                     users::release_reset_email(self.store.writer(), &user.id, now).await?;
                 }
                 failure.map_or(Ok(()), Err)
