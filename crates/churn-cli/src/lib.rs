@@ -60,6 +60,15 @@ pub enum Command {
 pub enum UsersCommand {
     /// List every account with its subscription status.
     List,
+    /// Create an account (whatever CHURN_REGISTRATION says) and print a one-time link,
+    /// valid 24 hours, that sets its password.
+    Create {
+        /// The account's email.
+        email: String,
+        /// The account holder's name.
+        #[arg(long)]
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -182,6 +191,28 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                     ]);
                 }
                 writeln!(out, "{table}")?;
+            }
+        }
+        Command::Users(UsersCommand::Create { email, name }) => {
+            let created = open_admin(&config)
+                .await?
+                .create_user(&email, &name)
+                .await?;
+            let expires_at = time::format(&created.expires_at);
+            if cli.json {
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"id": created.user.id, "email": created.user.email, "name": created.user.name,
+                        "set_password_url": created.set_password_url, "expires_at": expires_at})
+                )?;
+            } else {
+                writeln!(out, "Created {} ({}).", created.user.email, created.user.id)?;
+                writeln!(
+                    out,
+                    "Send them this link to set their password; it works once, until {expires_at}:"
+                )?;
+                writeln!(out, "  {}", created.set_password_url)?;
             }
         }
         Command::Subscription(SubscriptionCommand::Set(set)) => {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use churn_cli::{Cli, run};
-use churn_core::api::auth::RegisterRequest;
+use churn_core::api::auth::{LoginRequest, RegisterRequest, ResetPassword};
 use churn_core::api::events::CreateChurnEvent;
 use churn_core::api::projects::CreateProject;
 use churn_core::both_backends;
@@ -17,7 +17,8 @@ use serde_json::json;
 
 both_backends!(
     users_subscriptions_projects_and_keys,
-    events_list_and_stats_report
+    events_list_and_stats_report,
+    users_create_prints_a_link_that_sets_the_password,
 );
 
 async fn churn(db: &TestDatabase, args: &[&str]) -> anyhow::Result<String> {
@@ -162,6 +163,66 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(project.project.id, id);
+}
+
+async fn users_create_prints_a_link_that_sets_the_password(backend: Backend) {
+    let db = TestDatabase::new(backend).await;
+    let created = churn(
+        &db,
+        &["users", "create", "Carol@Example.com", "--name", "Carol"],
+    )
+    .await
+    .unwrap();
+    let mut settings = masked();
+    settings.add_filter(r"token=[A-Za-z0-9]{43}", "token=[token]");
+    settings.bind(|| insta::assert_snapshot!("users_create", created));
+    let token = created
+        .split("/reset-password?token=")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert!(
+        churn(
+            &db,
+            &["users", "create", "carol@example.com", "--name", "C"]
+        )
+        .await
+        .is_err(),
+        "one account per address"
+    );
+
+    // Registration being closed does not concern the operator's accounts.
+    let config = Config::load(
+        None,
+        json!({"database_url": db.url, "data_dir": db.data_dir.path(), "registration": "closed"}),
+    )
+    .unwrap();
+    let service = Churn::open(&config, Arc::new(SystemClock)).await.unwrap();
+    let login = || LoginRequest {
+        email: "carol@example.com".into(),
+        password: "carol's passphrase".into(),
+    };
+    assert!(service.login(login()).await.is_err(), "no password yet");
+    service
+        .reset_password(ResetPassword {
+            token: token.clone(),
+            password: "carol's passphrase".into(),
+        })
+        .await
+        .unwrap();
+    let session = service.login(login()).await.unwrap();
+    assert_eq!(session.user.name, "Carol");
+    assert!(
+        service
+            .reset_password(ResetPassword {
+                token,
+                password: "another passphrase".into(),
+            })
+            .await
+            .is_err(),
+        "the link works once"
+    );
 }
 
 /// Ada's `acme` gets four events that end in four different statuses; Bob's `acme` one event.

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use ipnet::IpNet;
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer, Serialize};
 
 pub const ENV_PREFIX: &str = "CHURN_";
@@ -20,6 +20,7 @@ pub struct Config {
     pub public_url: Option<String>,
     /// Where generated files live (SQLite file, outbox, encryption key).
     pub data_dir: PathBuf,
+    /// At least 32 bytes when given.
     pub jwt_secret: Option<SecretString>,
     pub encryption_key: Option<SecretString>,
     pub tls_cert: Option<PathBuf>,
@@ -48,9 +49,26 @@ pub struct Config {
     pub webhook_allow_private: bool,
     /// PEM roots trusted, besides the built-in ones, by every outbound HTTPS call.
     pub extra_ca_file: Option<PathBuf>,
+    /// `None`: decided from the bind address (open on loopback, else by invitation).
+    pub registration: Option<Registration>,
     pub log: String,
     pub log_format: LogFormat,
 }
+
+/// Who may create an account with `POST /auth/register`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Registration {
+    Open,
+    /// Only invited addresses, and the very first user.
+    InviteOnly,
+    /// Accounts come only from `churn users create`.
+    Closed,
+}
+
+/// The shortest `CHURN_JWT_SECRET` accepted: an HS256 key an attacker cannot brute-force
+/// offline from an issued token.
+pub const MIN_JWT_SECRET_BYTES: usize = 32;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -114,6 +132,7 @@ const KNOWN_KEYS: &[&str] = &[
     "dev_mode",
     "webhook_allow_private",
     "extra_ca_file",
+    "registration",
     "log",
     "log_format",
 ];
@@ -163,6 +182,16 @@ impl Config {
         if !self.database_url.is_sqlite() && !self.database_url.is_postgres() {
             return fail("CHURN_DATABASE_URL must start with sqlite:// or postgres://".into());
         }
+        if let Some(secret) = &self.jwt_secret
+            && secret.expose_secret().len() < MIN_JWT_SECRET_BYTES
+        {
+            return fail(format!(
+                "CHURN_JWT_SECRET must be at least {MIN_JWT_SECRET_BYTES} bytes (it is {}); \
+                 generate one with `openssl rand -base64 32`, or leave it unset to have one \
+                 generated and stored in the database",
+                secret.expose_secret().len()
+            ));
+        }
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return fail("CHURN_TLS_CERT and CHURN_TLS_KEY must be set together".into());
         }
@@ -209,6 +238,15 @@ impl Config {
     pub fn allow_http(&self) -> bool {
         self.allow_http
             .unwrap_or_else(|| self.bind.ip().is_loopback())
+    }
+
+    pub fn registration(&self) -> Registration {
+        self.registration
+            .unwrap_or(if self.bind.ip().is_loopback() {
+                Registration::Open
+            } else {
+                Registration::InviteOnly
+            })
     }
 
     /// Base for links inside emails.
@@ -340,7 +378,7 @@ mod tests {
             assert!(!format!("{url:?}").contains("hunter2"));
             let config = Config::load(
                 None,
-                serde_json::json!({"jwt_secret": "topsecret", "database_url": "postgres://u:pw@h/db"}),
+                serde_json::json!({"jwt_secret": "topsecret-topsecret-topsecret-topsecret", "database_url": "postgres://u:pw@h/db"}),
             )
             .unwrap();
             let shown = format!("{config:?}");
@@ -378,6 +416,12 @@ mod tests {
             let err =
                 Config::load(None, serde_json::json!({"database_url": "mysql://x"})).unwrap_err();
             assert!(err.0.contains("CHURN_DATABASE_URL"), "{}", err.0);
+            let err =
+                Config::load(None, serde_json::json!({"jwt_secret": "x".repeat(31)})).unwrap_err();
+            assert!(err.0.starts_with("CHURN_JWT_SECRET"), "{}", err.0);
+            assert!(Config::load(None, serde_json::json!({"jwt_secret": "x".repeat(32)})).is_ok());
+            let err = Config::load(None, serde_json::json!({"registration": "maybe"})).unwrap_err();
+            assert!(err.0.starts_with("CHURN_REGISTRATION"), "{}", err.0);
         });
     }
 
@@ -455,6 +499,15 @@ mod tests {
         isolated(|| {
             let public = Config::load(None, serde_json::json!({"bind": "0.0.0.0:8080"})).unwrap();
             assert!(!public.allow_http());
+            assert_eq!(public.registration(), Registration::InviteOnly);
+            let local = Config::load(None, serde_json::json!({})).unwrap();
+            assert_eq!(local.registration(), Registration::Open);
+            let closed = Config::load(
+                None,
+                serde_json::json!({"bind": "127.0.0.1:1", "registration": "closed"}),
+            )
+            .unwrap();
+            assert_eq!(closed.registration(), Registration::Closed);
             assert_eq!(public.email_outbox(), Some(PathBuf::from("./data/outbox")));
             let off = Config::load(None, serde_json::json!({"email_outbox": ""})).unwrap();
             assert_eq!(off.email_outbox(), None);

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::domain::lifecycle::{Action, transition};
 use crate::error::{Error, Result};
-use crate::services::Churn;
+use crate::services::{AccountEmail, Churn};
 use crate::store::{Tx, events, jobs};
 use crate::time::Timestamp;
 
@@ -21,18 +21,28 @@ const MAX_ATTEMPTS: i64 = 5;
 pub enum Job {
     /// At the end of the recovery window: an event still in `email_sent` becomes `lost`.
     ExpireEvent { event_id: String },
+    /// A password-reset or verification email to whoever holds this address; its single-use
+    /// token is made when the job runs, so it is never stored in clear.
+    AccountEmail {
+        email: String,
+        purpose: AccountEmail,
+    },
 }
 
 impl Job {
     fn kind(&self) -> &'static str {
         match self {
             Job::ExpireEvent { .. } => "expire_churn_event",
+            Job::AccountEmail { .. } => "account_email",
         }
     }
 
     fn payload(&self) -> serde_json::Value {
         match self {
             Job::ExpireEvent { event_id } => json!({ "event_id": event_id }),
+            Job::AccountEmail { email, purpose } => {
+                json!({ "email": email, "purpose": purpose.as_str() })
+            }
         }
     }
 
@@ -40,6 +50,10 @@ impl Job {
         match kind {
             "expire_churn_event" => Some(Job::ExpireEvent {
                 event_id: payload.get("event_id")?.as_str()?.to_owned(),
+            }),
+            "account_email" => Some(Job::AccountEmail {
+                email: payload.get("email")?.as_str()?.to_owned(),
+                purpose: AccountEmail::parse(payload.get("purpose")?.as_str()?)?,
             }),
             _ => None,
         }
@@ -106,6 +120,7 @@ impl Churn {
                 }
                 Ok(())
             }
+            Job::AccountEmail { email, purpose } => self.send_account_email(&email, purpose).await,
         }
     }
 }
@@ -137,6 +152,11 @@ mod tests {
     fn jobs_round_trip_through_storage_form() {
         let job = Job::ExpireEvent {
             event_id: "e1".into(),
+        };
+        assert_eq!(Job::parse(job.kind(), &job.payload()), Some(job));
+        let job = Job::AccountEmail {
+            email: "ada@example.com".into(),
+            purpose: AccountEmail::PasswordReset,
         };
         assert_eq!(Job::parse(job.kind(), &job.payload()), Some(job));
         assert_eq!(Job::parse("mystery", &json!({})), None);

@@ -23,11 +23,22 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{ApiError, Error};
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 enum Auth {
     None,
     Token(String),
     SecretKey(String),
+}
+
+/// Names the kind of credential only, so a logged `Client` leaks nothing.
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Auth::None => "None",
+            Auth::Token(_) => "Token([hidden])",
+            Auth::SecretKey(_) => "SecretKey([hidden])",
+        })
+    }
 }
 
 /// How idempotent calls are retried.
@@ -548,6 +559,18 @@ mod tests {
         assert!(policy.delay(3, None) >= Duration::from_millis(800));
         assert!(policy.delay(0, Some(Duration::from_secs(2))) >= Duration::from_secs(2));
         assert!(policy.delay(30, None) <= Duration::from_secs(10));
+    }
+
+    #[test]
+    fn debug_hides_the_credential() {
+        let client = Client::new("http://h:1").unwrap();
+        let token = format!("{:?}", client.clone().with_token("eyJ.secret.jwt"));
+        let key = format!("{:?}", client.with_secret_key("sk_live_secretkey"));
+        assert!(token.contains("Token([hidden])"), "{token}");
+        assert!(
+            !token.contains("secret") && !key.contains("secret"),
+            "{token} {key}"
+        );
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! Accounts: registration, login, the current user and onboarding.
+//! Accounts: registration, login, the current user, onboarding, passwords and sessions.
+//! Types that carry a password or token print it as `[hidden]` in `Debug`, so no log line
+//! can leak one.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -7,18 +9,35 @@ use super::projects::{ApiKeys, Project};
 use crate::domain::subscription::SubscriptionStatus;
 use crate::time::{Timestamp, wire};
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+/// `Debug` that shows the listed secret fields as `[hidden]`.
+macro_rules! debug_hiding {
+    ($ty:ident { $($field:ident),* } hides { $($secret:ident),* }) => {
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    $(.field(stringify!($field), &self.$field))*
+                    $(.field(stringify!($secret), &"[hidden]"))*
+                    .finish()
+            }
+        }
+    };
+}
+
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
 pub struct RegisterRequest {
     pub name: String,
     pub email: String,
     pub password: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+debug_hiding!(RegisterRequest { name, email } hides { password });
+
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
 pub struct LoginRequest {
     pub email: String,
     pub password: String,
 }
+debug_hiding!(LoginRequest { email } hides { password });
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct User {
@@ -27,12 +46,13 @@ pub struct User {
     pub email: String,
 }
 
-/// Answer of register and login: the user and a JWT valid for 7 days.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+/// Answer of register, login and a password change: the user and a JWT valid for 7 days.
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
 pub struct Session {
     pub user: User,
     pub token: String,
 }
+debug_hiding!(Session { user } hides { token });
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Me {
@@ -42,6 +62,10 @@ pub struct Me {
     #[serde(with = "wire")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
+    /// Whether the owner of the address has confirmed it (link, reset or identity provider).
+    /// Absent from servers older than verification: read as `false`.
+    #[serde(default)]
+    pub email_verified: bool,
     pub subscription: Subscription,
 }
 
@@ -80,11 +104,27 @@ pub struct ForgotPassword {
     pub email: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
 pub struct ResetPassword {
     pub token: String,
     pub password: String,
 }
+debug_hiding!(ResetPassword {} hides { token, password });
+
+/// `POST /auth/password`: change the password, ending every other session.
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
+pub struct ChangePassword {
+    pub current_password: String,
+    pub new_password: String,
+}
+debug_hiding!(ChangePassword {} hides { current_password, new_password });
+
+/// `POST /auth/verify-email`: the token of a verification link.
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
+pub struct VerifyEmail {
+    pub token: String,
+}
+debug_hiding!(VerifyEmail {} hides { token });
 
 /// `{"status": "ok"}`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -93,9 +133,51 @@ pub struct StatusOk {
 }
 
 /// `POST /auth/idp`: an ID token from Google or another OpenID Connect provider.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Serialize, Deserialize, ToSchema)]
 pub struct IdpLogin {
     /// `google` or `oidc`.
     pub provider: String,
     pub id_token: String,
+}
+debug_hiding!(IdpLogin { provider } hides { id_token });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_hides_passwords_and_tokens() {
+        let shown = format!(
+            "{:?} {:?} {:?} {:?}",
+            RegisterRequest {
+                name: "Ada".into(),
+                email: "ada@example.com".into(),
+                password: "hunter22".into(),
+            },
+            ResetPassword {
+                token: "tok-secret".into(),
+                password: "hunter22".into(),
+            },
+            Session {
+                user: User {
+                    id: "u".into(),
+                    name: "Ada".into(),
+                    email: "ada@example.com".into(),
+                },
+                token: "jwt-secret".into(),
+            },
+            IdpLogin {
+                provider: "google".into(),
+                id_token: "idt-secret".into(),
+            },
+        );
+        assert!(
+            shown.contains("ada@example.com") && shown.contains("google"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("hunter22") && !shown.contains("secret"),
+            "{shown}"
+        );
+    }
 }

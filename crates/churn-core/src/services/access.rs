@@ -1,8 +1,11 @@
 //! Resolving who may act on which project: from a session's user or from an API key. Every
-//! project-scoped request goes through here, so the tenant filter cannot be forgotten.
+//! project-scoped request goes through here, so the tenant filter cannot be forgotten. A
+//! session token counts only while its user's session version is the one it carries; that
+//! version is cached with the access decisions, so checking it costs no database read.
 
 use std::sync::Arc;
 
+use super::tokens::invalid_session;
 use super::{Churn, cache};
 use crate::domain::keys::{KeyKind, PresentedKey};
 use crate::domain::role::{Actor, Permission, allows};
@@ -34,6 +37,30 @@ pub(crate) fn project_not_found() -> Error {
 }
 
 impl Churn {
+    /// The user id of a session token that is valid, unexpired and not revoked.
+    pub async fn verify_session(&self, token: &str) -> Result<String> {
+        let claims = self.tokens.verify(token, self.now())?;
+        if self.session_version(&claims.user_id).await? != Some(claims.version) {
+            return Err(invalid_session());
+        }
+        Ok(claims.user_id)
+    }
+
+    /// The user's current session version; `None` when the user is gone.
+    async fn session_version(&self, user_id: &str) -> Result<Option<i64>> {
+        let key = cache::Key::SessionVersion(user_id.to_owned());
+        if let Some(cache::Value::SessionVersion(version)) = self.cache.get(&key) {
+            return Ok(Some(version));
+        }
+        let epoch = self.cache.epoch();
+        let version = crate::store::users::session_version(self.store.reader(), user_id).await?;
+        if let Some(version) = version {
+            self.cache
+                .insert(key, cache::Value::SessionVersion(version), epoch);
+        }
+        Ok(version)
+    }
+
     /// A project the user owns or belongs to, by slug or id. Owned slugs win; a slug shared by
     /// several projects the user merely belongs to is ambiguous (409).
     pub async fn project_for_user(&self, user_id: &str, slug_or_id: &str) -> Result<ProjectAccess> {

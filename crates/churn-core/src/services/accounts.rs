@@ -1,27 +1,82 @@
-//! Accounts: registration, login, the current user, onboarding.
+//! Accounts: registration (under `CHURN_REGISTRATION`), login, the current user, onboarding,
+//! email verification, password reset and change, and revocable sessions.
+//!
+//! Every session token carries its user's session version; a password reset or change,
+//! `logout-all`, and an identity-provider takeover bump it, so every earlier token stops
+//! working on every server process. Reset and verification emails go out through a job:
+//! the token is made when the job runs (only its hash is stored), and asking for a reset does
+//! the same work whether or not the account exists. Argon2 hashing runs on at most
+//! 2 × the available cores at once.
+
+use std::sync::{Arc, LazyLock};
 
 use argon2::password_hash::SaltString;
 use argon2::password_hash::rand_core::OsRng;
 use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier};
+use tokio::sync::Semaphore;
 
 use super::Churn;
 use super::projects::NewProject;
+use super::tokens::{invalid_session, one_time_hash, one_time_token};
 use crate::api::auth::{
-    ForgotPassword, LoginRequest, Me, Onboarding, OnboardingRequest, RegisterRequest,
-    ResetPassword, Session, Subscription, User,
+    ChangePassword, ForgotPassword, LoginRequest, Me, Onboarding, OnboardingRequest,
+    RegisterRequest, ResetPassword, Session, Subscription, User, VerifyEmail,
 };
+use crate::config::Registration;
 use crate::domain::email::Email;
 use crate::domain::password;
 use crate::domain::subscription::{SubscriptionStatus, trial_end};
 use crate::domain::validation::{Validator, required_text};
-use crate::email::OutgoingEmail;
+use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
-use crate::store::users::{self, UserRecord};
+use crate::jobs::Job;
+use crate::store::Store;
+use crate::store::users::{self, OneTime, UserRecord};
+use crate::time::Timestamp;
 
 const BAD_LOGIN: &str = "invalid email or password";
+const BAD_CURRENT_PASSWORD: &str = "the current password is wrong";
 const RESET_VALID_FOR: chrono::Duration = chrono::Duration::hours(1);
+/// A link printed by `churn users create` sets the first password.
+const SET_PASSWORD_VALID_FOR: chrono::Duration = chrono::Duration::hours(24);
+const VERIFY_VALID_FOR: chrono::Duration = chrono::Duration::hours(24);
+/// At most one reset email per account in this long.
+const RESET_EMAIL_INTERVAL: chrono::Duration = chrono::Duration::minutes(5);
 const BAD_RESET: &str = "this reset link is unknown, used or expired; ask for a new one";
+const BAD_VERIFICATION: &str = "this verification link is unknown, used or expired";
+
+/// The email a `Job::AccountEmail` sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccountEmail {
+    PasswordReset,
+    Verification,
+}
+
+impl AccountEmail {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AccountEmail::PasswordReset => "password_reset",
+            AccountEmail::Verification => "verification",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "password_reset" => Some(AccountEmail::PasswordReset),
+            "verification" => Some(AccountEmail::Verification),
+            _ => None,
+        }
+    }
+}
+
+/// An account made by the operator, and the link that sets its first password.
+#[derive(Debug, Clone)]
+pub struct CreatedAccount {
+    pub user: UserRecord,
+    pub set_password_url: String,
+    pub expires_at: Timestamp,
+}
 
 impl Churn {
     pub async fn register(&self, req: RegisterRequest) -> Result<Session> {
@@ -33,6 +88,7 @@ impl Churn {
         let (Some(name), Some(email)) = (name, email) else {
             unreachable!("the validator passed")
         };
+        self.may_register(&email).await?;
 
         let hash = hash_password(req.password).await?;
         let now = self.now();
@@ -45,11 +101,42 @@ impl Churn {
             paid_until: None,
             default_project_id: None,
             created_at: now,
+            session_version: 0,
+            email_verified_at: None,
         };
         let mut tx = self.store.begin().await?;
         users::insert(&mut *tx, &user).await?;
+        Job::AccountEmail {
+            email: user.email.clone(),
+            purpose: AccountEmail::Verification,
+        }
+        .enqueue(&mut tx, now, now)
+        .await?;
         tx.commit().await?;
         self.session(user)
+    }
+
+    /// `CHURN_REGISTRATION`: whether this address may create an account itself.
+    async fn may_register(&self, email: &Email) -> Result<()> {
+        match self.registration {
+            Registration::Open => Ok(()),
+            Registration::Closed => Err(Error::Forbidden("registration is closed".into())),
+            Registration::InviteOnly => {
+                if users::count(self.store.reader()).await? == 0 || self.invited(email).await? {
+                    Ok(())
+                } else {
+                    Err(Error::Forbidden(
+                        "registration is by invitation only".into(),
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Whether a pending invitation exists for the address. Invitations arrive with issue 11;
+    /// until then there are none, and its lookup replaces this body.
+    async fn invited(&self, _email: &Email) -> Result<bool> {
+        Ok(false)
     }
 
     pub async fn login(&self, req: LoginRequest) -> Result<Session> {
@@ -67,17 +154,14 @@ impl Churn {
         }
     }
 
-    /// The user behind a session token; 401 when the token is bad, expired or its user gone.
+    /// The user behind a session token; 401 when the token is bad, expired or revoked, or its
+    /// user gone.
     pub async fn authenticate(&self, token: &str) -> Result<UserRecord> {
-        let user_id = self.tokens.verify(token, self.now())?;
-        users::by_id(self.store.reader(), &user_id)
+        let claims = self.tokens.verify(token, self.now())?;
+        users::by_id(self.store.reader(), &claims.user_id)
             .await?
-            .ok_or_else(|| Error::Unauthorized("invalid or expired token".into()))
-    }
-
-    /// Checks a session token without loading the user.
-    pub fn verify_token(&self, token: &str) -> Result<String> {
-        self.tokens.verify(token, self.now())
+            .filter(|user| user.session_version == claims.version)
+            .ok_or_else(invalid_session)
     }
 
     pub fn me(&self, user: &UserRecord) -> Me {
@@ -86,6 +170,7 @@ impl Churn {
             name: user.name.clone(),
             email: user.email.clone(),
             created_at: user.created_at,
+            email_verified: user.email_verified_at.is_some(),
             subscription: self.subscription(user),
         }
     }
@@ -115,70 +200,220 @@ impl Churn {
         })
     }
 
-    /// Emails a single-use reset link valid for an hour. Answers the same whether or not the
-    /// address has an account, so it reveals none.
+    /// Queues a reset email for the address. The work is the same whether or not it has an
+    /// account (one job, looked up when it runs), so neither the answer nor its timing
+    /// reveals accounts, and the answer never waits on SMTP.
     pub async fn forgot_password(&self, req: ForgotPassword) -> Result<()> {
         let Ok(email) = Email::parse(&req.email) else {
             return Ok(());
         };
-        let Some(user) = users::by_email(self.store.reader(), email.as_str()).await? else {
-            return Ok(());
-        };
-        let Some(transport) = &self.email else {
-            tracing::warn!("password reset requested but email is not configured");
-            return Ok(());
-        };
-        let token: String = rand::Rng::sample_iter(rand::rng(), &rand::distr::Alphanumeric)
-            .take(43)
-            .map(char::from)
-            .collect();
         let now = self.now();
-        users::insert_reset(
-            self.store.writer(),
-            &token_hash(&token),
-            &user.id,
-            now + RESET_VALID_FOR,
-            now,
-        )
-        .await?;
-        let link = format!("{}/reset-password?token={token}", self.public_url);
-        let text = format!(
-            "Hi {},\n\nSomeone asked to reset the password of your churn account. If it was you, open this link within the hour:\n\n{link}\n\nor send the token {token} to POST /api/v1/auth/reset-password with your new password.\n\nIf it was not you, ignore this email; your password stays as it is.",
-            user.name
-        );
-        let email = OutgoingEmail {
-            from: self.email_from.clone(),
-            to: user.email.clone(),
-            to_name: Some(user.name.clone()),
-            reply_to: None,
-            subject: "Reset your churn password".into(),
-            html: crate::generation::html::from_text(&text),
-            text,
-            list_unsubscribe: format!("<mailto:{}?subject=unsubscribe>", self.sender_address()),
-            message_id: format!("{}@churn", uuid::Uuid::new_v4()),
-        };
-        if let Err(e) = transport.send(&email).await {
-            // The answer must not depend on the account, so a delivery failure is only logged.
-            tracing::warn!(error = %e, "sending a password reset email failed");
+        let mut tx = self.store.begin().await?;
+        Job::AccountEmail {
+            email: email.into_inner(),
+            purpose: AccountEmail::PasswordReset,
         }
+        .enqueue(&mut tx, now, now)
+        .await?;
+        tx.commit().await?;
         Ok(())
     }
 
+    /// Sets a new password with a reset token, ending every session. The link went to the
+    /// address, so using it also proves the address.
     pub async fn reset_password(&self, req: ResetPassword) -> Result<()> {
         password::check(&req.password).map_err(|m| Error::invalid_field("password", m))?;
         let hash = hash_password(req.password).await?;
         let now = self.now();
         let mut tx = self.store.begin().await?;
-        let user_id = users::take_reset(&mut *tx, &token_hash(req.token.trim()), now)
+        let user_id = users::take_token(&mut *tx, OneTime::Reset, &one_time_hash(&req.token), now)
             .await?
             .ok_or_else(|| Error::invalid_field("token", BAD_RESET))?;
         users::set_password(&mut *tx, &user_id, &hash, now).await?;
+        users::mark_email_verified(&mut *tx, &user_id, now).await?;
+        self.commit_access_change(tx).await
+    }
+
+    /// Changes the password of a signed-in user, ending every session; answers a fresh one.
+    pub async fn change_password(&self, user: &UserRecord, req: ChangePassword) -> Result<Session> {
+        password::check(&req.new_password).map_err(|m| Error::invalid_field("new_password", m))?;
+        let stored = user
+            .password_hash
+            .clone()
+            .unwrap_or_else(|| DUMMY_HASH.to_owned());
+        if !verify_password(req.current_password, stored).await? {
+            return Err(Error::Unauthorized(BAD_CURRENT_PASSWORD.into()));
+        }
+        let hash = hash_password(req.new_password).await?;
+        let now = self.now();
+        let mut tx = self.store.begin().await?;
+        let version = users::set_password(&mut *tx, &user.id, &hash, now).await?;
+        self.commit_access_change(tx).await?;
+        self.session(UserRecord {
+            password_hash: Some(hash),
+            session_version: version,
+            ..user.clone()
+        })
+    }
+
+    /// Ends every session of the user, this one included.
+    pub async fn logout_all(&self, user: &UserRecord) -> Result<()> {
+        let mut tx = self.store.begin().await?;
+        users::bump_session_version(&mut *tx, &user.id, self.now()).await?;
+        self.commit_access_change(tx).await
+    }
+
+    pub async fn verify_email(&self, req: VerifyEmail) -> Result<()> {
+        let now = self.now();
+        let mut tx = self.store.begin().await?;
+        let user_id = users::take_token(
+            &mut *tx,
+            OneTime::Verification,
+            &one_time_hash(&req.token),
+            now,
+        )
+        .await?
+        .ok_or_else(|| Error::invalid_field("token", BAD_VERIFICATION))?;
+        users::mark_email_verified(&mut *tx, &user_id, now).await?;
         tx.commit().await?;
         Ok(())
     }
 
+    /// The identity provider proved the address, but the account's email was never
+    /// verified, so whoever registered it may not own it: the password goes, every session
+    /// ends, and the email counts as verified.
+    pub(super) async fn take_over(&self, user: UserRecord) -> Result<UserRecord> {
+        let now = self.now();
+        let mut tx = self.store.begin().await?;
+        let taken = users::take_over(&mut *tx, &user.id, now).await?;
+        self.commit_access_change(tx).await?;
+        match taken {
+            Some(version) => Ok(UserRecord {
+                password_hash: None,
+                session_version: version,
+                email_verified_at: Some(now),
+                ..user
+            }),
+            // Verified meanwhile: nothing to take over.
+            None => users::by_id(self.store.reader(), &user.id)
+                .await?
+                .ok_or_else(|| Error::Unauthorized("this account no longer exists".into())),
+        }
+    }
+
+    /// Runs a `Job::AccountEmail`: makes the single-use token, stores its hash and sends the
+    /// link. Unknown addresses, verified ones (for verification) and resets within five
+    /// minutes of the last one sent are skipped. A failed send removes its token and leaves
+    /// the job to retry (a recipient refused for good is not retried). Expired tokens of both
+    /// kinds are purged on the way.
+    pub(crate) async fn send_account_email(
+        &self,
+        email: &str,
+        purpose: AccountEmail,
+    ) -> Result<()> {
+        let now = self.now();
+        for kind in [OneTime::Reset, OneTime::Verification] {
+            users::purge_expired_tokens(self.store.writer(), kind, now).await?;
+        }
+        let Some(user) = users::by_email(self.store.reader(), email).await? else {
+            return Ok(());
+        };
+        let Some(transport) = &self.email else {
+            tracing::warn!(
+                purpose = purpose.as_str(),
+                "an account email is due but email is not configured"
+            );
+            return Ok(());
+        };
+        let (kind, valid_for) = match purpose {
+            AccountEmail::PasswordReset => {
+                let since = now - RESET_EMAIL_INTERVAL;
+                if !users::claim_reset_email(self.store.writer(), &user.id, now, since).await? {
+                    return Ok(());
+                }
+                (OneTime::Reset, RESET_VALID_FOR)
+            }
+            AccountEmail::Verification if user.email_verified_at.is_some() => return Ok(()),
+            AccountEmail::Verification => (OneTime::Verification, VERIFY_VALID_FOR),
+        };
+        let (token, hash) = one_time_token();
+        let sent = async {
+            users::insert_token(
+                self.store.writer(),
+                kind,
+                &hash,
+                &user.id,
+                now + valid_for,
+                now,
+            )
+            .await
+            .map_err(Some)?;
+            let message = self.account_email(&user, purpose, &token);
+            transport.send(&message).await.map_err(|e| match e {
+                // Refused for good: retrying cannot help.
+                SendError::Rejected(m) => {
+                    tracing::warn!(purpose = purpose.as_str(), error = %m, "account email refused");
+                    None
+                }
+                SendError::Failed(m) => Some(Error::Upstream(m)),
+            })
+        };
+        match sent.await {
+            Ok(()) => Ok(()),
+            Err(failure) => {
+                users::delete_token(self.store.writer(), kind, &hash).await?;
+                // A retry after a passing failure must not be throttled by this attempt; a
+                // refused address keeps the throttle.
+                if purpose == AccountEmail::PasswordReset && failure.is_some() {
+                    users::release_reset_email(self.store.writer(), &user.id, now).await?;
+                }
+                failure.map_or(Ok(()), Err)
+            }
+        }
+    }
+
+    fn account_email(
+        &self,
+        user: &UserRecord,
+        purpose: AccountEmail,
+        token: &str,
+    ) -> OutgoingEmail {
+        let (subject, text) = match purpose {
+            AccountEmail::PasswordReset => (
+                "Reset your churn password",
+                format!(
+                    "Hi {name},\n\nSomeone asked to reset the password of your churn account. If it was you, open this link within the hour:\n\n{url}/reset-password?token={token}\n\nor send the token {token} to POST /api/v1/auth/reset-password with your new password.\n\nIf it was not you, ignore this email; your password stays as it is.",
+                    name = user.name,
+                    url = self.public_url,
+                ),
+            ),
+            AccountEmail::Verification => (
+                "Confirm your email address",
+                format!(
+                    "Hi {name},\n\nPlease confirm that {email} is your address: open this link within 24 hours and press the button.\n\n{url}/verify-email?token={token}\n\nor send the token {token} to POST /api/v1/auth/verify-email.\n\nIf you did not create a churn account, ignore this email.",
+                    name = user.name,
+                    email = user.email,
+                    url = self.public_url,
+                ),
+            ),
+        };
+        OutgoingEmail {
+            from: self.email_from.clone(),
+            to: user.email.clone(),
+            to_name: Some(user.name.clone()),
+            reply_to: None,
+            subject: subject.into(),
+            html: crate::generation::html::from_text(&text),
+            text,
+            list_unsubscribe: format!("<mailto:{}?subject=unsubscribe>", self.sender_address()),
+            message_id: format!("{}@churn", uuid::Uuid::new_v4()),
+        }
+    }
+
     pub(super) fn session(&self, user: UserRecord) -> Result<Session> {
-        let token = self.tokens.issue(&user.id, self.now())?;
+        let token = self
+            .tokens
+            .issue(&user.id, user.session_version, self.now())?;
         Ok(Session {
             user: User {
                 id: user.id,
@@ -190,16 +425,77 @@ impl Churn {
     }
 }
 
-fn token_hash(token: &str) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(token.as_bytes()))
+/// `churn users create`: an account without a password, whatever `CHURN_REGISTRATION` says,
+/// and a single-use link valid 24 hours that sets the password.
+pub(super) async fn create_with_password_link(
+    store: &Store,
+    now: Timestamp,
+    public_url: &str,
+    name: &str,
+    email: &str,
+) -> Result<CreatedAccount> {
+    let mut v = Validator::new();
+    let name = v.check("name", required_text(name, 200));
+    let email = v.check("email", Email::parse(email));
+    v.finish()?;
+    let (Some(name), Some(email)) = (name, email) else {
+        unreachable!("the validator passed")
+    };
+    let user = UserRecord {
+        id: new_id(),
+        name,
+        email: email.into_inner(),
+        password_hash: None,
+        trial_ends_at: trial_end(now),
+        paid_until: None,
+        default_project_id: None,
+        created_at: now,
+        session_version: 0,
+        email_verified_at: None,
+    };
+    let (token, hash) = one_time_token();
+    let expires_at = now + SET_PASSWORD_VALID_FOR;
+    let mut tx = store.begin().await?;
+    users::insert(&mut *tx, &user).await?;
+    users::insert_token(&mut *tx, OneTime::Reset, &hash, &user.id, expires_at, now).await?;
+    tx.commit().await?;
+    Ok(CreatedAccount {
+        user,
+        set_password_url: format!("{public_url}/reset-password?token={token}"),
+        expires_at,
+    })
 }
 
 /// An Argon2id hash of a random password, verified when the login email is unknown.
 const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$8Y2p3eZr3nJzq2R6f9bXg3l8q1m0pVw9dPZ0o8p0b2k";
 
-async fn hash_password(password: String) -> Result<String> {
+/// Hashing costs 19 MiB and tens of milliseconds each: a flood of logins queues here instead
+/// of filling the blocking pool and memory.
+static HASHING: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    Arc::new(Semaphore::new(2 * cores))
+});
+
+/// Runs `work` on the blocking pool under a hashing permit, held until the work ends even if
+/// the caller goes away.
+async fn hashing<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let permit = HASHING
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(Error::internal)?;
     tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        work()
+    })
+    .await
+    .map_err(Error::internal)?
+}
+
+async fn hash_password(password: String) -> Result<String> {
+    hashing(move || {
         let salt = SaltString::generate(&mut OsRng);
         Argon2::default()
             .hash_password(password.as_bytes(), &salt)
@@ -207,22 +503,22 @@ async fn hash_password(password: String) -> Result<String> {
             .map_err(|e| Error::internal(e.to_string()))
     })
     .await
-    .map_err(Error::internal)?
 }
 
 async fn verify_password(password: String, hash: String) -> Result<bool> {
-    tokio::task::spawn_blocking(move || {
+    hashing(move || {
         let parsed = PasswordHash::new(&hash).map_err(|e| Error::internal(e.to_string()))?;
         Ok(Argon2::default()
             .verify_password(password.as_bytes(), &parsed)
             .is_ok())
     })
     .await
-    .map_err(Error::internal)?
 }
 
 #[cfg(test)]
 mod tests {
+    use super::AccountEmail;
+
     #[tokio::test]
     async fn password_hashes_verify_and_the_dummy_parses() {
         let hash = super::hash_password("correct horse".into()).await.unwrap();
@@ -242,5 +538,13 @@ mod tests {
                 .await
                 .unwrap()
         );
+    }
+
+    #[test]
+    fn account_email_purposes_round_trip() {
+        for purpose in [AccountEmail::PasswordReset, AccountEmail::Verification] {
+            assert_eq!(AccountEmail::parse(purpose.as_str()), Some(purpose));
+        }
+        assert_eq!(AccountEmail::parse("other"), None);
     }
 }

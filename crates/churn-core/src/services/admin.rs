@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use chrono::NaiveDate;
 
+use super::accounts::CreatedAccount;
 use crate::api::projects::RotatedKeys;
 use crate::config::Config;
 use crate::domain::email::Email;
@@ -20,6 +21,8 @@ use crate::time::{Clock, Timestamp};
 pub struct Admin {
     store: Store,
     clock: Arc<dyn Clock>,
+    /// Base of the links it prints.
+    public_url: String,
 }
 
 /// What `churn subscription set` does to an account.
@@ -36,7 +39,11 @@ impl Admin {
     pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> Result<Self> {
         let store = Store::connect(&config.database_url).await?;
         store.migrate().await?;
-        Ok(Self { store, clock })
+        Ok(Self {
+            store,
+            clock,
+            public_url: config.public_url(),
+        })
     }
 
     fn now(&self) -> Timestamp {
@@ -53,6 +60,19 @@ impl Admin {
                 (u, status)
             })
             .collect())
+    }
+
+    /// `churn users create`: an account without a password and the single-use link, valid 24
+    /// hours, that sets one.
+    pub async fn create_user(&self, email: &str, name: &str) -> Result<CreatedAccount> {
+        super::accounts::create_with_password_link(
+            &self.store,
+            self.now(),
+            &self.public_url,
+            name,
+            email,
+        )
+        .await
     }
 
     pub async fn change_subscription(

@@ -1,8 +1,9 @@
-//! A cache of access decisions (which project a key or a user's slug resolves to, and the
-//! project's current keys), so authenticated reads need no database round trip.
+//! A cache of access decisions (which project a key or a user's slug resolves to, the
+//! project's current keys, and each user's session version), so authenticated reads need no
+//! database round trip.
 //!
 //! Correctness rests on invalidation, not on the TTL: every write that changes projects,
-//! memberships or keys clears the cache after it commits, and on PostgreSQL it also notifies
+//! memberships, keys or session versions clears the cache after it commits, and on PostgreSQL it also notifies
 //! the other server processes, which clear theirs. While a process is not listening (at
 //! start, or after losing the listener connection) it does not cache at all. An epoch
 //! counter keeps a lookup that raced with a change from storing what it read before it.
@@ -30,6 +31,8 @@ pub(super) enum Key {
     Credential(KeyKind, String),
     /// A project's current public key and secret key hint.
     CurrentKeys(String),
+    /// A user's session version (by user id): tokens of another version are revoked.
+    SessionVersion(String),
 }
 
 #[derive(Debug, Clone)]
@@ -37,6 +40,7 @@ pub(super) enum Value {
     Visible(Arc<Vec<(ProjectRecord, Role)>>),
     Credential(Arc<ProjectRecord>, Option<Timestamp>),
     CurrentKeys(Option<String>, Option<String>),
+    SessionVersion(i64),
 }
 
 pub(super) struct AccessCache {

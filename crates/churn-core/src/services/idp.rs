@@ -3,6 +3,8 @@
 //! the service clock, and `email_verified`. The user with that email signs in, or is created.
 //! The keys are cached for ten minutes; an unknown `kid` fetches them again at most once a
 //! minute.
+//! An account whose email was never verified is taken over by the address's proven owner
+//! (see `Churn::take_over`): whoever registered it first loses the password and sessions.
 
 use std::time::{Duration, Instant};
 
@@ -194,13 +196,15 @@ impl Churn {
             .and_then(|e| e.ok())
             .ok_or_else(invalid)?;
         let user = match users::by_email(self.store.reader(), email.as_str()).await? {
+            Some(user) if user.email_verified_at.is_none() => self.take_over(user).await?,
             Some(user) => user,
             None => self.create_idp_user(&email, claims.name).await?,
         };
         self.session(user)
     }
 
-    /// A user without a password; a concurrent first sign-in that created it already wins.
+    /// A user without a password, its email verified by the provider; a concurrent first
+    /// sign-in that created it already wins.
     async fn create_idp_user(&self, email: &Email, name: Option<String>) -> Result<UserRecord> {
         let now = self.now();
         let name = name
@@ -223,6 +227,8 @@ impl Churn {
             paid_until: None,
             default_project_id: None,
             created_at: now,
+            session_version: 0,
+            email_verified_at: Some(now),
         };
         match users::insert(self.store.writer(), &user).await {
             Ok(()) => Ok(user),

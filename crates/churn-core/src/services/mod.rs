@@ -17,7 +17,7 @@ mod tracking;
 
 use std::sync::Arc;
 
-use crate::config::Config;
+use crate::config::{Config, Registration};
 use crate::domain::tracking::TrackingKeys;
 use crate::email::{EmailTransport, Outbox, Smtp};
 use crate::error::Error;
@@ -30,6 +30,7 @@ use crate::store::{Store, Tx};
 use crate::time::{Clock, Timestamp};
 
 pub use access::ProjectAccess;
+pub use accounts::AccountEmail;
 pub use secrets::EncryptionKey;
 
 /// The service core: storage, clock and the keys the service signs with.
@@ -50,17 +51,19 @@ pub struct Churn {
     idp: Option<Arc<idp::Idp>>,
     /// Every outbound HTTP call goes through its clients.
     outbound: Outbound,
+    registration: Registration,
 }
 
 impl Churn {
     /// Connects to the configured database, migrates it and loads (or creates once) the JWT
-    /// secret and the encryption key.
+    /// secret and the encryption key; refuses an encryption key other than the database's.
     pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> Result<Self> {
         let store = Store::connect(&config.database_url).await?;
         store.migrate().await?;
         let now = clock.now();
         let jwt_secret = secrets::jwt_secret(&store, config, now).await?;
         let encryption_key = Arc::new(secrets::encryption_key(config)?);
+        secrets::check_encryption_key(&store, &encryption_key, now).await?;
         let cache = Arc::new(cache::AccessCache::new(!store.backend().shared()));
         if store.backend().shared() {
             cache::follow_postgres(config.database_url.expose().to_owned(), cache.clone());
@@ -72,6 +75,7 @@ impl Churn {
             email: email_transport(config)?,
             tracking: Arc::new(TrackingKeys::new(tracking_secret.as_bytes())),
             public_url: config.public_url(),
+            registration: config.registration(),
             email_from: config.email_from.clone(),
             idp: match (
                 &config.idp_jwks_url,
@@ -108,8 +112,8 @@ impl Churn {
         &self.outbound
     }
 
-    /// Commits a change to projects, memberships or keys and drops cached access decisions
-    /// here and in every other server process.
+    /// Commits a change to projects, memberships, keys or session versions and drops cached
+    /// access decisions here and in every other server process.
     async fn commit_access_change(&self, mut tx: Tx) -> Result<()> {
         self.store.announce_access_change(&mut tx).await?;
         tx.commit().await?;

@@ -1,6 +1,8 @@
 //! Keys the service generates once when the operator gives none: the JWT signing secret
 //! (in the database, so every server process shares it) and the encryption key (in the data
-//! folder, apart from the data it protects).
+//! folder, apart from the data it protects). The database keeps a check value of the
+//! encryption key (an HMAC of a constant under it), so a process started with another key
+//! refuses to start instead of failing to decrypt later.
 
 use std::io::Write;
 use std::path::Path;
@@ -18,6 +20,7 @@ use crate::time::Timestamp;
 const JWT_SECRET: &str = "jwt_secret";
 const TRACKING_SECRET: &str = "tracking_secret";
 const ENCRYPTION_KEY_FILE: &str = "encryption.key";
+const ENCRYPTION_KEY_CHECK: &str = "encryption_key_check";
 
 pub(super) async fn jwt_secret(store: &Store, config: &Config, now: Timestamp) -> Result<String> {
     if let Some(secret) = &config.jwt_secret {
@@ -33,12 +36,40 @@ pub(super) async fn tracking_secret(store: &Store, now: Timestamp) -> Result<Str
     secrets::get_or_insert(store.writer(), TRACKING_SECRET, &candidate, now).await
 }
 
+/// Stores the key's check value on the first start; afterwards refuses a key whose check
+/// value differs from the stored one.
+pub(super) async fn check_encryption_key(
+    store: &Store,
+    key: &EncryptionKey,
+    now: Timestamp,
+) -> Result<()> {
+    let mine = key.check_value();
+    let stored = secrets::get_or_insert(store.writer(), ENCRYPTION_KEY_CHECK, &mine, now).await?;
+    if stored != mine {
+        return Err(Error::validation(
+            "CHURN_ENCRYPTION_KEY: this is not the key the database was set up with; every \
+             server process sharing a database needs the same key (copy CHURN_ENCRYPTION_KEY, \
+             or the encryption.key file of the data folder, from the first host)",
+        ));
+    }
+    Ok(())
+}
+
 /// 32 bytes for AES-256-GCM.
 pub struct EncryptionKey([u8; 32]);
 
 impl EncryptionKey {
     pub fn bytes(&self) -> &[u8; 32] {
         &self.0
+    }
+
+    /// Identifies the key without revealing it: hex HMAC-SHA256 of a constant under it.
+    fn check_value(&self) -> String {
+        use hmac::{Hmac, Mac};
+        let mut mac =
+            Hmac::<sha2::Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
+        mac.update(b"churn encryption key check v1");
+        hex::encode(mac.finalize().into_bytes())
     }
 
     fn decode(encoded: &str, origin: &str) -> Result<Self> {
@@ -109,6 +140,12 @@ mod tests {
             let bad =
                 Config::load(None, serde_json::json!({"encryption_key": "c2hvcnQ="})).unwrap();
             assert!(encryption_key(&bad).is_err());
+            let other = tempfile::tempdir().unwrap();
+            let config = Config::load(None, serde_json::json!({"data_dir": other.path()})).unwrap();
+            assert_ne!(
+                first.check_value(),
+                encryption_key(&config).unwrap().check_value()
+            );
         });
     }
 }

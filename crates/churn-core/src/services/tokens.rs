@@ -1,5 +1,7 @@
-//! Session tokens: HS256 JWTs with `sub`, `iat` and `exp`, checked against the service clock
-//! (not the system clock) so the test clock governs expiry.
+//! Session tokens: HS256 JWTs with `sub`, `iat`, `exp` and `ver` (the user's session version,
+//! compared with the stored one by the caller), checked against the service clock (not the
+//! system clock) so the test clock governs expiry. Also the single-use tokens of reset and
+//! verification links, of which only a hash is stored.
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, decode, encode};
 use serde::{Deserialize, Serialize};
@@ -14,6 +16,16 @@ struct Claims {
     sub: String,
     iat: i64,
     exp: i64,
+    /// Tokens issued before sessions had versions carry none: they count as version 0.
+    #[serde(default)]
+    ver: i64,
+}
+
+/// What a valid session token says: whose it is, and under which session version it was issued.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct SessionClaims {
+    pub user_id: String,
+    pub version: i64,
 }
 
 pub(super) struct TokenKeys {
@@ -35,26 +47,51 @@ impl TokenKeys {
         }
     }
 
-    pub(super) fn issue(&self, user_id: &str, now: Timestamp) -> Result<String> {
+    pub(super) fn issue(&self, user_id: &str, version: i64, now: Timestamp) -> Result<String> {
         let iat = now.timestamp();
         let claims = Claims {
             sub: user_id.to_owned(),
             iat,
             exp: iat + TOKEN_LIFETIME_DAYS * 86_400,
+            ver: version,
         };
         encode(&Header::new(Algorithm::HS256), &claims, &self.encoding).map_err(Error::internal)
     }
 
-    /// The user id of a valid, unexpired token.
-    pub(super) fn verify(&self, token: &str, now: Timestamp) -> Result<String> {
-        let invalid = || Error::Unauthorized("invalid or expired token".into());
-        let data =
-            decode::<Claims>(token, &self.decoding, &self.validation).map_err(|_| invalid())?;
+    /// The claims of a validly signed, unexpired token; whether its session version is still
+    /// current is for the caller to check.
+    pub(super) fn verify(&self, token: &str, now: Timestamp) -> Result<SessionClaims> {
+        let data = decode::<Claims>(token, &self.decoding, &self.validation)
+            .map_err(|_| invalid_session())?;
         if data.claims.exp <= now.timestamp() {
-            return Err(invalid());
+            return Err(invalid_session());
         }
-        Ok(data.claims.sub)
+        Ok(SessionClaims {
+            user_id: data.claims.sub,
+            version: data.claims.ver,
+        })
     }
+}
+
+/// One answer for every refused session token: bad, expired or revoked.
+pub(super) fn invalid_session() -> Error {
+    Error::Unauthorized("invalid or expired token".into())
+}
+
+/// A fresh single-use token (43 base62 characters, about 256 bits) and the hash to store.
+pub(super) fn one_time_token() -> (String, String) {
+    let token: String = rand::Rng::sample_iter(rand::rng(), &rand::distr::Alphanumeric)
+        .take(43)
+        .map(char::from)
+        .collect();
+    let hash = one_time_hash(&token);
+    (token, hash)
+}
+
+/// The stored form of a single-use token.
+pub(super) fn one_time_hash(token: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(token.trim().as_bytes()))
 }
 
 #[cfg(test)]
@@ -66,8 +103,9 @@ mod tests {
     fn tokens_expire_after_seven_days_of_service_time() {
         let keys = TokenKeys::new(b"test-secret");
         let now = parse("2026-01-01T00:00:00Z").unwrap();
-        let token = keys.issue("user-1", now).unwrap();
-        assert_eq!(keys.verify(&token, now).unwrap(), "user-1");
+        let token = keys.issue("user-1", 3, now).unwrap();
+        let claims = keys.verify(&token, now).unwrap();
+        assert_eq!((claims.user_id.as_str(), claims.version), ("user-1", 3));
         let almost = now + chrono::Duration::days(7) - chrono::Duration::seconds(1);
         assert!(keys.verify(&token, almost).is_ok());
         assert!(

@@ -1,6 +1,8 @@
 //! Who is calling, and on which project. A session token (JWT) is tried first; routes that
 //! accept API keys fall back to the secret key in `X-API-Key`. The project comes from the
-//! `{slug}` path segment and is resolved once, scoped to the caller.
+//! `{slug}` path segment and is resolved once, scoped to the caller. A session token counts
+//! only while its session version is current (the services check it, from cache on project
+//! routes), so revoked tokens are refused everywhere.
 
 use axum::extract::{FromRequestParts, RawPathParams};
 use axum::http::header;
@@ -64,7 +66,7 @@ impl<const API_KEY: bool> FromRequestParts<AppState> for ProjectScope<API_KEY> {
     ) -> Result<Self, Self::Rejection> {
         let slug = path_slug(parts, state).await?;
         if let Some(token) = bearer(parts) {
-            match state.churn.verify_token(token) {
+            match state.churn.verify_session(token).await {
                 Ok(user_id) => {
                     return Ok(Self(state.churn.project_for_user(&user_id, &slug).await?));
                 }

@@ -53,6 +53,10 @@ const CREDENTIAL_ROUTES: &[&str] = &[
     "/api/v1/auth/forgot-password",
     "/api/v1/auth/reset-password",
     "/api/v1/auth/idp",
+    "/api/v1/auth/password",
+    "/api/v1/auth/verify-email",
+    "/reset-password",
+    "/verify-email",
 ];
 
 impl RateLimits {

@@ -1,4 +1,5 @@
-//! `/auth/*`: registration, login, the current user, onboarding, default-project origins.
+//! `/auth/*`: registration, login, the current user, onboarding, default-project origins,
+//! email verification, password reset and change, and ending every session.
 
 use axum::Json;
 use axum::extract::State;
@@ -6,8 +7,8 @@ use axum::http::StatusCode;
 use churn_core::api::Data;
 use churn_core::api::ErrorBody;
 use churn_core::api::auth::{
-    DefaultProjectOrigins, ForgotPassword, IdpLogin, LoginRequest, Me, Onboarding,
-    OnboardingRequest, RegisterRequest, ResetPassword, Session, StatusOk,
+    ChangePassword, DefaultProjectOrigins, ForgotPassword, IdpLogin, LoginRequest, Me, Onboarding,
+    OnboardingRequest, RegisterRequest, ResetPassword, Session, StatusOk, VerifyEmail,
 };
 use churn_core::api::projects::AllowedOrigins;
 
@@ -16,7 +17,9 @@ use crate::extract::{ApiJson, OptionalJson, SessionUser};
 use crate::state::AppState;
 
 #[utoipa::path(post, path = "/auth/register", tag = "auth", request_body = RegisterRequest,
-    responses((status = 201, body = Data<Session>), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 201, body = Data<Session>), (status = 400, body = ErrorBody),
+              (status = 403, description = "registration is closed, or by invitation only", body = ErrorBody),
+              (status = 409, body = ErrorBody)))]
 pub async fn register(
     State(s): State<AppState>,
     ApiJson(req): ApiJson<RegisterRequest>,
@@ -72,9 +75,7 @@ pub async fn forgot_password(
     ApiJson(req): ApiJson<ForgotPassword>,
 ) -> ApiResult<Json<Data<StatusOk>>> {
     s.churn.forgot_password(req).await?;
-    Ok(Json(Data::new(StatusOk {
-        status: "ok".into(),
-    })))
+    Ok(ok())
 }
 
 #[utoipa::path(post, path = "/auth/reset-password", tag = "auth", request_body = ResetPassword,
@@ -84,9 +85,45 @@ pub async fn reset_password(
     ApiJson(req): ApiJson<ResetPassword>,
 ) -> ApiResult<Json<Data<StatusOk>>> {
     s.churn.reset_password(req).await?;
-    Ok(Json(Data::new(StatusOk {
+    Ok(ok())
+}
+
+#[utoipa::path(post, path = "/auth/password", tag = "auth", security(("bearer" = [])), request_body = ChangePassword,
+    responses((status = 200, description = "a fresh session; every earlier token is revoked", body = Data<Session>),
+              (status = 400, body = ErrorBody), (status = 401, description = "wrong current password", body = ErrorBody)))]
+pub async fn change_password(
+    State(s): State<AppState>,
+    SessionUser(user): SessionUser,
+    ApiJson(req): ApiJson<ChangePassword>,
+) -> ApiResult<Json<Data<Session>>> {
+    Ok(Json(Data::new(s.churn.change_password(&user, req).await?)))
+}
+
+#[utoipa::path(post, path = "/auth/logout-all", tag = "auth", security(("bearer" = [])),
+    responses((status = 200, description = "every session of the user, this one included, is revoked", body = Data<StatusOk>),
+              (status = 401, body = ErrorBody)))]
+pub async fn logout_all(
+    State(s): State<AppState>,
+    SessionUser(user): SessionUser,
+) -> ApiResult<Json<Data<StatusOk>>> {
+    s.churn.logout_all(&user).await?;
+    Ok(ok())
+}
+
+#[utoipa::path(post, path = "/auth/verify-email", tag = "auth", request_body = VerifyEmail,
+    responses((status = 200, body = Data<StatusOk>), (status = 400, description = "unknown, used or expired token", body = ErrorBody)))]
+pub async fn verify_email(
+    State(s): State<AppState>,
+    ApiJson(req): ApiJson<VerifyEmail>,
+) -> ApiResult<Json<Data<StatusOk>>> {
+    s.churn.verify_email(req).await?;
+    Ok(ok())
+}
+
+fn ok() -> Json<Data<StatusOk>> {
+    Json(Data::new(StatusOk {
         status: "ok".into(),
-    })))
+    }))
 }
 
 #[utoipa::path(post, path = "/auth/idp", tag = "auth", request_body = IdpLogin,

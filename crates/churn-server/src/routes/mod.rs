@@ -5,6 +5,7 @@ mod dev;
 mod events;
 mod legacy;
 mod ops;
+mod pages;
 mod projects;
 mod tracking;
 
@@ -40,6 +41,9 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(auth::allowed_origins))
         .routes(routes!(auth::forgot_password))
         .routes(routes!(auth::reset_password))
+        .routes(routes!(auth::change_password))
+        .routes(routes!(auth::logout_all))
+        .routes(routes!(auth::verify_email))
         .routes(routes!(auth::idp))
         .routes(routes!(projects::list, projects::create))
         .routes(routes!(
@@ -87,6 +91,7 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .split_for_parts();
 
     let mut router = router
+        .merge(pages::router())
         .merge(SwaggerUi::new("/docs").url("/api/v1/openapi.json", openapi))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -1,7 +1,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{Backend, TestApp};
+use crate::helpers::{Backend, Options, TestApp};
 use churn_core::both_backends;
 
 both_backends!(
@@ -265,11 +265,44 @@ async fn auth_allowed_origins_set_the_default_project(backend: Backend) {
     );
 }
 
-both_backends!(password_reset_by_email);
+both_backends!(
+    password_reset_by_email,
+    password_change_and_logout_all_revoke_sessions,
+    registration_emails_a_verification_link,
+    registration_follows_the_policy,
+    the_link_pages_work_without_javascript,
+    another_encryption_key_refuses_to_start,
+);
+
+/// The emails to `to` with this subject, in the order they were written.
+fn mails(app: &TestApp, to: &str, subject: &str) -> Vec<String> {
+    app.outbox()
+        .into_iter()
+        .filter(|m| m.contains(&format!("<{to}>")) && m.contains(&format!("Subject: {subject}")))
+        .collect()
+}
+
+/// The single-use token that follows `marker` in an email.
+fn token_after(mail: &str, marker: &str) -> String {
+    let token: String = mail
+        .split(marker)
+        .nth(1)
+        .unwrap_or_else(|| panic!("{marker:?} in {mail}"))
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    assert_eq!(token.len(), 43, "{mail}");
+    token
+}
+
+fn login(app: &TestApp, email: &str, password: &str) -> reqwest::RequestBuilder {
+    app.req(Method::POST, "/auth/login")
+        .json(&json!({"email": email, "password": password}))
+}
 
 async fn password_reset_by_email(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    app.register("ada@example.com").await;
+    let old_session = app.register("ada@example.com").await;
     let forgot = |email: &str| {
         app.req(Method::POST, "/auth/forgot-password")
             .json(&json!({"email": email}))
@@ -278,22 +311,24 @@ async fn password_reset_by_email(backend: Backend) {
     let known = app.expect(forgot("Ada@Example.com"), 200).await;
     assert_eq!(unknown, known, "the answer does not reveal accounts");
     assert_eq!(known["data"]["status"], "ok");
-
-    let outbox = app.data_dir().join("outbox");
-    let mails: Vec<_> = std::fs::read_dir(&outbox)
-        .unwrap()
-        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
-        .collect();
-    assert_eq!(mails.len(), 1, "only the known address gets an email");
-    let text = mails[0].replace("=\r\n", "");
-    let token = text
-        .split("send the token ")
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_owned();
+    assert!(
+        mails(&app, "ada@example.com", "Reset").is_empty(),
+        "the answer does not wait for the email"
+    );
+    assert_eq!(
+        app.run_jobs().await,
+        3,
+        "the verification email, and one job per request whether or not the account exists"
+    );
+    let resets = mails(&app, "ada@example.com", "Reset your churn password");
+    assert_eq!(resets.len(), 1, "{:?}", app.outbox());
+    assert_eq!(app.outbox().len(), 2, "nothing goes to the unknown address");
+    assert!(
+        resets[0].contains("/reset-password?token="),
+        "{}",
+        resets[0]
+    );
+    let token = token_after(&resets[0], "send the token ");
 
     let reset = |token: &str, password: &str| {
         app.req(Method::POST, "/auth/reset-password")
@@ -303,42 +338,376 @@ async fn password_reset_by_email(backend: Backend) {
     assert_eq!(weak["error"]["details"][0]["field"], "password");
     app.expect(reset(&token, "a brand new passphrase"), 200)
         .await;
-    let login = |password: &str| {
-        app.req(Method::POST, "/auth/login")
-            .json(&json!({"email": "ada@example.com", "password": password}))
-    };
-    app.expect(login("a brand new passphrase"), 200).await;
-    app.expect(login("correct horse"), 401).await;
+    app.expect(
+        login(&app, "ada@example.com", "a brand new passphrase"),
+        200,
+    )
+    .await;
+    app.expect(login(&app, "ada@example.com", "correct horse"), 401)
+        .await;
     let reused = app
         .expect(reset(&token, "yet another passphrase"), 400)
         .await;
     assert_eq!(reused["error"]["details"][0]["field"], "token");
+    // The reset ended the sessions from before it, and proved the address.
+    app.expect(
+        app.req(Method::GET, "/auth/me")
+            .bearer_auth(&old_session.token),
+        401,
+    )
+    .await;
+    let fresh = app
+        .expect(
+            login(&app, "ada@example.com", "a brand new passphrase"),
+            200,
+        )
+        .await;
+    let me = app
+        .expect(
+            app.req(Method::GET, "/auth/me")
+                .bearer_auth(fresh["data"]["token"].as_str().unwrap()),
+            200,
+        )
+        .await;
+    assert_eq!(me["data"]["email_verified"], true);
+
+    // At most one email per account per 5 minutes after the last one sent.
+    app.expect(forgot("ada@example.com"), 200).await;
+    app.expect(forgot("ada@example.com"), 200).await;
+    app.run_jobs().await;
+    assert_eq!(mails(&app, "ada@example.com", "Reset").len(), 1);
+    let advance = |secs: i64| {
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"advance_seconds": secs}))
+    };
+    app.expect(advance(301), 200).await;
+    app.expect(forgot("ada@example.com"), 200).await;
+    app.run_jobs().await;
+    let resets = mails(&app, "ada@example.com", "Reset");
+    assert_eq!(resets.len(), 2);
+    let late_token = resets
+        .iter()
+        .map(|m| token_after(m, "send the token "))
+        .find(|t| *t != token)
+        .unwrap();
 
     // A token is good for one hour of clock time.
-    app.expect(forgot("ada@example.com"), 200).await;
-    let mut mails: Vec<_> = std::fs::read_dir(&outbox)
-        .unwrap()
-        .map(|e| {
-            std::fs::read_to_string(e.unwrap().path())
-                .unwrap()
-                .replace("=\r\n", "")
-        })
-        .collect();
-    mails.retain(|m| !m.contains(&token));
-    let late_token = mails[0]
-        .split("send the token ")
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
+    app.expect(advance(3601), 200).await;
+    app.expect(reset(&late_token, "yet another passphrase"), 400)
+        .await;
+}
+
+async fn password_change_and_logout_all_revoke_sessions(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let first = app.register("ada@example.com").await.token;
+    app.create_project(&first, "Acme").await;
+    let second = app
+        .expect(login(&app, "ada@example.com", "correct horse"), 200)
+        .await["data"]["token"]
+        .as_str()
         .unwrap()
         .to_owned();
+    // Project routes check the session from cache: warm it before revoking.
+    let project = |token: &str| app.req(Method::GET, "/projects/acme").bearer_auth(token);
+    let me = |token: &str| app.req(Method::GET, "/auth/me").bearer_auth(token);
+    for token in [&first, &second] {
+        app.expect(project(token), 200).await;
+        app.expect(me(token), 200).await;
+    }
+
+    let change = |token: &str, current: &str, new: &str| {
+        app.req(Method::POST, "/auth/password")
+            .bearer_auth(token)
+            .json(&json!({"current_password": current, "new_password": new}))
+    };
+    let wrong = app
+        .expect(change(&first, "not my password", "a new passphrase"), 401)
+        .await;
+    assert_eq!(wrong["error"]["code"], "UNAUTHORIZED");
+    let weak = app
+        .expect(change(&first, "correct horse", "short"), 400)
+        .await;
+    assert_eq!(weak["error"]["details"][0]["field"], "new_password");
+    app.expect(project(&first), 200).await;
+
+    let changed = app
+        .expect(change(&first, "correct horse", "a new passphrase"), 200)
+        .await;
+    let third = changed["data"]["token"].as_str().unwrap().to_owned();
+    assert_eq!(changed["data"]["user"]["email"], "ada@example.com");
+    for token in [&first, &second] {
+        app.expect(project(token), 401).await;
+        app.expect(me(token), 401).await;
+    }
+    app.expect(project(&third), 200).await;
+    app.expect(login(&app, "ada@example.com", "correct horse"), 401)
+        .await;
+    app.expect(login(&app, "ada@example.com", "a new passphrase"), 200)
+        .await;
+
+    let out = app
+        .expect(
+            app.req(Method::POST, "/auth/logout-all")
+                .bearer_auth(&third),
+            200,
+        )
+        .await;
+    assert_eq!(out, json!({"data": {"status": "ok"}}));
+    app.expect(project(&third), 401).await;
+    app.expect(me(&third), 401).await;
+    app.expect(app.req(Method::POST, "/auth/logout-all"), 401)
+        .await;
+    let again = app
+        .expect(login(&app, "ada@example.com", "a new passphrase"), 200)
+        .await;
+    app.expect(project(again["data"]["token"].as_str().unwrap()), 200)
+        .await;
+}
+
+async fn registration_emails_a_verification_link(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let session = app.register("ada@example.com").await;
+    let me = || app.req(Method::GET, "/auth/me").bearer_auth(&session.token);
+    assert_eq!(app.expect(me(), 200).await["data"]["email_verified"], false);
+    assert_eq!(app.run_jobs().await, 1);
+    let sent = mails(&app, "ada@example.com", "Confirm your email address");
+    assert_eq!(sent.len(), 1, "{:?}", app.outbox());
+    let token = token_after(&sent[0], "/verify-email?token=");
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(&token, "[token]");
+    settings.add_filter(r"127\.0\.0\.1:\d+", "[address]");
+    settings.bind(|| insta::assert_snapshot!("verification_email", text_part(&sent[0])));
+
+    let verify = |token: &str| {
+        app.req(Method::POST, "/auth/verify-email")
+            .json(&json!({"token": token}))
+    };
+    let unknown = app.expect(verify("not-a-token"), 400).await;
+    assert_eq!(unknown["error"]["details"][0]["field"], "token");
+    app.expect(verify(&token), 200).await;
+    app.expect(verify(&token), 400).await;
+    assert_eq!(app.expect(me(), 200).await["data"]["email_verified"], true);
+}
+
+/// The plain-text alternative of an email, as written.
+fn text_part(mail: &str) -> String {
+    let start = mail.find("Content-Type: text/plain").expect("a text part");
+    let body = &mail[start..];
+    let body = &body[body.find("\r\n\r\n").unwrap() + 4..];
+    body[..body.find("\r\n--").unwrap()].replace("\r\n", "\n")
+}
+
+async fn registration_follows_the_policy(backend: Backend) {
+    let register = |app: &TestApp, email: &str| {
+        app.req(Method::POST, "/auth/register")
+            .json(&json!({"name": "Ada", "email": email, "password": "correct horse"}))
+    };
+    let closed =
+        TestApp::spawn_with(backend, Options::default().with("registration", "closed")).await;
+    let refused = closed
+        .expect(register(&closed, "ada@example.com"), 403)
+        .await;
+    assert_eq!(refused["error"]["code"], "FORBIDDEN");
+    assert_eq!(refused["error"]["message"], "registration is closed");
+    drop(closed);
+
+    let invited = TestApp::spawn_with(
+        backend,
+        Options::default().with("registration", "invite_only"),
+    )
+    .await;
+    invited
+        .expect(register(&invited, "first@example.com"), 201)
+        .await;
+    let refused = invited
+        .expect(register(&invited, "second@example.com"), 403)
+        .await;
+    assert_eq!(
+        refused["error"]["message"],
+        "registration is by invitation only"
+    );
+}
+
+async fn the_link_pages_work_without_javascript(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let session = app.register("ada@example.com").await;
+    app.run_jobs().await;
+    let token = token_after(
+        &mails(&app, "ada@example.com", "Confirm your email address")[0],
+        "/verify-email?token=",
+    );
+    let page = |response: reqwest::Response| async move {
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        assert_eq!(headers["content-type"], "text/html; charset=utf-8");
+        assert_eq!(headers["referrer-policy"], "no-referrer");
+        assert_eq!(headers["cache-control"], "no-store");
+        (status, response.text().await.unwrap())
+    };
+
+    // Opening the page verifies nothing; its button posts the form.
+    let (status, html) = page(
+        app.req(Method::GET, &format!("/verify-email?token={token}"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("<form method=\"post\" action=\"verify-email\">"),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!("name=\"token\" value=\"{token}\"")),
+        "{html}"
+    );
+    assert!(!html.contains("<script"), "{html}");
+    assert_eq!(email_verified(&app, &session.token).await, false);
+    let post = |path: &str, form: &[(&str, &str)]| app.req(Method::POST, path).form(form).send();
+    let (status, html) = page(post("/verify-email", &[("token", &token)]).await.unwrap()).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("Email address confirmed"), "{html}");
+    assert_eq!(email_verified(&app, &session.token).await, true);
+    let (status, html) = page(post("/verify-email", &[("token", &token)]).await.unwrap()).await;
+    assert_eq!(status, 400);
+    assert!(html.contains("unknown, used or expired"), "{html}");
+
+    // Whatever the link carries is echoed escaped.
+    let (status, html) = page(
+        app.req(
+            Method::GET,
+            "/reset-password?token=%22%3E%3Cscript%3Ealert(1)%3C/script%3E",
+        )
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(!html.contains("<script>"), "{html}");
+    assert!(
+        html.contains("&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{html}"
+    );
+    let (status, _) = page(
+        app.req(Method::GET, "/reset-password")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400);
+
     app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": 3601})),
+        app.req(Method::POST, "/auth/forgot-password")
+            .json(&json!({"email": "ada@example.com"})),
         200,
     )
     .await;
-    app.expect(reset(&late_token, "yet another passphrase"), 400)
+    app.run_jobs().await;
+    let token = token_after(
+        &mails(&app, "ada@example.com", "Reset your churn password")[0],
+        "/reset-password?token=",
+    );
+    let (status, html) = page(
+        app.req(Method::GET, &format!("/reset-password?token={token}"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(html.contains("type=\"password\""), "{html}");
+    let (status, html) = page(
+        post(
+            "/reset-password",
+            &[("token", &token), ("password", "short")],
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400, "a weak password shows the form again");
+    assert!(
+        html.contains("at least 8 characters") && html.contains(&token),
+        "{html}"
+    );
+    let (status, html) = page(
+        post(
+            "/reset-password",
+            &[("token", &token), ("password", "set through the page")],
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("Password changed"), "{html}");
+    app.expect(login(&app, "ada@example.com", "set through the page"), 200)
         .await;
+}
+
+async fn email_verified(app: &TestApp, token: &str) -> serde_json::Value {
+    app.expect(app.req(Method::GET, "/auth/me").bearer_auth(token), 200)
+        .await["data"]["email_verified"]
+        .clone()
+}
+
+async fn another_encryption_key_refuses_to_start(backend: Backend) {
+    let first = TestApp::spawn(backend).await;
+    let same = first.alongside(Options::default()).await;
+    same.expect(same.req(Method::GET, "/health"), 200).await;
+    drop(same);
+    let other_key = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWY=";
+    let refused = first
+        .try_alongside(Options::default().with("encryption_key", other_key))
+        .await
+        .err()
+        .expect("a process with another encryption key refuses to start");
+    let why = format!("{refused:#}");
+    assert!(why.contains("CHURN_ENCRYPTION_KEY"), "{why}");
+}
+
+/// Sessions revoked on one server process are refused by the others, whose cached session
+/// versions are dropped by notification. (SQLite is served by a single process.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoked_sessions_are_refused_on_every_process() {
+    let first = TestApp::spawn(Backend::Postgres).await;
+    let second = first.alongside(Options::default()).await;
+    let token = first.register("ada@example.com").await.token;
+    first.create_project(&token, "Acme").await;
+    let get = |app: &TestApp| {
+        app.req(Method::GET, "/projects/acme")
+            .bearer_auth(&token)
+            .send()
+    };
+    for _ in 0..3 {
+        assert_eq!(
+            get(&second).await.unwrap().status(),
+            200,
+            "warms the second process's cache"
+        );
+    }
+    first
+        .expect(
+            first
+                .req(Method::POST, "/auth/logout-all")
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    assert_eq!(get(&first).await.unwrap().status(), 401);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let status = get(&second).await.unwrap().status();
+        if status == 401 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second process still accepts the revoked token ({status})"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }

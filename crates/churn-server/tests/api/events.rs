@@ -88,6 +88,8 @@ fn outbox(app: &TestApp) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default();
+    // Registration's verification emails are not the subject here.
+    mails.retain(|m| !m.contains("Subject: Confirm your email address"));
     mails.sort();
     mails
 }
@@ -558,6 +560,8 @@ async fn ten_concurrent_sends_deliver_one_email(backend: Backend) {
 async fn recovery_window_moves_unrecovered_events_to_lost(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
+    // Registration queued a verification email: out of the way before counting jobs.
+    run_jobs(&app).await;
     app.expect(
         app.req(Method::PATCH, "/projects/acme")
             .bearer_auth(&token)

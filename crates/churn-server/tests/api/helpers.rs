@@ -60,14 +60,36 @@ impl TestApp {
         app
     }
 
-    /// A second server process on this one's database, as when several share PostgreSQL.
+    /// A second server process on this one's database, as when several share PostgreSQL. It
+    /// gets its own data folder holding a copy of the first one's encryption key, as every
+    /// process sharing a database must.
     pub async fn alongside(&self, options: Options) -> Self {
+        self.try_alongside(options).await.expect("server starts")
+    }
+
+    /// `alongside`, handing back a failure to start.
+    pub async fn try_alongside(&self, options: Options) -> anyhow::Result<Self> {
         let db = self.db.as_ref().expect("database present until stopped");
         let data_dir = db.data_dir.path().join("second");
-        Self::serve(&db.url, &data_dir, options).await
+        std::fs::create_dir_all(&data_dir)?;
+        let key = db.data_dir.path().join("encryption.key");
+        if key.exists() {
+            std::fs::copy(key, data_dir.join("encryption.key"))?;
+        }
+        Self::try_serve(&db.url, &data_dir, options).await
     }
 
     async fn serve(url: &str, data_dir: &std::path::Path, options: Options) -> Self {
+        Self::try_serve(url, data_dir, options)
+            .await
+            .expect("server starts")
+    }
+
+    async fn try_serve(
+        url: &str,
+        data_dir: &std::path::Path,
+        options: Options,
+    ) -> anyhow::Result<Self> {
         let mut settings = options.settings.clone();
         settings["database_url"] = json!(url);
         settings["data_dir"] = json!(data_dir);
@@ -79,9 +101,7 @@ impl TestApp {
         let config = Config::load(Some(&PathBuf::from("/nonexistent/churn.toml")), settings)
             .expect("test config");
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let app = Application::build(config, listener)
-            .await
-            .expect("server starts");
+        let app = Application::build(config, listener).await?;
         let scheme = if tls { "https" } else { "http" };
         let address = format!("{scheme}://localhost:{}", app.local_addr().port());
         let shutdown = CancellationToken::new();
@@ -91,13 +111,13 @@ impl TestApp {
             .danger_accept_invalid_certs(true)
             .build()
             .unwrap();
-        Self {
+        Ok(Self {
             address,
             client,
             db: None,
             shutdown,
             server: Some(server),
-        }
+        })
     }
 
     /// Stops the server and hands back its database.
@@ -122,9 +142,16 @@ impl TestApp {
 
     /// Paths are relative to `/api/v1`, except the operational routes outside it.
     pub fn url(&self, path: &str) -> String {
-        if ["/health", "/ready", "/metrics", "/docs"]
-            .iter()
-            .any(|p| path.starts_with(p))
+        if [
+            "/health",
+            "/ready",
+            "/metrics",
+            "/docs",
+            "/reset-password",
+            "/verify-email",
+        ]
+        .iter()
+        .any(|p| path.starts_with(p))
         {
             format!("{}{path}", self.address)
         } else {
@@ -165,6 +192,34 @@ impl TestApp {
         Session {
             token: body["data"]["token"].as_str().unwrap().to_owned(),
         }
+    }
+
+    /// Runs every due job (dev mode) and says how many ran.
+    pub async fn run_jobs(&self) -> u64 {
+        let ran = self
+            .expect(self.req(Method::POST, "/dev/jobs/run"), 200)
+            .await;
+        ran["data"]["ran"].as_u64().unwrap()
+    }
+
+    /// The emails in the outbox so far, quoted-printable line breaks undone, oldest first.
+    pub fn outbox(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.data_dir().join("outbox")) else {
+            return Vec::new();
+        };
+        let mut mails: Vec<_> = entries
+            .map(|e| {
+                let path = e.unwrap().path();
+                let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+                let text = std::fs::read_to_string(&path)
+                    .unwrap()
+                    .replace("=\r\n", "")
+                    .replace("=3D", "=");
+                (modified, text)
+            })
+            .collect();
+        mails.sort_by_key(|(modified, _)| *modified);
+        mails.into_iter().map(|(_, text)| text).collect()
     }
 
     /// Creates a project and returns the creation answer's `data`.

@@ -136,9 +136,17 @@ async fn id_tokens_sign_in_or_create_users(backend: Backend) {
         )
         .await;
     assert_eq!(again["data"]["user"]["id"], created["data"]["user"]["id"]);
-    // An existing password account signs in through the provider too.
+    // The takeover rule: a password account whose email was never verified belongs to
+    // whoever proves the address. The password and every earlier token stop working.
     let ada = app.register("ada@example.com").await;
-    let linked = app
+    let before = app
+        .expect(
+            app.req(Method::GET, "/auth/me").bearer_auth(&ada.token),
+            200,
+        )
+        .await;
+    assert_eq!(before["data"]["email_verified"], false);
+    let taken = app
         .expect(
             login(sign(
                 claims("ada@example.com", json!(true), CLIENT, ISSUER, now + 600),
@@ -147,13 +155,80 @@ async fn id_tokens_sign_in_or_create_users(backend: Backend) {
             200,
         )
         .await;
+    assert_eq!(taken["data"]["user"]["id"], before["data"]["id"]);
+    app.expect(
+        app.req(Method::GET, "/auth/me").bearer_auth(&ada.token),
+        401,
+    )
+    .await;
+    let password_login = app
+        .req(Method::POST, "/auth/login")
+        .json(&json!({"email": "ada@example.com", "password": "correct horse"}));
+    app.expect(password_login, 401).await;
+    let taken_token = taken["data"]["token"].as_str().unwrap();
     let me = app
         .expect(
-            app.req(Method::GET, "/auth/me").bearer_auth(&ada.token),
+            app.req(Method::GET, "/auth/me").bearer_auth(taken_token),
             200,
         )
         .await;
-    assert_eq!(linked["data"]["user"]["id"], me["data"]["id"]);
+    assert_eq!(me["data"]["email_verified"], true);
+    // Verified now: signing in through the provider again ends no session.
+    app.expect(
+        login(sign(
+            claims("ada@example.com", json!(true), CLIENT, ISSUER, now + 600),
+            "k1",
+        )),
+        200,
+    )
+    .await;
+    app.expect(
+        app.req(Method::GET, "/auth/me").bearer_auth(taken_token),
+        200,
+    )
+    .await;
+
+    // An account whose owner verified the address links without losing anything.
+    let bob = app.register("bob@example.com").await;
+    app.run_jobs().await;
+    let mail = app
+        .outbox()
+        .into_iter()
+        .find(|m| m.contains("<bob@example.com>") && m.contains("Confirm your email address"))
+        .expect("bob's verification email");
+    let token = mail
+        .split("verify-email?token=")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    app.expect(
+        app.req(Method::POST, "/auth/verify-email")
+            .json(&json!({"token": token})),
+        200,
+    )
+    .await;
+    app.expect(
+        login(sign(
+            claims("bob@example.com", json!(true), CLIENT, ISSUER, now + 600),
+            "k1",
+        )),
+        200,
+    )
+    .await;
+    app.expect(
+        app.req(Method::GET, "/auth/me").bearer_auth(&bob.token),
+        200,
+    )
+    .await;
+    app.expect(
+        app.req(Method::POST, "/auth/login")
+            .json(&json!({"email": "bob@example.com", "password": "correct horse"})),
+        200,
+    )
+    .await;
 
     for (token, why) in [
         (

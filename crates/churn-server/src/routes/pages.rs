@@ -1,0 +1,230 @@
+//! The pages behind the links in account emails, outside `/api/v1`: `/reset-password` and
+//! `/verify-email`. Each is a small HTML form that works without JavaScript. Opening a page
+//! changes nothing; its form posts (form-encoded, since a plain form cannot send JSON) to the
+//! same path, which calls the same service as the API route and answers a page saying what
+//! happened. Everything echoed is escaped; the pages are not cached, send no Referer (the
+//! token is in the URL) and may not be framed.
+
+use axum::Router;
+use axum::extract::rejection::{FormRejection, QueryRejection};
+use axum::extract::{Form, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use churn_core::api::auth::{ResetPassword, VerifyEmail};
+use churn_core::domain::password::{MAX_PASSWORD_LEN, MIN_PASSWORD_LEN};
+use serde::Deserialize;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/reset-password", get(reset_page).post(reset_submit))
+        .route("/verify-email", get(verify_page).post(verify_submit))
+}
+
+#[derive(Default, Deserialize)]
+struct TokenQuery {
+    #[serde(default)]
+    token: String,
+}
+
+#[derive(Deserialize)]
+struct ResetForm {
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    password: String,
+}
+
+#[derive(Deserialize)]
+struct VerifyForm {
+    #[serde(default)]
+    token: String,
+}
+
+const NO_TOKEN: &str = "This link has no token. Open the link from your email again.";
+const BAD_FORM: &str = "The form could not be read. Open the link from your email again.";
+
+async fn reset_page(query: Result<Query<TokenQuery>, QueryRejection>) -> Response {
+    let token = query.map(|q| q.0).unwrap_or_default().token;
+    if token.trim().is_empty() {
+        return message(StatusCode::BAD_REQUEST, "Reset your password", NO_TOKEN);
+    }
+    reset_form(StatusCode::OK, &token, None)
+}
+
+async fn reset_submit(
+    State(s): State<AppState>,
+    form: Result<Form<ResetForm>, FormRejection>,
+) -> Response {
+    let Ok(Form(form)) = form else {
+        return message(StatusCode::BAD_REQUEST, "Reset your password", BAD_FORM);
+    };
+    let token = form.token.clone();
+    let done = s
+        .churn
+        .reset_password(ResetPassword {
+            token: form.token,
+            password: form.password,
+        })
+        .await;
+    match done {
+        Ok(()) => message(
+            StatusCode::OK,
+            "Password changed",
+            "Your new password is set and every earlier session is signed out. You can sign in with it now.",
+        ),
+        // A weak password leaves the token unused: show the form again.
+        Err(churn_core::Error::Validation { details, .. })
+            if !details.is_empty() && details.iter().all(|d| d.field == "password") =>
+        {
+            let why = details
+                .first()
+                .map(|d| format!("The password {}.", d.message))
+                .unwrap_or_default();
+            reset_form(StatusCode::BAD_REQUEST, &token, Some(&why))
+        }
+        Err(e) => failure(e, "Reset your password"),
+    }
+}
+
+async fn verify_page(query: Result<Query<TokenQuery>, QueryRejection>) -> Response {
+    let token = query.map(|q| q.0).unwrap_or_default().token;
+    let title = "Confirm your email address";
+    if token.trim().is_empty() {
+        return message(StatusCode::BAD_REQUEST, title, NO_TOKEN);
+    }
+    let body = format!(
+        "<p>Press the button to confirm that this address is yours.</p>\
+         <form method=\"post\" action=\"verify-email\">\
+         <input type=\"hidden\" name=\"token\" value=\"{}\">\
+         <button type=\"submit\">Confirm my address</button></form>",
+        escape(&token)
+    );
+    page(StatusCode::OK, title, &body)
+}
+
+async fn verify_submit(
+    State(s): State<AppState>,
+    form: Result<Form<VerifyForm>, FormRejection>,
+) -> Response {
+    let title = "Confirm your email address";
+    let Ok(Form(form)) = form else {
+        return message(StatusCode::BAD_REQUEST, title, BAD_FORM);
+    };
+    match s
+        .churn
+        .verify_email(VerifyEmail { token: form.token })
+        .await
+    {
+        Ok(()) => message(
+            StatusCode::OK,
+            "Email address confirmed",
+            "Thank you: your email address is confirmed.",
+        ),
+        Err(e) => failure(e, title),
+    }
+}
+
+fn reset_form(status: StatusCode, token: &str, error: Option<&str>) -> Response {
+    let error = error
+        .map(|e| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(e)))
+        .unwrap_or_default();
+    let body = format!(
+        "<p>Choose a new password for your churn account: at least {MIN_PASSWORD_LEN} characters.</p>{error}\
+         <form method=\"post\" action=\"reset-password\">\
+         <input type=\"hidden\" name=\"token\" value=\"{}\">\
+         <label for=\"password\">New password</label>\
+         <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"new-password\" \
+         minlength=\"{MIN_PASSWORD_LEN}\" maxlength=\"{MAX_PASSWORD_LEN}\" required>\
+         <button type=\"submit\">Set the password</button></form>",
+        escape(token)
+    );
+    page(status, "Reset your password", &body)
+}
+
+/// The page for an error: the service's message for client errors, a generic one for
+/// internal ones, which keep their log entry through the response extension.
+fn failure(e: churn_core::Error, title: &str) -> Response {
+    let text = match &e {
+        churn_core::Error::Internal(_) => {
+            "Something went wrong on our side. Please try again later.".to_owned()
+        }
+        churn_core::Error::Validation { message, .. } => {
+            let mut text = message.clone();
+            if let Some(first) = text.get_mut(0..1) {
+                first.make_ascii_uppercase();
+            }
+            format!("{text}.")
+        }
+        other => other.to_string(),
+    };
+    let (parts, _) = ApiError::from(e).into_response().into_parts();
+    let mut response = message(parts.status, title, &text);
+    response.extensions_mut().extend(parts.extensions);
+    response
+}
+
+fn message(status: StatusCode, title: &str, text: &str) -> Response {
+    page(status, title, &format!("<p>{}</p>", escape(text)))
+}
+
+const STYLE: &str = "body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#1f2933;\
+    background:#f5f7fa;margin:0}main{max-width:420px;margin:10vh auto;background:#fff;padding:32px;\
+    border-radius:8px}h1{font-size:22px}label{display:block;margin:16px 0 4px}\
+    input[type=password]{width:100%;box-sizing:border-box;padding:8px;font-size:16px}\
+    button{margin-top:16px;padding:10px 16px;font-size:16px}.error{color:#b00020}";
+
+fn page(status: StatusCode, title: &str, body: &str) -> Response {
+    let html = format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title} · churn</title><style>{STYLE}</style></head>\
+         <body><main><h1>{title}</h1>{body}</main></body></html>",
+        title = escape(title)
+    );
+    let mut response = (status, html).into_response();
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+        (header::CACHE_CONTROL, "no-store"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; \
+             frame-ancestors 'none'; base-uri 'none'",
+        ),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn escape_covers_markup_and_quotes() {
+        assert_eq!(
+            super::escape(r#"<a href="x" onclick='y'>&</a>"#),
+            "&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;"
+        );
+    }
+}
