@@ -45,6 +45,11 @@ pub struct Config {
     pub rate_limits: bool,
     pub dev_mode: bool,
     pub webhook_allow_private: bool,
+    /// `ip:port` of the DNS server for sender-domain verification; `None`: the system's.
+    pub dns_resolver: Option<SocketAddr>,
+    /// Recovery and check-in emails per project per UTC day, by the owner's subscription.
+    pub send_quota_trial: i64,
+    pub send_quota_paid: i64,
     pub log: String,
     pub log_format: LogFormat,
 }
@@ -67,6 +72,8 @@ struct Defaults {
     rate_limits: &'static str,
     dev_mode: bool,
     webhook_allow_private: bool,
+    send_quota_trial: i64,
+    send_quota_paid: i64,
     log: &'static str,
     log_format: LogFormat,
 }
@@ -81,6 +88,8 @@ const DEFAULTS: Defaults = Defaults {
     rate_limits: "on",
     dev_mode: false,
     webhook_allow_private: false,
+    send_quota_trial: 200,
+    send_quota_paid: 20000,
     log: "info",
     log_format: LogFormat::Text,
 };
@@ -110,6 +119,9 @@ const KNOWN_KEYS: &[&str] = &[
     "rate_limits",
     "dev_mode",
     "webhook_allow_private",
+    "dns_resolver",
+    "send_quota_trial",
+    "send_quota_paid",
     "log",
     "log_format",
 ];
@@ -172,6 +184,14 @@ impl Config {
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
             return fail("CHURN_PUBLIC_URL must be an http:// or https:// URL".into());
+        }
+        for (name, quota) in [
+            ("CHURN_SEND_QUOTA_TRIAL", self.send_quota_trial),
+            ("CHURN_SEND_QUOTA_PAID", self.send_quota_paid),
+        ] {
+            if quota < 0 {
+                return fail(format!("{name} must not be negative"));
+            }
         }
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log) {
             return fail(format!("CHURN_LOG is not a valid log filter: {e}"));

@@ -6,11 +6,13 @@
 //! allows one writer at a time anyway, and queueing writers in the pool avoids `SQLITE_BUSY`
 //! on transactions that read before they write.
 
+pub mod email_settings;
 pub mod events;
 pub mod jobs;
 pub mod keys;
 pub mod projects;
 pub mod secrets;
+pub mod suppressions;
 pub mod users;
 pub mod variants;
 
