@@ -38,7 +38,11 @@ pub fn html_part(body: &str, parts: &SendParts<'_>) -> String {
 /// The plain-text part as sent.
 pub fn text_part(body: &str, parts: &SendParts<'_>) -> String {
     let mut out = body.trim_end().to_owned();
-    let target = parts.cta.href.strip_prefix("mailto:").unwrap_or(&parts.cta.href);
+    let target = parts
+        .cta
+        .href
+        .strip_prefix("mailto:")
+        .unwrap_or(&parts.cta.href);
     if !out.contains(target) {
         out.push_str("\n\n");
         out.push_str(&parts.cta.text_line());
@@ -131,15 +135,27 @@ mod tests {
         let sent = html_part("<html><body><p>Hi</p></body></html>", &parts);
         assert_eq!(sent.matches(">Come back</a>").count(), 1, "{sent}");
         assert!(sent.contains("/t/v1."), "{sent}");
-        assert!(sent.contains("<a href=\"https://churn.example/u/tok\""), "{sent}");
-        assert!(sent.ends_with("Unsubscribe</a></p></body></html>"), "{sent}");
+        assert!(
+            sent.contains("<a href=\"https://churn.example/u/tok\""),
+            "{sent}"
+        );
+        assert!(
+            sent.ends_with("Unsubscribe</a></p></body></html>"),
+            "{sent}"
+        );
         // A draft that has it keeps exactly one.
         let draft = format!("<html><body><p>Hi</p>{}</body></html>", html::button(&cta));
-        assert_eq!(html_part(&draft, &parts).matches(">Come back</a>").count(), 1);
+        assert_eq!(
+            html_part(&draft, &parts).matches(">Come back</a>").count(),
+            1
+        );
 
         let text = text_part("Hi\n\nCome back: https://acme.io/back\n\nAda", &parts);
         assert_eq!(text.matches("https://acme.io/back").count(), 1);
-        assert!(text.ends_with("Unsubscribe: https://churn.example/u/tok\n"), "{text}");
+        assert!(
+            text.ends_with("Unsubscribe: https://churn.example/u/tok\n"),
+            "{text}"
+        );
         assert!(text_part("Hi", &parts).contains("Hi\n\nCome back: https://acme.io/back"));
     }
 }

@@ -60,7 +60,11 @@ pub fn with_call_to_action(text: &str, cta: &CallToAction) -> (String, String) {
         .filter(|b| !b.is_empty())
         .collect();
     // A one-paragraph body has no signature to stand before: the button goes last.
-    let at = if blocks.len() >= 2 { blocks.len() - 1 } else { blocks.len() };
+    let at = if blocks.len() >= 2 {
+        blocks.len() - 1
+    } else {
+        blocks.len()
+    };
     let line = cta.text_line();
     let mut text_blocks: Vec<&str> = blocks.clone();
     text_blocks.insert(at, &line);

@@ -85,8 +85,7 @@ impl TemplateGenerator {
             .map_err(|e| GenerateError(e.to_string()))?;
         let (subject, body) = split_subject(&rendered)
             .ok_or_else(|| GenerateError(format!("template {wanted} has no subject line")))?;
-        let (text, html) =
-            html::with_call_to_action(&tidy(body), &ctx.call_to_action(strategy));
+        let (text, html) = html::with_call_to_action(&tidy(body), &ctx.call_to_action(strategy));
         Ok(Draft {
             subject: subject.to_owned(),
             html,

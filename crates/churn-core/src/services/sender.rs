@@ -52,7 +52,11 @@ fn view(s: Option<EmailSettingsRecord>) -> EmailSettings {
             dns_record: None,
         };
     };
-    let domain = s.from_email.as_deref().and_then(domain_of).map(str::to_owned);
+    let domain = s
+        .from_email
+        .as_deref()
+        .and_then(domain_of)
+        .map(str::to_owned);
     EmailSettings {
         dns_record: domain.as_deref().map(|d| DnsRecord {
             record_type: "TXT".to_owned(),
@@ -112,8 +116,7 @@ impl Churn {
         let mut tx = self.store.begin().await?;
         let current = email_settings::get(&mut *tx, &access.project.id).await?;
         let same_domain = |c: &EmailSettingsRecord| {
-            c.from_email.as_deref().and_then(domain_of)
-                == from_email.as_deref().and_then(domain_of)
+            c.from_email.as_deref().and_then(domain_of) == from_email.as_deref().and_then(domain_of)
         };
         let (verification_token, verified_at) = match current {
             Some(c) if same_domain(&c) => (c.verification_token, c.verified_at),

@@ -142,8 +142,7 @@ impl Churn {
     /// Lets the address be emailed again (admin); 404 when it is not listed.
     pub async fn delete_suppression(&self, access: &ProjectAccess, email: &str) -> Result<()> {
         access.authorize(Permission::Administer)?;
-        if suppressions::delete(self.store.writer(), &access.project.id, &normalise(email)).await?
-        {
+        if suppressions::delete(self.store.writer(), &access.project.id, &normalise(email)).await? {
             Ok(())
         } else {
             Err(Error::NotFound("suppression not found".into()))

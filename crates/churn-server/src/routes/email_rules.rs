@@ -66,5 +66,7 @@ pub async fn verify_email_settings(
     State(s): State<AppState>,
     ProjectScope(access): AdminProject,
 ) -> ApiResult<Json<Data<EmailSettings>>> {
-    Ok(Json(Data::new(s.churn.verify_sender_domain(&access).await?)))
+    Ok(Json(Data::new(
+        s.churn.verify_sender_domain(&access).await?,
+    )))
 }

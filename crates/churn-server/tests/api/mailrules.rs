@@ -63,7 +63,10 @@ async fn event(app: &TestApp, token: &str, email: &str) -> (String, Vec<Value>) 
             200,
         )
         .await;
-    (id, generated["data"]["variants"].as_array().unwrap().clone())
+    (
+        id,
+        generated["data"]["variants"].as_array().unwrap().clone(),
+    )
 }
 
 fn send_path(event: &str, variant: &Value) -> String {
@@ -110,8 +113,8 @@ fn outbox_mail(app: &TestApp, sent: &Value) -> String {
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
         .collect();
-    let raw = std::fs::read_to_string(app.data_dir().join("outbox").join(format!("{name}.eml")))
-        .unwrap();
+    let raw =
+        std::fs::read_to_string(app.data_dir().join("outbox").join(format!("{name}.eml"))).unwrap();
     unfold(&raw)
 }
 
@@ -159,23 +162,39 @@ async fn every_email_has_a_button_and_an_unsubscribe_link(backend: Backend) {
             _ => "https://acme.io/back".to_owned(),
         };
         // Text part: the button's line and the footer's link.
-        assert!(mail.contains(&format!(": {target}\r\n")), "{strategy}:\n{mail}");
+        assert!(
+            mail.contains(&format!(": {target}\r\n")),
+            "{strategy}:\n{mail}"
+        );
         let unsubscribe = unsubscribe_url(&mail);
         assert!(
-            unsubscribe.starts_with(&format!("{}/u/", app.address.replace("localhost", "127.0.0.1"))),
+            unsubscribe.starts_with(&format!(
+                "{}/u/",
+                app.address.replace("localhost", "127.0.0.1")
+            )),
             "{unsubscribe}"
         );
-        assert!(mail.contains(&format!("Unsubscribe: {unsubscribe}")), "{strategy}:\n{mail}");
+        assert!(
+            mail.contains(&format!("Unsubscribe: {unsubscribe}")),
+            "{strategy}:\n{mail}"
+        );
         // HTML part: one button, its link tracked and signed for this target, and the
         // unsubscribe link as is (never a redirect).
         let encoded: String = url::form_urlencoded::byte_serialize(target.as_bytes()).collect();
         assert_eq!(
-            mail.matches("display: inline-block; background: #2563eb").count(),
+            mail.matches("display: inline-block; background: #2563eb")
+                .count(),
             1,
             "{strategy}:\n{mail}"
         );
-        assert!(mail.contains(&format!("/c?u={encoded}&amp;s=")), "{strategy}:\n{mail}");
-        assert!(mail.contains(&format!("<a href=\"{unsubscribe}\"")), "{strategy}:\n{mail}");
+        assert!(
+            mail.contains(&format!("/c?u={encoded}&amp;s=")),
+            "{strategy}:\n{mail}"
+        );
+        assert!(
+            mail.contains(&format!("<a href=\"{unsubscribe}\"")),
+            "{strategy}:\n{mail}"
+        );
         for header in [
             "<mailto:support@acme.io?subject=unsubscribe>",
             "List-Unsubscribe-Post: List-Unsubscribe=One-Click",
@@ -213,7 +232,10 @@ async fn every_email_has_a_button_and_an_unsubscribe_link(backend: Backend) {
     .await;
     let mail = outbox_mail(&app, &send(&app, &token, &id, value_recap, 200).await);
     assert!(mail.contains("Reply to us: support@acme.io"), "{mail}");
-    assert!(mail.contains("<a href=\"mailto:support@acme.io\""), "{mail}");
+    assert!(
+        mail.contains("<a href=\"mailto:support@acme.io\""),
+        "{mail}"
+    );
     let refused = app
         .expect(
             app.req(Method::PATCH, "/projects/acme")
@@ -238,7 +260,12 @@ async fn unsubscribe_by_post_but_not_by_get(backend: Backend) {
     // A GET (a mail scanner following the link) shows a page with a button and changes nothing.
     let page = app.client.get(&url).send().await.unwrap();
     assert_eq!(page.status(), 200);
-    assert!(page.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
     let html = page.text().await.unwrap();
     assert!(
         html.contains("<form method=\"post\"") && html.contains("dana@northwind.example"),
@@ -270,14 +297,22 @@ async fn unsubscribe_by_post_but_not_by_get(backend: Backend) {
     assert_eq!(listed["meta"]["total"], 1);
     assert_eq!(listed["data"][0]["email"], "dana@northwind.example");
     assert_eq!(listed["data"][0]["reason"], "unsubscribed");
-    assert!(listed["data"][0]["created_at"].as_str().unwrap().ends_with('Z'));
+    assert!(
+        listed["data"][0]["created_at"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
     // A second POST is harmless.
     assert_eq!(app.client.post(&url).send().await.unwrap().status(), 200);
 
     let refused = send(&app, &token, &id, &variants[2], 409).await;
     assert_eq!(refused["error"]["code"], "CONFLICT");
     assert_eq!(refused["error"]["message"], "the customer has unsubscribed");
-    assert_eq!(variant_status(&app, &token, &id, &variants[2]).await, "draft");
+    assert_eq!(
+        variant_status(&app, &token, &id, &variants[2]).await,
+        "draft"
+    );
 }
 
 async fn a_bounce_suppresses_and_gives_its_quota_back(backend: Backend) {
@@ -297,7 +332,10 @@ async fn a_bounce_suppresses_and_gives_its_quota_back(backend: Backend) {
     assert_eq!(listed["data"][0]["reason"], "bounced");
     let refused = send(&app, &token, &id, &variants[1], 409).await;
     assert_eq!(refused["error"]["message"], "the address bounced");
-    assert_eq!(variant_status(&app, &token, &id, &variants[1]).await, "draft");
+    assert_eq!(
+        variant_status(&app, &token, &id, &variants[1]).await,
+        "draft"
+    );
 
     // The bounce was not delivered, so the day's only send is still available.
     let (id, variants) = event(&app, &token, "dana@northwind.example").await;
@@ -311,7 +349,11 @@ async fn suppression_routes_and_roles(backend: Backend) {
     let token = owner(&app, json!({})).await;
     let (id, variants) = event(&app, &token, "dana@northwind.example").await;
     let mail = outbox_mail(&app, &send(&app, &token, &id, &variants[0], 200).await);
-    app.client.post(unsubscribe_url(&mail)).send().await.unwrap();
+    app.client
+        .post(unsubscribe_url(&mail))
+        .send()
+        .await
+        .unwrap();
 
     // The project's secret key reads the list like other project data, but cannot delete.
     let key = app
@@ -363,8 +405,11 @@ async fn suppression_routes_and_roles(backend: Backend) {
 
     // The admin (here the owner) lifts it; the address may be emailed again.
     app.expect(
-        app.req(Method::DELETE, "/projects/acme/suppressions/Dana@Northwind.example")
-            .bearer_auth(&token),
+        app.req(
+            Method::DELETE,
+            "/projects/acme/suppressions/Dana@Northwind.example",
+        )
+        .bearer_auth(&token),
         204,
     )
     .await;
@@ -376,7 +421,8 @@ async fn suppression_routes_and_roles(backend: Backend) {
 
 async fn set_clock(app: &TestApp, at: &str) {
     app.expect(
-        app.req(Method::POST, "/dev/clock").json(&json!({"set": at})),
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"set": at})),
         200,
     )
     .await;
@@ -398,7 +444,10 @@ async fn quota_resets_at_the_utc_day_boundary(backend: Backend) {
     let refused = send(&app, &token, &id, &variants[2], 429).await;
     assert_eq!(refused["error"]["code"], "RATE_LIMITED");
     assert_eq!(refused["error"]["message"], "daily email quota reached");
-    assert_eq!(variant_status(&app, &token, &id, &variants[2]).await, "draft");
+    assert_eq!(
+        variant_status(&app, &token, &id, &variants[2]).await,
+        "draft"
+    );
 
     // Still the same UTC day a second before midnight; a new day one second after.
     set_clock(&app, "2026-11-21T23:59:59.000Z").await;
@@ -426,7 +475,9 @@ async fn start_dns(records: Arc<Mutex<Vec<String>>>) -> SocketAddr {
             answer.add_queries(query.queries.clone());
             for q in &query.queries {
                 let name = q.name().to_string().to_ascii_lowercase();
-                if q.query_type() == RecordType::TXT && name.trim_end_matches('.') == "_churn.acme.io" {
+                if q.query_type() == RecordType::TXT
+                    && name.trim_end_matches('.') == "_churn.acme.io"
+                {
                     for value in records.lock().unwrap().iter() {
                         answer.add_answer(Record::from_rdata(
                             q.name().clone(),
@@ -478,7 +529,8 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
         .collect();
     assert_eq!(fields, ["from_email", "reply_to"]);
     app.expect(
-        app.req(Method::POST, &format!("{settings}/verify")).bearer_auth(&token),
+        app.req(Method::POST, &format!("{settings}/verify"))
+            .bearer_auth(&token),
         400,
     )
     .await;
@@ -519,7 +571,10 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
         .await;
     assert_eq!(answer["data"]["domain_verified"], true);
     let mail = outbox_mail(&app, &send(&app, &token, &id, &variants[1], 200).await);
-    assert!(mail.contains("From: \"Ada at Acme\" <hello@acme.io>"), "{mail}");
+    assert!(
+        mail.contains("From: \"Ada at Acme\" <hello@acme.io>"),
+        "{mail}"
+    );
     assert!(mail.contains("Reply-To: help@acme.io"), "{mail}");
 
     // The same domain keeps its proof; another domain needs a new one.
@@ -559,8 +614,11 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    app.expect(app.req(Method::GET, settings).header("x-api-key", &key), 401)
-        .await;
+    app.expect(
+        app.req(Method::GET, settings).header("x-api-key", &key),
+        401,
+    )
+    .await;
     let stranger = app.register("eve@else.io").await;
     app.expect(
         app.req(Method::PUT, settings)
