@@ -19,6 +19,7 @@ fn context() -> EmailContext {
         founder_first: "Ada".into(),
         support_email: "support@acme.example".into(),
         product_url: Some("https://acme.example".into()),
+        reactivation_url: None,
         tenure: Some("14 months".into()),
         mrr: Some("$49.00/month".into()),
         discounted_price: Some("$39.20/month".into()),

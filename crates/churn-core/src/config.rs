@@ -51,6 +51,11 @@ pub struct Config {
     pub extra_ca_file: Option<PathBuf>,
     /// `None`: decided from the bind address (open on loopback, else by invitation).
     pub registration: Option<Registration>,
+    /// `ip:port` of the DNS server for sender-domain verification; `None`: the system's.
+    pub dns_resolver: Option<SocketAddr>,
+    /// Recovery and check-in emails per project per UTC day, by the owner's subscription.
+    pub send_quota_trial: i64,
+    pub send_quota_paid: i64,
     pub log: String,
     pub log_format: LogFormat,
 }
@@ -88,6 +93,8 @@ struct Defaults {
     rate_limits: &'static str,
     dev_mode: bool,
     webhook_allow_private: bool,
+    send_quota_trial: i64,
+    send_quota_paid: i64,
     log: &'static str,
     log_format: LogFormat,
 }
@@ -102,6 +109,8 @@ const DEFAULTS: Defaults = Defaults {
     rate_limits: "on",
     dev_mode: false,
     webhook_allow_private: false,
+    send_quota_trial: 200,
+    send_quota_paid: 20000,
     log: "info",
     log_format: LogFormat::Text,
 };
@@ -133,6 +142,9 @@ const KNOWN_KEYS: &[&str] = &[
     "webhook_allow_private",
     "extra_ca_file",
     "registration",
+    "dns_resolver",
+    "send_quota_trial",
+    "send_quota_paid",
     "log",
     "log_format",
 ];
@@ -224,6 +236,14 @@ impl Config {
             && let Err(e) = crate::outbound::load_roots(path)
         {
             return fail(format!("CHURN_EXTRA_CA_FILE: {e}"));
+        }
+        for (name, quota) in [
+            ("CHURN_SEND_QUOTA_TRIAL", self.send_quota_trial),
+            ("CHURN_SEND_QUOTA_PAID", self.send_quota_paid),
+        ] {
+            if quota < 0 {
+                return fail(format!("{name} must not be negative"));
+            }
         }
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log) {
             return fail(format!("CHURN_LOG is not a valid log filter: {e}"));

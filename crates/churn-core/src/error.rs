@@ -21,6 +21,9 @@ pub enum Error {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// A limit of the service was reached (answered as 429 with this text).
+    #[error("{0}")]
+    RateLimited(String),
     #[error("your subscription has expired; renew it to keep using churn events")]
     SubscriptionExpired,
     /// A feature needs configuration the operator has not given (answered as 500 with this text).

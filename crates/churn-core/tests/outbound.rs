@@ -372,6 +372,7 @@ fn context() -> EmailContext {
         founder_first: "the founder".into(),
         support_email: "support@acme.io".into(),
         product_url: None,
+        reactivation_url: None,
         tenure: None,
         mrr: None,
         discounted_price: None,

@@ -118,6 +118,7 @@ impl From<churn_core::Error> for ApiError {
             E::Forbidden(m) => ApiError::forbidden(m),
             E::NotFound(m) => ApiError::not_found(m),
             E::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "CONFLICT", m),
+            E::RateLimited(m) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED", m),
             E::SubscriptionExpired => ApiError::new(
                 StatusCode::PAYMENT_REQUIRED,
                 "SUBSCRIPTION_EXPIRED",

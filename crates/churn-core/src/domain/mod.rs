@@ -1,5 +1,6 @@
 //! Pure domain rules: no I/O, no clock reads; every function here takes what it needs.
 
+pub mod cta;
 pub mod email;
 pub mod keys;
 pub mod lifecycle;
@@ -7,11 +8,13 @@ pub mod origin;
 pub mod password;
 pub mod ranking;
 pub mod role;
+pub mod sender;
 pub mod settings;
 pub mod slug;
 pub mod strategy;
 pub mod subscription;
 pub mod tracking;
+pub mod unsubscribe;
 pub mod validation;
 pub mod variant;
 mod wire;

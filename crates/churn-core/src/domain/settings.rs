@@ -17,6 +17,9 @@ pub struct ProjectSettings {
     pub discount_months: i64,
     pub founder_name: Option<String>,
     pub product_url: Option<String>,
+    /// Where a customer goes to come back (https only); the emails' button leads there.
+    /// Unset: `product_url`.
+    pub reactivation_url: Option<String>,
     /// Language of generated emails (an IETF tag such as `en`).
     pub language: String,
 }
@@ -29,6 +32,7 @@ impl Default for ProjectSettings {
             discount_months: 3,
             founder_name: None,
             product_url: None,
+            reactivation_url: None,
             language: "en".to_owned(),
         }
     }
@@ -47,6 +51,9 @@ pub struct SettingsPatch {
     #[serde(default, with = "double_option")]
     #[schema(value_type = Option<String>)]
     pub product_url: Option<Option<String>>,
+    #[serde(default, with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub reactivation_url: Option<Option<String>>,
     pub language: Option<String>,
 }
 
@@ -108,6 +115,17 @@ impl ProjectSettings {
                 .check("settings.product_url", checked)
                 .unwrap_or(next.product_url);
         }
+        if let Some(url) = patch.reactivation_url {
+            let checked = optional(url, 500).and_then(|url| match url {
+                Some(u) if url::Url::parse(&u).map_or(true, |p| p.scheme() != "https") => {
+                    Err("must be an https URL".to_owned())
+                }
+                other => Ok(other),
+            });
+            next.reactivation_url = v
+                .check("settings.reactivation_url", checked)
+                .unwrap_or(next.reactivation_url);
+        }
         if let Some(language) = patch.language {
             let ok = (2..=16).contains(&language.len())
                 && language
@@ -124,6 +142,15 @@ impl ProjectSettings {
         }
         v.finish()?;
         Ok(next)
+    }
+}
+
+impl ProjectSettings {
+    /// Where the emails' button leads: `reactivation_url`, else `product_url`.
+    pub fn reactivation_target(&self) -> Option<&str> {
+        self.reactivation_url
+            .as_deref()
+            .or(self.product_url.as_deref())
     }
 }
 
@@ -175,7 +202,7 @@ mod tests {
     #[test]
     fn out_of_range_values_name_their_field() {
         let patch: SettingsPatch = serde_json::from_value(
-            serde_json::json!({"recovery_window_days": 0, "discount_percent": 91, "product_url": "javascript:x"}),
+            serde_json::json!({"recovery_window_days": 0, "discount_percent": 91, "product_url": "javascript:x", "reactivation_url": "http://acme.io/back"}),
         )
         .unwrap();
         let Err(Error::Validation { details, .. }) = ProjectSettings::default().apply(patch) else {
@@ -187,7 +214,8 @@ mod tests {
             [
                 "settings.recovery_window_days",
                 "settings.discount_percent",
-                "settings.product_url"
+                "settings.product_url",
+                "settings.reactivation_url"
             ]
         );
     }

@@ -39,7 +39,8 @@ pub trait EmailTransport: Send + Sync {
     fn send<'a>(&'a self, email: &'a OutgoingEmail) -> BoxFuture<'a, Result<(), SendError>>;
 }
 
-/// The MIME message: text and HTML alternatives, Reply-To, List-Unsubscribe.
+/// The MIME message: text and HTML alternatives, Reply-To, List-Unsubscribe (and
+/// List-Unsubscribe-Post).
 fn to_message(email: &OutgoingEmail) -> Result<lettre::Message, SendError> {
     let bad =
         |what: &str, e: &dyn std::fmt::Display| SendError::Failed(format!("invalid {what}: {e}"));
@@ -54,6 +55,10 @@ fn to_message(email: &OutgoingEmail) -> Result<lettre::Message, SendError> {
         .subject(&email.subject)
         .message_id(Some(format!("<{}>", email.message_id)))
         .header(ListUnsubscribe(email.list_unsubscribe.clone()));
+    // RFC 8058 one-click unsubscribe, offered whenever the header carries a web URL.
+    if email.list_unsubscribe.contains("<http") {
+        builder = builder.header(ListUnsubscribePost);
+    }
     if let Some(reply_to) = &email.reply_to {
         builder = builder.reply_to(reply_to.parse().map_err(|e| bad("reply-to", &e))?);
     }
@@ -79,5 +84,22 @@ impl header::Header for ListUnsubscribe {
 
     fn display(&self) -> header::HeaderValue {
         header::HeaderValue::new(Self::name(), self.0.clone())
+    }
+}
+
+#[derive(Clone)]
+struct ListUnsubscribePost;
+
+impl header::Header for ListUnsubscribePost {
+    fn name() -> header::HeaderName {
+        header::HeaderName::new_from_ascii_str("List-Unsubscribe-Post")
+    }
+
+    fn parse(_: &str) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(Self)
+    }
+
+    fn display(&self) -> header::HeaderValue {
+        header::HeaderValue::new(Self::name(), "List-Unsubscribe=One-Click".to_owned())
     }
 }

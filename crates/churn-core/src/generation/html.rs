@@ -1,39 +1,88 @@
-//! Plain text to email HTML, and sanitising HTML that users edit.
+//! Plain text to email HTML with its call-to-action button, and sanitising HTML that users
+//! edit.
+
+use crate::domain::cta::CallToAction;
 
 /// Renders plain text as simple, email-client-safe HTML: paragraphs, line breaks, bullet
 /// lists and clickable links, everything else escaped.
 pub fn from_text(text: &str) -> String {
-    let mut out = String::from(
-        "<!DOCTYPE html><html><body style=\"font-family: -apple-system, Segoe UI, Helvetica, Arial, sans-serif; \
-         font-size: 15px; line-height: 1.5; color: #1f2933; max-width: 600px; margin: 0 auto; padding: 24px;\">",
-    );
+    let mut out = String::from(HEAD);
     for block in text.split("\n\n").map(str::trim).filter(|b| !b.is_empty()) {
-        let lines: Vec<&str> = block.lines().collect();
-        if lines.iter().all(|l| l.trim_start().starts_with("- ")) {
-            out.push_str("<ul>");
-            for line in lines {
-                out.push_str("<li>");
-                out.push_str(&linkify(line.trim_start().trim_start_matches("- ")));
-                out.push_str("</li>");
-            }
-            out.push_str("</ul>");
-        } else {
-            out.push_str("<p>");
-            out.push_str(
-                &lines
-                    .iter()
-                    .map(|l| linkify(l))
-                    .collect::<Vec<_>>()
-                    .join("<br>"),
-            );
-            out.push_str("</p>");
-        }
+        push_block(&mut out, block);
     }
-    out.push_str("</body></html>");
+    out.push_str(TAIL);
     out
 }
 
-fn escape(s: &str) -> String {
+const HEAD: &str = "<!DOCTYPE html><html><body style=\"font-family: -apple-system, Segoe UI, Helvetica, Arial, sans-serif; \
+     font-size: 15px; line-height: 1.5; color: #1f2933; max-width: 600px; margin: 0 auto; padding: 24px;\">";
+const TAIL: &str = "</body></html>";
+
+fn push_block(out: &mut String, block: &str) {
+    let lines: Vec<&str> = block.lines().collect();
+    if lines.iter().all(|l| l.trim_start().starts_with("- ")) {
+        out.push_str("<ul>");
+        for line in lines {
+            out.push_str("<li>");
+            out.push_str(&linkify(line.trim_start().trim_start_matches("- ")));
+            out.push_str("</li>");
+        }
+        out.push_str("</ul>");
+    } else {
+        out.push_str("<p>");
+        out.push_str(
+            &lines
+                .iter()
+                .map(|l| linkify(l))
+                .collect::<Vec<_>>()
+                .join("<br>"),
+        );
+        out.push_str("</p>");
+    }
+}
+
+/// The primary button of an email.
+pub fn button(cta: &CallToAction) -> String {
+    format!(
+        "<p style=\"margin: 28px 0;\"><a href=\"{}\" style=\"display: inline-block; background: #2563eb; \
+         color: #ffffff; text-decoration: none; font-weight: 600; padding: 12px 22px; border-radius: 6px;\">{}</a></p>",
+        escape(&cta.href),
+        escape(&cta.label)
+    )
+}
+
+/// Places the call to action before the closing paragraph (the signature) of a plain-text
+/// body and renders both parts: the text with the button's line, the HTML with the button.
+pub fn with_call_to_action(text: &str, cta: &CallToAction) -> (String, String) {
+    let blocks: Vec<&str> = text
+        .split("\n\n")
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .collect();
+    // A one-paragraph body has no signature to stand before: the button goes last.
+    let at = if blocks.len() >= 2 {
+        blocks.len() - 1
+    } else {
+        blocks.len()
+    };
+    let line = cta.text_line();
+    let mut text_blocks: Vec<&str> = blocks.clone();
+    text_blocks.insert(at, &line);
+    let mut html = String::from(HEAD);
+    for (i, block) in blocks.iter().enumerate() {
+        if i == at {
+            html.push_str(&button(cta));
+        }
+        push_block(&mut html, block);
+    }
+    if at == blocks.len() {
+        html.push_str(&button(cta));
+    }
+    html.push_str(TAIL);
+    (text_blocks.join("\n\n"), html)
+}
+
+pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -144,6 +193,26 @@ mod tests {
             clean.contains("<b>there</b>") && clean.contains("https://ok.io"),
             "{clean}"
         );
+    }
+
+    #[test]
+    fn the_call_to_action_goes_before_the_signature() {
+        let cta = CallToAction {
+            label: "Come back".into(),
+            href: "https://acme.io/?a=1&b=2".into(),
+        };
+        let (text, html) = with_call_to_action("Hi Dana,\n\nWe miss you.\n\nBest,\nAda", &cta);
+        assert_eq!(
+            text,
+            "Hi Dana,\n\nWe miss you.\n\nCome back: https://acme.io/?a=1&b=2\n\nBest,\nAda"
+        );
+        assert!(
+            html.contains("We miss you.</p><p style=\"margin: 28px 0;\"><a href=\"https://acme.io/?a=1&amp;b=2\"")
+                && html.contains(">Come back</a></p><p>Best,<br>Ada</p></body>"),
+            "{html}"
+        );
+        let (text, _) = with_call_to_action("Hi", &cta);
+        assert_eq!(text, "Hi\n\nCome back: https://acme.io/?a=1&b=2");
     }
 
     #[test]

@@ -106,10 +106,11 @@ impl LlmGenerator {
         if text.contains("{{") || text.contains('<') {
             return Err(fail("body contains markup or placeholders"));
         }
+        let (text, html) = html::with_call_to_action(text, &ctx.call_to_action(strategy));
         Ok(Draft {
             subject: subject.to_owned(),
-            html: html::from_text(text),
-            text: text.to_owned(),
+            html,
+            text,
             generator: GeneratorKind::Llm,
         })
     }
@@ -143,7 +144,8 @@ impl Generator for LlmGenerator {
 const SYSTEM_PROMPT: &str = "You write short, warm, honest win-back emails for a subscription software company. \
 Plain text only, no markdown, no HTML, no placeholders. Answer with a JSON object \
 {\"subject\": string, \"body\": string}. The subject is one line under 90 characters. The body \
-greets the customer by first name, has 3 to 6 short paragraphs, and ends with the sender's signature.";
+greets the customer by first name, has 3 to 6 short paragraphs, and ends with the sender's signature. \
+Write no URLs: a button to come back is added before the signature.";
 
 fn prompt(ctx: &EmailContext, strategy: Strategy) -> String {
     let goal = match strategy {

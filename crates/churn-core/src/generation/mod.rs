@@ -1,5 +1,6 @@
 //! Writing recovery emails: what a generator is given, what it returns, and the two
-//! generators (templates, and an OpenAI-compatible LLM that falls back to them).
+//! generators (templates, and an OpenAI-compatible LLM that falls back to them). Every draft,
+//! whichever wrote it, carries the strategy's call-to-action button before its signature.
 //!
 //! The context is serialized whole into templates and LLM prompts, except the customer's
 //! email address, which no email needs and which must not reach an LLM vendor.
@@ -13,6 +14,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde::Serialize;
 
+use crate::domain::cta::CallToAction;
 use crate::domain::strategy::Strategy;
 
 /// Everything an email may mention, already formatted for reading.
@@ -28,6 +30,8 @@ pub struct EmailContext {
     pub founder_first: String,
     pub support_email: String,
     pub product_url: Option<String>,
+    /// Where the button leads: `settings.reactivation_url`, else `product_url`.
+    pub reactivation_url: Option<String>,
     /// "14 months", "3 weeks"; absent when unknown.
     pub tenure: Option<String>,
     /// "$49.00/month"; absent when unknown.
@@ -42,6 +46,19 @@ pub struct EmailContext {
     pub reason: Option<String>,
     pub payment_failed: bool,
     pub language: String,
+}
+
+impl EmailContext {
+    /// The primary call to action of this event's email for `strategy`.
+    pub fn call_to_action(&self, strategy: Strategy) -> CallToAction {
+        CallToAction::new(
+            strategy,
+            self.reactivation_url.as_deref(),
+            Some(&self.coupon_code),
+            &self.support_email,
+            self.discount_percent,
+        )
+    }
 }
 
 /// One written email: subject, HTML and plain text.

@@ -85,10 +85,10 @@ impl TemplateGenerator {
             .map_err(|e| GenerateError(e.to_string()))?;
         let (subject, body) = split_subject(&rendered)
             .ok_or_else(|| GenerateError(format!("template {wanted} has no subject line")))?;
-        let text = tidy(body);
+        let (text, html) = html::with_call_to_action(&tidy(body), &ctx.call_to_action(strategy));
         Ok(Draft {
             subject: subject.to_owned(),
-            html: html::from_text(&text),
+            html,
             text,
             generator: GeneratorKind::Template,
         })
@@ -138,6 +138,7 @@ pub(crate) mod tests {
             founder_first: "Ada".into(),
             support_email: "support@acme.example".into(),
             product_url: Some("https://acme.example".into()),
+            reactivation_url: Some("https://acme.example/welcome-back".into()),
             tenure: Some("14 months".into()),
             mrr: Some("$49.00/month".into()),
             discounted_price: Some("$39.20/month".into()),

@@ -186,6 +186,7 @@ impl Churn {
                 .clone()
                 .unwrap_or_else(|| self.sender_address()),
             product_url: settings.product_url.clone(),
+            reactivation_url: settings.reactivation_target().map(str::to_owned),
             tenure: event.tenure_days.filter(|d| *d > 0).map(tenure_phrase),
             mrr: event.mrr.filter(|m| *m > 0).map(money),
             discounted_price: event

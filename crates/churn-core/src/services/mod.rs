@@ -9,9 +9,12 @@ pub mod events;
 mod generation;
 mod idp;
 pub mod projects;
+mod quota;
 mod secrets;
+mod sender;
 mod sending;
 pub mod stats;
+mod suppressions;
 mod tokens;
 mod tracking;
 
@@ -19,6 +22,7 @@ use std::sync::Arc;
 
 use crate::config::{Config, Registration};
 use crate::domain::tracking::TrackingKeys;
+use crate::domain::unsubscribe::UnsubscribeKeys;
 use crate::email::{EmailTransport, Outbox, Smtp};
 use crate::error::Error;
 use crate::error::Result;
@@ -31,7 +35,10 @@ use crate::time::{Clock, Timestamp};
 
 pub use access::ProjectAccess;
 pub use accounts::AccountEmail;
+pub use quota::SendQuota;
 pub use secrets::EncryptionKey;
+pub use sender::Sender;
+pub use suppressions::UnsubscribeTarget;
 
 /// The service core: storage, clock and the keys the service signs with.
 #[derive(Clone)]
@@ -45,6 +52,10 @@ pub struct Churn {
     /// `None` when email is not configured: sends then fail with a clear error.
     email: Option<Arc<dyn EmailTransport>>,
     tracking: Arc<TrackingKeys>,
+    unsubscribe: Arc<UnsubscribeKeys>,
+    send_quota: SendQuota,
+    /// The DNS server for sender-domain checks; `None`: the system's.
+    dns_resolver: Option<std::net::SocketAddr>,
     public_url: String,
     email_from: String,
     /// Identity-provider sign-in, when configured.
@@ -74,6 +85,13 @@ impl Churn {
             generator: generator(config, &outbound),
             email: email_transport(config)?,
             tracking: Arc::new(TrackingKeys::new(tracking_secret.as_bytes())),
+            // The same secret; tokens of the two kinds are signed under different labels.
+            unsubscribe: Arc::new(UnsubscribeKeys::new(tracking_secret.as_bytes())),
+            send_quota: SendQuota {
+                trial: config.send_quota_trial,
+                paid: config.send_quota_paid,
+            },
+            dns_resolver: config.dns_resolver,
             public_url: config.public_url(),
             registration: config.registration(),
             email_from: config.email_from.clone(),

@@ -2,9 +2,12 @@
 
 use super::Churn;
 use super::access::ProjectAccess;
+use super::sender::Sender;
 use crate::api::events::{EditVariant, EditedVariant, SentVariant};
+use crate::domain::cta::CallToAction;
 use crate::domain::lifecycle::{Action, EventStatus, transition};
 use crate::domain::role::Permission;
+use crate::domain::unsubscribe::SuppressionReason;
 use crate::domain::variant::{
     MAX_BODY_CHARS, MAX_SUBJECT_CHARS, VariantAction, VariantGuard, VariantStatus,
     transition as variant_transition,
@@ -92,8 +95,9 @@ impl Churn {
     }
 
     /// Sends a variant to the customer. The event's status is checked before the variant is
-    /// looked up (decisions §7); the variant is claimed before the email leaves, so a second
-    /// send of it — concurrent or later — is a conflict.
+    /// looked up (decisions §7); a suppressed address is refused (409) and the daily quota
+    /// counted (429) before the email leaves; the variant is claimed first, so a second send
+    /// of it — concurrent or later — is a conflict. A bounce suppresses the address.
     pub async fn send_variant(
         &self,
         access: &ProjectAccess,
@@ -120,21 +124,40 @@ impl Churn {
         let status = variant.status.ok_or_else(already_sent)?;
         variant_transition(status, VariantAction::Send)
             .map_err(|e| Error::Conflict(e.to_string()))?;
-        // The claim makes the check above hold against concurrent sends too.
-        if !variants::claim_for_send(self.store.writer(), &variant.id, self.now()).await? {
+        self.refuse_suppressed(&access.project.id, &event.customer_email)
+            .await?;
+        let sender = self.sender_for(&access.project).await?;
+        // The claim makes the check above hold against concurrent sends too; the quota is
+        // counted in the same transaction, so a refused send leaves the variant a draft.
+        let mut tx = self.store.begin().await?;
+        if !variants::claim_for_send(&mut *tx, &variant.id, self.now()).await? {
+            tx.rollback().await?;
             return Err(already_sent());
         }
+        let quota_day = self.count_send(&mut tx, &access.project).await?;
+        tx.commit().await?;
 
         let email = self.compose(
             access,
+            &sender,
             &event.customer_email,
             event.customer_name.clone(),
             &variant,
         );
         if let Err(e) = transport.send(&email).await {
+            // The mail server accepted nothing: the send does not count.
+            self.release_send(&access.project.id, &quota_day).await?;
             let released = match e {
-                SendError::Rejected(_) => variant_transition(status, VariantAction::Bounce)
-                    .unwrap_or(VariantStatus::Bounced),
+                SendError::Rejected(_) => {
+                    self.suppress(
+                        &access.project.id,
+                        &event.customer_email,
+                        SuppressionReason::Bounced,
+                    )
+                    .await?;
+                    variant_transition(status, VariantAction::Bounce)
+                        .unwrap_or(VariantStatus::Bounced)
+                }
                 SendError::Failed(_) => status,
             };
             variants::release_claim(self.store.writer(), &variant.id, released, self.now()).await?;
@@ -175,26 +198,46 @@ impl Churn {
     fn compose(
         &self,
         access: &ProjectAccess,
+        sender: &Sender,
         to: &str,
         to_name: Option<String>,
         variant: &VariantRecord,
     ) -> OutgoingEmail {
-        let reply_to = access.project.support_email.clone();
-        let unsubscribe_to = reply_to.clone().unwrap_or_else(|| self.sender_address());
+        let project = &access.project;
+        let support = project
+            .support_email
+            .clone()
+            .unwrap_or_else(|| self.sender_address());
+        let unsubscribe_to = sender.reply_to.clone().unwrap_or_else(|| support.clone());
+        let cta = CallToAction::new(
+            variant.strategy,
+            project.settings.reactivation_target(),
+            variant.coupon_code.as_deref(),
+            &support,
+            variant
+                .coupon_percent
+                .unwrap_or(project.settings.discount_percent),
+        );
+        let unsubscribe_url = self.unsubscribe_url(&project.id, to);
+        let parts = compose::SendParts {
+            cta: &cta,
+            keys: &self.tracking,
+            public_url: &self.public_url,
+            variant_id: &variant.id,
+            product: &project.name,
+            unsubscribe_url: &unsubscribe_url,
+        };
         OutgoingEmail {
-            from: self.email_from.clone(),
+            from: sender.from.clone(),
             to: to.to_owned(),
             to_name,
-            reply_to,
+            reply_to: sender.reply_to.clone(),
             subject: variant.subject.clone(),
-            html: compose::with_tracking(
-                &variant.body,
-                &self.tracking,
-                &self.public_url,
-                &variant.id,
+            html: compose::html_part(&variant.body, &parts),
+            text: compose::text_part(&variant.body_text, &parts),
+            list_unsubscribe: format!(
+                "<{unsubscribe_url}>, <mailto:{unsubscribe_to}?subject=unsubscribe>"
             ),
-            text: variant.body_text.clone(),
-            list_unsubscribe: format!("<mailto:{unsubscribe_to}?subject=unsubscribe>"),
             message_id: format!("{}@churn", uuid::Uuid::new_v4()),
         }
     }

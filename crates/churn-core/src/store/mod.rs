@@ -8,11 +8,13 @@
 
 mod db;
 mod dialect;
+pub mod email_settings;
 pub mod events;
 pub mod jobs;
 pub mod keys;
 pub mod projects;
 pub mod secrets;
+pub mod suppressions;
 pub mod users;
 pub mod variants;
 

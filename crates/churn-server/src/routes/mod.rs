@@ -2,12 +2,14 @@
 
 mod auth;
 mod dev;
+mod email_rules;
 mod events;
 mod legacy;
 mod ops;
 mod pages;
 mod projects;
 mod tracking;
+mod unsubscribe;
 
 use std::sync::Arc;
 
@@ -56,6 +58,13 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(projects::rotate_keys))
         .routes(routes!(projects::webhook_secret))
         .routes(routes!(projects::rotate_webhook_secret))
+        .routes(routes!(email_rules::list_suppressions))
+        .routes(routes!(email_rules::delete_suppression))
+        .routes(routes!(
+            email_rules::get_email_settings,
+            email_rules::put_email_settings
+        ))
+        .routes(routes!(email_rules::verify_email_settings))
         .routes(routes!(events::create, events::list))
         .routes(routes!(events::get))
         .routes(routes!(events::recovered))
@@ -83,7 +92,8 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(ops::ready))
         .routes(routes!(ops::metrics))
         .routes(routes!(tracking::open))
-        .routes(routes!(tracking::click));
+        .routes(routes!(tracking::click))
+        .routes(routes!(unsubscribe::show, unsubscribe::confirm));
 
     let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .nest("/api/v1", api)

@@ -58,7 +58,8 @@ impl Handler for Mailbox {
     }
 }
 
-fn start_smtp() -> (u16, Arc<Mutex<Vec<String>>>) {
+/// Shared with the suppression tests, which need a server that bounces.
+pub(crate) fn start_smtp() -> (u16, Arc<Mutex<Vec<String>>>) {
     let mailbox = Mailbox::default();
     let received = mailbox.received.clone();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -163,7 +164,10 @@ async fn smtp_delivers_and_records_bounces(backend: Backend) {
     for needle in [
         "To: Dana <dana@northwind.example>",
         "Reply-To: support@acme.io",
-        "List-Unsubscribe: <mailto:support@acme.io?subject=unsubscribe>",
+        "List-Unsubscribe: <http://127.0.0.1:",
+        "/u/",
+        "<mailto:support@acme.io?subject=unsubscribe>",
+        "List-Unsubscribe-Post: List-Unsubscribe=One-Click",
         &format!("Message-ID: <{message_id}>"),
         "text/plain",
         "text/html",

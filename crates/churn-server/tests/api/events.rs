@@ -253,7 +253,10 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
     for header in [
         "To: \"Dana Scully\" <dana@northwind.example>",
         "Reply-To: support@acme.io",
-        "List-Unsubscribe: <mailto:support@acme.io?subject=unsubscribe>",
+        "List-Unsubscribe: <http://127.0.0.1:",
+        "/u/",
+        "<mailto:support@acme.io?subject=unsubscribe>",
+        "List-Unsubscribe-Post: List-Unsubscribe=One-Click",
     ] {
         assert!(mail.contains(header), "missing {header}:\n{mail}");
     }

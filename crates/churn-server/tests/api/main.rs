@@ -9,6 +9,7 @@ mod email;
 mod events;
 mod idp;
 mod logging;
+mod mailrules;
 mod operations;
 mod projects;
 mod tenancy;

@@ -1,0 +1,151 @@
+//! The suppression list: addresses a project's recovery and check-in emails no longer go to,
+//! fed by one-click unsubscribes (`/u/<token>`) and by bounces. Dunning emails about a failed
+//! payment are not subject to it.
+
+use super::Churn;
+use super::access::ProjectAccess;
+use crate::api::Meta;
+use crate::api::email_rules::{PageQuery, Suppression};
+use crate::domain::role::Permission;
+use crate::domain::unsubscribe::SuppressionReason;
+use crate::domain::validation::Validator;
+use crate::error::{Error, Result};
+use crate::store::{projects, suppressions};
+
+const DEFAULT_PER_PAGE: i64 = 20;
+const MAX_PER_PAGE: i64 = 100;
+
+/// Whose unsubscribe a token names, for the page that confirms it.
+#[derive(Debug, Clone)]
+pub struct UnsubscribeTarget {
+    pub project_name: String,
+    pub email: String,
+}
+
+fn normalise(email: &str) -> String {
+    email.trim().to_lowercase()
+}
+
+impl Churn {
+    /// Why `email` may not be sent recovery or check-in emails by the project, if it may not.
+    /// For every sender of such emails (manual sends, automation).
+    pub async fn is_suppressed(
+        &self,
+        project_id: &str,
+        email: &str,
+    ) -> Result<Option<SuppressionReason>> {
+        Ok(
+            suppressions::get(self.store.reader(), project_id, &normalise(email))
+                .await?
+                .map(|s| s.reason),
+        )
+    }
+
+    /// 409 with the reason's message when the address is suppressed.
+    pub(crate) async fn refuse_suppressed(&self, project_id: &str, email: &str) -> Result<()> {
+        match self.is_suppressed(project_id, email).await? {
+            Some(reason) => Err(Error::Conflict(reason.refusal().to_owned())),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) async fn suppress(
+        &self,
+        project_id: &str,
+        email: &str,
+        reason: SuppressionReason,
+    ) -> Result<()> {
+        suppressions::insert(
+            self.store.writer(),
+            project_id,
+            &normalise(email),
+            reason,
+            self.now(),
+        )
+        .await
+    }
+
+    /// The signed `/u/<token>` URL of an address, for the email's footer and headers.
+    pub(crate) fn unsubscribe_url(&self, project_id: &str, email: &str) -> String {
+        let token = self.unsubscribe.token(project_id, &normalise(email));
+        format!("{}/u/{token}", self.public_url)
+    }
+
+    /// What a token names; 404 for a forged token or a deleted project. Changes nothing.
+    pub async fn unsubscribe_target(&self, token: &str) -> Result<UnsubscribeTarget> {
+        Ok(self.resolve_unsubscribe(token).await?.1)
+    }
+
+    /// Adds the address a token names to its project's suppression list (idempotent).
+    pub async fn unsubscribe(&self, token: &str) -> Result<UnsubscribeTarget> {
+        let (project_id, target) = self.resolve_unsubscribe(token).await?;
+        self.suppress(&project_id, &target.email, SuppressionReason::Unsubscribed)
+            .await?;
+        Ok(target)
+    }
+
+    async fn resolve_unsubscribe(&self, token: &str) -> Result<(String, UnsubscribeTarget)> {
+        let not_found = || Error::NotFound("no route for this path".into());
+        let (project_id, email) = self.unsubscribe.verify(token).ok_or_else(not_found)?;
+        let project = projects::by_id(self.store.reader(), &project_id)
+            .await?
+            .ok_or_else(not_found)?;
+        let target = UnsubscribeTarget {
+            project_name: project.name,
+            email,
+        };
+        Ok((project_id, target))
+    }
+
+    pub async fn list_suppressions(
+        &self,
+        access: &ProjectAccess,
+        q: PageQuery,
+    ) -> Result<(Vec<Suppression>, Meta)> {
+        access.authorize(Permission::Read)?;
+        let mut v = Validator::new();
+        let page = q.page.unwrap_or(1);
+        if page < 1 {
+            v.add("page", "must be at least 1");
+        }
+        let per_page = q.per_page.unwrap_or(DEFAULT_PER_PAGE);
+        if !(1..=MAX_PER_PAGE).contains(&per_page) {
+            v.add("per_page", format!("must be between 1 and {MAX_PER_PAGE}"));
+        }
+        v.finish()?;
+        let db = self.store.reader();
+        let total = suppressions::count(db, &access.project.id).await?;
+        let rows = suppressions::list(
+            db,
+            &access.project.id,
+            per_page,
+            (page - 1).saturating_mul(per_page),
+        )
+        .await?;
+        let meta = Meta {
+            page: page as u32,
+            per_page: per_page as u32,
+            total,
+            total_pages: total.div_ceil(per_page as u64),
+        };
+        let items = rows
+            .into_iter()
+            .map(|r| Suppression {
+                email: r.email,
+                reason: r.reason,
+                created_at: r.created_at,
+            })
+            .collect();
+        Ok((items, meta))
+    }
+
+    /// Lets the address be emailed again (admin); 404 when it is not listed.
+    pub async fn delete_suppression(&self, access: &ProjectAccess, email: &str) -> Result<()> {
+        access.authorize(Permission::Administer)?;
+        if suppressions::delete(self.store.writer(), &access.project.id, &normalise(email)).await? {
+            Ok(())
+        } else {
+            Err(Error::NotFound("suppression not found".into()))
+        }
+    }
+}

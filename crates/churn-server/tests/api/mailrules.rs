@@ -1,0 +1,630 @@
+//! Who may be emailed: the call to action and unsubscribe link of every email, one-click
+//! unsubscribe, the suppression list (fed by unsubscribes and bounces), the daily send quota
+//! on the test clock, and verified sender domains checked against a DNS server on loopback.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::rdata::TXT;
+use hickory_proto::rr::{RData, Record, RecordType};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{Backend, Options, TestApp};
+use churn_core::both_backends;
+
+both_backends!(
+    every_email_has_a_button_and_an_unsubscribe_link,
+    unsubscribe_by_post_but_not_by_get,
+    a_bounce_suppresses_and_gives_its_quota_back,
+    suppression_routes_and_roles,
+    quota_resets_at_the_utc_day_boundary,
+    sender_domain_is_verified_through_dns,
+);
+
+async fn owner(app: &TestApp, settings: Value) -> String {
+    let s = app.register("owner@acme.io").await;
+    app.expect(
+        app.req(Method::POST, "/projects")
+            .bearer_auth(&s.token)
+            .json(&json!({"name": "Acme", "support_email": "support@acme.io"})),
+        201,
+    )
+    .await;
+    app.expect(
+        app.req(Method::PATCH, "/projects/acme")
+            .bearer_auth(&s.token)
+            .json(&json!({ "settings": settings })),
+        200,
+    )
+    .await;
+    s.token
+}
+
+/// Creates an event for `email` and generates its variants: (event id, variants).
+async fn event(app: &TestApp, token: &str, email: &str) -> (String, Vec<Value>) {
+    let event = app
+        .expect(
+            app.req(Method::POST, "/projects/acme/churn-events")
+                .bearer_auth(token)
+                .json(&json!({"customer_email": email, "customer_name": "Dana", "event_type": "cancellation"})),
+            201,
+        )
+        .await;
+    let id = event["data"]["id"].as_str().unwrap().to_owned();
+    let generated = app
+        .expect(
+            app.req(
+                Method::POST,
+                &format!("/projects/acme/churn-events/{id}/generate"),
+            )
+            .bearer_auth(token),
+            200,
+        )
+        .await;
+    (
+        id,
+        generated["data"]["variants"].as_array().unwrap().clone(),
+    )
+}
+
+fn send_path(event: &str, variant: &Value) -> String {
+    format!(
+        "/projects/acme/churn-events/{event}/variants/{}/send",
+        variant["id"].as_str().unwrap()
+    )
+}
+
+async fn send(app: &TestApp, token: &str, event: &str, variant: &Value, status: u16) -> Value {
+    app.expect(
+        app.req(Method::POST, &send_path(event, variant))
+            .bearer_auth(token),
+        status,
+    )
+    .await
+}
+
+async fn variant_status(app: &TestApp, token: &str, event: &str, variant: &Value) -> Value {
+    let list = app
+        .expect(
+            app.req(
+                Method::GET,
+                &format!("/projects/acme/churn-events/{event}/variants"),
+            )
+            .bearer_auth(token),
+            200,
+        )
+        .await;
+    list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == variant["id"])
+        .unwrap()["status"]
+        .clone()
+}
+
+/// The email with this message id from the outbox, quoted-printable soft breaks and folded
+/// headers undone.
+fn outbox_mail(app: &TestApp, sent: &Value) -> String {
+    let id = sent["data"]["message_id"].as_str().unwrap();
+    let name: String = id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    let raw =
+        std::fs::read_to_string(app.data_dir().join("outbox").join(format!("{name}.eml"))).unwrap();
+    unfold(&raw)
+}
+
+fn unfold(raw: &str) -> String {
+    raw.replace("=\r\n", "")
+        .replace("=3D", "=")
+        .replace("\r\n ", " ")
+        .replace("\r\n\t", " ")
+}
+
+/// The one-click URL of `List-Unsubscribe`.
+fn unsubscribe_url(mail: &str) -> String {
+    let header = mail
+        .lines()
+        .find_map(|l| l.strip_prefix("List-Unsubscribe: <"))
+        .unwrap_or_else(|| panic!("no List-Unsubscribe in:\n{mail}"));
+    header[..header.find('>').unwrap()].to_owned()
+}
+
+async fn suppressions(app: &TestApp, token: &str) -> Value {
+    app.expect(
+        app.req(Method::GET, "/projects/acme/suppressions")
+            .bearer_auth(token),
+        200,
+    )
+    .await
+}
+
+async fn every_email_has_a_button_and_an_unsubscribe_link(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app, json!({"reactivation_url": "https://acme.io/back"})).await;
+    let (id, variants) = event(&app, &token, "dana@northwind.example").await;
+    assert_eq!(variants.len(), 9);
+    for variant in &variants {
+        let strategy = variant["strategy"].as_str().unwrap();
+        let sent = send(&app, &token, &id, variant, 200).await;
+        let mail = outbox_mail(&app, &sent);
+        let target = match strategy {
+            "discount" => format!(
+                "https://acme.io/back?coupon={}",
+                variant["coupon_code"].as_str().unwrap()
+            ),
+            "pause_option" => "https://acme.io/back?offer=pause".to_owned(),
+            "downgrade_offer" => "https://acme.io/back?offer=downgrade".to_owned(),
+            _ => "https://acme.io/back".to_owned(),
+        };
+        // Text part: the button's line and the footer's link.
+        assert!(
+            mail.contains(&format!(": {target}\r\n")),
+            "{strategy}:\n{mail}"
+        );
+        let unsubscribe = unsubscribe_url(&mail);
+        assert!(
+            unsubscribe.starts_with(&format!(
+                "{}/u/",
+                app.address.replace("localhost", "127.0.0.1")
+            )),
+            "{unsubscribe}"
+        );
+        assert!(
+            mail.contains(&format!("Unsubscribe: {unsubscribe}")),
+            "{strategy}:\n{mail}"
+        );
+        // HTML part: one button, its link tracked and signed for this target, and the
+        // unsubscribe link as is (never a redirect).
+        let encoded: String = url::form_urlencoded::byte_serialize(target.as_bytes()).collect();
+        assert_eq!(
+            mail.matches("display: inline-block; background: #2563eb")
+                .count(),
+            1,
+            "{strategy}:\n{mail}"
+        );
+        assert!(
+            mail.contains(&format!("/c?u={encoded}&amp;s=")),
+            "{strategy}:\n{mail}"
+        );
+        assert!(
+            mail.contains(&format!("<a href=\"{unsubscribe}\"")),
+            "{strategy}:\n{mail}"
+        );
+        for header in [
+            "<mailto:support@acme.io?subject=unsubscribe>",
+            "List-Unsubscribe-Post: List-Unsubscribe=One-Click",
+        ] {
+            assert!(mail.contains(header), "{strategy}: missing {header}");
+        }
+    }
+
+    // Without any URL the button is a reply to the support address; an edit that drops the
+    // button gets it back at send time.
+    app.expect(
+        app.req(Method::PATCH, "/projects/acme")
+            .bearer_auth(&token)
+            .json(&json!({"settings": {"reactivation_url": null}})),
+        200,
+    )
+    .await;
+    let (id, variants) = event(&app, &token, "eve@northwind.example").await;
+    let value_recap = variants
+        .iter()
+        .find(|v| v["strategy"] == "value_recap")
+        .unwrap();
+    app.expect(
+        app.req(
+            Method::PATCH,
+            &format!(
+                "/projects/acme/churn-events/{id}/variants/{}",
+                value_recap["id"].as_str().unwrap()
+            ),
+        )
+        .bearer_auth(&token)
+        .json(&json!({"body": "Hi Eve,\n\nWe would love to have you back."})),
+        200,
+    )
+    .await;
+    let mail = outbox_mail(&app, &send(&app, &token, &id, value_recap, 200).await);
+    assert!(mail.contains("Reply to us: support@acme.io"), "{mail}");
+    assert!(
+        mail.contains("<a href=\"mailto:support@acme.io\""),
+        "{mail}"
+    );
+    let refused = app
+        .expect(
+            app.req(Method::PATCH, "/projects/acme")
+                .bearer_auth(&token)
+                .json(&json!({"settings": {"reactivation_url": "http://acme.io/back"}})),
+            400,
+        )
+        .await;
+    assert_eq!(
+        refused["error"]["details"][0]["field"],
+        "settings.reactivation_url"
+    );
+}
+
+async fn unsubscribe_by_post_but_not_by_get(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app, json!({})).await;
+    let (id, variants) = event(&app, &token, "Dana@Northwind.example").await;
+    let mail = outbox_mail(&app, &send(&app, &token, &id, &variants[0], 200).await);
+    let url = unsubscribe_url(&mail);
+
+    // A GET (a mail scanner following the link) shows a page with a button and changes nothing.
+    let page = app.client.get(&url).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("<form method=\"post\"") && html.contains("dana@northwind.example"),
+        "{html}"
+    );
+    assert!(!html.contains("<script"), "{html}");
+    assert_eq!(suppressions(&app, &token).await["meta"]["total"], 0);
+    send(&app, &token, &id, &variants[1], 200).await;
+
+    // Forged or altered tokens are unknown, whatever the method.
+    let forged = format!("{}x", url);
+    for method in [Method::GET, Method::POST] {
+        let answer = app.client.request(method, &forged).send().await.unwrap();
+        assert_eq!(answer.status(), 404);
+    }
+    assert_eq!(suppressions(&app, &token).await["meta"]["total"], 0);
+
+    // The RFC 8058 one-click POST unsubscribes at once.
+    let done = app
+        .client
+        .post(&url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("List-Unsubscribe=One-Click")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done.status(), 200);
+    let listed = suppressions(&app, &token).await;
+    assert_eq!(listed["meta"]["total"], 1);
+    assert_eq!(listed["data"][0]["email"], "dana@northwind.example");
+    assert_eq!(listed["data"][0]["reason"], "unsubscribed");
+    assert!(
+        listed["data"][0]["created_at"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
+    // A second POST is harmless.
+    assert_eq!(app.client.post(&url).send().await.unwrap().status(), 200);
+
+    let refused = send(&app, &token, &id, &variants[2], 409).await;
+    assert_eq!(refused["error"]["code"], "CONFLICT");
+    assert_eq!(refused["error"]["message"], "the customer has unsubscribed");
+    assert_eq!(
+        variant_status(&app, &token, &id, &variants[2]).await,
+        "draft"
+    );
+}
+
+async fn a_bounce_suppresses_and_gives_its_quota_back(backend: Backend) {
+    let (port, received) = crate::email::start_smtp();
+    let app = TestApp::spawn_with(
+        backend,
+        Options::default()
+            .with("smtp_url", format!("smtp://127.0.0.1:{port}"))
+            .with("send_quota_trial", 1),
+    )
+    .await;
+    let token = owner(&app, json!({})).await;
+    let (id, variants) = event(&app, &token, "bounce@northwind.example").await;
+    send(&app, &token, &id, &variants[0], 502).await;
+    let listed = suppressions(&app, &token).await;
+    assert_eq!(listed["data"][0]["email"], "bounce@northwind.example");
+    assert_eq!(listed["data"][0]["reason"], "bounced");
+    let refused = send(&app, &token, &id, &variants[1], 409).await;
+    assert_eq!(refused["error"]["message"], "the address bounced");
+    assert_eq!(
+        variant_status(&app, &token, &id, &variants[1]).await,
+        "draft"
+    );
+
+    // The bounce was not delivered, so the day's only send is still available.
+    let (id, variants) = event(&app, &token, "dana@northwind.example").await;
+    send(&app, &token, &id, &variants[0], 200).await;
+    assert_eq!(received.lock().unwrap().len(), 1);
+    send(&app, &token, &id, &variants[1], 429).await;
+}
+
+async fn suppression_routes_and_roles(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = owner(&app, json!({})).await;
+    let (id, variants) = event(&app, &token, "dana@northwind.example").await;
+    let mail = outbox_mail(&app, &send(&app, &token, &id, &variants[0], 200).await);
+    app.client
+        .post(unsubscribe_url(&mail))
+        .send()
+        .await
+        .unwrap();
+
+    // The project's secret key reads the list like other project data, but cannot delete.
+    let key = app
+        .expect(
+            app.req(Method::POST, "/projects/acme/rotate-keys")
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]["secret_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let listed = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/suppressions?per_page=1")
+                .header("x-api-key", &key),
+            200,
+        )
+        .await;
+    assert_eq!(
+        listed["meta"],
+        json!({"page": 1, "per_page": 1, "total": 1, "total_pages": 1})
+    );
+    let path = "/projects/acme/suppressions/dana@northwind.example";
+    app.expect(app.req(Method::DELETE, path).header("x-api-key", &key), 401)
+        .await;
+    let bad = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/suppressions?per_page=101")
+                .bearer_auth(&token),
+            400,
+        )
+        .await;
+    assert_eq!(bad["error"]["details"][0]["field"], "per_page");
+
+    // Another account sees no such project.
+    let stranger = app.register("eve@else.io").await;
+    app.expect(
+        app.req(Method::GET, "/projects/acme/suppressions")
+            .bearer_auth(&stranger.token),
+        404,
+    )
+    .await;
+    app.expect(
+        app.req(Method::DELETE, path).bearer_auth(&stranger.token),
+        404,
+    )
+    .await;
+
+    // The admin (here the owner) lifts it; the address may be emailed again.
+    app.expect(
+        app.req(
+            Method::DELETE,
+            "/projects/acme/suppressions/Dana@Northwind.example",
+        )
+        .bearer_auth(&token),
+        204,
+    )
+    .await;
+    app.expect(app.req(Method::DELETE, path).bearer_auth(&token), 404)
+        .await;
+    assert_eq!(suppressions(&app, &token).await["meta"]["total"], 0);
+    send(&app, &token, &id, &variants[1], 200).await;
+}
+
+async fn set_clock(app: &TestApp, at: &str) {
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"set": at})),
+        200,
+    )
+    .await;
+}
+
+async fn quota_resets_at_the_utc_day_boundary(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        Options::default()
+            .with("send_quota_trial", 2)
+            .with("rate_limits", "off"),
+    )
+    .await;
+    set_clock(&app, "2026-11-21T23:59:00.000Z").await;
+    let token = owner(&app, json!({})).await;
+    let (id, variants) = event(&app, &token, "dana@northwind.example").await;
+    send(&app, &token, &id, &variants[0], 200).await;
+    send(&app, &token, &id, &variants[1], 200).await;
+    let refused = send(&app, &token, &id, &variants[2], 429).await;
+    assert_eq!(refused["error"]["code"], "RATE_LIMITED");
+    assert_eq!(refused["error"]["message"], "daily email quota reached");
+    assert_eq!(
+        variant_status(&app, &token, &id, &variants[2]).await,
+        "draft"
+    );
+
+    // Still the same UTC day a second before midnight; a new day one second after.
+    set_clock(&app, "2026-11-21T23:59:59.000Z").await;
+    send(&app, &token, &id, &variants[2], 429).await;
+    set_clock(&app, "2026-11-22T00:00:01.000Z").await;
+    send(&app, &token, &id, &variants[2], 200).await;
+    send(&app, &token, &id, &variants[3], 200).await;
+    send(&app, &token, &id, &variants[4], 429).await;
+}
+
+/// A DNS server on loopback (UDP) that answers TXT queries for `_churn.acme.io` with the
+/// values in `records`, and NXDOMAIN for everything else.
+async fn start_dns(records: Arc<Mutex<Vec<String>>>) -> SocketAddr {
+    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let addr = socket.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 1500];
+        while let Ok((n, peer)) = socket.recv_from(&mut buf).await {
+            let Ok(query) = Message::from_vec(&buf[..n]) else {
+                continue;
+            };
+            let mut answer = Message::response(query.metadata.id, query.metadata.op_code);
+            answer.metadata.recursion_desired = query.metadata.recursion_desired;
+            answer.metadata.recursion_available = true;
+            answer.add_queries(query.queries.clone());
+            for q in &query.queries {
+                let name = q.name().to_string().to_ascii_lowercase();
+                if q.query_type() == RecordType::TXT
+                    && name.trim_end_matches('.') == "_churn.acme.io"
+                {
+                    for value in records.lock().unwrap().iter() {
+                        answer.add_answer(Record::from_rdata(
+                            q.name().clone(),
+                            60,
+                            RData::TXT(TXT::new(vec![value.clone()])),
+                        ));
+                    }
+                }
+            }
+            if answer.answers.is_empty() {
+                answer.metadata.response_code = ResponseCode::NXDomain;
+            }
+            let _ = socket.send_to(&answer.to_vec().unwrap(), peer).await;
+        }
+    });
+    addr
+}
+
+async fn sender_domain_is_verified_through_dns(backend: Backend) {
+    let records = Arc::new(Mutex::new(vec!["v=spf1 -all".to_owned()]));
+    let dns = start_dns(records.clone()).await;
+    let app = TestApp::spawn_with(
+        backend,
+        Options::default().with("dns_resolver", dns.to_string()),
+    )
+    .await;
+    let token = owner(&app, json!({})).await;
+    let settings = "/projects/acme/email-settings";
+    let empty = app
+        .expect(app.req(Method::GET, settings).bearer_auth(&token), 200)
+        .await;
+    assert_eq!(
+        empty["data"],
+        json!({"from_name": null, "from_email": null, "reply_to": null, "domain": null, "domain_verified": false, "dns_record": null})
+    );
+    let bad = app
+        .expect(
+            app.req(Method::PUT, settings)
+                .bearer_auth(&token)
+                .json(&json!({"from_email": "not an address", "reply_to": "x@"})),
+            400,
+        )
+        .await;
+    let fields: Vec<_> = bad["error"]["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["from_email", "reply_to"]);
+    app.expect(
+        app.req(Method::POST, &format!("{settings}/verify"))
+            .bearer_auth(&token),
+        400,
+    )
+    .await;
+
+    let put = app
+        .expect(
+            app.req(Method::PUT, settings)
+                .bearer_auth(&token)
+                .json(&json!({"from_name": "Ada at Acme", "from_email": "Hello@Acme.io", "reply_to": "help@acme.io"})),
+            200,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(put["from_email"], "hello@acme.io");
+    assert_eq!(put["domain"], "acme.io");
+    assert_eq!(put["domain_verified"], false);
+    assert_eq!(put["dns_record"]["type"], "TXT");
+    assert_eq!(put["dns_record"]["name"], "_churn.acme.io");
+    let value = put["dns_record"]["value"].as_str().unwrap().to_owned();
+    assert!(value.starts_with("churn-verification="), "{value}");
+
+    // Unverified: the service's address under the project's name; Reply-To the support address.
+    let (id, variants) = event(&app, &token, "dana@northwind.example").await;
+    let mail = outbox_mail(&app, &send(&app, &token, &id, &variants[0], 200).await);
+    assert!(mail.contains("From: Acme <no-reply@localhost>"), "{mail}");
+    assert!(mail.contains("Reply-To: support@acme.io"), "{mail}");
+
+    // The record is not there yet: still unverified.
+    let verify = format!("{settings}/verify");
+    let answer = app
+        .expect(app.req(Method::POST, &verify).bearer_auth(&token), 200)
+        .await;
+    assert_eq!(answer["data"]["domain_verified"], false);
+
+    records.lock().unwrap().push(value.clone());
+    let answer = app
+        .expect(app.req(Method::POST, &verify).bearer_auth(&token), 200)
+        .await;
+    assert_eq!(answer["data"]["domain_verified"], true);
+    let mail = outbox_mail(&app, &send(&app, &token, &id, &variants[1], 200).await);
+    assert!(
+        mail.contains("From: \"Ada at Acme\" <hello@acme.io>"),
+        "{mail}"
+    );
+    assert!(mail.contains("Reply-To: help@acme.io"), "{mail}");
+
+    // The same domain keeps its proof; another domain needs a new one.
+    let same = app
+        .expect(
+            app.req(Method::PUT, settings)
+                .bearer_auth(&token)
+                .json(&json!({"from_email": "team@acme.io"})),
+            200,
+        )
+        .await;
+    assert_eq!(same["data"]["domain_verified"], true);
+    assert_eq!(same["data"]["from_name"], Value::Null);
+    let mail = outbox_mail(&app, &send(&app, &token, &id, &variants[2], 200).await);
+    assert!(mail.contains("From: Acme <team@acme.io>"), "{mail}");
+    assert!(mail.contains("Reply-To: support@acme.io"), "{mail}");
+    let moved = app
+        .expect(
+            app.req(Method::PUT, settings)
+                .bearer_auth(&token)
+                .json(&json!({"from_email": "team@acme.dev"})),
+            200,
+        )
+        .await;
+    assert_eq!(moved["data"]["domain_verified"], false);
+    assert_eq!(moved["data"]["dns_record"]["name"], "_churn.acme.dev");
+    assert_ne!(moved["data"]["dns_record"]["value"], value.as_str());
+
+    // Administration only: a secret key is 401, another account 404.
+    let key = app
+        .expect(
+            app.req(Method::POST, "/projects/acme/rotate-keys")
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]["secret_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.expect(
+        app.req(Method::GET, settings).header("x-api-key", &key),
+        401,
+    )
+    .await;
+    let stranger = app.register("eve@else.io").await;
+    app.expect(
+        app.req(Method::PUT, settings)
+            .bearer_auth(&stranger.token)
+            .json(&json!({"from_email": "eve@acme.io"})),
+        404,
+    )
+    .await;
+}
