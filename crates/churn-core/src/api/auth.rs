@@ -8,6 +8,7 @@ use crate::domain::subscription::SubscriptionStatus;
 use crate::time::{Timestamp, wire};
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RegisterRequest {
     pub name: String,
     pub email: String,
@@ -15,6 +16,7 @@ pub struct RegisterRequest {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct LoginRequest {
     pub email: String,
     pub password: String,
@@ -57,6 +59,7 @@ pub struct Subscription {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct OnboardingRequest {
     pub project_name: Option<String>,
     pub product_type: Option<String>,
@@ -76,11 +79,13 @@ pub struct DefaultProjectOrigins {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ForgotPassword {
     pub email: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ResetPassword {
     pub token: String,
     pub password: String,
@@ -94,6 +99,7 @@ pub struct StatusOk {
 
 /// `POST /auth/idp`: an ID token from Google or another OpenID Connect provider.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct IdpLogin {
     /// `google` or `oidc`.
     pub provider: String,

@@ -7,6 +7,7 @@
 //! on transactions that read before they write.
 
 pub mod events;
+pub mod idempotency;
 pub mod jobs;
 pub mod keys;
 pub mod projects;
