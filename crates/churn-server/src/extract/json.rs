@@ -1,5 +1,7 @@
 //! JSON bodies whose rejections use the API's own error body: 415 for a body that is not
-//! JSON, 413 over the body limit, 400 naming where malformed JSON or a bad field is.
+//! JSON, 413 over the body limit, 400 naming where malformed JSON or a bad field is. Data after
+//! the JSON value, an unknown field (every request type denies them) and a NUL character in any
+//! string are 400 as well, naming the field.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
