@@ -459,7 +459,10 @@ async fn posts_retry_under_one_key_per_call() {
         .map(|r| r.headers["idempotency-key"].to_str().unwrap().to_owned())
         .collect();
     assert_eq!(keys.len(), 4, "three attempts, then one");
-    assert!(keys[0] == keys[1] && keys[1] == keys[2], "one key per call: {keys:?}");
+    assert!(
+        keys[0] == keys[1] && keys[1] == keys[2],
+        "one key per call: {keys:?}"
+    );
     assert_ne!(keys[2], keys[3], "a fresh key for the next call");
     assert!(uuid::Uuid::parse_str(&keys[3]).is_ok());
 
@@ -472,7 +475,10 @@ async fn posts_retry_under_one_key_per_call() {
         .mount(&plain)
         .await;
     let client = Client::new(&plain.uri()).unwrap().with_token("t");
-    assert_eq!(client.create_project(&acme()).await.unwrap_err().status(), Some(409));
+    assert_eq!(
+        client.create_project(&acme()).await.unwrap_err().status(),
+        Some(409)
+    );
     assert_eq!(plain.received_requests().await.unwrap().len(), 1);
 }
 

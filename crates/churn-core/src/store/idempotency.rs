@@ -121,7 +121,9 @@ pub async fn claim(
         let Some(status) = row.try_get::<Option<i64>, _>("status")? else {
             return Ok(Claim::Running);
         };
-        let sealed: String = row.try_get::<Option<String>, _>("body")?.unwrap_or_default();
+        let sealed: String = row
+            .try_get::<Option<String>, _>("body")?
+            .unwrap_or_default();
         return Ok(Claim::Done(StoredAnswer {
             status: u16::try_from(status).map_err(Error::internal)?,
             content_type: row.try_get("content_type")?,
@@ -232,7 +234,10 @@ mod tests {
         let key = [7u8; 32];
         let sealed = seal(&key, "scope-a", b"{\"token\":\"t\"}").unwrap();
         assert!(!sealed.contains("token"));
-        assert_eq!(open(&key, "scope-a", &sealed).unwrap(), b"{\"token\":\"t\"}");
+        assert_eq!(
+            open(&key, "scope-a", &sealed).unwrap(),
+            b"{\"token\":\"t\"}"
+        );
         assert!(open(&key, "scope-b", &sealed).is_err());
         assert!(open(&[8u8; 32], "scope-a", &sealed).is_err());
     }
@@ -240,6 +245,9 @@ mod tests {
     #[test]
     fn hashes_keep_their_parts_apart() {
         assert_ne!(scope("ab", "c"), scope("a", "bc"));
-        assert_ne!(fingerprint("POST", "/a", b"x"), fingerprint("POST", "/ax", b""));
+        assert_ne!(
+            fingerprint("POST", "/a", b"x"),
+            fingerprint("POST", "/ax", b"")
+        );
     }
 }

@@ -169,7 +169,9 @@ fn nul_field(value: &serde_json::Value, path: String) -> Option<String> {
         }
     };
     match value {
-        Value::String(s) if s.contains('\0') => Some(if path.is_empty() { ".".into() } else { path }),
+        Value::String(s) if s.contains('\0') => {
+            Some(if path.is_empty() { ".".into() } else { path })
+        }
         Value::Array(items) => items
             .iter()
             .enumerate()
@@ -251,12 +253,18 @@ mod tests {
     fn trailing_data_nul_and_unknown_fields_are_refused_by_name() {
         assert!(parse::<Strict>(br#" {"name": "a"} "#).is_ok());
         let e = strict(r#"{"name": "a"}garbage"#);
-        assert!(e.contains("malformed JSON") && e.contains("trailing characters"), "{e}");
+        assert!(
+            e.contains("malformed JSON") && e.contains("trailing characters"),
+            "{e}"
+        );
         let e = strict(r#"{"name": "a"}{"name": "b"}"#);
         assert!(e.contains("trailing characters"), "{e}");
 
         let e = strict(r#"{"name": "a", "nmae": 1}"#);
-        assert!(e.contains("field: \"nmae\"") && e.contains("is not a known field"), "{e}");
+        assert!(
+            e.contains("field: \"nmae\"") && e.contains("is not a known field"),
+            "{e}"
+        );
         let e = strict(r#"{"name": "a", "inner": {"colour": 1}}"#);
         assert!(e.contains("field: \"inner.colour\""), "{e}");
 
@@ -264,7 +272,10 @@ mod tests {
         assert!(e.contains("field: \"name\"") && e.contains("NUL"), "{e}");
         let e = strict(r#"{"name": "a", "tags": ["x", "\u0000"]}"#);
         assert!(e.contains("field: \"tags[1]\""), "{e}");
-        assert!(parse::<Strict>(br#"{"name": "a\\u0000"}"#).is_ok(), "an escaped backslash is no NUL");
+        assert!(
+            parse::<Strict>(br#"{"name": "a\\u0000"}"#).is_ok(),
+            "an escaped backslash is no NUL"
+        );
 
         let e = strict(r#"{"name": "a", "inner": {"size": 4294967296}}"#);
         assert!(e.contains("field: \"inner.size\""), "{e}");

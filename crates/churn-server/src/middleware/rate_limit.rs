@@ -174,7 +174,10 @@ mod tests {
             assert!(bucket.limiter.check_key(&key(&rotated)).is_ok());
         }
         assert!(
-            bucket.limiter.check_key(&key("2001:db8:1:2::abcd")).is_err(),
+            bucket
+                .limiter
+                .check_key(&key("2001:db8:1:2::abcd"))
+                .is_err(),
             "a new address in the same /64 is still limited"
         );
     }

@@ -23,8 +23,8 @@ use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::error::ApiError;
-use crate::middleware::network::Network;
 use crate::middleware::idempotency::{Purges, idempotency};
+use crate::middleware::network::Network;
 use crate::middleware::rate_limit::{RateLimitState, RateLimits};
 use crate::middleware::wire::{buffer_body, guard_uri, nosniff};
 use crate::middleware::{https_policy, log_errors, tag_route, track_metrics};

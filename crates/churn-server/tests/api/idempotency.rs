@@ -53,9 +53,7 @@ async fn repeats_get_the_first_answer_and_nothing_runs_twice(backend: Backend) {
     assert_eq!(projects["data"].as_array().unwrap().len(), 1);
 
     // The same key with another body, or on another route, is refused.
-    let other = app
-        .expect(create(json!({"name": "Other"})), 409)
-        .await;
+    let other = app.expect(create(json!({"name": "Other"})), 409).await;
     insta::assert_json_snapshot!("idempotency_key_reused", other);
     app.expect(
         app.req(Method::POST, "/auth/onboarding")
@@ -126,7 +124,10 @@ async fn a_key_belongs_to_its_caller(backend: Backend) {
             .json(&json!({"name": "C", "email": email, "password": "correct horse"}))
     };
     let (status, headers, carol) = send(register("carol@example.com")).await;
-    assert_eq!((status, headers["cache-control"].to_str().unwrap()), (201, "no-store"));
+    assert_eq!(
+        (status, headers["cache-control"].to_str().unwrap()),
+        (201, "no-store")
+    );
     let (status, headers, dave) = send(register("dave@example.com")).await;
     assert_eq!(status, 201, "{dave}");
     assert!(headers.get(REPLAYED).is_none());

@@ -34,14 +34,13 @@ async fn every_answer_is_nosniff_and_secrets_are_not_cached(backend: Backend) {
         assert_eq!(r.status(), status);
         assert_eq!(r.headers()["x-content-type-options"], "nosniff", "{status}");
     }
-    let limited = futures::future::join_all(
-        (0..40).map(|_| app.req(Method::GET, "/auth/me").send()),
-    )
-    .await
-    .into_iter()
-    .map(Result::unwrap)
-    .find(|r| r.status() == 429)
-    .expect("the burst is refused");
+    let limited =
+        futures::future::join_all((0..40).map(|_| app.req(Method::GET, "/auth/me").send()))
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .find(|r| r.status() == 429)
+            .expect("the burst is refused");
     assert_eq!(limited.headers()["x-content-type-options"], "nosniff");
 
     let app = TestApp::spawn(backend).await;
@@ -65,7 +64,11 @@ async fn every_answer_is_nosniff_and_secrets_are_not_cached(backend: Backend) {
     let login = json!({"email": "ada@example.com", "password": "correct horse"});
     let cases = [
         (app.req(Method::POST, "/auth/login").json(&login), true),
-        (app.req(Method::POST, "/auth/onboarding").bearer_auth(&token), true),
+        (
+            app.req(Method::POST, "/auth/onboarding")
+                .bearer_auth(&token),
+            true,
+        ),
         (
             app.req(Method::POST, "/projects")
                 .bearer_auth(&token)
@@ -120,20 +123,31 @@ async fn hostile_input_is_refused_by_name(backend: Backend) {
     insta::assert_json_snapshot!("unknown_field", unknown);
     let nested = app
         .expect(
-            raw(Method::PATCH, "/projects/acme", r#"{"settings": {"colour": "red"}}"#),
+            raw(
+                Method::PATCH,
+                "/projects/acme",
+                r#"{"settings": {"colour": "red"}}"#,
+            ),
             400,
         )
         .await;
     assert_eq!(nested["error"]["details"][0]["field"], "settings.colour");
 
     let trailing = app
-        .expect(raw(Method::POST, "/projects", r#"{"name": "Evil"}garbage"#), 400)
+        .expect(
+            raw(Method::POST, "/projects", r#"{"name": "Evil"}garbage"#),
+            400,
+        )
         .await;
     insta::assert_json_snapshot!("trailing_data", trailing);
     let projects = app
         .expect(app.req(Method::GET, "/projects").bearer_auth(&s.token), 200)
         .await;
-    assert_eq!(projects["data"].as_array().unwrap().len(), 1, "nothing created");
+    assert_eq!(
+        projects["data"].as_array().unwrap().len(),
+        1,
+        "nothing created"
+    );
 
     // A NUL in a body, a path or a query: the same 400 on both backends, even unauthenticated.
     let nul_body = app
@@ -147,13 +161,15 @@ async fn hostile_input_is_refused_by_name(backend: Backend) {
     insta::assert_json_snapshot!("nul_in_body", nul_body);
     let nul_path = app
         .expect(
-            app.req(Method::GET, "/projects/a%00b").bearer_auth(&s.token),
+            app.req(Method::GET, "/projects/a%00b")
+                .bearer_auth(&s.token),
             400,
         )
         .await;
     insta::assert_json_snapshot!("nul_in_path", nul_path);
     app.expect(
-        app.req(Method::GET, "/churn-events/a%00b").bearer_auth(&s.token),
+        app.req(Method::GET, "/churn-events/a%00b")
+            .bearer_auth(&s.token),
         400,
     )
     .await;
@@ -262,10 +278,17 @@ async fn an_early_answer_keeps_the_connection_usable(backend: Backend) {
              Content-Length: {}\r\n\r\n{body}",
             body.len()
         );
-        reader.get_mut().write_all(request.as_bytes()).await.unwrap();
+        reader
+            .get_mut()
+            .write_all(request.as_bytes())
+            .await
+            .unwrap();
         let (status, answer, headers) = read_answer(&mut reader).await;
         assert!([401, 404].contains(&status), "{status}: {answer}");
-        assert!(!headers.iter().any(|h| h == "connection: close"), "{headers:?}");
+        assert!(
+            !headers.iter().any(|h| h == "connection: close"),
+            "{headers:?}"
+        );
     }
     reader
         .get_mut()
