@@ -1,5 +1,7 @@
-//! The HTTP client. Idempotent calls (GET, PUT, DELETE) are retried on 429, 5xx and
-//! connection failures with exponential backoff, waiting at least what `Retry-After` asks.
+//! The HTTP client. Calls are retried on 429, 5xx, timeouts and connection failures with
+//! exponential backoff, waiting at least what `Retry-After` asks. Every POST carries a fresh
+//! `Idempotency-Key`, the same on each of its retries, so the server runs it at most once and
+//! answers a retry with the first answer.
 
 use std::time::Duration;
 
@@ -41,7 +43,7 @@ impl std::fmt::Debug for Auth {
     }
 }
 
-/// How idempotent calls are retried.
+/// How calls are retried.
 #[derive(Debug, Clone, Copy)]
 pub struct RetryPolicy {
     /// Attempts in all, the first included.
@@ -406,25 +408,33 @@ impl Client {
         query: Option<&Q>,
         body: Option<&B>,
     ) -> Result<Response, Error> {
-        let idempotent = matches!(
-            method,
-            Method::GET | Method::PUT | Method::DELETE | Method::HEAD
-        );
-        let attempts = if idempotent {
-            self.retry.max_attempts.max(1)
-        } else {
+        // GET, PUT, DELETE and HEAD are idempotent by nature, POST by its key; PATCH is neither.
+        let attempts = if method == Method::PATCH {
             1
+        } else {
+            self.retry.max_attempts.max(1)
         };
+        // One key for every attempt of this call: that is what makes retrying a POST safe.
+        let idempotency_key = (method == Method::POST).then(|| uuid::Uuid::new_v4().to_string());
         let mut attempt = 0;
         loop {
             attempt += 1;
             let last = attempt >= attempts;
-            match self.request(method.clone(), path, query, body).send().await {
+            let mut request = self.request(method.clone(), path, query, body);
+            if let Some(key) = &idempotency_key {
+                request = request.header("Idempotency-Key", key);
+            }
+            match request.send().await {
                 Ok(response) if response.status().is_success() => return Ok(response),
                 Ok(response) => {
                     let status = response.status();
-                    let retryable =
-                        status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
+                    // A 409 with Retry-After: an earlier attempt of this very call still runs.
+                    let still_running = status == StatusCode::CONFLICT
+                        && idempotency_key.is_some()
+                        && response.headers().contains_key(RETRY_AFTER);
+                    let retryable = status == StatusCode::TOO_MANY_REQUESTS
+                        || status.is_server_error()
+                        || still_running;
                     if retryable && !last {
                         let wait = self
                             .retry
@@ -434,7 +444,9 @@ impl Client {
                     }
                     return Err(api_error(response).await);
                 }
-                Err(e) if !last && (e.is_connect() || e.is_timeout()) => {
+                // The request may or may not have reached the server; retrying is safe for
+                // idempotent methods and, thanks to the key, for POST.
+                Err(e) if !last && (e.is_connect() || e.is_timeout() || e.is_request()) => {
                     tokio::time::sleep(self.retry.delay(attempt - 1, None)).await;
                 }
                 Err(e) => return Err(e.into()),

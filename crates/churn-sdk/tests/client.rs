@@ -416,10 +416,78 @@ async fn idempotent_calls_retry_on_429_and_5xx_honouring_retry_after() {
     assert_eq!(mock.received_requests().await.unwrap().len(), 3);
 }
 
+fn acme() -> CreateProject {
+    CreateProject {
+        name: "Acme".into(),
+        product_type: None,
+        support_email: None,
+    }
+}
+
 #[tokio::test]
-async fn non_idempotent_calls_are_not_retried() {
+async fn posts_retry_under_one_key_per_call() {
     let mock = MockServer::start().await;
+    // The first attempt fails, the second finds it still running, the third gets the answer.
     Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503))
+        .up_to_n_times(1)
+        .mount(&mock)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(409).insert_header("Retry-After", "1").set_body_json(
+                json!({"error": {"code": "CONFLICT", "message": "still running", "details": []}}),
+            ),
+        )
+        .up_to_n_times(1)
+        .mount(&mock)
+        .await;
+    let project = json!({"data": {"id": "p1", "name": "Acme", "slug": "acme", "product_type": null,
+        "support_email": null, "allowed_origins": [], "created_at": "2026-01-01T00:00:00.000Z",
+        "updated_at": "2026-01-01T00:00:00.000Z"}});
+    Mock::given(method("POST"))
+        .and(path("/api/v1/projects"))
+        .respond_with(ResponseTemplate::new(201).set_body_json(project))
+        .mount(&mock)
+        .await;
+    let client = Client::new(&mock.uri()).unwrap().with_token("t");
+    assert_eq!(client.create_project(&acme()).await.unwrap().slug, "acme");
+    client.create_project(&acme()).await.unwrap();
+    let keys: Vec<String> = mock
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.headers["idempotency-key"].to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(keys.len(), 4, "three attempts, then one");
+    assert!(
+        keys[0] == keys[1] && keys[1] == keys[2],
+        "one key per call: {keys:?}"
+    );
+    assert_ne!(keys[2], keys[3], "a fresh key for the next call");
+    assert!(uuid::Uuid::parse_str(&keys[3]).is_ok());
+
+    // A conflict of another kind is final.
+    let plain = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(409).set_body_json(
+            json!({"error": {"code": "CONFLICT", "message": "taken", "details": []}}),
+        ))
+        .mount(&plain)
+        .await;
+    let client = Client::new(&plain.uri()).unwrap().with_token("t");
+    assert_eq!(
+        client.create_project(&acme()).await.unwrap_err().status(),
+        Some(409)
+    );
+    assert_eq!(plain.received_requests().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn patch_is_not_retried() {
+    let mock = MockServer::start().await;
+    Mock::given(method("PATCH"))
         .respond_with(ResponseTemplate::new(503).set_body_json(
             json!({"error": {"code": "INTERNAL_ERROR", "message": "down", "details": []}}),
         ))
@@ -427,11 +495,7 @@ async fn non_idempotent_calls_are_not_retried() {
         .await;
     let client = Client::new(&mock.uri()).unwrap().with_token("t");
     let err = client
-        .create_project(&CreateProject {
-            name: "x".into(),
-            product_type: None,
-            support_email: None,
-        })
+        .update_project("acme", &UpdateProject::default())
         .await
         .unwrap_err();
     assert_eq!(err.status(), Some(503));

@@ -1,4 +1,6 @@
-//! Prometheus metrics: requests by route and status, and a latency histogram per route.
+//! Prometheus metrics: requests by route and status, and a latency histogram per route. Labels
+//! come from fixed sets (route templates, `unmatched`, standard methods or `OTHER`), so clients
+//! cannot create series at will.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;

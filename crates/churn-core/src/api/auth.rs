@@ -24,6 +24,7 @@ macro_rules! debug_hiding {
 }
 
 #[derive(Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RegisterRequest {
     pub name: String,
     pub email: String,
@@ -33,6 +34,7 @@ pub struct RegisterRequest {
 debug_hiding!(RegisterRequest { name, email } hides { password });
 
 #[derive(Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct LoginRequest {
     pub email: String,
     pub password: String,
@@ -81,6 +83,7 @@ pub struct Subscription {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct OnboardingRequest {
     pub project_name: Option<String>,
     pub product_type: Option<String>,
@@ -100,11 +103,13 @@ pub struct DefaultProjectOrigins {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ForgotPassword {
     pub email: String,
 }
 
 #[derive(Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ResetPassword {
     pub token: String,
     pub password: String,
@@ -113,6 +118,7 @@ debug_hiding!(ResetPassword {} hides { token, password });
 
 /// `POST /auth/password`: change the password, ending every other session.
 #[derive(Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ChangePassword {
     pub current_password: String,
     pub new_password: String,
@@ -121,6 +127,7 @@ debug_hiding!(ChangePassword {} hides { current_password, new_password });
 
 /// `POST /auth/verify-email`: the token of a verification link.
 #[derive(Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct VerifyEmail {
     pub token: String,
 }
@@ -134,6 +141,7 @@ pub struct StatusOk {
 
 /// `POST /auth/idp`: an ID token from Google or another OpenID Connect provider.
 #[derive(Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct IdpLogin {
     /// `google` or `oidc`.
     pub provider: String,

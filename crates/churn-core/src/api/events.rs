@@ -10,6 +10,7 @@ use crate::time::{Timestamp, wire};
 
 /// `POST /projects/:slug/churn-events`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CreateChurnEvent {
     pub customer_email: String,
     pub customer_name: Option<String>,
@@ -26,6 +27,7 @@ pub struct CreateChurnEvent {
 
 /// `POST /churn-events` (unscoped form).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CreateChurnEventLegacy {
     pub customer_email: String,
     pub customer_name: Option<String>,
@@ -201,6 +203,7 @@ pub struct Recovered {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CancelReasonChange {
     pub cancel_reason: String,
 }
@@ -216,6 +219,7 @@ pub struct CancelReasonChanged {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct EditVariant {
     pub subject: Option<String>,
     pub body: Option<String>,

@@ -43,6 +43,7 @@ pub struct ApiKeys {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CreateProject {
     pub name: String,
     pub product_type: Option<String>,
@@ -51,6 +52,7 @@ pub struct CreateProject {
 
 /// Partial update (both PUT and PATCH): absent fields are kept.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct UpdateProject {
     pub name: Option<String>,
     pub product_type: Option<String>,
@@ -59,11 +61,13 @@ pub struct UpdateProject {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AllowedOrigins {
     pub allowed_origins: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RotateKeysRequest {
     /// Hours the old keys keep working (0–72, default 0: revoked at once).
     pub expire_old_in_hours: Option<i64>,

@@ -206,8 +206,9 @@ impl Churn {
         self.authorize_events(access, Permission::Read)?;
         let mut v = Validator::new();
         let page = q.page.unwrap_or(1);
-        if page < 1 {
-            v.add("page", "must be at least 1");
+        // Pages are u32 on the wire: a larger one is refused, never truncated.
+        if !(1..=i64::from(u32::MAX)).contains(&page) {
+            v.add("page", format!("must be between 1 and {}", u32::MAX));
         }
         let per_page = q.per_page.unwrap_or(DEFAULT_PER_PAGE);
         if !(1..=MAX_PER_PAGE).contains(&per_page) {

@@ -10,6 +10,7 @@ mod db;
 mod dialect;
 pub mod email_settings;
 pub mod events;
+pub mod idempotency;
 pub mod jobs;
 pub mod keys;
 pub mod projects;

@@ -1,5 +1,7 @@
 //! JSON bodies whose rejections use the API's own error body: 415 for a body that is not
-//! JSON, 413 over the body limit, 400 naming where malformed JSON or a bad field is.
+//! JSON, 413 over the body limit, 400 naming where malformed JSON or a bad field is. Data after
+//! the JSON value, an unknown field (every request type denies them) and a NUL character in any
+//! string are 400 as well, naming the field.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -82,44 +84,107 @@ async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Api
 
 fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let value = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         match inner.classify() {
-            serde_json::error::Category::Data if path != "." => {
-                let message = strip_position(&inner.to_string());
-                ApiError::validation(
-                    format!("{path}: {message}"),
-                    vec![FieldError {
-                        field: path,
-                        message,
-                    }],
-                )
-            }
-            serde_json::error::Category::Data => {
-                let message = strip_position(&inner.to_string());
-                let field = missing_field(&message);
-                let details = field
-                    .map(|f| {
-                        vec![FieldError {
-                            field: f.to_owned(),
-                            message: "is required".to_owned(),
-                        }]
-                    })
-                    .unwrap_or_default();
-                ApiError::validation(message, details)
-            }
-            _ => ApiError::validation(
-                format!(
-                    "malformed JSON at line {} column {}: {}",
-                    inner.line(),
-                    inner.column(),
-                    strip_position(&inner.to_string())
-                ),
-                Vec::new(),
-            ),
+            serde_json::error::Category::Data => data_error(&path, &inner),
+            _ => syntax_error(&inner),
         }
-    })
+    })?;
+    // Anything after the value but whitespace is refused, not ignored.
+    de.end().map_err(|e| syntax_error(&e))?;
+    // `\u0000` is valid JSON, but no field may hold it: PostgreSQL cannot store it in text.
+    if bytes.windows(6).any(|w| w == b"\\u0000")
+        && let Ok(tree) = serde_json::from_slice::<serde_json::Value>(bytes)
+        && let Some(field) = nul_field(&tree, String::new())
+    {
+        return Err(ApiError::validation(
+            format!("{field}: must not contain a NUL character"),
+            vec![FieldError {
+                field,
+                message: "must not contain a NUL character".to_owned(),
+            }],
+        ));
+    }
+    Ok(value)
+}
+
+fn syntax_error(inner: &serde_json::Error) -> ApiError {
+    ApiError::validation(
+        format!(
+            "malformed JSON at line {} column {}: {}",
+            inner.line(),
+            inner.column(),
+            strip_position(&inner.to_string())
+        ),
+        Vec::new(),
+    )
+}
+
+/// A value of the wrong type or range, a missing field or an unknown one, named.
+fn data_error(path: &str, inner: &serde_json::Error) -> ApiError {
+    let message = strip_position(&inner.to_string());
+    // For an unknown field the path already ends with its name; for a missing one it is
+    // the parent's.
+    let (field, detail) = if message.starts_with("unknown field `") {
+        (Some(path.to_owned()), "is not a known field".to_owned())
+    } else if let Some(name) = quoted_after(&message, "missing field `") {
+        let field = if path == "." {
+            name.to_owned()
+        } else {
+            format!("{path}.{name}")
+        };
+        (Some(field), "is required".to_owned())
+    } else if path != "." {
+        (Some(path.to_owned()), message.clone())
+    } else {
+        (None, message.clone())
+    };
+    match field {
+        Some(field) => ApiError::validation(
+            if path == "." {
+                message
+            } else {
+                format!("{path}: {message}")
+            },
+            vec![FieldError {
+                field,
+                message: detail,
+            }],
+        ),
+        None => ApiError::validation(message, Vec::new()),
+    }
+}
+
+/// The path (`a.b[2]`, as serde_path_to_error writes it) of the first string or key that
+/// holds a NUL character.
+fn nul_field(value: &serde_json::Value, path: String) -> Option<String> {
+    use serde_json::Value;
+    let join = |key: &str| {
+        if path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    match value {
+        Value::String(s) if s.contains('\0') => {
+            Some(if path.is_empty() { ".".into() } else { path })
+        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| nul_field(item, format!("{path}[{i}]"))),
+        Value::Object(map) => map.iter().find_map(|(key, item)| {
+            if key.contains('\0') {
+                Some(join(&key.replace('\0', "\\u0000")))
+            } else {
+                nul_field(item, join(key))
+            }
+        }),
+        _ => None,
+    }
 }
 
 /// serde_json appends " at line L column C"; the message names the position itself.
@@ -130,8 +195,10 @@ fn strip_position(message: &str) -> String {
     }
 }
 
-fn missing_field(message: &str) -> Option<&str> {
-    message.strip_prefix("missing field `")?.strip_suffix('`')
+/// `name` out of "<prefix>name`…".
+fn quoted_after<'m>(message: &'m str, prefix: &str) -> Option<&'m str> {
+    let rest = message.strip_prefix(prefix)?;
+    rest.split_once('`').map(|(name, _)| name)
 }
 
 #[cfg(test)]
@@ -160,5 +227,57 @@ mod tests {
         );
         let e = format!("{:?}", err(r#"{"email": "#));
         assert!(e.contains("malformed JSON at line 1 column 10"), "{e}");
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Strict {
+        name: String,
+        inner: Option<Inner>,
+        tags: Option<Vec<String>>,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Inner {
+        size: Option<u32>,
+    }
+
+    fn strict(raw: &str) -> String {
+        format!("{:?}", parse::<Strict>(raw.as_bytes()).unwrap_err())
+    }
+
+    #[test]
+    fn trailing_data_nul_and_unknown_fields_are_refused_by_name() {
+        assert!(parse::<Strict>(br#" {"name": "a"} "#).is_ok());
+        let e = strict(r#"{"name": "a"}garbage"#);
+        assert!(
+            e.contains("malformed JSON") && e.contains("trailing characters"),
+            "{e}"
+        );
+        let e = strict(r#"{"name": "a"}{"name": "b"}"#);
+        assert!(e.contains("trailing characters"), "{e}");
+
+        let e = strict(r#"{"name": "a", "nmae": 1}"#);
+        assert!(
+            e.contains("field: \"nmae\"") && e.contains("is not a known field"),
+            "{e}"
+        );
+        let e = strict(r#"{"name": "a", "inner": {"colour": 1}}"#);
+        assert!(e.contains("field: \"inner.colour\""), "{e}");
+
+        let e = strict(r#"{"name": "a\u0000b"}"#);
+        assert!(e.contains("field: \"name\"") && e.contains("NUL"), "{e}");
+        let e = strict(r#"{"name": "a", "tags": ["x", "\u0000"]}"#);
+        assert!(e.contains("field: \"tags[1]\""), "{e}");
+        assert!(
+            parse::<Strict>(br#"{"name": "a\\u0000"}"#).is_ok(),
+            "an escaped backslash is no NUL"
+        );
+
+        let e = strict(r#"{"name": "a", "inner": {"size": 4294967296}}"#);
+        assert!(e.contains("field: \"inner.size\""), "{e}");
     }
 }

@@ -6,7 +6,7 @@ mod json;
 mod legacy;
 mod query;
 
-pub use auth::{AdminProject, ApiProject, Caller, ProjectScope, SessionUser};
+pub use auth::{API_KEY_HEADER, AdminProject, ApiProject, Caller, ProjectScope, SessionUser};
 pub use json::{ApiJson, OptionalJson};
 pub use legacy::{LegacyCaller, LegacyJson, LegacyQuery};
 pub use query::ApiQuery;

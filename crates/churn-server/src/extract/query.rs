@@ -1,4 +1,6 @@
-//! Query strings whose rejections use the API's error body and name the bad parameter.
+//! Query strings whose rejections use the API's error body and name the bad parameter, a
+//! repeated one included. (A NUL in any parameter is refused before routing, in
+//! `middleware::wire`.)
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -18,8 +20,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
         serde_path_to_error::deserialize(de)
             .map(ApiQuery)
             .map_err(|e| {
-                let field = e.path().to_string();
+                let path = e.path().to_string();
                 let message = e.into_inner().to_string();
+                // A repeated parameter is reported at the top level; name it instead.
+                let field = message
+                    .strip_prefix("duplicate field `")
+                    .and_then(|rest| rest.split_once('`'))
+                    .map_or(path, |(name, _)| name.to_owned());
                 ApiError::validation(
                     format!("{field}: {message}"),
                     vec![FieldError { field, message }],

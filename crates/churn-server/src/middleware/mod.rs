@@ -1,14 +1,16 @@
-//! Request middleware: client network facts, the HTTPS policy, rate limits, metrics and
-//! error logging.
+//! Request middleware: client network facts, the HTTPS policy, rate limits, idempotent
+//! POSTs, body and URI checks, security headers, metrics and error logging.
 
+pub mod idempotency;
 pub mod network;
 pub mod rate_limit;
+pub mod wire;
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
@@ -43,9 +45,32 @@ pub async fn https_policy(
 #[derive(Clone)]
 struct RouteLabel(MatchedPath);
 
-/// Inside the router: remembers which route answered.
+/// Routes whose answers carry a token or a key (`None`: every method of the path). Add a
+/// route here when its answer does.
+const NO_STORE_ROUTES: &[(Option<Method>, &str)] = &[
+    (None, "/api/v1/auth/register"),
+    (None, "/api/v1/auth/login"),
+    (None, "/api/v1/auth/onboarding"),
+    (None, "/api/v1/auth/idp"),
+    (None, "/api/v1/auth/password"),
+    (Some(Method::POST), "/api/v1/projects"),
+    (None, "/api/v1/projects/{slug}/rotate-keys"),
+    (None, "/api/v1/projects/{slug}/webhook-secret"),
+    (None, "/api/v1/projects/{slug}/webhook-secret/rotate"),
+];
+
+/// Inside the router: remembers which route answered, and keeps answers that carry a token
+/// or a key out of caches.
 pub async fn tag_route(path: MatchedPath, req: Request, next: Next) -> Response {
+    let no_store = NO_STORE_ROUTES.iter().any(|(method, route)| {
+        *route == path.as_str() && method.as_ref().is_none_or(|m| m == req.method())
+    });
     let mut response = next.run(req).await;
+    if no_store {
+        response
+            .headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
     response.extensions_mut().insert(RouteLabel(path));
     response
 }
@@ -58,14 +83,14 @@ pub async fn track_metrics(
     next: Next,
 ) -> Response {
     let start = Instant::now();
-    let method = req.method().clone();
+    let method = wire::method_label(req.method());
     let response = next.run(req).await;
     let route = response
         .extensions()
         .get::<RouteLabel>()
         .map_or("unmatched", |label| label.0.as_str());
     metrics.observe(
-        method.as_str(),
+        method,
         route,
         response.status().as_u16(),
         start.elapsed().as_secs_f64(),

@@ -1,8 +1,9 @@
 //! Per-IP rate limits with `X-RateLimit-Limit/Remaining/Reset` on every response: credential
 //! routes 5 rps (burst 10), everything else 10 rps (burst 30). Tokens refill continuously
-//! (GCRA); `Reset` is the seconds until the bucket is full again.
+//! (GCRA); `Reset` is the seconds until the bucket is full again. An IPv6 client is keyed by
+//! its /64, the block one subscriber gets, so rotating addresses inside it gains nothing.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
@@ -89,8 +90,8 @@ pub async fn limit(State(state): State<Arc<RateLimitState>>, req: Request, next:
     } else {
         &limits.general
     };
-    let ip = state.network.client_ip(&req);
-    match bucket.limiter.check_key(&ip) {
+    let client = limit_key(state.network.client_ip(&req));
+    match bucket.limiter.check_key(&client) {
         Ok(snapshot) => {
             let remaining = snapshot.remaining_burst_capacity();
             let mut response = next.run(req).await;
@@ -110,6 +111,17 @@ pub async fn limit(State(state): State<Arc<RateLimitState>>, req: Request, next:
             );
             response
         }
+    }
+}
+
+/// IPv4 as is (also when mapped into IPv6); IPv6 by its /64.
+fn limit_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !(u128::from(u64::MAX)))),
+        },
     }
 }
 
@@ -147,5 +159,30 @@ mod tests {
             "limits are per IP"
         );
         assert_eq!(bucket.refill, Duration::from_millis(100));
+    }
+
+    #[test]
+    fn ipv6_clients_share_their_64() {
+        let key = |s: &str| limit_key(s.parse().unwrap());
+        assert_eq!(
+            key("2001:db8:1:2:aaaa::1"),
+            key("2001:db8:1:2:ffff:ffff:ffff:ffff")
+        );
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("::ffff:203.0.113.7"), key("203.0.113.7"));
+        assert_ne!(key("203.0.113.7"), key("203.0.113.8"));
+
+        let bucket = Bucket::new(10, 30);
+        for i in 0..30u16 {
+            let rotated = format!("2001:db8:1:2::{i:x}");
+            assert!(bucket.limiter.check_key(&key(&rotated)).is_ok());
+        }
+        assert!(
+            bucket
+                .limiter
+                .check_key(&key("2001:db8:1:2::abcd"))
+                .is_err(),
+            "a new address in the same /64 is still limited"
+        );
     }
 }

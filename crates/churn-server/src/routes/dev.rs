@@ -6,8 +6,8 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use churn_core::api::ops::{ClockChange, ClockView, JobsRun};
-use churn_core::api::{Data, ErrorBody};
-use churn_core::time::Clock;
+use churn_core::api::{Data, ErrorBody, FieldError};
+use churn_core::time::{Clock, Timestamp};
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
@@ -43,7 +43,7 @@ pub async fn set_clock(
 ) -> ApiResult<Json<Data<ClockView>>> {
     let clock = clock(&s)?;
     match (change.advance_seconds, change.set) {
-        (Some(seconds), None) => clock.advance(chrono::Duration::seconds(seconds)),
+        (Some(seconds), None) => clock.set(advanced(clock.now(), seconds)?),
         (None, Some(at)) => clock.set(at),
         _ => {
             return Err(ApiError::validation(
@@ -53,6 +53,29 @@ pub async fn set_clock(
         }
     }
     Ok(Json(Data::new(ClockView { now: clock.now() })))
+}
+
+/// The clock moved by `seconds`, refused (400) when that leaves the years timestamps are
+/// stored in (0000-9999: fixed-width text).
+fn advanced(now: Timestamp, seconds: i64) -> ApiResult<Timestamp> {
+    let last = chrono::NaiveDate::from_ymd_opt(9999, 12, 31)
+        .and_then(|d| d.and_hms_opt(23, 59, 59))
+        .map(|t| t.and_utc());
+    let first = chrono::NaiveDate::from_ymd_opt(0, 1, 1)
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc());
+    chrono::TimeDelta::try_seconds(seconds)
+        .and_then(|delta| now.checked_add_signed(delta))
+        .filter(|t| Some(*t) <= last && Some(*t) >= first)
+        .ok_or_else(|| {
+            ApiError::validation(
+                "advance_seconds: moves the clock out of range",
+                vec![FieldError {
+                    field: "advance_seconds".into(),
+                    message: "moves the clock past the years 0000-9999".into(),
+                }],
+            )
+        })
 }
 
 #[utoipa::path(post, path = "/dev/jobs/run", tag = "dev", responses((status = 200, body = Data<JobsRun>)))]

@@ -26,8 +26,10 @@ use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::error::ApiError;
+use crate::middleware::idempotency::{Purges, idempotency};
 use crate::middleware::network::Network;
 use crate::middleware::rate_limit::{RateLimitState, RateLimits};
+use crate::middleware::wire::{buffer_body, guard_uri, nosniff};
 use crate::middleware::{https_policy, log_errors, tag_route, track_metrics};
 use crate::openapi::ApiDoc;
 use crate::state::AppState;
@@ -105,9 +107,14 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .merge(SwaggerUi::new("/docs").url("/api/v1/openapi.json", openapi))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .route_layer(from_fn_with_state(
+            (state.clone(), Arc::new(Purges::default())),
+            idempotency,
+        ))
         .route_layer(from_fn(tag_route))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(from_fn_with_state(network.clone(), https_policy));
+        .layer(from_fn_with_state(network.clone(), https_policy))
+        .layer(from_fn(guard_uri));
     if let Some(limits) = limits {
         let limit_state = Arc::new(RateLimitState { limits, network });
         router = router.layer(from_fn_with_state(
@@ -116,6 +123,8 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         ));
     }
     router
+        .layer(from_fn(buffer_body))
+        .layer(from_fn(nosniff))
         .layer(from_fn(log_errors))
         .layer(from_fn_with_state(state.metrics.clone(), track_metrics))
         .layer(

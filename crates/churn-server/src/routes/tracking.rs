@@ -1,13 +1,14 @@
 //! Open pixel and click redirects of sent emails (outside `/api/v1`: these URLs live in
 //! customers' inboxes). Tokens are signed; anything forged is 404.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiQuery;
 use crate::state::AppState;
 
 /// A transparent 1×1 GIF.
@@ -48,7 +49,7 @@ pub struct ClickQuery {
 pub async fn click(
     State(s): State<AppState>,
     Path(token): Path<String>,
-    Query(q): Query<ClickQuery>,
+    ApiQuery(q): ApiQuery<ClickQuery>,
 ) -> ApiResult<Response> {
     // An unsigned link is as unknown as a forged one.
     let (Some(target), Some(signature)) = (q.u, q.s) else {

@@ -1,0 +1,213 @@
+//! `Idempotency-Key` on POSTs (decisions §3): replays, conflicts, isolation between callers,
+//! 5xx not stored, retention.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{Backend, Options, TestApp};
+use churn_core::both_backends;
+
+both_backends!(
+    repeats_get_the_first_answer_and_nothing_runs_twice,
+    a_key_belongs_to_its_caller,
+    concurrent_repeats_never_run_twice,
+    server_errors_are_not_stored,
+    bad_keys_are_refused_and_answers_expire,
+);
+
+const KEY: &str = "Idempotency-Key";
+const REPLAYED: &str = "idempotent-replayed";
+
+async fn send(request: reqwest::RequestBuilder) -> (u16, reqwest::header::HeaderMap, String) {
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    (status, headers, response.text().await.unwrap())
+}
+
+fn replayed(headers: &reqwest::header::HeaderMap) -> bool {
+    headers.get(REPLAYED).is_some_and(|v| v == "true")
+}
+
+async fn repeats_get_the_first_answer_and_nothing_runs_twice(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let s = app.register("ada@example.com").await;
+    let create = |body: Value| {
+        app.req(Method::POST, "/projects")
+            .bearer_auth(&s.token)
+            .header(KEY, "create-acme-1")
+            .json(&body)
+    };
+    let (status, first_headers, first) = send(create(json!({"name": "Acme"}))).await;
+    assert_eq!(status, 201, "{first}");
+    assert!(first_headers.get(REPLAYED).is_none());
+    let (status, headers, again) = send(create(json!({"name": "Acme"}))).await;
+    assert_eq!(status, 201);
+    assert_eq!(again, first, "the stored body, secret key included");
+    assert_eq!(headers[REPLAYED], "true");
+    assert_eq!(headers["cache-control"], "no-store");
+    assert_eq!(headers["content-type"], first_headers["content-type"]);
+    let projects = app
+        .expect(app.req(Method::GET, "/projects").bearer_auth(&s.token), 200)
+        .await;
+    assert_eq!(projects["data"].as_array().unwrap().len(), 1);
+
+    // The same key with another body, or on another route, is refused.
+    let other = app.expect(create(json!({"name": "Other"})), 409).await;
+    insta::assert_json_snapshot!("idempotency_key_reused", other);
+    app.expect(
+        app.req(Method::POST, "/auth/onboarding")
+            .bearer_auth(&s.token)
+            .header(KEY, "create-acme-1"),
+        409,
+    )
+    .await;
+
+    // With a secret key the credential is the key; 4xx answers are stored too.
+    let secret = serde_json::from_str::<Value>(&first).unwrap()["data"]["api_keys"]["secret_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let event = |email: &str| {
+        app.req(Method::POST, "/projects/acme/churn-events")
+            .header("x-api-key", &secret)
+            .header(KEY, format!("event-{email}"))
+            .json(&json!({"customer_email": email, "event_type": "cancellation"}))
+    };
+    let (status, _, created) = send(event("bob@example.com")).await;
+    assert_eq!(status, 201, "{created}");
+    let (status, headers, replay) = send(event("bob@example.com")).await;
+    assert_eq!((status, replayed(&headers)), (201, true));
+    assert_eq!(replay, created);
+    let (status, _, refused) = send(event("not-an-email")).await;
+    assert_eq!(status, 400, "{refused}");
+    let (status, headers, again) = send(event("not-an-email")).await;
+    assert_eq!((status, replayed(&headers)), (400, true));
+    assert_eq!(again, refused);
+    let events = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/churn-events")
+                .header("x-api-key", &secret),
+            200,
+        )
+        .await;
+    assert_eq!(events["meta"]["total"], 1, "one event despite the repeats");
+}
+
+async fn a_key_belongs_to_its_caller(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let ada = app.register("ada@example.com").await;
+    let bob = app.register("bob@example.com").await;
+    let create = |token: &str| {
+        app.req(Method::POST, "/projects")
+            .bearer_auth(token)
+            .header(KEY, "same-key")
+            .json(&json!({"name": "Acme"}))
+    };
+    let (_, _, for_ada) = send(create(&ada.token)).await;
+    let (status, headers, for_bob) = send(create(&bob.token)).await;
+    assert_eq!(status, 201);
+    assert!(headers.get(REPLAYED).is_none(), "Bob's request ran");
+    assert_ne!(for_ada, for_bob);
+    for token in [&ada.token, &bob.token] {
+        let projects = app
+            .expect(app.req(Method::GET, "/projects").bearer_auth(token), 200)
+            .await;
+        assert_eq!(projects["data"].as_array().unwrap().len(), 1);
+    }
+
+    // Anonymous requests are keyed by their body too: the same key with other credentials
+    // runs anew, and only the very same request gets the stored session back.
+    let register = |email: &str| {
+        app.req(Method::POST, "/auth/register")
+            .header(KEY, "anonymous-key")
+            .json(&json!({"name": "C", "email": email, "password": "correct horse"}))
+    };
+    let (status, headers, carol) = send(register("carol@example.com")).await;
+    assert_eq!(
+        (status, headers["cache-control"].to_str().unwrap()),
+        (201, "no-store")
+    );
+    let (status, headers, dave) = send(register("dave@example.com")).await;
+    assert_eq!(status, 201, "{dave}");
+    assert!(headers.get(REPLAYED).is_none());
+    assert_ne!(carol, dave);
+    let (status, headers, carol_again) = send(register("carol@example.com")).await;
+    assert_eq!((status, replayed(&headers)), (201, true));
+    assert_eq!(
+        headers["cache-control"], "no-store",
+        "a replayed session keeps its no-store"
+    );
+    assert_eq!(carol_again, carol);
+}
+
+async fn concurrent_repeats_never_run_twice(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    // Registration hashes a password: slow enough for the repeats to overlap the first.
+    let answers = futures::future::join_all((0..8).map(|_| {
+        send(
+            app.req(Method::POST, "/auth/register")
+                .header(KEY, "concurrent")
+                .json(&json!({"name": "Ada", "email": "ada@example.com", "password": "correct horse"})),
+        )
+    }))
+    .await;
+    let ran = answers
+        .iter()
+        .filter(|(status, headers, _)| *status == 201 && headers.get(REPLAYED).is_none())
+        .count();
+    assert_eq!(ran, 1, "{answers:?}");
+    for (status, headers, body) in &answers {
+        match status {
+            201 => {}
+            409 => {
+                assert_eq!(headers["retry-after"], "1", "{body}");
+                assert!(body.contains("still running"), "{body}");
+            }
+            other => panic!("unexpected {other}: {body}"),
+        }
+    }
+}
+
+async fn server_errors_are_not_stored(backend: Backend) {
+    // No identity provider is configured: sign-in answers 500.
+    let app = TestApp::spawn(backend).await;
+    let idp = || {
+        app.req(Method::POST, "/auth/idp")
+            .header(KEY, "idp-1")
+            .json(&json!({"provider": "google", "id_token": "x.y.z"}))
+    };
+    for _ in 0..2 {
+        let (status, headers, body) = send(idp()).await;
+        assert_eq!(status, 500, "{body}");
+        assert!(headers.get(REPLAYED).is_none(), "ran again, not replayed");
+    }
+}
+
+async fn bad_keys_are_refused_and_answers_expire(backend: Backend) {
+    let app = TestApp::spawn_with(backend, Options::default()).await;
+    let s = app.register("ada@example.com").await;
+    let create = |key: &str, name: &str| {
+        app.req(Method::POST, "/projects")
+            .bearer_auth(&s.token)
+            .header(KEY, key)
+            .json(&json!({"name": name}))
+    };
+    let too_long = app.expect(create(&"k".repeat(256), "Acme"), 400).await;
+    insta::assert_json_snapshot!("idempotency_key_invalid", too_long);
+    app.expect(create("has space", "Acme"), 400).await;
+    app.expect(create(&"k".repeat(255), "Acme"), 201).await;
+
+    app.expect(create("daily", "First"), 201).await;
+    app.expect(create("daily", "Second"), 409).await;
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"advance_seconds": 25 * 3600})),
+        200,
+    )
+    .await;
+    // The session is valid for 7 days; the stored answer only for 24 hours.
+    let (status, headers, body) = send(create("daily", "Second")).await;
+    assert_eq!(status, 201, "{body}");
+    assert!(headers.get(REPLAYED).is_none());
+}

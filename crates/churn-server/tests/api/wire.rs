@@ -1,0 +1,318 @@
+//! The wire: security headers, hostile input refused in the house error shape, early answers
+//! that keep the connection usable, bounded metric labels.
+
+use reqwest::Method;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+use crate::helpers::{Backend, Options, TestApp};
+use churn_core::both_backends;
+
+both_backends!(
+    every_answer_is_nosniff_and_secrets_are_not_cached,
+    hostile_input_is_refused_by_name,
+    an_early_answer_keeps_the_connection_usable,
+    made_up_methods_do_not_grow_metrics,
+);
+
+async fn every_answer_is_nosniff_and_secrets_are_not_cached(backend: Backend) {
+    let app = TestApp::spawn_with(backend, Options::default().with("rate_limits", "on")).await;
+    let huge = "x".repeat(1024 * 1024 + 1);
+    for (request, status) in [
+        (app.req(Method::GET, "/health"), 200),
+        (app.req(Method::GET, "/nowhere"), 404),
+        (app.req(Method::DELETE, "/auth/me"), 405),
+        (app.req(Method::GET, "/auth/me"), 401),
+        (
+            app.req(Method::POST, "/auth/register")
+                .header("content-type", "application/json")
+                .body(huge),
+            413,
+        ),
+    ] {
+        let r = request.send().await.unwrap();
+        assert_eq!(r.status(), status);
+        assert_eq!(r.headers()["x-content-type-options"], "nosniff", "{status}");
+    }
+    let limited =
+        futures::future::join_all((0..40).map(|_| app.req(Method::GET, "/auth/me").send()))
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .find(|r| r.status() == 429)
+            .expect("the burst is refused");
+    assert_eq!(limited.headers()["x-content-type-options"], "nosniff");
+
+    let app = TestApp::spawn(backend).await;
+    let no_store = |r: &reqwest::Response| {
+        r.headers()
+            .get("cache-control")
+            .is_some_and(|v| v == "no-store")
+    };
+    let body = json!({"name": "Ada", "email": "ada@example.com", "password": "correct horse"});
+    let registered = app
+        .req(Method::POST, "/auth/register")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert!(no_store(&registered));
+    let token = registered.json::<serde_json::Value>().await.unwrap()["data"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let login = json!({"email": "ada@example.com", "password": "correct horse"});
+    let cases = [
+        (app.req(Method::POST, "/auth/login").json(&login), true),
+        (
+            app.req(Method::POST, "/auth/onboarding")
+                .bearer_auth(&token),
+            true,
+        ),
+        (
+            app.req(Method::POST, "/projects")
+                .bearer_auth(&token)
+                .json(&json!({"name": "Acme"})),
+            true,
+        ),
+        (
+            app.req(Method::GET, "/projects/acme/webhook-secret")
+                .bearer_auth(&token),
+            true,
+        ),
+        (
+            app.req(Method::POST, "/projects/acme/webhook-secret/rotate")
+                .bearer_auth(&token),
+            true,
+        ),
+        (
+            app.req(Method::POST, "/projects/acme/rotate-keys")
+                .bearer_auth(&token),
+            true,
+        ),
+        (app.req(Method::GET, "/projects").bearer_auth(&token), false),
+        (app.req(Method::GET, "/auth/me").bearer_auth(&token), false),
+    ];
+    for (request, expected) in cases {
+        let r = request.send().await.unwrap();
+        let url = r.url().path().to_owned();
+        assert!(r.status().is_success(), "{url}: {}", r.status());
+        assert_eq!(no_store(&r), expected, "{url}");
+    }
+}
+
+async fn hostile_input_is_refused_by_name(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let s = app.register("ada@example.com").await;
+    app.create_project(&s.token, "Acme").await;
+    let raw = |method: Method, path: &str, body: &str| {
+        app.req(method, path)
+            .bearer_auth(&s.token)
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+    };
+
+    let unknown = app
+        .expect(
+            app.req(Method::POST, "/auth/register").json(
+                &json!({"name": "Bo", "email": "bo@example.com", "password": "correct horse", "admin": true}),
+            ),
+            400,
+        )
+        .await;
+    insta::assert_json_snapshot!("unknown_field", unknown);
+    let nested = app
+        .expect(
+            raw(
+                Method::PATCH,
+                "/projects/acme",
+                r#"{"settings": {"colour": "red"}}"#,
+            ),
+            400,
+        )
+        .await;
+    assert_eq!(nested["error"]["details"][0]["field"], "settings.colour");
+
+    let trailing = app
+        .expect(
+            raw(Method::POST, "/projects", r#"{"name": "Evil"}garbage"#),
+            400,
+        )
+        .await;
+    insta::assert_json_snapshot!("trailing_data", trailing);
+    let projects = app
+        .expect(app.req(Method::GET, "/projects").bearer_auth(&s.token), 200)
+        .await;
+    assert_eq!(
+        projects["data"].as_array().unwrap().len(),
+        1,
+        "nothing created"
+    );
+
+    // A NUL in a body, a path or a query: the same 400 on both backends, even unauthenticated.
+    let nul_body = app
+        .expect(
+            app.req(Method::POST, "/auth/register")
+                .header("content-type", "application/json")
+                .body(r#"{"name": "A\u0000", "email": "nul@example.com", "password": "correct horse"}"#),
+            400,
+        )
+        .await;
+    insta::assert_json_snapshot!("nul_in_body", nul_body);
+    let nul_path = app
+        .expect(
+            app.req(Method::GET, "/projects/a%00b")
+                .bearer_auth(&s.token),
+            400,
+        )
+        .await;
+    insta::assert_json_snapshot!("nul_in_path", nul_path);
+    app.expect(
+        app.req(Method::GET, "/churn-events/a%00b")
+            .bearer_auth(&s.token),
+        400,
+    )
+    .await;
+    let nul_query = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/churn-events?status=new%00")
+                .bearer_auth(&s.token),
+            400,
+        )
+        .await;
+    assert_eq!(nul_query["error"]["details"][0]["field"], "status");
+
+    // Numbers out of range are refused, never truncated.
+    for page in ["4294967297", "99999999999999999999", "0"] {
+        let out = app
+            .expect(
+                app.req(
+                    Method::GET,
+                    &format!("/projects/acme/churn-events?page={page}"),
+                )
+                .bearer_auth(&s.token),
+                400,
+            )
+            .await;
+        assert_eq!(out["error"]["details"][0]["field"], "page", "{page}: {out}");
+    }
+    let hours = app
+        .expect(
+            raw(
+                Method::POST,
+                "/projects/acme/rotate-keys",
+                r#"{"expire_old_in_hours": 18446744073709551616}"#,
+            ),
+            400,
+        )
+        .await;
+    assert_eq!(hours["error"]["details"][0]["field"], "expire_old_in_hours");
+    let clock = app
+        .expect(
+            app.req(Method::POST, "/dev/clock")
+                .json(&json!({"advance_seconds": i64::MAX})),
+            400,
+        )
+        .await;
+    insta::assert_json_snapshot!("clock_out_of_range", clock);
+
+    // Errors raised outside the handlers keep the house shape too.
+    let duplicated = app
+        .expect(
+            app.client.get(format!(
+                "{}/t/token/c?u=https://a.example&u=https://b.example&s=x",
+                app.address
+            )),
+            400,
+        )
+        .await;
+    insta::assert_json_snapshot!("duplicated_query_parameter", duplicated);
+    let long = format!("/projects?{}", "q=1&".repeat(3000));
+    let too_long = app
+        .expect(app.req(Method::GET, &long).bearer_auth(&s.token), 414)
+        .await;
+    insta::assert_json_snapshot!("uri_too_long", too_long);
+}
+
+/// One HTTP/1.1 answer off a raw connection: status and body.
+async fn read_answer(reader: &mut BufReader<tokio::net::TcpStream>) -> (u16, String, Vec<String>) {
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line).await.unwrap();
+    let status = status_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_else(|| panic!("no status line: {status_line:?}"))
+        .parse()
+        .unwrap();
+    let mut headers = Vec::new();
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).await.unwrap();
+        let line = line.trim_end().to_ascii_lowercase();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap();
+        }
+        headers.push(line);
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).await.unwrap();
+    (status, String::from_utf8(body).unwrap(), headers)
+}
+
+async fn an_early_answer_keeps_the_connection_usable(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let port = app.address.rsplit(':').next().unwrap();
+    let stream = tokio::net::TcpStream::connect(format!("127.0.0.1:{port}"))
+        .await
+        .unwrap();
+    let mut reader = BufReader::new(stream);
+    // Refused (401, 404) before any handler reads the body; the body follows the headers.
+    let body = format!(r#"{{"name": "{}"}}"#, "x".repeat(64 * 1024));
+    for path in ["/api/v1/projects", "/api/v1/nowhere"] {
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        reader
+            .get_mut()
+            .write_all(request.as_bytes())
+            .await
+            .unwrap();
+        let (status, answer, headers) = read_answer(&mut reader).await;
+        assert!([401, 404].contains(&status), "{status}: {answer}");
+        assert!(
+            !headers.iter().any(|h| h == "connection: close"),
+            "{headers:?}"
+        );
+    }
+    reader
+        .get_mut()
+        .write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let (status, answer, _) = read_answer(&mut reader).await;
+    assert_eq!(status, 200, "the same connection still serves: {answer}");
+}
+
+async fn made_up_methods_do_not_grow_metrics(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    for m in ["AAAA1", "AAAA2"] {
+        let method = Method::from_bytes(m.as_bytes()).unwrap();
+        app.req(method, "/health").send().await.unwrap();
+    }
+    let metrics = app
+        .req(Method::GET, "/metrics")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!metrics.contains("AAAA"), "{metrics}");
+    assert!(metrics.contains(r#"method="OTHER""#), "{metrics}");
+}
