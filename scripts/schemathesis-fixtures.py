@@ -1,0 +1,117 @@
+"""Fixture data for scripts/schemathesis, made through the API of a fresh server.
+
+Usage: schemathesis-fixtures.py <base url> <work dir>
+
+Creates a user with two projects, churn events (some with generated variants, one sent so
+that its tracking token exists), and writes <work dir>/schemathesis-{api_key,bearer}.toml:
+schemathesis configs that authenticate with the secret key or the JWT and bind every path
+parameter, half the time, to one of these real objects.
+"""
+
+import json
+import pathlib
+import re
+import sys
+import urllib.request
+
+BASE, WORK = sys.argv[1], pathlib.Path(sys.argv[2])
+
+
+def call(method, path, body=None, token=None, key=None, expect=(200, 201)):
+    headers = {"content-type": "application/json"}
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    if key:
+        headers["x-api-key"] = key
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(BASE + "/api/v1" + path, data=data, method=method, headers=headers)
+    with urllib.request.urlopen(req) as resp:
+        assert resp.status in expect, (method, path, resp.status)
+        return json.load(resp)
+
+
+token = call(
+    "POST",
+    "/auth/register",
+    {"name": "Fixture Owner", "email": "owner@example.com", "password": "fixture password"},
+)["data"]["token"]
+
+projects = []
+for name in ["Fixture", "Second fixture"]:
+    p = call(
+        "POST",
+        "/projects",
+        {"name": name, "product_type": "SaaS", "support_email": "help@example.com"},
+        token=token,
+    )["data"]
+    projects.append(p)
+main = projects[0]
+secret = main["api_keys"]["secret_key"]
+
+events, variants = [], []
+reasons = ["too_expensive", "missing_features", "the app kept crashing", None]
+for i, reason in enumerate(reasons):
+    body = {
+        "customer_email": f"customer{i}@example.com",
+        "customer_name": f"Customer {i}",
+        "event_type": "cancellation" if i % 2 == 0 else "payment_failed",
+        "mrr": 4900 + i,
+        "currency": "usd",
+        "plan_name": "Pro",
+        "tenure_days": 100 + i,
+    }
+    if reason:
+        body["cancel_reason"] = reason
+    event = call("POST", f"/projects/{main['slug']}/churn-events", body, key=secret)["data"]
+    events.append(event["id"])
+    if i < 2:
+        generated = call(
+            "POST", f"/projects/{main['slug']}/churn-events/{event['id']}/generate", key=secret
+        )["data"]
+        variants += [v["id"] for v in generated["variants"]]
+other = call(
+    "POST",
+    f"/projects/{projects[1]['slug']}/churn-events",
+    {"customer_email": "other@example.com", "event_type": "cancellation"},
+    token=token,
+)["data"]
+events.append(other["id"])
+
+# One sent email gives a real open pixel and click link.
+call("POST", f"/projects/{main['slug']}/churn-events/{events[0]}/variants/{variants[0]}/send", key=secret)
+tracking = []
+for eml in (WORK / "outbox").glob("*.eml"):
+    text = eml.read_text(errors="replace").replace("=\r\n", "").replace("=\n", "")
+    tracking += re.findall(r"/t/([A-Za-z0-9_.~-]+?)\.gif", text)
+assert tracking, "no tracking pixel in the sent email"
+
+dictionaries = {
+    "slug": [main["slug"], main["id"], projects[1]["slug"]],
+    "event": events,
+    "variant": variants,
+    "pixel": [f"{t}.gif" for t in tracking],
+    "token": tracking,
+}
+bindings = {
+    "path.slug": "slug",
+    "path.id": "event",
+    "path.vid": "variant",
+    "path.variant_id": "variant",
+    "path.pixel": "pixel",
+    "path.token": "token",
+}
+
+
+def toml_list(values):
+    return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
+
+common = "[dictionaries]\n"
+common += "".join(f"{name} = {{ values = {toml_list(vals)} }}\n" for name, vals in dictionaries.items())
+common += "\n[parameters]\n"
+common += "".join(
+    f'"{param}" = {{ dictionary = "{name}", probability = 0.5 }}\n' for param, name in bindings.items()
+)
+(WORK / "schemathesis-api_key.toml").write_text(f'[auth.openapi.api_key]\napi_key = "{secret}"\n\n' + common)
+(WORK / "schemathesis-bearer.toml").write_text(f'[auth.openapi.bearer]\nbearer = "{token}"\n\n' + common)
+print(json.dumps(dictionaries, indent=2))
