@@ -106,7 +106,32 @@ def toml_list(values):
     return "[" + ", ".join(json.dumps(v) for v in values) + "]"
 
 
-common = "[dictionaries]\n"
+# Well-formed requests that the contract refuses with 400 because of an object's state or
+# of the caller's account: an event already recovered or generated, a send before
+# generation, an unknown reset token, an unscoped call without ?project= by a user with
+# several projects.
+STATEFUL_400 = [
+    "mark_churn_event_recovered",
+    "mark_churn_event_recovered_unscoped",
+    "change_cancel_reason",
+    "generate_variants",
+    "generate_variants_unscoped",
+    "send_variant",
+    "send_variant_unscoped",
+    "list_churn_events_unscoped",
+    "create_churn_event_unscoped",
+    "reset_password",
+]
+common = """[generation]
+# NUL characters are refused with 400 (decisions §3), which JSON Schema cannot say simply.
+allow-x00 = false
+
+[[operations]]
+include-operation-id-regex = "^(%s)$"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "400", "401", "403", "404", "409", "429", "5xx"]
+
+""" % "|".join(STATEFUL_400)
+common += "[dictionaries]\n"
 common += "".join(f"{name} = {{ values = {toml_list(vals)} }}\n" for name, vals in dictionaries.items())
 common += "\n[parameters]\n"
 common += "".join(

@@ -9,21 +9,28 @@ use crate::time::{Timestamp, wire};
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct RegisterRequest {
+    /// 1–200 characters after trimming.
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub name: String,
+    #[schema(format = Email, max_length = 254)]
     pub email: String,
+    #[schema(min_length = 8, max_length = 1024, format = Password)]
     pub password: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct LoginRequest {
     pub email: String,
+    #[schema(format = Password)]
     pub password: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct User {
+    #[schema(format = Uuid)]
     pub id: String,
     pub name: String,
+    #[schema(format = Email)]
     pub email: String,
 }
 
@@ -36,8 +43,10 @@ pub struct Session {
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Me {
+    #[schema(format = Uuid)]
     pub id: String,
     pub name: String,
+    #[schema(format = Email)]
     pub email: String,
     #[serde(with = "wire")]
     #[schema(value_type = String, format = DateTime)]
@@ -58,8 +67,12 @@ pub struct Subscription {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 pub struct OnboardingRequest {
+    /// Default `Default`.
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub project_name: Option<String>,
+    #[schema(max_length = 100)]
     pub product_type: Option<String>,
+    #[schema(format = Email, max_length = 254)]
     pub support_email: Option<String>,
 }
 
@@ -77,12 +90,14 @@ pub struct DefaultProjectOrigins {
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ForgotPassword {
+    #[schema(format = Email, max_length = 254)]
     pub email: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ResetPassword {
     pub token: String,
+    #[schema(min_length = 8, max_length = 1024, format = Password)]
     pub password: String,
 }
 
@@ -95,7 +110,16 @@ pub struct StatusOk {
 /// `POST /auth/idp`: an ID token from Google or another OpenID Connect provider.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct IdpLogin {
-    /// `google` or `oidc`.
+    #[schema(value_type = IdpProvider)]
     pub provider: String,
     pub id_token: String,
+}
+
+/// Identity providers of `POST /auth/idp` (the field stays a string so that another value
+/// gets a validation error naming it).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IdpProvider {
+    Google,
+    Oidc,
 }

@@ -11,10 +11,12 @@ use crate::time::{Timestamp, wire};
 /// creation answer, `role` in lists and details, key details and settings in the detail.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Project {
+    #[schema(format = Uuid)]
     pub id: String,
     pub name: String,
     pub slug: String,
     pub product_type: Option<String>,
+    #[schema(format = Email)]
     pub support_email: Option<String>,
     pub allowed_origins: Vec<String>,
     #[serde(with = "wire")]
@@ -44,28 +46,37 @@ pub struct ApiKeys {
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct CreateProject {
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub name: String,
+    #[schema(max_length = 100)]
     pub product_type: Option<String>,
+    #[schema(format = Email, max_length = 254)]
     pub support_email: Option<String>,
 }
 
 /// Partial update (both PUT and PATCH): absent fields are kept.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 pub struct UpdateProject {
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub name: Option<String>,
+    #[schema(max_length = 100)]
     pub product_type: Option<String>,
+    #[schema(format = Email, max_length = 254)]
     pub support_email: Option<String>,
     pub settings: Option<SettingsPatch>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AllowedOrigins {
+    /// `http(s)://host[:port]`, no path; at most 50; stored normalised.
+    #[schema(max_items = 50, value_type = Vec<Origin>)]
     pub allowed_origins: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 pub struct RotateKeysRequest {
     /// Hours the old keys keep working (0–72, default 0: revoked at once).
+    #[schema(minimum = 0, maximum = 72)]
     pub expire_old_in_hours: Option<i64>,
 }
 
@@ -82,3 +93,11 @@ pub struct RotatedKeys {
 pub struct WebhookSecret {
     pub webhook_secret: String,
 }
+
+/// A web origin: `http(s)://host[:port]`, no path, query or credentials.
+#[derive(ToSchema)]
+#[schema(
+    value_type = String,
+    pattern = r"^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:[1-9][0-9]{0,3})?$"
+)]
+pub struct Origin(pub String);
