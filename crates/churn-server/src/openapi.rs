@@ -7,7 +7,7 @@ use utoipa::openapi::path::{Operation, ParameterIn};
 use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::schema::{AdditionalProperties, Schema};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::openapi::{ContentBuilder, ObjectBuilder, OneOfBuilder, Ref, RefOr};
+use utoipa::openapi::{ContentBuilder, ObjectBuilder, OneOfBuilder, Ref, RefOr, Required};
 use utoipa::{Modify, OpenApi};
 
 #[derive(OpenApi)]
@@ -67,6 +67,7 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
         ];
         for op in operations.into_iter().flatten() {
             add_common_responses(path, op);
+            optional_body_not_null(op);
         }
     }
     stats_forms(doc);
@@ -112,7 +113,7 @@ fn add_common_responses(path: &str, op: &mut Operation) {
             "CONFLICT: several projects the caller belongs to use this slug; use the project id",
         ));
     }
-    if has_path {
+    if has_path || unscoped {
         common.push((
             "404",
             "NOT_FOUND: no such object, or it belongs to another tenant",
@@ -137,8 +138,35 @@ fn add_common_responses(path: &str, op: &mut Operation) {
     }
 }
 
+/// An optional body (`OptionalJson`) may be left out, but when sent it is the object: the
+/// `Option<T>` in the annotation marks it not required, and here loses its `null` branch.
+fn optional_body_not_null(op: &mut Operation) {
+    let Some(body) = op.request_body.as_mut() else {
+        return;
+    };
+    if body.required == Some(Required::True) {
+        return;
+    }
+    for content in body.content.values_mut() {
+        if let Some(RefOr::T(Schema::OneOf(one_of))) = &content.schema {
+            let object = one_of
+                .items
+                .iter()
+                .find(|item| matches!(item, RefOr::Ref(_)))
+                .cloned();
+            if object.is_some() {
+                content.schema = object;
+            }
+        }
+    }
+}
+
 fn error_response(description: &str, unscoped: bool) -> Response {
-    let schema = if unscoped { "LegacyErrorBody" } else { "ErrorBody" };
+    let schema = if unscoped {
+        "LegacyErrorBody"
+    } else {
+        "ErrorBody"
+    };
     ResponseBuilder::new()
         .description(description)
         .content(

@@ -72,7 +72,11 @@ pub struct OnboardingRequest {
     pub project_name: Option<String>,
     #[schema(max_length = 100)]
     pub product_type: Option<String>,
-    #[schema(format = Email, max_length = 254)]
+    /// An email address; empty means none.
+    #[schema(
+        max_length = 254,
+        pattern = r"^([A-Za-z0-9._%+!#$&'*/=?^`{|}~-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+)?$"
+    )]
     pub support_email: Option<String>,
 }
 
@@ -90,7 +94,7 @@ pub struct DefaultProjectOrigins {
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ForgotPassword {
-    #[schema(format = Email, max_length = 254)]
+    /// Any string: the answer is the same whether or not it is an account's address.
     pub email: String,
 }
 

@@ -50,7 +50,11 @@ pub struct CreateProject {
     pub name: String,
     #[schema(max_length = 100)]
     pub product_type: Option<String>,
-    #[schema(format = Email, max_length = 254)]
+    /// An email address; empty means none.
+    #[schema(
+        max_length = 254,
+        pattern = r"^([A-Za-z0-9._%+!#$&'*/=?^`{|}~-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+)?$"
+    )]
     pub support_email: Option<String>,
 }
 
@@ -61,7 +65,11 @@ pub struct UpdateProject {
     pub name: Option<String>,
     #[schema(max_length = 100)]
     pub product_type: Option<String>,
-    #[schema(format = Email, max_length = 254)]
+    /// An email address; empty means none.
+    #[schema(
+        max_length = 254,
+        pattern = r"^([A-Za-z0-9._%+!#$&'*/=?^`{|}~-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+)?$"
+    )]
     pub support_email: Option<String>,
     pub settings: Option<SettingsPatch>,
 }

@@ -1509,7 +1509,12 @@ async fn nine_emails_of_a_fixed_event(backend: Backend) {
 async fn strategy_outcomes_follow_sends_and_recoveries(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    let reasons = ["too expensive", "not using it", "missing features", "too expensive"];
+    let reasons = [
+        "too expensive",
+        "not using it",
+        "missing features",
+        "too expensive",
+    ];
     let mut sent = Vec::new();
     for (i, reason) in reasons.iter().enumerate() {
         let event = create_event(
@@ -1521,8 +1526,11 @@ async fn strategy_outcomes_follow_sends_and_recoveries(backend: Backend) {
         let id = event["id"].as_str().unwrap().to_owned();
         let variant = recommended(&generate(&app, &token, &id).await);
         app.expect(
-            app.req(Method::POST, &send_path(&id, variant["id"].as_str().unwrap()))
-                .bearer_auth(&token),
+            app.req(
+                Method::POST,
+                &send_path(&id, variant["id"].as_str().unwrap()),
+            )
+            .bearer_auth(&token),
             200,
         )
         .await;
@@ -1536,8 +1544,11 @@ async fn strategy_outcomes_follow_sends_and_recoveries(backend: Backend) {
     .await;
     for id in [&sent[0], &sent[2], unsent["id"].as_str().unwrap()] {
         app.expect(
-            app.req(Method::POST, &format!("/projects/acme/churn-events/{id}/recovered"))
-                .bearer_auth(&token),
+            app.req(
+                Method::POST,
+                &format!("/projects/acme/churn-events/{id}/recovered"),
+            )
+            .bearer_auth(&token),
             200,
         )
         .await;
@@ -1568,5 +1579,9 @@ async fn strategy_outcomes_follow_sends_and_recoveries(backend: Backend) {
     .unwrap();
     assert_eq!(kept, aggregated);
     assert_eq!(kept.iter().map(|r| r.1).sum::<i64>(), 4, "four sends");
-    assert_eq!(kept.iter().map(|r| r.2).sum::<i64>(), 2, "two recovered after a send");
+    assert_eq!(
+        kept.iter().map(|r| r.2).sum::<i64>(),
+        2,
+        "two recovered after a send"
+    );
 }
