@@ -123,7 +123,10 @@ STATEFUL_400 = [
     "create_churn_event_unscoped",
     "reset_password",
 ]
-common = """[generation]
+common = """# Known differences worked around until they are fixed: see schemathesis_hooks.py.
+hooks = "schemathesis_hooks"
+
+[generation]
 # NUL characters are refused with 400 (decisions §3), which JSON Schema cannot say simply.
 allow-x00 = false
 
@@ -143,6 +146,6 @@ common += "\n[parameters]\n"
 common += "".join(
     f'"{param}" = {{ dictionary = "{name}", probability = 0.5 }}\n' for param, name in bindings.items()
 )
-(WORK / "schemathesis-api_key.toml").write_text(f'[auth.openapi.api_key]\napi_key = "{secret}"\n\n' + common)
-(WORK / "schemathesis-bearer.toml").write_text(f'[auth.openapi.bearer]\nbearer = "{token}"\n\n' + common)
+(WORK / "schemathesis-api_key.toml").write_text(common + f'\n[auth.openapi.api_key]\napi_key = "{secret}"\n')
+(WORK / "schemathesis-bearer.toml").write_text(common + f'\n[auth.openapi.bearer]\nbearer = "{token}"\n')
 print(json.dumps(dictionaries, indent=2))

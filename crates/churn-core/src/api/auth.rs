@@ -67,8 +67,8 @@ pub struct Subscription {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 pub struct OnboardingRequest {
-    /// Default `Default`.
-    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
+    /// Default (also when blank) `Default`.
+    #[schema(max_length = 200)]
     pub project_name: Option<String>,
     #[schema(max_length = 100)]
     pub product_type: Option<String>,

@@ -297,10 +297,10 @@ pub struct ListQuery {
     #[param(value_type = Option<EventType>)]
     pub event_type: Option<String>,
     /// Default created_at.
-    #[param(value_type = Option<SortField>)]
+    #[param(value_type = Option<SortField>, inline)]
     pub sort: Option<String>,
     /// Default desc.
-    #[param(value_type = Option<SortOrder>)]
+    #[param(value_type = Option<SortOrder>, inline)]
     pub order: Option<String>,
 }
 

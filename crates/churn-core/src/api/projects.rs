@@ -16,7 +16,6 @@ pub struct Project {
     pub name: String,
     pub slug: String,
     pub product_type: Option<String>,
-    #[schema(format = Email)]
     pub support_email: Option<String>,
     pub allowed_origins: Vec<String>,
     #[serde(with = "wire")]
