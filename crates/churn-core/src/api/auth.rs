@@ -26,8 +26,12 @@ macro_rules! debug_hiding {
 #[derive(Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterRequest {
+    /// 1–200 characters after trimming.
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub name: String,
+    #[schema(format = Email, max_length = 254)]
     pub email: String,
+    #[schema(min_length = 8, max_length = 1024, format = Password)]
     pub password: String,
 }
 
@@ -37,14 +41,17 @@ debug_hiding!(RegisterRequest { name, email } hides { password });
 #[serde(deny_unknown_fields)]
 pub struct LoginRequest {
     pub email: String,
+    #[schema(format = Password)]
     pub password: String,
 }
 debug_hiding!(LoginRequest { email } hides { password });
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct User {
+    #[schema(format = Uuid)]
     pub id: String,
     pub name: String,
+    #[schema(format = Email)]
     pub email: String,
 }
 
@@ -58,8 +65,10 @@ debug_hiding!(Session { user } hides { token });
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Me {
+    #[schema(format = Uuid)]
     pub id: String,
     pub name: String,
+    #[schema(format = Email)]
     pub email: String,
     #[serde(with = "wire")]
     #[schema(value_type = String, format = DateTime)]
@@ -85,8 +94,16 @@ pub struct Subscription {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OnboardingRequest {
+    /// Default (also when blank) `Default`.
+    #[schema(max_length = 200)]
     pub project_name: Option<String>,
+    #[schema(max_length = 100)]
     pub product_type: Option<String>,
+    /// An email address; empty means none.
+    #[schema(
+        max_length = 254,
+        pattern = r"^([A-Za-z0-9._%+!#$&'*/=?^`{|}~-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+)?$"
+    )]
     pub support_email: Option<String>,
 }
 
@@ -105,6 +122,7 @@ pub struct DefaultProjectOrigins {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ForgotPassword {
+    /// Any string: the answer is the same whether or not it is an account's address.
     pub email: String,
 }
 
@@ -112,6 +130,7 @@ pub struct ForgotPassword {
 #[serde(deny_unknown_fields)]
 pub struct ResetPassword {
     pub token: String,
+    #[schema(min_length = 8, max_length = 1024, format = Password)]
     pub password: String,
 }
 debug_hiding!(ResetPassword {} hides { token, password });
@@ -143,11 +162,20 @@ pub struct StatusOk {
 #[derive(Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IdpLogin {
-    /// `google` or `oidc`.
+    #[schema(value_type = IdpProvider)]
     pub provider: String,
     pub id_token: String,
 }
 debug_hiding!(IdpLogin { provider } hides { id_token });
+
+/// Identity providers of `POST /auth/idp` (the field stays a string so that another value
+/// gets a validation error naming it).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IdpProvider {
+    Google,
+    Oidc,
+}
 
 #[cfg(test)]
 mod tests {

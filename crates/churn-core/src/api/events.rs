@@ -12,16 +12,24 @@ use crate::time::{Timestamp, wire};
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateChurnEvent {
+    #[schema(format = Email, max_length = 254)]
     pub customer_email: String,
+    #[schema(max_length = 200)]
     pub customer_name: Option<String>,
-    /// `cancellation` or `payment_failed`.
+    #[schema(value_type = EventType)]
     pub event_type: String,
+    /// One of the eight reason codes, or free text classified into one.
+    #[schema(max_length = 2000)]
     pub cancel_reason: Option<String>,
     /// Monthly recurring revenue in cents.
+    #[schema(minimum = 0, maximum = 1e12)]
     pub mrr: Option<i64>,
-    /// ISO 4217; default `usd`.
+    /// ISO 4217; default (also when empty) `usd`; stored lower-case.
+    #[schema(pattern = r"^([A-Za-z]{3})?$")]
     pub currency: Option<String>,
+    #[schema(max_length = 500)]
     pub plan_name: Option<String>,
+    #[schema(minimum = 0)]
     pub tenure_days: Option<i64>,
 }
 
@@ -29,27 +37,42 @@ pub struct CreateChurnEvent {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateChurnEventLegacy {
+    #[schema(format = Email, max_length = 254)]
     pub customer_email: String,
+    #[schema(max_length = 200)]
     pub customer_name: Option<String>,
     /// Default `cancellation`.
+    #[schema(value_type = Option<EventType>)]
     pub event_type: Option<String>,
     /// Default `api`.
+    #[schema(max_length = 500)]
     pub provider: Option<String>,
+    #[schema(max_length = 500)]
     pub provider_subscription_id: Option<String>,
+    #[schema(max_length = 500)]
     pub provider_customer_id: Option<String>,
+    #[schema(max_length = 500)]
     pub plan_name: Option<String>,
+    #[schema(minimum = 0, maximum = 1e12)]
     pub mrr_cents: Option<i64>,
+    #[schema(pattern = r"^([A-Za-z]{3})?$")]
     pub currency: Option<String>,
+    #[schema(minimum = 0)]
     pub tenure_days: Option<i64>,
+    #[schema(max_length = 2000)]
     pub cancel_reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ChurnEvent {
+    #[schema(format = Uuid)]
     pub id: String,
+    #[schema(format = Uuid)]
     pub project_id: String,
+    #[schema(format = Email)]
     pub customer_email: String,
     pub customer_name: Option<String>,
+    #[schema(value_type = EventType)]
     pub event_type: String,
     pub cancel_reason: Option<String>,
     pub reason_code: ReasonCode,
@@ -61,6 +84,7 @@ pub struct ChurnEvent {
     pub provider: String,
     pub provider_subscription_id: Option<String>,
     pub provider_customer_id: Option<String>,
+    #[schema(value_type = Option<RecoveredVia>)]
     pub recovered_via: Option<String>,
     #[serde(with = "wire::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
@@ -82,10 +106,14 @@ pub struct ChurnEvent {
 /// The unscoped form of an event: `mrr_cents` instead of `mrr`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct LegacyChurnEvent {
+    #[schema(format = Uuid)]
     pub id: String,
+    #[schema(format = Uuid)]
     pub project_id: String,
+    #[schema(format = Email)]
     pub customer_email: String,
     pub customer_name: Option<String>,
+    #[schema(value_type = EventType)]
     pub event_type: String,
     pub provider: String,
     pub provider_subscription_id: Option<String>,
@@ -138,7 +166,9 @@ impl From<ChurnEvent> for LegacyChurnEvent {
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Variant {
+    #[schema(format = Uuid)]
     pub id: String,
+    #[schema(format = Uuid)]
     pub churn_event_id: String,
     pub strategy: Strategy,
     pub subject: String,
@@ -149,10 +179,11 @@ pub struct Variant {
     pub status: VariantStatus,
     pub recommended: bool,
     /// 1 is the recommendation.
+    #[schema(minimum = 1, maximum = 9)]
     pub rank: i64,
     pub rank_score: f64,
     pub rank_reasons: Vec<String>,
-    /// `template` or `llm`.
+    #[schema(value_type = Generator)]
     pub generator: String,
     pub coupon_code: Option<String>,
     pub coupon_percent: Option<i64>,
@@ -199,12 +230,15 @@ pub struct Recovered {
     #[serde(with = "wire")]
     #[schema(value_type = String, format = DateTime)]
     pub recovered_at: Timestamp,
+    #[schema(value_type = RecoveredVia)]
     pub recovered_via: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelReasonChange {
+    /// 1–2000 characters after trimming.
+    #[schema(min_length = 1, max_length = 2000, pattern = r"\S")]
     pub cancel_reason: String,
 }
 
@@ -221,7 +255,11 @@ pub struct CancelReasonChanged {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditVariant {
+    /// One line, 1–200 characters after trimming.
+    #[schema(max_length = 200, pattern = r"^[^\n]*\S[^\n]*$")]
     pub subject: Option<String>,
+    /// HTML (sanitised) or plain text; 1–50,000 characters.
+    #[schema(min_length = 1, max_length = 50000, pattern = r"\S")]
     pub body: Option<String>,
 }
 
@@ -253,14 +291,20 @@ pub struct SentVariant {
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Default 1.
+    #[param(minimum = 1)]
     pub page: Option<i64>,
-    /// Default 20, at most 100.
+    /// Default 20.
+    #[param(minimum = 1, maximum = 100)]
     pub per_page: Option<i64>,
+    #[param(value_type = Option<EventStatus>)]
     pub status: Option<String>,
+    #[param(value_type = Option<EventType>)]
     pub event_type: Option<String>,
-    /// created_at (default), updated_at, mrr, customer_email or status.
+    /// Default created_at.
+    #[param(value_type = Option<SortField>, inline)]
     pub sort: Option<String>,
-    /// asc or desc (default).
+    /// Default desc.
+    #[param(value_type = Option<SortOrder>, inline)]
     pub order: Option<String>,
 }
 
@@ -268,10 +312,13 @@ pub struct ListQuery {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
 #[into_params(parameter_in = Query)]
 pub struct LegacyListQuery {
-    /// Default 20, at most 100.
+    /// Default 20.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     /// Default 0.
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
+    #[param(value_type = Option<EventStatus>)]
     pub status: Option<String>,
     /// With a session: the project (slug or id); needed unless the user has one project.
     pub project: Option<String>,
@@ -318,4 +365,49 @@ pub struct AccountStats {
     #[serde(flatten)]
     pub total: Stats,
     pub projects: Vec<ProjectStats>,
+}
+
+/// The kinds of churn event. The fields holding one stay strings so that another value gets
+/// a validation error naming the field.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EventType {
+    Cancellation,
+    PaymentFailed,
+}
+
+/// How a churn event came to be recovered.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveredVia {
+    Manual,
+    Payment,
+    CancelFlow,
+    Email,
+}
+
+/// What wrote a variant.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Generator {
+    Template,
+    Llm,
+}
+
+/// Sort columns of the scoped list.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SortField {
+    CreatedAt,
+    UpdatedAt,
+    Mrr,
+    CustomerEmail,
+    Status,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SortOrder {
+    Asc,
+    Desc,
 }

@@ -11,6 +11,7 @@ use crate::time::{Timestamp, wire};
 /// creation answer, `role` in lists and details, key details and settings in the detail.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Project {
+    #[schema(format = Uuid)]
     pub id: String,
     pub name: String,
     pub slug: String,
@@ -45,8 +46,15 @@ pub struct ApiKeys {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateProject {
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub name: String,
+    #[schema(max_length = 100)]
     pub product_type: Option<String>,
+    /// An email address; empty means none.
+    #[schema(
+        max_length = 254,
+        pattern = r"^([A-Za-z0-9._%+!#$&'*/=?^`{|}~-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+)?$"
+    )]
     pub support_email: Option<String>,
 }
 
@@ -54,8 +62,15 @@ pub struct CreateProject {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateProject {
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub name: Option<String>,
+    #[schema(max_length = 100)]
     pub product_type: Option<String>,
+    /// An email address; empty means none.
+    #[schema(
+        max_length = 254,
+        pattern = r"^([A-Za-z0-9._%+!#$&'*/=?^`{|}~-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+)?$"
+    )]
     pub support_email: Option<String>,
     pub settings: Option<SettingsPatch>,
 }
@@ -63,6 +78,8 @@ pub struct UpdateProject {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AllowedOrigins {
+    /// `http(s)://host[:port]`, no path; at most 50; stored normalised.
+    #[schema(max_items = 50, value_type = Vec<Origin>)]
     pub allowed_origins: Vec<String>,
 }
 
@@ -70,6 +87,7 @@ pub struct AllowedOrigins {
 #[serde(deny_unknown_fields)]
 pub struct RotateKeysRequest {
     /// Hours the old keys keep working (0–72, default 0: revoked at once).
+    #[schema(minimum = 0, maximum = 72)]
     pub expire_old_in_hours: Option<i64>,
 }
 
@@ -86,3 +104,11 @@ pub struct RotatedKeys {
 pub struct WebhookSecret {
     pub webhook_secret: String,
 }
+
+/// A web origin: `http(s)://host[:port]`, no path, query or credentials.
+#[derive(ToSchema)]
+#[schema(
+    value_type = String,
+    pattern = r"^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:[1-9][0-9]{0,3})?$"
+)]
+pub struct Origin(pub String);

@@ -42,18 +42,29 @@ impl Default for ProjectSettings {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsPatch {
+    #[schema(minimum = 1, maximum = 365)]
     pub recovery_window_days: Option<i64>,
+    #[schema(minimum = 1, maximum = 90)]
     pub discount_percent: Option<i64>,
+    #[schema(minimum = 1, maximum = 36)]
     pub discount_months: Option<i64>,
     #[serde(default, with = "double_option")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 200)]
     pub founder_name: Option<Option<String>>,
+    /// An http or https URL.
     #[serde(default, with = "double_option")]
-    #[schema(value_type = Option<String>)]
+    #[schema(
+        value_type = Option<String>,
+        max_length = 500,
+        pattern = r"^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]*)*$"
+    )]
     pub product_url: Option<Option<String>>,
+    /// Where a customer goes to come back (https only); unset, `product_url`.
     #[serde(default, with = "double_option")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 500, pattern = r"^[Hh][Tt][Tt][Pp][Ss]://")]
     pub reactivation_url: Option<Option<String>>,
+    /// An IETF language tag such as `en` or `pt-br`.
+    #[schema(pattern = r"^[A-Za-z0-9-]{2,16}$")]
     pub language: Option<String>,
 }
 

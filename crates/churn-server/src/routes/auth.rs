@@ -16,7 +16,7 @@ use crate::error::ApiResult;
 use crate::extract::{ApiJson, OptionalJson, SessionUser};
 use crate::state::AppState;
 
-#[utoipa::path(post, path = "/auth/register", tag = "auth", request_body = RegisterRequest,
+#[utoipa::path(post, path = "/auth/register", operation_id = "register", tag = "auth", request_body = RegisterRequest,
     responses((status = 201, body = Data<Session>), (status = 400, body = ErrorBody),
               (status = 403, description = "registration is closed, or by invitation only", body = ErrorBody),
               (status = 409, body = ErrorBody)))]
@@ -28,7 +28,7 @@ pub async fn register(
     Ok((StatusCode::CREATED, Json(Data::new(session))))
 }
 
-#[utoipa::path(post, path = "/auth/login", tag = "auth", request_body = LoginRequest,
+#[utoipa::path(post, path = "/auth/login", operation_id = "login", tag = "auth", request_body = LoginRequest,
     responses((status = 200, body = Data<Session>), (status = 401, body = ErrorBody)))]
 pub async fn login(
     State(s): State<AppState>,
@@ -37,13 +37,14 @@ pub async fn login(
     Ok(Json(Data::new(s.churn.login(req).await?)))
 }
 
-#[utoipa::path(get, path = "/auth/me", tag = "auth", security(("bearer" = [])),
+#[utoipa::path(get, path = "/auth/me", operation_id = "get_me", tag = "auth", security(("bearer" = [])),
     responses((status = 200, body = Data<Me>), (status = 401, body = ErrorBody)))]
 pub async fn me(State(s): State<AppState>, SessionUser(user): SessionUser) -> Json<Data<Me>> {
     Json(Data::new(s.churn.me(&user)))
 }
 
-#[utoipa::path(post, path = "/auth/onboarding", tag = "auth", security(("bearer" = [])), request_body = OnboardingRequest,
+#[utoipa::path(post, path = "/auth/onboarding", operation_id = "complete_onboarding", tag = "auth", security(("bearer" = [])),
+    request_body(content = Option<OnboardingRequest>, description = "optional: without a body the defaults apply"),
     responses((status = 201, body = Data<Onboarding>), (status = 409, body = ErrorBody)))]
 pub async fn onboarding(
     State(s): State<AppState>,
@@ -54,8 +55,8 @@ pub async fn onboarding(
     Ok((StatusCode::CREATED, Json(Data::new(done))))
 }
 
-#[utoipa::path(put, path = "/auth/allowed-origins", tag = "auth", security(("bearer" = [])), request_body = AllowedOrigins,
-    responses((status = 200, body = Data<DefaultProjectOrigins>), (status = 400, body = ErrorBody)))]
+#[utoipa::path(put, path = "/auth/allowed-origins", operation_id = "set_default_project_allowed_origins", tag = "auth", security(("bearer" = [])), request_body = AllowedOrigins,
+    responses((status = 200, body = Data<DefaultProjectOrigins>), (status = 404, description = "NOT_FOUND: the caller has no project", body = ErrorBody)))]
 pub async fn allowed_origins(
     State(s): State<AppState>,
     SessionUser(user): SessionUser,
@@ -68,7 +69,7 @@ pub async fn allowed_origins(
     Ok(Json(Data::new(set)))
 }
 
-#[utoipa::path(post, path = "/auth/forgot-password", tag = "auth", request_body = ForgotPassword,
+#[utoipa::path(post, path = "/auth/forgot-password", operation_id = "forgot_password", tag = "auth", request_body = ForgotPassword,
     responses((status = 200, description = "always, whether or not the address has an account", body = Data<StatusOk>)))]
 pub async fn forgot_password(
     State(s): State<AppState>,
@@ -78,7 +79,7 @@ pub async fn forgot_password(
     Ok(ok())
 }
 
-#[utoipa::path(post, path = "/auth/reset-password", tag = "auth", request_body = ResetPassword,
+#[utoipa::path(post, path = "/auth/reset-password", operation_id = "reset_password", tag = "auth", request_body = ResetPassword,
     responses((status = 200, body = Data<StatusOk>), (status = 400, description = "unknown, used or expired token; weak password", body = ErrorBody)))]
 pub async fn reset_password(
     State(s): State<AppState>,
@@ -126,7 +127,7 @@ fn ok() -> Json<Data<StatusOk>> {
     }))
 }
 
-#[utoipa::path(post, path = "/auth/idp", tag = "auth", request_body = IdpLogin,
+#[utoipa::path(post, path = "/auth/idp", operation_id = "sign_in_with_identity_provider", tag = "auth", request_body = IdpLogin,
     responses((status = 200, body = Data<Session>), (status = 401, body = ErrorBody),
               (status = 500, description = "identity provider is not configured", body = ErrorBody)))]
 pub async fn idp(

@@ -28,14 +28,14 @@ fn clock(s: &AppState) -> ApiResult<&churn_core::time::TestClock> {
         .ok_or_else(|| ApiError::not_found("no route for this path"))
 }
 
-#[utoipa::path(get, path = "/dev/clock", tag = "dev", responses((status = 200, body = Data<ClockView>)))]
+#[utoipa::path(get, path = "/dev/clock", operation_id = "get_test_clock", tag = "dev", responses((status = 200, body = Data<ClockView>)))]
 pub async fn get_clock(State(s): State<AppState>) -> ApiResult<Json<Data<ClockView>>> {
     Ok(Json(Data::new(ClockView {
         now: clock(&s)?.now(),
     })))
 }
 
-#[utoipa::path(post, path = "/dev/clock", tag = "dev", request_body = ClockChange,
+#[utoipa::path(post, path = "/dev/clock", operation_id = "set_test_clock", tag = "dev", request_body = ClockChange,
     responses((status = 200, body = Data<ClockView>), (status = 400, body = ErrorBody)))]
 pub async fn set_clock(
     State(s): State<AppState>,
@@ -78,7 +78,7 @@ fn advanced(now: Timestamp, seconds: i64) -> ApiResult<Timestamp> {
         })
 }
 
-#[utoipa::path(post, path = "/dev/jobs/run", tag = "dev", responses((status = 200, body = Data<JobsRun>)))]
+#[utoipa::path(post, path = "/dev/jobs/run", operation_id = "run_due_jobs", tag = "dev", responses((status = 200, body = Data<JobsRun>)))]
 pub async fn run_jobs(State(s): State<AppState>) -> ApiResult<Json<Data<JobsRun>>> {
     clock(&s)?;
     let ran = s.churn.run_due_jobs().await?;

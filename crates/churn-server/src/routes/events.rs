@@ -13,7 +13,7 @@ use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiProject, ApiQuery, Caller, ProjectScope};
 use crate::state::AppState;
 
-#[utoipa::path(post, path = "/projects/{slug}/churn-events", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(post, path = "/projects/{slug}/churn-events", operation_id = "create_churn_event", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
     params(("slug" = String, Path)), request_body = CreateChurnEvent,
     responses((status = 201, body = Data<ChurnEvent>), (status = 400, body = ErrorBody), (status = 402, body = ErrorBody)))]
 pub async fn create(
@@ -25,7 +25,7 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(Data::new(event))))
 }
 
-#[utoipa::path(get, path = "/projects/{slug}/churn-events", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(get, path = "/projects/{slug}/churn-events", operation_id = "list_churn_events", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
     params(("slug" = String, Path), ListQuery),
     responses((status = 200, body = Page<ChurnEvent>), (status = 400, body = ErrorBody)))]
 pub async fn list(
@@ -37,7 +37,7 @@ pub async fn list(
     Ok(Json(Page { data, meta }))
 }
 
-#[utoipa::path(get, path = "/projects/{slug}/churn-events/{id}", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(get, path = "/projects/{slug}/churn-events/{id}", operation_id = "get_churn_event", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
     params(("slug" = String, Path), ("id" = String, Path)),
     responses((status = 200, body = Data<ChurnEvent>), (status = 404, body = ErrorBody)))]
 pub async fn get(
@@ -48,7 +48,7 @@ pub async fn get(
     Ok(Json(Data::new(s.churn.event(&access, &id).await?)))
 }
 
-#[utoipa::path(post, path = "/projects/{slug}/churn-events/{id}/recovered", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(post, path = "/projects/{slug}/churn-events/{id}/recovered", operation_id = "mark_churn_event_recovered", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
     params(("slug" = String, Path), ("id" = String, Path)),
     responses((status = 200, body = Data<Recovered>), (status = 400, body = ErrorBody)))]
 pub async fn recovered(
@@ -59,7 +59,7 @@ pub async fn recovered(
     Ok(Json(Data::new(s.churn.recover_event(&access, &id).await?)))
 }
 
-#[utoipa::path(patch, path = "/projects/{slug}/churn-events/{id}/cancel-reason", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(patch, path = "/projects/{slug}/churn-events/{id}/cancel-reason", operation_id = "change_cancel_reason", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
     params(("slug" = String, Path), ("id" = String, Path)), request_body = CancelReasonChange,
     responses((status = 200, body = Data<CancelReasonChanged>), (status = 400, body = ErrorBody)))]
 pub async fn cancel_reason(
@@ -73,7 +73,7 @@ pub async fn cancel_reason(
     )))
 }
 
-#[utoipa::path(post, path = "/projects/{slug}/churn-events/{id}/generate", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(post, path = "/projects/{slug}/churn-events/{id}/generate", operation_id = "generate_variants", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
     params(("slug" = String, Path), ("id" = String, Path)),
     responses((status = 200, body = Data<Generated>), (status = 400, body = ErrorBody)))]
 pub async fn generate(
@@ -84,7 +84,7 @@ pub async fn generate(
     Ok(Json(Data::new(s.churn.generate(&access, &id).await?)))
 }
 
-#[utoipa::path(get, path = "/projects/{slug}/churn-events/{id}/variants", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(get, path = "/projects/{slug}/churn-events/{id}/variants", operation_id = "list_variants", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
     params(("slug" = String, Path), ("id" = String, Path)),
     responses((status = 200, body = Data<Vec<Variant>>), (status = 404, body = ErrorBody)))]
 pub async fn variants(
@@ -95,7 +95,7 @@ pub async fn variants(
     Ok(Json(Data::new(s.churn.event_variants(&access, &id).await?)))
 }
 
-#[utoipa::path(patch, path = "/projects/{slug}/churn-events/{id}/variants/{vid}", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(patch, path = "/projects/{slug}/churn-events/{id}/variants/{vid}", operation_id = "edit_variant", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
     params(("slug" = String, Path), ("id" = String, Path), ("vid" = String, Path)), request_body = EditVariant,
     responses((status = 200, body = Data<EditedVariant>), (status = 409, body = ErrorBody)))]
 pub async fn edit_variant(
@@ -109,7 +109,7 @@ pub async fn edit_variant(
     )))
 }
 
-#[utoipa::path(post, path = "/projects/{slug}/churn-events/{id}/variants/{vid}/send", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(post, path = "/projects/{slug}/churn-events/{id}/variants/{vid}/send", operation_id = "send_variant", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
     params(("slug" = String, Path), ("id" = String, Path), ("vid" = String, Path)),
     responses((status = 200, body = Data<SentVariant>), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody),
               (status = 502, body = ErrorBody)))]
@@ -123,7 +123,7 @@ pub async fn send(
     )))
 }
 
-#[utoipa::path(get, path = "/projects/{slug}/stats", tag = "statistics", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(get, path = "/projects/{slug}/stats", operation_id = "get_project_stats", tag = "statistics", security(("bearer" = []), ("api_key" = [])),
     params(("slug" = String, Path)), responses((status = 200, body = Data<Stats>)))]
 pub async fn project_stats(
     State(s): State<AppState>,
@@ -134,7 +134,7 @@ pub async fn project_stats(
 
 /// With a secret key: that project's statistics. With a session: the sum over the caller's
 /// projects plus each project.
-#[utoipa::path(get, path = "/stats", tag = "statistics", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(get, path = "/stats", operation_id = "get_stats", tag = "statistics", security(("bearer" = []), ("api_key" = [])),
     responses((status = 200, body = Data<AccountStats>), (status = 401, body = ErrorBody)))]
 pub async fn stats(
     State(s): State<AppState>,

@@ -51,7 +51,7 @@ async fn project_access(
     }
 }
 
-#[utoipa::path(get, path = "/churn-events", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(get, path = "/churn-events", operation_id = "list_churn_events_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
     params(LegacyListQuery), responses((status = 200, body = LegacyList), (status = 400, body = LegacyErrorBody)))]
 pub async fn list(
     State(s): State<AppState>,
@@ -62,7 +62,7 @@ pub async fn list(
     Ok(Json(s.churn.list_events_legacy(&access, q).await?))
 }
 
-#[utoipa::path(post, path = "/churn-events", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(post, path = "/churn-events", operation_id = "create_churn_event_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
     params(ProjectQuery), request_body = CreateChurnEventLegacy,
     responses((status = 201, body = Data<LegacyChurnEvent>), (status = 400, body = LegacyErrorBody)))]
 pub async fn create(
@@ -76,7 +76,7 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(Data::new(event.into()))))
 }
 
-#[utoipa::path(get, path = "/churn-events/{id}", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(get, path = "/churn-events/{id}", operation_id = "get_churn_event_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
     params(("id" = String, Path)), responses((status = 200, body = Data<LegacyChurnEvent>), (status = 404, body = LegacyErrorBody)))]
 pub async fn get(
     State(s): State<AppState>,
@@ -87,7 +87,7 @@ pub async fn get(
     Ok(Json(Data::new(s.churn.event(&access, &id).await?.into())))
 }
 
-#[utoipa::path(post, path = "/churn-events/{id}/recovered", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(post, path = "/churn-events/{id}/recovered", operation_id = "mark_churn_event_recovered_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
     params(("id" = String, Path)), responses((status = 200, body = Data<LegacyChurnEvent>), (status = 400, body = LegacyErrorBody)))]
 pub async fn recovered(
     State(s): State<AppState>,
@@ -99,7 +99,7 @@ pub async fn recovered(
     Ok(Json(Data::new(s.churn.event(&access, &id).await?.into())))
 }
 
-#[utoipa::path(post, path = "/churn-events/{id}/generate", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(post, path = "/churn-events/{id}/generate", operation_id = "generate_variants_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
     params(("id" = String, Path)), responses((status = 200, body = LegacyGenerated), (status = 400, body = LegacyErrorBody)))]
 pub async fn generate(
     State(s): State<AppState>,
@@ -113,7 +113,7 @@ pub async fn generate(
     }))
 }
 
-#[utoipa::path(post, path = "/churn-events/{id}/variants/{variant_id}/send", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(post, path = "/churn-events/{id}/variants/{variant_id}/send", operation_id = "send_variant_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
     params(("id" = String, Path), ("variant_id" = String, Path)),
     responses((status = 200, body = Data<SentVariant>), (status = 400, body = LegacyErrorBody)))]
 pub async fn send(

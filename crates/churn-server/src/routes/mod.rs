@@ -97,10 +97,11 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(tracking::click))
         .routes(routes!(unsubscribe::show, unsubscribe::confirm));
 
-    let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (router, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .nest("/api/v1", api)
         .merge(operations)
         .split_for_parts();
+    crate::openapi::complete(&mut openapi);
 
     let mut router = router
         .merge(pages::router())

@@ -13,14 +13,14 @@ use crate::error::{ApiError, ApiResult};
 use crate::metrics::Metrics;
 use crate::state::AppState;
 
-#[utoipa::path(get, path = "/health", tag = "operations", responses((status = 200, body = Data<Health>)))]
+#[utoipa::path(get, path = "/health", operation_id = "health", tag = "operations", responses((status = 200, body = Data<Health>)))]
 pub async fn health() -> Json<Data<Health>> {
     Json(Data::new(Health {
         status: "ok".into(),
     }))
 }
 
-#[utoipa::path(get, path = "/ready", tag = "operations",
+#[utoipa::path(get, path = "/ready", operation_id = "ready", tag = "operations",
     responses((status = 200, body = Data<Health>), (status = 503, body = ErrorBody)))]
 pub async fn ready(State(s): State<AppState>) -> ApiResult<Json<Data<Health>>> {
     s.churn.store().ping().await.map_err(|e| {
@@ -36,8 +36,9 @@ pub async fn ready(State(s): State<AppState>) -> ApiResult<Json<Data<Health>>> {
     })))
 }
 
-#[utoipa::path(get, path = "/metrics", tag = "operations",
-    responses((status = 200, description = "Prometheus text exposition", content_type = "text/plain")))]
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations",
+    responses((status = 200, description = "Prometheus metrics in the OpenMetrics text format", body = String,
+        content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8")))]
 pub async fn metrics(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
     (
         [(

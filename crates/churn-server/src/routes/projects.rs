@@ -13,7 +13,7 @@ use crate::error::ApiResult;
 use crate::extract::{AdminProject, ApiJson, ApiProject, OptionalJson, ProjectScope, SessionUser};
 use crate::state::AppState;
 
-#[utoipa::path(get, path = "/projects", tag = "projects", security(("bearer" = [])),
+#[utoipa::path(get, path = "/projects", operation_id = "list_projects", tag = "projects", security(("bearer" = [])),
     responses((status = 200, body = Data<Vec<Project>>), (status = 401, body = ErrorBody)))]
 pub async fn list(
     State(s): State<AppState>,
@@ -22,9 +22,9 @@ pub async fn list(
     Ok(Json(Data::new(s.churn.list_projects(&user.id).await?)))
 }
 
-#[utoipa::path(post, path = "/projects", tag = "projects", security(("bearer" = [])), request_body = CreateProject,
+#[utoipa::path(post, path = "/projects", operation_id = "create_project", tag = "projects", security(("bearer" = [])), request_body = CreateProject,
     responses((status = 201, description = "the project and its key pair, shown this once", body = Data<Project>),
-              (status = 400, body = ErrorBody)))]
+              (status = 409, description = "CONFLICT: no free slug for this name", body = ErrorBody)))]
 pub async fn create(
     State(s): State<AppState>,
     SessionUser(user): SessionUser,
@@ -34,7 +34,7 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(Data::new(project))))
 }
 
-#[utoipa::path(get, path = "/projects/{slug}", tag = "projects", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(get, path = "/projects/{slug}", operation_id = "get_project", tag = "projects", security(("bearer" = []), ("api_key" = [])),
     params(("slug" = String, Path, description = "project slug or id")),
     responses((status = 200, body = Data<Project>), (status = 404, body = ErrorBody)))]
 pub async fn get(
@@ -44,7 +44,7 @@ pub async fn get(
     Ok(Json(Data::new(s.churn.project_detail(&access).await?)))
 }
 
-#[utoipa::path(put, path = "/projects/{slug}", tag = "projects", security(("bearer" = [])), request_body = UpdateProject,
+#[utoipa::path(put, path = "/projects/{slug}", operation_id = "put_project", tag = "projects", security(("bearer" = [])), request_body = UpdateProject,
     params(("slug" = String, Path, description = "project slug or id")),
     responses((status = 200, body = Data<Project>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn put(
@@ -55,7 +55,7 @@ pub async fn put(
     update(state, project, body).await
 }
 
-#[utoipa::path(patch, path = "/projects/{slug}", tag = "projects", security(("bearer" = [])), request_body = UpdateProject,
+#[utoipa::path(patch, path = "/projects/{slug}", operation_id = "patch_project", tag = "projects", security(("bearer" = [])), request_body = UpdateProject,
     params(("slug" = String, Path, description = "project slug or id")),
     responses((status = 200, body = Data<Project>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn patch(
@@ -74,7 +74,7 @@ async fn update(
     Ok(Json(Data::new(s.churn.update_project(&access, req).await?)))
 }
 
-#[utoipa::path(delete, path = "/projects/{slug}", tag = "projects", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/projects/{slug}", operation_id = "delete_project", tag = "projects", security(("bearer" = [])),
     params(("slug" = String, Path, description = "project slug or id")),
     responses((status = 204, description = "the project and everything it held are gone"), (status = 403, body = ErrorBody)))]
 pub async fn delete(
@@ -85,7 +85,7 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(put, path = "/projects/{slug}/allowed-origins", tag = "projects", security(("bearer" = [])),
+#[utoipa::path(put, path = "/projects/{slug}/allowed-origins", operation_id = "set_allowed_origins", tag = "projects", security(("bearer" = [])),
     request_body = AllowedOrigins, params(("slug" = String, Path, description = "project slug or id")),
     responses((status = 200, body = Data<AllowedOrigins>), (status = 400, body = ErrorBody)))]
 pub async fn allowed_origins(
@@ -100,8 +100,8 @@ pub async fn allowed_origins(
     Ok(Json(Data::new(AllowedOrigins { allowed_origins })))
 }
 
-#[utoipa::path(post, path = "/projects/{slug}/rotate-keys", tag = "projects", security(("bearer" = [])),
-    request_body(content = RotateKeysRequest, description = "optional"), params(("slug" = String, Path, description = "project slug or id")),
+#[utoipa::path(post, path = "/projects/{slug}/rotate-keys", operation_id = "rotate_keys", tag = "projects", security(("bearer" = [])),
+    request_body(content = Option<RotateKeysRequest>, description = "optional: without a body the old keys stop at once"), params(("slug" = String, Path, description = "project slug or id")),
     responses((status = 200, body = Data<RotatedKeys>), (status = 403, body = ErrorBody)))]
 pub async fn rotate_keys(
     State(s): State<AppState>,
@@ -111,7 +111,7 @@ pub async fn rotate_keys(
     Ok(Json(Data::new(s.churn.rotate_keys(&access, req).await?)))
 }
 
-#[utoipa::path(get, path = "/projects/{slug}/webhook-secret", tag = "projects", security(("bearer" = [])),
+#[utoipa::path(get, path = "/projects/{slug}/webhook-secret", operation_id = "get_webhook_secret", tag = "projects", security(("bearer" = [])),
     params(("slug" = String, Path, description = "project slug or id")),
     responses((status = 200, body = Data<WebhookSecret>), (status = 403, body = ErrorBody)))]
 pub async fn webhook_secret(
@@ -121,7 +121,7 @@ pub async fn webhook_secret(
     Ok(Json(Data::new(s.churn.webhook_secret(&access)?)))
 }
 
-#[utoipa::path(post, path = "/projects/{slug}/webhook-secret/rotate", tag = "projects", security(("bearer" = [])),
+#[utoipa::path(post, path = "/projects/{slug}/webhook-secret/rotate", operation_id = "rotate_webhook_secret", tag = "projects", security(("bearer" = [])),
     params(("slug" = String, Path, description = "project slug or id")),
     responses((status = 200, body = Data<WebhookSecret>), (status = 403, body = ErrorBody)))]
 pub async fn rotate_webhook_secret(

@@ -4,6 +4,7 @@
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use churn_core::api::ErrorBody;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -18,8 +19,9 @@ const PIXEL: &[u8] = &[
     0x01, 0x00, 0x01, 0x00, 0x00, 0x02, 0x02, 0x44, 0x01, 0x00, 0x3b,
 ];
 
-#[utoipa::path(get, path = "/t/{pixel}", tag = "tracking", params(("pixel" = String, Path, description = "<token>.gif")),
-    responses((status = 200, description = "1×1 GIF", content_type = "image/gif"), (status = 404)))]
+#[utoipa::path(get, path = "/t/{pixel}", operation_id = "track_open", tag = "tracking", params(("pixel" = String, Path, description = "<token>.gif")),
+    responses((status = 200, description = "1×1 GIF", body = [u8], content_type = "image/gif"),
+        (status = 404, description = "NOT_FOUND: unknown or forged token", body = ErrorBody)))]
 pub async fn open(State(s): State<AppState>, Path(pixel): Path<String>) -> ApiResult<Response> {
     let token = pixel
         .strip_suffix(".gif")
@@ -44,8 +46,9 @@ pub struct ClickQuery {
     s: Option<String>,
 }
 
-#[utoipa::path(get, path = "/t/{token}/c", tag = "tracking", params(("token" = String, Path), ClickQuery),
-    responses((status = 302, description = "to the signed target"), (status = 404)))]
+#[utoipa::path(get, path = "/t/{token}/c", operation_id = "track_click", tag = "tracking", params(("token" = String, Path), ClickQuery),
+    responses((status = 302, description = "to the signed target", headers(("Location" = String))),
+        (status = 404, description = "NOT_FOUND: unknown or forged token, or a bad signature", body = ErrorBody)))]
 pub async fn click(
     State(s): State<AppState>,
     Path(token): Path<String>,

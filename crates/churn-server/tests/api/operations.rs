@@ -7,6 +7,7 @@ use churn_core::both_backends;
 both_backends!(
     health_ready_and_metrics,
     openapi_covers_every_route,
+    openapi_operation_ids_are_unique_and_errors_documented,
     dev_routes_exist_only_in_dev_mode,
     state_survives_a_restart,
 );
@@ -146,6 +147,71 @@ async fn openapi_covers_every_route(backend: Backend) {
     let docs = app.req(Method::GET, "/docs/").send().await.unwrap();
     assert_eq!(docs.status(), 200);
     assert!(docs.text().await.unwrap().contains("swagger-ui"));
+}
+
+async fn openapi_operation_ids_are_unique_and_errors_documented(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let doc = app.expect(app.req(Method::GET, "/openapi.json"), 200).await;
+    let mut ids = std::collections::BTreeMap::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let id = op["operationId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {path}: no operationId"));
+            if let Some(other) = ids.insert(id.to_owned(), format!("{method} {path}")) {
+                panic!("operationId {id} of {method} {path} is also {other}");
+            }
+            let responses = op["responses"].as_object().unwrap();
+            if op["security"].as_array().is_some_and(|s| !s.is_empty()) {
+                assert!(responses.contains_key("401"), "{method} {path}: 401");
+            }
+            if op.get("requestBody").is_some() {
+                for status in ["400", "413", "415"] {
+                    assert!(responses.contains_key(status), "{method} {path}: {status}");
+                }
+            }
+            // The unscoped routes answer errors in their older shape.
+            let shape = if path.starts_with("/api/v1/churn-events") {
+                "LegacyErrorBody"
+            } else {
+                "ErrorBody"
+            };
+            if let Some(unauthorized) = responses.get("401") {
+                assert_eq!(
+                    unauthorized["content"]["application/json"]["schema"]["$ref"],
+                    format!("#/components/schemas/{shape}"),
+                    "{method} {path}"
+                );
+            }
+        }
+    }
+    assert_eq!(
+        ids["list_churn_events"],
+        "get /api/v1/projects/{slug}/churn-events"
+    );
+
+    // Optional bodies are not required, and not null either.
+    let rotate = &doc["paths"]["/api/v1/projects/{slug}/rotate-keys"]["post"]["requestBody"];
+    assert_ne!(rotate["required"], true);
+    assert_eq!(
+        rotate["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/RotateKeysRequest"
+    );
+    // GET /stats: one project's figures to a key, the account's to a session.
+    let stats = &doc["paths"]["/api/v1/stats"]["get"]["responses"]["200"]["content"]["application/json"]
+        ["schema"]["properties"]["data"]["oneOf"];
+    assert_eq!(stats.as_array().unwrap().len(), 2, "{stats}");
+    // /metrics is documented with the content type it is served with.
+    let metrics = app.req(Method::GET, "/metrics").send().await.unwrap();
+    let served = metrics.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let documented = &doc["paths"]["/metrics"]["get"]["responses"]["200"]["content"];
+    assert!(
+        documented.get(&served).is_some(),
+        "{served} not in {documented}"
+    );
 }
 
 async fn dev_routes_exist_only_in_dev_mode(backend: Backend) {
