@@ -97,6 +97,10 @@ impl Churn {
         self.clock.now()
     }
 
+    pub(crate) fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
+    }
+
     /// Commits a change to projects, memberships or keys and drops cached access decisions
     /// here and in every other server process.
     async fn commit_access_change(&self, mut tx: Tx) -> Result<()> {
