@@ -5,7 +5,9 @@
 //!   payload no longer parses fails for good, with a logged error.
 //! - Each kind has its own retry schedule ([`Job::retry_delay`]); when it runs out the job is
 //!   `failed` and kept for [`FAILED_RETENTION`] for inspection, then purged by the worker.
-//! - A job that succeeds is deleted: the table holds only outstanding and failed work.
+//! - A job that succeeds is deleted in the statement that settles it, rather than by a sweep:
+//!   nothing reads done rows, and the table then holds only outstanding and failed work without
+//!   another periodic write competing for SQLite's single writer.
 //! - A claim is one short statement over one job. While the job runs its lease is extended
 //!   every lease/3, so a job slower than its lease is not claimed again by another worker;
 //!   a crashed worker's job is claimed again once its lease runs out. Heartbeat and

@@ -90,7 +90,10 @@ async fn a_job_slower_than_its_lease_runs_once(backend: Backend) {
     let db = TestDatabase::new(backend).await;
     // Leases are about real time passing, so this test runs on the real clock.
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let (first, second) = (open(&db, clock.clone()).await, open(&db, clock.clone()).await);
+    let (first, second) = (
+        open(&db, clock.clone()).await,
+        open(&db, clock.clone()).await,
+    );
     let lease = Duration::from_secs(1);
     let slow = Slow {
         duration: 3 * lease,
@@ -106,13 +109,27 @@ async fn a_job_slower_than_its_lease_runs_once(backend: Backend) {
     let running = tokio::spawn(async move { a.run_due_jobs().await });
     let deadline = started + Duration::from_secs(10);
     while slow.runs.load(Ordering::SeqCst) == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "the job never started");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the job never started"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    // The second worker keeps looking for due work, well past the first worker's initial lease.
+    // The second worker keeps looking for due work, well past the first worker's initial
+    // lease. Each look is bounded: had it claimed the job, it would be running it too.
     let mut polls = 0;
     while !running.is_finished() {
-        assert_eq!(b.run_due_jobs().await.unwrap(), 0, "the running job was claimed again");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the job never finished"
+        );
+        let found = tokio::time::timeout(lease, b.run_due_jobs()).await;
+        assert_eq!(
+            slow.runs.load(Ordering::SeqCst),
+            1,
+            "the running job was claimed again"
+        );
+        assert!(matches!(found, Ok(Ok(0))), "{found:?}");
         polls += 1;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -176,7 +193,11 @@ async fn failing_jobs_retry_on_their_schedule_then_fail(backend: Backend) {
         assert_eq!(status, expected, "after attempt {attempt}");
     }
     clock.advance(chrono::Duration::days(1));
-    assert_eq!(runner.run_due_jobs().await.unwrap(), 0, "a failed job stays failed");
+    assert_eq!(
+        runner.run_due_jobs().await.unwrap(),
+        0,
+        "a failed job stays failed"
+    );
 
     // Failed jobs are kept for 30 days after their last attempt, then purged.
     clock.advance(chrono::Duration::days(29) - chrono::Duration::seconds(1));
