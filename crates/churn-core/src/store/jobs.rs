@@ -15,7 +15,6 @@ pub struct JobRecord {
     pub kind: String,
     pub payload: serde_json::Value,
     pub attempts: i64,
-    pub max_attempts: i64,
     pub run_at: Timestamp,
 }
 
@@ -25,10 +24,11 @@ struct Row {
     kind: String,
     payload: String,
     attempts: i64,
-    max_attempts: i64,
     run_at: String,
 }
 
+/// `max_attempts` is the kind's limit at enqueue time, kept for inspection; the runtime decides
+/// from the kind's current schedule.
 pub async fn enqueue<'e>(
     db: impl Executor<'e, Database = Any>,
     kind: &str,
@@ -75,7 +75,7 @@ pub async fn claim_next(
          WHERE id IN (SELECT id FROM jobs WHERE status IN ('queued', 'running') AND run_at <= $1 \
            AND (status = 'queued' OR locked_until < $1) \
            ORDER BY run_at, id LIMIT 1 {}) \
-         RETURNING id, kind, payload, attempts, max_attempts, run_at",
+         RETURNING id, kind, payload, attempts, run_at",
         skip_locked(store.backend())
     );
     let row: Option<Row> = sqlx::query_as(&sql)
@@ -90,7 +90,6 @@ pub async fn claim_next(
             id: r.id,
             kind: r.kind,
             attempts: r.attempts,
-            max_attempts: r.max_attempts,
         })
     })
     .transpose()
