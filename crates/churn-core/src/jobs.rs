@@ -1,25 +1,66 @@
-//! The jobs runtime: typed jobs stored in the `jobs` table, a single-step `run_due_jobs` that
-//! tests and `/dev/jobs/run` call, and a worker loop that calls it until shutdown.
+//! The jobs runtime: typed jobs stored in the `jobs` table, a [`JobRunner`] that claims and
+//! runs them one at a time, and a worker loop that drives it until shutdown.
+//!
+//! - A [`Job`] is stored as its serde tag (`kind`) and content (`payload`). A row whose kind or
+//!   payload no longer parses fails for good, with a logged error.
+//! - Each kind has its own retry schedule ([`Job::retry_delay`]); when it runs out the job is
+//!   `failed` and kept for [`FAILED_RETENTION`] for inspection, then purged by the worker.
+//! - A job that succeeds is deleted in the statement that settles it, rather than by a sweep:
+//!   nothing reads done rows, and the table then holds only outstanding and failed work without
+//!   another periodic write competing for SQLite's single writer.
+//! - A claim is one short statement over one job. While the job runs its lease is extended
+//!   every lease/3, so a job slower than its lease is not claimed again by another worker;
+//!   a crashed worker's job is claimed again once its lease runs out. Heartbeat and
+//!   settlement are guarded by the attempt number, so a worker that lost its lease cannot
+//!   settle an attempt another worker has claimed since.
+//!
+//! Adding a kind: a variant on [`Job`], its schedule in [`Job::retry_schedule`], and its arm in
+//! `impl RunJob for Churn`.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
+use futures::FutureExt;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::lifecycle::{Action, transition};
 use crate::error::{Error, Result};
 use crate::services::{AccountEmail, Churn};
-use crate::store::{Tx, events, jobs};
-use crate::time::Timestamp;
+use crate::store::{Store, Tx, events, jobs};
+use crate::time::{Clock, Timestamp};
 
-const BATCH: i64 = 50;
-const LEASE: chrono::Duration = chrono::Duration::minutes(5);
-const MAX_ATTEMPTS: i64 = 5;
+/// How long a claim holds a job before another worker may take it. The runner extends it every
+/// third of this while the job runs, so it only bounds how soon a crashed worker's job is retried.
+pub const LEASE: Duration = Duration::from_secs(60);
+/// How long `failed` jobs are kept for inspection.
+pub const FAILED_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+/// How often the worker purges failed jobs older than [`FAILED_RETENTION`].
+const PURGE_EVERY: Duration = Duration::from_secs(60 * 60);
 
-/// Every kind of background work.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// 30 s × attempt²: 30 s, 2 min, 4.5 min, 8 min, then give up (five attempts).
+const QUADRATIC: &[Duration] = &[
+    Duration::from_secs(30),
+    Duration::from_secs(120),
+    Duration::from_secs(270),
+    Duration::from_secs(480),
+];
+
+/// Account emails wait on the mail server: 1 min, 5 min, 30 min, then give up.
+const EMAIL: &[Duration] = &[
+    Duration::from_secs(60),
+    Duration::from_secs(300),
+    Duration::from_secs(1800),
+];
+
+/// Every kind of background work, stored as `kind` (the tag) and `payload` (the content).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "payload", rename_all = "snake_case")]
 pub enum Job {
     /// At the end of the recovery window: an event still in `email_sent` becomes `lost`.
+    #[serde(rename = "expire_churn_event")]
     ExpireEvent { event_id: String },
     /// A password-reset or verification email to whoever holds this address; its single-use
     /// token is made when the job runs, so it is never stored in clear.
@@ -30,88 +71,69 @@ pub enum Job {
 }
 
 impl Job {
-    fn kind(&self) -> &'static str {
+    /// The waits after each failed attempt, in order; the job gives up when they run out.
+    fn retry_schedule(&self) -> &'static [Duration] {
         match self {
-            Job::ExpireEvent { .. } => "expire_churn_event",
-            Job::AccountEmail { .. } => "account_email",
+            Job::ExpireEvent { .. } => QUADRATIC,
+            Job::AccountEmail { .. } => EMAIL,
         }
     }
 
-    fn payload(&self) -> serde_json::Value {
-        match self {
-            Job::ExpireEvent { event_id } => json!({ "event_id": event_id }),
-            Job::AccountEmail { email, purpose } => {
-                json!({ "email": email, "purpose": purpose.as_str() })
-            }
-        }
+    /// The wait before the next attempt after `attempt` (1-based) failed; `None`: give up.
+    pub fn retry_delay(&self, attempt: u32) -> Option<Duration> {
+        let index = usize::try_from(attempt.checked_sub(1)?).ok()?;
+        self.retry_schedule().get(index).copied()
     }
 
-    fn parse(kind: &str, payload: &serde_json::Value) -> Option<Job> {
-        match kind {
-            "expire_churn_event" => Some(Job::ExpireEvent {
-                event_id: payload.get("event_id")?.as_str()?.to_owned(),
-            }),
-            "account_email" => Some(Job::AccountEmail {
-                email: payload.get("email")?.as_str()?.to_owned(),
-                purpose: AccountEmail::parse(payload.get("purpose")?.as_str()?)?,
-            }),
-            _ => None,
-        }
+    /// The first attempt plus one per scheduled retry.
+    pub fn max_attempts(&self) -> u32 {
+        u32::try_from(self.retry_schedule().len()).map_or(u32::MAX, |n| n.saturating_add(1))
     }
 
     /// Enqueues in the caller's transaction, so the job exists exactly when the change does.
     pub async fn enqueue(&self, tx: &mut Tx, run_at: Timestamp, now: Timestamp) -> Result<()> {
+        let (kind, payload) = self.to_stored()?;
         jobs::enqueue(
             &mut **tx,
-            self.kind(),
-            &self.payload(),
+            &kind,
+            &payload,
             run_at,
-            MAX_ATTEMPTS,
+            i64::from(self.max_attempts()),
             now,
         )
         .await
     }
-}
 
-/// Retry delays grow with the attempt: 30 s, 2 min, 4.5 min, 8 min…
-fn retry_delay(attempt: i64) -> chrono::Duration {
-    chrono::Duration::seconds(30 * attempt.max(1).pow(2))
-}
-
-impl Churn {
-    /// Runs every job due at the clock's now, batch after batch, and says how many ran.
-    pub async fn run_due_jobs(&self) -> Result<u64> {
-        let mut ran = 0;
-        loop {
-            let now = self.now();
-            let claimed = jobs::claim_due(self.store(), now, now + LEASE, BATCH).await?;
-            if claimed.is_empty() {
-                return Ok(ran);
-            }
-            for job in claimed {
-                ran += 1;
-                let outcome = match Job::parse(&job.kind, &job.payload) {
-                    Some(parsed) => self.run_job(parsed).await,
-                    None => Err(Error::internal(format!("unknown job kind {:?}", job.kind))),
-                };
-                let now = self.now();
-                match outcome {
-                    Ok(()) => jobs::complete(self.store().writer(), &job, now).await?,
-                    Err(e) => {
-                        let retry = (job.attempts < job.max_attempts)
-                            .then(|| now + retry_delay(job.attempts));
-                        tracing::warn!(job = %job.id, kind = %job.kind, attempt = job.attempts, error = %e, "job failed");
-                        jobs::fail(self.store().writer(), &job, &e.to_string(), retry, now).await?;
-                    }
-                }
-            }
-        }
+    /// Splits the serde form `{"kind": …, "payload": …}` into the two columns.
+    fn to_stored(&self) -> Result<(String, serde_json::Value)> {
+        let mut value = serde_json::to_value(self).map_err(Error::internal)?;
+        let kind = match value.get("kind") {
+            Some(serde_json::Value::String(kind)) => kind.clone(),
+            _ => return Err(Error::internal("a job serialized without its kind")),
+        };
+        let payload = value
+            .get_mut("payload")
+            .map(serde_json::Value::take)
+            .unwrap_or_default();
+        Ok((kind, payload))
     }
 
-    async fn run_job(&self, job: Job) -> Result<()> {
+    fn from_stored(kind: &str, payload: &serde_json::Value) -> serde_json::Result<Job> {
+        serde_json::from_value(serde_json::json!({ "kind": kind, "payload": payload }))
+    }
+}
+
+/// The work behind each kind. `Churn` implements it for production; tests plug in handlers
+/// that are slow or fail on purpose.
+pub trait RunJob: Send + Sync + 'static {
+    fn run(&self, job: &Job) -> impl Future<Output = Result<()>> + Send;
+}
+
+impl RunJob for Churn {
+    async fn run(&self, job: &Job) -> Result<()> {
         match job {
             Job::ExpireEvent { event_id } => {
-                let Some(event) = events::by_id(self.store().reader(), &event_id).await? else {
+                let Some(event) = events::by_id(self.store().reader(), event_id).await? else {
                     return Ok(());
                 };
                 // Recovered or already lost: the window no longer matters.
@@ -120,21 +142,149 @@ impl Churn {
                 }
                 Ok(())
             }
-            Job::AccountEmail { email, purpose } => self.send_account_email(&email, purpose).await,
+            Job::AccountEmail { email, purpose } => self.send_account_email(email, *purpose).await,
         }
     }
 }
 
-/// Polls for due jobs every `interval` until `shutdown` is cancelled.
-pub fn spawn_worker(
-    churn: Churn,
+/// Claims, runs and settles jobs one at a time with a handler.
+pub struct JobRunner<H> {
+    store: Store,
+    clock: Arc<dyn Clock>,
+    handler: H,
+    lease: Duration,
+}
+
+impl<H: RunJob> JobRunner<H> {
+    pub fn new(store: Store, clock: Arc<dyn Clock>, handler: H) -> Self {
+        Self {
+            store,
+            clock,
+            handler,
+            lease: LEASE,
+        }
+    }
+
+    /// Replaces the default [`LEASE`] (tests use a short one to make a job outlive it).
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Runs every job due at the clock's now, one after another, and says how many ran.
+    pub async fn run_due_jobs(&self) -> Result<u64> {
+        let mut ran = 0;
+        while self.try_run_one().await? {
+            ran += 1;
+        }
+        Ok(ran)
+    }
+
+    /// Claims the next due job, runs it and records the outcome; `false` when none was due.
+    pub async fn try_run_one(&self) -> Result<bool> {
+        let now = self.clock.now();
+        let Some(record) = jobs::claim_next(&self.store, now, now + self.lease()).await? else {
+            return Ok(false);
+        };
+        let job = match Job::from_stored(&record.kind, &record.payload) {
+            Ok(job) => job,
+            Err(e) => {
+                // Written by another version, or by hand: retrying cannot make it parse.
+                tracing::error!(job = %record.id, kind = %record.kind, error = %e, "job cannot be read; failing it");
+                let error = format!("unreadable job: {e}");
+                jobs::fail(self.store.writer(), &record, &error, None, self.clock.now()).await?;
+                return Ok(true);
+            }
+        };
+        let run = AssertUnwindSafe(self.handler.run(&job)).catch_unwind();
+        let outcome = tokio::select! {
+            outcome = run => outcome.unwrap_or_else(|_| Err(Error::internal("the job panicked"))),
+            never = self.keep_leased(&record) => match never {},
+        };
+        match outcome {
+            Ok(()) => jobs::complete(self.store.writer(), &record).await?,
+            Err(e) => {
+                let now = self.clock.now();
+                let attempt = u32::try_from(record.attempts).unwrap_or(u32::MAX);
+                let retry_at = job
+                    .retry_delay(attempt)
+                    .and_then(|d| chrono::Duration::from_std(d).ok())
+                    .map(|d| now + d);
+                tracing::warn!(job = %record.id, kind = %record.kind, attempt, error = %e, gives_up = retry_at.is_none(), "job failed");
+                jobs::fail(self.store.writer(), &record, &e.to_string(), retry_at, now).await?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Deletes failed jobs last touched more than [`FAILED_RETENTION`] ago; says how many.
+    pub async fn purge_failed(&self) -> Result<u64> {
+        let retention = chrono::Duration::from_std(FAILED_RETENTION).map_err(Error::internal)?;
+        jobs::purge_failed(self.store.writer(), self.clock.now() - retention).await
+    }
+
+    fn lease(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.lease).unwrap_or(chrono::Duration::MAX)
+    }
+
+    /// Extends the lease of the running attempt every lease/3; never returns, so the caller
+    /// drops it when the job ends.
+    async fn keep_leased(&self, record: &jobs::JobRecord) -> std::convert::Infallible {
+        let mut beat = tokio::time::interval(self.lease / 3);
+        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        beat.tick().await; // the first tick is immediate; the claim just set the lease
+        loop {
+            beat.tick().await;
+            let now = self.clock.now();
+            match jobs::extend_lease(self.store.writer(), record, now + self.lease(), now).await {
+                Ok(true) => {}
+                // Only a worker that stalled past its lease gets here; its settlement is
+                // refused by the same attempt guard.
+                Ok(false) => {
+                    tracing::warn!(job = %record.id, attempt = record.attempts, "job lease was lost")
+                }
+                Err(e) => {
+                    tracing::warn!(job = %record.id, error = %e, "extending a job lease failed")
+                }
+            }
+        }
+    }
+}
+
+impl Churn {
+    /// The runner of the production handlers over this service's store and clock.
+    pub fn job_runner(&self) -> JobRunner<Churn> {
+        JobRunner::new(self.store().clone(), self.clock(), self.clone())
+    }
+
+    /// Runs every job due at the clock's now and says how many ran (`/dev/jobs/run`, tests).
+    pub async fn run_due_jobs(&self) -> Result<u64> {
+        self.job_runner().run_due_jobs().await
+    }
+}
+
+/// Runs due jobs one at a time, polls every `interval` when none is due, purges old failed
+/// jobs hourly, and stops between jobs once `shutdown` is cancelled.
+pub fn spawn_worker<H: RunJob>(
+    runner: JobRunner<H>,
     shutdown: CancellationToken,
     interval: Duration,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        loop {
-            if let Err(e) = churn.run_due_jobs().await {
-                tracing::error!(error = %e, "running due jobs failed");
+        let mut last_purge: Option<tokio::time::Instant> = None;
+        while !shutdown.is_cancelled() {
+            if last_purge.is_none_or(|at| at.elapsed() >= PURGE_EVERY) {
+                last_purge = Some(tokio::time::Instant::now());
+                match runner.purge_failed().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(purged = n, "purged old failed jobs"),
+                    Err(e) => tracing::error!(error = %e, "purging failed jobs failed"),
+                }
+            }
+            match runner.try_run_one().await {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(e) => tracing::error!(error = %e, "running due jobs failed"),
             }
             tokio::select! {
                 _ = shutdown.cancelled() => break,
@@ -147,19 +297,47 @@ pub fn spawn_worker(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn expire() -> Job {
+        Job::ExpireEvent {
+            event_id: "e1".into(),
+        }
+    }
 
     #[test]
-    fn jobs_round_trip_through_storage_form() {
-        let job = Job::ExpireEvent {
-            event_id: "e1".into(),
-        };
-        assert_eq!(Job::parse(job.kind(), &job.payload()), Some(job));
-        let job = Job::AccountEmail {
+    fn jobs_round_trip_through_their_stored_form() {
+        let (kind, payload) = expire().to_stored().unwrap();
+        // Rows written before the typed enum used exactly this form.
+        assert_eq!(kind, "expire_churn_event");
+        assert_eq!(payload, json!({"event_id": "e1"}));
+        assert_eq!(Job::from_stored(&kind, &payload).unwrap(), expire());
+        let email = Job::AccountEmail {
             email: "ada@example.com".into(),
             purpose: AccountEmail::PasswordReset,
         };
-        assert_eq!(Job::parse(job.kind(), &job.payload()), Some(job));
-        assert_eq!(Job::parse("mystery", &json!({})), None);
-        assert!(retry_delay(2) > retry_delay(1));
+        let (kind, payload) = email.to_stored().unwrap();
+        assert_eq!(kind, "account_email");
+        assert_eq!(
+            payload,
+            json!({"email": "ada@example.com", "purpose": "password_reset"})
+        );
+        assert_eq!(Job::from_stored(&kind, &payload).unwrap(), email);
+        assert!(Job::from_stored("mystery", &json!({})).is_err());
+        assert!(Job::from_stored("expire_churn_event", &json!({"id": 1})).is_err());
+    }
+
+    #[test]
+    fn expiry_retries_on_a_quadratic_schedule_then_gives_up() {
+        let job = expire();
+        let delays: Vec<_> = (1..=job.max_attempts())
+            .map(|attempt| job.retry_delay(attempt).map(|d| d.as_secs()))
+            .collect();
+        assert_eq!(
+            delays,
+            [Some(30), Some(120), Some(270), Some(480), None],
+            "four retries, then the fifth failure is final"
+        );
+        assert_eq!(job.retry_delay(0), None);
     }
 }

@@ -1,36 +1,42 @@
 //! The jobs runtime against real databases: several workers on one database run each job
-//! once, and failing jobs are retried on a growing schedule until they give up.
+//! once, even a job slower than its lease; failing jobs are retried on their kind's schedule
+//! until they give up; unreadable rows fail at once; done jobs leave no rows and failed ones
+//! are purged after the retention period.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 use churn_core::both_backends;
 use churn_core::config::Config;
-use churn_core::jobs::Job;
+use churn_core::error::{Error, Result};
+use churn_core::jobs::{Job, JobRunner, RunJob};
 use churn_core::services::Churn;
 use churn_core::store::jobs;
 use churn_core::testing::{Backend, TestDatabase};
-use churn_core::time::{Clock, TestClock};
+use churn_core::time::{Clock, SystemClock, TestClock};
 use serde_json::json;
 
-both_backends!(two_workers_run_each_job_once, failing_jobs_retry_then_fail);
+both_backends!(
+    two_workers_run_each_job_once,
+    a_job_slower_than_its_lease_runs_once,
+    failing_jobs_retry_on_their_schedule_then_fail,
+    unreadable_jobs_fail_at_once,
+);
 
-async fn open(db: &TestDatabase, clock: &TestClock) -> Churn {
+async fn open(db: &TestDatabase, clock: Arc<dyn Clock>) -> Churn {
     let config = Config::load(
         None,
         json!({"database_url": db.url, "data_dir": db.data_dir.path()}),
     )
     .unwrap();
-    Churn::open(&config, Arc::new(clock.clone())).await.unwrap()
+    Churn::open(&config, clock).await.unwrap()
 }
 
-async fn two_workers_run_each_job_once(backend: Backend) {
-    let db = TestDatabase::new(backend).await;
-    let clock = TestClock::default();
-    // Two service instances with their own pools: two server processes on one database.
-    let (first, second) = (open(&db, &clock).await, open(&db, &clock).await);
-    let now = clock.now();
-    let mut tx = first.store().begin().await.unwrap();
-    for i in 0..120 {
+async fn enqueue_expiries(churn: &Churn, count: usize) {
+    let now = churn.now();
+    let mut tx = churn.store().begin().await.unwrap();
+    for i in 0..count {
         Job::ExpireEvent {
             event_id: format!("missing-{i}"),
         }
@@ -39,60 +45,188 @@ async fn two_workers_run_each_job_once(backend: Backend) {
         .unwrap();
     }
     tx.commit().await.unwrap();
-    let (a, b) = tokio::join!(first.run_due_jobs(), second.run_due_jobs());
-    assert_eq!(a.unwrap() + b.unwrap(), 120, "every job ran exactly once");
-    let done: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE status = 'done' AND attempts = 1")
-            .fetch_one(first.store().reader())
-            .await
-            .unwrap();
-    assert_eq!(done, 120);
 }
 
-async fn failing_jobs_retry_then_fail(backend: Backend) {
+async fn rows(churn: &Churn) -> Vec<(String, i64, Option<String>)> {
+    sqlx::query_as("SELECT status, attempts, last_error FROM jobs ORDER BY id")
+        .fetch_all(churn.store().reader())
+        .await
+        .unwrap()
+}
+
+/// Done jobs are deleted, and these tests leave none failed.
+async fn assert_no_rows(churn: &Churn) {
+    let left = rows(churn).await;
+    assert!(left.is_empty(), "{left:?}");
+}
+
+async fn two_workers_run_each_job_once(backend: Backend) {
+    let db = TestDatabase::new(backend).await;
+    let clock = Arc::new(TestClock::default());
+    // Two service instances with their own pools: two server processes on one database.
+    let (first, second) = (open(&db, clock.clone()).await, open(&db, clock).await);
+    enqueue_expiries(&first, 120).await;
+    let (a, b) = tokio::join!(first.run_due_jobs(), second.run_due_jobs());
+    assert_eq!(a.unwrap() + b.unwrap(), 120, "every job ran exactly once");
+    assert_no_rows(&first).await;
+}
+
+/// Sleeps for `duration` and counts its runs.
+#[derive(Clone)]
+struct Slow {
+    duration: Duration,
+    runs: Arc<AtomicU32>,
+}
+
+impl RunJob for Slow {
+    async fn run(&self, _: &Job) -> Result<()> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(self.duration).await;
+        Ok(())
+    }
+}
+
+async fn a_job_slower_than_its_lease_runs_once(backend: Backend) {
+    let db = TestDatabase::new(backend).await;
+    // Leases are about real time passing, so this test runs on the real clock.
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let (first, second) = (
+        open(&db, clock.clone()).await,
+        open(&db, clock.clone()).await,
+    );
+    let lease = Duration::from_secs(1);
+    let slow = Slow {
+        duration: 3 * lease,
+        runs: Arc::default(),
+    };
+    let runner = |churn: &Churn| {
+        JobRunner::new(churn.store().clone(), clock.clone(), slow.clone()).with_lease(lease)
+    };
+    let (a, b) = (runner(&first), runner(&second));
+    enqueue_expiries(&first, 1).await;
+
+    let started = tokio::time::Instant::now();
+    let running = tokio::spawn(async move { a.run_due_jobs().await });
+    let deadline = started + Duration::from_secs(10);
+    while slow.runs.load(Ordering::SeqCst) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the job never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The second worker keeps looking for due work, well past the first worker's initial
+    // lease. Each look is bounded: had it claimed the job, it would be running it too.
+    let mut polls = 0;
+    while !running.is_finished() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the job never finished"
+        );
+        let found = tokio::time::timeout(lease, b.run_due_jobs()).await;
+        assert_eq!(
+            slow.runs.load(Ordering::SeqCst),
+            1,
+            "the running job was claimed again"
+        );
+        assert!(matches!(found, Ok(Ok(0))), "{found:?}");
+        polls += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(running.await.unwrap().unwrap(), 1);
+    assert!(
+        started.elapsed() >= 2 * lease && polls > 10,
+        "the second worker looked after the lease would have expired"
+    );
+    assert_eq!(slow.runs.load(Ordering::SeqCst), 1);
+    assert_no_rows(&first).await;
+}
+
+/// Panics on the first attempt and fails on every later one.
+struct Failing {
+    runs: AtomicU32,
+}
+
+impl RunJob for Failing {
+    async fn run(&self, _: &Job) -> Result<()> {
+        if self.runs.fetch_add(1, Ordering::SeqCst) == 0 {
+            panic!("the first attempt panics");
+        }
+        Err(Error::Upstream("the receiver is down".into()))
+    }
+}
+
+async fn failing_jobs_retry_on_their_schedule_then_fail(backend: Backend) {
     let db = TestDatabase::new(backend).await;
     let clock = TestClock::default();
-    let churn = open(&db, &clock).await;
-    let now = clock.now();
-    jobs::enqueue(
-        churn.store().writer(),
-        "no_such_kind",
-        &json!({}),
-        now,
-        3,
-        now,
-    )
-    .await
-    .unwrap();
+    let churn = open(&db, Arc::new(clock.clone())).await;
+    let runner = JobRunner::new(
+        churn.store().clone(),
+        Arc::new(clock.clone()),
+        Failing {
+            runs: AtomicU32::new(0),
+        },
+    );
+    enqueue_expiries(&churn, 1).await;
     let state = || async {
-        sqlx::query_as::<_, (String, i64)>("SELECT status, attempts FROM jobs")
-            .fetch_one(churn.store().reader())
-            .await
-            .unwrap()
+        let (status, attempts, error) = rows(&churn).await.remove(0);
+        (status, attempts, error.unwrap_or_default())
     };
-    assert_eq!(churn.run_due_jobs().await.unwrap(), 1);
-    assert_eq!(state().await, ("queued".to_owned(), 1));
-    assert_eq!(
-        churn.run_due_jobs().await.unwrap(),
-        0,
-        "not due again before its retry delay"
-    );
-    clock.advance(chrono::Duration::seconds(30));
-    assert_eq!(churn.run_due_jobs().await.unwrap(), 1);
-    assert_eq!(state().await, ("queued".to_owned(), 2));
-    clock.advance(chrono::Duration::seconds(119));
-    assert_eq!(
-        churn.run_due_jobs().await.unwrap(),
-        0,
-        "the second delay is longer"
-    );
-    clock.advance(chrono::Duration::seconds(1));
-    assert_eq!(churn.run_due_jobs().await.unwrap(), 1);
-    assert_eq!(state().await, ("failed".to_owned(), 3));
+
+    assert_eq!(runner.run_due_jobs().await.unwrap(), 1);
+    let panicked = ("queued".to_owned(), 1, "the job panicked".to_owned());
+    assert_eq!(state().await, panicked, "a panic is a failed attempt");
+    // The expiry job's schedule: 30 s, 2 min, 4.5 min, 8 min, then it gives up.
+    for (attempt, wait) in [(2, 30), (3, 120), (4, 270), (5, 480)] {
+        clock.advance(chrono::Duration::seconds(wait - 1));
+        assert_eq!(
+            runner.run_due_jobs().await.unwrap(),
+            0,
+            "attempt {attempt} is not due before {wait} s"
+        );
+        clock.advance(chrono::Duration::seconds(1));
+        assert_eq!(runner.run_due_jobs().await.unwrap(), 1, "attempt {attempt}");
+        let (status, attempts, error) = state().await;
+        assert_eq!(attempts, attempt);
+        assert!(error.contains("the receiver is down"), "{error}");
+        let expected = if attempt == 5 { "failed" } else { "queued" };
+        assert_eq!(status, expected, "after attempt {attempt}");
+    }
     clock.advance(chrono::Duration::days(1));
     assert_eq!(
-        churn.run_due_jobs().await.unwrap(),
+        runner.run_due_jobs().await.unwrap(),
         0,
         "a failed job stays failed"
     );
+
+    // Failed jobs are kept for 30 days after their last attempt, then purged.
+    clock.advance(chrono::Duration::days(29) - chrono::Duration::seconds(1));
+    assert_eq!(runner.purge_failed().await.unwrap(), 0);
+    assert_eq!(rows(&churn).await.len(), 1);
+    clock.advance(chrono::Duration::seconds(2));
+    assert_eq!(runner.purge_failed().await.unwrap(), 1);
+    assert_no_rows(&churn).await;
+}
+
+async fn unreadable_jobs_fail_at_once(backend: Backend) {
+    let db = TestDatabase::new(backend).await;
+    let clock = TestClock::default();
+    let churn = open(&db, Arc::new(clock.clone())).await;
+    let now = clock.now();
+    // A kind this version does not know, and a known kind with a payload it cannot read.
+    for (kind, payload) in [
+        ("no_such_kind", json!({})),
+        ("expire_churn_event", json!({"id": 7})),
+    ] {
+        jobs::enqueue(churn.store().writer(), kind, &payload, now, 5, now)
+            .await
+            .unwrap();
+    }
+    assert_eq!(churn.run_due_jobs().await.unwrap(), 2);
+    for (status, attempts, error) in rows(&churn).await {
+        assert_eq!((status.as_str(), attempts), ("failed", 1));
+        assert!(error.unwrap().starts_with("unreadable job: "));
+    }
+    clock.advance(chrono::Duration::days(1));
+    assert_eq!(churn.run_due_jobs().await.unwrap(), 0, "never retried");
 }

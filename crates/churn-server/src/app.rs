@@ -121,7 +121,7 @@ impl Application {
         // In dev mode time only moves when told, and due jobs run on `/dev/jobs/run`.
         let worker = self.state.test_clock.is_none().then(|| {
             churn_core::jobs::spawn_worker(
-                self.state.churn.clone(),
+                self.state.churn.job_runner(),
                 token.clone(),
                 Duration::from_secs(1),
             )

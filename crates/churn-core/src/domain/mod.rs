@@ -17,4 +17,4 @@ pub mod tracking;
 pub mod unsubscribe;
 pub mod validation;
 pub mod variant;
-mod wire;
+pub(crate) mod wire;

@@ -46,27 +46,12 @@ const RESET_EMAIL_INTERVAL: chrono::Duration = chrono::Duration::minutes(5);
 const BAD_RESET: &str = "this reset link is unknown, used or expired; ask for a new one";
 const BAD_VERIFICATION: &str = "this verification link is unknown, used or expired";
 
-/// The email a `Job::AccountEmail` sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AccountEmail {
-    PasswordReset,
-    Verification,
-}
-
-impl AccountEmail {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AccountEmail::PasswordReset => "password_reset",
-            AccountEmail::Verification => "verification",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Option<Self> {
-        match raw {
-            "password_reset" => Some(AccountEmail::PasswordReset),
-            "verification" => Some(AccountEmail::Verification),
-            _ => None,
-        }
+crate::domain::wire::wire_enum! {
+    /// The email a `Job::AccountEmail` sends.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum AccountEmail {
+        PasswordReset = "password_reset",
+        Verification = "verification",
     }
 }
 

@@ -130,6 +130,10 @@ impl Churn {
         &self.outbound
     }
 
+    pub(crate) fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
+    }
+
     /// Commits a change to projects, memberships, keys or session versions and drops cached
     /// access decisions here and in every other server process.
     async fn commit_access_change(&self, mut tx: Tx) -> Result<()> {

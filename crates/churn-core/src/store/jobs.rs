@@ -1,5 +1,6 @@
 //! The `jobs` table: background work enqueued in the transaction of the change that needs
-//! it, claimed safely by any number of workers.
+//! it, claimed one at a time by any number of workers, deleted when done. The one difference
+//! between the backends is the claim's row lock (`Backend::skip_locked` in `dialect`).
 
 use sqlx::{Any, Executor, FromRow};
 
@@ -14,7 +15,6 @@ pub struct JobRecord {
     pub kind: String,
     pub payload: serde_json::Value,
     pub attempts: i64,
-    pub max_attempts: i64,
     pub run_at: Timestamp,
 }
 
@@ -24,10 +24,11 @@ struct Row {
     kind: String,
     payload: String,
     attempts: i64,
-    max_attempts: i64,
     run_at: String,
 }
 
+/// `max_attempts` is the kind's limit at enqueue time, kept for inspection; the runtime decides
+/// from the kind's current schedule.
 pub async fn enqueue<'e>(
     db: impl Executor<'e, Database = Any>,
     kind: &str,
@@ -51,57 +52,81 @@ pub async fn enqueue<'e>(
     Ok(())
 }
 
-/// Claims up to `limit` due jobs (queued, or running with an expired lease after a crash),
-/// leasing them until `lease_until`. On PostgreSQL concurrent workers skip each other's rows
-/// (`FOR UPDATE SKIP LOCKED`); SQLite has a single writer, so the claim is atomic as is.
-pub async fn claim_due(
+/// Claims the next due job (queued, or running with an expired lease after a crash), counting
+/// the attempt and leasing it until `lease_until`. One job per claim, so a worker never holds
+/// a lease on work it has not started. The status condition repeats the `jobs_due` partial
+/// index's predicate word for word, so both backends use that index for the ORDER BY.
+pub async fn claim_next(
     store: &Store,
     now: Timestamp,
     lease_until: Timestamp,
-    limit: i64,
-) -> Result<Vec<JobRecord>> {
-    let skip_locked = store.backend().skip_locked();
+) -> Result<Option<JobRecord>> {
     let sql = format!(
         "UPDATE jobs SET status = 'running', attempts = attempts + 1, locked_until = $2, updated_at = $1 \
-         WHERE id IN (SELECT id FROM jobs WHERE run_at <= $1 \
-           AND (status = 'queued' OR (status = 'running' AND locked_until < $1)) \
-           ORDER BY run_at, id LIMIT $3{skip_locked}) \
-         RETURNING id, kind, payload, attempts, max_attempts, run_at"
+         WHERE id IN (SELECT id FROM jobs WHERE status IN ('queued', 'running') AND run_at <= $1 \
+           AND (status = 'queued' OR locked_until < $1) \
+           ORDER BY run_at, id LIMIT 1{}) \
+         RETURNING id, kind, payload, attempts, run_at",
+        store.backend().skip_locked()
     );
-    let rows: Vec<Row> = sqlx::query_as(&sql)
+    let row: Option<Row> = sqlx::query_as(&sql)
         .bind(time::format(&now))
         .bind(time::format(&lease_until))
-        .bind(limit)
-        .fetch_all(store.writer())
+        .fetch_optional(store.writer())
         .await?;
-    rows.into_iter()
-        .map(|r| {
-            Ok(JobRecord {
-                payload: serde_json::from_str(&r.payload).map_err(crate::Error::internal)?,
-                run_at: ts(&r.run_at)?,
-                id: r.id,
-                kind: r.kind,
-                attempts: r.attempts,
-                max_attempts: r.max_attempts,
-            })
+    row.map(|r| {
+        Ok(JobRecord {
+            payload: serde_json::from_str(&r.payload).map_err(crate::Error::internal)?,
+            run_at: ts(&r.run_at)?,
+            id: r.id,
+            kind: r.kind,
+            attempts: r.attempts,
         })
-        .collect()
+    })
+    .transpose()
 }
 
-/// Marks the claimed attempt done. Guarded by the attempt number, so a worker whose lease ran
-/// out cannot settle a job another worker has claimed since.
-pub async fn complete<'e>(
+/// Extends the lease of a running attempt; `false` when that attempt no longer holds the job.
+pub async fn extend_lease<'e>(
     db: impl Executor<'e, Database = Any>,
     job: &JobRecord,
+    lease_until: Timestamp,
     now: Timestamp,
-) -> Result<()> {
-    sqlx::query("UPDATE jobs SET status = 'done', locked_until = NULL, updated_at = $3 WHERE id = $1 AND status = 'running' AND attempts = $2")
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE jobs SET locked_until = $3, updated_at = $4 \
+         WHERE id = $1 AND status = 'running' AND attempts = $2",
+    )
+    .bind(&job.id)
+    .bind(job.attempts)
+    .bind(time::format(&lease_until))
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Deletes the job its claimed attempt finished: done work is not kept. Guarded by the attempt
+/// number, so a worker whose lease ran out cannot settle a job another worker has claimed since.
+pub async fn complete<'e>(db: impl Executor<'e, Database = Any>, job: &JobRecord) -> Result<()> {
+    sqlx::query("DELETE FROM jobs WHERE id = $1 AND status = 'running' AND attempts = $2")
         .bind(&job.id)
         .bind(job.attempts)
-        .bind(time::format(&now))
         .execute(db)
         .await?;
     Ok(())
+}
+
+/// Deletes failed jobs last updated before `before`; says how many.
+pub async fn purge_failed<'e>(
+    db: impl Executor<'e, Database = Any>,
+    before: Timestamp,
+) -> Result<u64> {
+    let done = sqlx::query("DELETE FROM jobs WHERE status = 'failed' AND updated_at < $1")
+        .bind(time::format(&before))
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected())
 }
 
 /// Records a failed attempt: queued again at `retry_at`, or `failed` for good when `None`.
