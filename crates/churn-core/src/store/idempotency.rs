@@ -3,8 +3,8 @@
 //!
 //! A request first claims its row (`running`, under the primary key, so exactly one attempt
 //! wins), runs, then stores its answer or releases the row. A running row carries a lease the
-//! attempt keeps extending; one whose lease has passed belongs to a process that died and is
-//! taken over. Stored bodies are sealed with the service encryption key (AES-256-GCM, the row's
+//! attempt keeps extending; one whose lease has passed belongs to a process that died, maybe
+//! after its change committed, so it is reported as interrupted and never run again. Stored bodies are sealed with the service encryption key (AES-256-GCM, the row's
 //! scope as associated data): they can hold session tokens and secret keys, which the database
 //! otherwise never keeps in the clear.
 
@@ -58,6 +58,9 @@ pub enum Claim {
     Run,
     /// An earlier attempt with this key is still running.
     Running,
+    /// An earlier attempt stopped holding its lease without an answer: its process died,
+    /// perhaps after its change committed. It is never run again (nothing may run twice).
+    Interrupted,
     /// The key was used with another request.
     Mismatch,
     /// The first answer.
@@ -67,12 +70,11 @@ pub enum Claim {
 /// One attempt at a keyed request.
 pub struct Attempt<'a> {
     pub scope: &'a str,
-    /// A fresh id per attempt, so a taken-over row is not completed by its old holder.
+    /// A fresh id per attempt, so only the attempt that claimed a row settles it.
     pub owner: &'a str,
 }
 
-/// Claims `scope` for this attempt, or says why not. Expired answers and dead attempts are
-/// cleared first.
+/// Claims `scope` for this attempt, or says why not. Expired answers are cleared first.
 pub async fn claim(
     store: &Store,
     attempt: &Attempt<'_>,
@@ -84,15 +86,11 @@ pub async fn claim(
     let db = store.writer();
     // A row can vanish between the insert and the read (its attempt released it): try again.
     for _ in 0..3 {
-        sqlx::query::<Any>(
-            "DELETE FROM idempotency_keys WHERE scope = $1 \
-             AND (created_at < $2 OR (status IS NULL AND lease_until < $3))",
-        )
-        .bind(attempt.scope)
-        .bind(time::format(&(now - RETENTION)))
-        .bind(time::format(&now))
-        .execute(db)
-        .await?;
+        sqlx::query::<Any>("DELETE FROM idempotency_keys WHERE scope = $1 AND created_at < $2")
+            .bind(attempt.scope)
+            .bind(time::format(&(now - RETENTION)))
+            .execute(db)
+            .await?;
         let inserted = sqlx::query::<Any>(
             "INSERT INTO idempotency_keys (scope, fingerprint, owner, lease_until, created_at) \
              VALUES ($1, $2, $3, $4, $5) ON CONFLICT (scope) DO NOTHING",
@@ -108,7 +106,7 @@ pub async fn claim(
             return Ok(Claim::Run);
         }
         let row = sqlx::query::<Any>(
-            "SELECT fingerprint, status, content_type, cache_control, body \
+            "SELECT fingerprint, status, lease_until, content_type, cache_control, body \
              FROM idempotency_keys WHERE scope = $1",
         )
         .bind(attempt.scope)
@@ -119,7 +117,12 @@ pub async fn claim(
             return Ok(Claim::Mismatch);
         }
         let Some(status) = row.try_get::<Option<i64>, _>("status")? else {
-            return Ok(Claim::Running);
+            let lease_until: String = row.try_get("lease_until")?;
+            return Ok(if lease_until < time::format(&now) {
+                Claim::Interrupted
+            } else {
+                Claim::Running
+            });
         };
         let sealed: String = row
             .try_get::<Option<String>, _>("body")?
@@ -134,7 +137,7 @@ pub async fn claim(
     Ok(Claim::Running)
 }
 
-/// Keeps a running attempt's row from being taken over.
+/// Keeps a running attempt's row from being reported as interrupted.
 pub async fn extend(store: &Store, attempt: &Attempt<'_>, until: Timestamp) -> Result<()> {
     sqlx::query::<Any>(
         "UPDATE idempotency_keys SET lease_until = $3 \

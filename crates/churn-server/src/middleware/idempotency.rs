@@ -107,6 +107,13 @@ pub async fn idempotency(
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             response
         }
+        // No Retry-After: this one does not pass by itself. The caller checks what happened
+        // and, if it must, retries under a new key.
+        Ok(Claim::Interrupted) => conflict(
+            "an earlier request with this Idempotency-Key was interrupted and its outcome is \
+             unknown; check before retrying with a new key",
+            &path,
+        ),
         Ok(Claim::Done(answer)) => replay(answer),
         Ok(Claim::Run) => {
             let req = Request::from_parts(parts, Body::from(bytes));
