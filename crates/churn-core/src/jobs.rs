@@ -138,7 +138,13 @@ impl RunJob for Churn {
                 };
                 // Recovered or already lost: the window no longer matters.
                 if transition(event.status, Action::Expire).is_ok() {
-                    events::expire(self.store().writer(), &event.id, self.now()).await?;
+                    events::expire(
+                        self.store().writer(),
+                        &event.project_id,
+                        &event.id,
+                        self.now(),
+                    )
+                    .await?;
                 }
                 Ok(())
             }

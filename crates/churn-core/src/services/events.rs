@@ -364,7 +364,16 @@ impl Churn {
             transition(current.status, Action::Recover)
                 .map_err(|e| Error::validation(e.to_string()))?;
             let now = self.now();
-            if events::recover(self.store.writer(), &current.id, current.status, via, now).await? {
+            if events::recover(
+                self.store.writer(),
+                &current.project_id,
+                &current.id,
+                current.status,
+                via,
+                now,
+            )
+            .await?
+            {
                 return Ok(Recovered {
                     id: current.id.clone(),
                     status: EventStatus::Recovered,
@@ -396,6 +405,7 @@ impl Churn {
         let now = self.now();
         if !events::set_reason(
             self.store.writer(),
+            &record.project_id,
             &record.id,
             record.status,
             &reason,

@@ -133,7 +133,16 @@ impl Churn {
         // Finishing first takes the event's row lock, so of two generations racing here the
         // second waits, then finds the event no longer processing.
         let mut tx = self.store.begin().await?;
-        if !events::set_status(&mut *tx, &event.id, EventStatus::Processing, finished, now).await? {
+        if !events::set_status(
+            &mut *tx,
+            &event.project_id,
+            &event.id,
+            EventStatus::Processing,
+            finished,
+            now,
+        )
+        .await?
+        {
             tx.rollback().await?;
             return Err(Error::validation("variants have already been generated"));
         }

@@ -170,6 +170,7 @@ impl Churn {
         if event.status == EventStatus::VariantsGenerated
             && events::set_status(
                 &mut *tx,
+                &event.project_id,
                 &event.id,
                 EventStatus::VariantsGenerated,
                 after_send,

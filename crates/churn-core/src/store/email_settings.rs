@@ -1,5 +1,6 @@
 //! The `email_settings` table: a project's own sender and the proof of its domain.
 
+use super::Writes;
 use sqlx::{Any, Executor, FromRow};
 
 use super::ts_opt;
@@ -49,7 +50,7 @@ pub async fn get<'e>(
 }
 
 pub async fn upsert<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     project_id: &str,
     s: &EmailSettingsRecord,
     now: Timestamp,
@@ -74,7 +75,7 @@ pub async fn upsert<'e>(
 
 /// Marks the domain verified, unless the token changed since it was looked up.
 pub async fn mark_verified<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     project_id: &str,
     token: &str,
     now: Timestamp,

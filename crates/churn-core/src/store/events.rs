@@ -1,5 +1,6 @@
 //! The `churn_events` table. Every read takes the project id.
 
+use super::Writes;
 use sqlx::{Any, Executor, FromRow};
 
 use super::{ts, ts_opt};
@@ -90,7 +91,7 @@ const COLUMNS: &str = "e.id, e.project_id, e.customer_email, e.customer_name, e.
     e.provider_subscription_id, e.provider_customer_id, e.recovered_via, e.recovered_at, e.lost_at, \
     e.created_at, e.updated_at";
 
-pub async fn insert<'e>(db: impl Executor<'e, Database = Any>, e: &EventRecord) -> Result<()> {
+pub async fn insert<'e>(db: impl Writes<'e>, e: &EventRecord) -> Result<()> {
     sqlx::query(
         "INSERT INTO churn_events (id, project_id, customer_email, customer_name, event_type, cancel_reason, \
          reason_code, mrr, currency, plan_name, tenure_days, status, provider, provider_subscription_id, \
@@ -151,19 +152,22 @@ pub async fn project_of_for_user<'e>(
 
 /// Moves the event from `from` to `to` unless someone else moved it first (`false` then).
 pub async fn set_status<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
+    project_id: &str,
     id: &str,
     from: EventStatus,
     to: EventStatus,
     now: Timestamp,
 ) -> Result<bool> {
     let done = sqlx::query(
-        "UPDATE churn_events SET status = $3, updated_at = $4 WHERE id = $1 AND status = $2",
+        "UPDATE churn_events SET status = $3, updated_at = $4 \
+         WHERE id = $1 AND status = $2 AND project_id = $5",
     )
     .bind(id)
     .bind(from.as_str())
     .bind(to.as_str())
     .bind(time::format(&now))
+    .bind(project_id)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -173,7 +177,7 @@ pub async fn set_status<'e>(
 /// lease in force began before `expired_before` (that run was interrupted). `false`: another
 /// generation holds the lease, or the event has moved on.
 pub async fn start_generation<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     project_id: &str,
     id: &str,
     now: Timestamp,
@@ -197,7 +201,8 @@ pub async fn start_generation<'e>(
 
 /// Marks the event recovered, from whichever non-terminal status it is in.
 pub async fn recover<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
+    project_id: &str,
     id: &str,
     from: EventStatus,
     via: &str,
@@ -205,12 +210,13 @@ pub async fn recover<'e>(
 ) -> Result<bool> {
     let done = sqlx::query(
         "UPDATE churn_events SET status = 'recovered', recovered_via = $3, recovered_at = $4, updated_at = $4 \
-         WHERE id = $1 AND status = $2",
+         WHERE id = $1 AND status = $2 AND project_id = $5",
     )
     .bind(id)
     .bind(from.as_str())
     .bind(via)
     .bind(time::format(&now))
+    .bind(project_id)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -218,22 +224,26 @@ pub async fn recover<'e>(
 
 /// Moves a still-unrecovered `email_sent` event to `lost`.
 pub async fn expire<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
+    project_id: &str,
     id: &str,
     now: Timestamp,
 ) -> Result<bool> {
     let done = sqlx::query(
-        "UPDATE churn_events SET status = 'lost', lost_at = $2, updated_at = $2 WHERE id = $1 AND status = 'email_sent'",
+        "UPDATE churn_events SET status = 'lost', lost_at = $2, updated_at = $2 \
+         WHERE id = $1 AND status = 'email_sent' AND project_id = $3",
     )
     .bind(id)
     .bind(time::format(&now))
+    .bind(project_id)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
 }
 
 pub async fn set_reason<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
+    project_id: &str,
     id: &str,
     expected: EventStatus,
     cancel_reason: &str,
@@ -241,13 +251,15 @@ pub async fn set_reason<'e>(
     now: Timestamp,
 ) -> Result<bool> {
     let done = sqlx::query(
-        "UPDATE churn_events SET cancel_reason = $3, reason_code = $4, updated_at = $5 WHERE id = $1 AND status = $2",
+        "UPDATE churn_events SET cancel_reason = $3, reason_code = $4, updated_at = $5 \
+         WHERE id = $1 AND status = $2 AND project_id = $6",
     )
     .bind(id)
     .bind(expected.as_str())
     .bind(cancel_reason)
     .bind(reason_code)
     .bind(time::format(&now))
+    .bind(project_id)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)

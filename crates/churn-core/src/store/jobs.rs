@@ -2,7 +2,8 @@
 //! it, claimed one at a time by any number of workers, deleted when done. The one difference
 //! between the backends is the claim's row lock (`Backend::skip_locked` in `dialect`).
 
-use sqlx::{Any, Executor, FromRow};
+use super::Writes;
+use sqlx::FromRow;
 
 use super::{Store, ts};
 use crate::error::Result;
@@ -30,7 +31,7 @@ struct Row {
 /// `max_attempts` is the kind's limit at enqueue time, kept for inspection; the runtime decides
 /// from the kind's current schedule.
 pub async fn enqueue<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     kind: &str,
     payload: &serde_json::Value,
     run_at: Timestamp,
@@ -88,7 +89,7 @@ pub async fn claim_next(
 
 /// Extends the lease of a running attempt; `false` when that attempt no longer holds the job.
 pub async fn extend_lease<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     job: &JobRecord,
     lease_until: Timestamp,
     now: Timestamp,
@@ -108,7 +109,7 @@ pub async fn extend_lease<'e>(
 
 /// Deletes the job its claimed attempt finished: done work is not kept. Guarded by the attempt
 /// number, so a worker whose lease ran out cannot settle a job another worker has claimed since.
-pub async fn complete<'e>(db: impl Executor<'e, Database = Any>, job: &JobRecord) -> Result<()> {
+pub async fn complete<'e>(db: impl Writes<'e>, job: &JobRecord) -> Result<()> {
     sqlx::query("DELETE FROM jobs WHERE id = $1 AND status = 'running' AND attempts = $2")
         .bind(&job.id)
         .bind(job.attempts)
@@ -118,10 +119,7 @@ pub async fn complete<'e>(db: impl Executor<'e, Database = Any>, job: &JobRecord
 }
 
 /// Deletes failed jobs last updated before `before`; says how many.
-pub async fn purge_failed<'e>(
-    db: impl Executor<'e, Database = Any>,
-    before: Timestamp,
-) -> Result<u64> {
+pub async fn purge_failed<'e>(db: impl Writes<'e>, before: Timestamp) -> Result<u64> {
     let done = sqlx::query("DELETE FROM jobs WHERE status = 'failed' AND updated_at < $1")
         .bind(time::format(&before))
         .execute(db)
@@ -131,7 +129,7 @@ pub async fn purge_failed<'e>(
 
 /// Records a failed attempt: queued again at `retry_at`, or `failed` for good when `None`.
 pub async fn fail<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     job: &JobRecord,
     error: &str,
     retry_at: Option<Timestamp>,

@@ -1,6 +1,7 @@
 //! The `projects` and `project_members` tables. Reads that serve a request are scoped by the
 //! caller (user membership or key), so a handler cannot forget the tenant filter.
 
+use super::Writes;
 use sqlx::{Any, Executor, FromRow};
 
 use super::ts;
@@ -274,7 +275,7 @@ pub async fn list_all<'e>(
 
 /// Writes back the mutable fields (name, product type, support email, origins, settings,
 /// webhook secret).
-pub async fn update<'e>(db: impl Executor<'e, Database = Any>, p: &ProjectRecord) -> Result<()> {
+pub async fn update<'e>(db: impl Writes<'e>, p: &ProjectRecord) -> Result<()> {
     sqlx::query(
         "UPDATE projects SET name = $2, product_type = $3, support_email = $4, allowed_origins = $5, \
          settings = $6, webhook_secret = $7, updated_at = $8 WHERE id = $1",
@@ -293,7 +294,7 @@ pub async fn update<'e>(db: impl Executor<'e, Database = Any>, p: &ProjectRecord
 }
 
 /// Deletes the project; foreign keys cascade to everything it holds.
-pub async fn delete<'e>(db: impl Executor<'e, Database = Any>, id: &str) -> Result<()> {
+pub async fn delete<'e>(db: impl Writes<'e>, id: &str) -> Result<()> {
     sqlx::query("DELETE FROM projects WHERE id = $1")
         .bind(id)
         .execute(db)

@@ -1,6 +1,7 @@
 //! The `email_suppressions` table (one row per project and address) and the
 //! `email_send_counts` table that enforces the daily quota.
 
+use super::Writes;
 use sqlx::{Any, Executor, FromRow};
 
 use super::ts;
@@ -37,7 +38,7 @@ impl TryFrom<Row> for SuppressionRecord {
 
 /// Adds the address; an address already listed keeps its first reason and date.
 pub async fn insert<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     project_id: &str,
     email: &str,
     reason: SuppressionReason,
@@ -104,11 +105,7 @@ pub async fn count<'e>(db: impl Executor<'e, Database = Any>, project_id: &str) 
 }
 
 /// Whether a row was removed.
-pub async fn delete<'e>(
-    db: impl Executor<'e, Database = Any>,
-    project_id: &str,
-    email: &str,
-) -> Result<bool> {
+pub async fn delete<'e>(db: impl Writes<'e>, project_id: &str, email: &str) -> Result<bool> {
     let done = sqlx::query("DELETE FROM email_suppressions WHERE project_id = $1 AND email = $2")
         .bind(project_id)
         .bind(email)
@@ -120,7 +117,7 @@ pub async fn delete<'e>(
 /// Counts one send against the project's `day` unless `quota` sends are counted already
 /// (compare-and-set in one statement); false when the quota is reached.
 pub async fn count_send<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     project_id: &str,
     day: &str,
     quota: i64,
@@ -142,11 +139,7 @@ pub async fn count_send<'e>(
 }
 
 /// Gives back a send counted on `day` that never reached the mail server.
-pub async fn uncount_send<'e>(
-    db: impl Executor<'e, Database = Any>,
-    project_id: &str,
-    day: &str,
-) -> Result<()> {
+pub async fn uncount_send<'e>(db: impl Writes<'e>, project_id: &str, day: &str) -> Result<()> {
     sqlx::query(
         "UPDATE email_send_counts SET sent = sent - 1 \
          WHERE project_id = $1 AND day = $2 AND sent > 0",

@@ -1,5 +1,6 @@
 //! The `users` table, and the single-use tokens of password resets and email verification.
 
+use super::Writes;
 use sqlx::{Any, Executor, FromRow};
 
 use super::{conflict_on_unique, ts, ts_opt};
@@ -57,7 +58,7 @@ impl TryFrom<Row> for UserRecord {
 const COLUMNS: &str = "id, name, email, password_hash, trial_ends_at, paid_until, \
      default_project_id, created_at, session_version, email_verified_at";
 
-pub async fn insert<'e>(db: impl Executor<'e, Database = Any>, user: &UserRecord) -> Result<()> {
+pub async fn insert<'e>(db: impl Writes<'e>, user: &UserRecord) -> Result<()> {
     let created = time::format(&user.created_at);
     sqlx::query(
         "INSERT INTO users (id, name, email, password_hash, trial_ends_at, paid_until, \
@@ -108,7 +109,7 @@ pub async fn list<'e>(db: impl Executor<'e, Database = Any>) -> Result<Vec<UserR
 
 /// Makes `project_id` the user's default project unless one is set; `false` when one was.
 pub async fn claim_default_project<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     user_id: &str,
     project_id: &str,
     now: Timestamp,
@@ -126,7 +127,7 @@ pub async fn claim_default_project<'e>(
 }
 
 pub async fn set_subscription<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     user_id: &str,
     trial_ends_at: Timestamp,
     paid_until: Option<Timestamp>,
@@ -166,7 +167,7 @@ pub async fn session_version<'e>(
 
 /// Ends every session of the user; the new version.
 pub async fn bump_session_version<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     user_id: &str,
     now: Timestamp,
 ) -> Result<i64> {
@@ -182,7 +183,7 @@ pub async fn bump_session_version<'e>(
 
 /// Sets the password and ends every session; the new session version.
 pub async fn set_password<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     user_id: &str,
     password_hash: &str,
     now: Timestamp,
@@ -202,7 +203,7 @@ pub async fn set_password<'e>(
 /// the password goes, every session ends, the email counts as verified. `None` when the email
 /// was verified meanwhile (nothing changed); else the new session version.
 pub async fn take_over<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     user_id: &str,
     now: Timestamp,
 ) -> Result<Option<i64>> {
@@ -218,7 +219,7 @@ pub async fn take_over<'e>(
 }
 
 pub async fn mark_email_verified<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     user_id: &str,
     now: Timestamp,
 ) -> Result<()> {
@@ -235,7 +236,7 @@ pub async fn mark_email_verified<'e>(
 
 /// Claims the right to send the user a reset email: `false` when one went out after `since`.
 pub async fn claim_reset_email<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     user_id: &str,
     now: Timestamp,
     since: Timestamp,
@@ -254,7 +255,7 @@ pub async fn claim_reset_email<'e>(
 
 /// Gives back a claim whose email could not be sent, so a retry is not throttled by it.
 pub async fn release_reset_email<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     user_id: &str,
     claimed_at: Timestamp,
 ) -> Result<()> {
@@ -283,7 +284,7 @@ impl OneTime {
 }
 
 pub async fn insert_token<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     kind: OneTime,
     token_hash: &str,
     user_id: &str,
@@ -306,7 +307,7 @@ pub async fn insert_token<'e>(
 
 /// Uses up a token: the user it was issued to, if it is known, unused and unexpired.
 pub async fn take_token<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     kind: OneTime,
     token_hash: &str,
     now: Timestamp,
@@ -325,11 +326,7 @@ pub async fn take_token<'e>(
 }
 
 /// Removes a token whose email could not be sent.
-pub async fn delete_token<'e>(
-    db: impl Executor<'e, Database = Any>,
-    kind: OneTime,
-    token_hash: &str,
-) -> Result<()> {
+pub async fn delete_token<'e>(db: impl Writes<'e>, kind: OneTime, token_hash: &str) -> Result<()> {
     let sql = format!("DELETE FROM {} WHERE token_hash = $1", kind.table());
     sqlx::query(&sql).bind(token_hash).execute(db).await?;
     Ok(())
@@ -337,7 +334,7 @@ pub async fn delete_token<'e>(
 
 /// Deletes expired tokens, used or not: past expiry they answer like unknown ones anyway.
 pub async fn purge_expired_tokens<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     kind: OneTime,
     now: Timestamp,
 ) -> Result<u64> {
