@@ -1,5 +1,11 @@
 //! Enums whose wire name (JSON and storage alike) is written once per variant: the serde
-//! rename, `as_str`, `parse` and `ALL` all come from the same list, so they cannot disagree.
+//! rename, `as_str`, `parse`, `TryFrom<String>` (rows decode through it) and `ALL` all come
+//! from the same list, so they cannot disagree.
+
+/// A stored or sent name that no variant has.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown name {0:?}")]
+pub struct UnknownName(pub String);
 
 macro_rules! wire_enum {
     (
@@ -28,6 +34,14 @@ macro_rules! wire_enum {
                     $( $wire => Some($name::$variant), )+
                     _ => None,
                 }
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = $crate::domain::wire::UnknownName;
+
+            fn try_from(raw: String) -> Result<Self, Self::Error> {
+                Self::parse(&raw).ok_or($crate::domain::wire::UnknownName(raw))
             }
         }
     };

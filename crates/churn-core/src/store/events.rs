@@ -1,11 +1,12 @@
-//! The `churn_events` table. Every read takes the project id.
+//! The `churn_events` table. Every statement takes the project id, except `by_id`, for
+//! background jobs that carry only the event's id.
 
-use super::Writes;
-use sqlx::{Any, Executor, FromRow};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{ts, ts_opt};
+use super::{Writes, decode};
 use crate::domain::lifecycle::EventStatus;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::time::{self, Timestamp};
 
 #[derive(Debug, Clone)]
@@ -32,56 +33,29 @@ pub struct EventRecord {
     pub updated_at: Timestamp,
 }
 
-#[derive(FromRow)]
-struct Row {
-    id: String,
-    project_id: String,
-    customer_email: String,
-    customer_name: Option<String>,
-    event_type: String,
-    cancel_reason: Option<String>,
-    reason_code: String,
-    mrr: Option<i64>,
-    currency: String,
-    plan_name: Option<String>,
-    tenure_days: Option<i64>,
-    status: String,
-    provider: String,
-    provider_subscription_id: Option<String>,
-    provider_customer_id: Option<String>,
-    recovered_via: Option<String>,
-    recovered_at: Option<String>,
-    lost_at: Option<String>,
-    created_at: String,
-    updated_at: String,
-}
-
-impl TryFrom<Row> for EventRecord {
-    type Error = Error;
-
-    fn try_from(r: Row) -> Result<Self> {
+impl FromRow<'_, AnyRow> for EventRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
         Ok(EventRecord {
-            status: EventStatus::parse(&r.status)
-                .ok_or_else(|| Error::internal(format!("corrupt status {:?}", r.status)))?,
-            recovered_at: ts_opt(r.recovered_at.as_deref())?,
-            lost_at: ts_opt(r.lost_at.as_deref())?,
-            created_at: ts(&r.created_at)?,
-            updated_at: ts(&r.updated_at)?,
-            id: r.id,
-            project_id: r.project_id,
-            customer_email: r.customer_email,
-            customer_name: r.customer_name,
-            event_type: r.event_type,
-            cancel_reason: r.cancel_reason,
-            reason_code: r.reason_code,
-            mrr: r.mrr,
-            currency: r.currency,
-            plan_name: r.plan_name,
-            tenure_days: r.tenure_days,
-            provider: r.provider,
-            provider_subscription_id: r.provider_subscription_id,
-            provider_customer_id: r.provider_customer_id,
-            recovered_via: r.recovered_via,
+            id: row.try_get("id")?,
+            project_id: row.try_get("project_id")?,
+            customer_email: row.try_get("customer_email")?,
+            customer_name: row.try_get("customer_name")?,
+            event_type: row.try_get("event_type")?,
+            cancel_reason: row.try_get("cancel_reason")?,
+            reason_code: row.try_get("reason_code")?,
+            mrr: row.try_get("mrr")?,
+            currency: row.try_get("currency")?,
+            plan_name: row.try_get("plan_name")?,
+            tenure_days: row.try_get("tenure_days")?,
+            status: decode::named(row, "status")?,
+            provider: row.try_get("provider")?,
+            provider_subscription_id: row.try_get("provider_subscription_id")?,
+            provider_customer_id: row.try_get("provider_customer_id")?,
+            recovered_via: row.try_get("recovered_via")?,
+            recovered_at: decode::timestamp_opt(row, "recovered_at")?,
+            lost_at: decode::timestamp_opt(row, "lost_at")?,
+            created_at: decode::timestamp(row, "created_at")?,
+            updated_at: decode::timestamp(row, "updated_at")?,
         })
     }
 }
@@ -125,12 +99,11 @@ pub async fn get<'e>(
     id: &str,
 ) -> Result<Option<EventRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM churn_events e WHERE e.project_id = $1 AND e.id = $2");
-    let row: Option<Row> = sqlx::query_as(&sql)
+    Ok(sqlx::query_as(&sql)
         .bind(project_id)
         .bind(id)
         .fetch_optional(db)
-        .await?;
-    row.map(TryInto::try_into).transpose()
+        .await?)
 }
 
 /// The project of an event, if the user may see that project (unscoped routes with a session).
@@ -357,15 +330,11 @@ pub async fn list<'e>(
         n + 2,
         n + 3
     );
-    let mut query = sqlx::query_as::<_, Row>(&sql).bind(project_id);
+    let mut query = sqlx::query_as::<_, EventRecord>(&sql).bind(project_id);
     for p in params {
         query = query.bind(p);
     }
-    let rows = query.bind(limit).bind(offset).fetch_all(db).await?;
-    let mut events = rows
-        .into_iter()
-        .map(TryInto::try_into)
-        .collect::<Result<Vec<EventRecord>>>()?;
+    let mut events = query.bind(limit).bind(offset).fetch_all(db).await?;
     if from_end {
         events.reverse();
     }
@@ -448,6 +417,5 @@ pub async fn by_id<'e>(
     id: &str,
 ) -> Result<Option<EventRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM churn_events e WHERE e.id = $1");
-    let row: Option<Row> = sqlx::query_as(&sql).bind(id).fetch_optional(db).await?;
-    row.map(TryInto::try_into).transpose()
+    Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
 }

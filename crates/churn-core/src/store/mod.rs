@@ -7,6 +7,7 @@
 //! on transactions that read before they write.
 
 mod db;
+mod decode;
 mod dialect;
 pub mod email_settings;
 pub mod events;

@@ -1,10 +1,10 @@
 //! The `projects` and `project_members` tables. Reads that serve a request are scoped by the
 //! caller (user membership or key), so a handler cannot forget the tenant filter.
 
-use super::Writes;
-use sqlx::{Any, Executor, FromRow};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow, Row};
 
-use super::ts;
+use super::{Writes, decode};
 use crate::domain::keys::KeyKind;
 use crate::domain::role::Role;
 use crate::domain::settings::ProjectSettings;
@@ -50,60 +50,33 @@ impl std::fmt::Debug for ProjectRecord {
     }
 }
 
-#[derive(FromRow)]
-struct Row {
-    id: String,
-    owner_id: String,
-    name: String,
-    slug: String,
-    product_type: Option<String>,
-    support_email: Option<String>,
-    allowed_origins: String,
-    settings: String,
-    webhook_secret: String,
-    created_at: String,
-    updated_at: String,
-    owner_trial_ends_at: String,
-    owner_paid_until: Option<String>,
-}
-
-#[derive(FromRow)]
-struct RoleRow {
-    #[sqlx(flatten)]
-    project: Row,
-    role: String,
-}
-
-impl TryFrom<Row> for ProjectRecord {
-    type Error = Error;
-
-    fn try_from(r: Row) -> Result<Self> {
+impl FromRow<'_, AnyRow> for ProjectRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
         Ok(ProjectRecord {
-            allowed_origins: serde_json::from_str(&r.allowed_origins).map_err(Error::internal)?,
-            settings: serde_json::from_str(&r.settings).map_err(Error::internal)?,
-            created_at: ts(&r.created_at)?,
-            updated_at: ts(&r.updated_at)?,
-            owner_trial_ends_at: ts(&r.owner_trial_ends_at)?,
-            owner_paid_until: super::ts_opt(r.owner_paid_until.as_deref())?,
-            id: r.id,
-            owner_id: r.owner_id,
-            name: r.name,
-            slug: r.slug,
-            product_type: r.product_type,
-            support_email: r.support_email,
-            webhook_secret: r.webhook_secret,
+            id: row.try_get("id")?,
+            owner_id: row.try_get("owner_id")?,
+            name: row.try_get("name")?,
+            slug: row.try_get("slug")?,
+            product_type: row.try_get("product_type")?,
+            support_email: row.try_get("support_email")?,
+            allowed_origins: decode::json(row, "allowed_origins")?,
+            settings: decode::json(row, "settings")?,
+            webhook_secret: row.try_get("webhook_secret")?,
+            created_at: decode::timestamp(row, "created_at")?,
+            updated_at: decode::timestamp(row, "updated_at")?,
+            owner_trial_ends_at: decode::timestamp(row, "owner_trial_ends_at")?,
+            owner_paid_until: decode::timestamp_opt(row, "owner_paid_until")?,
         })
     }
 }
 
-impl TryFrom<RoleRow> for (ProjectRecord, Role) {
-    type Error = Error;
-
-    fn try_from(r: RoleRow) -> Result<Self> {
-        let role = Role::parse(&r.role)
-            .ok_or_else(|| Error::internal(format!("corrupt role {:?}", r.role)))?;
-        Ok((r.project.try_into()?, role))
-    }
+/// A project and the caller's role in it.
+#[derive(FromRow)]
+struct WithRole {
+    #[sqlx(flatten)]
+    project: ProjectRecord,
+    #[sqlx(try_from = "String")]
+    role: Role,
 }
 
 /// Every project query joins its owner (`o`), whose subscription governs the project.
@@ -158,12 +131,12 @@ pub async fn visible_to<'e>(
          WHERE m.user_id = $1 AND (p.slug = $2 OR p.id = $2) \
          ORDER BY CASE WHEN p.owner_id = $1 THEN 0 ELSE 1 END, p.id"
     );
-    let rows: Vec<RoleRow> = sqlx::query_as(&sql)
+    let rows: Vec<WithRole> = sqlx::query_as(&sql)
         .bind(user_id)
         .bind(slug_or_id)
         .fetch_all(db)
         .await?;
-    rows.into_iter().map(TryInto::try_into).collect()
+    Ok(rows.into_iter().map(|r| (r.project, r.role)).collect())
 }
 
 /// Every project the user owns or belongs to, with the user's role, oldest first.
@@ -175,8 +148,8 @@ pub async fn list_for_user<'e>(
         "SELECT {COLUMNS}, m.role FROM project_members m JOIN projects p ON p.id = m.project_id JOIN users o ON o.id = p.owner_id \
          WHERE m.user_id = $1 ORDER BY p.created_at, p.id"
     );
-    let rows: Vec<RoleRow> = sqlx::query_as(&sql).bind(user_id).fetch_all(db).await?;
-    rows.into_iter().map(TryInto::try_into).collect()
+    let rows: Vec<WithRole> = sqlx::query_as(&sql).bind(user_id).fetch_all(db).await?;
+    Ok(rows.into_iter().map(|r| (r.project, r.role)).collect())
 }
 
 /// The project an active key of `kind` with this lookup belongs to, and when the key expires.
@@ -189,7 +162,7 @@ pub async fn by_active_key<'e>(
     #[derive(FromRow)]
     struct KeyRow {
         #[sqlx(flatten)]
-        project: Row,
+        project: ProjectRecord,
         key_expires_at: Option<String>,
     }
     let sql = format!(
@@ -202,13 +175,8 @@ pub async fn by_active_key<'e>(
         .bind(time::format(&now))
         .fetch_optional(db)
         .await?;
-    row.map(|r| {
-        Ok((
-            r.project.try_into()?,
-            super::ts_opt(r.key_expires_at.as_deref())?,
-        ))
-    })
-    .transpose()
+    row.map(|r| Ok((r.project, super::ts_opt(r.key_expires_at.as_deref())?)))
+        .transpose()
 }
 
 pub async fn by_id<'e>(
@@ -218,8 +186,7 @@ pub async fn by_id<'e>(
     let sql = format!(
         "SELECT {COLUMNS} FROM projects p JOIN users o ON o.id = p.owner_id WHERE p.id = $1"
     );
-    let row: Option<Row> = sqlx::query_as(&sql).bind(id).fetch_optional(db).await?;
-    row.map(TryInto::try_into).transpose()
+    Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
 }
 
 /// Reads the project inside a write transaction, locking its row on PostgreSQL so concurrent
@@ -233,11 +200,10 @@ pub async fn lock(
     let sql = format!(
         "SELECT {COLUMNS} FROM projects p JOIN users o ON o.id = p.owner_id WHERE p.id = $1{lock}"
     );
-    let row: Option<Row> = sqlx::query_as(&sql)
+    Ok(sqlx::query_as(&sql)
         .bind(id)
         .fetch_optional(&mut **tx)
-        .await?;
-    row.map(TryInto::try_into).transpose()
+        .await?)
 }
 
 /// Every project whose slug or id matches, across all owners (admin CLI only).
@@ -248,8 +214,7 @@ pub async fn any_by_slug_or_id<'e>(
     let sql = format!(
         "SELECT {COLUMNS} FROM projects p JOIN users o ON o.id = p.owner_id WHERE p.slug = $1 OR p.id = $1 ORDER BY p.id"
     );
-    let rows: Vec<Row> = sqlx::query_as(&sql).bind(slug_or_id).fetch_all(db).await?;
-    rows.into_iter().map(TryInto::try_into).collect()
+    Ok(sqlx::query_as(&sql).bind(slug_or_id).fetch_all(db).await?)
 }
 
 /// All projects with their owner's email, optionally of one owner (admin CLI only).
@@ -260,7 +225,7 @@ pub async fn list_all<'e>(
     #[derive(FromRow)]
     struct OwnerRow {
         #[sqlx(flatten)]
-        project: Row,
+        project: ProjectRecord,
         owner_email: String,
     }
     let sql = format!(
@@ -268,9 +233,10 @@ pub async fn list_all<'e>(
          WHERE ($1 IS NULL OR o.email = $1) ORDER BY p.created_at, p.id"
     );
     let rows: Vec<OwnerRow> = sqlx::query_as(&sql).bind(owner_email).fetch_all(db).await?;
-    rows.into_iter()
-        .map(|r| Ok((r.project.try_into()?, r.owner_email)))
-        .collect()
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.project, r.owner_email))
+        .collect())
 }
 
 /// Writes back the mutable fields (name, product type, support email, origins, settings,

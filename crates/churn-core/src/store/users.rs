@@ -1,9 +1,10 @@
 //! The `users` table, and the single-use tokens of password resets and email verification.
 
 use super::Writes;
-use sqlx::{Any, Executor, FromRow};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{conflict_on_unique, ts, ts_opt};
+use super::{conflict_on_unique, decode};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -22,35 +23,19 @@ pub struct UserRecord {
     pub email_verified_at: Option<Timestamp>,
 }
 
-#[derive(FromRow)]
-struct Row {
-    id: String,
-    name: String,
-    email: String,
-    password_hash: Option<String>,
-    trial_ends_at: String,
-    paid_until: Option<String>,
-    default_project_id: Option<String>,
-    created_at: String,
-    session_version: i64,
-    email_verified_at: Option<String>,
-}
-
-impl TryFrom<Row> for UserRecord {
-    type Error = crate::Error;
-
-    fn try_from(r: Row) -> Result<Self> {
+impl FromRow<'_, AnyRow> for UserRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
         Ok(UserRecord {
-            trial_ends_at: ts(&r.trial_ends_at)?,
-            paid_until: ts_opt(r.paid_until.as_deref())?,
-            created_at: ts(&r.created_at)?,
-            email_verified_at: ts_opt(r.email_verified_at.as_deref())?,
-            session_version: r.session_version,
-            id: r.id,
-            name: r.name,
-            email: r.email,
-            password_hash: r.password_hash,
-            default_project_id: r.default_project_id,
+            id: row.try_get("id")?,
+            name: row.try_get("name")?,
+            email: row.try_get("email")?,
+            password_hash: row.try_get("password_hash")?,
+            trial_ends_at: decode::timestamp(row, "trial_ends_at")?,
+            paid_until: decode::timestamp_opt(row, "paid_until")?,
+            default_project_id: row.try_get("default_project_id")?,
+            created_at: decode::timestamp(row, "created_at")?,
+            session_version: row.try_get("session_version")?,
+            email_verified_at: decode::timestamp_opt(row, "email_verified_at")?,
         })
     }
 }
@@ -88,8 +73,7 @@ pub async fn by_email<'e>(
     email: &str,
 ) -> Result<Option<UserRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM users WHERE email = $1");
-    let row: Option<Row> = sqlx::query_as(&sql).bind(email).fetch_optional(db).await?;
-    row.map(UserRecord::try_from).transpose()
+    Ok(sqlx::query_as(&sql).bind(email).fetch_optional(db).await?)
 }
 
 pub async fn by_id<'e>(
@@ -97,14 +81,12 @@ pub async fn by_id<'e>(
     id: &str,
 ) -> Result<Option<UserRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM users WHERE id = $1");
-    let row: Option<Row> = sqlx::query_as(&sql).bind(id).fetch_optional(db).await?;
-    row.map(UserRecord::try_from).transpose()
+    Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
 }
 
 pub async fn list<'e>(db: impl Executor<'e, Database = Any>) -> Result<Vec<UserRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM users ORDER BY created_at, id");
-    let rows: Vec<Row> = sqlx::query_as(&sql).fetch_all(db).await?;
-    rows.into_iter().map(UserRecord::try_from).collect()
+    Ok(sqlx::query_as(&sql).fetch_all(db).await?)
 }
 
 /// Makes `project_id` the user's default project unless one is set; `false` when one was.

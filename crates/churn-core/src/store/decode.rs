@@ -1,0 +1,43 @@
+//! Decoding columns straight into records: timestamps are fixed-width RFC 3339 text and JSON
+//! documents are text (the `Any` driver has neither type), so records implement `FromRow`
+//! with these instead of going through all-`String` mirror structs. A malformed value is a
+//! decode error naming its column.
+
+use serde::de::DeserializeOwned;
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use crate::time::{self, Timestamp};
+
+fn corrupt(column: &str, message: String) -> sqlx::Error {
+    sqlx::Error::ColumnDecode {
+        index: column.to_owned(),
+        source: message.into(),
+    }
+}
+
+pub(crate) fn timestamp(row: &AnyRow, column: &str) -> sqlx::Result<Timestamp> {
+    let raw: String = row.try_get(column)?;
+    time::parse(&raw).ok_or_else(|| corrupt(column, format!("not a timestamp: {raw:?}")))
+}
+
+pub(crate) fn timestamp_opt(row: &AnyRow, column: &str) -> sqlx::Result<Option<Timestamp>> {
+    let raw: Option<String> = row.try_get(column)?;
+    raw.map(|raw| {
+        time::parse(&raw).ok_or_else(|| corrupt(column, format!("not a timestamp: {raw:?}")))
+    })
+    .transpose()
+}
+
+/// A wire-named enum (see `domain::wire`).
+pub(crate) fn named<T: TryFrom<String, Error = crate::domain::wire::UnknownName>>(
+    row: &AnyRow,
+    column: &str,
+) -> sqlx::Result<T> {
+    T::try_from(row.try_get::<String, _>(column)?).map_err(|e| corrupt(column, e.to_string()))
+}
+
+pub(crate) fn json<T: DeserializeOwned>(row: &AnyRow, column: &str) -> sqlx::Result<T> {
+    let raw: String = row.try_get(column)?;
+    serde_json::from_str(&raw).map_err(|e| corrupt(column, e.to_string()))
+}
