@@ -89,10 +89,14 @@ impl Idp {
                     .send()
                     .await
                     .and_then(|r| r.error_for_status())
-                    .map_err(|e| Error::Upstream(format!("identity provider keys: {e}")))?
+                    .map_err(|e| {
+                        Error::upstream("the identity provider's keys could not be fetched", e)
+                    })?
                     .json()
                     .await
-                    .map_err(|e| Error::Upstream(format!("identity provider keys: {e}")))?;
+                    .map_err(|e| {
+                        Error::upstream("the identity provider's keys could not be fetched", e)
+                    })?;
                 let found = set.find(kid).cloned();
                 *self.keys.write().await = Some((set, Instant::now()));
                 found.ok_or_else(invalid)?

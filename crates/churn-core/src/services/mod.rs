@@ -30,6 +30,7 @@ use crate::time::{Clock, Timestamp};
 
 pub use access::ProjectAccess;
 pub use secrets::EncryptionKey;
+pub use sending::{ClaimsSettled, Settlement};
 
 /// The service core: storage, clock and the keys the service signs with.
 #[derive(Clone)]
@@ -47,6 +48,8 @@ pub struct Churn {
     email_from: String,
     /// Identity-provider sign-in, when configured.
     idp: Option<Arc<idp::Idp>>,
+    /// Sends being delivered; shutdown waits for them (their callers may be gone).
+    deliveries: tokio_util::task::TaskTracker,
 }
 
 impl Churn {
@@ -86,6 +89,7 @@ impl Churn {
             tokens: Arc::new(tokens::TokenKeys::new(jwt_secret.as_bytes())),
             cache,
             encryption_key,
+            deliveries: tokio_util::task::TaskTracker::new(),
         })
     }
 

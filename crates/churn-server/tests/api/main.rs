@@ -11,5 +11,6 @@ mod idp;
 mod logging;
 mod operations;
 mod projects;
+mod sending;
 mod tenancy;
 mod transport;
