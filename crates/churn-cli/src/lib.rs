@@ -8,6 +8,7 @@ use chrono::NaiveDate;
 use churn_core::api::events::ProjectStats;
 use churn_core::config::Config;
 use churn_core::domain::lifecycle::EventStatus;
+use churn_core::services::Settlement;
 use churn_core::services::admin::{Admin, SubscriptionChange};
 use churn_core::services::events::event_view;
 use churn_core::services::stats::stats;
@@ -51,6 +52,9 @@ pub enum Command {
     /// Churn events of a project.
     #[command(subcommand)]
     Events(EventsCommand),
+    /// Recovery email variants.
+    #[command(subcommand)]
+    Variants(VariantsCommand),
     /// Reports.
     #[command(subcommand)]
     Report(ReportCommand),
@@ -122,6 +126,27 @@ pub enum EventsCommand {
         /// At most this many events.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(i64).range(1..=1000))]
         limit: i64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VariantsCommand {
+    /// Variants held by a send whose outcome was never recorded (the process died mid-send).
+    Stuck,
+    /// Resolve a stuck send: whether its email went out (check the relay's log).
+    Settle {
+        /// The variant's id.
+        id: String,
+        /// The email went out: record it as sent, as the send would have.
+        #[arg(
+            long,
+            conflicts_with = "not_sent",
+            required_unless_present = "not_sent"
+        )]
+        sent: bool,
+        /// It did not: the variant becomes a draft again.
+        #[arg(long)]
+        not_sent: bool,
     },
 }
 
@@ -341,6 +366,45 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                     project.slug,
                     project.id
                 )?;
+            }
+        }
+        Command::Variants(VariantsCommand::Stuck) => {
+            let stuck = open_admin(&config).await?.stuck_variants().await?;
+            if cli.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&stuck)?)?;
+            } else {
+                let mut table = table(&["id", "project", "event", "recipient", "claimed_at"]);
+                for v in &stuck {
+                    table.add_row(vec![
+                        v.id.clone(),
+                        v.project.clone(),
+                        v.churn_event_id.clone(),
+                        v.recipient.clone().unwrap_or_else(|| "-".into()),
+                        v.claimed_at
+                            .as_ref()
+                            .map(time::format)
+                            .unwrap_or_else(|| "-".into()),
+                    ]);
+                }
+                writeln!(out, "{table}")?;
+                writeln!(out, "{} stuck sends", stuck.len())?;
+            }
+        }
+        Command::Variants(VariantsCommand::Settle { id, sent, .. }) => {
+            let outcome = if sent {
+                Settlement::Sent
+            } else {
+                Settlement::NotSent
+            };
+            open_admin(&config)
+                .await?
+                .settle_variant(&id, outcome)
+                .await?;
+            let status = if sent { "sent" } else { "draft" };
+            if cli.json {
+                writeln!(out, "{}", json!({"id": id, "status": status}))?;
+            } else {
+                writeln!(out, "variant {id} settled: {status}")?;
             }
         }
         Command::Report(ReportCommand::Stats { project }) => {

@@ -9,9 +9,10 @@ use churn_core::api::events::CreateChurnEvent;
 use churn_core::api::projects::CreateProject;
 use churn_core::both_backends;
 use churn_core::config::Config;
-use churn_core::services::Churn;
+use churn_core::services::{Churn, ClaimsSettled};
+use churn_core::store::variants;
 use churn_core::testing::{Backend, TestDatabase};
-use churn_core::time::{SystemClock, TestClock};
+use churn_core::time::{Clock, SystemClock, TestClock};
 use clap::Parser;
 use serde_json::json;
 
@@ -19,6 +20,7 @@ both_backends!(
     users_subscriptions_projects_and_keys,
     events_list_and_stats_report,
     users_create_prints_a_link_that_sets_the_password,
+    stuck_sends_are_listed_and_settled,
 );
 
 async fn churn(db: &TestDatabase, args: &[&str]) -> anyhow::Result<String> {
@@ -423,4 +425,179 @@ async fn events_list_and_stats_report(backend: Backend) {
         (&bobs["total_events"], &bobs["total_mrr_cents"]),
         (&json!(1), &json!(99_900))
     );
+}
+
+/// Two SMTP sends died mid-way. Nothing tells whether their emails left, so start-up leaves
+/// them to the operator, who settles one as sent and the other as not sent.
+async fn stuck_sends_are_listed_and_settled(backend: Backend) {
+    let db = TestDatabase::new(backend).await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = Config::load(
+        None,
+        json!({"database_url": db.url, "data_dir": db.data_dir.path(), "smtp_url": format!("smtp://127.0.0.1:{closed}")}),
+    )
+    .unwrap();
+    let clock = TestClock::default();
+    let service = Churn::open(&config, Arc::new(clock.clone())).await.unwrap();
+    let session = service
+        .register(RegisterRequest {
+            name: "Ada".into(),
+            email: "ada@example.com".into(),
+            password: "correct horse".into(),
+        })
+        .await
+        .unwrap();
+    service
+        .create_project(
+            &session.user.id,
+            CreateProject {
+                name: "Acme".into(),
+                product_type: None,
+                support_email: None,
+            },
+        )
+        .await
+        .unwrap();
+    let access = service
+        .project_for_user(&session.user.id, "acme")
+        .await
+        .unwrap();
+    let mut claimed = Vec::new();
+    for email in ["dana@northwind.example", "eli@northwind.example"] {
+        let event = service
+            .create_event(
+                &access,
+                CreateChurnEvent {
+                    customer_email: email.into(),
+                    event_type: "cancellation".into(),
+                    ..CreateChurnEvent::default()
+                },
+            )
+            .await
+            .unwrap();
+        let generated = service.generate(&access, &event.id).await.unwrap();
+        let vid = generated
+            .variants
+            .iter()
+            .find(|v| v.recommended)
+            .unwrap()
+            .id
+            .clone();
+        // The claim a send takes before the email leaves, and then the process died.
+        clock.advance(chrono::Duration::minutes(1));
+        assert!(
+            variants::claim_for_send(
+                service.store().writer(),
+                &vid,
+                &format!("{vid}@churn"),
+                email,
+                clock.now()
+            )
+            .await
+            .unwrap()
+        );
+        claimed.push((event.id, vid));
+    }
+    assert_eq!(
+        service.settle_claims().await.unwrap(),
+        ClaimsSettled {
+            sent: 0,
+            released: 0,
+            left: 2
+        },
+        "with SMTP nothing is guessed"
+    );
+
+    let stuck = churn(&db, &["variants", "stuck"]).await.unwrap();
+    masked().bind(|| insta::assert_snapshot!("variants_stuck", stuck));
+    let listed: serde_json::Value =
+        serde_json::from_str(&churn(&db, &["--json", "variants", "stuck"]).await.unwrap()).unwrap();
+    assert_eq!(listed[0]["id"], claimed[0].1.as_str());
+    assert_eq!(listed[0]["message_id"], format!("{}@churn", claimed[0].1));
+    assert_eq!(listed[1]["recipient"], "eli@northwind.example");
+
+    let (sent_event, sent_vid) = &claimed[0];
+    let (free_event, free_vid) = &claimed[1];
+    assert_eq!(
+        churn(&db, &["variants", "settle", sent_vid, "--sent"])
+            .await
+            .unwrap(),
+        format!("variant {sent_vid} settled: sent\n")
+    );
+    assert_eq!(
+        churn(&db, &["variants", "settle", free_vid, "--not-sent"])
+            .await
+            .unwrap(),
+        format!("variant {free_vid} settled: draft\n")
+    );
+    assert!(
+        churn(&db, &["variants", "settle", sent_vid, "--not-sent"])
+            .await
+            .is_err(),
+        "a settled send is not settled again"
+    );
+    assert!(
+        churn(&db, &["variants", "settle", free_vid]).await.is_err(),
+        "the outcome is required"
+    );
+    assert!(
+        churn(&db, &["variants", "stuck"])
+            .await
+            .unwrap()
+            .ends_with("0 stuck sends\n")
+    );
+
+    let sent = service.event_variants(&access, sent_event).await.unwrap();
+    let sent = sent.iter().find(|v| &v.id == sent_vid).unwrap();
+    assert_eq!(sent.status.as_str(), "sent");
+    assert!(sent.sent_at.is_some() && sent.claimed_at.is_none());
+    assert_eq!(sent.recipient.as_deref(), Some("dana@northwind.example"));
+    assert_eq!(
+        service
+            .event(&access, sent_event)
+            .await
+            .unwrap()
+            .status
+            .as_str(),
+        "email_sent"
+    );
+    let free = service.event_variants(&access, free_event).await.unwrap();
+    let free = free.iter().find(|v| &v.id == free_vid).unwrap();
+    assert_eq!(free.status.as_str(), "draft");
+    assert!(free.claimed_at.is_none() && free.recipient.is_none());
+    assert_eq!(
+        service
+            .event(&access, free_event)
+            .await
+            .unwrap()
+            .status
+            .as_str(),
+        "variants_generated"
+    );
+    // Settled as sent, exactly as a send: the recovery window runs out.
+    clock.advance(chrono::Duration::days(31));
+    assert!(service.run_due_jobs().await.unwrap() >= 1);
+    let lost: serde_json::Value = serde_json::from_str(
+        &churn(
+            &db,
+            &[
+                "--json",
+                "events",
+                "list",
+                "--project",
+                &access.project.id,
+                "--status",
+                "lost",
+            ],
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(lost[0]["id"], sent_event.as_str());
+    assert_eq!(lost.as_array().unwrap().len(), 1);
 }

@@ -29,9 +29,13 @@ pub enum Error {
     /// A feature needs configuration the operator has not given (answered as 500 with this text).
     #[error("{0}")]
     NotConfigured(String),
-    /// A service we depend on (SMTP, LLM, payment provider) failed.
-    #[error("{0}")]
-    Upstream(String),
+    /// A service we depend on (SMTP, LLM, payment provider) failed. The client is told only
+    /// `public`; `source`, which carries the upstream's own words, is logged.
+    #[error("{public}")]
+    Upstream {
+        public: &'static str,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// Anything else: logged, and answered without internals.
     #[error(transparent)]
     Internal(#[from] Box<dyn std::error::Error + Send + Sync>),
@@ -53,6 +57,16 @@ impl Error {
                 message: message.clone(),
             }],
             message,
+        }
+    }
+
+    pub fn upstream(
+        public: &'static str,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Error::Upstream {
+            public,
+            source: source.into(),
         }
     }
 

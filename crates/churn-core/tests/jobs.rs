@@ -152,7 +152,10 @@ impl RunJob for Failing {
         if self.runs.fetch_add(1, Ordering::SeqCst) == 0 {
             panic!("the first attempt panics");
         }
-        Err(Error::Upstream("the receiver is down".into()))
+        Err(Error::upstream(
+            "the receiver is down",
+            "connection refused",
+        ))
     }
 }
 

@@ -29,7 +29,8 @@ pub struct Application {
 }
 
 impl Application {
-    /// Opens the database (migrating it), loads keys and assembles the routes.
+    /// Opens the database (migrating it), loads keys, settles sends a previous run left
+    /// unfinished where the outbox tells their outcome, and assembles the routes.
     pub async fn build(
         mut config: Config,
         listener: std::net::TcpListener,
@@ -55,6 +56,23 @@ impl Application {
         let churn = Churn::open(&config, clock)
             .await
             .context("opening the database")?;
+        let claims = churn
+            .settle_claims()
+            .await
+            .context("settling sends left unfinished")?;
+        if claims.sent + claims.released > 0 {
+            tracing::info!(
+                sent = claims.sent,
+                not_sent = claims.released,
+                "settled sends left unfinished by a previous run from the email outbox"
+            );
+        }
+        if claims.left > 0 {
+            tracing::warn!(
+                stuck = claims.left,
+                "sends of an earlier run have no recorded outcome; see `churn variants stuck`"
+            );
+        }
         let tls = match (&config.tls_cert, &config.tls_key) {
             (Some(cert), Some(key)) => Some(
                 RustlsConfig::from_pem_file(cert, key)
@@ -155,6 +173,8 @@ impl Application {
         if let Some(worker) = worker {
             let _ = worker.await;
         }
+        // Sends whose callers left are still delivering; their records need the database.
+        self.state.churn.finish_deliveries().await;
         self.state.churn.store().close().await;
         served
     }

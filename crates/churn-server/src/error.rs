@@ -1,6 +1,6 @@
-//! The one place errors become HTTP: status, code and body. Internal errors are answered
-//! opaquely and handed to the logging middleware through a response extension, so turning an
-//! error into a response has no side effects.
+//! The one place errors become HTTP: status, code and body. Internal and upstream errors are
+//! answered without their source, which is handed to the logging middleware through a
+//! response extension, so turning an error into a response has no side effects.
 
 use std::sync::Arc;
 
@@ -127,7 +127,11 @@ impl From<churn_core::Error> for ApiError {
             E::NotConfigured(m) => {
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR", m)
             }
-            E::Upstream(m) => ApiError::new(StatusCode::BAD_GATEWAY, "UPSTREAM_ERROR", m),
+            // The upstream's own text (relay names, its answers) is logged, never shown.
+            E::Upstream { public, source } => ApiError {
+                internal: Some(Arc::from(source)),
+                ..ApiError::new(StatusCode::BAD_GATEWAY, "UPSTREAM_ERROR", public)
+            },
             E::Internal(source) => ApiError {
                 internal: Some(Arc::from(source)),
                 ..ApiError::new(

@@ -176,7 +176,12 @@ pub struct Variant {
     pub body: String,
     /// Plain-text body.
     pub body_text: String,
+    /// `sending` while a send holds the variant; see `claimed_at`.
     pub status: VariantStatus,
+    /// When the send in progress claimed it; null unless `status` is `sending`.
+    #[serde(with = "wire::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub claimed_at: Option<Timestamp>,
     pub recommended: bool,
     /// 1 is the recommendation.
     #[schema(minimum = 1, maximum = 9)]
@@ -410,4 +415,18 @@ pub enum SortField {
 pub enum SortOrder {
     Asc,
     Desc,
+}
+
+/// A variant held by a send whose outcome is not recorded (`churn variants stuck`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct StuckVariant {
+    pub id: String,
+    pub project_id: String,
+    pub project: String,
+    pub churn_event_id: String,
+    pub recipient: Option<String>,
+    pub message_id: Option<String>,
+    #[serde(with = "wire::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub claimed_at: Option<Timestamp>,
 }

@@ -1,4 +1,10 @@
 //! Recovery email variants: their status, which only moves forward, and the limits on edits.
+//!
+//! A send first claims the draft (`sending`, with the time of the claim); the claim ends as
+//! `sent` once the email was handed over, back at `draft` when it was not, or `bounced` when
+//! the recipient was refused for good. A claim is never taken over by another send: if the
+//! process dies mid-send the outcome is settled from evidence (the file outbox) or by an
+//! operator, never by sending again.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -10,6 +16,8 @@ pub const MAX_BODY_CHARS: usize = 50_000;
 #[serde(rename_all = "snake_case")]
 pub enum VariantStatus {
     Draft,
+    /// Claimed by a send whose outcome is not recorded yet.
+    Sending,
     Sent,
     Opened,
     Clicked,
@@ -20,6 +28,7 @@ impl VariantStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             VariantStatus::Draft => "draft",
+            VariantStatus::Sending => "sending",
             VariantStatus::Sent => "sent",
             VariantStatus::Opened => "opened",
             VariantStatus::Clicked => "clicked",
@@ -30,6 +39,7 @@ impl VariantStatus {
     pub fn parse(raw: &str) -> Option<Self> {
         [
             Self::Draft,
+            Self::Sending,
             Self::Sent,
             Self::Opened,
             Self::Clicked,
@@ -45,8 +55,12 @@ impl VariantStatus {
 pub enum VariantAction {
     /// Its subject or body changes.
     Edit,
-    /// It is emailed to the customer.
+    /// A send claims it, before the email leaves.
     Send,
+    /// The claimed email was handed over for delivery.
+    Deliver,
+    /// The claimed email did not leave: the draft is free again.
+    Release,
     /// The receiving server refused the recipient, at delivery or afterwards.
     Bounce,
     /// The open pixel was fetched.
@@ -62,12 +76,16 @@ pub enum VariantGuard {
     NotDraft,
     #[error("this variant has already been sent")]
     AlreadySent,
+    #[error("a send of this variant is in progress")]
+    SendInProgress,
+    #[error("this variant is not being sent")]
+    NotClaimed,
 }
 
-/// The status after `action`. Only drafts are edited and sent, and each is sent once; after
-/// that the status only moves forward: an open after a click keeps `clicked`, a click implies
-/// the open, and a bounce is final. Opens and clicks on a draft or a bounced email change
-/// nothing.
+/// The status after `action`. Only drafts are edited and claimed for a send; a claim ends
+/// delivered (once), released or bounced. After delivery the status only moves forward: an
+/// open after a click keeps `clicked`, a click implies the open, and a bounce is final. Opens,
+/// clicks and bounces of an email that never went out change nothing.
 pub fn transition(
     from: VariantStatus,
     action: VariantAction,
@@ -76,10 +94,14 @@ pub fn transition(
     use VariantStatus::*;
     match (from, action) {
         (Draft, Edit) => Ok(Draft),
+        (Sending, Edit | Send) => Err(VariantGuard::SendInProgress),
         (_, Edit) => Err(VariantGuard::NotDraft),
-        (Draft, Send) => Ok(Sent),
+        (Draft, Send) => Ok(Sending),
         (_, Send) => Err(VariantGuard::AlreadySent),
-        (Draft | Sent, Bounce) => Ok(Bounced),
+        (Sending, Deliver) => Ok(Sent),
+        (Sending, Release) => Ok(Draft),
+        (_, Deliver | Release) => Err(VariantGuard::NotClaimed),
+        (Sending | Sent, Bounce) => Ok(Bounced),
         (Sent, Open) => Ok(Opened),
         (Sent | Opened, Click) => Ok(Clicked),
         (status, Bounce | Open | Click) => Ok(status),
@@ -101,16 +123,24 @@ mod tests {
     use VariantStatus::*;
     use proptest::prelude::*;
 
-    const ACTIONS: [VariantAction; 5] = [Edit, Send, Bounce, Open, Click];
+    const ACTIONS: [VariantAction; 7] = [Edit, Send, Deliver, Release, Bounce, Open, Click];
 
     #[test]
     fn guard_table() {
         assert_eq!(transition(Draft, Edit), Ok(Draft));
         assert_eq!(transition(Sent, Edit), Err(VariantGuard::NotDraft));
-        assert_eq!(transition(Draft, Send), Ok(Sent));
+        assert_eq!(transition(Draft, Send), Ok(Sending));
+        assert_eq!(transition(Sending, Send), Err(VariantGuard::SendInProgress));
+        assert_eq!(transition(Sending, Edit), Err(VariantGuard::SendInProgress));
+        assert_eq!(transition(Sending, Deliver), Ok(Sent));
+        assert_eq!(transition(Sending, Release), Ok(Draft));
+        assert_eq!(transition(Sending, Bounce), Ok(Bounced));
+        assert_eq!(transition(Sending, Open), Ok(Sending));
+        assert_eq!(transition(Draft, Deliver), Err(VariantGuard::NotClaimed));
+        assert_eq!(transition(Sent, Release), Err(VariantGuard::NotClaimed));
         assert_eq!(transition(Opened, Send), Err(VariantGuard::AlreadySent));
         assert_eq!(transition(Bounced, Send), Err(VariantGuard::AlreadySent));
-        assert_eq!(transition(Draft, Bounce), Ok(Bounced));
+        assert_eq!(transition(Draft, Bounce), Ok(Draft));
         assert_eq!(transition(Sent, Open), Ok(Opened));
         assert_eq!(transition(Opened, Open), Ok(Opened));
         assert_eq!(transition(Sent, Click), Ok(Clicked));
@@ -122,7 +152,7 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for s in [Draft, Sent, Opened, Clicked, Bounced] {
+        for s in [Draft, Sending, Sent, Opened, Clicked, Bounced] {
             assert_eq!(VariantStatus::parse(s.as_str()), Some(s));
         }
     }
@@ -130,10 +160,11 @@ mod tests {
     fn rank(s: VariantStatus) -> u8 {
         match s {
             Draft => 0,
-            Sent => 1,
-            Opened => 2,
-            Clicked => 3,
-            Bounced => 4,
+            Sending => 1,
+            Sent => 2,
+            Opened => 3,
+            Clicked => 4,
+            Bounced => 5,
         }
     }
 
@@ -144,9 +175,14 @@ mod tests {
             let mut sends = 0;
             for i in actions {
                 if let Ok(next) = transition(status, ACTIONS[i]) {
-                    sends += usize::from(ACTIONS[i] == Send);
-                    prop_assert!(rank(next) >= rank(status) || (status == Draft && next == Bounced), "{status:?} -> {next:?}");
+                    sends += usize::from(ACTIONS[i] == Deliver);
+                    let released = status == Sending && next == Draft;
+                    prop_assert!(rank(next) >= rank(status) || released, "{status:?} -> {next:?}");
                     prop_assert!(status != Bounced || next == Bounced, "a bounce is final");
+                    prop_assert!(next != Sent || status != Draft, "every delivery is claimed first");
+                    if sends > 0 {
+                        prop_assert!(next != Draft && next != Sending, "a delivered email is never sent again");
+                    }
                     status = next;
                 }
             }

@@ -37,6 +37,12 @@ pub enum SendError {
 
 pub trait EmailTransport: Send + Sync {
     fn send<'a>(&'a self, email: &'a OutgoingEmail) -> BoxFuture<'a, Result<(), SendError>>;
+
+    /// Whether the email with this message id was handed over, where the transport keeps
+    /// the evidence (the file outbox); `None` where it cannot tell (an SMTP relay).
+    fn delivered(&self, _message_id: &str) -> Option<bool> {
+        None
+    }
 }
 
 /// The MIME message: text and HTML alternatives, Reply-To, List-Unsubscribe (and

@@ -1,12 +1,18 @@
 //! SMTP delivery through lettre. `smtp://` uses STARTTLS (opportunistically for a relay on
 //! loopback), `smtps://` implicit TLS; credentials come from the URL.
 
+use std::time::Duration;
+
 use futures::future::BoxFuture;
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
 use super::{EmailTransport, OutgoingEmail, SendError, to_message};
+
+/// Each SMTP command waits at most this long: shorter than the SDK's 30 s, so a slow relay
+/// answers the client with 502 rather than a client-side timeout (decisions §7).
+pub const SMTP_TIMEOUT: Duration = Duration::from_secs(20);
 
 pub struct Smtp {
     transport: AsyncSmtpTransport<Tokio1Executor>,
@@ -35,7 +41,8 @@ impl Smtp {
         };
         let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
             .port(port)
-            .tls(tls);
+            .tls(tls)
+            .timeout(Some(SMTP_TIMEOUT));
         if !url.username().is_empty() {
             let user = percent_decode(url.username());
             let pass = percent_decode(url.password().unwrap_or(""));

@@ -340,7 +340,10 @@ impl Churn {
                     tracing::warn!(purpose = purpose.as_str(), error = %m, "account email refused");
                     None
                 }
-                SendError::Failed(m) => Some(Error::Upstream(m)),
+                SendError::Failed(m) => Some(Error::upstream(
+                    "the email server did not accept the account email",
+                    m,
+                )),
             })
         };
         match sent.await {

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use chrono::NaiveDate;
 
 use super::accounts::CreatedAccount;
+use super::sending::{self, Settlement};
+use crate::api::events::StuckVariant;
 use crate::api::projects::RotatedKeys;
 use crate::config::Config;
 use crate::domain::email::Email;
@@ -14,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::store::projects::{self, ProjectRecord};
 use crate::store::users::{self, UserRecord};
+use crate::store::variants;
 use crate::time::{Clock, Timestamp};
 
 /// The admin CLI's view of the service: storage and clock, without the keys the HTTP
@@ -142,5 +145,42 @@ impl Admin {
         };
         let keys = super::projects::rotate_keys_of(&self.store, &project.id, 0, self.now()).await?;
         Ok((project, keys))
+    }
+
+    /// Variants held by a send whose outcome was never recorded, oldest claim first.
+    pub async fn stuck_variants(&self) -> Result<Vec<StuckVariant>> {
+        let claims = variants::claims(self.store.reader(), None).await?;
+        claims
+            .into_iter()
+            .map(|c| {
+                Ok(StuckVariant {
+                    claimed_at: crate::store::ts_opt(c.claimed_at.as_deref())?,
+                    id: c.id,
+                    project_id: c.project_id,
+                    project: c.project_slug,
+                    churn_event_id: c.churn_event_id,
+                    recipient: c.recipient,
+                    message_id: c.message_id,
+                })
+            })
+            .collect()
+    }
+
+    /// Resolves a stuck send: sent (recorded as if the send had been: the event moves to
+    /// `email_sent` and its recovery window starts) or not sent (back to draft).
+    pub async fn settle_variant(&self, variant_id: &str, outcome: Settlement) -> Result<()> {
+        let claim = variants::claims(self.store.reader(), Some(variant_id))
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                Error::NotFound(format!("no variant {variant_id} is waiting to be settled"))
+            })?;
+        if !sending::settle(&self.store, &claim, outcome, self.now()).await? {
+            return Err(Error::Conflict(format!(
+                "variant {variant_id} was settled meanwhile"
+            )));
+        }
+        Ok(())
     }
 }

@@ -462,10 +462,8 @@ pub(super) fn variant_view(v: VariantRecord) -> Variant {
         subject: v.subject,
         body: v.body,
         body_text: v.body_text,
-        // A send in progress shows as the draft it still is until it is delivered.
-        status: v
-            .status
-            .unwrap_or(crate::domain::variant::VariantStatus::Draft),
+        status: v.status,
+        claimed_at: v.claimed_at,
         recommended: v.recommended,
         rank: v.rank,
         rank_score: v.rank_score,

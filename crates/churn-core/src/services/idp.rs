@@ -120,8 +120,9 @@ impl Idp {
         let jwk = match cache.lookup(kid, Instant::now()) {
             Lookup::Found(jwk) => *jwk,
             Lookup::Unknown if cache.keys.is_none() => {
-                return Err(Error::Upstream(
-                    "identity provider keys are unavailable".into(),
+                return Err(Error::upstream(
+                    "identity provider keys are unavailable",
+                    "no keys have been fetched yet",
                 ));
             }
             Lookup::Unknown => return Err(invalid()),
@@ -135,10 +136,7 @@ impl Idp {
                     .send()
                     .await
                     .and_then(|r| r.json())
-                    .map_err(|e| {
-                        tracing::warn!(error = %e, "fetching the identity provider keys failed");
-                        Error::Upstream("identity provider keys are unavailable".into())
-                    })?;
+                    .map_err(|e| Error::upstream("identity provider keys are unavailable", e))?;
                 let found = set.find(kid).cloned();
                 cache.keys = Some((set, Instant::now()));
                 found.ok_or_else(invalid)?

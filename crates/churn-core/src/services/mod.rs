@@ -38,6 +38,7 @@ pub use accounts::AccountEmail;
 pub use quota::SendQuota;
 pub use secrets::EncryptionKey;
 pub use sender::Sender;
+pub use sending::{ClaimsSettled, Settlement};
 pub use suppressions::UnsubscribeTarget;
 
 /// The service core: storage, clock and the keys the service signs with.
@@ -63,6 +64,8 @@ pub struct Churn {
     /// Every outbound HTTP call goes through its clients.
     outbound: Outbound,
     registration: Registration,
+    /// Sends being delivered; shutdown waits for them (their callers may be gone).
+    deliveries: tokio_util::task::TaskTracker,
 }
 
 impl Churn {
@@ -114,6 +117,7 @@ impl Churn {
             cache,
             encryption_key,
             outbound,
+            deliveries: tokio_util::task::TaskTracker::new(),
         })
     }
 

@@ -1,4 +1,11 @@
-//! Editing drafts and sending a variant: at most one email per variant, even when sends race.
+//! Editing drafts and sending a variant: at most one email per variant, even when sends race
+//! or the process dies mid-send.
+//!
+//! A send claims the draft (`sending`, `claimed_at`, message id and recipient) before the
+//! email leaves, then delivers and records in a task of its own, so a caller that goes away
+//! cannot stop it between the relay's acceptance and the record. A claim whose outcome was
+//! never recorded (the process died) is not sent again: at start-up the file outbox's `.eml`
+//! files settle it; otherwise an operator does (`churn variants stuck` / `settle`).
 
 use super::Churn;
 use super::access::ProjectAccess;
@@ -12,12 +19,13 @@ use crate::domain::variant::{
     MAX_BODY_CHARS, MAX_SUBJECT_CHARS, VariantAction, VariantGuard, VariantStatus,
     transition as variant_transition,
 };
-use crate::email::{OutgoingEmail, SendError, compose};
+use crate::email::{EmailTransport, OutgoingEmail, SendError, compose};
 use crate::error::{Error, Result};
 use crate::generation::html;
 use crate::jobs::Job;
-use crate::store::events;
-use crate::store::variants::{self, VariantRecord};
+use crate::store::variants::{self, ClaimRow, VariantRecord};
+use crate::store::{Store, events, projects};
+use crate::time::Timestamp;
 
 fn variant_not_found() -> Error {
     Error::NotFound("variant not found".into())
@@ -37,10 +45,8 @@ impl Churn {
         let variant = variants::get(self.store.reader(), &event.id, variant_id)
             .await?
             .ok_or_else(variant_not_found)?;
-        let draft_only = || Error::Conflict(VariantGuard::NotDraft.to_string());
         // A send in flight holds the variant: it is no longer editable.
-        let status = variant.status.ok_or_else(draft_only)?;
-        variant_transition(status, VariantAction::Edit)
+        variant_transition(variant.status, VariantAction::Edit)
             .map_err(|e| Error::Conflict(e.to_string()))?;
         let subject = match req.subject.as_deref().map(str::trim) {
             None => variant.subject.clone(),
@@ -82,7 +88,9 @@ impl Churn {
         )
         .await?
         {
-            return Err(draft_only());
+            return Err(self
+                .refused(&event.id, &variant.id, VariantAction::Edit)
+                .await);
         }
         Ok(EditedVariant {
             id: variant.id,
@@ -96,8 +104,10 @@ impl Churn {
 
     /// Sends a variant to the customer. The event's status is checked before the variant is
     /// looked up (decisions §7); a suppressed address is refused (409) and the daily quota
-    /// counted (429) before the email leaves; the variant is claimed first, so a second send
-    /// of it — concurrent or later — is a conflict. A bounce suppresses the address.
+    /// counted (429) before anything is claimed. The variant is claimed, with the message id
+    /// and recipient, before the email leaves, so a second send of it — concurrent or later —
+    /// is a conflict; delivery and its record then run in a task of their own, which finishes
+    /// even if the caller goes away (decisions §7, "A send survives its caller").
     pub async fn send_variant(
         &self,
         access: &ProjectAccess,
@@ -106,8 +116,7 @@ impl Churn {
     ) -> Result<SentVariant> {
         self.authorize_events(access, Permission::Write)?;
         let event = self.load_event(access, event_id).await?;
-        let after_send =
-            transition(event.status, Action::Send).map_err(|e| Error::validation(e.to_string()))?;
+        transition(event.status, Action::Send).map_err(|e| Error::validation(e.to_string()))?;
         if event.customer_email.trim().is_empty() {
             return Err(Error::validation(
                 "customer email is missing on this churn event",
@@ -115,27 +124,16 @@ impl Churn {
         }
         let transport = self
             .email
-            .as_ref()
+            .clone()
             .ok_or_else(|| Error::NotConfigured("email service is not configured".into()))?;
         let variant = variants::get(self.store.reader(), &event.id, variant_id)
             .await?
             .ok_or_else(variant_not_found)?;
-        let already_sent = || Error::Conflict(VariantGuard::AlreadySent.to_string());
-        let status = variant.status.ok_or_else(already_sent)?;
-        variant_transition(status, VariantAction::Send)
+        variant_transition(variant.status, VariantAction::Send)
             .map_err(|e| Error::Conflict(e.to_string()))?;
         self.refuse_suppressed(&access.project.id, &event.customer_email)
             .await?;
         let sender = self.sender_for(&access.project).await?;
-        // The claim makes the check above hold against concurrent sends too; the quota is
-        // counted in the same transaction, so a refused send leaves the variant a draft.
-        let mut tx = self.store.begin().await?;
-        if !variants::claim_for_send(&mut *tx, &variant.id, self.now()).await? {
-            tx.rollback().await?;
-            return Err(already_sent());
-        }
-        let quota_day = self.count_send(&mut tx, &access.project).await?;
-        tx.commit().await?;
 
         let email = self.compose(
             access,
@@ -144,56 +142,151 @@ impl Churn {
             event.customer_name.clone(),
             &variant,
         );
-        if let Err(e) = transport.send(&email).await {
-            // The mail server accepted nothing: the send does not count.
-            self.release_send(&access.project.id, &quota_day).await?;
-            let released = match e {
-                SendError::Rejected(_) => {
-                    self.suppress(
-                        &access.project.id,
-                        &event.customer_email,
-                        SuppressionReason::Bounced,
-                    )
-                    .await?;
-                    variant_transition(status, VariantAction::Bounce)
-                        .unwrap_or(VariantStatus::Bounced)
-                }
-                SendError::Failed(_) => status,
-            };
-            variants::release_claim(self.store.writer(), &variant.id, released, self.now()).await?;
-            return Err(Error::Upstream(e.to_string()));
-        }
-
-        let now = self.now();
+        // The claim makes the check above hold against concurrent sends too; the quota is
+        // counted in the same transaction, so a refused send leaves the variant a draft.
         let mut tx = self.store.begin().await?;
-        variants::mark_sent(&mut *tx, &variant.id, &email.to, &email.message_id, now).await?;
-        if event.status == EventStatus::VariantsGenerated
-            && events::set_status(
-                &mut *tx,
-                &event.project_id,
-                &event.id,
-                EventStatus::VariantsGenerated,
-                after_send,
-                now,
-            )
-            .await?
+        if !variants::claim_for_send(
+            &mut *tx,
+            &variant.id,
+            &email.message_id,
+            &email.to,
+            self.now(),
+        )
+        .await?
         {
-            // The first send starts the recovery window.
-            let window = chrono::Duration::days(access.project.settings.recovery_window_days);
-            Job::ExpireEvent {
-                event_id: event.id.clone(),
-            }
-            .enqueue(&mut tx, now + window, now)
-            .await?;
+            tx.rollback().await?;
+            return Err(self
+                .refused(&event.id, &variant.id, VariantAction::Send)
+                .await);
         }
+        let quota_day = self.count_send(&mut tx, &access.project).await?;
         tx.commit().await?;
-        Ok(SentVariant {
+        let taken = Taken {
+            project_id: access.project.id.clone(),
+            quota_day,
+        };
+
+        let claim = Claim {
+            project_id: access.project.id.clone(),
             variant_id: variant.id,
+            event_id: event.id,
+            message_id: Some(email.message_id.clone()),
+            recovery_window: chrono::Duration::days(access.project.settings.recovery_window_days),
+        };
+        // Awaiting the task does not tie it to this future: when the caller is dropped
+        // (client gone, timeout), the task still delivers and records.
+        let this = self.clone();
+        self.deliveries
+            .spawn(async move {
+                this.deliver(transport.as_ref(), &email, &claim, &taken)
+                    .await
+            })
+            .await
+            .map_err(Error::internal)?
+    }
+
+    /// Hands the claimed email over and records the outcome. An email that did not leave
+    /// frees the draft and gives its quota back (502), one whose recipient was refused for
+    /// good marks it bounced and suppresses the address (502); an email that left is recorded
+    /// as sent. If the record itself fails, the claim stays for reconciliation rather than
+    /// risk a second email.
+    async fn deliver(
+        &self,
+        transport: &dyn EmailTransport,
+        email: &OutgoingEmail,
+        claim: &Claim,
+        taken: &Taken,
+    ) -> Result<SentVariant> {
+        if let Err(e) = transport.send(email).await {
+            // The mail server accepted nothing: the send does not count.
+            self.release_send(&taken.project_id, &taken.quota_day)
+                .await?;
+            if matches!(e, SendError::Rejected(_)) {
+                self.suppress(&taken.project_id, &email.to, SuppressionReason::Bounced)
+                    .await?;
+            }
+            let (action, public) = match e {
+                SendError::Rejected(_) => (
+                    VariantAction::Bounce,
+                    "the email server refused the recipient",
+                ),
+                SendError::Failed(_) => (
+                    VariantAction::Release,
+                    "the email could not be handed to the email server",
+                ),
+            };
+            let released = variant_transition(VariantStatus::Sending, action)
+                .map_err(|g| Error::internal(g.to_string()))?;
+            variants::release_claim(
+                self.store.writer(),
+                &claim.variant_id,
+                claim.message_id.as_deref(),
+                released,
+                self.now(),
+            )
+            .await?;
+            return Err(Error::upstream(public, e));
+        }
+        let sent_at = self.now();
+        record_sent(&self.store, claim, sent_at).await?;
+        Ok(SentVariant {
+            variant_id: claim.variant_id.clone(),
             status: VariantStatus::Sent,
-            sent_at: now,
-            recipient: email.to,
-            message_id: email.message_id,
+            sent_at,
+            recipient: email.to.clone(),
+            message_id: email.message_id.clone(),
         })
+    }
+
+    /// Why a conditional write of an edit or a claim changed nothing: the variant moved on
+    /// since it was read (a send took it), or the event stopped accepting sends meanwhile.
+    async fn refused(&self, event_id: &str, variant_id: &str, action: VariantAction) -> Error {
+        let current = match variants::get(self.store.reader(), event_id, variant_id).await {
+            Ok(Some(v)) => v.status,
+            Ok(None) => return variant_not_found(),
+            Err(e) => return e,
+        };
+        let guard = match variant_transition(current, action) {
+            Err(guard) => guard,
+            Ok(_) if action == VariantAction::Edit => VariantGuard::NotDraft,
+            Ok(_) => VariantGuard::AlreadySent,
+        };
+        Error::Conflict(guard.to_string())
+    }
+
+    /// Waits for deliveries still running (their callers may be gone), before shutdown.
+    pub async fn finish_deliveries(&self) {
+        self.deliveries.close();
+        self.deliveries.wait().await;
+    }
+
+    /// Settles, at start-up, the claims a crash left behind, where the transport keeps the
+    /// evidence (the file outbox): an email on file was sent (recorded exactly as a send
+    /// is), none was not (back to draft). With SMTP nothing is guessed: those claims are
+    /// left for `churn variants settle`.
+    pub async fn settle_claims(&self) -> Result<ClaimsSettled> {
+        let mut settled = ClaimsSettled::default();
+        for claim in variants::claims(self.store.reader(), None).await? {
+            let evidence = match (&self.email, &claim.message_id) {
+                (Some(transport), Some(message_id)) => transport.delivered(message_id),
+                _ => None,
+            };
+            let outcome = match evidence {
+                Some(true) => Settlement::Sent,
+                Some(false) => Settlement::NotSent,
+                None => {
+                    settled.left += 1;
+                    continue;
+                }
+            };
+            if settle(&self.store, &claim, outcome, self.now()).await? {
+                match outcome {
+                    Settlement::Sent => settled.sent += 1,
+                    Settlement::NotSent => settled.released += 1,
+                }
+            }
+        }
+        Ok(settled)
     }
 
     fn compose(
@@ -240,6 +333,116 @@ impl Churn {
                 "<{unsubscribe_url}>, <mailto:{unsubscribe_to}?subject=unsubscribe>"
             ),
             message_id: format!("{}@churn", uuid::Uuid::new_v4()),
+        }
+    }
+}
+
+/// A claimed send: what its record needs once the email has left.
+struct Claim {
+    project_id: String,
+    variant_id: String,
+    event_id: String,
+    /// `None` only for claims taken before message ids were recorded with them.
+    message_id: Option<String>,
+    recovery_window: chrono::Duration,
+}
+
+/// What a send took before the email left, given back when it did not.
+struct Taken {
+    project_id: String,
+    quota_day: String,
+}
+
+/// What start-up reconciliation did with the claims it found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClaimsSettled {
+    /// An email on file: recorded as sent.
+    pub sent: u64,
+    /// No email on file: back to draft.
+    pub released: u64,
+    /// No evidence either way (SMTP): left for an operator.
+    pub left: u64,
+}
+
+/// How an operator (or the outbox's evidence) resolves a claim whose outcome is unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settlement {
+    /// The email went out: recorded as if the send had been.
+    Sent,
+    /// It did not: the variant is a draft again.
+    NotSent,
+}
+
+/// Records a claimed email as handed over: the variant becomes `sent` and, on the event's
+/// first send, the event moves to `email_sent` and its recovery window starts. `false` when
+/// the claim was settled meanwhile.
+async fn record_sent(store: &Store, claim: &Claim, now: Timestamp) -> Result<bool> {
+    let mut tx = store.begin().await?;
+    if !variants::mark_sent(
+        &mut *tx,
+        &claim.variant_id,
+        claim.message_id.as_deref(),
+        now,
+    )
+    .await?
+    {
+        return Ok(false);
+    }
+    let after_send = transition(EventStatus::VariantsGenerated, Action::Send)
+        .map_err(|g| Error::internal(g.to_string()))?;
+    // The first send starts the recovery window; a later one, or an event that moved on
+    // (recovered while the claim was pending), keeps its status.
+    if events::set_status(
+        &mut *tx,
+        &claim.project_id,
+        &claim.event_id,
+        EventStatus::VariantsGenerated,
+        after_send,
+        now,
+    )
+    .await?
+    {
+        Job::ExpireEvent {
+            event_id: claim.event_id.clone(),
+        }
+        .enqueue(&mut tx, now + claim.recovery_window, now)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// Resolves one claim: sent (recorded as a send is) or not sent (back to draft). `false`
+/// when it was settled meanwhile.
+pub(super) async fn settle(
+    store: &Store,
+    claim: &ClaimRow,
+    outcome: Settlement,
+    now: Timestamp,
+) -> Result<bool> {
+    match outcome {
+        Settlement::Sent => {
+            let project = projects::by_id(store.reader(), &claim.project_id)
+                .await?
+                .ok_or_else(|| Error::NotFound("project not found".into()))?;
+            let claim = Claim {
+                project_id: claim.project_id.clone(),
+                variant_id: claim.id.clone(),
+                event_id: claim.churn_event_id.clone(),
+                message_id: claim.message_id.clone(),
+                recovery_window: chrono::Duration::days(project.settings.recovery_window_days),
+            };
+            record_sent(store, &claim, now).await
+        }
+        Settlement::NotSent => {
+            variants::release_claim(
+                store.writer(),
+                &claim.id,
+                claim.message_id.as_deref(),
+                VariantStatus::Draft,
+                now,
+            )
+            .await
         }
     }
 }

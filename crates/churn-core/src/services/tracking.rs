@@ -33,9 +33,10 @@ impl Churn {
                 .await?
                 .ok_or_else(not_found)?;
             // Nothing to record unless the email went out (not a draft, a send in flight or a bounce).
-            let Some(from) = variant.status.filter(|s| delivered(*s)) else {
+            let from = variant.status;
+            if !delivered(from) {
                 return Ok(());
-            };
+            }
             let to = transition(from, what).unwrap_or(from);
             let click = what == VariantAction::Click;
             if variants::record_observation(

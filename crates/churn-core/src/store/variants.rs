@@ -1,5 +1,7 @@
-//! The `recovery_variants` table. A send is claimed by moving `draft` to the internal
-//! `sending` status first, so concurrent sends of one variant deliver one email.
+//! The `recovery_variants` table. A send claims the variant by moving `draft` to `sending`
+//! (with `claimed_at`, the message id and the recipient) before the email leaves, so
+//! concurrent sends of one variant deliver one email and a claim left by a crash can be
+//! settled from what it recorded.
 
 use std::collections::HashMap;
 
@@ -21,8 +23,9 @@ pub struct VariantRecord {
     pub subject: String,
     pub body: String,
     pub body_text: String,
-    /// `None` while a send holds the claim.
-    pub status: Option<VariantStatus>,
+    pub status: VariantStatus,
+    /// When a send claimed it; kept while it is `sending`.
+    pub claimed_at: Option<Timestamp>,
     pub recommended: bool,
     pub rank: i64,
     pub rank_score: f64,
@@ -52,6 +55,7 @@ struct Row {
     body: String,
     body_text: String,
     status: String,
+    claimed_at: Option<String>,
     recommended: i64,
     rank: i64,
     rank_score: f64,
@@ -78,10 +82,8 @@ impl TryFrom<Row> for VariantRecord {
         let corrupt = |what: &str| Error::internal(format!("corrupt variant {what}"));
         Ok(VariantRecord {
             strategy: Strategy::parse(&r.strategy).ok_or_else(|| corrupt("strategy"))?,
-            status: match r.status.as_str() {
-                "sending" => None,
-                other => Some(VariantStatus::parse(other).ok_or_else(|| corrupt("status"))?),
-            },
+            status: VariantStatus::parse(&r.status).ok_or_else(|| corrupt("status"))?,
+            claimed_at: ts_opt(r.claimed_at.as_deref())?,
             rank_reasons: serde_json::from_str(&r.rank_reasons).map_err(Error::internal)?,
             offer: r
                 .offer
@@ -114,7 +116,7 @@ impl TryFrom<Row> for VariantRecord {
     }
 }
 
-const COLUMNS: &str = "id, churn_event_id, project_id, strategy, subject, body, body_text, status, recommended, rank, \
+const COLUMNS: &str = "id, churn_event_id, project_id, strategy, subject, body, body_text, status, claimed_at, recommended, rank, \
     rank_score, rank_reasons, generator, coupon_code, coupon_percent, offer, recipient, message_id, sent_at, \
     opened_at, clicked_at, open_count, click_count, created_at, updated_at";
 
@@ -216,60 +218,125 @@ pub async fn edit<'e>(
     Ok(done.rows_affected() == 1)
 }
 
-/// Claims a draft for sending while its event still accepts sends; `false` when the variant
-/// was sent or is being sent. A claim is never taken over: if a process dies mid-send the
-/// variant stays claimed rather than risk a second email.
+/// Claims a draft for sending while its event still accepts sends, recording the time, the
+/// message id and the recipient before the email leaves; `false` when the variant is no
+/// longer a draft. A claim is never taken over: if a process dies mid-send the variant stays
+/// claimed until it is settled.
 pub async fn claim_for_send<'e>(
     db: impl Executor<'e, Database = Any>,
     id: &str,
+    message_id: &str,
+    recipient: &str,
     now: Timestamp,
 ) -> Result<bool> {
     let done = sqlx::query(
-        "UPDATE recovery_variants SET status = 'sending', updated_at = $2 \
+        "UPDATE recovery_variants SET status = 'sending', claimed_at = $2, message_id = $3, recipient = $4, \
+         updated_at = $2 \
          WHERE id = $1 AND sent_at IS NULL AND status = 'draft' AND EXISTS (SELECT 1 FROM churn_events e \
            WHERE e.id = recovery_variants.churn_event_id AND e.status IN ('variants_generated', 'email_sent'))",
     )
     .bind(id)
     .bind(time::format(&now))
+    .bind(message_id)
+    .bind(recipient)
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
 }
 
-/// Gives a claim back after a failed send (or records a bounce when `to` is `bounced`).
+/// Ends a claim whose email did not go out: back to `draft` (the claim's message id and
+/// recipient are forgotten) or `bounced` (they are kept). `false` when the claim was
+/// settled meanwhile.
 pub async fn release_claim<'e>(
     db: impl Executor<'e, Database = Any>,
     id: &str,
+    message_id: Option<&str>,
     to: VariantStatus,
     now: Timestamp,
-) -> Result<()> {
-    sqlx::query("UPDATE recovery_variants SET status = $2, updated_at = $3 WHERE id = $1 AND status = 'sending'")
+) -> Result<bool> {
+    let set = if to == VariantStatus::Draft {
+        "status = $2, claimed_at = NULL, message_id = NULL, recipient = NULL, updated_at = $3"
+    } else {
+        "status = $2, claimed_at = NULL, updated_at = $3"
+    };
+    let sql = format!(
+        "UPDATE recovery_variants SET {set} WHERE id = $1 AND status = 'sending' AND {}",
+        same_claim(message_id, 4)
+    );
+    let done = sqlx::query(&sql)
         .bind(id)
         .bind(to.as_str())
         .bind(time::format(&now))
+        .bind(message_id)
         .execute(db)
         .await?;
-    Ok(())
+    Ok(done.rows_affected() == 1)
 }
 
+/// The condition that the claim is still the one with this message id (a claim taken before
+/// message ids were recorded has none).
+fn same_claim(message_id: Option<&str>, param: u8) -> String {
+    match message_id {
+        Some(_) => format!("message_id = ${param}"),
+        None => format!("message_id IS NULL AND ${param} IS NULL"),
+    }
+}
+
+/// Ends a claim whose email was handed over; `false` when the claim was settled meanwhile.
 pub async fn mark_sent<'e>(
     db: impl Executor<'e, Database = Any>,
     id: &str,
-    recipient: &str,
-    message_id: &str,
+    message_id: Option<&str>,
     now: Timestamp,
-) -> Result<()> {
-    sqlx::query(
-        "UPDATE recovery_variants SET status = 'sent', recipient = $2, message_id = $3, sent_at = $4, updated_at = $4 \
-         WHERE id = $1 AND status = 'sending'",
-    )
-    .bind(id)
-    .bind(recipient)
-    .bind(message_id)
-    .bind(time::format(&now))
-    .execute(db)
-    .await?;
-    Ok(())
+) -> Result<bool> {
+    let sql = format!(
+        "UPDATE recovery_variants SET status = 'sent', claimed_at = NULL, sent_at = $2, updated_at = $2 \
+         WHERE id = $1 AND status = 'sending' AND {}",
+        same_claim(message_id, 3)
+    );
+    let done = sqlx::query(&sql)
+        .bind(id)
+        .bind(time::format(&now))
+        .bind(message_id)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// A variant held by a send, across all projects (for start-up reconciliation and operators).
+#[derive(Debug, Clone, FromRow)]
+pub struct ClaimRow {
+    pub id: String,
+    pub project_id: String,
+    pub project_slug: String,
+    pub churn_event_id: String,
+    pub recipient: Option<String>,
+    pub message_id: Option<String>,
+    pub claimed_at: Option<String>,
+}
+
+/// Every claimed variant, oldest claim first; with `id`, only that one.
+pub async fn claims<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: Option<&str>,
+) -> Result<Vec<ClaimRow>> {
+    let select = "SELECT v.id, v.project_id, p.slug AS project_slug, v.churn_event_id, v.recipient, \
+        v.message_id, v.claimed_at FROM recovery_variants v JOIN projects p ON p.id = v.project_id \
+        WHERE v.status = 'sending'";
+    let rows = match id {
+        Some(id) => {
+            sqlx::query_as(&format!("{select} AND v.id = $1"))
+                .bind(id)
+                .fetch_all(db)
+                .await?
+        }
+        None => {
+            sqlx::query_as(&format!("{select} ORDER BY v.claimed_at, v.id"))
+                .fetch_all(db)
+                .await?
+        }
+    };
+    Ok(rows)
 }
 
 /// Records an open or a click: the new status (computed by the domain rule from `from`),

@@ -98,7 +98,8 @@ pub async fn track_metrics(
     response
 }
 
-/// Logs internal errors inside the request's span, so the log line carries the request id.
+/// Logs internal and upstream errors inside the request's span, so the log line carries the
+/// request id.
 pub async fn log_errors(req: Request, next: Next) -> Response {
     let response = next.run(req).await;
     if let Some(LoggedError(error)) = response.extensions().get::<LoggedError>() {

@@ -1,0 +1,407 @@
+#!/usr/bin/env python3
+"""Sends against the release build: a kill -9 test and the send path's latency.
+
+    bench/sending.py kill    [--backend sqlite|postgres] [--transport outbox|smtp] [--kills 100]
+    bench/sending.py latency [--backend sqlite|postgres] [--sends 1000] [--clients 4]
+
+kill: workers create events, generate their variants and send the recommended one while the
+server is killed with SIGKILL at random moments and restarted on the same database, --kills
+times. Every acknowledged write (a 2xx answer) is recorded. After the last restart it checks
+that each one is still there, that no variant is left `sending` (the file outbox settles them
+at start-up; with SMTP the script plays the operator: `churn variants stuck`, then `churn
+variants settle` with the relay's log as evidence, counting them), and that emails and
+recorded sends match one to one.
+
+latency: p50/p99 of POST …/send against a loopback SMTP relay, --clients concurrent clients.
+
+Only the standard library; needs the release binaries (cargo build --release -p churn-server
+-p churn-cli; CARGO_TARGET_DIR is honoured) and, for PostgreSQL, psql and a server reachable at
+CHURN_BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres).
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socketserver
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+SERVER_BIN = os.path.join(TARGET, "release", "churn-server")
+CLI_BIN = os.path.join(TARGET, "release", "churn")
+PG_ADMIN = os.environ.get("CHURN_BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+
+
+# --- a loopback SMTP relay -------------------------------------------------------------------
+
+class Relay:
+    """Accepts every message after `hold` seconds and keeps its Message-ID."""
+
+    def __init__(self, hold=0.0):
+        self.hold = hold
+        self.message_ids = []
+        self.lock = threading.Lock()
+        relay = self
+
+        class Session(socketserver.StreamRequestHandler):
+            def handle(self):
+                self.wfile.write(b"220 relay.bench ESMTP\r\n")
+                while True:
+                    line = self.rfile.readline()
+                    if not line:
+                        return
+                    verb = line[:4].upper()
+                    if verb == b"DATA":
+                        self.wfile.write(b"354 go ahead\r\n")
+                        message_id = None
+                        while True:
+                            data = self.rfile.readline()
+                            if not data or data in (b".\r\n", b".\n"):
+                                break
+                            m = re.match(rb"(?i)message-id:\s*<([^>]+)>", data)
+                            if m:
+                                message_id = m.group(1).decode()
+                        time.sleep(relay.hold)
+                        with relay.lock:
+                            relay.message_ids.append(message_id)
+                        self.wfile.write(b"250 queued\r\n")
+                    elif verb == b"QUIT":
+                        self.wfile.write(b"221 bye\r\n")
+                        return
+                    elif verb in (b"EHLO", b"HELO"):
+                        self.wfile.write(b"250 relay.bench\r\n")
+                    else:
+                        self.wfile.write(b"250 ok\r\n")
+
+        class Server(socketserver.ThreadingTCPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        self.server = Server(("127.0.0.1", 0), Session)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+# --- the server under test -------------------------------------------------------------------
+
+class Service:
+    """A release server on one database, restarted at will."""
+
+    def __init__(self, backend, smtp_port=None):
+        self.work = tempfile.mkdtemp(prefix="churn-kill-")
+        self.dbname = None
+        if backend == "postgres":
+            self.dbname = f"churn_kill_{os.getpid()}_{random.randrange(1 << 30)}"
+            psql(PG_ADMIN, f"CREATE DATABASE {self.dbname}")
+            self.db = PG_ADMIN.rsplit("/", 1)[0] + "/" + self.dbname
+        else:
+            self.db = f"sqlite://{self.work}/churn.db"
+        self.env = dict(os.environ, CHURN_BIND="127.0.0.1:0", CHURN_DATABASE_URL=self.db,
+                        CHURN_DATA_DIR=self.work, CHURN_RATE_LIMITS="off", CHURN_LOG="warn,churn_server=info",
+                        CHURN_LOG_FORMAT="json")
+        if smtp_port:
+            self.env["CHURN_SMTP_URL"] = f"smtp://127.0.0.1:{smtp_port}"
+        else:
+            self.env["CHURN_EMAIL_OUTBOX"] = os.path.join(self.work, "outbox")
+        self.proc = None
+        self.base = None
+        self.starts = 0
+
+    def start(self):
+        log = open(os.path.join(self.work, f"server-{self.starts}.log"), "wb")
+        self.starts += 1
+        self.proc = subprocess.Popen([SERVER_BIN], env=self.env, stdout=subprocess.DEVNULL, stderr=log)
+        path = log.name
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            with open(path, "rb") as f:
+                m = re.search(rb'"address":"([^"]+)"', f.read())
+            if m:
+                self.base = f"http://{m.group(1).decode()}/api/v1"
+                return
+            if self.proc.poll() is not None:
+                sys.exit(f"server exited at start:\n{open(path).read()}")
+            time.sleep(0.02)
+        sys.exit("server did not start")
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.base = None
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait()
+
+    def cleanup(self):
+        self.stop()
+        if self.dbname:
+            psql(PG_ADMIN, f"DROP DATABASE {self.dbname} WITH (FORCE)")
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def sql(self, query):
+        if self.dbname:
+            out = subprocess.run(["psql", self.db, "-AtF", "\t", "-c", query], check=True,
+                                 capture_output=True, text=True).stdout
+            return [tuple(line.split("\t")) for line in out.splitlines() if line]
+        with sqlite3.connect(self.db.removeprefix("sqlite://")) as conn:
+            return [tuple("" if v is None else str(v) for v in row) for row in conn.execute(query)]
+
+    def cli(self, *args):
+        out = subprocess.run([CLI_BIN, "--database-url", self.db, *args], check=True,
+                             capture_output=True, text=True).stdout
+        return out
+
+
+def psql(url, command):
+    subprocess.run(["psql", url, "-qc", command], check=True, capture_output=True)
+
+
+def call(base, method, path, body=None, key=None, token=None, timeout=30):
+    """(status, JSON body); status None when the server could not be reached."""
+    if base is None:
+        return None, None
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(base + path, data=data, method=method)
+    req.add_header("content-type", "application/json")
+    if key:
+        req.add_header("x-api-key", key)
+    if token:
+        req.add_header("authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            raw = r.read()
+            return r.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        try:
+            return e.code, json.loads(raw)
+        except ValueError:
+            return e.code, None
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+        return None, None
+
+
+def sign_up(service):
+    status, body = call(service.base, "POST", "/auth/register",
+                        {"name": "Bench", "email": "bench@example.com", "password": "benchmark password"})
+    assert status == 201, (status, body)
+    token = body["data"]["token"]
+    status, body = call(service.base, "POST", "/projects", {"name": "Acme"}, token=token)
+    assert status == 201, (status, body)
+    return body["data"]["api_keys"]["secret_key"]
+
+
+# --- kill -9 ---------------------------------------------------------------------------------
+
+def kill_test(args):
+    relay = Relay(hold=0.02) if args.transport == "smtp" else None
+    service = Service(args.backend, relay.port if relay else None)
+    try:
+        service.start()
+        key = sign_up(service)
+        acked = {"create": [], "generate": [], "send": []}
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def worker(seed):
+            rnd = random.Random(seed)
+            pending = []  # events created, not yet generated (or generation unacknowledged)
+            while not stop.is_set():
+                base = service.base
+                if base is None:
+                    time.sleep(0.01)
+                    continue
+                status, body = call(base, "POST", "/projects/acme/churn-events",
+                                    {"customer_email": f"c{rnd.randrange(1 << 40)}@example.com",
+                                     "event_type": "cancellation", "mrr": 4900}, key=key)
+                if status == 201:
+                    with lock:
+                        acked["create"].append(body["data"]["id"])
+                    pending.append(body["data"]["id"])
+                if not pending:
+                    continue
+                event_id = pending.pop()
+                status, body = call(base, "POST", f"/projects/acme/churn-events/{event_id}/generate", key=key)
+                if status != 200:
+                    continue
+                variants = body["data"]["variants"]
+                with lock:
+                    acked["generate"].append((event_id, [v["id"] for v in variants]))
+                vid = next(v["id"] for v in variants if v["recommended"])
+                status, body = call(base, "POST", f"/projects/acme/churn-events/{event_id}/variants/{vid}/send", key=key)
+                if status == 200:
+                    with lock:
+                        acked["send"].append((event_id, vid, body["data"]["message_id"]))
+
+        threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(args.workers)]
+        for t in threads:
+            t.start()
+        started = time.time()
+        for n in range(args.kills):
+            time.sleep(random.uniform(args.min_up, args.max_up))
+            service.kill()
+            service.start()
+        stop.set()
+        for t in threads:
+            t.join()
+        load_seconds = time.time() - started
+
+        # With SMTP nothing is guessed at start-up: the operator settles from the relay's log.
+        settled = {"sent": 0, "not_sent": 0}
+        stuck_before = json.loads(service.cli("--json", "variants", "stuck"))
+        if relay:
+            with relay.lock:
+                delivered = set(relay.message_ids)
+            for claim in stuck_before:
+                outcome = "--sent" if claim["message_id"] in delivered else "--not-sent"
+                service.cli("variants", "settle", claim["id"], outcome)
+                settled["sent" if outcome == "--sent" else "not_sent"] += 1
+        service.stop()
+        service.start()  # one clean restart more: nothing may change
+
+        lost = []
+        for event_id in acked["create"]:
+            status, _ = call(service.base, "GET", f"/projects/acme/churn-events/{event_id}", key=key)
+            if status != 200:
+                lost.append(("create", event_id, status))
+        for event_id, vids in acked["generate"]:
+            status, body = call(service.base, "GET", f"/projects/acme/churn-events/{event_id}/variants", key=key)
+            if status != 200 or sorted(v["id"] for v in body["data"]) != sorted(vids):
+                lost.append(("generate", event_id, status))
+        for event_id, vid, _ in acked["send"]:
+            status, body = call(service.base, "GET", f"/projects/acme/churn-events/{event_id}/variants", key=key)
+            v = next((v for v in (body or {}).get("data", []) if v["id"] == vid), None)
+            status_e, event = call(service.base, "GET", f"/projects/acme/churn-events/{event_id}", key=key)
+            if v is None or v["status"] != "sent" or event["data"]["status"] != "email_sent":
+                lost.append(("send", vid, v and v["status"]))
+        sending = service.sql("SELECT id FROM recovery_variants WHERE status = 'sending'")
+        recorded = {row[0] for row in service.sql(
+            "SELECT message_id FROM recovery_variants WHERE status IN ('sent', 'opened', 'clicked')")}
+        windows = int(service.sql("SELECT COUNT(*) FROM jobs WHERE kind = 'expire_churn_event'")[0][0])
+        events_sent = int(service.sql("SELECT COUNT(*) FROM churn_events WHERE status = 'email_sent'")[0][0])
+        if relay:
+            with relay.lock:
+                emails = list(relay.message_ids)
+        else:
+            outbox = os.path.join(service.work, "outbox")
+            emails = []
+            for name in os.listdir(outbox) if os.path.isdir(outbox) else []:
+                if name.endswith(".eml"):
+                    with open(os.path.join(outbox, name), "rb") as f:
+                        m = re.search(rb"(?im)^message-id:\s*<([^>]+)>", f.read())
+                        emails.append(m.group(1).decode() if m else None)
+        duplicates = len(emails) - len(set(emails))
+        unrecorded = set(emails) - recorded
+        phantom = recorded - set(emails)
+        report = {
+            "backend": args.backend, "transport": args.transport, "kills": args.kills,
+            "load_seconds": round(load_seconds, 1),
+            "acknowledged": {k: len(v) for k, v in acked.items()},
+            "acknowledged_lost": len(lost),
+            "claims_after_restarts": len(stuck_before),
+            "settled_by_cli": settled,
+            "left_sending": len(sending),
+            "emails": len(emails), "duplicate_emails": duplicates,
+            "emails_without_record": len(unrecorded), "records_without_email": len(phantom),
+            "events_email_sent": events_sent, "expiry_jobs": windows,
+        }
+        print(json.dumps(report))
+        # Every event that reached email_sent started its recovery window, once.
+        ok = (not lost and not sending and not duplicates and not unrecorded and not phantom
+              and windows == events_sent)
+        if not ok:
+            print("FAILED", lost[:10], sending[:10], list(unrecorded)[:5], list(phantom)[:5], file=sys.stderr)
+            sys.exit(1)
+    finally:
+        service.cleanup()
+
+
+# --- send latency ----------------------------------------------------------------------------
+
+def latency_test(args):
+    relay = Relay()
+    service = Service(args.backend, relay.port)
+    try:
+        service.start()
+        key = sign_up(service)
+        # Every variant can be sent once: nine per event.
+        targets = []
+        while len(targets) < args.sends + args.clients * 10:
+            status, body = call(service.base, "POST", "/projects/acme/churn-events",
+                                {"customer_email": f"c{len(targets)}@example.com", "event_type": "cancellation"}, key=key)
+            assert status == 201, body
+            event_id = body["data"]["id"]
+            status, body = call(service.base, "POST", f"/projects/acme/churn-events/{event_id}/generate", key=key)
+            assert status == 200, body
+            targets += [(event_id, v["id"]) for v in body["data"]["variants"]]
+        warmup = targets[: args.clients * 10]
+        targets = targets[args.clients * 10:][: args.sends]
+        times, failures = [], []
+        lock = threading.Lock()
+
+        def client(work, record):
+            for event_id, vid in work:
+                t0 = time.perf_counter()
+                status, _ = call(service.base, "POST", f"/projects/acme/churn-events/{event_id}/variants/{vid}/send", key=key)
+                elapsed = time.perf_counter() - t0
+                with lock:
+                    if status == 200:
+                        if record:
+                            times.append(elapsed)
+                    else:
+                        failures.append(status)
+
+        for batch, record in ((warmup, False), (targets, True)):
+            threads = [threading.Thread(target=client, args=(batch[i:: args.clients], record)) for i in range(args.clients)]
+            started = time.perf_counter()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            wall = time.perf_counter() - started
+        times.sort()
+        pct = lambda p: times[min(len(times) - 1, int(p * len(times)))] * 1000
+        print(json.dumps({"backend": args.backend, "clients": args.clients, "sends": len(times),
+                          "failures": len(failures), "sends_per_s": round(len(times) / wall, 1),
+                          "p50_ms": round(pct(0.50), 2), "p99_ms": round(pct(0.99), 2),
+                          "emails": len(relay.message_ids)}))
+    finally:
+        service.cleanup()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    kill = sub.add_parser("kill")
+    kill.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    kill.add_argument("--transport", choices=["outbox", "smtp"], default="outbox")
+    kill.add_argument("--kills", type=int, default=100)
+    kill.add_argument("--workers", type=int, default=4)
+    kill.add_argument("--min-up", type=float, default=0.3, help="seconds the server runs at least between kills")
+    kill.add_argument("--max-up", type=float, default=1.2)
+    lat = sub.add_parser("latency")
+    lat.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    lat.add_argument("--sends", type=int, default=1000)
+    lat.add_argument("--clients", type=int, default=4)
+    args = parser.parse_args()
+    for binary in (SERVER_BIN, CLI_BIN):
+        if not os.path.exists(binary):
+            sys.exit(f"{binary} is missing: cargo build --release -p churn-server -p churn-cli")
+    (kill_test if args.command == "kill" else latency_test)(args)
+
+
+if __name__ == "__main__":
+    main()
