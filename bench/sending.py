@@ -2,7 +2,7 @@
 """Sends against the release build: a kill -9 test and the send path's latency.
 
     bench/sending.py kill    [--backend sqlite|postgres] [--transport outbox|smtp] [--kills 100]
-    bench/sending.py latency [--backend sqlite|postgres] [--sends 1000] [--clients 4]
+    bench/sending.py latency [--backend sqlite|postgres] [--transport smtp|outbox] [--sends 1000] [--clients 4]
 
 kill: workers create events, generate their variants and send the recommended one while the
 server is killed with SIGKILL at random moments and restarted on the same database, --kills
@@ -12,7 +12,8 @@ at start-up; with SMTP the script plays the operator: `churn variants stuck`, th
 variants settle` with the relay's log as evidence, counting them), and that emails and
 recorded sends match one to one.
 
-latency: p50/p99 of POST …/send against a loopback SMTP relay, --clients concurrent clients.
+latency: p50/p99 of POST …/send against a loopback SMTP relay (or the file outbox), with
+--clients concurrent clients.
 
 Only the standard library; needs the release binaries (cargo build --release -p churn-server
 -p churn-cli; CARGO_TARGET_DIR is honoured) and, for PostgreSQL, psql and a server reachable at
@@ -56,6 +57,12 @@ class Relay:
 
         class Session(socketserver.StreamRequestHandler):
             def handle(self):
+                try:
+                    self.converse()
+                except OSError:
+                    pass  # the server was killed mid-session
+
+            def converse(self):
                 self.wfile.write(b"220 relay.bench ESMTP\r\n")
                 while True:
                     line = self.rfile.readline()
@@ -121,7 +128,7 @@ class Service:
     def start(self):
         log = open(os.path.join(self.work, f"server-{self.starts}.log"), "wb")
         self.starts += 1
-        self.proc = subprocess.Popen([SERVER_BIN], env=self.env, stdout=subprocess.DEVNULL, stderr=log)
+        self.proc = subprocess.Popen([SERVER_BIN], env=self.env, stdout=log, stderr=log)
         path = log.name
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -131,7 +138,7 @@ class Service:
                 self.base = f"http://{m.group(1).decode()}/api/v1"
                 return
             if self.proc.poll() is not None:
-                sys.exit(f"server exited at start:\n{open(path).read()}")
+                sys.exit(f"server exited at start ({self.proc.returncode}):\n{open(path).read()}")
             time.sleep(0.02)
         sys.exit("server did not start")
 
@@ -303,6 +310,15 @@ def kill_test(args):
                     with open(os.path.join(outbox, name), "rb") as f:
                         m = re.search(rb"(?im)^message-id:\s*<([^>]+)>", f.read())
                         emails.append(m.group(1).decode() if m else None)
+        # What start-up settled from the outbox over all the restarts (its log lines).
+        at_start = {"sent": 0, "not_sent": 0}
+        for name in os.listdir(service.work):
+            if name.startswith("server-"):
+                for line in open(os.path.join(service.work, name), errors="replace"):
+                    if "settled sends left unfinished" in line:
+                        entry = json.loads(line)
+                        at_start["sent"] += int(entry.get("sent", 0))
+                        at_start["not_sent"] += int(entry.get("not_sent", 0))
         duplicates = len(emails) - len(set(emails))
         unrecorded = set(emails) - recorded
         phantom = recorded - set(emails)
@@ -311,6 +327,7 @@ def kill_test(args):
             "load_seconds": round(load_seconds, 1),
             "acknowledged": {k: len(v) for k, v in acked.items()},
             "acknowledged_lost": len(lost),
+            "settled_at_start_up": at_start,
             "claims_after_restarts": len(stuck_before),
             "settled_by_cli": settled,
             "left_sending": len(sending),
@@ -333,7 +350,7 @@ def kill_test(args):
 
 def latency_test(args):
     relay = Relay()
-    service = Service(args.backend, relay.port)
+    service = Service(args.backend, relay.port if args.transport == "smtp" else None)
     try:
         service.start()
         key = sign_up(service)
@@ -374,7 +391,7 @@ def latency_test(args):
             wall = time.perf_counter() - started
         times.sort()
         pct = lambda p: times[min(len(times) - 1, int(p * len(times)))] * 1000
-        print(json.dumps({"backend": args.backend, "clients": args.clients, "sends": len(times),
+        print(json.dumps({"backend": args.backend, "transport": args.transport, "clients": args.clients, "sends": len(times),
                           "failures": len(failures), "sends_per_s": round(len(times) / wall, 1),
                           "p50_ms": round(pct(0.50), 2), "p99_ms": round(pct(0.99), 2),
                           "emails": len(relay.message_ids)}))
@@ -394,6 +411,7 @@ def main():
     kill.add_argument("--max-up", type=float, default=1.2)
     lat = sub.add_parser("latency")
     lat.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    lat.add_argument("--transport", choices=["smtp", "outbox"], default="smtp")
     lat.add_argument("--sends", type=int, default=1000)
     lat.add_argument("--clients", type=int, default=4)
     args = parser.parse_args()
