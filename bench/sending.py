@@ -116,7 +116,9 @@ class Service:
             self.db = f"sqlite://{self.work}/churn.db"
         self.env = dict(os.environ, CHURN_BIND="127.0.0.1:0", CHURN_DATABASE_URL=self.db,
                         CHURN_DATA_DIR=self.work, CHURN_RATE_LIMITS="off", CHURN_LOG="warn,churn_server=info",
-                        CHURN_LOG_FORMAT="json")
+                        CHURN_LOG_FORMAT="json",
+                        # The daily send quota would cap the load; this measures the send path.
+                        CHURN_SEND_QUOTA_TRIAL="100000000", CHURN_SEND_QUOTA_PAID="100000000")
         if smtp_port:
             self.env["CHURN_SMTP_URL"] = f"smtp://127.0.0.1:{smtp_port}"
         else:
