@@ -11,7 +11,7 @@ macro_rules! wire_enum {
     (
         $(#[$meta:meta])*
         $vis:vis enum $name:ident {
-            $( $(#[$vmeta:meta])* $variant:ident = $wire:literal, )+
+            $( $(#[$vmeta:meta])* $variant:ident = $wire:tt, )+
         }
     ) => {
         $(#[$meta])*
@@ -77,5 +77,15 @@ mod tests {
         check(&Role::ALL, Role::as_str, Role::parse);
         check(&Strategy::ALL, Strategy::as_str, Strategy::parse);
         check(&ReasonCode::ALL, ReasonCode::as_str, ReasonCode::parse);
+    }
+
+    /// The OpenAPI document lists the same names (a proc macro must see them through the
+    /// `macro_rules!` expansion).
+    #[test]
+    fn openapi_enums_are_the_wire_names() {
+        use utoipa::PartialSchema;
+        let schema = serde_json::to_value(EventStatus::schema()).unwrap();
+        let names: Vec<&str> = EventStatus::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(schema["enum"], serde_json::json!(names), "{schema}");
     }
 }
