@@ -1,6 +1,6 @@
 //! Opens and clicks of sent emails, from the signed pixel and link routes.
 
-use super::Churn;
+use super::Sending;
 use crate::domain::variant::{VariantAction, delivered, transition};
 use crate::error::{Error, Result};
 use crate::store::variants;
@@ -9,7 +9,7 @@ fn not_found() -> Error {
     Error::NotFound("no route for this path".into())
 }
 
-impl Churn {
+impl Sending {
     /// Records an open for the variant a signed token names; 404 for a forged token.
     pub async fn track_open(&self, token: &str) -> Result<()> {
         let variant_id = self.tracking.verify_token(token).ok_or_else(not_found)?;
@@ -29,7 +29,7 @@ impl Churn {
 
     async fn observe(&self, variant_id: &str, what: VariantAction) -> Result<()> {
         for _ in 0..3 {
-            let variant = variants::by_id(self.store.reader(), variant_id)
+            let variant = variants::by_id(self.core.store.reader(), variant_id)
                 .await?
                 .ok_or_else(not_found)?;
             // Nothing to record unless the email went out (not a draft, a send in flight or a bounce).
@@ -40,12 +40,12 @@ impl Churn {
             let to = transition(from, what).unwrap_or(from);
             let click = what == VariantAction::Click;
             if variants::record_observation(
-                self.store.writer(),
+                self.core.store.writer(),
                 variant_id,
                 from,
                 to,
                 click,
-                self.now(),
+                self.core.now(),
             )
             .await?
             {
