@@ -1,5 +1,29 @@
-//! Services: the operations of the product, each one transaction over the store, reading time
-//! from the clock. The HTTP layer and the CLI call these and nothing below them.
+//! Services: the operations of the product, reading time from the clock. The HTTP layer and
+//! the CLI call these and nothing below them.
+//!
+//! They are split by what they may touch, so a type says it:
+//!
+//! - [`Core`] (store, clock, access cache): project access (`access`), projects and keys
+//!   (`projects`), events (`events`), statistics (`stats`). Every capability below holds one.
+//! - [`Generation`] (core, generator): drafting recovery emails (`generation`); the only one
+//!   holding the LLM.
+//! - [`Sending`] (core, [`Mailer`], tracking and unsubscribe keys, send quota, DNS resolver,
+//!   deliveries in flight): drafts and sends (`sending`), suppressions and unsubscribe
+//!   (`suppressions`), the daily quota (`quota`), sender domains (`sender`).
+//! - [`Tracking`] (core, tracking keys): opens and clicks (`tracking`).
+//! - [`Accounts`] (core, session token keys, [`Mailer`], identity provider, registration
+//!   policy): registration, login, passwords and account emails (`accounts`), identity-provider
+//!   sign-in (`idp`), session verification (`access`).
+//! - [`Mailer`] (email transport, public URL, sender): shared by `Sending` and `Accounts`, the
+//!   only two that send email.
+//!
+//! [`Churn`] builds them once ([`Churn::open`]) and hands them out (`churn.sending()`, ...);
+//! it also keeps the encryption key and the outbound HTTP clients. The admin CLI has its own
+//! [`admin::Admin`] over storage and clock.
+//!
+//! Most operations are one transaction. Sending and generating are not: they claim (a send
+//! claim on the draft, the quota counted in the same transaction), do the slow outside work
+//! (the relay, the LLM) outside any transaction, then record the outcome in another.
 
 pub mod access;
 pub mod accounts;
@@ -102,7 +126,8 @@ pub struct Generation {
 }
 
 /// Sending recovery emails and everything around them: drafts, suppressions and unsubscribe,
-/// the daily send quota, sender domains, open and click tracking.
+/// the daily send quota, sender domains. The only capability (with [`Accounts`]) that holds
+/// the email transport.
 #[derive(Clone)]
 pub struct Sending {
     core: Core,
@@ -114,6 +139,13 @@ pub struct Sending {
     dns_resolver: Option<std::net::SocketAddr>,
     /// Sends being delivered; shutdown waits for them (their callers may be gone).
     deliveries: tokio_util::task::TaskTracker,
+}
+
+/// Opens and clicks of sent emails: the tracking keys and the store, no email transport.
+#[derive(Clone)]
+pub struct Tracking {
+    core: Core,
+    keys: Arc<TrackingKeys>,
 }
 
 /// Accounts and sessions: registration, login, passwords, identity-provider sign-in and the
@@ -135,6 +167,7 @@ pub struct Churn {
     core: Core,
     generation: Generation,
     sending: Sending,
+    tracking: Tracking,
     accounts: Accounts,
     encryption_key: Arc<EncryptionKey>,
     /// Every outbound HTTP call goes through its clients.
@@ -157,6 +190,7 @@ impl Churn {
         }
         let tracking_secret = secrets::tracking_secret(&store, now).await?;
         let outbound = Outbound::from_config(config)?;
+        let tracking = Arc::new(TrackingKeys::new(tracking_secret.as_bytes()));
         let core = Core {
             store,
             clock,
@@ -189,7 +223,7 @@ impl Churn {
             sending: Sending {
                 core: core.clone(),
                 mailer: mailer.clone(),
-                tracking: Arc::new(TrackingKeys::new(tracking_secret.as_bytes())),
+                tracking: tracking.clone(),
                 // The same secret; tokens of the two kinds are signed under different labels.
                 unsubscribe: Arc::new(UnsubscribeKeys::new(tracking_secret.as_bytes())),
                 send_quota: SendQuota {
@@ -198,6 +232,10 @@ impl Churn {
                 },
                 dns_resolver: config.dns_resolver,
                 deliveries: tokio_util::task::TaskTracker::new(),
+            },
+            tracking: Tracking {
+                core: core.clone(),
+                keys: tracking,
             },
             accounts: Accounts {
                 core: core.clone(),
@@ -222,9 +260,14 @@ impl Churn {
         &self.generation
     }
 
-    /// Sending email, suppressions, quota, sender domains, tracking.
+    /// Sending email, suppressions, quota, sender domains.
     pub fn sending(&self) -> &Sending {
         &self.sending
+    }
+
+    /// Recording opens and clicks.
+    pub fn tracking(&self) -> &Tracking {
+        &self.tracking
     }
 
     /// Accounts and sessions.

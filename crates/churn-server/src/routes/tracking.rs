@@ -26,7 +26,7 @@ pub async fn open(State(s): State<AppState>, Path(pixel): Path<String>) -> ApiRe
     let token = pixel
         .strip_suffix(".gif")
         .ok_or_else(|| ApiError::not_found("no route for this path"))?;
-    s.churn.sending().track_open(token).await?;
+    s.churn.tracking().track_open(token).await?;
     Ok((
         [
             (header::CONTENT_TYPE, "image/gif"),
@@ -60,7 +60,7 @@ pub async fn click(
     };
     let target = s
         .churn
-        .sending()
+        .tracking()
         .track_click(&token, &target, &signature)
         .await?;
     Ok((
