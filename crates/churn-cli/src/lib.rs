@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use chrono::NaiveDate;
 use churn_core::api::events::ProjectStats;
 use churn_core::config::Config;
@@ -12,9 +12,6 @@ use churn_core::services::Settlement;
 use churn_core::services::admin::{Admin, SubscriptionChange};
 use churn_core::services::events::event_view;
 use churn_core::services::stats::stats;
-use churn_core::store::Store;
-use churn_core::store::events::{self, ListFilter, SortColumn};
-use churn_core::store::projects::{self, ProjectRecord};
 use churn_core::time::{self, Clock, SystemClock};
 use clap::{Args, Parser, Subcommand};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
@@ -319,25 +316,9 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             status,
             limit,
         }) => {
-            let store = open_store(&config).await?;
-            let project = project_by_slug_or_id(&store, &project).await?;
-            let filter = ListFilter {
-                status,
-                event_type: None,
-            };
-            let db = store.reader();
-            let total = events::count(db, &project.id, &filter).await?;
-            let rows = events::list(
-                db,
-                &project.id,
-                &filter,
-                SortColumn::CreatedAt,
-                true,
-                limit,
-                0,
-                total,
-            )
-            .await?;
+            let admin = open_admin(&config).await?;
+            let project = admin.project(&project).await?;
+            let (rows, total) = admin.recent_events(&project.id, status, limit).await?;
             if cli.json {
                 let rows: Vec<_> = rows.into_iter().map(|r| event_view(r, None)).collect();
                 writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
@@ -408,9 +389,9 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             }
         }
         Command::Report(ReportCommand::Stats { project }) => {
-            let store = open_store(&config).await?;
-            let project = project_by_slug_or_id(&store, &project).await?;
-            let figures = stats(events::totals(store.reader(), &project.id).await?);
+            let admin = open_admin(&config).await?;
+            let project = admin.project(&project).await?;
+            let figures = stats(admin.event_totals(&project.id).await?);
             if cli.json {
                 let report = ProjectStats {
                     slug: project.slug,
@@ -444,25 +425,6 @@ async fn open_admin(config: &Config) -> anyhow::Result<Admin> {
     Admin::open(config, clock)
         .await
         .context("opening the database")
-}
-
-/// Connects and migrates, for the read-only reports `Admin` does not offer.
-async fn open_store(config: &Config) -> anyhow::Result<Store> {
-    let store = Store::connect(&config.database_url)
-        .await
-        .context("opening the database")?;
-    store.migrate().await.context("migrating the database")?;
-    Ok(store)
-}
-
-/// The project with this slug or id; a slug several owners share must be given as the id.
-async fn project_by_slug_or_id(store: &Store, slug_or_id: &str) -> anyhow::Result<ProjectRecord> {
-    let mut found = projects::any_by_slug_or_id(store.reader(), slug_or_id).await?;
-    match found.len() {
-        0 => bail!("no project with slug or id {slug_or_id:?}"),
-        1 => Ok(found.remove(0)),
-        n => bail!("{n} projects use the slug {slug_or_id:?}; give the project id instead"),
-    }
 }
 
 /// Cents as units with two decimals: 4900 → `49.00`.

@@ -56,6 +56,7 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
         ("Bob", "bob@example.com"),
     ] {
         let session = service
+            .accounts()
             .register(RegisterRequest {
                 name: name.into(),
                 email: email.into(),
@@ -64,6 +65,7 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
             .await
             .unwrap();
         service
+            .core()
             .create_project(
                 &session.user.id,
                 CreateProject {
@@ -161,6 +163,7 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
         .find_map(|l| l.trim().strip_prefix("secret key: "))
         .unwrap();
     let project = service
+        .core()
         .project_for_secret_key(secret, Some("acme"))
         .await
         .unwrap();
@@ -205,18 +208,23 @@ async fn users_create_prints_a_link_that_sets_the_password(backend: Backend) {
         email: "carol@example.com".into(),
         password: "carol's passphrase".into(),
     };
-    assert!(service.login(login()).await.is_err(), "no password yet");
+    assert!(
+        service.accounts().login(login()).await.is_err(),
+        "no password yet"
+    );
     service
+        .accounts()
         .reset_password(ResetPassword {
             token: token.clone(),
             password: "carol's passphrase".into(),
         })
         .await
         .unwrap();
-    let session = service.login(login()).await.unwrap();
+    let session = service.accounts().login(login()).await.unwrap();
     assert_eq!(session.user.name, "Carol");
     assert!(
         service
+            .accounts()
             .reset_password(ResetPassword {
                 token,
                 password: "another passphrase".into(),
@@ -241,6 +249,7 @@ async fn events_list_and_stats_report(backend: Backend) {
     let mut access = Vec::new();
     for (name, email) in [("Ada", "ada@example.com"), ("Bob", "bob@example.com")] {
         let session = service
+            .accounts()
             .register(RegisterRequest {
                 name: name.into(),
                 email: email.into(),
@@ -249,6 +258,7 @@ async fn events_list_and_stats_report(backend: Backend) {
             .await
             .unwrap();
         service
+            .core()
             .create_project(
                 &session.user.id,
                 CreateProject {
@@ -261,6 +271,7 @@ async fn events_list_and_stats_report(backend: Backend) {
             .unwrap();
         access.push(
             service
+                .core()
                 .project_for_user(&session.user.id, "acme")
                 .await
                 .unwrap(),
@@ -291,6 +302,7 @@ async fn events_list_and_stats_report(backend: Backend) {
     ] {
         clock.advance(chrono::Duration::minutes(1));
         let event = service
+            .core()
             .create_event(
                 ada,
                 CreateChurnEvent {
@@ -306,6 +318,7 @@ async fn events_list_and_stats_report(backend: Backend) {
         ids.push(event.id);
     }
     service
+        .core()
         .create_event(
             bob,
             CreateChurnEvent {
@@ -320,12 +333,16 @@ async fn events_list_and_stats_report(backend: Backend) {
     // Dana: sent and recovered. Fay: drafts written. Gus: sent, then the recovery window ran
     // out. Eli: untouched.
     for id in [&ids[0], &ids[3]] {
-        let generated = service.generate(ada, id).await.unwrap();
+        let generated = service.generation().generate(ada, id).await.unwrap();
         let best = generated.variants.iter().find(|v| v.recommended).unwrap();
-        service.send_variant(ada, id, &best.id).await.unwrap();
+        service
+            .sending()
+            .send_variant(ada, id, &best.id)
+            .await
+            .unwrap();
     }
-    service.recover_event(ada, &ids[0]).await.unwrap();
-    service.generate(ada, &ids[2]).await.unwrap();
+    service.core().recover_event(ada, &ids[0]).await.unwrap();
+    service.generation().generate(ada, &ids[2]).await.unwrap();
     clock.advance(chrono::Duration::days(31));
     assert!(service.run_due_jobs().await.unwrap() >= 1);
 
@@ -444,6 +461,7 @@ async fn stuck_sends_are_listed_and_settled(backend: Backend) {
     let clock = TestClock::default();
     let service = Churn::open(&config, Arc::new(clock.clone())).await.unwrap();
     let session = service
+        .accounts()
         .register(RegisterRequest {
             name: "Ada".into(),
             email: "ada@example.com".into(),
@@ -452,6 +470,7 @@ async fn stuck_sends_are_listed_and_settled(backend: Backend) {
         .await
         .unwrap();
     service
+        .core()
         .create_project(
             &session.user.id,
             CreateProject {
@@ -463,12 +482,14 @@ async fn stuck_sends_are_listed_and_settled(backend: Backend) {
         .await
         .unwrap();
     let access = service
+        .core()
         .project_for_user(&session.user.id, "acme")
         .await
         .unwrap();
     let mut claimed = Vec::new();
     for email in ["dana@northwind.example", "eli@northwind.example"] {
         let event = service
+            .core()
             .create_event(
                 &access,
                 CreateChurnEvent {
@@ -479,7 +500,11 @@ async fn stuck_sends_are_listed_and_settled(backend: Backend) {
             )
             .await
             .unwrap();
-        let generated = service.generate(&access, &event.id).await.unwrap();
+        let generated = service
+            .generation()
+            .generate(&access, &event.id)
+            .await
+            .unwrap();
         let vid = generated
             .variants
             .iter()
@@ -503,7 +528,7 @@ async fn stuck_sends_are_listed_and_settled(backend: Backend) {
         claimed.push((event.id, vid));
     }
     assert_eq!(
-        service.settle_claims().await.unwrap(),
+        service.sending().settle_claims().await.unwrap(),
         ClaimsSettled {
             sent: 0,
             released: 0,
@@ -551,13 +576,18 @@ async fn stuck_sends_are_listed_and_settled(backend: Backend) {
             .ends_with("0 stuck sends\n")
     );
 
-    let sent = service.event_variants(&access, sent_event).await.unwrap();
+    let sent = service
+        .core()
+        .event_variants(&access, sent_event)
+        .await
+        .unwrap();
     let sent = sent.iter().find(|v| &v.id == sent_vid).unwrap();
     assert_eq!(sent.status.as_str(), "sent");
     assert!(sent.sent_at.is_some() && sent.claimed_at.is_none());
     assert_eq!(sent.recipient.as_deref(), Some("dana@northwind.example"));
     assert_eq!(
         service
+            .core()
             .event(&access, sent_event)
             .await
             .unwrap()
@@ -565,12 +595,17 @@ async fn stuck_sends_are_listed_and_settled(backend: Backend) {
             .as_str(),
         "email_sent"
     );
-    let free = service.event_variants(&access, free_event).await.unwrap();
+    let free = service
+        .core()
+        .event_variants(&access, free_event)
+        .await
+        .unwrap();
     let free = free.iter().find(|v| &v.id == free_vid).unwrap();
     assert_eq!(free.status.as_str(), "draft");
     assert!(free.claimed_at.is_none() && free.recipient.is_none());
     assert_eq!(
         service
+            .core()
             .event(&access, free_event)
             .await
             .unwrap()

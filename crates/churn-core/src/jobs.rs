@@ -148,7 +148,9 @@ impl RunJob for Churn {
                 }
                 Ok(())
             }
-            Job::AccountEmail { email, purpose } => self.send_account_email(email, *purpose).await,
+            Job::AccountEmail { email, purpose } => {
+                self.accounts().send_account_email(email, *purpose).await
+            }
         }
     }
 }
@@ -260,7 +262,7 @@ impl<H: RunJob> JobRunner<H> {
 impl Churn {
     /// The runner of the production handlers over this service's store and clock.
     pub fn job_runner(&self) -> JobRunner<Churn> {
-        JobRunner::new(self.store().clone(), self.clock(), self.clone())
+        JobRunner::new(self.store().clone(), self.core().clock(), self.clone())
     }
 
     /// Runs every job due at the clock's now and says how many ran (`/dev/jobs/run`, tests).

@@ -57,6 +57,7 @@ impl Application {
             .await
             .context("opening the database")?;
         let claims = churn
+            .sending()
             .settle_claims()
             .await
             .context("settling sends left unfinished")?;
@@ -174,7 +175,7 @@ impl Application {
             let _ = worker.await;
         }
         // Sends whose callers left are still delivering; their records need the database.
-        self.state.churn.finish_deliveries().await;
+        self.state.churn.sending().finish_deliveries().await;
         self.state.churn.store().close().await;
         served
     }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::tokens::invalid_session;
-use super::{Churn, cache};
+use super::{Accounts, Core, cache};
 use crate::domain::keys::{KeyKind, PresentedKey};
 use crate::domain::role::{Actor, Permission, allows};
 use crate::error::{Error, Result};
@@ -36,18 +36,20 @@ pub(crate) fn project_not_found() -> Error {
     Error::NotFound("project not found".into())
 }
 
-impl Churn {
+impl Accounts {
     /// The user id of a session token that is valid, unexpired and not revoked.
     pub async fn verify_session(&self, token: &str) -> Result<String> {
-        let claims = self.tokens.verify(token, self.now())?;
-        if self.session_version(&claims.user_id).await? != Some(claims.version) {
+        let claims = self.tokens.verify(token, self.core.now())?;
+        if self.core.session_version(&claims.user_id).await? != Some(claims.version) {
             return Err(invalid_session());
         }
         Ok(claims.user_id)
     }
+}
 
+impl Core {
     /// The user's current session version; `None` when the user is gone.
-    async fn session_version(&self, user_id: &str) -> Result<Option<i64>> {
+    pub(super) async fn session_version(&self, user_id: &str) -> Result<Option<i64>> {
         let key = cache::Key::SessionVersion(user_id.to_owned());
         if let Some(cache::Value::SessionVersion(version)) = self.cache.get(&key) {
             return Ok(Some(version));

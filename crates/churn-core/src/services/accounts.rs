@@ -15,7 +15,7 @@ use argon2::password_hash::rand_core::OsRng;
 use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier};
 use tokio::sync::Semaphore;
 
-use super::Churn;
+use super::Accounts;
 use super::projects::NewProject;
 use super::tokens::{invalid_session, one_time_hash, one_time_token};
 use crate::api::auth::{
@@ -63,7 +63,7 @@ pub struct CreatedAccount {
     pub expires_at: Timestamp,
 }
 
-impl Churn {
+impl Accounts {
     pub async fn register(&self, req: RegisterRequest) -> Result<Session> {
         let mut v = Validator::new();
         let name = v.check("name", required_text(&req.name, 200));
@@ -76,7 +76,7 @@ impl Churn {
         self.may_register(&email).await?;
 
         let hash = hash_password(req.password).await?;
-        let now = self.now();
+        let now = self.core.now();
         let user = UserRecord {
             id: new_id(),
             name,
@@ -89,7 +89,7 @@ impl Churn {
             session_version: 0,
             email_verified_at: None,
         };
-        let mut tx = self.store.begin().await?;
+        let mut tx = self.core.store.begin().await?;
         users::insert(&mut *tx, &user).await?;
         Job::AccountEmail {
             email: user.email.clone(),
@@ -107,7 +107,8 @@ impl Churn {
             Registration::Open => Ok(()),
             Registration::Closed => Err(Error::Forbidden("registration is closed".into())),
             Registration::InviteOnly => {
-                if users::count(self.store.reader()).await? == 0 || self.invited(email).await? {
+                if users::count(self.core.store.reader()).await? == 0 || self.invited(email).await?
+                {
                     Ok(())
                 } else {
                     Err(Error::Forbidden(
@@ -126,7 +127,7 @@ impl Churn {
 
     pub async fn login(&self, req: LoginRequest) -> Result<Session> {
         let email = Email::parse(&req.email).map_err(|_| Error::Unauthorized(BAD_LOGIN.into()))?;
-        let user = users::by_email(self.store.reader(), email.as_str()).await?;
+        let user = users::by_email(self.core.store.reader(), email.as_str()).await?;
         // Verify against a fixed hash when the user is unknown so timing does not reveal accounts.
         let stored = user
             .as_ref()
@@ -142,8 +143,8 @@ impl Churn {
     /// The user behind a session token; 401 when the token is bad, expired or revoked, or its
     /// user gone.
     pub async fn authenticate(&self, token: &str) -> Result<UserRecord> {
-        let claims = self.tokens.verify(token, self.now())?;
-        users::by_id(self.store.reader(), &claims.user_id)
+        let claims = self.tokens.verify(token, self.core.now())?;
+        users::by_id(self.core.store.reader(), &claims.user_id)
             .await?
             .filter(|user| user.session_version == claims.version)
             .ok_or_else(invalid_session)
@@ -162,7 +163,11 @@ impl Churn {
 
     pub fn subscription(&self, user: &UserRecord) -> Subscription {
         Subscription {
-            status: SubscriptionStatus::derive(user.trial_ends_at, user.paid_until, self.now()),
+            status: SubscriptionStatus::derive(
+                user.trial_ends_at,
+                user.paid_until,
+                self.core.now(),
+            ),
             trial_ends_at: user.trial_ends_at,
             paid_until: user.paid_until,
         }
@@ -178,7 +183,7 @@ impl Churn {
             req.product_type.as_deref(),
             req.support_email.as_deref(),
         )?;
-        let (project, keys) = self.insert_project(&user.id, new, true).await?;
+        let (project, keys) = self.core.insert_project(&user.id, new, true).await?;
         Ok(Onboarding {
             project,
             api_keys: keys,
@@ -192,8 +197,8 @@ impl Churn {
         let Ok(email) = Email::parse(&req.email) else {
             return Ok(());
         };
-        let now = self.now();
-        let mut tx = self.store.begin().await?;
+        let now = self.core.now();
+        let mut tx = self.core.store.begin().await?;
         Job::AccountEmail {
             email: email.into_inner(),
             purpose: AccountEmail::PasswordReset,
@@ -209,14 +214,14 @@ impl Churn {
     pub async fn reset_password(&self, req: ResetPassword) -> Result<()> {
         password::check(&req.password).map_err(|m| Error::invalid_field("password", m))?;
         let hash = hash_password(req.password).await?;
-        let now = self.now();
-        let mut tx = self.store.begin().await?;
+        let now = self.core.now();
+        let mut tx = self.core.store.begin().await?;
         let user_id = users::take_token(&mut *tx, OneTime::Reset, &one_time_hash(&req.token), now)
             .await?
             .ok_or_else(|| Error::invalid_field("token", BAD_RESET))?;
         users::set_password(&mut *tx, &user_id, &hash, now).await?;
         users::mark_email_verified(&mut *tx, &user_id, now).await?;
-        self.commit_access_change(tx).await
+        self.core.commit_access_change(tx).await
     }
 
     /// Changes the password of a signed-in user, ending every session; answers a fresh one.
@@ -230,10 +235,10 @@ impl Churn {
             return Err(Error::Unauthorized(BAD_CURRENT_PASSWORD.into()));
         }
         let hash = hash_password(req.new_password).await?;
-        let now = self.now();
-        let mut tx = self.store.begin().await?;
+        let now = self.core.now();
+        let mut tx = self.core.store.begin().await?;
         let version = users::set_password(&mut *tx, &user.id, &hash, now).await?;
-        self.commit_access_change(tx).await?;
+        self.core.commit_access_change(tx).await?;
         self.session(UserRecord {
             password_hash: Some(hash),
             session_version: version,
@@ -243,14 +248,14 @@ impl Churn {
 
     /// Ends every session of the user, this one included.
     pub async fn logout_all(&self, user: &UserRecord) -> Result<()> {
-        let mut tx = self.store.begin().await?;
-        users::bump_session_version(&mut *tx, &user.id, self.now()).await?;
-        self.commit_access_change(tx).await
+        let mut tx = self.core.store.begin().await?;
+        users::bump_session_version(&mut *tx, &user.id, self.core.now()).await?;
+        self.core.commit_access_change(tx).await
     }
 
     pub async fn verify_email(&self, req: VerifyEmail) -> Result<()> {
-        let now = self.now();
-        let mut tx = self.store.begin().await?;
+        let now = self.core.now();
+        let mut tx = self.core.store.begin().await?;
         let user_id = users::take_token(
             &mut *tx,
             OneTime::Verification,
@@ -268,10 +273,10 @@ impl Churn {
     /// verified, so whoever registered it may not own it: the password goes, every session
     /// ends, and the email counts as verified.
     pub(super) async fn take_over(&self, user: UserRecord) -> Result<UserRecord> {
-        let now = self.now();
-        let mut tx = self.store.begin().await?;
+        let now = self.core.now();
+        let mut tx = self.core.store.begin().await?;
         let taken = users::take_over(&mut *tx, &user.id, now).await?;
-        self.commit_access_change(tx).await?;
+        self.core.commit_access_change(tx).await?;
         match taken {
             Some(version) => Ok(UserRecord {
                 password_hash: None,
@@ -280,7 +285,7 @@ impl Churn {
                 ..user
             }),
             // Verified meanwhile: nothing to take over.
-            None => users::by_id(self.store.reader(), &user.id)
+            None => users::by_id(self.core.store.reader(), &user.id)
                 .await?
                 .ok_or_else(|| Error::Unauthorized("this account no longer exists".into())),
         }
@@ -296,14 +301,14 @@ impl Churn {
         email: &str,
         purpose: AccountEmail,
     ) -> Result<()> {
-        let now = self.now();
+        let now = self.core.now();
         for kind in [OneTime::Reset, OneTime::Verification] {
-            users::purge_expired_tokens(self.store.writer(), kind, now).await?;
+            users::purge_expired_tokens(self.core.store.writer(), kind, now).await?;
         }
-        let Some(user) = users::by_email(self.store.reader(), email).await? else {
+        let Some(user) = users::by_email(self.core.store.reader(), email).await? else {
             return Ok(());
         };
-        let Some(transport) = &self.email else {
+        let Some(transport) = &self.mailer.transport else {
             tracing::warn!(
                 purpose = purpose.as_str(),
                 "an account email is due but email is not configured"
@@ -313,7 +318,8 @@ impl Churn {
         let (kind, valid_for) = match purpose {
             AccountEmail::PasswordReset => {
                 let since = now - RESET_EMAIL_INTERVAL;
-                if !users::claim_reset_email(self.store.writer(), &user.id, now, since).await? {
+                if !users::claim_reset_email(self.core.store.writer(), &user.id, now, since).await?
+                {
                     return Ok(());
                 }
                 (OneTime::Reset, RESET_VALID_FOR)
@@ -324,7 +330,7 @@ impl Churn {
         let (token, hash) = one_time_token();
         let sent = async {
             users::insert_token(
-                self.store.writer(),
+                self.core.store.writer(),
                 kind,
                 &hash,
                 &user.id,
@@ -349,11 +355,11 @@ impl Churn {
         match sent.await {
             Ok(()) => Ok(()),
             Err(failure) => {
-                users::delete_token(self.store.writer(), kind, &hash).await?;
+                users::delete_token(self.core.store.writer(), kind, &hash).await?;
                 // A retry after a passing failure must not be throttled by this attempt; a
                 // refused address keeps the throttle.
                 if purpose == AccountEmail::PasswordReset && failure.is_some() {
-                    users::release_reset_email(self.store.writer(), &user.id, now).await?;
+                    users::release_reset_email(self.core.store.writer(), &user.id, now).await?;
                 }
                 failure.map_or(Ok(()), Err)
             }
@@ -372,7 +378,7 @@ impl Churn {
                 format!(
                     "Hi {name},\n\nSomeone asked to reset the password of your churn account. If it was you, open this link within the hour:\n\n{url}/reset-password?token={token}\n\nor send the token {token} to POST /api/v1/auth/reset-password with your new password.\n\nIf it was not you, ignore this email; your password stays as it is.",
                     name = user.name,
-                    url = self.public_url,
+                    url = self.mailer.public_url,
                 ),
             ),
             AccountEmail::Verification => (
@@ -381,19 +387,22 @@ impl Churn {
                     "Hi {name},\n\nPlease confirm that {email} is your address: open this link within 24 hours and press the button.\n\n{url}/verify-email?token={token}\n\nor send the token {token} to POST /api/v1/auth/verify-email.\n\nIf you did not create a churn account, ignore this email.",
                     name = user.name,
                     email = user.email,
-                    url = self.public_url,
+                    url = self.mailer.public_url,
                 ),
             ),
         };
         OutgoingEmail {
-            from: self.email_from.clone(),
+            from: self.mailer.email_from.clone(),
             to: user.email.clone(),
             to_name: Some(user.name.clone()),
             reply_to: None,
             subject: subject.into(),
             html: crate::generation::html::from_text(&text),
             text,
-            list_unsubscribe: format!("<mailto:{}?subject=unsubscribe>", self.sender_address()),
+            list_unsubscribe: format!(
+                "<mailto:{}?subject=unsubscribe>",
+                self.mailer.sender_address()
+            ),
             message_id: format!("{}@churn", uuid::Uuid::new_v4()),
         }
     }
@@ -401,7 +410,7 @@ impl Churn {
     pub(super) fn session(&self, user: UserRecord) -> Result<Session> {
         let token = self
             .tokens
-            .issue(&user.id, user.session_version, self.now())?;
+            .issue(&user.id, user.session_version, self.core.now())?;
         Ok(Session {
             user: User {
                 id: user.id,

@@ -11,9 +11,11 @@ use crate::api::events::StuckVariant;
 use crate::api::projects::RotatedKeys;
 use crate::config::Config;
 use crate::domain::email::Email;
+use crate::domain::lifecycle::EventStatus;
 use crate::domain::subscription::SubscriptionStatus;
 use crate::error::{Error, Result};
 use crate::store::Store;
+use crate::store::events::{self, EventRecord, ListFilter, SortColumn, Totals};
 use crate::store::projects::{self, ProjectRecord};
 use crate::store::users::{self, UserRecord};
 use crate::store::variants;
@@ -182,5 +184,52 @@ impl Admin {
             )));
         }
         Ok(())
+    }
+
+    /// The project with this slug or id, across all owners; a slug several owners share must
+    /// be given as the id.
+    pub async fn project(&self, slug_or_id: &str) -> Result<ProjectRecord> {
+        let mut found = projects::any_by_slug_or_id(self.store.reader(), slug_or_id).await?;
+        match found.len() {
+            0 => Err(Error::NotFound(format!(
+                "no project with slug or id {slug_or_id:?}"
+            ))),
+            1 => Ok(found.remove(0)),
+            n => Err(Error::Conflict(format!(
+                "{n} projects use the slug {slug_or_id:?}; give the project id instead"
+            ))),
+        }
+    }
+
+    /// The newest `limit` events of a project (optionally of one status) and how many match.
+    pub async fn recent_events(
+        &self,
+        project_id: &str,
+        status: Option<EventStatus>,
+        limit: i64,
+    ) -> Result<(Vec<EventRecord>, u64)> {
+        let filter = ListFilter {
+            status,
+            event_type: None,
+        };
+        let db = self.store.reader();
+        let total = events::count(db, project_id, &filter).await?;
+        let rows = events::list(
+            db,
+            project_id,
+            &filter,
+            SortColumn::CreatedAt,
+            true,
+            limit,
+            0,
+            total,
+        )
+        .await?;
+        Ok((rows, total))
+    }
+
+    /// The event totals of a project.
+    pub async fn event_totals(&self, project_id: &str) -> Result<Totals> {
+        events::totals(self.store.reader(), project_id).await
     }
 }

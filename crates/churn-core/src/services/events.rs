@@ -1,7 +1,7 @@
 //! Churn events: creation in both forms, lists, the single-event view, recovery and the
 //! cancel reason. Every operation checks the role and the owner's subscription.
 
-use super::Churn;
+use super::Core;
 use super::access::ProjectAccess;
 use crate::api::Meta;
 use crate::api::events::{
@@ -43,7 +43,7 @@ pub(super) fn event_not_found() -> Error {
     Error::NotFound("churn event not found".into())
 }
 
-impl Churn {
+impl Core {
     /// Role, then the owner's subscription (402 when it has expired).
     pub(super) fn authorize_events(
         &self,

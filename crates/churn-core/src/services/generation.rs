@@ -8,7 +8,7 @@
 
 use serde_json::json;
 
-use super::Churn;
+use super::Generation;
 use super::access::ProjectAccess;
 use super::events::{event_not_found, variant_view};
 use crate::api::events::Generated;
@@ -25,17 +25,17 @@ use crate::store::variants::{self, VariantRecord};
 
 const PAUSE_MONTHS: i64 = 3;
 
-impl Churn {
+impl Generation {
     pub async fn generate(&self, access: &ProjectAccess, id: &str) -> Result<Generated> {
-        self.authorize_events(access, Permission::Write)?;
-        let event = self.load_event(access, id).await?;
+        self.core.authorize_events(access, Permission::Write)?;
+        let event = self.core.load_event(access, id).await?;
         transition(event.status, Action::StartGeneration)
             .map_err(|e| Error::validation(e.to_string()))?;
-        let now = self.now();
+        let now = self.core.now();
         let lease =
             chrono::Duration::from_std(self.generator.time_limit() * 2).map_err(Error::internal)?;
         if !events::start_generation(
-            self.store.writer(),
+            self.core.store.writer(),
             &access.project.id,
             &event.id,
             now,
@@ -44,7 +44,7 @@ impl Churn {
         .await?
         {
             // Another generation holds the lease, or finished meanwhile: judge by what is there now.
-            let now_status = events::get(self.store.reader(), &access.project.id, id)
+            let now_status = events::get(self.core.store.reader(), &access.project.id, id)
                 .await?
                 .ok_or_else(event_not_found)?
                 .status;
@@ -60,7 +60,7 @@ impl Churn {
                 .map(|s| self.generator.generate(&ctx, *s)),
         )
         .await;
-        let outcomes = variants::outcomes(self.store.reader(), &access.project.id).await?;
+        let outcomes = variants::outcomes(self.core.store.reader(), &access.project.id).await?;
         let ranked = ranking::rank(&RankingInput {
             reason: ReasonCode::parse(&event.reason_code),
             tenure_days: event.tenure_days,
@@ -69,7 +69,7 @@ impl Churn {
             behaviour: None,
             outcomes,
         });
-        let now = self.now();
+        let now = self.core.now();
         let mut records = Vec::with_capacity(Strategy::ALL.len());
         for (strategy, draft) in Strategy::ALL.iter().zip(drafts) {
             let draft = draft
@@ -133,7 +133,7 @@ impl Churn {
             .map_err(|e| Error::validation(e.to_string()))?;
         // Finishing first takes the event's row lock, so of two generations racing here the
         // second waits, then finds the event no longer processing.
-        let mut tx = self.store.begin().await?;
+        let mut tx = self.core.store.begin().await?;
         if !events::set_status(
             &mut *tx,
             &event.project_id,
@@ -194,7 +194,7 @@ impl Churn {
             support_email: project
                 .support_email
                 .clone()
-                .unwrap_or_else(|| self.sender_address()),
+                .unwrap_or_else(|| super::sender_address(&self.email_from)),
             product_url: settings.product_url.clone(),
             reactivation_url: settings.reactivation_target().map(str::to_owned),
             tenure: event.tenure_days.filter(|d| *d > 0).map(tenure_phrase),

@@ -4,7 +4,7 @@
 //! The keys are cached for ten minutes; an unknown `kid` fetches them again at most once a
 //! minute.
 //! An account whose email was never verified is taken over by the address's proven owner
-//! (see `Churn::take_over`): whoever registered it first loses the password and sessions.
+//! (see `Accounts::take_over`): whoever registered it first loses the password and sessions.
 
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use serde::Deserialize;
 use tokio::sync::Mutex;
 
-use super::Churn;
+use super::Accounts;
 use crate::api::auth::{IdpLogin, Session};
 use crate::domain::email::Email;
 use crate::domain::subscription::trial_end;
@@ -151,7 +151,7 @@ fn invalid() -> Error {
     Error::Unauthorized("invalid identity token".into())
 }
 
-impl Churn {
+impl Accounts {
     pub async fn idp_login(&self, req: IdpLogin) -> Result<Session> {
         if !matches!(req.provider.as_str(), "google" | "oidc") {
             return Err(Error::invalid_field("provider", "must be google or oidc"));
@@ -179,7 +179,7 @@ impl Churn {
         let claims = decode::<Claims>(&req.id_token, &key, &validation)
             .map_err(|_| invalid())?
             .claims;
-        if claims.exp <= self.now().timestamp() {
+        if claims.exp <= self.core.now().timestamp() {
             return Err(invalid());
         }
         if !claims.email_verified.yes() {
@@ -193,7 +193,7 @@ impl Churn {
             .map(Email::parse)
             .and_then(|e| e.ok())
             .ok_or_else(invalid)?;
-        let user = match users::by_email(self.store.reader(), email.as_str()).await? {
+        let user = match users::by_email(self.core.store.reader(), email.as_str()).await? {
             Some(user) if user.email_verified_at.is_none() => self.take_over(user).await?,
             Some(user) => user,
             None => self.create_idp_user(&email, claims.name).await?,
@@ -204,7 +204,7 @@ impl Churn {
     /// A user without a password, its email verified by the provider; a concurrent first
     /// sign-in that created it already wins.
     async fn create_idp_user(&self, email: &Email, name: Option<String>) -> Result<UserRecord> {
-        let now = self.now();
+        let now = self.core.now();
         let name = name
             .map(|n| n.trim().chars().take(200).collect::<String>())
             .filter(|n| !n.is_empty())
@@ -228,9 +228,9 @@ impl Churn {
             session_version: 0,
             email_verified_at: Some(now),
         };
-        match users::insert(self.store.writer(), &user).await {
+        match users::insert(self.core.store.writer(), &user).await {
             Ok(()) => Ok(user),
-            Err(Error::Conflict(_)) => users::by_email(self.store.reader(), email.as_str())
+            Err(Error::Conflict(_)) => users::by_email(self.core.store.reader(), email.as_str())
                 .await?
                 .ok_or_else(invalid),
             Err(e) => Err(e),

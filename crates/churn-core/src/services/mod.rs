@@ -1,5 +1,29 @@
-//! Services: the operations of the product, each one transaction over the store, reading time
-//! from the clock. The HTTP layer and the CLI call these and nothing below them.
+//! Services: the operations of the product, reading time from the clock. The HTTP layer and
+//! the CLI call these and nothing below them.
+//!
+//! They are split by what they may touch, so a type says it:
+//!
+//! - [`Core`] (store, clock, access cache): project access (`access`), projects and keys
+//!   (`projects`), events (`events`), statistics (`stats`). Every capability below holds one.
+//! - [`Generation`] (core, generator): drafting recovery emails (`generation`); the only one
+//!   holding the LLM.
+//! - [`Sending`] (core, [`Mailer`], tracking and unsubscribe keys, send quota, DNS resolver,
+//!   deliveries in flight): drafts and sends (`sending`), suppressions and unsubscribe
+//!   (`suppressions`), the daily quota (`quota`), sender domains (`sender`).
+//! - [`Tracking`] (core, tracking keys): opens and clicks (`tracking`).
+//! - [`Accounts`] (core, session token keys, [`Mailer`], identity provider, registration
+//!   policy): registration, login, passwords and account emails (`accounts`), identity-provider
+//!   sign-in (`idp`), session verification (`access`).
+//! - [`Mailer`] (email transport, public URL, sender): shared by `Sending` and `Accounts`, the
+//!   only two that send email.
+//!
+//! [`Churn`] builds them once ([`Churn::open`]) and hands them out (`churn.sending()`, ...);
+//! it also keeps the encryption key and the outbound HTTP clients. The admin CLI has its own
+//! [`admin::Admin`] over storage and clock.
+//!
+//! Most operations are one transaction. Sending and generating are not: they claim (a send
+//! claim on the draft, the quota counted in the same transaction), do the slow outside work
+//! (the relay, the LLM) outside any transaction, then record the outcome in another.
 
 pub mod access;
 pub mod accounts;
@@ -41,31 +65,113 @@ pub use sender::Sender;
 pub use sending::{ClaimsSettled, Settlement};
 pub use suppressions::UnsubscribeTarget;
 
-/// The service core: storage, clock and the keys the service signs with.
+/// What every capability shares: storage, the clock and the cache of access decisions.
+/// Its own operations (project access, projects and keys, events, statistics) touch nothing
+/// else: no email, no LLM, no outside HTTP.
 #[derive(Clone)]
-pub struct Churn {
+pub struct Core {
     store: Store,
     clock: Arc<dyn Clock>,
-    tokens: Arc<tokens::TokenKeys>,
     cache: Arc<cache::AccessCache>,
-    encryption_key: Arc<EncryptionKey>,
-    generator: Arc<dyn Generator>,
+}
+
+impl Core {
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    pub(crate) fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
+    }
+
+    /// Commits a change to projects, memberships, keys or session versions and drops cached
+    /// access decisions here and in every other server process.
+    async fn commit_access_change(&self, mut tx: Tx) -> Result<()> {
+        self.store.announce_access_change(&mut tx).await?;
+        tx.commit().await?;
+        self.cache.invalidate();
+        Ok(())
+    }
+}
+
+/// The email transport and the configured sender, shared by [`Sending`] and [`Accounts`].
+#[derive(Clone)]
+pub struct Mailer {
     /// `None` when email is not configured: sends then fail with a clear error.
-    email: Option<Arc<dyn EmailTransport>>,
+    transport: Option<Arc<dyn EmailTransport>>,
+    /// Base of the links emails carry.
+    public_url: String,
+    email_from: String,
+}
+
+impl Mailer {
+    /// The bare address of the configured sender.
+    fn sender_address(&self) -> String {
+        sender_address(&self.email_from)
+    }
+}
+
+/// Drafting recovery emails: the only capability holding the generator (the LLM when
+/// configured).
+#[derive(Clone)]
+pub struct Generation {
+    core: Core,
+    generator: Arc<dyn Generator>,
+    /// The default sender the drafts are signed from.
+    email_from: String,
+}
+
+/// Sending recovery emails and everything around them: drafts, suppressions and unsubscribe,
+/// the daily send quota, sender domains. The only capability (with [`Accounts`]) that holds
+/// the email transport.
+#[derive(Clone)]
+pub struct Sending {
+    core: Core,
+    mailer: Mailer,
     tracking: Arc<TrackingKeys>,
     unsubscribe: Arc<UnsubscribeKeys>,
     send_quota: SendQuota,
     /// The DNS server for sender-domain checks; `None`: the system's.
     dns_resolver: Option<std::net::SocketAddr>,
-    public_url: String,
-    email_from: String,
-    /// Identity-provider sign-in, when configured.
-    idp: Option<Arc<idp::Idp>>,
-    /// Every outbound HTTP call goes through its clients.
-    outbound: Outbound,
-    registration: Registration,
     /// Sends being delivered; shutdown waits for them (their callers may be gone).
     deliveries: tokio_util::task::TaskTracker,
+}
+
+/// Opens and clicks of sent emails: the tracking keys and the store, no email transport.
+#[derive(Clone)]
+pub struct Tracking {
+    core: Core,
+    keys: Arc<TrackingKeys>,
+}
+
+/// Accounts and sessions: registration, login, passwords, identity-provider sign-in and the
+/// account emails (verification, reset).
+#[derive(Clone)]
+pub struct Accounts {
+    core: Core,
+    tokens: Arc<tokens::TokenKeys>,
+    mailer: Mailer,
+    /// Identity-provider sign-in, when configured.
+    idp: Option<Arc<idp::Idp>>,
+    registration: Registration,
+}
+
+/// The service: built once by [`Churn::open`], it owns the capabilities and hands them out,
+/// so a caller names the one it uses (`churn.sending().send_variant(..)`).
+#[derive(Clone)]
+pub struct Churn {
+    core: Core,
+    generation: Generation,
+    sending: Sending,
+    tracking: Tracking,
+    accounts: Accounts,
+    encryption_key: Arc<EncryptionKey>,
+    /// Every outbound HTTP call goes through its clients.
+    outbound: Outbound,
 }
 
 impl Churn {
@@ -84,49 +190,97 @@ impl Churn {
         }
         let tracking_secret = secrets::tracking_secret(&store, now).await?;
         let outbound = Outbound::from_config(config)?;
-        Ok(Self {
-            generator: generator(config, &outbound),
-            email: email_transport(config)?,
-            tracking: Arc::new(TrackingKeys::new(tracking_secret.as_bytes())),
-            // The same secret; tokens of the two kinds are signed under different labels.
-            unsubscribe: Arc::new(UnsubscribeKeys::new(tracking_secret.as_bytes())),
-            send_quota: SendQuota {
-                trial: config.send_quota_trial,
-                paid: config.send_quota_paid,
-            },
-            dns_resolver: config.dns_resolver,
-            public_url: config.public_url(),
-            registration: config.registration(),
-            email_from: config.email_from.clone(),
-            idp: match (
-                &config.idp_jwks_url,
-                &config.idp_issuer,
-                &config.idp_client_id,
-            ) {
-                (Some(url), Some(issuer), Some(client)) => Some(Arc::new(idp::Idp::new(
-                    outbound.operator().clone(),
-                    url.clone(),
-                    issuer.clone(),
-                    client.clone(),
-                ))),
-                _ => None,
-            },
+        let tracking = Arc::new(TrackingKeys::new(tracking_secret.as_bytes()));
+        let core = Core {
             store,
             clock,
-            tokens: Arc::new(tokens::TokenKeys::new(jwt_secret.as_bytes())),
             cache,
+        };
+        let mailer = Mailer {
+            transport: email_transport(config)?,
+            public_url: config.public_url(),
+            email_from: config.email_from.clone(),
+        };
+        let idp = match (
+            &config.idp_jwks_url,
+            &config.idp_issuer,
+            &config.idp_client_id,
+        ) {
+            (Some(url), Some(issuer), Some(client)) => Some(Arc::new(idp::Idp::new(
+                outbound.operator().clone(),
+                url.clone(),
+                issuer.clone(),
+                client.clone(),
+            ))),
+            _ => None,
+        };
+        Ok(Self {
+            generation: Generation {
+                core: core.clone(),
+                generator: generator(config, &outbound),
+                email_from: config.email_from.clone(),
+            },
+            sending: Sending {
+                core: core.clone(),
+                mailer: mailer.clone(),
+                tracking: tracking.clone(),
+                // The same secret; tokens of the two kinds are signed under different labels.
+                unsubscribe: Arc::new(UnsubscribeKeys::new(tracking_secret.as_bytes())),
+                send_quota: SendQuota {
+                    trial: config.send_quota_trial,
+                    paid: config.send_quota_paid,
+                },
+                dns_resolver: config.dns_resolver,
+                deliveries: tokio_util::task::TaskTracker::new(),
+            },
+            tracking: Tracking {
+                core: core.clone(),
+                keys: tracking,
+            },
+            accounts: Accounts {
+                core: core.clone(),
+                tokens: Arc::new(tokens::TokenKeys::new(jwt_secret.as_bytes())),
+                mailer,
+                idp,
+                registration: config.registration(),
+            },
+            core,
             encryption_key,
             outbound,
-            deliveries: tokio_util::task::TaskTracker::new(),
         })
     }
 
+    /// Projects, keys, events and statistics: storage and clock only.
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+
+    /// Drafting with the generator.
+    pub fn generation(&self) -> &Generation {
+        &self.generation
+    }
+
+    /// Sending email, suppressions, quota, sender domains.
+    pub fn sending(&self) -> &Sending {
+        &self.sending
+    }
+
+    /// Recording opens and clicks.
+    pub fn tracking(&self) -> &Tracking {
+        &self.tracking
+    }
+
+    /// Accounts and sessions.
+    pub fn accounts(&self) -> &Accounts {
+        &self.accounts
+    }
+
     pub fn store(&self) -> &Store {
-        &self.store
+        self.core.store()
     }
 
     pub fn now(&self) -> Timestamp {
-        self.clock.now()
+        self.core.now()
     }
 
     /// The outbound HTTP clients (operator- and tenant-given URLs).
@@ -134,30 +288,17 @@ impl Churn {
         &self.outbound
     }
 
-    pub(crate) fn clock(&self) -> Arc<dyn Clock> {
-        self.clock.clone()
-    }
-
-    /// Commits a change to projects, memberships, keys or session versions and drops cached
-    /// access decisions here and in every other server process.
-    async fn commit_access_change(&self, mut tx: Tx) -> Result<()> {
-        self.store.announce_access_change(&mut tx).await?;
-        tx.commit().await?;
-        self.cache.invalidate();
-        Ok(())
-    }
-
     /// The key that encrypts provider credentials at rest (created at the first start).
     pub fn encryption_key(&self) -> &EncryptionKey {
         &self.encryption_key
     }
+}
 
-    /// The bare address of the configured sender.
-    pub(crate) fn sender_address(&self) -> String {
-        match self.email_from.rsplit_once('<') {
-            Some((_, rest)) => rest.trim_end_matches('>').trim().to_owned(),
-            None => self.email_from.trim().to_owned(),
-        }
+/// The bare address of a configured sender (`Name <addr>` or `addr`).
+fn sender_address(email_from: &str) -> String {
+    match email_from.rsplit_once('<') {
+        Some((_, rest)) => rest.trim_end_matches('>').trim().to_owned(),
+        None => email_from.trim().to_owned(),
     }
 }
 

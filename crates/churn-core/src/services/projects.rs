@@ -1,7 +1,7 @@
 //! Projects: creation with a key pair, the project views, settings, origins, keys and the
 //! webhook secret. Each operation authorizes itself through the role policy.
 
-use super::Churn;
+use super::Core;
 use super::access::ProjectAccess;
 use crate::api::auth::DefaultProjectOrigins;
 use crate::api::projects::{
@@ -53,7 +53,7 @@ impl NewProject {
     }
 }
 
-impl Churn {
+impl Core {
     pub async fn create_project(&self, owner_id: &str, req: CreateProject) -> Result<Project> {
         let new = NewProject::validate(
             &req.name,

@@ -3,7 +3,7 @@
 //! transaction as the claim of what is sent, and given back when the mail server never
 //! accepted the email. Not lifted by `CHURN_RATE_LIMITS=off`.
 
-use super::Churn;
+use super::Sending;
 use crate::domain::sender::{daily_quota, quota_day};
 use crate::error::{Error, Result};
 use crate::store::projects::ProjectRecord;
@@ -16,11 +16,11 @@ pub struct SendQuota {
     pub paid: i64,
 }
 
-impl Churn {
+impl Sending {
     /// Counts one email against today's quota inside `tx`; 429 when it is reached. Returns
-    /// the day counted, for [`Churn::release_send`].
+    /// the day counted, for [`Sending::release_send`].
     pub async fn count_send(&self, tx: &mut Tx, project: &ProjectRecord) -> Result<String> {
-        let now = self.now();
+        let now = self.core.now();
         let quota = daily_quota(
             project.subscription(now),
             self.send_quota.trial,
@@ -36,6 +36,6 @@ impl Churn {
 
     /// Gives back a send counted on `day` whose email the mail server did not accept.
     pub async fn release_send(&self, project_id: &str, day: &str) -> Result<()> {
-        suppressions::uncount_send(self.store.writer(), project_id, day).await
+        suppressions::uncount_send(self.core.store.writer(), project_id, day).await
     }
 }

@@ -13,7 +13,7 @@ use hickory_resolver::proto::rr::RData;
 use lettre::message::Mailbox;
 use rand::Rng;
 
-use super::Churn;
+use super::Sending;
 use super::access::ProjectAccess;
 use crate::api::email_rules::{DnsRecord, EmailSettings, UpdateEmailSettings};
 use crate::domain::email::Email;
@@ -78,11 +78,11 @@ fn mailbox(name: &str, address: &str) -> Result<String> {
     Ok(Mailbox::new(Some(name.to_owned()), address).to_string())
 }
 
-impl Churn {
+impl Sending {
     pub async fn email_settings(&self, access: &ProjectAccess) -> Result<EmailSettings> {
         access.authorize(Permission::Administer)?;
         Ok(view(
-            email_settings::get(self.store.reader(), &access.project.id).await?,
+            email_settings::get(self.core.store.reader(), &access.project.id).await?,
         ))
     }
 
@@ -113,7 +113,7 @@ impl Churn {
         };
         v.finish()?;
 
-        let mut tx = self.store.begin().await?;
+        let mut tx = self.core.store.begin().await?;
         let current = email_settings::get(&mut *tx, &access.project.id).await?;
         let same_domain = |c: &EmailSettingsRecord| {
             c.from_email.as_deref().and_then(domain_of) == from_email.as_deref().and_then(domain_of)
@@ -129,7 +129,7 @@ impl Churn {
             verification_token,
             verified_at,
         };
-        email_settings::upsert(&mut *tx, &access.project.id, &next, self.now()).await?;
+        email_settings::upsert(&mut *tx, &access.project.id, &next, self.core.now()).await?;
         tx.commit().await?;
         Ok(view(Some(next)))
     }
@@ -138,7 +138,7 @@ impl Churn {
     /// failed lookup proves nothing either way: it is logged and changes nothing.
     pub async fn verify_sender_domain(&self, access: &ProjectAccess) -> Result<EmailSettings> {
         access.authorize(Permission::Administer)?;
-        let current = email_settings::get(self.store.reader(), &access.project.id).await?;
+        let current = email_settings::get(self.core.store.reader(), &access.project.id).await?;
         let Some((domain, token)) = current.as_ref().and_then(|c| {
             Some((
                 domain_of(c.from_email.as_deref()?)?.to_owned(),
@@ -153,10 +153,10 @@ impl Churn {
         match txt_records(self.dns_resolver, &record_name(&domain)).await {
             Ok(values) if values.contains(&expected) => {
                 email_settings::mark_verified(
-                    self.store.writer(),
+                    self.core.store.writer(),
                     &access.project.id,
                     &token,
-                    self.now(),
+                    self.core.now(),
                 )
                 .await?;
             }
@@ -164,14 +164,14 @@ impl Churn {
             Err(e) => tracing::warn!(%domain, error = %e, "sender domain lookup failed"),
         }
         Ok(view(
-            email_settings::get(self.store.reader(), &access.project.id).await?,
+            email_settings::get(self.core.store.reader(), &access.project.id).await?,
         ))
     }
 
     /// Who the project's emails come from: its verified sender, else the service's address
     /// under the project's name; Reply-To the sender's `reply_to`, else `support_email`.
     pub async fn sender_for(&self, project: &ProjectRecord) -> Result<Sender> {
-        let settings = email_settings::get(self.store.reader(), &project.id).await?;
+        let settings = email_settings::get(self.core.store.reader(), &project.id).await?;
         if let Some(s) = settings
             && s.verified_at.is_some()
             && let Some(address) = &s.from_email
@@ -184,7 +184,7 @@ impl Churn {
             });
         }
         Ok(Sender {
-            from: mailbox(&project.name, &self.sender_address())?,
+            from: mailbox(&project.name, &self.mailer.sender_address())?,
             reply_to: project.support_email.clone(),
             verified: false,
         })

@@ -7,7 +7,7 @@
 //! never recorded (the process died) is not sent again: at start-up the file outbox's `.eml`
 //! files settle it; otherwise an operator does (`churn variants stuck` / `settle`).
 
-use super::Churn;
+use super::Sending;
 use super::access::ProjectAccess;
 use super::sender::Sender;
 use crate::api::events::{EditVariant, EditedVariant, SentVariant};
@@ -31,7 +31,7 @@ fn variant_not_found() -> Error {
     Error::NotFound("variant not found".into())
 }
 
-impl Churn {
+impl Sending {
     pub async fn edit_variant(
         &self,
         access: &ProjectAccess,
@@ -39,10 +39,10 @@ impl Churn {
         variant_id: &str,
         req: EditVariant,
     ) -> Result<EditedVariant> {
-        self.authorize_events(access, Permission::Write)?;
-        let event = self.load_event(access, event_id).await?;
+        self.core.authorize_events(access, Permission::Write)?;
+        let event = self.core.load_event(access, event_id).await?;
         transition(event.status, Action::Edit).map_err(|e| Error::validation(e.to_string()))?;
-        let variant = variants::get(self.store.reader(), &event.id, variant_id)
+        let variant = variants::get(self.core.store.reader(), &event.id, variant_id)
             .await?
             .ok_or_else(variant_not_found)?;
         // A send in flight holds the variant: it is no longer editable.
@@ -77,9 +77,9 @@ impl Churn {
             }
             Some(b) => (html::from_text(b.trim()), b.trim().to_owned()),
         };
-        let now = self.now();
+        let now = self.core.now();
         if !variants::edit(
-            self.store.writer(),
+            self.core.store.writer(),
             &variant.id,
             &subject,
             &body,
@@ -114,8 +114,8 @@ impl Churn {
         event_id: &str,
         variant_id: &str,
     ) -> Result<SentVariant> {
-        self.authorize_events(access, Permission::Write)?;
-        let event = self.load_event(access, event_id).await?;
+        self.core.authorize_events(access, Permission::Write)?;
+        let event = self.core.load_event(access, event_id).await?;
         transition(event.status, Action::Send).map_err(|e| Error::validation(e.to_string()))?;
         if event.customer_email.trim().is_empty() {
             return Err(Error::validation(
@@ -123,10 +123,11 @@ impl Churn {
             ));
         }
         let transport = self
-            .email
+            .mailer
+            .transport
             .clone()
             .ok_or_else(|| Error::NotConfigured("email service is not configured".into()))?;
-        let variant = variants::get(self.store.reader(), &event.id, variant_id)
+        let variant = variants::get(self.core.store.reader(), &event.id, variant_id)
             .await?
             .ok_or_else(variant_not_found)?;
         variant_transition(variant.status, VariantAction::Send)
@@ -144,13 +145,13 @@ impl Churn {
         );
         // The claim makes the check above hold against concurrent sends too; the quota is
         // counted in the same transaction, so a refused send leaves the variant a draft.
-        let mut tx = self.store.begin().await?;
+        let mut tx = self.core.store.begin().await?;
         if !variants::claim_for_send(
             &mut *tx,
             &variant.id,
             &email.message_id,
             &email.to,
-            self.now(),
+            self.core.now(),
         )
         .await?
         {
@@ -218,17 +219,17 @@ impl Churn {
             let released = variant_transition(VariantStatus::Sending, action)
                 .map_err(|g| Error::internal(g.to_string()))?;
             variants::release_claim(
-                self.store.writer(),
+                self.core.store.writer(),
                 &claim.variant_id,
                 claim.message_id.as_deref(),
                 released,
-                self.now(),
+                self.core.now(),
             )
             .await?;
             return Err(Error::upstream(public, e));
         }
-        let sent_at = self.now();
-        record_sent(&self.store, claim, sent_at).await?;
+        let sent_at = self.core.now();
+        record_sent(&self.core.store, claim, sent_at).await?;
         Ok(SentVariant {
             variant_id: claim.variant_id.clone(),
             status: VariantStatus::Sent,
@@ -241,7 +242,7 @@ impl Churn {
     /// Why a conditional write of an edit or a claim changed nothing: the variant moved on
     /// since it was read (a send took it), or the event stopped accepting sends meanwhile.
     async fn refused(&self, event_id: &str, variant_id: &str, action: VariantAction) -> Error {
-        let current = match variants::get(self.store.reader(), event_id, variant_id).await {
+        let current = match variants::get(self.core.store.reader(), event_id, variant_id).await {
             Ok(Some(v)) => v.status,
             Ok(None) => return variant_not_found(),
             Err(e) => return e,
@@ -266,8 +267,8 @@ impl Churn {
     /// left for `churn variants settle`.
     pub async fn settle_claims(&self) -> Result<ClaimsSettled> {
         let mut settled = ClaimsSettled::default();
-        for claim in variants::claims(self.store.reader(), None).await? {
-            let evidence = match (&self.email, &claim.message_id) {
+        for claim in variants::claims(self.core.store.reader(), None).await? {
+            let evidence = match (&self.mailer.transport, &claim.message_id) {
                 (Some(transport), Some(message_id)) => transport.delivered(message_id),
                 _ => None,
             };
@@ -279,7 +280,7 @@ impl Churn {
                     continue;
                 }
             };
-            if settle(&self.store, &claim, outcome, self.now()).await? {
+            if settle(&self.core.store, &claim, outcome, self.core.now()).await? {
                 match outcome {
                     Settlement::Sent => settled.sent += 1,
                     Settlement::NotSent => settled.released += 1,
@@ -301,7 +302,7 @@ impl Churn {
         let support = project
             .support_email
             .clone()
-            .unwrap_or_else(|| self.sender_address());
+            .unwrap_or_else(|| self.mailer.sender_address());
         let unsubscribe_to = sender.reply_to.clone().unwrap_or_else(|| support.clone());
         let cta = CallToAction::new(
             variant.strategy,
@@ -316,7 +317,7 @@ impl Churn {
         let parts = compose::SendParts {
             cta: &cta,
             keys: &self.tracking,
-            public_url: &self.public_url,
+            public_url: &self.mailer.public_url,
             variant_id: &variant.id,
             product: &project.name,
             unsubscribe_url: &unsubscribe_url,

@@ -2,7 +2,7 @@
 //! fed by one-click unsubscribes (`/u/<token>`) and by bounces. Dunning emails about a failed
 //! payment are not subject to it.
 
-use super::Churn;
+use super::Sending;
 use super::access::ProjectAccess;
 use crate::api::Meta;
 use crate::api::email_rules::{PageQuery, Suppression};
@@ -26,7 +26,7 @@ fn normalise(email: &str) -> String {
     email.trim().to_lowercase()
 }
 
-impl Churn {
+impl Sending {
     /// Why `email` may not be sent recovery or check-in emails by the project, if it may not.
     /// For every sender of such emails (manual sends, automation).
     pub async fn is_suppressed(
@@ -35,7 +35,7 @@ impl Churn {
         email: &str,
     ) -> Result<Option<SuppressionReason>> {
         Ok(
-            suppressions::get(self.store.reader(), project_id, &normalise(email))
+            suppressions::get(self.core.store.reader(), project_id, &normalise(email))
                 .await?
                 .map(|s| s.reason),
         )
@@ -56,11 +56,11 @@ impl Churn {
         reason: SuppressionReason,
     ) -> Result<()> {
         suppressions::insert(
-            self.store.writer(),
+            self.core.store.writer(),
             project_id,
             &normalise(email),
             reason,
-            self.now(),
+            self.core.now(),
         )
         .await
     }
@@ -68,7 +68,7 @@ impl Churn {
     /// The signed `/u/<token>` URL of an address, for the email's footer and headers.
     pub(crate) fn unsubscribe_url(&self, project_id: &str, email: &str) -> String {
         let token = self.unsubscribe.token(project_id, &normalise(email));
-        format!("{}/u/{token}", self.public_url)
+        format!("{}/u/{token}", self.mailer.public_url)
     }
 
     /// What a token names; 404 for a forged token or a deleted project. Changes nothing.
@@ -87,7 +87,7 @@ impl Churn {
     async fn resolve_unsubscribe(&self, token: &str) -> Result<(String, UnsubscribeTarget)> {
         let not_found = || Error::NotFound("no route for this path".into());
         let (project_id, email) = self.unsubscribe.verify(token).ok_or_else(not_found)?;
-        let project = projects::by_id(self.store.reader(), &project_id)
+        let project = projects::by_id(self.core.store.reader(), &project_id)
             .await?
             .ok_or_else(not_found)?;
         let target = UnsubscribeTarget {
@@ -113,7 +113,7 @@ impl Churn {
             v.add("per_page", format!("must be between 1 and {MAX_PER_PAGE}"));
         }
         v.finish()?;
-        let db = self.store.reader();
+        let db = self.core.store.reader();
         let total = suppressions::count(db, &access.project.id).await?;
         let rows = suppressions::list(
             db,
@@ -142,7 +142,13 @@ impl Churn {
     /// Lets the address be emailed again (admin); 404 when it is not listed.
     pub async fn delete_suppression(&self, access: &ProjectAccess, email: &str) -> Result<()> {
         access.authorize(Permission::Administer)?;
-        if suppressions::delete(self.store.writer(), &access.project.id, &normalise(email)).await? {
+        if suppressions::delete(
+            self.core.store.writer(),
+            &access.project.id,
+            &normalise(email),
+        )
+        .await?
+        {
             Ok(())
         } else {
             Err(Error::NotFound("suppression not found".into()))

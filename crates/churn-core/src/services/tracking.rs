@@ -1,6 +1,6 @@
 //! Opens and clicks of sent emails, from the signed pixel and link routes.
 
-use super::Churn;
+use super::Tracking;
 use crate::domain::variant::{VariantAction, delivered, transition};
 use crate::error::{Error, Result};
 use crate::store::variants;
@@ -9,18 +9,18 @@ fn not_found() -> Error {
     Error::NotFound("no route for this path".into())
 }
 
-impl Churn {
+impl Tracking {
     /// Records an open for the variant a signed token names; 404 for a forged token.
     pub async fn track_open(&self, token: &str) -> Result<()> {
-        let variant_id = self.tracking.verify_token(token).ok_or_else(not_found)?;
+        let variant_id = self.keys.verify_token(token).ok_or_else(not_found)?;
         self.observe(variant_id, VariantAction::Open).await
     }
 
     /// Records a click and returns where to send the reader; 404 unless both the token and
     /// the target's signature are ours, so the route is no open redirect.
     pub async fn track_click(&self, token: &str, target: &str, signature: &str) -> Result<String> {
-        let variant_id = self.tracking.verify_token(token).ok_or_else(not_found)?;
-        if !self.tracking.verify_click(variant_id, target, signature) {
+        let variant_id = self.keys.verify_token(token).ok_or_else(not_found)?;
+        if !self.keys.verify_click(variant_id, target, signature) {
             return Err(not_found());
         }
         self.observe(variant_id, VariantAction::Click).await?;
@@ -29,7 +29,7 @@ impl Churn {
 
     async fn observe(&self, variant_id: &str, what: VariantAction) -> Result<()> {
         for _ in 0..3 {
-            let variant = variants::by_id(self.store.reader(), variant_id)
+            let variant = variants::by_id(self.core.store.reader(), variant_id)
                 .await?
                 .ok_or_else(not_found)?;
             // Nothing to record unless the email went out (not a draft, a send in flight or a bounce).
@@ -40,12 +40,12 @@ impl Churn {
             let to = transition(from, what).unwrap_or(from);
             let click = what == VariantAction::Click;
             if variants::record_observation(
-                self.store.writer(),
+                self.core.store.writer(),
                 variant_id,
                 from,
                 to,
                 click,
-                self.now(),
+                self.core.now(),
             )
             .await?
             {

@@ -53,7 +53,9 @@ impl FromRequestParts<AppState> for SessionUser {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let token = bearer(parts).ok_or_else(session_required)?;
-        Ok(SessionUser(state.churn.authenticate(token).await?))
+        Ok(SessionUser(
+            state.churn.accounts().authenticate(token).await?,
+        ))
     }
 }
 
@@ -66,9 +68,11 @@ impl<const API_KEY: bool> FromRequestParts<AppState> for ProjectScope<API_KEY> {
     ) -> Result<Self, Self::Rejection> {
         let slug = path_slug(parts, state).await?;
         if let Some(token) = bearer(parts) {
-            match state.churn.verify_session(token).await {
+            match state.churn.accounts().verify_session(token).await {
                 Ok(user_id) => {
-                    return Ok(Self(state.churn.project_for_user(&user_id, &slug).await?));
+                    return Ok(Self(
+                        state.churn.core().project_for_user(&user_id, &slug).await?,
+                    ));
                 }
                 Err(e) if !API_KEY || api_key(parts).is_none() => return Err(e.into()),
                 Err(_) => {}
@@ -76,7 +80,11 @@ impl<const API_KEY: bool> FromRequestParts<AppState> for ProjectScope<API_KEY> {
         }
         match api_key(parts) {
             Some(key) if API_KEY => Ok(Self(
-                state.churn.project_for_secret_key(key, Some(&slug)).await?,
+                state
+                    .churn
+                    .core()
+                    .project_for_secret_key(key, Some(&slug))
+                    .await?,
             )),
             _ => Err(session_required()),
         }
@@ -113,7 +121,7 @@ impl FromRequestParts<AppState> for Caller {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         if let Some(token) = bearer(parts) {
-            match state.churn.authenticate(token).await {
+            match state.churn.accounts().authenticate(token).await {
                 Ok(user) => return Ok(Caller::User(user)),
                 Err(e) if api_key(parts).is_none() => return Err(e.into()),
                 Err(_) => {}
@@ -121,7 +129,7 @@ impl FromRequestParts<AppState> for Caller {
         }
         match api_key(parts) {
             Some(key) => Ok(Caller::Key(Box::new(
-                state.churn.project_for_secret_key(key, None).await?,
+                state.churn.core().project_for_secret_key(key, None).await?,
             ))),
             None => Err(session_required()),
         }

@@ -244,7 +244,7 @@ async fn credential(state: &AppState, headers: &HeaderMap, fingerprint: &str) ->
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim());
     if let Some(token) = token
-        && let Ok(user_id) = state.churn.verify_session(token).await
+        && let Ok(user_id) = state.churn.accounts().verify_session(token).await
     {
         return format!("user:{user_id}");
     }

@@ -24,7 +24,7 @@ pub async fn register(
     State(s): State<AppState>,
     ApiJson(req): ApiJson<RegisterRequest>,
 ) -> ApiResult<(StatusCode, Json<Data<Session>>)> {
-    let session = s.churn.register(req).await?;
+    let session = s.churn.accounts().register(req).await?;
     Ok((StatusCode::CREATED, Json(Data::new(session))))
 }
 
@@ -34,13 +34,13 @@ pub async fn login(
     State(s): State<AppState>,
     ApiJson(req): ApiJson<LoginRequest>,
 ) -> ApiResult<Json<Data<Session>>> {
-    Ok(Json(Data::new(s.churn.login(req).await?)))
+    Ok(Json(Data::new(s.churn.accounts().login(req).await?)))
 }
 
 #[utoipa::path(get, path = "/auth/me", operation_id = "get_me", tag = "auth", security(("bearer" = [])),
     responses((status = 200, body = Data<Me>), (status = 401, body = ErrorBody)))]
 pub async fn me(State(s): State<AppState>, SessionUser(user): SessionUser) -> Json<Data<Me>> {
-    Json(Data::new(s.churn.me(&user)))
+    Json(Data::new(s.churn.accounts().me(&user)))
 }
 
 #[utoipa::path(post, path = "/auth/onboarding", operation_id = "complete_onboarding", tag = "auth", security(("bearer" = [])),
@@ -51,7 +51,7 @@ pub async fn onboarding(
     SessionUser(user): SessionUser,
     OptionalJson(req): OptionalJson<OnboardingRequest>,
 ) -> ApiResult<(StatusCode, Json<Data<Onboarding>>)> {
-    let done = s.churn.onboard(&user, req).await?;
+    let done = s.churn.accounts().onboard(&user, req).await?;
     Ok((StatusCode::CREATED, Json(Data::new(done))))
 }
 
@@ -64,6 +64,7 @@ pub async fn allowed_origins(
 ) -> ApiResult<Json<Data<DefaultProjectOrigins>>> {
     let set = s
         .churn
+        .core()
         .set_default_project_origins(&user, &req.allowed_origins)
         .await?;
     Ok(Json(Data::new(set)))
@@ -75,7 +76,7 @@ pub async fn forgot_password(
     State(s): State<AppState>,
     ApiJson(req): ApiJson<ForgotPassword>,
 ) -> ApiResult<Json<Data<StatusOk>>> {
-    s.churn.forgot_password(req).await?;
+    s.churn.accounts().forgot_password(req).await?;
     Ok(ok())
 }
 
@@ -85,7 +86,7 @@ pub async fn reset_password(
     State(s): State<AppState>,
     ApiJson(req): ApiJson<ResetPassword>,
 ) -> ApiResult<Json<Data<StatusOk>>> {
-    s.churn.reset_password(req).await?;
+    s.churn.accounts().reset_password(req).await?;
     Ok(ok())
 }
 
@@ -97,7 +98,9 @@ pub async fn change_password(
     SessionUser(user): SessionUser,
     ApiJson(req): ApiJson<ChangePassword>,
 ) -> ApiResult<Json<Data<Session>>> {
-    Ok(Json(Data::new(s.churn.change_password(&user, req).await?)))
+    Ok(Json(Data::new(
+        s.churn.accounts().change_password(&user, req).await?,
+    )))
 }
 
 #[utoipa::path(post, path = "/auth/logout-all", tag = "auth", security(("bearer" = [])),
@@ -107,7 +110,7 @@ pub async fn logout_all(
     State(s): State<AppState>,
     SessionUser(user): SessionUser,
 ) -> ApiResult<Json<Data<StatusOk>>> {
-    s.churn.logout_all(&user).await?;
+    s.churn.accounts().logout_all(&user).await?;
     Ok(ok())
 }
 
@@ -117,7 +120,7 @@ pub async fn verify_email(
     State(s): State<AppState>,
     ApiJson(req): ApiJson<VerifyEmail>,
 ) -> ApiResult<Json<Data<StatusOk>>> {
-    s.churn.verify_email(req).await?;
+    s.churn.accounts().verify_email(req).await?;
     Ok(ok())
 }
 
@@ -134,5 +137,5 @@ pub async fn idp(
     State(s): State<AppState>,
     ApiJson(req): ApiJson<IdpLogin>,
 ) -> ApiResult<Json<Data<Session>>> {
-    Ok(Json(Data::new(s.churn.idp_login(req).await?)))
+    Ok(Json(Data::new(s.churn.accounts().idp_login(req).await?)))
 }

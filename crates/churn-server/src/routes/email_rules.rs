@@ -19,7 +19,7 @@ pub async fn list_suppressions(
     ProjectScope(access): ApiProject,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Page<Suppression>>> {
-    let (data, meta) = s.churn.list_suppressions(&access, q).await?;
+    let (data, meta) = s.churn.sending().list_suppressions(&access, q).await?;
     Ok(Json(Page { data, meta }))
 }
 
@@ -31,7 +31,10 @@ pub async fn delete_suppression(
     ProjectScope(access): AdminProject,
     Path((_, email)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    s.churn.delete_suppression(&access, &email).await?;
+    s.churn
+        .sending()
+        .delete_suppression(&access, &email)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -42,7 +45,9 @@ pub async fn get_email_settings(
     State(s): State<AppState>,
     ProjectScope(access): AdminProject,
 ) -> ApiResult<Json<Data<EmailSettings>>> {
-    Ok(Json(Data::new(s.churn.email_settings(&access).await?)))
+    Ok(Json(Data::new(
+        s.churn.sending().email_settings(&access).await?,
+    )))
 }
 
 #[utoipa::path(put, path = "/projects/{slug}/email-settings", tag = "projects", security(("bearer" = [])),
@@ -54,7 +59,7 @@ pub async fn put_email_settings(
     ApiJson(req): ApiJson<UpdateEmailSettings>,
 ) -> ApiResult<Json<Data<EmailSettings>>> {
     Ok(Json(Data::new(
-        s.churn.put_email_settings(&access, req).await?,
+        s.churn.sending().put_email_settings(&access, req).await?,
     )))
 }
 
@@ -67,6 +72,6 @@ pub async fn verify_email_settings(
     ProjectScope(access): AdminProject,
 ) -> ApiResult<Json<Data<EmailSettings>>> {
     Ok(Json(Data::new(
-        s.churn.verify_sender_domain(&access).await?,
+        s.churn.sending().verify_sender_domain(&access).await?,
     )))
 }

@@ -21,7 +21,7 @@ pub async fn create(
     ProjectScope(access): ApiProject,
     ApiJson(req): ApiJson<CreateChurnEvent>,
 ) -> ApiResult<(StatusCode, Json<Data<ChurnEvent>>)> {
-    let event = s.churn.create_event(&access, req).await?;
+    let event = s.churn.core().create_event(&access, req).await?;
     Ok((StatusCode::CREATED, Json(Data::new(event))))
 }
 
@@ -33,7 +33,7 @@ pub async fn list(
     ProjectScope(access): ApiProject,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<Page<ChurnEvent>>> {
-    let (data, meta) = s.churn.list_events(&access, q).await?;
+    let (data, meta) = s.churn.core().list_events(&access, q).await?;
     Ok(Json(Page { data, meta }))
 }
 
@@ -45,7 +45,7 @@ pub async fn get(
     ProjectScope(access): ApiProject,
     Path((_, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Data<ChurnEvent>>> {
-    Ok(Json(Data::new(s.churn.event(&access, &id).await?)))
+    Ok(Json(Data::new(s.churn.core().event(&access, &id).await?)))
 }
 
 #[utoipa::path(post, path = "/projects/{slug}/churn-events/{id}/recovered", operation_id = "mark_churn_event_recovered", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
@@ -56,7 +56,9 @@ pub async fn recovered(
     ProjectScope(access): ApiProject,
     Path((_, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Data<Recovered>>> {
-    Ok(Json(Data::new(s.churn.recover_event(&access, &id).await?)))
+    Ok(Json(Data::new(
+        s.churn.core().recover_event(&access, &id).await?,
+    )))
 }
 
 #[utoipa::path(patch, path = "/projects/{slug}/churn-events/{id}/cancel-reason", operation_id = "change_cancel_reason", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
@@ -69,7 +71,10 @@ pub async fn cancel_reason(
     ApiJson(req): ApiJson<CancelReasonChange>,
 ) -> ApiResult<Json<Data<CancelReasonChanged>>> {
     Ok(Json(Data::new(
-        s.churn.change_cancel_reason(&access, &id, req).await?,
+        s.churn
+            .core()
+            .change_cancel_reason(&access, &id, req)
+            .await?,
     )))
 }
 
@@ -81,7 +86,9 @@ pub async fn generate(
     ProjectScope(access): ApiProject,
     Path((_, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Data<Generated>>> {
-    Ok(Json(Data::new(s.churn.generate(&access, &id).await?)))
+    Ok(Json(Data::new(
+        s.churn.generation().generate(&access, &id).await?,
+    )))
 }
 
 #[utoipa::path(get, path = "/projects/{slug}/churn-events/{id}/variants", operation_id = "list_variants", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
@@ -92,7 +99,9 @@ pub async fn variants(
     ProjectScope(access): ApiProject,
     Path((_, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Data<Vec<Variant>>>> {
-    Ok(Json(Data::new(s.churn.event_variants(&access, &id).await?)))
+    Ok(Json(Data::new(
+        s.churn.core().event_variants(&access, &id).await?,
+    )))
 }
 
 #[utoipa::path(patch, path = "/projects/{slug}/churn-events/{id}/variants/{vid}", operation_id = "edit_variant", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
@@ -105,7 +114,10 @@ pub async fn edit_variant(
     ApiJson(req): ApiJson<EditVariant>,
 ) -> ApiResult<Json<Data<EditedVariant>>> {
     Ok(Json(Data::new(
-        s.churn.edit_variant(&access, &id, &vid, req).await?,
+        s.churn
+            .sending()
+            .edit_variant(&access, &id, &vid, req)
+            .await?,
     )))
 }
 
@@ -119,7 +131,7 @@ pub async fn send(
     Path((_, id, vid)): Path<(String, String, String)>,
 ) -> ApiResult<Json<Data<SentVariant>>> {
     Ok(Json(Data::new(
-        s.churn.send_variant(&access, &id, &vid).await?,
+        s.churn.sending().send_variant(&access, &id, &vid).await?,
     )))
 }
 
@@ -129,7 +141,9 @@ pub async fn project_stats(
     State(s): State<AppState>,
     ProjectScope(access): ApiProject,
 ) -> ApiResult<Json<Data<Stats>>> {
-    Ok(Json(Data::new(s.churn.project_stats(&access).await?)))
+    Ok(Json(Data::new(
+        s.churn.core().project_stats(&access).await?,
+    )))
 }
 
 /// With a secret key: that project's statistics. With a session: the sum over the caller's
@@ -142,10 +156,10 @@ pub async fn stats(
 ) -> ApiResult<Json<serde_json::Value>> {
     let body = match caller {
         Caller::Key(access) => {
-            serde_json::to_value(Data::new(s.churn.project_stats(&access).await?))
+            serde_json::to_value(Data::new(s.churn.core().project_stats(&access).await?))
         }
         Caller::User(user) => {
-            serde_json::to_value(Data::new(s.churn.account_stats(&user.id).await?))
+            serde_json::to_value(Data::new(s.churn.core().account_stats(&user.id).await?))
         }
     };
     Ok(Json(body.map_err(churn_core::Error::internal)?))

@@ -28,6 +28,7 @@ async fn event_access(
         Caller::Key(access) => Ok(*access),
         Caller::User(user) => Ok(s
             .churn
+            .core()
             .project_of_event_for_user(&user.id, event_id)
             .await?),
     }
@@ -47,7 +48,11 @@ async fn project_access(
             ),
             _ => Ok(*access),
         },
-        Caller::User(user) => Ok(s.churn.project_for_user_or_only(&user.id, project).await?),
+        Caller::User(user) => Ok(s
+            .churn
+            .core()
+            .project_for_user_or_only(&user.id, project)
+            .await?),
     }
 }
 
@@ -59,7 +64,7 @@ pub async fn list(
     LegacyQuery(q): LegacyQuery<LegacyListQuery>,
 ) -> LegacyResult<Json<LegacyList>> {
     let access = project_access(&s, caller, q.project.as_deref()).await?;
-    Ok(Json(s.churn.list_events_legacy(&access, q).await?))
+    Ok(Json(s.churn.core().list_events_legacy(&access, q).await?))
 }
 
 #[utoipa::path(post, path = "/churn-events", operation_id = "create_churn_event_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
@@ -72,7 +77,7 @@ pub async fn create(
     LegacyJson(req): LegacyJson<CreateChurnEventLegacy>,
 ) -> LegacyResult<(StatusCode, Json<Data<LegacyChurnEvent>>)> {
     let access = project_access(&s, caller, q.project.as_deref()).await?;
-    let event = s.churn.create_event_legacy(&access, req).await?;
+    let event = s.churn.core().create_event_legacy(&access, req).await?;
     Ok((StatusCode::CREATED, Json(Data::new(event.into()))))
 }
 
@@ -84,7 +89,9 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> LegacyResult<Json<Data<LegacyChurnEvent>>> {
     let access = event_access(&s, caller, &id).await?;
-    Ok(Json(Data::new(s.churn.event(&access, &id).await?.into())))
+    Ok(Json(Data::new(
+        s.churn.core().event(&access, &id).await?.into(),
+    )))
 }
 
 #[utoipa::path(post, path = "/churn-events/{id}/recovered", operation_id = "mark_churn_event_recovered_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
@@ -95,8 +102,10 @@ pub async fn recovered(
     Path(id): Path<String>,
 ) -> LegacyResult<Json<Data<LegacyChurnEvent>>> {
     let access = event_access(&s, caller, &id).await?;
-    s.churn.recover_event(&access, &id).await?;
-    Ok(Json(Data::new(s.churn.event(&access, &id).await?.into())))
+    s.churn.core().recover_event(&access, &id).await?;
+    Ok(Json(Data::new(
+        s.churn.core().event(&access, &id).await?.into(),
+    )))
 }
 
 #[utoipa::path(post, path = "/churn-events/{id}/generate", operation_id = "generate_variants_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
@@ -107,7 +116,7 @@ pub async fn generate(
     Path(id): Path<String>,
 ) -> LegacyResult<Json<LegacyGenerated>> {
     let access = event_access(&s, caller, &id).await?;
-    let generated = s.churn.generate(&access, &id).await?;
+    let generated = s.churn.generation().generate(&access, &id).await?;
     Ok(Json(LegacyGenerated {
         variants: generated.variants,
     }))
@@ -122,7 +131,12 @@ pub async fn send(
     Path((id, variant_id)): Path<(String, String)>,
 ) -> LegacyResult<Json<Data<SentVariant>>> {
     let access = event_access(&s, caller, &id).await?;
-    match s.churn.send_variant(&access, &id, &variant_id).await {
+    match s
+        .churn
+        .sending()
+        .send_variant(&access, &id, &variant_id)
+        .await
+    {
         Ok(sent) => Ok(Json(Data::new(sent))),
         // The unscoped form answers a repeated send with 400 (interface "Errors").
         Err(churn_core::Error::Conflict(message)) => {

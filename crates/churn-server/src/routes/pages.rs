@@ -65,6 +65,7 @@ async fn reset_submit(
     let token = form.token.clone();
     let done = s
         .churn
+        .accounts()
         .reset_password(ResetPassword {
             token: form.token,
             password: form.password,
@@ -116,6 +117,7 @@ async fn verify_submit(
     };
     match s
         .churn
+        .accounts()
         .verify_email(VerifyEmail { token: form.token })
         .await
     {

@@ -19,7 +19,9 @@ pub async fn list(
     State(s): State<AppState>,
     SessionUser(user): SessionUser,
 ) -> ApiResult<Json<Data<Vec<Project>>>> {
-    Ok(Json(Data::new(s.churn.list_projects(&user.id).await?)))
+    Ok(Json(Data::new(
+        s.churn.core().list_projects(&user.id).await?,
+    )))
 }
 
 #[utoipa::path(post, path = "/projects", operation_id = "create_project", tag = "projects", security(("bearer" = [])), request_body = CreateProject,
@@ -30,7 +32,7 @@ pub async fn create(
     SessionUser(user): SessionUser,
     ApiJson(req): ApiJson<CreateProject>,
 ) -> ApiResult<(StatusCode, Json<Data<Project>>)> {
-    let project = s.churn.create_project(&user.id, req).await?;
+    let project = s.churn.core().create_project(&user.id, req).await?;
     Ok((StatusCode::CREATED, Json(Data::new(project))))
 }
 
@@ -41,7 +43,9 @@ pub async fn get(
     State(s): State<AppState>,
     ProjectScope(access): ApiProject,
 ) -> ApiResult<Json<Data<Project>>> {
-    Ok(Json(Data::new(s.churn.project_detail(&access).await?)))
+    Ok(Json(Data::new(
+        s.churn.core().project_detail(&access).await?,
+    )))
 }
 
 #[utoipa::path(put, path = "/projects/{slug}", operation_id = "put_project", tag = "projects", security(("bearer" = [])), request_body = UpdateProject,
@@ -71,7 +75,9 @@ async fn update(
     ProjectScope(access): AdminProject,
     ApiJson(req): ApiJson<UpdateProject>,
 ) -> ApiResult<Json<Data<Project>>> {
-    Ok(Json(Data::new(s.churn.update_project(&access, req).await?)))
+    Ok(Json(Data::new(
+        s.churn.core().update_project(&access, req).await?,
+    )))
 }
 
 #[utoipa::path(delete, path = "/projects/{slug}", operation_id = "delete_project", tag = "projects", security(("bearer" = [])),
@@ -81,7 +87,7 @@ pub async fn delete(
     State(s): State<AppState>,
     ProjectScope(access): AdminProject,
 ) -> ApiResult<StatusCode> {
-    s.churn.delete_project(&access).await?;
+    s.churn.core().delete_project(&access).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -95,6 +101,7 @@ pub async fn allowed_origins(
 ) -> ApiResult<Json<Data<AllowedOrigins>>> {
     let allowed_origins = s
         .churn
+        .core()
         .set_allowed_origins(&access, &req.allowed_origins)
         .await?;
     Ok(Json(Data::new(AllowedOrigins { allowed_origins })))
@@ -108,7 +115,9 @@ pub async fn rotate_keys(
     ProjectScope(access): AdminProject,
     OptionalJson(req): OptionalJson<RotateKeysRequest>,
 ) -> ApiResult<Json<Data<RotatedKeys>>> {
-    Ok(Json(Data::new(s.churn.rotate_keys(&access, req).await?)))
+    Ok(Json(Data::new(
+        s.churn.core().rotate_keys(&access, req).await?,
+    )))
 }
 
 #[utoipa::path(get, path = "/projects/{slug}/webhook-secret", operation_id = "get_webhook_secret", tag = "projects", security(("bearer" = [])),
@@ -118,7 +127,7 @@ pub async fn webhook_secret(
     State(s): State<AppState>,
     ProjectScope(access): AdminProject,
 ) -> ApiResult<Json<Data<WebhookSecret>>> {
-    Ok(Json(Data::new(s.churn.webhook_secret(&access)?)))
+    Ok(Json(Data::new(s.churn.core().webhook_secret(&access)?)))
 }
 
 #[utoipa::path(post, path = "/projects/{slug}/webhook-secret/rotate", operation_id = "rotate_webhook_secret", tag = "projects", security(("bearer" = [])),
@@ -129,6 +138,6 @@ pub async fn rotate_webhook_secret(
     ProjectScope(access): AdminProject,
 ) -> ApiResult<Json<Data<WebhookSecret>>> {
     Ok(Json(Data::new(
-        s.churn.rotate_webhook_secret(&access).await?,
+        s.churn.core().rotate_webhook_secret(&access).await?,
     )))
 }

@@ -26,7 +26,7 @@ pub async fn open(State(s): State<AppState>, Path(pixel): Path<String>) -> ApiRe
     let token = pixel
         .strip_suffix(".gif")
         .ok_or_else(|| ApiError::not_found("no route for this path"))?;
-    s.churn.track_open(token).await?;
+    s.churn.tracking().track_open(token).await?;
     Ok((
         [
             (header::CONTENT_TYPE, "image/gif"),
@@ -58,7 +58,11 @@ pub async fn click(
     let (Some(target), Some(signature)) = (q.u, q.s) else {
         return Err(ApiError::not_found("no route for this path"));
     };
-    let target = s.churn.track_click(&token, &target, &signature).await?;
+    let target = s
+        .churn
+        .tracking()
+        .track_click(&token, &target, &signature)
+        .await?;
     Ok((
         StatusCode::FOUND,
         [

@@ -36,7 +36,7 @@ fn page(title: &str, body: &str) -> Response {
 #[utoipa::path(get, path = "/u/{token}", tag = "tracking", params(("token" = String, Path)),
     responses((status = 200, description = "a page whose button unsubscribes", content_type = "text/html"), (status = 404)))]
 pub async fn show(State(s): State<AppState>, Path(token): Path<String>) -> ApiResult<Response> {
-    let target = s.churn.unsubscribe_target(&token).await?;
+    let target = s.churn.sending().unsubscribe_target(&token).await?;
     let body = format!(
         "<p>Stop emails from {project} to <strong>{email}</strong>?</p>\
          <form method=\"post\" action=\"/u/{token}\">\
@@ -53,7 +53,7 @@ pub async fn show(State(s): State<AppState>, Path(token): Path<String>) -> ApiRe
 #[utoipa::path(post, path = "/u/{token}", tag = "tracking", params(("token" = String, Path)),
     responses((status = 200, description = "unsubscribed", content_type = "text/html"), (status = 404)))]
 pub async fn confirm(State(s): State<AppState>, Path(token): Path<String>) -> ApiResult<Response> {
-    let target = s.churn.unsubscribe(&token).await?;
+    let target = s.churn.sending().unsubscribe(&token).await?;
     let body = format!(
         "<p><strong>{email}</strong> will get no more emails from {project}.</p>",
         project = escape(&target.project_name),
