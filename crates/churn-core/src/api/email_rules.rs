@@ -21,8 +21,10 @@ pub struct Suppression {
 #[serde(deny_unknown_fields)]
 pub struct PageQuery {
     /// Default 1.
+    #[param(minimum = 1, maximum = 4294967295_i64)]
     pub page: Option<i64>,
     /// Default 20, at most 100.
+    #[param(minimum = 1, maximum = 100)]
     pub per_page: Option<i64>,
 }
 

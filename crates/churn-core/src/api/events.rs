@@ -296,7 +296,7 @@ pub struct SentVariant {
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Default 1.
-    #[param(minimum = 1)]
+    #[param(minimum = 1, maximum = 4294967295_i64)]
     pub page: Option<i64>,
     /// Default 20.
     #[param(minimum = 1, maximum = 100)]

@@ -90,7 +90,7 @@ pub async fn reset_password(
     Ok(ok())
 }
 
-#[utoipa::path(post, path = "/auth/password", tag = "auth", security(("bearer" = [])), request_body = ChangePassword,
+#[utoipa::path(post, path = "/auth/password", operation_id = "change_password", tag = "auth", security(("bearer" = [])), request_body = ChangePassword,
     responses((status = 200, description = "a fresh session; every earlier token is revoked", body = Data<Session>),
               (status = 400, body = ErrorBody), (status = 401, description = "wrong current password", body = ErrorBody)))]
 pub async fn change_password(
@@ -103,7 +103,7 @@ pub async fn change_password(
     )))
 }
 
-#[utoipa::path(post, path = "/auth/logout-all", tag = "auth", security(("bearer" = [])),
+#[utoipa::path(post, path = "/auth/logout-all", operation_id = "logout_all", tag = "auth", security(("bearer" = [])),
     responses((status = 200, description = "every session of the user, this one included, is revoked", body = Data<StatusOk>),
               (status = 401, body = ErrorBody)))]
 pub async fn logout_all(
@@ -114,7 +114,7 @@ pub async fn logout_all(
     Ok(ok())
 }
 
-#[utoipa::path(post, path = "/auth/verify-email", tag = "auth", request_body = VerifyEmail,
+#[utoipa::path(post, path = "/auth/verify-email", operation_id = "verify_email", tag = "auth", request_body = VerifyEmail,
     responses((status = 200, body = Data<StatusOk>), (status = 400, description = "unknown, used or expired token", body = ErrorBody)))]
 pub async fn verify_email(
     State(s): State<AppState>,

@@ -11,7 +11,7 @@ use crate::error::ApiResult;
 use crate::extract::{AdminProject, ApiJson, ApiProject, ApiQuery, ProjectScope};
 use crate::state::AppState;
 
-#[utoipa::path(get, path = "/projects/{slug}/suppressions", tag = "projects", security(("bearer" = []), ("api_key" = [])),
+#[utoipa::path(get, path = "/projects/{slug}/suppressions", operation_id = "list_suppressions", tag = "projects", security(("bearer" = []), ("api_key" = [])),
     params(("slug" = String, Path), PageQuery),
     responses((status = 200, body = Page<Suppression>), (status = 400, body = ErrorBody)))]
 pub async fn list_suppressions(
@@ -23,7 +23,7 @@ pub async fn list_suppressions(
     Ok(Json(Page { data, meta }))
 }
 
-#[utoipa::path(delete, path = "/projects/{slug}/suppressions/{email}", tag = "projects", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/projects/{slug}/suppressions/{email}", operation_id = "delete_suppression", tag = "projects", security(("bearer" = [])),
     params(("slug" = String, Path), ("email" = String, Path)),
     responses((status = 204, description = "the address may be emailed again"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn delete_suppression(
@@ -38,7 +38,7 @@ pub async fn delete_suppression(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(get, path = "/projects/{slug}/email-settings", tag = "projects", security(("bearer" = [])),
+#[utoipa::path(get, path = "/projects/{slug}/email-settings", operation_id = "get_email_settings", tag = "projects", security(("bearer" = [])),
     params(("slug" = String, Path)),
     responses((status = 200, body = Data<EmailSettings>), (status = 403, body = ErrorBody)))]
 pub async fn get_email_settings(
@@ -50,7 +50,7 @@ pub async fn get_email_settings(
     )))
 }
 
-#[utoipa::path(put, path = "/projects/{slug}/email-settings", tag = "projects", security(("bearer" = [])),
+#[utoipa::path(put, path = "/projects/{slug}/email-settings", operation_id = "put_email_settings", tag = "projects", security(("bearer" = [])),
     params(("slug" = String, Path)), request_body = UpdateEmailSettings,
     responses((status = 200, body = Data<EmailSettings>), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody)))]
 pub async fn put_email_settings(
@@ -63,7 +63,7 @@ pub async fn put_email_settings(
     )))
 }
 
-#[utoipa::path(post, path = "/projects/{slug}/email-settings/verify", tag = "projects", security(("bearer" = [])),
+#[utoipa::path(post, path = "/projects/{slug}/email-settings/verify", operation_id = "verify_sender_domain", tag = "projects", security(("bearer" = [])),
     params(("slug" = String, Path)),
     responses((status = 200, description = "the settings, with the outcome in domain_verified", body = Data<EmailSettings>),
               (status = 400, body = ErrorBody), (status = 403, body = ErrorBody)))]

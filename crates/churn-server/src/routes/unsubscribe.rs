@@ -33,7 +33,7 @@ fn page(title: &str, body: &str) -> Response {
         .into_response()
 }
 
-#[utoipa::path(get, path = "/u/{token}", tag = "tracking", params(("token" = String, Path)),
+#[utoipa::path(get, path = "/u/{token}", operation_id = "unsubscribe_page", tag = "tracking", params(("token" = String, Path)),
     responses((status = 200, description = "a page whose button unsubscribes", content_type = "text/html"), (status = 404)))]
 pub async fn show(State(s): State<AppState>, Path(token): Path<String>) -> ApiResult<Response> {
     let target = s.churn.sending().unsubscribe_target(&token).await?;
@@ -50,7 +50,7 @@ pub async fn show(State(s): State<AppState>, Path(token): Path<String>) -> ApiRe
 }
 
 /// Whatever the body (RFC 8058 clients post `List-Unsubscribe=One-Click`), the token decides.
-#[utoipa::path(post, path = "/u/{token}", tag = "tracking", params(("token" = String, Path)),
+#[utoipa::path(post, path = "/u/{token}", operation_id = "unsubscribe", tag = "tracking", params(("token" = String, Path)),
     responses((status = 200, description = "unsubscribed", content_type = "text/html"), (status = 404)))]
 pub async fn confirm(State(s): State<AppState>, Path(token): Path<String>) -> ApiResult<Response> {
     let target = s.churn.sending().unsubscribe(&token).await?;
