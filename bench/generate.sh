@@ -18,7 +18,7 @@ seed_sqlite() {
 PRAGMA busy_timeout = 10000;
 BEGIN;
 CREATE TEMP TABLE s(i INTEGER PRIMARY KEY, name TEXT);
-INSERT INTO s(name) VALUES ${STRATEGIES//,/),(};
+INSERT INTO s(name) VALUES (${STRATEGIES//,/),(});
 WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < $3)
 INSERT INTO churn_events (id, project_id, customer_email, event_type, reason_code, mrr, currency, status, provider, created_at, updated_at)
 SELECT printf('seed-%s-%08d', '$2', n), '$2', printf('c%d@example.com', n), 'cancellation', 'too_expensive', 4900, 'usd',
