@@ -6,47 +6,23 @@
 //! process dies mid-send the outcome is settled from evidence (the file outbox) or by an
 //! operator, never by sending again.
 
-use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+
+use super::wire::wire_enum;
 
 pub const MAX_SUBJECT_CHARS: usize = 200;
 pub const MAX_BODY_CHARS: usize = 50_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum VariantStatus {
-    Draft,
-    /// Claimed by a send whose outcome is not recorded yet.
-    Sending,
-    Sent,
-    Opened,
-    Clicked,
-    Bounced,
-}
-
-impl VariantStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            VariantStatus::Draft => "draft",
-            VariantStatus::Sending => "sending",
-            VariantStatus::Sent => "sent",
-            VariantStatus::Opened => "opened",
-            VariantStatus::Clicked => "clicked",
-            VariantStatus::Bounced => "bounced",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Option<Self> {
-        [
-            Self::Draft,
-            Self::Sending,
-            Self::Sent,
-            Self::Opened,
-            Self::Clicked,
-            Self::Bounced,
-        ]
-        .into_iter()
-        .find(|s| s.as_str() == raw)
+wire_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ToSchema)]
+    pub enum VariantStatus {
+        Draft = "draft",
+        /// Claimed by a send whose outcome is not recorded yet.
+        Sending = "sending",
+        Sent = "sent",
+        Opened = "opened",
+        Clicked = "clicked",
+        Bounced = "bounced",
     }
 }
 

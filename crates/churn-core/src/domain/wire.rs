@@ -53,6 +53,7 @@ pub(crate) use wire_enum;
 mod tests {
     use crate::domain::{
         lifecycle::EventStatus, role::Role, strategy::ReasonCode, strategy::Strategy,
+        variant::VariantStatus,
     };
 
     /// The names the enums answer with in JSON are the names they are stored under.
@@ -77,6 +78,11 @@ mod tests {
         check(&Role::ALL, Role::as_str, Role::parse);
         check(&Strategy::ALL, Strategy::as_str, Strategy::parse);
         check(&ReasonCode::ALL, ReasonCode::as_str, ReasonCode::parse);
+        check(
+            &VariantStatus::ALL,
+            VariantStatus::as_str,
+            VariantStatus::parse,
+        );
     }
 
     /// The OpenAPI document lists the same names (a proc macro must see them through the

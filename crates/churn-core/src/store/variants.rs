@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{ts, ts_opt};
+use super::{Writes, ts, ts_opt};
 use crate::domain::ranking::Outcome;
 use crate::domain::strategy::Strategy;
 use crate::domain::variant::VariantStatus;
@@ -197,7 +197,7 @@ pub async fn by_id<'e>(
 
 /// Edits a draft; `false` when it is no longer a draft.
 pub async fn edit<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     id: &str,
     subject: &str,
     body: &str,
@@ -223,7 +223,7 @@ pub async fn edit<'e>(
 /// longer a draft. A claim is never taken over: if a process dies mid-send the variant stays
 /// claimed until it is settled.
 pub async fn claim_for_send<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     id: &str,
     message_id: &str,
     recipient: &str,
@@ -248,7 +248,7 @@ pub async fn claim_for_send<'e>(
 /// recipient are forgotten) or `bounced` (they are kept). `false` when the claim was
 /// settled meanwhile.
 pub async fn release_claim<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     id: &str,
     message_id: Option<&str>,
     to: VariantStatus,
@@ -284,7 +284,7 @@ fn same_claim(message_id: Option<&str>, param: u8) -> String {
 
 /// Ends a claim whose email was handed over; `false` when the claim was settled meanwhile.
 pub async fn mark_sent<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     id: &str,
     message_id: Option<&str>,
     now: Timestamp,
@@ -342,7 +342,7 @@ pub async fn claims<'e>(
 /// Records an open or a click: the new status (computed by the domain rule from `from`),
 /// the count, and the first time. `false` when the status changed meanwhile.
 pub async fn record_observation<'e>(
-    db: impl Executor<'e, Database = Any>,
+    db: impl Writes<'e>,
     id: &str,
     from: VariantStatus,
     to: VariantStatus,
