@@ -161,9 +161,13 @@ pub struct Accounts {
 }
 
 /// The service: built once by [`Churn::open`], it owns the capabilities and hands them out,
-/// so a caller names the one it uses (`churn.sending().send_variant(..)`).
+/// so a caller names the one it uses (`churn.sending().send_variant(..)`). Cloned for every
+/// request (axum state), so it is one `Arc`: cloning the parts would cost dozens of atomic
+/// increments and string copies per clone.
 #[derive(Clone)]
-pub struct Churn {
+pub struct Churn(Arc<Parts>);
+
+struct Parts {
     core: Core,
     generation: Generation,
     sending: Sending,
@@ -214,7 +218,7 @@ impl Churn {
             ))),
             _ => None,
         };
-        Ok(Self {
+        Ok(Self(Arc::new(Parts {
             generation: Generation {
                 core: core.clone(),
                 generator: generator(config, &outbound),
@@ -247,50 +251,50 @@ impl Churn {
             core,
             encryption_key,
             outbound,
-        })
+        })))
     }
 
     /// Projects, keys, events and statistics: storage and clock only.
     pub fn core(&self) -> &Core {
-        &self.core
+        &self.0.core
     }
 
     /// Drafting with the generator.
     pub fn generation(&self) -> &Generation {
-        &self.generation
+        &self.0.generation
     }
 
     /// Sending email, suppressions, quota, sender domains.
     pub fn sending(&self) -> &Sending {
-        &self.sending
+        &self.0.sending
     }
 
     /// Recording opens and clicks.
     pub fn tracking(&self) -> &Tracking {
-        &self.tracking
+        &self.0.tracking
     }
 
     /// Accounts and sessions.
     pub fn accounts(&self) -> &Accounts {
-        &self.accounts
+        &self.0.accounts
     }
 
     pub fn store(&self) -> &Store {
-        self.core.store()
+        self.0.core.store()
     }
 
     pub fn now(&self) -> Timestamp {
-        self.core.now()
+        self.0.core.now()
     }
 
     /// The outbound HTTP clients (operator- and tenant-given URLs).
     pub fn outbound(&self) -> &Outbound {
-        &self.outbound
+        &self.0.outbound
     }
 
     /// The key that encrypts provider credentials at rest (created at the first start).
     pub fn encryption_key(&self) -> &EncryptionKey {
-        &self.encryption_key
+        &self.0.encryption_key
     }
 }
 

@@ -11,7 +11,7 @@ use mailin_embedded::{Handler, Response, Server, response};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp};
+use crate::helpers::{Backend, Options, TestApp, acme_owner as owner, event_with_variants};
 use churn_core::both_backends;
 
 both_backends!(
@@ -71,50 +71,6 @@ pub(crate) fn start_smtp() -> (u16, Arc<Mutex<Vec<String>>>) {
         let _ = server.serve();
     });
     (port, received)
-}
-
-async fn event_with_variants(app: &TestApp, token: &str, email: &str) -> (String, String) {
-    let event = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/churn-events")
-                .bearer_auth(token)
-                .json(&json!({"customer_email": email, "customer_name": "Dana", "event_type": "cancellation"})),
-            201,
-        )
-        .await;
-    let id = event["data"]["id"].as_str().unwrap().to_owned();
-    let generated = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/generate"),
-            )
-            .bearer_auth(token),
-            200,
-        )
-        .await;
-    let vid = generated["data"]["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["recommended"] == true)
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    (id, vid)
-}
-
-async fn owner(app: &TestApp) -> String {
-    let s = app.register("owner@acme.io").await;
-    app.expect(
-        app.req(Method::POST, "/projects")
-            .bearer_auth(&s.token)
-            .json(&json!({"name": "Acme", "support_email": "support@acme.io"})),
-        201,
-    )
-    .await;
-    s.token
 }
 
 async fn variant_status(app: &TestApp, token: &str, id: &str, vid: &str) -> Value {

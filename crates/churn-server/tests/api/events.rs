@@ -1,7 +1,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp};
+use crate::helpers::{Backend, Options, TestApp, acme_owner as owner};
 use churn_core::both_backends;
 
 both_backends!(
@@ -24,21 +24,6 @@ both_backends!(
     nine_emails_of_a_fixed_event,
     strategy_outcomes_follow_sends_and_recoveries,
 );
-
-/// A signed-up owner with one project `acme`; returns the session token.
-async fn owner(app: &TestApp) -> String {
-    let s = app.register("owner@acme.io").await;
-    let body = app
-        .expect(
-            app.req(Method::POST, "/projects")
-                .bearer_auth(&s.token)
-                .json(&json!({"name": "Acme", "support_email": "support@acme.io"})),
-            201,
-        )
-        .await;
-    assert_eq!(body["data"]["slug"], "acme");
-    s.token
-}
 
 async fn create_event(app: &TestApp, token: &str, body: Value) -> Value {
     app.expect(

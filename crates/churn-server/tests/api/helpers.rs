@@ -241,3 +241,54 @@ impl Drop for TestApp {
         self.shutdown.cancel();
     }
 }
+
+/// `owner@acme.io` with the project `acme` (support address `support@acme.io`); returns the
+/// session token.
+pub async fn acme_owner(app: &TestApp) -> String {
+    let s = app.register("owner@acme.io").await;
+    let body = app
+        .expect(
+            app.req(Method::POST, "/projects")
+                .bearer_auth(&s.token)
+                .json(&json!({"name": "Acme", "support_email": "support@acme.io"})),
+            201,
+        )
+        .await;
+    assert_eq!(body["data"]["slug"], "acme");
+    s.token
+}
+
+/// A cancellation of `email` in `acme` with its nine drafts: (event id, variants).
+pub async fn generated_event(app: &TestApp, token: &str, email: &str) -> (String, Vec<Value>) {
+    let event = app
+        .expect(
+            app.req(Method::POST, "/projects/acme/churn-events")
+                .bearer_auth(token)
+                .json(&json!({"customer_email": email, "customer_name": "Dana", "event_type": "cancellation"})),
+            201,
+        )
+        .await;
+    let id = event["data"]["id"].as_str().unwrap().to_owned();
+    let generated = app
+        .expect(
+            app.req(
+                Method::POST,
+                &format!("/projects/acme/churn-events/{id}/generate"),
+            )
+            .bearer_auth(token),
+            200,
+        )
+        .await;
+    let variants = generated["data"]["variants"].as_array().unwrap().clone();
+    (id, variants)
+}
+
+/// Like `generated_event`; returns the event id and the recommended variant's id.
+pub async fn event_with_variants(app: &TestApp, token: &str, email: &str) -> (String, String) {
+    let (id, variants) = generated_event(app, token, email).await;
+    let vid = variants.iter().find(|v| v["recommended"] == true).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (id, vid)
+}

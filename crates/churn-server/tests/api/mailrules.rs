@@ -11,7 +11,7 @@ use hickory_proto::rr::{RData, Record, RecordType};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, generated_event as event};
 use churn_core::both_backends;
 
 both_backends!(
@@ -24,49 +24,15 @@ both_backends!(
 );
 
 async fn owner(app: &TestApp, settings: Value) -> String {
-    let s = app.register("owner@acme.io").await;
-    app.expect(
-        app.req(Method::POST, "/projects")
-            .bearer_auth(&s.token)
-            .json(&json!({"name": "Acme", "support_email": "support@acme.io"})),
-        201,
-    )
-    .await;
+    let token = acme_owner(app).await;
     app.expect(
         app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&s.token)
+            .bearer_auth(&token)
             .json(&json!({ "settings": settings })),
         200,
     )
     .await;
-    s.token
-}
-
-/// Creates an event for `email` and generates its variants: (event id, variants).
-async fn event(app: &TestApp, token: &str, email: &str) -> (String, Vec<Value>) {
-    let event = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/churn-events")
-                .bearer_auth(token)
-                .json(&json!({"customer_email": email, "customer_name": "Dana", "event_type": "cancellation"})),
-            201,
-        )
-        .await;
-    let id = event["data"]["id"].as_str().unwrap().to_owned();
-    let generated = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/generate"),
-            )
-            .bearer_auth(token),
-            200,
-        )
-        .await;
-    (
-        id,
-        generated["data"]["variants"].as_array().unwrap().clone(),
-    )
+    token
 }
 
 fn send_path(event: &str, variant: &Value) -> String {

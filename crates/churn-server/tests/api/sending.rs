@@ -18,7 +18,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
 
-use crate::helpers::{Backend, Options, TestApp, TestDatabase};
+use crate::helpers::{
+    Backend, Options, TestApp, TestDatabase, acme_owner as owner, event_with_variants,
+};
 
 both_backends!(
     a_send_finishes_when_its_client_goes_away,
@@ -101,51 +103,6 @@ async fn session(
         write.write_all(reply.as_bytes()).await?;
     }
     Ok(())
-}
-
-async fn owner(app: &TestApp) -> String {
-    let s = app.register("owner@acme.io").await;
-    app.expect(
-        app.req(Method::POST, "/projects")
-            .bearer_auth(&s.token)
-            .json(&json!({"name": "Acme", "support_email": "support@acme.io"})),
-        201,
-    )
-    .await;
-    s.token
-}
-
-/// An event with its nine drafts; returns the event id and the recommended variant's id.
-async fn event_with_variants(app: &TestApp, token: &str, email: &str) -> (String, String) {
-    let event = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/churn-events")
-                .bearer_auth(token)
-                .json(&json!({"customer_email": email, "customer_name": "Dana", "event_type": "cancellation"})),
-            201,
-        )
-        .await;
-    let id = event["data"]["id"].as_str().unwrap().to_owned();
-    let generated = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/generate"),
-            )
-            .bearer_auth(token),
-            200,
-        )
-        .await;
-    let vid = generated["data"]["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["recommended"] == true)
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    (id, vid)
 }
 
 async fn event(app: &TestApp, token: &str, id: &str) -> Value {
