@@ -343,6 +343,11 @@ def kill_test(args):
               and windows == events_sent)
         if not ok:
             print("FAILED", lost[:10], sending[:10], list(unrecorded)[:5], list(phantom)[:5], file=sys.stderr)
+            for mid in list(unrecorded)[:5]:
+                # What the database says about the message and its variant, for the diagnosis.
+                print("variant rows for", mid, service.sql(
+                    "SELECT id, status, message_id, claimed_at, sent_at, updated_at FROM recovery_variants "
+                    f"WHERE message_id = '{mid}' OR id = '{mid.split('@')[0]}'"), file=sys.stderr)
             sys.exit(1)
     finally:
         service.cleanup()
