@@ -24,6 +24,8 @@ use utoipa::{Modify, OpenApi};
         (name = "churn events (unscoped)", description = "The older unscoped form of the churn event routes"),
         (name = "statistics", description = "Recovery statistics"),
         (name = "tracking", description = "Open pixel and click redirects of sent emails"),
+        (name = "behavior", description = "Tracked behaviour events, customers and event analytics"),
+        (name = "churn risk", description = "Churn-risk scores of customers"),
         (name = "operations", description = "Health, readiness and metrics"),
         (name = "dev", description = "Test clock and jobs (dev mode only)"),
     )

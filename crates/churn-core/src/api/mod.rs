@@ -2,10 +2,12 @@
 //! cannot drift apart.
 
 pub mod auth;
+pub mod behavior;
 pub mod email_rules;
 pub mod events;
 pub mod ops;
 pub mod projects;
+pub mod risk;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

@@ -1,5 +1,6 @@
 //! Pure domain rules: no I/O, no clock reads; every function here takes what it needs.
 
+pub mod behavior;
 pub mod cta;
 pub mod email;
 pub mod keys;
@@ -7,6 +8,7 @@ pub mod lifecycle;
 pub mod origin;
 pub mod password;
 pub mod ranking;
+pub mod risk;
 pub mod role;
 pub mod sender;
 pub mod settings;

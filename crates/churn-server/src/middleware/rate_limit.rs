@@ -1,8 +1,10 @@
-//! Per-IP rate limits with `X-RateLimit-Limit/Remaining/Reset` on every response: credential
-//! routes 5 rps (burst 10), everything else 10 rps (burst 30). Tokens refill continuously
+//! Rate limits with `X-RateLimit-Limit/Remaining/Reset` on every response: per IP, credential
+//! routes 5 rps (burst 10), everything else 10 rps (burst 30); `POST /track` with a key is
+//! outside those and limited per secret key instead, 100 rps (burst 200). Tokens refill continuously
 //! (GCRA); `Reset` is the seconds until the bucket is full again. An IPv6 client is keyed by
 //! its /64, the block one subscriber gets, so rotating addresses inside it gains nothing.
 
+use std::hash::Hash;
 use std::net::{IpAddr, Ipv6Addr};
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -19,17 +21,19 @@ use governor::{Quota, RateLimiter};
 
 use super::network::Network;
 use crate::error::ApiError;
+use crate::extract::API_KEY_HEADER;
+use churn_core::domain::keys::{KeyKind, PresentedKey};
 
-type Limiter =
-    RateLimiter<IpAddr, DefaultKeyedStateStore<IpAddr>, DefaultClock, StateInformationMiddleware>;
+type Limiter<K> =
+    RateLimiter<K, DefaultKeyedStateStore<K>, DefaultClock, StateInformationMiddleware>;
 
-struct Bucket {
-    limiter: Limiter,
+struct Bucket<K: Hash + Eq + Clone = IpAddr> {
+    limiter: Limiter<K>,
     burst: u32,
     refill: Duration,
 }
 
-impl Bucket {
+impl<K: Hash + Eq + Clone> Bucket<K> {
     fn new(per_second: u32, burst: u32) -> Self {
         let nz = |n| NonZeroU32::new(n).expect("rate limit constants are non-zero");
         let quota = Quota::per_second(nz(per_second)).allow_burst(nz(burst));
@@ -44,8 +48,12 @@ impl Bucket {
 pub struct RateLimits {
     auth: Bucket,
     general: Bucket,
+    /// `POST /track`, keyed by the presented API key.
+    tracking: Bucket<String>,
     clock: DefaultClock,
 }
+
+const TRACK_ROUTE: &str = "/api/v1/track";
 
 /// Routes that take credentials get the stricter limit.
 const CREDENTIAL_ROUTES: &[&str] = &[
@@ -65,6 +73,7 @@ impl RateLimits {
         Self {
             auth: Bucket::new(5, 10),
             general: Bucket::new(10, 30),
+            tracking: Bucket::new(100, 200),
             clock: DefaultClock::default(),
         }
     }
@@ -75,6 +84,8 @@ impl RateLimits {
             bucket.limiter.retain_recent();
             bucket.limiter.shrink_to_fit();
         }
+        self.tracking.limiter.retain_recent();
+        self.tracking.limiter.shrink_to_fit();
     }
 }
 
@@ -105,13 +116,34 @@ pub struct RateLimitState {
 
 pub async fn limit(State(state): State<Arc<RateLimitState>>, req: Request, next: Next) -> Response {
     let limits = &state.limits;
+    let key = (req.uri().path() == TRACK_ROUTE)
+        .then(|| req.headers().get(API_KEY_HEADER)?.to_str().ok())
+        .flatten()
+        .map(str::trim)
+        // Anything but a secret key is refused by the route; it stays under the IP limit.
+        .filter(|k| PresentedKey::parse(k).is_some_and(|p| p.kind == KeyKind::Secret))
+        .map(str::to_owned);
+    if let Some(key) = key {
+        return check(&limits.tracking, &key, &limits.clock, req, next).await;
+    }
     let bucket = if CREDENTIAL_ROUTES.contains(&req.uri().path()) {
         &limits.auth
     } else {
         &limits.general
     };
     let client = limit_key(state.network.client_ip(&req));
-    match bucket.limiter.check_key(&client) {
+    check(bucket, &client, &limits.clock, req, next).await
+}
+
+/// Takes a token from `key`'s bucket and runs the request, or answers 429.
+async fn check<K: Hash + Eq + Clone>(
+    bucket: &Bucket<K>,
+    key: &K,
+    clock: &DefaultClock,
+    req: Request,
+    next: Next,
+) -> Response {
+    match bucket.limiter.check_key(key) {
         Ok(snapshot) => {
             let remaining = snapshot.remaining_burst_capacity();
             let mut response = next.run(req).await;
@@ -120,7 +152,7 @@ pub async fn limit(State(state): State<Arc<RateLimitState>>, req: Request, next:
             response
         }
         Err(not_until) => {
-            let wait = not_until.wait_time_from(limits.clock.now());
+            let wait = not_until.wait_time_from(clock.now());
             let mut response =
                 ApiError::rate_limited(ceil_secs(wait)).into_response_for(req.uri().path());
             set_headers(
@@ -161,7 +193,7 @@ mod tests {
 
     #[test]
     fn a_burst_is_allowed_then_refused() {
-        let bucket = Bucket::new(10, 30);
+        let bucket: Bucket = Bucket::new(10, 30);
         let ip: IpAddr = "203.0.113.7".parse().unwrap();
         let mut last = u32::MAX;
         for _ in 0..30 {
@@ -182,6 +214,18 @@ mod tests {
     }
 
     #[test]
+    fn tracking_keys_get_200_then_wait() {
+        let bucket: Bucket<String> = Bucket::new(100, 200);
+        let key = "sk_live_a".to_owned();
+        for _ in 0..200 {
+            assert!(bucket.limiter.check_key(&key).is_ok());
+        }
+        assert!(bucket.limiter.check_key(&key).is_err());
+        assert!(bucket.limiter.check_key(&"sk_live_b".to_owned()).is_ok());
+        assert_eq!(bucket.refill, Duration::from_millis(10));
+    }
+
+    #[test]
     fn ipv6_clients_share_their_64() {
         let key = |s: &str| limit_key(s.parse().unwrap());
         assert_eq!(
@@ -192,7 +236,7 @@ mod tests {
         assert_eq!(key("::ffff:203.0.113.7"), key("203.0.113.7"));
         assert_ne!(key("203.0.113.7"), key("203.0.113.8"));
 
-        let bucket = Bucket::new(10, 30);
+        let bucket: Bucket = Bucket::new(10, 30);
         for i in 0..30u16 {
             let rotated = format!("2001:db8:1:2::{i:x}");
             assert!(bucket.limiter.check_key(&key(&rotated)).is_ok());

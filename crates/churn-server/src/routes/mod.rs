@@ -1,6 +1,7 @@
 //! The route table and the middleware stack around it.
 
 mod auth;
+mod behavior;
 mod dev;
 mod email_rules;
 mod events;
@@ -8,6 +9,7 @@ mod legacy;
 mod ops;
 mod pages;
 mod projects;
+mod risk;
 mod tracking;
 mod unsubscribe;
 
@@ -87,6 +89,15 @@ pub fn service(
         .routes(routes!(events::send))
         .routes(routes!(events::project_stats))
         .routes(routes!(events::stats))
+        .routes(routes!(behavior::track))
+        .routes(routes!(behavior::customers))
+        .routes(routes!(behavior::customer))
+        .routes(routes!(behavior::customer_events))
+        .routes(routes!(behavior::event_analytics))
+        .routes(routes!(risk::list))
+        .routes(routes!(risk::customer))
+        .routes(routes!(risk::recompute))
+        .routes(routes!(risk::get_config, risk::put_config))
         .routes(routes!(legacy::list, legacy::create))
         .routes(routes!(legacy::get))
         .routes(routes!(legacy::recovered))

@@ -4,6 +4,7 @@
 mod helpers;
 
 mod accounts;
+mod behavior;
 mod conventions;
 mod email;
 mod events;
@@ -13,6 +14,7 @@ mod logging;
 mod mailrules;
 mod operations;
 mod projects;
+mod risk;
 mod sending;
 mod tenancy;
 mod transport;
