@@ -5,6 +5,7 @@ pub mod auth;
 pub mod email_rules;
 pub mod events;
 pub mod ops;
+pub mod payments;
 pub mod projects;
 
 use serde::{Deserialize, Serialize};

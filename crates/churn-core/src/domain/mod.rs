@@ -6,6 +6,7 @@ pub mod keys;
 pub mod lifecycle;
 pub mod origin;
 pub mod password;
+pub mod provider;
 pub mod ranking;
 pub mod role;
 pub mod sender;

@@ -14,6 +14,8 @@
 //! - [`Accounts`] (core, session token keys, [`Mailer`], identity provider, registration
 //!   policy): registration, login, passwords and account emails (`accounts`), identity-provider
 //!   sign-in (`idp`), session verification (`access`).
+//! - [`Payments`] (core, tenant outbound client, encryption key): payment-provider
+//!   connections and their clients (`payments`).
 //! - [`Mailer`] (email transport, public URL, sender): shared by `Sending` and `Accounts`, the
 //!   only two that send email.
 //!
@@ -32,6 +34,7 @@ mod cache;
 pub mod events;
 mod generation;
 mod idp;
+mod payments;
 pub mod projects;
 mod quota;
 mod secrets;
@@ -59,6 +62,7 @@ use crate::time::{Clock, Timestamp};
 
 pub use access::ProjectAccess;
 pub use accounts::AccountEmail;
+pub use payments::{Connection, Payments};
 pub use quota::SendQuota;
 pub use secrets::EncryptionKey;
 pub use sender::Sender;
@@ -173,6 +177,7 @@ struct Parts {
     sending: Sending,
     tracking: Tracking,
     accounts: Accounts,
+    payments: Payments,
     encryption_key: Arc<EncryptionKey>,
     /// Every outbound HTTP call goes through its clients.
     outbound: Outbound,
@@ -248,6 +253,12 @@ impl Churn {
                 idp,
                 registration: config.registration(),
             },
+            payments: Payments {
+                core: core.clone(),
+                outbound: outbound.clone(),
+                encryption_key: encryption_key.clone(),
+                public_url: config.public_url(),
+            },
             core,
             encryption_key,
             outbound,
@@ -277,6 +288,11 @@ impl Churn {
     /// Accounts and sessions.
     pub fn accounts(&self) -> &Accounts {
         &self.0.accounts
+    }
+
+    /// Payment-provider connections.
+    pub fn payments(&self) -> &Payments {
+        &self.0.payments
     }
 
     pub fn store(&self) -> &Store {

@@ -15,6 +15,8 @@ pub mod idempotency;
 pub mod jobs;
 pub mod keys;
 pub mod projects;
+pub mod providers;
+pub(crate) mod sealed;
 pub mod secrets;
 pub mod suppressions;
 pub mod users;

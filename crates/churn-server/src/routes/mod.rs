@@ -8,6 +8,7 @@ mod legacy;
 mod ops;
 mod pages;
 mod projects;
+mod providers;
 mod tracking;
 mod unsubscribe;
 
@@ -67,6 +68,8 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
             email_rules::put_email_settings
         ))
         .routes(routes!(email_rules::verify_email_settings))
+        .routes(routes!(providers::list))
+        .routes(routes!(providers::put, providers::delete))
         .routes(routes!(events::create, events::list))
         .routes(routes!(events::get))
         .routes(routes!(events::recovered))

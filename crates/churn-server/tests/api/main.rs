@@ -13,6 +13,7 @@ mod logging;
 mod mailrules;
 mod operations;
 mod projects;
+mod providers;
 mod sending;
 mod tenancy;
 mod transport;
