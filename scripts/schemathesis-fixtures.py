@@ -91,6 +91,7 @@ dictionaries = {
     "variant": variants,
     "pixel": [f"{t}.gif" for t in tracking],
     "token": tracking,
+    "public_key": [main["api_keys"]["public_key"]],
 }
 bindings = {
     "path.slug": "slug",
@@ -99,6 +100,7 @@ bindings = {
     "path.variant_id": "variant",
     "path.pixel": "pixel",
     "path.token": "token",
+    "path.public_key": "public_key",
 }
 
 

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::domain::dunning::Tone;
 use crate::domain::provider::Provider;
 use crate::time::{Timestamp, wire};
 
@@ -42,4 +43,56 @@ pub struct ProviderConnection {
     #[serde(with = "wire")]
     #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
+}
+
+/// The answer to an inbound provider event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WebhookReceived {
+    pub received: bool,
+    pub event_id: String,
+    /// payment_failure_created, payment_failure_updated, payment_recovered,
+    /// payment_failure_abandoned, churn_event_created, customer_signal, duplicate or ignored.
+    pub action: WebhookAction,
+}
+
+crate::domain::wire::wire_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
+    pub enum WebhookAction {
+        PaymentFailureCreated = "payment_failure_created",
+        PaymentFailureUpdated = "payment_failure_updated",
+        PaymentRecovered = "payment_recovered",
+        PaymentFailureAbandoned = "payment_failure_abandoned",
+        ChurnEventCreated = "churn_event_created",
+        CustomerSignal = "customer_signal",
+        Duplicate = "duplicate",
+        Ignored = "ignored",
+    }
+}
+
+/// A project's dunning configuration (defaults when never set).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DunningConfig {
+    pub enabled: bool,
+    /// 0–10.
+    pub max_retries: i64,
+    /// 1–720.
+    pub retry_interval_hours: i64,
+    /// 1–10 tones; the last one repeats.
+    pub tone_sequence: Vec<Tone>,
+    pub send_emails: bool,
+    /// At most 100 characters.
+    pub sender_name: String,
+}
+
+impl Default for DunningConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_retries: 4,
+            retry_interval_hours: 72,
+            tone_sequence: Tone::ALL.to_vec(),
+            send_emails: true,
+            sender_name: "Billing Team".into(),
+        }
+    }
 }

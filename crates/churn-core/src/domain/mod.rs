@@ -1,12 +1,14 @@
 //! Pure domain rules: no I/O, no clock reads; every function here takes what it needs.
 
 pub mod cta;
+pub mod dunning;
 pub mod email;
 pub mod keys;
 pub mod lifecycle;
 pub mod origin;
 pub mod password;
 pub mod provider;
+pub mod provider_events;
 pub mod ranking;
 pub mod role;
 pub mod sender;

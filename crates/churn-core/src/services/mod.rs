@@ -62,7 +62,7 @@ use crate::time::{Clock, Timestamp};
 
 pub use access::ProjectAccess;
 pub use accounts::AccountEmail;
-pub use payments::{Connection, Payments};
+pub use payments::{Connection, InboundHeaders, Payments};
 pub use quota::SendQuota;
 pub use secrets::EncryptionKey;
 pub use sender::Sender;

@@ -9,11 +9,13 @@
 mod db;
 mod decode;
 mod dialect;
+pub mod dunning;
 pub mod email_settings;
 pub mod events;
 pub mod idempotency;
 pub mod jobs;
 pub mod keys;
+pub mod payment_failures;
 pub mod projects;
 pub mod providers;
 pub(crate) mod sealed;

@@ -11,6 +11,7 @@ mod projects;
 mod providers;
 mod tracking;
 mod unsubscribe;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -70,6 +71,7 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(email_rules::verify_email_settings))
         .routes(routes!(providers::list))
         .routes(routes!(providers::put, providers::delete))
+        .routes(routes!(webhooks::receive))
         .routes(routes!(events::create, events::list))
         .routes(routes!(events::get))
         .routes(routes!(events::recovered))

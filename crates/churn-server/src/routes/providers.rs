@@ -23,7 +23,7 @@ pub async fn list(
 }
 
 #[utoipa::path(put, path = "/projects/{slug}/providers/{provider}", operation_id = "put_provider", tag = "payments", security(("bearer" = [])),
-    params(("slug" = String, Path), ("provider" = String, Path, description = "providerA, providerB or custom")),
+    params(("slug" = String, Path), ("provider" = churn_core::domain::provider::Provider, Path)),
     request_body = PutProvider,
     responses((status = 200, body = Data<ProviderConnection>), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn put(
@@ -41,7 +41,7 @@ pub async fn put(
 }
 
 #[utoipa::path(delete, path = "/projects/{slug}/providers/{provider}", operation_id = "delete_provider", tag = "payments", security(("bearer" = [])),
-    params(("slug" = String, Path), ("provider" = String, Path, description = "providerA, providerB or custom")),
+    params(("slug" = String, Path), ("provider" = churn_core::domain::provider::Provider, Path)),
     responses((status = 204, description = "disconnected"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn delete(
     State(s): State<AppState>,

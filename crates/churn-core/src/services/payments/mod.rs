@@ -1,8 +1,10 @@
-//! Payments: connections to payment providers (`connections`), and what is built on them.
+//! Payments: connections to payment providers (`connections`), their inbound events
+//! (`webhooks`), and what is built on them.
 //! The only capability holding the provider clients: it owns the encryption key that opens
 //! their credentials and the tenant outbound client their calls go through.
 
 mod connections;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -10,6 +12,7 @@ use super::{Core, EncryptionKey};
 use crate::outbound::Outbound;
 
 pub use connections::Connection;
+pub use webhooks::InboundHeaders;
 
 #[derive(Clone)]
 pub struct Payments {
