@@ -68,6 +68,14 @@ pub enum Job {
         email: String,
         purpose: AccountEmail,
     },
+    /// A scheduled retry of a failing payment, due at `due` (the record's `next_retry_at`
+    /// when it was scheduled; a record that moved on since ignores it).
+    DunningRetry { failure_id: String, due: String },
+    /// A dunning email of one tone about a failing payment.
+    DunningEmail {
+        failure_id: String,
+        tone: crate::domain::dunning::Tone,
+    },
 }
 
 impl Job {
@@ -75,7 +83,9 @@ impl Job {
     fn retry_schedule(&self) -> &'static [Duration] {
         match self {
             Job::ExpireEvent { .. } => QUADRATIC,
-            Job::AccountEmail { .. } => EMAIL,
+            Job::AccountEmail { .. } | Job::DunningEmail { .. } => EMAIL,
+            // Provider errors are rescheduled by the step itself; this covers storage errors.
+            Job::DunningRetry { .. } => QUADRATIC,
         }
     }
 
@@ -150,6 +160,12 @@ impl RunJob for Churn {
             }
             Job::AccountEmail { email, purpose } => {
                 self.accounts().send_account_email(email, *purpose).await
+            }
+            Job::DunningRetry { failure_id, due } => {
+                self.payments().run_scheduled_retry(failure_id, due).await
+            }
+            Job::DunningEmail { failure_id, tone } => {
+                self.payments().send_dunning_email(failure_id, *tone).await
             }
         }
     }

@@ -103,9 +103,114 @@ pub fn tone_at(sequence: &[Tone], step: usize) -> Tone {
         .unwrap_or(Tone::Friendly)
 }
 
+/// The dunning emails, one per tone: subject and text with `{amount}`, `{reason}`,
+/// `{action}` (the payment link or a request for another payment method) and `{sender}`.
+const TEMPLATES: [(Tone, &str, &str); 4] = [
+    (
+        Tone::Friendly,
+        "Your payment of {amount} didn't go through",
+        "Hi,\n\nWe tried to charge {amount} for your subscription, but {reason}. It happens! \
+         {action}\n\nThanks,\n{sender}",
+    ),
+    (
+        Tone::Professional,
+        "Action needed: payment of {amount} failed",
+        "Hello,\n\nYour payment of {amount} could not be processed: {reason}. To keep your \
+         subscription active, please update your payment details. {action}\n\nRegards,\n{sender}",
+    ),
+    (
+        Tone::Urgent,
+        "Urgent: your subscription is at risk ({amount} unpaid)",
+        "Hello,\n\nWe still could not collect {amount}: {reason}. Your subscription will be \
+         interrupted unless the payment goes through soon. {action}\n\n{sender}",
+    ),
+    (
+        Tone::Final,
+        "Final notice: {amount} is still unpaid",
+        "Hello,\n\nThis is our last reminder: {amount} remains unpaid because {reason}. \
+         Without a payment your subscription will end. {action}\n\n{sender}",
+    ),
+];
+
+/// What a dunning email is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DunningFacts<'a> {
+    pub amount: i64,
+    pub currency: &'a str,
+    pub decline_code: Option<&'a str>,
+    /// Where the customer can pay (the provider's hosted page), when known.
+    pub payment_link: Option<&'a str>,
+    pub sender_name: &'a str,
+}
+
+/// Currencies without minor units (amounts are already whole units).
+const ZERO_DECIMAL: &[&str] = &[
+    "bif", "clp", "djf", "gnf", "jpy", "kmf", "krw", "mga", "pyg", "rwf", "ugx", "vnd", "vuv",
+    "xaf", "xof", "xpf",
+];
+
+/// `29.90 USD` from minor units.
+pub fn format_amount(amount: i64, currency: &str) -> String {
+    let code = currency.to_ascii_uppercase();
+    if ZERO_DECIMAL.contains(&currency.to_ascii_lowercase().as_str()) {
+        return format!("{amount} {code}");
+    }
+    let sign = if amount < 0 { "-" } else { "" };
+    let abs = amount.unsigned_abs();
+    format!("{sign}{}.{:02} {code}", abs / 100, abs % 100)
+}
+
+/// The subject and text of the email of `tone`.
+pub fn render(tone: Tone, facts: &DunningFacts<'_>) -> (String, String) {
+    let (_, subject, body) = TEMPLATES
+        .iter()
+        .find(|(t, _, _)| *t == tone)
+        .copied()
+        .unwrap_or(TEMPLATES[0]);
+    let action = match facts.payment_link {
+        Some(link) => format!("You can pay here: {link}"),
+        None => "Please reply to this email or update your payment method.".to_owned(),
+    };
+    let fill = |text: &str| {
+        text.replace("{amount}", &format_amount(facts.amount, facts.currency))
+            .replace("{reason}", customer_reason(facts.decline_code))
+            .replace("{action}", &action)
+            .replace("{sender}", facts.sender_name)
+    };
+    (fill(subject), fill(body))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_tone_has_a_template_with_amount_and_link() {
+        let facts = DunningFacts {
+            amount: 2990,
+            currency: "usd",
+            decline_code: Some("stolen_card"),
+            payment_link: Some("https://invoice.example/i/1"),
+            sender_name: "Billing Team",
+        };
+        for tone in Tone::ALL {
+            let (subject, body) = render(tone, &facts);
+            assert!(subject.contains("29.90 USD"), "{tone:?}: {subject}");
+            assert!(body.contains("29.90 USD") && body.contains("https://invoice.example/i/1"));
+            assert!(body.contains("your card was declined") && !body.contains("stolen"));
+            assert!(body.ends_with("Billing Team"));
+        }
+        let (_, body) = render(
+            Tone::Final,
+            &DunningFacts {
+                payment_link: None,
+                ..facts
+            },
+        );
+        assert!(body.contains("update your payment method"));
+        assert_eq!(format_amount(500, "JPY"), "500 JPY");
+        assert_eq!(format_amount(5, "eur"), "0.05 EUR");
+    }
 
     #[test]
     fn hard_and_soft_declines() {

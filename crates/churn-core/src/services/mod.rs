@@ -14,8 +14,8 @@
 //! - [`Accounts`] (core, session token keys, [`Mailer`], identity provider, registration
 //!   policy): registration, login, passwords and account emails (`accounts`), identity-provider
 //!   sign-in (`idp`), session verification (`access`).
-//! - [`Payments`] (core, tenant outbound client, encryption key): payment-provider
-//!   connections and their clients (`payments`).
+//! - [`Payments`] (core, sending, tenant outbound client, encryption key): payment-provider
+//!   connections, their webhooks and dunning (`payments`).
 //! - [`Mailer`] (email transport, public URL, sender): shared by `Sending` and `Accounts`, the
 //!   only two that send email.
 //!
@@ -223,25 +223,26 @@ impl Churn {
             ))),
             _ => None,
         };
+        let sending = Sending {
+            core: core.clone(),
+            mailer: mailer.clone(),
+            tracking: tracking.clone(),
+            // The same secret; tokens of the two kinds are signed under different labels.
+            unsubscribe: Arc::new(UnsubscribeKeys::new(tracking_secret.as_bytes())),
+            send_quota: SendQuota {
+                trial: config.send_quota_trial,
+                paid: config.send_quota_paid,
+            },
+            dns_resolver: config.dns_resolver,
+            deliveries: tokio_util::task::TaskTracker::new(),
+        };
         Ok(Self(Arc::new(Parts {
             generation: Generation {
                 core: core.clone(),
                 generator: generator(config, &outbound),
                 email_from: config.email_from.clone(),
             },
-            sending: Sending {
-                core: core.clone(),
-                mailer: mailer.clone(),
-                tracking: tracking.clone(),
-                // The same secret; tokens of the two kinds are signed under different labels.
-                unsubscribe: Arc::new(UnsubscribeKeys::new(tracking_secret.as_bytes())),
-                send_quota: SendQuota {
-                    trial: config.send_quota_trial,
-                    paid: config.send_quota_paid,
-                },
-                dns_resolver: config.dns_resolver,
-                deliveries: tokio_util::task::TaskTracker::new(),
-            },
+            sending: sending.clone(),
             tracking: Tracking {
                 core: core.clone(),
                 keys: tracking,
@@ -255,6 +256,7 @@ impl Churn {
             },
             payments: Payments {
                 core: core.clone(),
+                sending: sending.clone(),
                 outbound: outbound.clone(),
                 encryption_key: encryption_key.clone(),
                 public_url: config.public_url(),

@@ -311,3 +311,160 @@ pub async fn by_reference<'e>(
         .fetch_optional(db)
         .await?)
 }
+
+/// By id alone, for dunning jobs that carry only the id.
+pub async fn by_id<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> Result<Option<FailureRecord>> {
+    let sql = format!("SELECT {COLUMNS} FROM payment_failures WHERE id = $1");
+    Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
+}
+
+/// One page, newest first, optionally of one status.
+pub async fn list<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    status: Option<&str>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<FailureRecord>> {
+    let status = status.unwrap_or_default();
+    let sql = format!(
+        "SELECT {COLUMNS} FROM payment_failures WHERE project_id = $1 AND ($2 = '' OR status = $2) \
+         ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(project_id)
+        .bind(status)
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(db)
+        .await?)
+}
+
+/// Counts by status: (status, records, amount sum, currency).
+pub async fn totals<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<Vec<(String, String, i64, i64)>> {
+    let rows: Vec<(String, String, i64, i64)> = sqlx::query_as(
+        "SELECT status, currency, CAST(COUNT(*) AS BIGINT), CAST(COALESCE(SUM(amount), 0) AS BIGINT) \
+         FROM payment_failures WHERE project_id = $1 GROUP BY status, currency",
+    )
+    .bind(project_id)
+    .fetch_all(db)
+    .await?;
+    Ok(rows)
+}
+
+/// What a settled step changes; guarded by the attempt count it started from.
+#[derive(Debug, Clone)]
+pub struct Settle<'a> {
+    pub status: &'a str,
+    pub attempts: i64,
+    pub max_retries: i64,
+    pub next_retry_at: Option<Timestamp>,
+    pub abandon_reason: Option<&'a str>,
+    pub recovered_at: Option<Timestamp>,
+    pub decline_code: Option<&'a str>,
+}
+
+/// Applies a step unless the record moved meanwhile (`false` then).
+pub async fn settle<'e>(
+    db: impl Writes<'e>,
+    record: &FailureRecord,
+    s: &Settle<'_>,
+    now: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE payment_failures SET status = $4, attempts = $5, max_retries = $6, next_retry_at = $7, \
+         abandon_reason = $8, recovered_at = $9, decline_code = COALESCE($10, decline_code), updated_at = $11 \
+         WHERE project_id = $1 AND id = $2 AND attempts = $3 AND status = 'failing'",
+    )
+    .bind(&record.project_id)
+    .bind(&record.id)
+    .bind(record.attempts)
+    .bind(s.status)
+    .bind(s.attempts)
+    .bind(s.max_retries)
+    .bind(s.next_retry_at.as_ref().map(time::format))
+    .bind(s.abandon_reason)
+    .bind(s.recovered_at.as_ref().map(time::format))
+    .bind(s.decline_code)
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn log_attempt<'e>(
+    db: impl Writes<'e>,
+    failure_id: &str,
+    at: Timestamp,
+    outcome: &str,
+    decline_code: Option<&str>,
+    error: Option<&str>,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO payment_attempts (id, failure_id, at, outcome, decline_code, error) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(crate::ids::new_id())
+    .bind(failure_id)
+    .bind(time::format(&at))
+    .bind(outcome)
+    .bind(decline_code)
+    .bind(error.map(|e| e.chars().take(500).collect::<String>()))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+pub async fn log_email<'e>(
+    db: impl Writes<'e>,
+    failure_id: &str,
+    at: Timestamp,
+    tone: &str,
+    status: &str,
+    reason: Option<&str>,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO payment_emails (id, failure_id, at, tone, status, reason) VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(crate::ids::new_id())
+    .bind(failure_id)
+    .bind(time::format(&at))
+    .bind(tone)
+    .bind(status)
+    .bind(reason)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// (at, outcome, decline_code, error), oldest first.
+pub async fn attempts<'e>(
+    db: impl Executor<'e, Database = Any>,
+    failure_id: &str,
+) -> Result<Vec<(String, String, Option<String>, Option<String>)>> {
+    Ok(sqlx::query_as(
+        "SELECT at, outcome, decline_code, error FROM payment_attempts WHERE failure_id = $1 ORDER BY at, id",
+    )
+    .bind(failure_id)
+    .fetch_all(db)
+    .await?)
+}
+
+/// (at, tone, status, reason), oldest first.
+pub async fn emails<'e>(
+    db: impl Executor<'e, Database = Any>,
+    failure_id: &str,
+) -> Result<Vec<(String, String, String, Option<String>)>> {
+    Ok(sqlx::query_as(
+        "SELECT at, tone, status, reason FROM payment_emails WHERE failure_id = $1 ORDER BY at, id",
+    )
+    .bind(failure_id)
+    .fetch_all(db)
+    .await?)
+}

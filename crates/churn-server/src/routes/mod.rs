@@ -7,6 +7,7 @@ mod events;
 mod legacy;
 mod ops;
 mod pages;
+mod payments;
 mod projects;
 mod providers;
 mod tracking;
@@ -72,6 +73,11 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(providers::list))
         .routes(routes!(providers::put, providers::delete))
         .routes(routes!(webhooks::receive))
+        .routes(routes!(payments::list))
+        .routes(routes!(payments::stats))
+        .routes(routes!(payments::get))
+        .routes(routes!(payments::retry))
+        .routes(routes!(payments::get_config, payments::put_config))
         .routes(routes!(events::create, events::list))
         .routes(routes!(events::get))
         .routes(routes!(events::recovered))

@@ -5,6 +5,7 @@ mod helpers;
 
 mod accounts;
 mod conventions;
+mod dunning;
 mod email;
 mod events;
 mod fake_provider;

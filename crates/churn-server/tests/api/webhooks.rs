@@ -25,7 +25,7 @@ both_backends!(
 
 const B_WHSEC: &str = "churn_rzp_webhook_secret";
 
-fn fixture(name: &str) -> String {
+pub fn fixture(name: &str) -> String {
     std::fs::read_to_string(format!(
         "{}/../churn-core/tests/fixtures/providers/{name}.json",
         env!("CARGO_MANIFEST_DIR")
@@ -34,14 +34,14 @@ fn fixture(name: &str) -> String {
 }
 
 /// A project `acme` with providers A and B pointed at the fake, and custom connected.
-struct Setup {
-    app: TestApp,
-    token: String,
-    public_key: String,
-    fake: FakeProvider,
+pub struct Setup {
+    pub app: TestApp,
+    pub token: String,
+    pub public_key: String,
+    pub fake: FakeProvider,
 }
 
-async fn setup(backend: Backend) -> Setup {
+pub async fn setup(backend: Backend) -> Setup {
     let fake = fake_provider::start().await;
     let options = Options::default()
         .with("webhook_allow_private", true)
@@ -82,7 +82,7 @@ async fn setup(backend: Backend) -> Setup {
 }
 
 impl Setup {
-    async fn now(&self) -> i64 {
+    pub async fn now(&self) -> i64 {
         let clock = self
             .app
             .expect(self.app.req(Method::GET, "/dev/clock"), 200)
@@ -92,7 +92,7 @@ impl Setup {
             .timestamp()
     }
 
-    fn hook(&self, provider: &str) -> reqwest::RequestBuilder {
+    pub fn hook(&self, provider: &str) -> reqwest::RequestBuilder {
         self.app.req(
             Method::POST,
             &format!("/webhooks/{provider}/{}", self.public_key),
@@ -100,7 +100,7 @@ impl Setup {
     }
 
     /// A provider-A event signed now; answers `data`.
-    async fn send_a(&self, body: &str, status: u16) -> Value {
+    pub async fn send_a(&self, body: &str, status: u16) -> Value {
         let header = signature::sign_provider_a(A_WHSEC, self.now().await, body.as_bytes());
         self.app
             .expect(
@@ -113,7 +113,7 @@ impl Setup {
             .clone()
     }
 
-    async fn send_b(&self, event_id: &str, body: &str) -> Value {
+    pub async fn send_b(&self, event_id: &str, body: &str) -> Value {
         let sig = signature::sign_hex(B_WHSEC, body.as_bytes());
         self.app
             .expect(
@@ -127,7 +127,7 @@ impl Setup {
             .clone()
     }
 
-    async fn webhook_secret(&self) -> String {
+    pub async fn webhook_secret(&self) -> String {
         let body = self
             .app
             .expect(
@@ -140,7 +140,7 @@ impl Setup {
         body["data"]["webhook_secret"].as_str().unwrap().to_owned()
     }
 
-    async fn send_custom(&self, event: Value) -> Value {
+    pub async fn send_custom(&self, event: Value) -> Value {
         let body = event.to_string();
         let sig = signature::sign_hex(&self.webhook_secret().await, body.as_bytes());
         self.app
@@ -154,7 +154,7 @@ impl Setup {
             .clone()
     }
 
-    async fn events(&self) -> Vec<Value> {
+    pub async fn events(&self) -> Vec<Value> {
         let list = self
             .app
             .expect(
@@ -168,7 +168,7 @@ impl Setup {
     }
 
     /// (reference, status, abandon_reason, attempts, decline_code) of every failure.
-    async fn failures(&self) -> Vec<(String, String, Option<String>, String)> {
+    pub async fn failures(&self) -> Vec<(String, String, Option<String>, String)> {
         let rows = self
             .app
             .query(
@@ -187,14 +187,14 @@ impl Setup {
             .collect()
     }
 
-    async fn stored_events(&self) -> usize {
+    pub async fn stored_events(&self) -> usize {
         self.app
             .query("SELECT event_id FROM provider_events")
             .await
             .len()
     }
 
-    async fn lookup_answers(&self, customer: &str, email: &str) {
+    pub async fn lookup_answers(&self, customer: &str, email: &str) {
         Mock::given(method("GET"))
             .and(path(format!("/v1/customers/{customer}")))
             .respond_with(

@@ -322,6 +322,7 @@ impl Payments {
             return Ok(WebhookAction::PaymentFailureUpdated);
         }
         events::insert(&mut **tx, &event).await?;
+        super::dunning::start_sequence(tx, &record, &config, now).await?;
         Ok(WebhookAction::PaymentFailureCreated)
     }
 
