@@ -1,5 +1,5 @@
 //! Dunning rules (decisions §10): which declines are hard (never retried), what a customer
-//! may be told about a decline, and the email tones.
+//! may be told about a decline, and the email tones with their templates.
 
 use utoipa::ToSchema;
 
@@ -268,6 +268,25 @@ mod tests {
             "your card has expired"
         );
         assert_eq!(customer_reason(None), "your card was declined");
+    }
+
+    #[test]
+    fn the_four_templates() {
+        let facts = DunningFacts {
+            amount: 4900,
+            currency: "eur",
+            decline_code: Some("insufficient_funds"),
+            payment_link: Some("https://invoice.example/i/42"),
+            sender_name: "Acme Billing",
+        };
+        let rendered: Vec<String> = Tone::ALL
+            .iter()
+            .map(|&tone| {
+                let (subject, body) = render(tone, &facts);
+                format!("== {}\nSubject: {subject}\n\n{body}\n", tone.as_str())
+            })
+            .collect();
+        insta::assert_snapshot!(rendered.join("\n"));
     }
 
     #[test]
