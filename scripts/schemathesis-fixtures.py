@@ -100,6 +100,7 @@ dictionaries = {
     "pixel": [f"{t}.gif" for t in tracking],
     "token": tracking,
     "customer": [f"customer{i}@example.com" for i in range(len(reasons))],
+    "public_key": [main["api_keys"]["public_key"]],
 }
 bindings = {
     "path.slug": "slug",
@@ -109,6 +110,7 @@ bindings = {
     "path.pixel": "pixel",
     "path.token": "token",
     "path.email": "customer",
+    "path.public_key": "public_key",
 }
 
 

@@ -71,6 +71,14 @@ pub enum Job {
     /// A project's scheduled churn-risk scoring run, due at `due` (RFC 3339); it enqueues the
     /// next one.
     ScoreProject { project_id: String, due: String },
+    /// A scheduled retry of a failing payment, due at `due` (the record's `next_retry_at`
+    /// when it was scheduled; a record that moved on since ignores it).
+    DunningRetry { failure_id: String, due: String },
+    /// A dunning email of one tone about a failing payment.
+    DunningEmail {
+        failure_id: String,
+        tone: crate::domain::dunning::Tone,
+    },
 }
 
 impl Job {
@@ -78,8 +86,10 @@ impl Job {
     fn retry_schedule(&self) -> &'static [Duration] {
         match self {
             Job::ExpireEvent { .. } => QUADRATIC,
-            Job::AccountEmail { .. } => EMAIL,
+            Job::AccountEmail { .. } | Job::DunningEmail { .. } => EMAIL,
             Job::ScoreProject { .. } => QUADRATIC,
+            // Provider errors are rescheduled by the step itself; this covers storage errors.
+            Job::DunningRetry { .. } => QUADRATIC,
         }
     }
 
@@ -157,6 +167,12 @@ impl RunJob for Churn {
             }
             Job::ScoreProject { project_id, due } => {
                 self.core().run_scheduled_scoring(project_id, due).await
+            }
+            Job::DunningRetry { failure_id, due } => {
+                self.payments().run_scheduled_retry(failure_id, due).await
+            }
+            Job::DunningEmail { failure_id, tone } => {
+                self.payments().send_dunning_email(failure_id, *tone).await
             }
         }
     }

@@ -12,6 +12,10 @@ use churn_core::api::events::{
     AccountStats, CancelReasonChange, CancelReasonChanged, ChurnEvent, CreateChurnEvent,
     EditVariant, EditedVariant, Generated, ListQuery, Recovered, SentVariant, Stats, Variant,
 };
+use churn_core::api::payments::{
+    DunningConfig, PaymentFailureDetail, PaymentFailureList, PaymentFailureQuery,
+    PaymentFailureStats, ProviderConnection, PutProvider, RetryResult, UpdateDunningConfig,
+};
 use churn_core::api::projects::{
     AllowedOrigins, CreateProject, Project, RotateKeysRequest, RotatedKeys, UpdateProject,
     WebhookSecret,
@@ -378,6 +382,107 @@ impl Client {
     /// secret key `/stats` answers that project's figures, which `project_stats` reads.
     pub async fn account_stats(&self) -> Result<AccountStats, Error> {
         self.call(Method::GET, "/stats", None::<&()>).await
+    }
+
+    /// Connects (or reconnects) a payment provider: `providerA`, `providerB` or `custom`.
+    pub async fn connect_provider(
+        &self,
+        slug: &str,
+        provider: &str,
+        request: &PutProvider,
+    ) -> Result<ProviderConnection, Error> {
+        self.call(
+            Method::PUT,
+            &format!(
+                "/projects/{}/providers/{}",
+                segment(slug),
+                segment(provider)
+            ),
+            Some(request),
+        )
+        .await
+    }
+
+    /// A page of payment failures (`status`, `page`, `per_page`).
+    pub async fn payment_failures(
+        &self,
+        slug: &str,
+        query: &PaymentFailureQuery,
+    ) -> Result<PaymentFailureList, Error> {
+        let response = self
+            .send_query(
+                Method::GET,
+                &format!("/projects/{}/payment-failures", segment(slug)),
+                Some(query),
+                None::<&()>,
+            )
+            .await?;
+        let envelope: Data<PaymentFailureList> = decode(response).await?;
+        Ok(envelope.data)
+    }
+
+    /// A payment failure with its attempts and emails.
+    pub async fn payment_failure(
+        &self,
+        slug: &str,
+        id: &str,
+    ) -> Result<PaymentFailureDetail, Error> {
+        self.call(
+            Method::GET,
+            &format!(
+                "/projects/{}/payment-failures/{}",
+                segment(slug),
+                segment(id)
+            ),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// Retries the payment through the provider now.
+    pub async fn retry_payment(&self, slug: &str, id: &str) -> Result<RetryResult, Error> {
+        self.call(
+            Method::POST,
+            &format!(
+                "/projects/{}/payment-failures/{}/retry",
+                segment(slug),
+                segment(id)
+            ),
+            None::<&()>,
+        )
+        .await
+    }
+
+    pub async fn payment_stats(&self, slug: &str) -> Result<PaymentFailureStats, Error> {
+        self.call(
+            Method::GET,
+            &format!("/projects/{}/payment-failures/stats", segment(slug)),
+            None::<&()>,
+        )
+        .await
+    }
+
+    pub async fn dunning_config(&self, slug: &str) -> Result<DunningConfig, Error> {
+        self.call(
+            Method::GET,
+            &format!("/projects/{}/dunning-config", segment(slug)),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// Changes the named fields of the dunning configuration.
+    pub async fn update_dunning_config(
+        &self,
+        slug: &str,
+        request: &UpdateDunningConfig,
+    ) -> Result<DunningConfig, Error> {
+        self.call(
+            Method::PUT,
+            &format!("/projects/{}/dunning-config", segment(slug)),
+            Some(request),
+        )
+        .await
     }
 
     /// Sends and unwraps the `data` envelope.

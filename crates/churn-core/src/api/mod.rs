@@ -6,6 +6,7 @@ pub mod behavior;
 pub mod email_rules;
 pub mod events;
 pub mod ops;
+pub mod payments;
 pub mod projects;
 pub mod risk;
 

@@ -2,11 +2,14 @@
 
 pub mod behavior;
 pub mod cta;
+pub mod dunning;
 pub mod email;
 pub mod keys;
 pub mod lifecycle;
 pub mod origin;
 pub mod password;
+pub mod provider;
+pub mod provider_events;
 pub mod ranking;
 pub mod risk;
 pub mod role;

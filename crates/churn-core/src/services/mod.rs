@@ -16,6 +16,8 @@
 //! - [`Accounts`] (core, session token keys, [`Mailer`], identity provider, registration
 //!   policy): registration, login, passwords and account emails (`accounts`), identity-provider
 //!   sign-in (`idp`), session verification (`access`).
+//! - [`Payments`] (core, sending, tenant outbound client, encryption key): payment-provider
+//!   connections, their webhooks and dunning (`payments`).
 //! - [`Mailer`] (email transport, public URL, sender): shared by `Sending` and `Accounts`, the
 //!   only two that send email.
 //!
@@ -36,6 +38,7 @@ mod cache;
 pub mod events;
 mod generation;
 mod idp;
+mod payments;
 pub mod projects;
 mod quota;
 mod risk;
@@ -64,6 +67,7 @@ use crate::time::{Clock, Timestamp};
 
 pub use access::ProjectAccess;
 pub use accounts::AccountEmail;
+pub use payments::{Connection, InboundHeaders, Payments};
 pub use quota::SendQuota;
 pub use secrets::EncryptionKey;
 pub use sender::Sender;
@@ -186,6 +190,7 @@ struct Parts {
     tracking: Tracking,
     alerts: Alerts,
     accounts: Accounts,
+    payments: Payments,
     encryption_key: Arc<EncryptionKey>,
     /// Every outbound HTTP call goes through its clients.
     outbound: Outbound,
@@ -231,25 +236,26 @@ impl Churn {
             ))),
             _ => None,
         };
+        let sending = Sending {
+            core: core.clone(),
+            mailer: mailer.clone(),
+            tracking: tracking.clone(),
+            // The same secret; tokens of the two kinds are signed under different labels.
+            unsubscribe: Arc::new(UnsubscribeKeys::new(tracking_secret.as_bytes())),
+            send_quota: SendQuota {
+                trial: config.send_quota_trial,
+                paid: config.send_quota_paid,
+            },
+            dns_resolver: config.dns_resolver,
+            deliveries: tokio_util::task::TaskTracker::new(),
+        };
         Ok(Self(Arc::new(Parts {
             generation: Generation {
                 core: core.clone(),
                 generator: generator(config, &outbound),
                 email_from: config.email_from.clone(),
             },
-            sending: Sending {
-                core: core.clone(),
-                mailer: mailer.clone(),
-                tracking: tracking.clone(),
-                // The same secret; tokens of the two kinds are signed under different labels.
-                unsubscribe: Arc::new(UnsubscribeKeys::new(tracking_secret.as_bytes())),
-                send_quota: SendQuota {
-                    trial: config.send_quota_trial,
-                    paid: config.send_quota_paid,
-                },
-                dns_resolver: config.dns_resolver,
-                deliveries: tokio_util::task::TaskTracker::new(),
-            },
+            sending: sending.clone(),
             tracking: Tracking {
                 core: core.clone(),
                 keys: tracking,
@@ -264,6 +270,13 @@ impl Churn {
                 mailer,
                 idp,
                 registration: config.registration(),
+            },
+            payments: Payments {
+                core: core.clone(),
+                sending: sending.clone(),
+                outbound: outbound.clone(),
+                encryption_key: encryption_key.clone(),
+                public_url: config.public_url(),
             },
             core,
             encryption_key,
@@ -299,6 +312,11 @@ impl Churn {
     /// Accounts and sessions.
     pub fn accounts(&self) -> &Accounts {
         &self.0.accounts
+    }
+
+    /// Payment-provider connections.
+    pub fn payments(&self) -> &Payments {
+        &self.0.payments
     }
 
     pub fn store(&self) -> &Store {

@@ -195,6 +195,29 @@ pub async fn recover<'e>(
     Ok(done.rows_affected() == 1)
 }
 
+/// Marks every non-terminal event of the customer recovered (a successful payment); answers
+/// how many.
+pub async fn recover_for_customer<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    email: &str,
+    via: &str,
+    now: Timestamp,
+) -> Result<u64> {
+    let done = sqlx::query(
+        "UPDATE churn_events SET status = 'recovered', recovered_via = $3, recovered_at = $4, updated_at = $4 \
+         WHERE project_id = $1 AND customer_email = $2 \
+         AND status IN ('new', 'processing', 'variants_generated', 'email_sent')",
+    )
+    .bind(project_id)
+    .bind(email)
+    .bind(via)
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}
+
 /// Moves a still-unrecovered `email_sent` event to `lost`.
 pub async fn expire<'e>(
     db: impl Writes<'e>,

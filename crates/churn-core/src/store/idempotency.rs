@@ -8,15 +8,11 @@
 //! scope as associated data): they can hold session tokens and secret keys, which the database
 //! otherwise never keeps in the clear.
 
-use aes_gcm::aead::{Aead, Payload};
-use aes_gcm::{Aes256Gcm, KeyInit, Nonce};
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
-use rand::Rng;
 use sha2::{Digest, Sha256};
 use sqlx::{Any, Row};
 
 use super::Store;
+use super::sealed::{open, seal};
 use crate::error::{Error, Result};
 use crate::time::{self, Timestamp};
 
@@ -194,56 +190,9 @@ pub async fn purge(store: &Store, now: Timestamp) -> Result<u64> {
     Ok(done.rows_affected())
 }
 
-/// base64(nonce ‖ ciphertext) with a fresh 96-bit nonce.
-fn seal(key: &[u8; 32], scope: &str, plain: &[u8]) -> Result<String> {
-    let nonce: [u8; 12] = rand::rng().random();
-    let sealed = Aes256Gcm::new(key.into())
-        .encrypt(
-            &Nonce::from(nonce),
-            Payload {
-                msg: plain,
-                aad: scope.as_bytes(),
-            },
-        )
-        .map_err(|_| Error::internal("sealing an idempotent answer failed"))?;
-    Ok(STANDARD.encode([nonce.as_slice(), &sealed].concat()))
-}
-
-fn open(key: &[u8; 32], scope: &str, sealed: &str) -> Result<Vec<u8>> {
-    let corrupt = || Error::internal("a stored idempotent answer cannot be opened");
-    let raw = STANDARD.decode(sealed).map_err(|_| corrupt())?;
-    if raw.len() < 12 {
-        return Err(corrupt());
-    }
-    let (nonce, sealed) = raw.split_at(12);
-    let nonce: [u8; 12] = nonce.try_into().map_err(|_| corrupt())?;
-    Aes256Gcm::new(key.into())
-        .decrypt(
-            &Nonce::from(nonce),
-            Payload {
-                msg: sealed,
-                aad: scope.as_bytes(),
-            },
-        )
-        .map_err(|_| corrupt())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sealed_bodies_open_only_under_their_key_and_scope() {
-        let key = [7u8; 32];
-        let sealed = seal(&key, "scope-a", b"{\"token\":\"t\"}").unwrap();
-        assert!(!sealed.contains("token"));
-        assert_eq!(
-            open(&key, "scope-a", &sealed).unwrap(),
-            b"{\"token\":\"t\"}"
-        );
-        assert!(open(&key, "scope-b", &sealed).is_err());
-        assert!(open(&[8u8; 32], "scope-a", &sealed).is_err());
-    }
 
     #[test]
     fn hashes_keep_their_parts_apart() {

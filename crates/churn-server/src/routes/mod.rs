@@ -8,10 +8,13 @@ mod events;
 mod legacy;
 mod ops;
 mod pages;
+mod payments;
 mod projects;
+mod providers;
 mod risk;
 mod tracking;
 mod unsubscribe;
+mod webhooks;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -79,6 +82,14 @@ pub fn service(
             email_rules::put_email_settings
         ))
         .routes(routes!(email_rules::verify_email_settings))
+        .routes(routes!(providers::list))
+        .routes(routes!(providers::put, providers::delete))
+        .routes(routes!(webhooks::receive))
+        .routes(routes!(payments::list))
+        .routes(routes!(payments::stats))
+        .routes(routes!(payments::get))
+        .routes(routes!(payments::retry))
+        .routes(routes!(payments::get_config, payments::put_config))
         .routes(routes!(events::create, events::list))
         .routes(routes!(events::get))
         .routes(routes!(events::recovered))

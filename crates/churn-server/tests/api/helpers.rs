@@ -132,6 +132,20 @@ impl TestApp {
         self.db.take().expect("database present until stopped")
     }
 
+    /// Reads the database directly (what an API answer would not show, e.g. sealed columns).
+    pub async fn query(&self, sql: &str) -> Vec<sqlx::any::AnyRow> {
+        let url = &self
+            .db
+            .as_ref()
+            .expect("database present until stopped")
+            .url;
+        sqlx::any::install_default_drivers();
+        let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(url)
+            .await
+            .unwrap();
+        sqlx::query(sql).fetch_all(&mut conn).await.unwrap()
+    }
+
     pub fn data_dir(&self) -> &std::path::Path {
         self.db
             .as_ref()

@@ -1,0 +1,216 @@
+//! Payment providers, inbound provider events, payment failures and dunning (decisions §10).
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::domain::dunning::Tone;
+use crate::domain::provider::Provider;
+use crate::time::{Timestamp, wire};
+
+/// `PUT /projects/:slug/providers/:provider`. Which fields apply depends on the provider:
+/// providerA `api_key`, `webhook_secret`, `api_base`?; providerB `key_id`, `key_secret`,
+/// `webhook_secret`, `api_base`?; custom `retry_url`?. Another provider's field is refused.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutProvider {
+    pub api_key: Option<String>,
+    pub key_id: Option<String>,
+    pub key_secret: Option<String>,
+    pub webhook_secret: Option<String>,
+    /// https; default `https://api.stripe.com` (A) or `https://api.razorpay.com` (B).
+    pub api_base: Option<String>,
+    /// https; custom only: where churn asks the billing system to retry a payment.
+    pub retry_url: Option<String>,
+}
+
+/// A connection as the API shows it: hints of the credentials, never the credentials.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ProviderConnection {
+    pub provider: Provider,
+    /// Last four characters of the API key (A) or key secret (B).
+    pub api_key_hint: Option<String>,
+    /// Provider B's key id.
+    pub key_id: Option<String>,
+    /// Last four characters of the provider's webhook secret (A, B).
+    pub webhook_secret_hint: Option<String>,
+    pub api_base: Option<String>,
+    pub retry_url: Option<String>,
+    /// The address to give the provider for its webhooks.
+    pub webhook_url: String,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: Timestamp,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: Timestamp,
+}
+
+/// The answer to an inbound provider event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WebhookReceived {
+    pub received: bool,
+    pub event_id: String,
+    /// payment_failure_created, payment_failure_updated, payment_recovered,
+    /// payment_failure_abandoned, churn_event_created, customer_signal, duplicate or ignored.
+    pub action: WebhookAction,
+}
+
+crate::domain::wire::wire_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
+    pub enum WebhookAction {
+        PaymentFailureCreated = "payment_failure_created",
+        PaymentFailureUpdated = "payment_failure_updated",
+        PaymentRecovered = "payment_recovered",
+        PaymentFailureAbandoned = "payment_failure_abandoned",
+        ChurnEventCreated = "churn_event_created",
+        CustomerSignal = "customer_signal",
+        Duplicate = "duplicate",
+        Ignored = "ignored",
+    }
+}
+
+/// A project's dunning configuration (defaults when never set).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DunningConfig {
+    pub enabled: bool,
+    /// 0–10.
+    pub max_retries: i64,
+    /// 1–720.
+    pub retry_interval_hours: i64,
+    /// 1–10 tones; the last one repeats.
+    pub tone_sequence: Vec<Tone>,
+    pub send_emails: bool,
+    /// At most 100 characters.
+    pub sender_name: String,
+}
+
+impl Default for DunningConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_retries: 4,
+            retry_interval_hours: 72,
+            tone_sequence: Tone::ALL.to_vec(),
+            send_emails: true,
+            sender_name: "Billing Team".into(),
+        }
+    }
+}
+
+/// `PUT /projects/:slug/dunning-config`: any of the fields; the others keep their values.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateDunningConfig {
+    pub enabled: Option<bool>,
+    #[schema(minimum = 0, maximum = 10)]
+    pub max_retries: Option<i64>,
+    #[schema(minimum = 1, maximum = 720)]
+    pub retry_interval_hours: Option<i64>,
+    pub tone_sequence: Option<Vec<Tone>>,
+    pub send_emails: Option<bool>,
+    pub sender_name: Option<String>,
+}
+
+/// A payment failure as lists show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PaymentFailure {
+    pub id: String,
+    pub provider: Provider,
+    pub customer_email: String,
+    /// Minor units.
+    pub amount: i64,
+    pub currency: String,
+    /// failing, recovered or abandoned.
+    pub status: String,
+    pub failure_reason: Option<String>,
+    pub decline_code: Option<String>,
+    pub attempts: i64,
+    pub max_retries: i64,
+    #[serde(with = "wire::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub next_retry_at: Option<Timestamp>,
+    /// hard_decline, retries_exhausted or provider_halted.
+    pub abandon_reason: Option<String>,
+    #[serde(with = "wire::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub recovered_at: Option<Timestamp>,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: Timestamp,
+}
+
+/// One retry of a payment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PaymentAttempt {
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub at: Timestamp,
+    /// succeeded, failed or error.
+    pub outcome: String,
+    pub decline_code: Option<String>,
+    pub error: Option<String>,
+}
+
+/// One dunning email, sent or skipped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DunningEmail {
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub at: Timestamp,
+    pub tone: Tone,
+    /// sent or skipped.
+    pub status: String,
+    pub reason: Option<String>,
+}
+
+/// A payment failure with its provider ids, attempts and emails.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PaymentFailureDetail {
+    #[serde(flatten)]
+    pub failure: PaymentFailure,
+    pub provider_invoice_id: Option<String>,
+    pub provider_payment_id: Option<String>,
+    pub provider_customer_id: Option<String>,
+    pub attempt_history: Vec<PaymentAttempt>,
+    pub emails: Vec<DunningEmail>,
+}
+
+/// The answer to a manual retry: the record and the attempt just made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RetryResult {
+    #[serde(flatten)]
+    pub record: PaymentFailureDetail,
+    pub last_attempt: PaymentAttempt,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PaymentFailureList {
+    pub failures: Vec<PaymentFailure>,
+    pub total: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct PaymentFailureQuery {
+    /// failing, recovered or abandoned.
+    pub status: Option<String>,
+    #[param(minimum = 1, maximum = 4294967295_i64)]
+    pub page: Option<i64>,
+    #[param(minimum = 1, maximum = 100)]
+    pub per_page: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PaymentFailureStats {
+    pub total_failures: i64,
+    pub recovered: i64,
+    pub abandoned: i64,
+    pub active: i64,
+    /// recovered / (recovered + abandoned); 0 when none.
+    pub recovery_rate: f64,
+    /// Sum of recovered amounts in `currency` (minor units).
+    pub revenue_recovered: i64,
+    /// The project's most common currency.
+    pub currency: String,
+}

@@ -1,0 +1,294 @@
+//! What an inbound provider event means for churn (decisions §10), read from the payload
+//! alone: a payment failure, a recovered payment, a cancellation, halted dunning, a customer
+//! signal, or nothing. Provider A's invoices come in two shapes: since the 2025-03-31 API
+//! version the subscription id sits at `parent.subscription_details.subscription`, before it
+//! at `subscription`; both are read.
+
+use serde_json::Value;
+
+use super::strategy::{ReasonCode, classify};
+
+/// Who the event is about, as far as the payload says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Who {
+    pub customer_id: Option<String>,
+    pub email: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Failure {
+    /// What makes two events the same failure: A's invoice, B's payment, custom's payment id
+    /// (else its event id).
+    pub reference: String,
+    pub who: Who,
+    pub invoice_id: Option<String>,
+    pub payment_id: Option<String>,
+    pub subscription_id: Option<String>,
+    pub amount: i64,
+    pub currency: String,
+    pub failure_reason: String,
+    pub decline_code: Option<String>,
+    pub advice_code: Option<String>,
+    pub code: Option<String>,
+    /// Where the customer can pay (A `hosted_invoice_url`, B `short_url`).
+    pub payment_link: Option<String>,
+    pub plan_name: Option<String>,
+    pub mrr: Option<i64>,
+    /// Free text for the churn event's `cancel_reason`.
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Success {
+    pub who: Who,
+    pub invoice_id: Option<String>,
+    pub payment_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cancellation {
+    pub who: Who,
+    pub subscription_id: Option<String>,
+    pub reason_code: ReasonCode,
+    /// The provider's free text, else the reason code.
+    pub cancel_reason: String,
+    /// The provider cancelled because payments failed (A `reason: payment_failed`).
+    pub payment_failed: bool,
+    pub plan_name: Option<String>,
+    pub mrr: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mapped {
+    Failure(Box<Failure>),
+    Success(Success),
+    Cancellation(Cancellation),
+    /// The provider gave up retrying (B `subscription.halted`).
+    Halted(Who),
+    /// A tracked event for the customer (A `customer.source.expiring`).
+    Signal {
+        who: Who,
+        event: &'static str,
+    },
+    Ignored,
+}
+
+fn text(v: &Value, pointer: &str) -> Option<String> {
+    match v.pointer(pointer)? {
+        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        // An expanded object in place of its id.
+        Value::Object(o) => o.get("id")?.as_str().map(str::to_owned),
+        _ => None,
+    }
+}
+
+fn int(v: &Value, pointer: &str) -> Option<i64> {
+    v.pointer(pointer)?.as_i64()
+}
+
+/// Provider A's feedback options onto churn's reason codes.
+fn feedback_code(feedback: Option<&str>) -> ReasonCode {
+    match feedback {
+        Some("too_expensive") => ReasonCode::TooExpensive,
+        Some("missing_features") => ReasonCode::MissingFeatures,
+        Some("unused") => ReasonCode::NotUsingEnough,
+        Some("switched_service") => ReasonCode::SwitchingCompetitor,
+        Some("customer_service") => ReasonCode::PoorSupport,
+        Some("too_complex" | "low_quality") => ReasonCode::TechnicalIssues,
+        _ => ReasonCode::Other,
+    }
+}
+
+/// Provider A (Stripe conventions); `event` is the whole webhook body.
+pub fn provider_a(event: &Value) -> Mapped {
+    let o = match event.pointer("/data/object") {
+        Some(o) => o,
+        None => return Mapped::Ignored,
+    };
+    let who = Who {
+        customer_id: text(o, "/customer"),
+        email: text(o, "/customer_email"),
+    };
+    match event
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+    {
+        "invoice.payment_failed" => {
+            let Some(invoice) = text(o, "/id") else {
+                return Mapped::Ignored;
+            };
+            // The decline is on the payment, which only an expanded (older-shape) payment
+            // intent brings along.
+            let error = o.pointer("/payment_intent/last_payment_error");
+            let field = |name: &str| error.and_then(|e| text(e, &format!("/{name}")));
+            let (decline_code, advice_code, code) =
+                (field("decline_code"), field("advice_code"), field("code"));
+            Mapped::Failure(Box::new(Failure {
+                reference: invoice.clone(),
+                failure_reason: code.clone().unwrap_or_else(|| "payment_failed".into()),
+                who,
+                invoice_id: Some(invoice),
+                payment_id: text(o, "/payment_intent"),
+                subscription_id: text(o, "/parent/subscription_details/subscription")
+                    .or_else(|| text(o, "/subscription")),
+                amount: int(o, "/amount_due").unwrap_or(0),
+                currency: text(o, "/currency")
+                    .unwrap_or_else(|| "usd".into())
+                    .to_ascii_lowercase(),
+                decline_code,
+                advice_code,
+                code,
+                payment_link: text(o, "/hosted_invoice_url"),
+                ..Failure::default()
+            }))
+        }
+        "invoice.payment_succeeded" | "invoice.paid" => Mapped::Success(Success {
+            who,
+            invoice_id: text(o, "/id"),
+            payment_id: None,
+        }),
+        "customer.subscription.deleted" => {
+            let details = o.get("cancellation_details");
+            let feedback = details.and_then(|d| text(d, "/feedback"));
+            let reason_code = feedback_code(feedback.as_deref());
+            Mapped::Cancellation(Cancellation {
+                who,
+                subscription_id: text(o, "/id"),
+                reason_code,
+                cancel_reason: details
+                    .and_then(|d| text(d, "/comment"))
+                    .unwrap_or_else(|| reason_code.as_str().to_owned()),
+                payment_failed: details.and_then(|d| text(d, "/reason")).as_deref()
+                    == Some("payment_failed"),
+                plan_name: None,
+                mrr: None,
+            })
+        }
+        "customer.source.expiring" => Mapped::Signal {
+            who,
+            event: "payment_method_expiring",
+        },
+        _ => Mapped::Ignored,
+    }
+}
+
+/// Provider B (Razorpay conventions).
+pub fn provider_b(event: &Value) -> Mapped {
+    let payment = event.pointer("/payload/payment/entity");
+    let invoice = event.pointer("/payload/invoice/entity");
+    let subscription = event.pointer("/payload/subscription/entity");
+    let from = |entity: Option<&Value>, pointer: &str| entity.and_then(|e| text(e, pointer));
+    let who = Who {
+        customer_id: from(payment, "/customer_id")
+            .or_else(|| from(invoice, "/customer_id"))
+            .or_else(|| from(subscription, "/customer_id")),
+        email: from(payment, "/email").or_else(|| from(invoice, "/customer_details/email")),
+    };
+    match event
+        .get("event")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+    {
+        "payment.failed" => {
+            let (Some(p), Some(id)) = (payment, from(payment, "/id")) else {
+                return Mapped::Ignored;
+            };
+            Mapped::Failure(Box::new(Failure {
+                reference: id.clone(),
+                who,
+                invoice_id: text(p, "/invoice_id"),
+                payment_id: Some(id),
+                subscription_id: from(subscription, "/id"),
+                amount: int(p, "/amount").unwrap_or(0),
+                currency: text(p, "/currency")
+                    .unwrap_or_else(|| "inr".into())
+                    .to_ascii_lowercase(),
+                failure_reason: text(p, "/error_reason").unwrap_or_else(|| "payment_failed".into()),
+                code: text(p, "/error_code"),
+                payment_link: from(invoice, "/short_url"),
+                ..Failure::default()
+            }))
+        }
+        "payment.captured"
+        | "invoice.paid"
+        | "invoice.payment_succeeded"
+        | "subscription.charged" => Mapped::Success(Success {
+            who,
+            invoice_id: from(invoice, "/id").or_else(|| from(payment, "/invoice_id")),
+            payment_id: from(payment, "/id"),
+        }),
+        "subscription.halted" => Mapped::Halted(who),
+        "subscription.cancelled" => Mapped::Cancellation(Cancellation {
+            who,
+            subscription_id: from(subscription, "/id"),
+            reason_code: ReasonCode::Other,
+            cancel_reason: ReasonCode::Other.as_str().to_owned(),
+            payment_failed: false,
+            plan_name: None,
+            mrr: None,
+        }),
+        _ => Mapped::Ignored,
+    }
+}
+
+/// Churn's own format: `{"id", "type", "customer_email", "amount"?, "currency"?,
+/// "payment_id"?, "decline_code"?, "reason"?, "plan_name"?, "mrr"?, "occurred_at"?}`.
+/// The caller has checked `id` and `customer_email`.
+pub fn custom(event: &Value) -> Mapped {
+    let who = Who {
+        customer_id: None,
+        email: text(event, "/customer_email"),
+    };
+    let reason = text(event, "/reason");
+    let plan_name = text(event, "/plan_name");
+    let mrr = int(event, "/mrr");
+    match event
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+    {
+        "payment.failed" => {
+            let payment_id = text(event, "/payment_id");
+            let decline_code = text(event, "/decline_code");
+            Mapped::Failure(Box::new(Failure {
+                reference: payment_id
+                    .clone()
+                    .or_else(|| text(event, "/id"))
+                    .unwrap_or_default(),
+                who,
+                payment_id,
+                amount: int(event, "/amount").unwrap_or(0),
+                currency: text(event, "/currency")
+                    .unwrap_or_else(|| "usd".into())
+                    .to_ascii_lowercase(),
+                failure_reason: decline_code
+                    .clone()
+                    .unwrap_or_else(|| "payment_failed".into()),
+                decline_code,
+                plan_name,
+                mrr,
+                reason,
+                ..Failure::default()
+            }))
+        }
+        "payment.succeeded" => Mapped::Success(Success {
+            who,
+            invoice_id: None,
+            payment_id: text(event, "/payment_id"),
+        }),
+        "subscription.cancelled" => {
+            let reason_code = reason.as_deref().map_or(ReasonCode::Other, classify);
+            Mapped::Cancellation(Cancellation {
+                who,
+                subscription_id: None,
+                reason_code,
+                cancel_reason: reason.unwrap_or_else(|| reason_code.as_str().to_owned()),
+                payment_failed: false,
+                plan_name,
+                mrr,
+            })
+        }
+        _ => Mapped::Ignored,
+    }
+}

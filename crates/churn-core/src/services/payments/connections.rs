@@ -1,0 +1,291 @@
+//! `GET`/`PUT`/`DELETE /projects/:slug/providers[/:provider]`: a project's provider
+//! connections. Credentials are sealed with the service encryption key (the project and
+//! provider as associated data) and never shown again: answers carry their hints and the
+//! `webhook_url` to give the provider. `api_base` and `retry_url` pass the tenant URL check.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::Payments;
+use crate::api::payments::{ProviderConnection, PutProvider};
+use crate::domain::provider::{Provider, hint};
+use crate::domain::role::Permission;
+use crate::domain::validation::Validator;
+use crate::error::{Error, Result};
+use crate::providers::provider_a::{self, ProviderA};
+use crate::providers::provider_b::{self, ProviderB};
+use crate::services::access::ProjectAccess;
+use crate::store::providers::{self, ConnectionRecord};
+use crate::store::sealed;
+
+const MAX_CREDENTIAL: usize = 500;
+
+/// The sealed document: what each provider needs to be called and to be verified.
+#[derive(Default, Serialize, Deserialize)]
+struct Credentials {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    api_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key_secret: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    webhook_secret: Option<String>,
+}
+
+/// A connection with its credentials opened, for calls and signature checks.
+pub struct Connection {
+    pub record: ConnectionRecord,
+    credentials: Credentials,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("record", &self.record)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// The provider's webhook signing secret (A and B).
+    pub fn webhook_secret(&self) -> Option<&str> {
+        self.credentials.webhook_secret.as_deref()
+    }
+}
+
+fn scope(project_id: &str, provider: Provider) -> String {
+    format!("provider:{project_id}:{}", provider.as_str())
+}
+
+fn not_connected() -> Error {
+    Error::NotFound("this provider is not connected".into())
+}
+
+fn parse_provider(raw: &str) -> Result<Provider> {
+    Provider::parse(raw).ok_or_else(|| {
+        Error::NotFound("unknown provider: use providerA, providerB or custom".into())
+    })
+}
+
+impl Payments {
+    fn view(&self, r: ConnectionRecord, public_key: Option<&str>) -> ProviderConnection {
+        let text = |key: &str| r.hints.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+        ProviderConnection {
+            api_key_hint: text("api_key_hint"),
+            key_id: text("key_id"),
+            webhook_secret_hint: text("webhook_secret_hint"),
+            webhook_url: format!(
+                "{}/api/v1/webhooks/{}/{}",
+                self.public_url.trim_end_matches('/'),
+                r.provider.as_str(),
+                public_key.unwrap_or_default()
+            ),
+            provider: r.provider,
+            api_base: r.api_base,
+            retry_url: r.retry_url,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+
+    async fn public_key(&self, project_id: &str) -> Result<Option<String>> {
+        Ok(self.core.current_keys(project_id).await?.0)
+    }
+
+    pub async fn list_providers(&self, access: &ProjectAccess) -> Result<Vec<ProviderConnection>> {
+        access.authorize(Permission::Administer)?;
+        let rows = providers::list(self.core.store.reader(), &access.project.id).await?;
+        let public_key = self.public_key(&access.project.id).await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| self.view(r, public_key.as_deref()))
+            .collect())
+    }
+
+    /// Connects (or reconnects, replacing the credentials) a provider.
+    pub async fn put_provider(
+        &self,
+        access: &ProjectAccess,
+        provider: &str,
+        req: PutProvider,
+    ) -> Result<ProviderConnection> {
+        access.authorize(Permission::Administer)?;
+        let provider = parse_provider(provider)?;
+        let mut v = Validator::new();
+        let mut secret = |field: &str, value: Option<String>, wanted: bool| -> Option<String> {
+            match (value.map(|s| s.trim().to_owned()), wanted) {
+                (None, false) => None,
+                (Some(_), false) => {
+                    v.add(
+                        field,
+                        format!("is not a field of a {} connection", provider.as_str()),
+                    );
+                    None
+                }
+                (None, true) => {
+                    v.add(field, "is required");
+                    None
+                }
+                (Some(s), true) if s.is_empty() => {
+                    v.add(field, "must not be empty");
+                    None
+                }
+                (Some(s), true)
+                    if s.chars().count() > MAX_CREDENTIAL || s.chars().any(char::is_control) =>
+                {
+                    v.add(
+                        field,
+                        format!("must be one line of at most {MAX_CREDENTIAL} characters"),
+                    );
+                    None
+                }
+                (Some(s), true) => Some(s),
+            }
+        };
+        let (a, b, custom) = (
+            provider == Provider::ProviderA,
+            provider == Provider::ProviderB,
+            provider == Provider::Custom,
+        );
+        let credentials = Credentials {
+            api_key: secret("api_key", req.api_key, a),
+            key_id: secret("key_id", req.key_id, b),
+            key_secret: secret("key_secret", req.key_secret, b),
+            webhook_secret: secret("webhook_secret", req.webhook_secret, a || b),
+        };
+        let mut optional_url = |field: &str, value: Option<String>, allowed: bool| match value
+            .filter(|s| !s.trim().is_empty())
+        {
+            Some(_) if !allowed => {
+                v.add(
+                    field,
+                    format!("is not a field of a {} connection", provider.as_str()),
+                );
+                None
+            }
+            other => other,
+        };
+        let api_base = optional_url("api_base", req.api_base, a || b);
+        let retry_url = optional_url("retry_url", req.retry_url, custom);
+        v.finish()?;
+        let api_base = match api_base {
+            Some(raw) => Some(self.checked_url("api_base", &raw).await?),
+            None if a => Some(provider_a::DEFAULT_API_BASE.to_owned()),
+            None if b => Some(provider_b::DEFAULT_API_BASE.to_owned()),
+            None => None,
+        };
+        let retry_url = match retry_url {
+            Some(raw) => Some(self.checked_url("retry_url", &raw).await?),
+            None => None,
+        };
+
+        let project_id = &access.project.id;
+        let mut hints = json!({});
+        if let Some(key) = credentials
+            .api_key
+            .as_ref()
+            .or(credentials.key_secret.as_ref())
+        {
+            hints["api_key_hint"] = json!(hint(key));
+        }
+        if let Some(id) = &credentials.key_id {
+            hints["key_id"] = json!(id);
+        }
+        if let Some(secret) = &credentials.webhook_secret {
+            hints["webhook_secret_hint"] = json!(hint(secret));
+        }
+        let sealed = if custom {
+            None
+        } else {
+            let plain = serde_json::to_vec(&credentials).map_err(Error::internal)?;
+            Some(sealed::seal(
+                self.encryption_key.bytes(),
+                &scope(project_id, provider),
+                &plain,
+            )?)
+        };
+        let now = self.core.now();
+        let stored = providers::upsert(
+            self.core.store.writer(),
+            &ConnectionRecord {
+                project_id: project_id.clone(),
+                provider,
+                credentials: sealed,
+                hints,
+                api_base,
+                retry_url,
+                created_at: now,
+                updated_at: now,
+            },
+        )
+        .await?;
+        let public_key = self.public_key(project_id).await?;
+        Ok(self.view(stored, public_key.as_deref()))
+    }
+
+    pub async fn delete_provider(&self, access: &ProjectAccess, provider: &str) -> Result<()> {
+        access.authorize(Permission::Administer)?;
+        let provider = parse_provider(provider)?;
+        if providers::delete(self.core.store.writer(), &access.project.id, provider).await? {
+            Ok(())
+        } else {
+            Err(not_connected())
+        }
+    }
+
+    async fn checked_url(&self, field: &str, raw: &str) -> Result<String> {
+        self.outbound
+            .check_tenant_url(raw)
+            .await
+            .map(|url| url.as_str().trim_end_matches('/').to_owned())
+            .map_err(|e| e.for_field(field))
+    }
+
+    /// The project's connection to `provider` with its credentials opened; `None` when not
+    /// connected.
+    pub async fn connection(
+        &self,
+        project_id: &str,
+        provider: Provider,
+    ) -> Result<Option<Connection>> {
+        let Some(record) = providers::get(self.core.store.reader(), project_id, provider).await?
+        else {
+            return Ok(None);
+        };
+        let credentials = match &record.credentials {
+            Some(sealed) => {
+                let plain = sealed::open(
+                    self.encryption_key.bytes(),
+                    &scope(project_id, provider),
+                    sealed,
+                )?;
+                serde_json::from_slice(&plain).map_err(Error::internal)?
+            }
+            None => Credentials::default(),
+        };
+        Ok(Some(Connection {
+            record,
+            credentials,
+        }))
+    }
+
+    /// A provider-A client for the connection, when it is one.
+    pub fn provider_a(&self, c: &Connection) -> Option<ProviderA> {
+        Some(ProviderA::new(
+            self.outbound.tenant().clone(),
+            c.record.api_base.as_deref()?,
+            c.credentials.api_key.clone()?.into(),
+        ))
+    }
+
+    /// A provider-B client for the connection, when it is one.
+    pub fn provider_b(&self, c: &Connection) -> Option<ProviderB> {
+        Some(ProviderB::new(
+            self.outbound.tenant().clone(),
+            c.record.api_base.as_deref()?,
+            c.credentials.key_id.as_deref()?,
+            c.credentials.key_secret.clone()?.into(),
+        ))
+    }
+}

@@ -1,0 +1,660 @@
+//! Dunning: the retry steps of failing payments (jobs on the typed runtime, and manual
+//! retries), the tone emails, the configuration, and the lists and statistics.
+//!
+//! A step tries the payment through the provider (A: `POST /v1/invoices/{id}/pay` with the
+//! key `churn-<record>-<try>`, fresh for every try; custom: a signed POST to `retry_url`), or, for provider B and custom without a
+//! `retry_url`, which retry on their own, only sends the next reminder. A success recovers
+//! the record and the customer's churn events; a hard decline abandons it at once; a soft one
+//! counts, and the one that reaches `max_retries` abandons it; a timeout or 5xx is an error,
+//! not counted, tried again after an hour. Settling is guarded by the attempt count the step
+//! started from, so a job and a manual retry of the same attempt cannot both count.
+
+use serde_json::json;
+
+use super::Payments;
+use crate::api::payments::{
+    DunningConfig, DunningEmail, PaymentAttempt, PaymentFailure, PaymentFailureDetail,
+    PaymentFailureList, PaymentFailureQuery, PaymentFailureStats, RetryResult, UpdateDunningConfig,
+};
+use crate::domain::dunning::{DeclineClass, DunningFacts, Tone, classify, render, tone_at};
+use crate::domain::provider::Provider;
+use crate::domain::role::Permission;
+use crate::domain::validation::Validator;
+use crate::email::OutgoingEmail;
+use crate::error::{Error, Result};
+use crate::jobs::Job;
+use crate::providers::CallError;
+use crate::providers::provider_a::PayOutcome;
+use crate::services::access::ProjectAccess;
+use crate::signature;
+use crate::store::payment_failures::{self as failures, FailureRecord, Settle};
+use crate::store::{Tx, dunning, events, projects};
+use crate::time::{self, Timestamp};
+
+/// An error from the provider is tried again after this long.
+const ERROR_RETRY: chrono::TimeDelta = chrono::TimeDelta::hours(1);
+const MAX_SENDER_NAME: usize = 100;
+
+/// What one try of the payment came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Outcome {
+    Succeeded,
+    Failed {
+        decline_code: Option<String>,
+        hard: bool,
+        error: Option<String>,
+    },
+    /// The provider did not answer usefully: not counted.
+    Error(String),
+}
+
+fn not_found() -> Error {
+    Error::NotFound("payment failure not found".into())
+}
+
+fn view(r: &FailureRecord) -> PaymentFailure {
+    PaymentFailure {
+        id: r.id.clone(),
+        provider: r.provider,
+        customer_email: r.customer_email.clone(),
+        amount: r.amount,
+        currency: r.currency.clone(),
+        status: r.status.clone(),
+        failure_reason: r.failure_reason.clone(),
+        decline_code: r.decline_code.clone(),
+        attempts: r.attempts,
+        max_retries: r.max_retries,
+        next_retry_at: r.next_retry_at,
+        abandon_reason: r.abandon_reason.clone(),
+        recovered_at: r.recovered_at,
+        created_at: r.created_at,
+    }
+}
+
+fn ts(raw: &str) -> Result<Timestamp> {
+    crate::store::ts(raw)
+}
+
+/// Enqueues the dunning work of a new failing record: the first tone's email now and, while
+/// dunning runs, the first retry at `next_retry_at`.
+pub(super) async fn start_sequence(
+    tx: &mut Tx,
+    record: &FailureRecord,
+    config: &DunningConfig,
+    now: Timestamp,
+) -> Result<()> {
+    if !config.enabled {
+        return Ok(());
+    }
+    let tone = tone_at(&config.tone_sequence, 0);
+    Job::DunningEmail {
+        failure_id: record.id.clone(),
+        tone,
+    }
+    .enqueue(tx, now, now)
+    .await?;
+    if let Some(at) = record.next_retry_at {
+        retry_job(record, at).enqueue(tx, at, now).await?;
+    }
+    Ok(())
+}
+
+fn retry_job(record: &FailureRecord, due: Timestamp) -> Job {
+    Job::DunningRetry {
+        failure_id: record.id.clone(),
+        due: time::format(&due),
+    }
+}
+
+impl Payments {
+    pub async fn dunning_config(&self, access: &ProjectAccess) -> Result<DunningConfig> {
+        access.authorize(Permission::Read)?;
+        dunning::get(self.core.store.reader(), &access.project.id).await
+    }
+
+    pub async fn put_dunning_config(
+        &self,
+        access: &ProjectAccess,
+        req: UpdateDunningConfig,
+    ) -> Result<DunningConfig> {
+        access.authorize(Permission::Administer)?;
+        let mut config = dunning::get(self.core.store.reader(), &access.project.id).await?;
+        let mut v = Validator::new();
+        if let Some(n) = req.max_retries {
+            if (0..=10).contains(&n) {
+                config.max_retries = n;
+            } else {
+                v.add("max_retries", "must be between 0 and 10");
+            }
+        }
+        if let Some(h) = req.retry_interval_hours {
+            if (1..=720).contains(&h) {
+                config.retry_interval_hours = h;
+            } else {
+                v.add("retry_interval_hours", "must be between 1 and 720");
+            }
+        }
+        if let Some(tones) = req.tone_sequence {
+            if (1..=10).contains(&tones.len()) {
+                config.tone_sequence = tones;
+            } else {
+                v.add("tone_sequence", "must hold 1 to 10 tones");
+            }
+        }
+        if let Some(name) = req.sender_name {
+            let name = name.trim().to_owned();
+            if name.is_empty()
+                || name.chars().count() > MAX_SENDER_NAME
+                || name.contains(['\r', '\n'])
+            {
+                v.add(
+                    "sender_name",
+                    format!("must be one line of 1 to {MAX_SENDER_NAME} characters"),
+                );
+            } else {
+                config.sender_name = name;
+            }
+        }
+        if let Some(enabled) = req.enabled {
+            config.enabled = enabled;
+        }
+        if let Some(send) = req.send_emails {
+            config.send_emails = send;
+        }
+        v.finish()?;
+        dunning::put(
+            self.core.store.writer(),
+            &access.project.id,
+            &config,
+            self.core.now(),
+        )
+        .await?;
+        Ok(config)
+    }
+
+    pub async fn list_failures(
+        &self,
+        access: &ProjectAccess,
+        q: PaymentFailureQuery,
+    ) -> Result<PaymentFailureList> {
+        access.authorize(Permission::Read)?;
+        let mut v = Validator::new();
+        let page = q.page.unwrap_or(1);
+        if !(1..=i64::from(u32::MAX)).contains(&page) {
+            v.add("page", format!("must be between 1 and {}", u32::MAX));
+        }
+        let per_page = q.per_page.unwrap_or(20);
+        if !(1..=100).contains(&per_page) {
+            v.add("per_page", "must be between 1 and 100");
+        }
+        if let Some(s) = &q.status
+            && !["failing", "recovered", "abandoned"].contains(&s.as_str())
+        {
+            v.add("status", "must be failing, recovered or abandoned");
+        }
+        v.finish()?;
+        let db = self.core.store.reader();
+        let totals = failures::totals(db, &access.project.id).await?;
+        let total = totals
+            .iter()
+            .filter(|(status, ..)| q.status.as_deref().is_none_or(|s| s == status))
+            .map(|(_, _, n, _)| *n)
+            .sum::<i64>();
+        let rows = failures::list(
+            db,
+            &access.project.id,
+            q.status.as_deref(),
+            per_page,
+            (page - 1).saturating_mul(per_page),
+        )
+        .await?;
+        Ok(PaymentFailureList {
+            failures: rows.iter().map(view).collect(),
+            total: total.max(0) as u64,
+        })
+    }
+
+    pub async fn failure_stats(&self, access: &ProjectAccess) -> Result<PaymentFailureStats> {
+        access.authorize(Permission::Read)?;
+        let totals = failures::totals(self.core.store.reader(), &access.project.id).await?;
+        let count = |status: &str| -> i64 {
+            totals
+                .iter()
+                .filter(|(s, ..)| s == status)
+                .map(|(_, _, n, _)| n)
+                .sum()
+        };
+        // The most common currency (ties: alphabetical), and the recovered sum in it.
+        let mut by_currency: std::collections::BTreeMap<&str, i64> = Default::default();
+        for (_, currency, n, _) in &totals {
+            *by_currency.entry(currency).or_default() += n;
+        }
+        let currency = by_currency
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .map_or("usd", |(c, _)| c)
+            .to_owned();
+        let (recovered, abandoned) = (count("recovered"), count("abandoned"));
+        Ok(PaymentFailureStats {
+            total_failures: totals.iter().map(|(_, _, n, _)| n).sum(),
+            recovered,
+            abandoned,
+            active: count("failing"),
+            recovery_rate: if recovered + abandoned == 0 {
+                0.0
+            } else {
+                recovered as f64 / (recovered + abandoned) as f64
+            },
+            revenue_recovered: totals
+                .iter()
+                .filter(|(s, c, ..)| s == "recovered" && *c == currency)
+                .map(|(_, _, _, sum)| sum)
+                .sum(),
+            currency,
+        })
+    }
+
+    pub async fn failure(&self, access: &ProjectAccess, id: &str) -> Result<PaymentFailureDetail> {
+        access.authorize(Permission::Read)?;
+        let record = failures::get(self.core.store.reader(), &access.project.id, id)
+            .await?
+            .ok_or_else(not_found)?;
+        self.detail(&record).await
+    }
+
+    async fn detail(&self, r: &FailureRecord) -> Result<PaymentFailureDetail> {
+        let db = self.core.store.reader();
+        let mut attempt_history = Vec::new();
+        for (at, outcome, decline_code, error) in failures::attempts(db, &r.id).await? {
+            attempt_history.push(PaymentAttempt {
+                at: ts(&at)?,
+                outcome,
+                decline_code,
+                error,
+            });
+        }
+        let mut emails = Vec::new();
+        for (at, tone, status, reason) in failures::emails(db, &r.id).await? {
+            emails.push(DunningEmail {
+                at: ts(&at)?,
+                tone: Tone::parse(&tone).unwrap_or(Tone::Friendly),
+                status,
+                reason,
+            });
+        }
+        Ok(PaymentFailureDetail {
+            failure: view(r),
+            provider_invoice_id: r.provider_invoice_id.clone(),
+            provider_payment_id: r.provider_payment_id.clone(),
+            provider_customer_id: r.provider_customer_id.clone(),
+            attempt_history,
+            emails,
+        })
+    }
+
+    /// `POST …/payment-failures/:id/retry`: one attempt now, counted like a scheduled one.
+    pub async fn retry_now(&self, access: &ProjectAccess, id: &str) -> Result<RetryResult> {
+        access.authorize(Permission::Write)?;
+        let record = failures::get(self.core.store.reader(), &access.project.id, id)
+            .await?
+            .ok_or_else(not_found)?;
+        if record.status != "failing" || record.attempts >= record.max_retries {
+            return Err(Error::Conflict(
+                "this payment is not failing, or its retries are used up".into(),
+            ));
+        }
+        let connection = self.connection(&access.project.id, record.provider).await?;
+        let calls = match (record.provider, &connection) {
+            (Provider::ProviderA, Some(_)) => true,
+            (Provider::Custom, Some(c)) => c.record.retry_url.is_some(),
+            _ => false,
+        };
+        if !calls {
+            return Err(Error::validation("this provider retries payments itself"));
+        }
+        let (at, outcome) = self.step(&record).await?;
+        let (label, decline_code, error) = match outcome {
+            Outcome::Succeeded => ("succeeded", None, None),
+            Outcome::Failed {
+                decline_code,
+                error,
+                ..
+            } => ("failed", decline_code, error),
+            Outcome::Error(e) => return Err(Error::upstream("the payment provider failed", e)),
+        };
+        let record = failures::get(self.core.store.reader(), &access.project.id, id)
+            .await?
+            .ok_or_else(not_found)?;
+        Ok(RetryResult {
+            record: self.detail(&record).await?,
+            last_attempt: PaymentAttempt {
+                at,
+                outcome: label.into(),
+                decline_code,
+                error,
+            },
+        })
+    }
+
+    /// The scheduled step of a record (job `dunning_retry`); a step whose due time no longer
+    /// matches the record's (moved by a manual retry or already settled) does nothing.
+    pub(crate) async fn run_scheduled_retry(&self, failure_id: &str, due: &str) -> Result<()> {
+        let Some(record) = failures::by_id(self.core.store.reader(), failure_id).await? else {
+            return Ok(());
+        };
+        if record.status != "failing"
+            || record.next_retry_at.map(|t| time::format(&t)).as_deref() != Some(due)
+        {
+            return Ok(());
+        }
+        self.step(&record).await.map(|_| ())
+    }
+
+    /// Tries the payment and settles the outcome; answers when and how it went.
+    async fn step(&self, record: &FailureRecord) -> Result<(Timestamp, Outcome)> {
+        // Every try gets its own number (errors included): the provider replays a stored
+        // answer, a 500 included, to a repeated key, while two callers of the same try share
+        // one.
+        let attempt = failures::attempts(self.core.store.reader(), &record.id)
+            .await?
+            .len() as i64
+            + 1;
+        let connection = self.connection(&record.project_id, record.provider).await?;
+        let outcome = match (&connection, record.provider) {
+            (Some(c), Provider::ProviderA) => {
+                match (self.provider_a(c), &record.provider_invoice_id) {
+                    (Some(a), Some(invoice)) => {
+                        let key = format!("churn-{}-{attempt}", record.id);
+                        match a.pay_invoice(invoice, &key).await {
+                            Ok(PayOutcome::Paid | PayOutcome::AlreadyPaid) => Outcome::Succeeded,
+                            Ok(PayOutcome::NotPaid { status }) => Outcome::Failed {
+                                decline_code: None,
+                                hard: false,
+                                error: Some(format!("the invoice is {status}")),
+                            },
+                            Err(CallError::Declined(e)) => Outcome::Failed {
+                                hard: classify(
+                                    e.decline_code.as_deref(),
+                                    e.advice_code.as_deref(),
+                                    e.code.as_deref(),
+                                ) == DeclineClass::Hard,
+                                decline_code: e.decline_code.or(e.code),
+                                error: None,
+                            },
+                            Err(CallError::Refused { status, error }) => Outcome::Failed {
+                                decline_code: error.decline_code.or(error.code),
+                                hard: false,
+                                error: Some(format!(
+                                    "refused ({status}): {}",
+                                    error.message.unwrap_or_default()
+                                )),
+                            },
+                            Err(CallError::Unavailable(e)) => Outcome::Error(e),
+                        }
+                    }
+                    _ => Outcome::Error(
+                        "the connection has no API key or the record no invoice".into(),
+                    ),
+                }
+            }
+            (Some(c), Provider::Custom) if c.record.retry_url.is_some() => {
+                self.custom_retry(c, record, attempt).await?
+            }
+            // Provider B and custom without retry_url retry on their own: a reminder only.
+            _ => Outcome::Failed {
+                decline_code: None,
+                hard: false,
+                error: None,
+            },
+        };
+        let now = self.core.now();
+        self.settle(record, &outcome, now).await?;
+        Ok((now, outcome))
+    }
+
+    async fn custom_retry(
+        &self,
+        connection: &super::Connection,
+        record: &FailureRecord,
+        attempt: i64,
+    ) -> Result<Outcome> {
+        let project = projects::by_id(self.core.store.reader(), &record.project_id)
+            .await?
+            .ok_or_else(not_found)?;
+        let body = json!({
+            "payment_failure_id": record.id,
+            "customer_email": record.customer_email,
+            "amount": record.amount,
+            "currency": record.currency,
+            "payment_id": record.provider_payment_id,
+            "attempt": attempt,
+        })
+        .to_string();
+        let url = connection.record.retry_url.as_deref().unwrap_or_default();
+        let answer = self
+            .outbound
+            .tenant()
+            .post(url)
+            .header("content-type", "application/json")
+            .header(
+                signature::SIGNATURE_HEADER,
+                &signature::sign_hex(&project.webhook_secret, body.as_bytes()),
+            )
+            .body(body)
+            .timeout(crate::providers::CALL_TIMEOUT)
+            .send()
+            .await;
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            outcome: String,
+            decline_code: Option<String>,
+        }
+        Ok(match answer.map(|r| r.json::<Answer>()) {
+            Ok(Ok(a)) if a.outcome == "succeeded" => Outcome::Succeeded,
+            Ok(Ok(a)) if a.outcome == "failed" => Outcome::Failed {
+                hard: classify(a.decline_code.as_deref(), None, None) == DeclineClass::Hard,
+                decline_code: a.decline_code,
+                error: None,
+            },
+            Ok(Ok(a)) => Outcome::Error(format!("unknown outcome {:?}", a.outcome)),
+            Ok(Err(e)) | Err(e) => Outcome::Error(e.to_string()),
+        })
+    }
+
+    async fn settle(
+        &self,
+        record: &FailureRecord,
+        outcome: &Outcome,
+        now: Timestamp,
+    ) -> Result<()> {
+        let config = dunning::get(self.core.store.reader(), &record.project_id).await?;
+        let mut tx = self.core.store.begin().await?;
+        let (label, decline_code, error) = match outcome {
+            Outcome::Succeeded => ("succeeded", None, None),
+            Outcome::Failed {
+                decline_code,
+                error,
+                ..
+            } => ("failed", decline_code.as_deref(), error.as_deref()),
+            Outcome::Error(e) => ("error", None, Some(e.as_str())),
+        };
+        failures::log_attempt(&mut *tx, &record.id, now, label, decline_code, error).await?;
+        let counted = record.attempts + 1;
+        let max = config.max_retries;
+        let interval = chrono::Duration::hours(config.retry_interval_hours);
+        let (settle, next_email) = match outcome {
+            Outcome::Succeeded => (
+                Settle {
+                    status: "recovered",
+                    attempts: counted,
+                    max_retries: max,
+                    next_retry_at: None,
+                    abandon_reason: None,
+                    recovered_at: Some(now),
+                    decline_code: None,
+                },
+                None,
+            ),
+            Outcome::Failed { hard: true, .. } => (
+                Settle {
+                    status: "abandoned",
+                    attempts: counted,
+                    max_retries: max,
+                    next_retry_at: None,
+                    abandon_reason: Some("hard_decline"),
+                    recovered_at: None,
+                    decline_code,
+                },
+                None,
+            ),
+            Outcome::Failed { .. } if counted >= max => (
+                Settle {
+                    status: "abandoned",
+                    attempts: counted,
+                    max_retries: max,
+                    next_retry_at: None,
+                    abandon_reason: Some("retries_exhausted"),
+                    recovered_at: None,
+                    decline_code,
+                },
+                None,
+            ),
+            Outcome::Failed { .. } => (
+                Settle {
+                    status: "failing",
+                    attempts: counted,
+                    max_retries: max,
+                    next_retry_at: config.enabled.then(|| now + interval),
+                    abandon_reason: None,
+                    recovered_at: None,
+                    decline_code,
+                },
+                Some(tone_at(&config.tone_sequence, counted as usize)),
+            ),
+            Outcome::Error(_) => (
+                Settle {
+                    status: "failing",
+                    attempts: record.attempts,
+                    max_retries: max,
+                    next_retry_at: Some(now + ERROR_RETRY),
+                    abandon_reason: None,
+                    recovered_at: None,
+                    decline_code: None,
+                },
+                None,
+            ),
+        };
+        if !failures::settle(&mut *tx, record, &settle, now).await? {
+            // Settled meanwhile by another step of the same attempt.
+            return Ok(());
+        }
+        if let Some(at) = settle.next_retry_at {
+            retry_job(record, at).enqueue(&mut tx, at, now).await?;
+        }
+        if let (Some(tone), true) = (next_email, config.enabled) {
+            Job::DunningEmail {
+                failure_id: record.id.clone(),
+                tone,
+            }
+            .enqueue(&mut tx, now, now)
+            .await?;
+        }
+        if matches!(outcome, Outcome::Succeeded) {
+            events::recover_for_customer(
+                &mut *tx,
+                &record.project_id,
+                &record.customer_email,
+                "payment",
+                now,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Job `dunning_email`: the tone's email from the verified sender, or a logged skip.
+    pub(crate) async fn send_dunning_email(&self, failure_id: &str, tone: Tone) -> Result<()> {
+        let db = self.core.store.reader();
+        let Some(record) = failures::by_id(db, failure_id).await? else {
+            return Ok(());
+        };
+        let Some(project) = projects::by_id(db, &record.project_id).await? else {
+            return Ok(());
+        };
+        let config = dunning::get(db, &project.id).await?;
+        let now = self.core.now();
+        let id = record.id.as_str();
+        let skip = |reason: &'static str| async move {
+            tracing::info!(failure = %id, tone = tone.as_str(), reason, "dunning email skipped");
+            failures::log_email(
+                self.core.store.writer(),
+                id,
+                now,
+                tone.as_str(),
+                "skipped",
+                Some(reason),
+            )
+            .await
+        };
+        if !config.send_emails {
+            return skip("send_emails is off").await;
+        }
+        let sender = self.sending.sender_for(&project).await?;
+        if !sender.verified {
+            return skip("no verified sender domain").await;
+        }
+        let Some(transport) = &self.sending.mailer.transport else {
+            return skip("email is not configured").await;
+        };
+        let (subject, text) = render(
+            tone,
+            &DunningFacts {
+                amount: record.amount,
+                currency: &record.currency,
+                decline_code: record.decline_code.as_deref(),
+                payment_link: record.payment_link.as_deref(),
+                sender_name: &config.sender_name,
+            },
+        );
+        let address = super::super::sender_address(&sender.from);
+        let from = lettre::message::Mailbox::new(
+            Some(config.sender_name.clone()),
+            address
+                .parse()
+                .map_err(|e| Error::internal(format!("sender address {address:?}: {e}")))?,
+        );
+        let html = format!(
+            "<p>{}</p>",
+            crate::generation::html::escape(&text)
+                .replace("\n\n", "</p><p>")
+                .replace('\n', "<br>")
+        );
+        let message = OutgoingEmail {
+            from: from.to_string(),
+            to: record.customer_email.clone(),
+            to_name: None,
+            reply_to: sender.reply_to.clone(),
+            subject,
+            html,
+            text,
+            list_unsubscribe: format!("<mailto:{address}?subject=unsubscribe>"),
+            message_id: format!("{}@churn", uuid::Uuid::new_v4()),
+        };
+        transport.send(&message).await.map_err(|e| {
+            Error::upstream(
+                "the email server did not accept the dunning email",
+                e.to_string(),
+            )
+        })?;
+        failures::log_email(
+            self.core.store.writer(),
+            &record.id,
+            now,
+            tone.as_str(),
+            "sent",
+            None,
+        )
+        .await
+    }
+}

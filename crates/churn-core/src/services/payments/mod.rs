@@ -1,0 +1,29 @@
+//! Payments: connections to payment providers (`connections`), their inbound events
+//! (`webhooks`), and dunning (`dunning`): retries, tone emails, configuration, lists and
+//! statistics.
+//! The only capability holding the provider clients: it owns the encryption key that opens
+//! their credentials and the tenant outbound client their calls go through; it sends
+//! dunning emails through the [`Sending`] capability's sender and transport.
+
+mod connections;
+mod dunning;
+mod webhooks;
+
+use std::sync::Arc;
+
+use super::{Core, EncryptionKey, Sending};
+use crate::outbound::Outbound;
+
+pub use connections::Connection;
+pub use webhooks::InboundHeaders;
+
+#[derive(Clone)]
+pub struct Payments {
+    pub(super) core: Core,
+    /// The project's sender and the email transport, for dunning emails.
+    pub(super) sending: Sending,
+    pub(super) outbound: Outbound,
+    pub(super) encryption_key: Arc<EncryptionKey>,
+    /// Base of the webhook addresses shown to the provider.
+    pub(super) public_url: String,
+}

@@ -1,0 +1,470 @@
+//! The `payment_failures` table and the events that feed it (`provider_events`). Every
+//! statement takes the project id, except `by_id`, for dunning jobs that carry only the id.
+
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow, Row};
+
+use super::{Writes, decode};
+use crate::domain::provider::Provider;
+use crate::error::Result;
+use crate::time::{self, Timestamp};
+
+#[derive(Debug, Clone)]
+pub struct FailureRecord {
+    pub id: String,
+    pub project_id: String,
+    pub provider: Provider,
+    pub reference: String,
+    pub customer_email: String,
+    pub amount: i64,
+    pub currency: String,
+    pub status: String,
+    pub failure_reason: Option<String>,
+    pub decline_code: Option<String>,
+    pub attempts: i64,
+    pub max_retries: i64,
+    pub next_retry_at: Option<Timestamp>,
+    pub abandon_reason: Option<String>,
+    pub recovered_at: Option<Timestamp>,
+    pub provider_invoice_id: Option<String>,
+    pub provider_payment_id: Option<String>,
+    pub provider_customer_id: Option<String>,
+    pub provider_subscription_id: Option<String>,
+    pub payment_link: Option<String>,
+    pub churn_event_id: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl FromRow<'_, AnyRow> for FailureRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            id: row.try_get("id")?,
+            project_id: row.try_get("project_id")?,
+            provider: decode::named(row, "provider")?,
+            reference: row.try_get("reference")?,
+            customer_email: row.try_get("customer_email")?,
+            amount: row.try_get("amount")?,
+            currency: row.try_get("currency")?,
+            status: row.try_get("status")?,
+            failure_reason: row.try_get("failure_reason")?,
+            decline_code: row.try_get("decline_code")?,
+            attempts: row.try_get("attempts")?,
+            max_retries: row.try_get("max_retries")?,
+            next_retry_at: decode::timestamp_opt(row, "next_retry_at")?,
+            abandon_reason: row.try_get("abandon_reason")?,
+            recovered_at: decode::timestamp_opt(row, "recovered_at")?,
+            provider_invoice_id: row.try_get("provider_invoice_id")?,
+            provider_payment_id: row.try_get("provider_payment_id")?,
+            provider_customer_id: row.try_get("provider_customer_id")?,
+            provider_subscription_id: row.try_get("provider_subscription_id")?,
+            payment_link: row.try_get("payment_link")?,
+            churn_event_id: row.try_get("churn_event_id")?,
+            created_at: decode::timestamp(row, "created_at")?,
+            updated_at: decode::timestamp(row, "updated_at")?,
+        })
+    }
+}
+
+const COLUMNS: &str = "id, project_id, provider, reference, customer_email, amount, currency, status, \
+    failure_reason, decline_code, attempts, max_retries, next_retry_at, abandon_reason, recovered_at, \
+    provider_invoice_id, provider_payment_id, provider_customer_id, provider_subscription_id, \
+    payment_link, churn_event_id, created_at, updated_at";
+
+/// Records that the event is being processed; `false` when it was already (a duplicate).
+/// Under PostgreSQL a racing insert of the same key waits for the first transaction and
+/// then does nothing, so exactly one delivery goes on.
+pub async fn claim_event<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    provider: Provider,
+    event_id: &str,
+    event_type: &str,
+    now: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "INSERT INTO provider_events (project_id, provider, event_id, event_type, action, received_at) \
+         VALUES ($1, $2, $3, $4, 'ignored', $5) ON CONFLICT (project_id, provider, event_id) DO NOTHING",
+    )
+    .bind(project_id)
+    .bind(provider.as_str())
+    .bind(event_id)
+    .bind(event_type)
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn set_event_action<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    provider: Provider,
+    event_id: &str,
+    action: &str,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE provider_events SET action = $4 WHERE project_id = $1 AND provider = $2 AND event_id = $3",
+    )
+    .bind(project_id)
+    .bind(provider.as_str())
+    .bind(event_id)
+    .bind(action)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+pub async fn event_seen<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    provider: Provider,
+    event_id: &str,
+) -> Result<bool> {
+    let found: Option<i32> = sqlx::query_scalar(
+        "SELECT 1 FROM provider_events WHERE project_id = $1 AND provider = $2 AND event_id = $3",
+    )
+    .bind(project_id)
+    .bind(provider.as_str())
+    .bind(event_id)
+    .fetch_optional(db)
+    .await?;
+    Ok(found.is_some())
+}
+
+/// Inserts a new failure; `false` when one with the same reference exists.
+pub async fn insert<'e>(db: impl Writes<'e>, f: &FailureRecord) -> Result<bool> {
+    let sql = format!(
+        "INSERT INTO payment_failures ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
+         $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $22) \
+         ON CONFLICT (project_id, provider, reference) DO NOTHING"
+    );
+    let done = sqlx::query(&sql)
+        .bind(&f.id)
+        .bind(&f.project_id)
+        .bind(f.provider.as_str())
+        .bind(&f.reference)
+        .bind(&f.customer_email)
+        .bind(f.amount)
+        .bind(&f.currency)
+        .bind(&f.status)
+        .bind(&f.failure_reason)
+        .bind(&f.decline_code)
+        .bind(f.attempts)
+        .bind(f.max_retries)
+        .bind(f.next_retry_at.as_ref().map(time::format))
+        .bind(&f.abandon_reason)
+        .bind(f.recovered_at.as_ref().map(time::format))
+        .bind(&f.provider_invoice_id)
+        .bind(&f.provider_payment_id)
+        .bind(&f.provider_customer_id)
+        .bind(&f.provider_subscription_id)
+        .bind(&f.payment_link)
+        .bind(&f.churn_event_id)
+        .bind(time::format(&f.created_at))
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// A later failure of the same payment: its latest reason, code and amount.
+#[allow(clippy::too_many_arguments)]
+pub async fn refresh<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    provider: Provider,
+    reference: &str,
+    failure_reason: &str,
+    decline_code: Option<&str>,
+    amount: i64,
+    now: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE payment_failures SET failure_reason = $4, decline_code = COALESCE($5, decline_code), \
+         amount = $6, updated_at = $7 WHERE project_id = $1 AND provider = $2 AND reference = $3",
+    )
+    .bind(project_id)
+    .bind(provider.as_str())
+    .bind(reference)
+    .bind(failure_reason)
+    .bind(decline_code)
+    .bind(amount)
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Which column identifies the failures a provider event is about.
+#[derive(Debug, Clone, Copy)]
+pub enum Match {
+    Invoice,
+    Payment,
+    Email,
+    Customer,
+}
+
+impl Match {
+    fn column(self) -> &'static str {
+        match self {
+            Match::Invoice => "provider_invoice_id",
+            Match::Payment => "provider_payment_id",
+            Match::Email => "customer_email",
+            Match::Customer => "provider_customer_id",
+        }
+    }
+}
+
+/// Moves the matching failing records to `recovered`; answers their ids.
+pub async fn recover<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    provider: Provider,
+    by: Match,
+    value: &str,
+    now: Timestamp,
+) -> Result<Vec<String>> {
+    let sql = format!(
+        "UPDATE payment_failures SET status = 'recovered', recovered_at = $4, next_retry_at = NULL, \
+         updated_at = $4 WHERE project_id = $1 AND provider = $2 AND {} = $3 AND status = 'failing' \
+         RETURNING id",
+        by.column()
+    );
+    Ok(sqlx::query_scalar(&sql)
+        .bind(project_id)
+        .bind(provider.as_str())
+        .bind(value)
+        .bind(time::format(&now))
+        .fetch_all(db)
+        .await?)
+}
+
+/// Moves the matching failing records to `abandoned`; answers how many.
+pub async fn abandon_matching<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    provider: Provider,
+    by: Match,
+    value: &str,
+    reason: &str,
+    now: Timestamp,
+) -> Result<u64> {
+    let sql = format!(
+        "UPDATE payment_failures SET status = 'abandoned', abandon_reason = $4, next_retry_at = NULL, \
+         updated_at = $5 WHERE project_id = $1 AND provider = $2 AND {} = $3 AND status = 'failing'",
+        by.column()
+    );
+    let done = sqlx::query(&sql)
+        .bind(project_id)
+        .bind(provider.as_str())
+        .bind(value)
+        .bind(reason)
+        .bind(time::format(&now))
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected())
+}
+
+/// Whether the customer (by email) has a failing record with any provider.
+pub async fn customer_has_open<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    email: &str,
+) -> Result<bool> {
+    let found: Option<i32> = sqlx::query_scalar(
+        "SELECT 1 FROM payment_failures WHERE project_id = $1 AND customer_email = $2 \
+         AND status = 'failing' LIMIT 1",
+    )
+    .bind(project_id)
+    .bind(email)
+    .fetch_optional(db)
+    .await?;
+    Ok(found.is_some())
+}
+
+pub async fn get<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    id: &str,
+) -> Result<Option<FailureRecord>> {
+    let sql = format!("SELECT {COLUMNS} FROM payment_failures WHERE project_id = $1 AND id = $2");
+    Ok(sqlx::query_as(&sql)
+        .bind(project_id)
+        .bind(id)
+        .fetch_optional(db)
+        .await?)
+}
+
+pub async fn by_reference<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    provider: Provider,
+    reference: &str,
+) -> Result<Option<FailureRecord>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM payment_failures WHERE project_id = $1 AND provider = $2 AND reference = $3"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(project_id)
+        .bind(provider.as_str())
+        .bind(reference)
+        .fetch_optional(db)
+        .await?)
+}
+
+/// By id alone, for dunning jobs that carry only the id.
+pub async fn by_id<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> Result<Option<FailureRecord>> {
+    let sql = format!("SELECT {COLUMNS} FROM payment_failures WHERE id = $1");
+    Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
+}
+
+/// One page, newest first, optionally of one status.
+pub async fn list<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    status: Option<&str>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<FailureRecord>> {
+    let status = status.unwrap_or_default();
+    let sql = format!(
+        "SELECT {COLUMNS} FROM payment_failures WHERE project_id = $1 AND ($2 = '' OR status = $2) \
+         ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(project_id)
+        .bind(status)
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(db)
+        .await?)
+}
+
+/// Counts by status: (status, records, amount sum, currency).
+pub async fn totals<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<Vec<(String, String, i64, i64)>> {
+    let rows: Vec<(String, String, i64, i64)> = sqlx::query_as(
+        "SELECT status, currency, CAST(COUNT(*) AS BIGINT), CAST(COALESCE(SUM(amount), 0) AS BIGINT) \
+         FROM payment_failures WHERE project_id = $1 GROUP BY status, currency",
+    )
+    .bind(project_id)
+    .fetch_all(db)
+    .await?;
+    Ok(rows)
+}
+
+/// What a settled step changes; guarded by the attempt count it started from.
+#[derive(Debug, Clone)]
+pub struct Settle<'a> {
+    pub status: &'a str,
+    pub attempts: i64,
+    pub max_retries: i64,
+    pub next_retry_at: Option<Timestamp>,
+    pub abandon_reason: Option<&'a str>,
+    pub recovered_at: Option<Timestamp>,
+    pub decline_code: Option<&'a str>,
+}
+
+/// Applies a step unless the record moved meanwhile (`false` then).
+pub async fn settle<'e>(
+    db: impl Writes<'e>,
+    record: &FailureRecord,
+    s: &Settle<'_>,
+    now: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE payment_failures SET status = $4, attempts = $5, max_retries = $6, next_retry_at = $7, \
+         abandon_reason = $8, recovered_at = $9, decline_code = COALESCE($10, decline_code), updated_at = $11 \
+         WHERE project_id = $1 AND id = $2 AND attempts = $3 AND status = 'failing'",
+    )
+    .bind(&record.project_id)
+    .bind(&record.id)
+    .bind(record.attempts)
+    .bind(s.status)
+    .bind(s.attempts)
+    .bind(s.max_retries)
+    .bind(s.next_retry_at.as_ref().map(time::format))
+    .bind(s.abandon_reason)
+    .bind(s.recovered_at.as_ref().map(time::format))
+    .bind(s.decline_code)
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn log_attempt<'e>(
+    db: impl Writes<'e>,
+    failure_id: &str,
+    at: Timestamp,
+    outcome: &str,
+    decline_code: Option<&str>,
+    error: Option<&str>,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO payment_attempts (id, failure_id, at, outcome, decline_code, error) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(crate::ids::new_id())
+    .bind(failure_id)
+    .bind(time::format(&at))
+    .bind(outcome)
+    .bind(decline_code)
+    .bind(error.map(|e| e.chars().take(500).collect::<String>()))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+pub async fn log_email<'e>(
+    db: impl Writes<'e>,
+    failure_id: &str,
+    at: Timestamp,
+    tone: &str,
+    status: &str,
+    reason: Option<&str>,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO payment_emails (id, failure_id, at, tone, status, reason) VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(crate::ids::new_id())
+    .bind(failure_id)
+    .bind(time::format(&at))
+    .bind(tone)
+    .bind(status)
+    .bind(reason)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// (at, outcome, decline_code, error), oldest first.
+pub async fn attempts<'e>(
+    db: impl Executor<'e, Database = Any>,
+    failure_id: &str,
+) -> Result<Vec<(String, String, Option<String>, Option<String>)>> {
+    Ok(sqlx::query_as(
+        "SELECT at, outcome, decline_code, error FROM payment_attempts WHERE failure_id = $1 ORDER BY at, id",
+    )
+    .bind(failure_id)
+    .fetch_all(db)
+    .await?)
+}
+
+/// (at, tone, status, reason), oldest first.
+pub async fn emails<'e>(
+    db: impl Executor<'e, Database = Any>,
+    failure_id: &str,
+) -> Result<Vec<(String, String, String, Option<String>)>> {
+    Ok(sqlx::query_as(
+        "SELECT at, tone, status, reason FROM payment_emails WHERE failure_id = $1 ORDER BY at, id",
+    )
+    .bind(failure_id)
+    .fetch_all(db)
+    .await?)
+}

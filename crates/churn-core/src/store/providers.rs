@@ -1,0 +1,96 @@
+//! The `provider_connections` table: one row per (project, provider), credentials sealed.
+
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow, Row};
+
+use super::{Writes, decode};
+use crate::domain::provider::Provider;
+use crate::error::Result;
+use crate::time::{self, Timestamp};
+
+#[derive(Debug, Clone)]
+pub struct ConnectionRecord {
+    pub project_id: String,
+    pub provider: Provider,
+    /// The sealed credentials document (`None` for custom).
+    pub credentials: Option<String>,
+    /// What the API shows of them (a JSON object).
+    pub hints: serde_json::Value,
+    pub api_base: Option<String>,
+    pub retry_url: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl FromRow<'_, AnyRow> for ConnectionRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(Self {
+            project_id: row.try_get("project_id")?,
+            provider: decode::named(row, "provider")?,
+            credentials: row.try_get("credentials")?,
+            hints: decode::json(row, "hints")?,
+            api_base: row.try_get("api_base")?,
+            retry_url: row.try_get("retry_url")?,
+            created_at: decode::timestamp(row, "created_at")?,
+            updated_at: decode::timestamp(row, "updated_at")?,
+        })
+    }
+}
+
+const COLUMNS: &str =
+    "project_id, provider, credentials, hints, api_base, retry_url, created_at, updated_at";
+
+pub async fn get<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    provider: Provider,
+) -> Result<Option<ConnectionRecord>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM provider_connections WHERE project_id = $1 AND provider = $2"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(project_id)
+        .bind(provider.as_str())
+        .fetch_optional(db)
+        .await?)
+}
+
+pub async fn list<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<Vec<ConnectionRecord>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM provider_connections WHERE project_id = $1 ORDER BY provider"
+    );
+    Ok(sqlx::query_as(&sql).bind(project_id).fetch_all(db).await?)
+}
+
+/// Creates or replaces the connection; `created_at` is kept on a replace. Answers the row.
+pub async fn upsert<'e>(db: impl Writes<'e>, c: &ConnectionRecord) -> Result<ConnectionRecord> {
+    let sql = format!(
+        "INSERT INTO provider_connections ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
+         ON CONFLICT (project_id, provider) DO UPDATE SET credentials = $3, hints = $4, \
+         api_base = $5, retry_url = $6, updated_at = $7 RETURNING {COLUMNS}"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(&c.project_id)
+        .bind(c.provider.as_str())
+        .bind(&c.credentials)
+        .bind(c.hints.to_string())
+        .bind(&c.api_base)
+        .bind(&c.retry_url)
+        .bind(time::format(&c.updated_at))
+        .fetch_one(db)
+        .await?)
+}
+
+/// `false` when there was no such connection.
+pub async fn delete<'e>(db: impl Writes<'e>, project_id: &str, provider: Provider) -> Result<bool> {
+    let done =
+        sqlx::query("DELETE FROM provider_connections WHERE project_id = $1 AND provider = $2")
+            .bind(project_id)
+            .bind(provider.as_str())
+            .execute(db)
+            .await?;
+    Ok(done.rows_affected() > 0)
+}

@@ -1,0 +1,681 @@
+//! Dunning on the test clock against a loopback fake of provider A's API: soft declines,
+//! success on a later retry, hard declines and advice codes, provider errors, exhaustion,
+//! manual retries (200, 409, 400, 502), custom `retry_url`, provider B reminders, the tone
+//! emails from the verified sender and their skips, the configuration, lists and statistics.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, ResponseTemplate};
+
+use crate::helpers::Backend;
+use crate::webhooks::{Setup, fixture, setup};
+use churn_core::both_backends;
+use churn_core::signature;
+
+both_backends!(
+    a_soft_decline_an_error_then_success,
+    hard_declines_advice_codes_and_exhaustion,
+    manual_retries,
+    custom_retry_url_and_provider_b_reminders,
+    emails_are_skipped_without_a_verified_sender_and_config_is_checked,
+);
+
+const INVOICE: &str = "in_1SXa2YHOQNg4XnOMkV3r8c2Q";
+
+impl Setup {
+    async fn advance_hours(&self, hours: i64) {
+        self.app
+            .expect(
+                self.app
+                    .req(Method::POST, "/dev/clock")
+                    .json(&json!({"advance_seconds": hours * 3600})),
+                200,
+            )
+            .await;
+    }
+
+    async fn configure(&self, config: Value) -> Value {
+        self.app
+            .expect(
+                self.app
+                    .req(Method::PUT, "/projects/acme/dunning-config")
+                    .bearer_auth(&self.token)
+                    .json(&config),
+                200,
+            )
+            .await["data"]
+            .clone()
+    }
+
+    /// A verified sender for `acme` (the DNS proof is tested with the email settings).
+    async fn verified_sender(&self) {
+        self.app
+            .expect(
+                self.app
+                    .req(Method::PUT, "/projects/acme/email-settings")
+                    .bearer_auth(&self.token)
+                    .json(&json!({"from_name": "Acme", "from_email": "billing@acme.io"})),
+                200,
+            )
+            .await;
+        self.app
+            .query("UPDATE email_settings SET verified_at = '2026-01-01T00:00:00.000Z'")
+            .await;
+    }
+
+    async fn only_failure(&self) -> Value {
+        let list = self
+            .app
+            .expect(
+                self.app
+                    .req(Method::GET, "/projects/acme/payment-failures")
+                    .bearer_auth(&self.token),
+                200,
+            )
+            .await;
+        let id = list["data"]["failures"][0]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        self.detail(&id).await
+    }
+
+    async fn detail(&self, id: &str) -> Value {
+        self.app
+            .expect(
+                self.app
+                    .req(
+                        Method::GET,
+                        &format!("/projects/acme/payment-failures/{id}"),
+                    )
+                    .bearer_auth(&self.token),
+                200,
+            )
+            .await["data"]
+            .clone()
+    }
+
+    async fn pay_answers(&self, invoice: &str, answer: ResponseTemplate) {
+        Mock::given(method("POST"))
+            .and(path(format!("/v1/invoices/{invoice}/pay")))
+            .respond_with(answer)
+            .up_to_n_times(1)
+            .mount(&self.fake.mock)
+            .await;
+    }
+
+    /// The dunning emails in the outbox (the owner's verification email left out).
+    fn dunning_mails(&self) -> Vec<String> {
+        self.app
+            .outbox()
+            .into_iter()
+            .filter(|m| !m.contains("<owner@acme.io>"))
+            .collect()
+    }
+
+    /// The idempotency keys of the pay calls so far.
+    async fn pay_keys(&self) -> Vec<String> {
+        self.fake
+            .mock
+            .received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .filter(|r| r.url.path().ends_with("/pay"))
+            .map(|r| r.headers["idempotency-key"].to_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+fn decline(code: &str, advice: Option<&str>) -> ResponseTemplate {
+    ResponseTemplate::new(402).set_body_json(json!({"error": {"type": "card_error",
+        "code": "card_declined", "decline_code": code, "advice_code": advice,
+        "message": "Your card was declined."}}))
+}
+
+fn paid(invoice: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200)
+        .set_body_json(json!({"id": invoice, "object": "invoice", "status": "paid"}))
+}
+
+fn tones(detail: &Value) -> Vec<(String, String)> {
+    detail["emails"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["tone"].as_str().unwrap().to_owned(),
+                e["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn outcomes(detail: &Value) -> Vec<(String, Value)> {
+    detail["attempt_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["outcome"].as_str().unwrap().to_owned(),
+                a["decline_code"].clone(),
+            )
+        })
+        .collect()
+}
+
+async fn a_soft_decline_an_error_then_success(backend: Backend) {
+    let s = setup(backend).await;
+    s.verified_sender().await;
+    s.configure(
+        json!({"max_retries": 3, "retry_interval_hours": 24, "sender_name": "Acme Billing"}),
+    )
+    .await;
+    s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
+        .await;
+    let r = s.only_failure().await;
+    let id = r["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        (&r["status"], &r["attempts"], &r["max_retries"]),
+        (&json!("failing"), &json!(0), &json!(3))
+    );
+    assert_eq!(r["provider_invoice_id"], INVOICE);
+    // The first tone's email goes out at once, from the verified sender, with the amount
+    // and the provider's payment link.
+    s.app.run_jobs().await;
+    let mails = s.dunning_mails();
+    assert_eq!(mails.len(), 1, "{mails:#?}");
+    assert!(
+        mails[0].contains("From: \"Acme Billing\" <billing@acme.io>")
+            || mails[0].contains("From: Acme Billing <billing@acme.io>"),
+        "{}",
+        mails[0]
+    );
+    assert!(mails[0].contains("29.90 USD"));
+    assert!(mails[0].contains("https://invoice.stripe.com/i/acct_1SBE9vHOQNg4XnOM/test_YWNjdF8x"));
+    // Nothing is due before the interval.
+    s.advance_hours(23).await;
+    s.app.run_jobs().await;
+    assert!(s.pay_keys().await.is_empty());
+    // A soft decline: counted, the next tone.
+    s.pay_answers(
+        INVOICE,
+        decline("insufficient_funds", Some("try_again_later")),
+    )
+    .await;
+    s.advance_hours(1).await;
+    s.app.run_jobs().await;
+    let r = s.detail(&id).await;
+    assert_eq!(
+        (&r["status"], &r["attempts"], &r["decline_code"]),
+        (&json!("failing"), &json!(1), &json!("insufficient_funds"))
+    );
+    // The provider errs: not counted, tried again in an hour.
+    s.pay_answers(INVOICE, ResponseTemplate::new(500)).await;
+    s.advance_hours(24).await;
+    s.app.run_jobs().await;
+    assert_eq!(s.detail(&id).await["attempts"], 1);
+    // Success on the next try: recovered, the sequence stops, the churn event recovered.
+    s.pay_answers(INVOICE, paid(INVOICE)).await;
+    s.advance_hours(1).await;
+    s.app.run_jobs().await;
+    let r = s.detail(&id).await;
+    assert_eq!(
+        (&r["status"], &r["next_retry_at"]),
+        (&json!("recovered"), &Value::Null)
+    );
+    assert_eq!(
+        outcomes(&r),
+        [
+            ("failed".into(), json!("insufficient_funds")),
+            ("error".into(), Value::Null),
+            ("succeeded".into(), Value::Null)
+        ]
+    );
+    assert_eq!(
+        tones(&r),
+        [
+            ("friendly".into(), "sent".into()),
+            ("professional".into(), "sent".into())
+        ]
+    );
+    // A fresh idempotency key for every try.
+    assert_eq!(
+        s.pay_keys().await,
+        [1, 2, 3].map(|n| format!("churn-{id}-{n}"))
+    );
+    let requests = s.fake.mock.received_requests().await.unwrap();
+    assert_eq!(
+        requests[0].headers["authorization"],
+        format!("Bearer {}", crate::providers::A_KEY)
+    );
+    let event = &s.events().await[0];
+    assert_eq!(
+        (&event["status"], &event["recovered_via"]),
+        (&json!("recovered"), &json!("payment"))
+    );
+    s.advance_hours(96).await;
+    s.app.run_jobs().await;
+    assert_eq!(s.pay_keys().await.len(), 3, "nothing after recovery");
+    let stats = s
+        .app
+        .expect(
+            s.app
+                .req(Method::GET, "/projects/acme/payment-failures/stats")
+                .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    assert_eq!(
+        stats["data"],
+        json!({"total_failures": 1, "recovered": 1, "abandoned": 0, "active": 0,
+            "recovery_rate": 1.0, "revenue_recovered": 2990, "currency": "usd"})
+    );
+}
+
+async fn hard_declines_advice_codes_and_exhaustion(backend: Backend) {
+    let s = setup(backend).await;
+    s.verified_sender().await;
+    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1}))
+        .await;
+    // A soft-looking code with the advice not to retry: abandoned, no email.
+    s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
+        .await;
+    s.app.run_jobs().await;
+    s.pay_answers(
+        INVOICE,
+        decline("generic_decline", Some("do_not_try_again")),
+    )
+    .await;
+    s.advance_hours(1).await;
+    s.app.run_jobs().await;
+    let r = s.only_failure().await;
+    assert_eq!(
+        (&r["status"], &r["abandon_reason"]),
+        (&json!("abandoned"), &json!("hard_decline"))
+    );
+    assert_eq!(tones(&r).len(), 1, "abandonment sends nothing");
+    // Another invoice: two soft declines exhaust max_retries 2.
+    let mut other: Value =
+        serde_json::from_str(&fixture("a_basil_invoice_payment_failed")).unwrap();
+    other["id"] = json!("evt_other_invoice");
+    other["data"]["object"]["id"] = json!("in_other");
+    other["data"]["object"]["customer_email"] = json!("other@example.com");
+    s.send_a(&other.to_string(), 200).await;
+    for _ in 0..2 {
+        s.pay_answers("in_other", decline("insufficient_funds", None))
+            .await;
+    }
+    for _ in 0..3 {
+        s.app.run_jobs().await;
+        s.advance_hours(1).await;
+    }
+    let list = s
+        .app
+        .expect(
+            s.app
+                .req(
+                    Method::GET,
+                    "/projects/acme/payment-failures?status=abandoned",
+                )
+                .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    assert_eq!(list["data"]["total"], 2);
+    let exhausted = list["data"]["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["customer_email"] == "other@example.com")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (&exhausted["abandon_reason"], &exhausted["attempts"]),
+        (&json!("retries_exhausted"), &json!(2))
+    );
+    let r = s.detail(exhausted["id"].as_str().unwrap()).await;
+    assert_eq!(
+        tones(&r),
+        [
+            ("friendly".into(), "sent".into()),
+            ("professional".into(), "sent".into())
+        ],
+        "one email per failure before the last"
+    );
+    // A failure that arrives with a hard decline is abandoned at once but still emailed.
+    s.send_a(
+        &fixture("a_acacia_invoice_payment_failed").replace(
+            "\"customer_email\": null",
+            "\"customer_email\": \"lars@example.com\"",
+        ),
+        200,
+    )
+    .await;
+    s.app.run_jobs().await;
+    let list = s
+        .app
+        .expect(
+            s.app
+                .req(
+                    Method::GET,
+                    "/projects/acme/payment-failures?status=abandoned&per_page=1",
+                )
+                .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    assert_eq!(list["data"]["total"], 3);
+    let lars = s
+        .detail(list["data"]["failures"][0]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(
+        (&lars["customer_email"], &lars["abandon_reason"]),
+        (&json!("lars@example.com"), &json!("hard_decline"))
+    );
+    assert_eq!(tones(&lars), [("friendly".into(), "sent".into())]);
+    let mails = s.dunning_mails();
+    let to_lars = mails
+        .iter()
+        .find(|m| m.contains("To: lars@example.com"))
+        .unwrap();
+    assert!(to_lars.contains("your card has expired"));
+    let stats = s
+        .app
+        .expect(
+            s.app
+                .req(Method::GET, "/projects/acme/payment-failures/stats")
+                .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    assert_eq!(
+        (&stats["data"]["recovery_rate"], &stats["data"]["abandoned"]),
+        (&json!(0.0), &json!(3))
+    );
+}
+
+async fn manual_retries(backend: Backend) {
+    let s = setup(backend).await;
+    s.configure(json!({"max_retries": 2})).await;
+    s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
+        .await;
+    let id = s.only_failure().await["id"].as_str().unwrap().to_owned();
+    let retry = |status: u16| {
+        s.app.expect(
+            s.app
+                .req(
+                    Method::POST,
+                    &format!("/projects/acme/payment-failures/{id}/retry"),
+                )
+                .bearer_auth(&s.token),
+            status,
+        )
+    };
+    // The provider errs: 502, nothing counted.
+    s.pay_answers(INVOICE, ResponseTemplate::new(503)).await;
+    assert_eq!(retry(502).await["error"]["code"], "UPSTREAM_ERROR");
+    assert_eq!(s.detail(&id).await["attempts"], 0);
+    s.pay_answers(INVOICE, decline("insufficient_funds", None))
+        .await;
+    let answer = retry(200).await["data"].clone();
+    assert_eq!(answer["attempts"], 1);
+    assert_eq!(
+        (
+            &answer["last_attempt"]["outcome"],
+            &answer["last_attempt"]["decline_code"]
+        ),
+        (&json!("failed"), &json!("insufficient_funds"))
+    );
+    s.pay_answers(INVOICE, decline("insufficient_funds", None))
+        .await;
+    let answer = retry(200).await["data"].clone();
+    assert_eq!(
+        (&answer["status"], &answer["abandon_reason"]),
+        (&json!("abandoned"), &json!("retries_exhausted"))
+    );
+    assert_eq!(retry(409).await["error"]["code"], "CONFLICT");
+    // Another project's id is 404; provider B retries itself: 400.
+    s.app
+        .expect(
+            s.app
+                .req(
+                    Method::POST,
+                    "/projects/acme/payment-failures/00000000-0000-0000-0000-000000000000/retry",
+                )
+                .bearer_auth(&s.token),
+            404,
+        )
+        .await;
+    s.send_b("evt_b1", &fixture("b_payment_failed")).await;
+    let list = s
+        .app
+        .expect(
+            s.app
+                .req(
+                    Method::GET,
+                    "/projects/acme/payment-failures?status=failing",
+                )
+                .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    let b = list["data"]["failures"][0]["id"].as_str().unwrap();
+    let refused = s
+        .app
+        .expect(
+            s.app
+                .req(
+                    Method::POST,
+                    &format!("/projects/acme/payment-failures/{b}/retry"),
+                )
+                .bearer_auth(&s.token),
+            400,
+        )
+        .await;
+    assert_eq!(
+        refused["error"]["message"],
+        "this provider retries payments itself"
+    );
+    // A success recovers on the spot.
+    let mut third: Value =
+        serde_json::from_str(&fixture("a_basil_invoice_payment_failed")).unwrap();
+    third["id"] = json!("evt_third");
+    third["data"]["object"]["id"] = json!("in_third");
+    s.send_a(&third.to_string(), 200).await;
+    s.pay_answers("in_third", paid("in_third")).await;
+    let failing = s
+        .app
+        .expect(
+            s.app
+                .req(
+                    Method::GET,
+                    "/projects/acme/payment-failures?status=failing&per_page=100",
+                )
+                .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    let third_id = failing["data"]["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["provider"] == "providerA")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let answer = s
+        .app
+        .expect(
+            s.app
+                .req(
+                    Method::POST,
+                    &format!("/projects/acme/payment-failures/{third_id}/retry"),
+                )
+                .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    assert_eq!(
+        (
+            &answer["data"]["status"],
+            &answer["data"]["last_attempt"]["outcome"]
+        ),
+        (&json!("recovered"), &json!("succeeded"))
+    );
+}
+
+async fn custom_retry_url_and_provider_b_reminders(backend: Backend) {
+    let s = setup(backend).await;
+    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1}))
+        .await;
+    let retry_url = format!("{}/billing/retry", s.fake.base);
+    s.app
+        .expect(
+            s.app
+                .req(Method::PUT, "/projects/acme/providers/custom")
+                .bearer_auth(&s.token)
+                .json(&json!({"retry_url": retry_url})),
+            200,
+        )
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/billing/retry"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"outcome": "succeeded"})))
+        .mount(&s.fake.mock)
+        .await;
+    s.send_custom(
+        json!({"id": "c1", "type": "payment.failed", "customer_email": "ada@example.com",
+        "amount": 1200, "currency": "eur", "payment_id": "p_9"}),
+    )
+    .await;
+    s.advance_hours(1).await;
+    s.app.run_jobs().await;
+    let r = s.only_failure().await;
+    assert_eq!(r["status"], "recovered");
+    let call = &s.fake.mock.received_requests().await.unwrap()[0];
+    let secret = s.webhook_secret().await;
+    assert!(signature::verify_hex(
+        &secret,
+        &call.body,
+        call.headers["x-churn-signature"].to_str().unwrap()
+    ));
+    let sent: Value = serde_json::from_slice(&call.body).unwrap();
+    assert_eq!(
+        sent,
+        json!({"payment_failure_id": r["id"], "customer_email": "ada@example.com", "amount": 1200,
+            "currency": "eur", "payment_id": "p_9", "attempt": 1})
+    );
+    // Provider B retries on its own: each step is a reminder that counts, no call.
+    s.send_b("evt_b1", &fixture("b_payment_failed")).await;
+    let calls = s.fake.mock.received_requests().await.unwrap().len();
+    for _ in 0..3 {
+        s.advance_hours(1).await;
+        s.app.run_jobs().await;
+    }
+    let list = s
+        .app
+        .expect(
+            s.app
+                .req(
+                    Method::GET,
+                    "/projects/acme/payment-failures?status=abandoned",
+                )
+                .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    let b = &list["data"]["failures"][0];
+    assert_eq!(
+        (&b["provider"], &b["attempts"], &b["abandon_reason"]),
+        (&json!("providerB"), &json!(2), &json!("retries_exhausted"))
+    );
+    assert_eq!(s.fake.mock.received_requests().await.unwrap().len(), calls);
+}
+
+async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(backend: Backend) {
+    let s = setup(backend).await;
+    let config = s
+        .app
+        .expect(
+            s.app
+                .req(Method::GET, "/projects/acme/dunning-config")
+                .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    assert_eq!(
+        config["data"],
+        json!({"enabled": true, "max_retries": 4, "retry_interval_hours": 72,
+            "tone_sequence": ["friendly", "professional", "urgent", "final"],
+            "send_emails": true, "sender_name": "Billing Team"})
+    );
+    for (body, field) in [
+        (json!({"max_retries": 11}), "max_retries"),
+        (json!({"retry_interval_hours": 0}), "retry_interval_hours"),
+        (json!({"tone_sequence": []}), "tone_sequence"),
+        (json!({"sender_name": "x".repeat(101)}), "sender_name"),
+    ] {
+        let refused = s
+            .app
+            .expect(
+                s.app
+                    .req(Method::PUT, "/projects/acme/dunning-config")
+                    .bearer_auth(&s.token)
+                    .json(&body),
+                400,
+            )
+            .await;
+        assert_eq!(refused["error"]["details"][0]["field"], field);
+    }
+    s.app
+        .expect(
+            s.app
+                .req(Method::PUT, "/projects/acme/dunning-config")
+                .bearer_auth(&s.token)
+                .json(&json!({"tone_sequence": ["gentle"]})),
+            400,
+        )
+        .await;
+    let updated = s
+        .configure(json!({"tone_sequence": ["urgent"], "retry_interval_hours": 1}))
+        .await;
+    assert_eq!(
+        (&updated["tone_sequence"], &updated["max_retries"]),
+        (&json!(["urgent"]), &json!(4))
+    );
+    // No verified sender: skipped and logged, while retries go on.
+    s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
+        .await;
+    s.app.run_jobs().await;
+    s.pay_answers(INVOICE, decline("insufficient_funds", None))
+        .await;
+    s.advance_hours(1).await;
+    s.app.run_jobs().await;
+    let r = s.only_failure().await;
+    assert_eq!(r["attempts"], 1);
+    assert_eq!(r["emails"][0]["status"], "skipped");
+    assert_eq!(r["emails"][0]["reason"], "no verified sender domain");
+    assert_eq!(
+        tones(&r),
+        [
+            ("urgent".into(), "skipped".into()),
+            ("urgent".into(), "skipped".into())
+        ]
+    );
+    assert!(s.dunning_mails().is_empty());
+    // send_emails off: skipped for that reason even with a verified sender.
+    s.verified_sender().await;
+    s.configure(json!({"send_emails": false})).await;
+    s.pay_answers(INVOICE, decline("insufficient_funds", None))
+        .await;
+    s.advance_hours(1).await;
+    s.app.run_jobs().await;
+    let r = s.only_failure().await;
+    assert_eq!(r["emails"][2]["reason"], "send_emails is off");
+    assert!(s.dunning_mails().is_empty());
+}

@@ -1,0 +1,305 @@
+//! Provider connections: credentials sealed at rest and shown only as hints, the webhook
+//! address, per-provider fields, tenant URL checks on `api_base` and `retry_url`, roles.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use sqlx::Row;
+
+use crate::helpers::{Backend, Options, TestApp, acme_owner};
+use churn_core::both_backends;
+
+both_backends!(
+    connections_show_hints_and_the_webhook_address,
+    credentials_are_sealed_at_rest,
+    fields_are_checked_per_provider,
+    api_base_and_retry_url_pass_the_address_check,
+    only_admins_manage_providers,
+);
+
+pub const A_KEY: &str = "sk_test_51Hx9providerAkey4242";
+pub const A_WHSEC: &str = "whsec_churn_test_secret";
+
+async fn put(app: &TestApp, token: &str, provider: &str, body: Value, status: u16) -> Value {
+    app.expect(
+        app.req(Method::PUT, &format!("/projects/acme/providers/{provider}"))
+            .bearer_auth(token)
+            .json(&body),
+        status,
+    )
+    .await
+}
+
+async fn connections_show_hints_and_the_webhook_address(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let project = app
+        .expect(
+            app.req(Method::GET, "/projects/acme").bearer_auth(&token),
+            200,
+        )
+        .await;
+    let public_key = project["data"]["public_key"].as_str().unwrap().to_owned();
+    let a = put(
+        &app,
+        &token,
+        "providerA",
+        json!({"api_key": A_KEY, "webhook_secret": A_WHSEC}),
+        200,
+    )
+    .await["data"]
+        .clone();
+    assert_eq!(a["provider"], "providerA");
+    assert_eq!(a["api_key_hint"], "4242");
+    assert_eq!(a["webhook_secret_hint"], "cret");
+    assert_eq!(a["api_base"], "https://api.stripe.com");
+    // The public URL defaults to http://<bind>.
+    let port = app.address.rsplit(':').next().unwrap();
+    assert_eq!(
+        a["webhook_url"],
+        format!("http://127.0.0.1:{port}/api/v1/webhooks/providerA/{public_key}")
+    );
+    assert!(!a.to_string().contains(A_KEY));
+    let b = put(
+        &app,
+        &token,
+        "providerB",
+        json!({"key_id": "rzp_test_K1", "key_secret": "rzp_secret_9876", "webhook_secret": "churn_rzp_webhook_secret"}),
+        200,
+    )
+    .await["data"]
+        .clone();
+    assert_eq!(
+        (&b["key_id"], &b["api_key_hint"], &b["api_base"]),
+        (
+            &json!("rzp_test_K1"),
+            &json!("9876"),
+            &json!("https://api.razorpay.com")
+        )
+    );
+    let custom = put(&app, &token, "custom", json!({}), 200).await["data"].clone();
+    assert_eq!(custom["retry_url"], Value::Null);
+    let list = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/providers")
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    let names: Vec<&str> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["provider"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["custom", "providerA", "providerB"]);
+    // Reconnecting replaces the credentials and keeps the creation time.
+    let again = put(
+        &app,
+        &token,
+        "providerA",
+        json!({"api_key": "sk_test_other0007", "webhook_secret": A_WHSEC}),
+        200,
+    )
+    .await["data"]
+        .clone();
+    assert_eq!(again["api_key_hint"], "0007");
+    assert_eq!(again["created_at"], a["created_at"]);
+    app.expect(
+        app.req(Method::DELETE, "/projects/acme/providers/providerB")
+            .bearer_auth(&token),
+        204,
+    )
+    .await;
+    app.expect(
+        app.req(Method::DELETE, "/projects/acme/providers/providerB")
+            .bearer_auth(&token),
+        404,
+    )
+    .await;
+    put(&app, &token, "paypal", json!({}), 404).await;
+}
+
+async fn credentials_are_sealed_at_rest(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    put(
+        &app,
+        &token,
+        "providerA",
+        json!({"api_key": A_KEY, "webhook_secret": A_WHSEC}),
+        200,
+    )
+    .await;
+    let db = app.stop().await;
+    sqlx::any::install_default_drivers();
+    let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&db.url)
+        .await
+        .unwrap();
+    let rows = sqlx::query("SELECT credentials, hints FROM provider_connections")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    let credentials: String = rows[0].get("credentials");
+    let hints: String = rows[0].get("hints");
+    for stored in [&credentials, &hints] {
+        assert!(
+            !stored.contains(A_KEY) && !stored.contains(A_WHSEC),
+            "{stored}"
+        );
+    }
+    // A server with the same key reads them back (another key refuses to start at all).
+    let app = TestApp::start(db, Options::default()).await;
+    let session = app
+        .expect(
+            app.req(Method::POST, "/auth/login")
+                .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
+            200,
+        )
+        .await;
+    let token = session["data"]["token"].as_str().unwrap();
+    let list = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/providers")
+                .bearer_auth(token),
+            200,
+        )
+        .await;
+    assert_eq!(list["data"][0]["api_key_hint"], "4242");
+}
+
+async fn fields_are_checked_per_provider(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let fields = |body: &Value| -> Vec<String> {
+        body["error"]["details"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["field"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let missing = put(&app, &token, "providerA", json!({"api_key": A_KEY}), 400).await;
+    assert_eq!(fields(&missing), ["webhook_secret"]);
+    let foreign = put(
+        &app,
+        &token,
+        "providerA",
+        json!({"api_key": A_KEY, "webhook_secret": A_WHSEC, "key_id": "x", "retry_url": "https://billing.example.com/retry"}),
+        400,
+    )
+    .await;
+    assert_eq!(fields(&foreign), ["key_id", "retry_url"]);
+    let b = put(
+        &app,
+        &token,
+        "providerB",
+        json!({"key_id": "", "webhook_secret": "s"}),
+        400,
+    )
+    .await;
+    assert_eq!(fields(&b), ["key_id", "key_secret"]);
+    let custom = put(&app, &token, "custom", json!({"api_key": A_KEY}), 400).await;
+    assert_eq!(fields(&custom), ["api_key"]);
+    let unknown = put(&app, &token, "custom", json!({"secret": "x"}), 400).await;
+    assert_eq!(unknown["error"]["code"], "VALIDATION_ERROR");
+}
+
+async fn api_base_and_retry_url_pass_the_address_check(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    for (provider, body, field) in [
+        (
+            "providerA",
+            json!({"api_key": A_KEY, "webhook_secret": A_WHSEC, "api_base": "http://api.example.com"}),
+            "api_base",
+        ),
+        (
+            "providerA",
+            json!({"api_key": A_KEY, "webhook_secret": A_WHSEC, "api_base": "https://127.0.0.1:9"}),
+            "api_base",
+        ),
+        (
+            "providerB",
+            json!({"key_id": "k", "key_secret": "s", "webhook_secret": "w", "api_base": "https://169.254.169.254"}),
+            "api_base",
+        ),
+        (
+            "custom",
+            json!({"retry_url": "https://[::1]/retry"}),
+            "retry_url",
+        ),
+        (
+            "custom",
+            json!({"retry_url": "https://localhost/retry"}),
+            "retry_url",
+        ),
+        ("custom", json!({"retry_url": "not a url"}), "retry_url"),
+    ] {
+        let refused = put(&app, &token, provider, body, 400).await;
+        assert_eq!(refused["error"]["details"][0]["field"], field, "{refused}");
+    }
+    let ok = put(
+        &app,
+        &token,
+        "custom",
+        json!({"retry_url": "https://93.184.216.34/retry"}),
+        200,
+    )
+    .await;
+    assert_eq!(ok["data"]["retry_url"], "https://93.184.216.34/retry");
+
+    // With private addresses allowed (tests, on-premises), loopback is accepted; https still.
+    let open = TestApp::spawn_with(
+        backend,
+        Options::default().with("webhook_allow_private", true),
+    )
+    .await;
+    let token = acme_owner(&open).await;
+    put(
+        &open,
+        &token,
+        "providerA",
+        json!({"api_key": A_KEY, "webhook_secret": A_WHSEC, "api_base": "https://127.0.0.1:9"}),
+        200,
+    )
+    .await;
+    put(
+        &open,
+        &token,
+        "custom",
+        json!({"retry_url": "http://127.0.0.1:9/retry"}),
+        400,
+    )
+    .await;
+}
+
+async fn only_admins_manage_providers(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let created = app
+        .expect(
+            app.req(Method::POST, "/projects")
+                .bearer_auth(&token)
+                .json(&json!({"name": "Other"})),
+            201,
+        )
+        .await;
+    let secret = created["data"]["api_keys"]["secret_key"].as_str().unwrap();
+    // A secret key never administers: 401 on provider routes.
+    app.expect(
+        app.req(Method::GET, "/projects/other/providers")
+            .header("X-API-Key", secret),
+        401,
+    )
+    .await;
+    // Another user's project is 404.
+    let stranger = app.register("stranger@example.com").await;
+    app.expect(
+        app.req(Method::GET, "/projects/acme/providers")
+            .bearer_auth(&stranger.token),
+        404,
+    )
+    .await;
+    put(&app, &stranger.token, "custom", json!({}), 404).await;
+}

@@ -1,0 +1,735 @@
+//! Inbound provider webhooks: each provider's signature scheme, refusals that store nothing,
+//! duplicates (also racing, on two server processes), and every mapping with fixtures of
+//! real payloads (both provider-A API versions, provider B, custom).
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use sqlx::Row;
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, ResponseTemplate};
+
+use crate::fake_provider::{self, FakeProvider};
+use crate::helpers::{Backend, Options, TestApp, acme_owner};
+use crate::providers::{A_KEY, A_WHSEC};
+use churn_core::both_backends;
+use churn_core::signature;
+
+both_backends!(
+    provider_a_signatures_are_checked_and_refusals_store_nothing,
+    provider_a_failures_in_both_shapes_then_recovery,
+    provider_a_cancellations_signals_and_the_rest,
+    provider_b_signatures_and_mappings,
+    custom_events_with_both_signature_forms,
+    the_same_event_racing_on_two_processes_is_processed_once,
+);
+
+const B_WHSEC: &str = "churn_rzp_webhook_secret";
+
+pub fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/../churn-core/tests/fixtures/providers/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// A project `acme` with providers A and B pointed at the fake, and custom connected.
+pub struct Setup {
+    pub app: TestApp,
+    pub token: String,
+    pub public_key: String,
+    pub fake: FakeProvider,
+}
+
+pub async fn setup(backend: Backend) -> Setup {
+    let fake = fake_provider::start().await;
+    let options = Options::default()
+        .with("webhook_allow_private", true)
+        .with("extra_ca_file", fake.ca_file.path().to_str().unwrap());
+    let app = TestApp::spawn_with(backend, options).await;
+    let token = acme_owner(&app).await;
+    for (provider, body) in [
+        (
+            "providerA",
+            json!({"api_key": A_KEY, "webhook_secret": A_WHSEC, "api_base": fake.base}),
+        ),
+        (
+            "providerB",
+            json!({"key_id": "rzp_test_K1", "key_secret": "rzp_secret", "webhook_secret": B_WHSEC, "api_base": fake.base}),
+        ),
+        ("custom", json!({})),
+    ] {
+        app.expect(
+            app.req(Method::PUT, &format!("/projects/acme/providers/{provider}"))
+                .bearer_auth(&token)
+                .json(&body),
+            200,
+        )
+        .await;
+    }
+    let project = app
+        .expect(
+            app.req(Method::GET, "/projects/acme").bearer_auth(&token),
+            200,
+        )
+        .await;
+    Setup {
+        public_key: project["data"]["public_key"].as_str().unwrap().to_owned(),
+        app,
+        token,
+        fake,
+    }
+}
+
+impl Setup {
+    pub async fn now(&self) -> i64 {
+        let clock = self
+            .app
+            .expect(self.app.req(Method::GET, "/dev/clock"), 200)
+            .await;
+        churn_core::time::parse(clock["data"]["now"].as_str().unwrap())
+            .unwrap()
+            .timestamp()
+    }
+
+    pub fn hook(&self, provider: &str) -> reqwest::RequestBuilder {
+        self.app.req(
+            Method::POST,
+            &format!("/webhooks/{provider}/{}", self.public_key),
+        )
+    }
+
+    /// A provider-A event signed now; answers `data`.
+    pub async fn send_a(&self, body: &str, status: u16) -> Value {
+        let header = signature::sign_provider_a(A_WHSEC, self.now().await, body.as_bytes());
+        self.app
+            .expect(
+                self.hook("providerA")
+                    .header("Stripe-Signature", header)
+                    .body(body.to_owned()),
+                status,
+            )
+            .await["data"]
+            .clone()
+    }
+
+    pub async fn send_b(&self, event_id: &str, body: &str) -> Value {
+        let sig = signature::sign_hex(B_WHSEC, body.as_bytes());
+        self.app
+            .expect(
+                self.hook("providerB")
+                    .header("X-Razorpay-Signature", sig)
+                    .header("X-Razorpay-Event-Id", event_id)
+                    .body(body.to_owned()),
+                200,
+            )
+            .await["data"]
+            .clone()
+    }
+
+    pub async fn webhook_secret(&self) -> String {
+        let body = self
+            .app
+            .expect(
+                self.app
+                    .req(Method::GET, "/projects/acme/webhook-secret")
+                    .bearer_auth(&self.token),
+                200,
+            )
+            .await;
+        body["data"]["webhook_secret"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn send_custom(&self, event: Value) -> Value {
+        let body = event.to_string();
+        let sig = signature::sign_hex(&self.webhook_secret().await, body.as_bytes());
+        self.app
+            .expect(
+                self.hook("custom")
+                    .header("X-Churn-Signature", sig)
+                    .body(body),
+                200,
+            )
+            .await["data"]
+            .clone()
+    }
+
+    pub async fn events(&self) -> Vec<Value> {
+        let list = self
+            .app
+            .expect(
+                self.app
+                    .req(Method::GET, "/projects/acme/churn-events")
+                    .bearer_auth(&self.token),
+                200,
+            )
+            .await;
+        list["data"].as_array().unwrap().clone()
+    }
+
+    /// (reference, status, abandon_reason, attempts, decline_code) of every failure.
+    pub async fn failures(&self) -> Vec<(String, String, Option<String>, String)> {
+        let rows = self
+            .app
+            .query(
+                "SELECT reference, status, abandon_reason, currency FROM payment_failures ORDER BY created_at, id",
+            )
+            .await;
+        rows.iter()
+            .map(|r| {
+                (
+                    r.get("reference"),
+                    r.get("status"),
+                    r.get("abandon_reason"),
+                    r.get("currency"),
+                )
+            })
+            .collect()
+    }
+
+    pub async fn stored_events(&self) -> usize {
+        self.app
+            .query("SELECT event_id FROM provider_events")
+            .await
+            .len()
+    }
+
+    pub async fn lookup_answers(&self, customer: &str, email: &str) {
+        Mock::given(method("GET"))
+            .and(path(format!("/v1/customers/{customer}")))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"id": customer, "object": "customer", "email": email})),
+            )
+            .mount(&self.fake.mock)
+            .await;
+    }
+}
+
+fn with_id(body: &str, id: &str) -> String {
+    let mut v: Value = serde_json::from_str(body).unwrap();
+    v["id"] = json!(id);
+    v.to_string()
+}
+
+async fn provider_a_signatures_are_checked_and_refusals_store_nothing(backend: Backend) {
+    let s = setup(backend).await;
+    let body = fixture("a_basil_invoice_payment_failed");
+    let now = s.now().await;
+    let refused = [
+        // stale
+        Some(signature::sign_provider_a(
+            A_WHSEC,
+            now - 301,
+            body.as_bytes(),
+        )),
+        // too far ahead
+        Some(signature::sign_provider_a(
+            A_WHSEC,
+            now + 301,
+            body.as_bytes(),
+        )),
+        // wrong secret
+        Some(signature::sign_provider_a(
+            "whsec_wrong",
+            now,
+            body.as_bytes(),
+        )),
+        // another body
+        Some(signature::sign_provider_a(A_WHSEC, now, b"{}")),
+        Some("garbage".to_owned()),
+        None,
+    ];
+    for header in refused {
+        let mut request = s.hook("providerA").body(body.clone());
+        if let Some(h) = &header {
+            request = request.header("Stripe-Signature", h);
+        }
+        let answer = s.app.expect(request, 400).await;
+        assert_eq!(answer["error"]["code"], "VALIDATION_ERROR", "{header:?}");
+    }
+    // Unknown public key: 404; a provider not connected: 400.
+    s.app
+        .expect(
+            s.app
+                .req(
+                    Method::POST,
+                    "/webhooks/providerA/pub_unknownunknownunknownunknown1",
+                )
+                .body(body.clone()),
+            404,
+        )
+        .await;
+    s.app
+        .expect(
+            s.app
+                .req(Method::DELETE, "/projects/acme/providers/providerB")
+                .bearer_auth(&s.token),
+            204,
+        )
+        .await;
+    let b = fixture("b_payment_failed");
+    s.app
+        .expect(
+            s.hook("providerB")
+                .header(
+                    "X-Razorpay-Signature",
+                    signature::sign_hex(B_WHSEC, b.as_bytes()),
+                )
+                .header("X-Razorpay-Event-Id", "evt_b_1")
+                .body(b),
+            400,
+        )
+        .await;
+    assert_eq!(s.stored_events().await, 0);
+    assert!(s.failures().await.is_empty() && s.events().await.is_empty());
+
+    // Several v1 values (a secret being rotated): any one matching is enough.
+    let good = signature::sign_provider_a(A_WHSEC, now, body.as_bytes());
+    let rotated = format!(
+        "t={now},v1={},v0=ignored,{}",
+        "ab".repeat(32),
+        good.split_once(',').unwrap().1
+    );
+    let answer = s
+        .app
+        .expect(
+            s.hook("providerA")
+                .header("Stripe-Signature", rotated)
+                .body(body.clone()),
+            200,
+        )
+        .await;
+    assert_eq!(
+        answer["data"],
+        json!({"received": true, "event_id": "evt_1SXa2bHOQNg4XnOMq1Lr0a9Z", "action": "payment_failure_created"})
+    );
+}
+
+async fn provider_a_failures_in_both_shapes_then_recovery(backend: Backend) {
+    let s = setup(backend).await;
+    let basil = fixture("a_basil_invoice_payment_failed");
+    assert_eq!(
+        s.send_a(&basil, 200).await["action"],
+        "payment_failure_created"
+    );
+    // The same event again: a duplicate, nothing new.
+    assert_eq!(s.send_a(&basil, 200).await["action"], "duplicate");
+    // Another failure of the same invoice updates its record.
+    let again = with_id(&basil, "evt_second_failure");
+    assert_eq!(
+        s.send_a(&again, 200).await["action"],
+        "payment_failure_updated"
+    );
+    let events = s.events().await;
+    assert_eq!(events.len(), 1, "one churn event per invoice");
+    let e = &events[0];
+    assert_eq!(
+        (
+            &e["event_type"],
+            &e["customer_email"],
+            &e["provider"],
+            &e["provider_customer_id"],
+            &e["provider_subscription_id"],
+            &e["status"],
+        ),
+        (
+            &json!("payment_failed"),
+            &json!("jenny.rosen@example.com"),
+            &json!("providerA"),
+            &json!("cus_TS6KX04w045BN9"),
+            &json!("sub_1SVC89HOQNg4XnOMoa93kOB2"),
+            &json!("new"),
+        )
+    );
+
+    // The older shape: no email on the invoice (looked up), subscription at top level, and an
+    // expanded payment intent with a hard decline: the record is abandoned at once.
+    s.lookup_answers("cus_QXg1o8vcGmoR32", "lars@example.com")
+        .await;
+    let acacia = fixture("a_acacia_invoice_payment_failed");
+    assert_eq!(
+        s.send_a(&acacia, 200).await["action"],
+        "payment_failure_created"
+    );
+    let lookups = s.fake.mock.received_requests().await.unwrap();
+    assert_eq!(lookups.len(), 1);
+    assert_eq!(
+        lookups[0].headers["authorization"],
+        format!("Bearer {A_KEY}")
+    );
+    let events = s.events().await;
+    let lars = events
+        .iter()
+        .find(|e| e["customer_email"] == "lars@example.com")
+        .unwrap();
+    assert_eq!(
+        lars["provider_subscription_id"],
+        "sub_1Pgc6rB7WZ01zgkWNy0Cn5nw"
+    );
+    assert_eq!(
+        s.failures().await,
+        [
+            (
+                "in_1SXa2YHOQNg4XnOMkV3r8c2Q".into(),
+                "failing".into(),
+                None,
+                "usd".into()
+            ),
+            (
+                "in_1Pgc6tB7WZ01zgkWu9fdqL6I".into(),
+                "abandoned".into(),
+                Some("hard_decline".into()),
+                "eur".into()
+            ),
+        ]
+    );
+
+    // Paid: the failing record and the customer's open events are recovered; a second
+    // success for the same invoice is ignored.
+    let paid = fixture("a_invoice_paid");
+    assert_eq!(s.send_a(&paid, 200).await["action"], "payment_recovered");
+    let mut succeeded: Value = serde_json::from_str(&paid).unwrap();
+    succeeded["id"] = json!("evt_succeeded_too");
+    succeeded["type"] = json!("invoice.payment_succeeded");
+    assert_eq!(
+        s.send_a(&succeeded.to_string(), 200).await["action"],
+        "ignored"
+    );
+    assert_eq!(s.failures().await[0].1, "recovered");
+    let jenny = s
+        .events()
+        .await
+        .into_iter()
+        .find(|e| e["customer_email"] == "jenny.rosen@example.com")
+        .unwrap();
+    assert_eq!(
+        (&jenny["status"], &jenny["recovered_via"]),
+        (&json!("recovered"), &json!("payment"))
+    );
+}
+
+async fn provider_a_cancellations_signals_and_the_rest(backend: Backend) {
+    let s = setup(backend).await;
+    s.lookup_answers("cus_TS6KX04w045BN9", "jenny.rosen@example.com")
+        .await;
+    let deleted = fixture("a_subscription_deleted");
+    assert_eq!(
+        s.send_a(&deleted, 200).await["action"],
+        "churn_event_created"
+    );
+    let e = &s.events().await[0];
+    assert_eq!(
+        (
+            &e["event_type"],
+            &e["reason_code"],
+            &e["cancel_reason"],
+            &e["provider_subscription_id"]
+        ),
+        (
+            &json!("cancellation"),
+            &json!("too_expensive"),
+            &json!("Switching to annual budget next quarter"),
+            &json!("sub_1SVC89HOQNg4XnOMoa93kOB2")
+        )
+    );
+    // Cancelled by dunning while a payment is still failing: the failure already speaks.
+    s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
+        .await;
+    let mut dunned: Value = serde_json::from_str(&deleted).unwrap();
+    dunned["id"] = json!("evt_dunning_cancel");
+    dunned["data"]["object"]["cancellation_details"] =
+        json!({"reason": "payment_failed", "feedback": null, "comment": null});
+    assert_eq!(
+        s.send_a(&dunned.to_string(), 200).await["action"],
+        "ignored"
+    );
+    assert_eq!(
+        s.send_a(&fixture("a_source_expiring"), 200).await["action"],
+        "customer_signal"
+    );
+    let upcoming = json!({"id": "evt_upcoming", "object": "event", "type": "invoice.upcoming", "data": {"object": {}}});
+    assert_eq!(
+        s.send_a(&upcoming.to_string(), 200).await["action"],
+        "ignored"
+    );
+    // A lookup that fails is 502 and stores nothing: the provider delivers again later.
+    Mock::given(method("GET"))
+        .and(path("/v1/customers/cus_down"))
+        .respond_with(ResponseTemplate::new(500))
+        .mount(&s.fake.mock)
+        .await;
+    let mut down: Value = serde_json::from_str(&deleted).unwrap();
+    down["id"] = json!("evt_lookup_down");
+    down["data"]["object"]["customer"] = json!("cus_down");
+    let before = s.stored_events().await;
+    let header = signature::sign_provider_a(A_WHSEC, s.now().await, down.to_string().as_bytes());
+    let answer = s
+        .app
+        .expect(
+            s.hook("providerA")
+                .header("Stripe-Signature", header)
+                .body(down.to_string()),
+            502,
+        )
+        .await;
+    assert_eq!(answer["error"]["code"], "UPSTREAM_ERROR");
+    assert_eq!(s.stored_events().await, before);
+}
+
+async fn provider_b_signatures_and_mappings(backend: Backend) {
+    let s = setup(backend).await;
+    let failed = fixture("b_payment_failed");
+    for (sig, id) in [
+        (None, Some("evt_b1")),
+        (Some("00".repeat(32)), Some("evt_b1")),
+        (Some(signature::sign_hex(B_WHSEC, failed.as_bytes())), None),
+    ] {
+        let mut request = s.hook("providerB").body(failed.clone());
+        if let Some(sig) = sig {
+            request = request.header("X-Razorpay-Signature", sig);
+        }
+        if let Some(id) = id {
+            request = request.header("X-Razorpay-Event-Id", id);
+        }
+        s.app.expect(request, 400).await;
+    }
+    assert_eq!(s.stored_events().await, 0);
+    assert_eq!(
+        s.send_b("evt_b1", &failed).await["action"],
+        "payment_failure_created"
+    );
+    assert_eq!(s.send_b("evt_b1", &failed).await["action"], "duplicate");
+    assert_eq!(
+        s.failures().await,
+        [(
+            "pay_DEAU825sJlCbGa".into(),
+            "failing".into(),
+            None,
+            "inr".into()
+        )]
+    );
+    assert_eq!(
+        s.send_b("evt_b2", &fixture("b_payment_captured")).await["action"],
+        "payment_recovered"
+    );
+    assert_eq!(s.failures().await[0].1, "recovered");
+    // Another failure, then the provider halts the subscription: abandoned.
+    let mut second: Value = serde_json::from_str(&failed).unwrap();
+    second["payload"]["payment"]["entity"]["id"] = json!("pay_second");
+    assert_eq!(
+        s.send_b("evt_b3", &second.to_string()).await["action"],
+        "payment_failure_created"
+    );
+    assert_eq!(
+        s.send_b("evt_b4", &fixture("b_subscription_halted")).await["action"],
+        "payment_failure_abandoned"
+    );
+    assert_eq!(
+        s.failures().await[1],
+        (
+            "pay_second".into(),
+            "abandoned".into(),
+            Some("provider_halted".into()),
+            "inr".into()
+        )
+    );
+    // A cancellation carries no email: looked up with the key pair.
+    Mock::given(method("GET"))
+        .and(path("/v1/customers/cust_C0WlbKhp3aLA7W"))
+        .and(header("authorization", "Basic cnpwX3Rlc3RfSzE6cnpwX3NlY3JldA=="))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({"id": "cust_C0WlbKhp3aLA7W", "entity": "customer", "email": "gaurav.kumar@example.com"}),
+        ))
+        .mount(&s.fake.mock)
+        .await;
+    assert_eq!(
+        s.send_b("evt_b5", &fixture("b_subscription_cancelled"))
+            .await["action"],
+        "churn_event_created"
+    );
+    let cancellation = s
+        .events()
+        .await
+        .into_iter()
+        .find(|e| e["event_type"] == "cancellation")
+        .unwrap();
+    assert_eq!(
+        (
+            &cancellation["provider"],
+            &cancellation["reason_code"],
+            &cancellation["customer_email"]
+        ),
+        (
+            &json!("providerB"),
+            &json!("other"),
+            &json!("gaurav.kumar@example.com")
+        )
+    );
+}
+
+async fn custom_events_with_both_signature_forms(backend: Backend) {
+    let s = setup(backend).await;
+    let secret = s.webhook_secret().await;
+    let failed = json!({"id": "c1", "type": "payment.failed", "customer_email": "Ada@Example.com",
+        "amount": 1200, "currency": "EUR", "payment_id": "p_9", "decline_code": "insufficient_funds",
+        "reason": "card declined at renewal", "plan_name": "Pro", "mrr": 1200});
+    assert_eq!(
+        s.send_custom(failed).await["action"],
+        "payment_failure_created"
+    );
+    let e = &s.events().await[0];
+    assert_eq!(
+        (
+            &e["customer_email"],
+            &e["plan_name"],
+            &e["mrr"],
+            &e["cancel_reason"],
+            &e["provider"]
+        ),
+        (
+            &json!("ada@example.com"),
+            &json!("Pro"),
+            &json!(1200),
+            &json!("card declined at renewal"),
+            &json!("custom")
+        )
+    );
+    // The Standard Webhooks form.
+    let now = s.now().await;
+    let body = json!({"id": "c2", "type": "payment.succeeded", "customer_email": "ada@example.com", "payment_id": "p_9"}).to_string();
+    let sig = signature::sign_standard(&secret, "msg_c2", now, body.as_bytes()).unwrap();
+    let answer = s
+        .app
+        .expect(
+            s.hook("custom")
+                .header("webhook-id", "msg_c2")
+                .header("webhook-timestamp", now.to_string())
+                .header("webhook-signature", &sig)
+                .body(body.clone()),
+            200,
+        )
+        .await;
+    assert_eq!(answer["data"]["action"], "payment_recovered");
+    // Stale Standard Webhooks timestamp, wrong signature, missing id or email: 400.
+    let stale = signature::sign_standard(&secret, "msg_c3", now - 301, body.as_bytes()).unwrap();
+    s.app
+        .expect(
+            s.hook("custom")
+                .header("webhook-id", "msg_c3")
+                .header("webhook-timestamp", (now - 301).to_string())
+                .header("webhook-signature", stale)
+                .body(body.clone()),
+            400,
+        )
+        .await;
+    s.app
+        .expect(
+            s.hook("custom")
+                .header(
+                    "X-Churn-Signature",
+                    signature::sign_hex("whsec_AAAA", body.as_bytes()),
+                )
+                .body(body),
+            400,
+        )
+        .await;
+    for bad in [
+        json!({"type": "payment.failed", "customer_email": "ada@example.com"}),
+        json!({"id": "c4", "type": "payment.failed"}),
+    ] {
+        let text = bad.to_string();
+        s.app
+            .expect(
+                s.hook("custom")
+                    .header(
+                        "X-Churn-Signature",
+                        signature::sign_hex(&secret, text.as_bytes()),
+                    )
+                    .body(text),
+                400,
+            )
+            .await;
+    }
+    let cancelled = json!({"id": "c5", "type": "subscription.cancelled", "customer_email": "bo@example.com",
+        "reason": "too expensive for us", "plan_name": "Team", "mrr": 4900});
+    assert_eq!(
+        s.send_custom(cancelled).await["action"],
+        "churn_event_created"
+    );
+    let bo = s
+        .events()
+        .await
+        .into_iter()
+        .find(|e| e["customer_email"] == "bo@example.com")
+        .unwrap();
+    assert_eq!(
+        (&bo["reason_code"], &bo["mrr"]),
+        (&json!("too_expensive"), &json!(4900))
+    );
+    // Without the custom connection, custom events are refused.
+    s.app
+        .expect(
+            s.app
+                .req(Method::DELETE, "/projects/acme/providers/custom")
+                .bearer_auth(&s.token),
+            204,
+        )
+        .await;
+    let text = json!({"id": "c6", "type": "payment.failed", "customer_email": "cy@example.com"})
+        .to_string();
+    s.app
+        .expect(
+            s.hook("custom")
+                .header(
+                    "X-Churn-Signature",
+                    signature::sign_hex(&secret, text.as_bytes()),
+                )
+                .body(text),
+            400,
+        )
+        .await;
+}
+
+async fn the_same_event_racing_on_two_processes_is_processed_once(backend: Backend) {
+    let s = setup(backend).await;
+    // SQLite is served by one process; PostgreSQL may have several.
+    let second = match backend {
+        Backend::Postgres => Some(s.app.alongside(Options::default()).await),
+        Backend::Sqlite => None,
+    };
+    let body = fixture("a_basil_invoice_payment_failed");
+    let header = signature::sign_provider_a(A_WHSEC, s.now().await, body.as_bytes());
+    let path = format!("/webhooks/providerA/{}", s.public_key);
+    let target = second.as_ref().unwrap_or(&s.app);
+    let mut sends = Vec::new();
+    for i in 0..8 {
+        let app = if i % 2 == 0 { &s.app } else { target };
+        sends.push(
+            app.req(Method::POST, &path)
+                .header("Stripe-Signature", &header)
+                .body(body.clone())
+                .send(),
+        );
+    }
+    let answers = futures::future::join_all(sends).await;
+    let mut actions = Vec::new();
+    for answer in answers {
+        let answer = answer.unwrap();
+        assert_eq!(answer.status(), 200);
+        let v: Value = answer.json().await.unwrap();
+        actions.push(v["data"]["action"].as_str().unwrap().to_owned());
+    }
+    actions.sort();
+    assert_eq!(actions[0], "duplicate");
+    assert_eq!(
+        actions
+            .iter()
+            .filter(|a| *a == "payment_failure_created")
+            .count(),
+        1,
+        "{actions:?}"
+    );
+    assert_eq!(s.failures().await.len(), 1);
+    assert_eq!(s.events().await.len(), 1);
+}
