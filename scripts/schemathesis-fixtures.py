@@ -85,12 +85,18 @@ for eml in (WORK / "outbox").glob("*.eml"):
     tracking += re.findall(r"/t/([A-Za-z0-9_.~-]+?)\.gif", text)
 assert tracking, "no tracking pixel in the sent email"
 
+# A pending invitation, and the owner as the one member to name.
+invitation = call("POST", f"/projects/{main['slug']}/invitations", {"email": "invitee@example.com"}, token=token)["data"]
+owner_id = call("GET", f"/projects/{main['slug']}/members", token=token)["data"][0]["id"]
+
 dictionaries = {
     "slug": [main["slug"], main["id"], projects[1]["slug"]],
     "event": events,
     "variant": variants,
     "pixel": [f"{t}.gif" for t in tracking],
     "token": tracking,
+    "invitation": [invitation["id"]],
+    "user": [owner_id],
 }
 bindings = {
     "path.slug": "slug",
@@ -99,6 +105,8 @@ bindings = {
     "path.variant_id": "variant",
     "path.pixel": "pixel",
     "path.token": "token",
+    "path.invitation_id": "invitation",
+    "path.user_id": "user",
 }
 
 
@@ -109,7 +117,7 @@ def toml_list(values):
 # Well-formed requests that the contract refuses with 400 because of an object's state or
 # of the caller's account: an event already recovered or generated, a send before
 # generation, an unknown reset or verification token, an unscoped call without ?project= by a user with
-# several projects.
+# several projects, a change to the owner's membership.
 STATEFUL_400 = [
     "mark_churn_event_recovered",
     "mark_churn_event_recovered_unscoped",
@@ -123,6 +131,8 @@ STATEFUL_400 = [
     "create_churn_event_unscoped",
     "reset_password",
     "verify_email",
+    "change_member_role",
+    "remove_member",
 ]
 common = """# Known differences worked around until they are fixed: see schemathesis_hooks.py.
 hooks = "schemathesis_hooks"

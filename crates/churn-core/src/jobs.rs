@@ -68,6 +68,8 @@ pub enum Job {
         email: String,
         purpose: AccountEmail,
     },
+    /// The email of an invitation still open; its token is made again from the id.
+    InvitationEmail { invitation_id: String },
 }
 
 impl Job {
@@ -75,7 +77,7 @@ impl Job {
     fn retry_schedule(&self) -> &'static [Duration] {
         match self {
             Job::ExpireEvent { .. } => QUADRATIC,
-            Job::AccountEmail { .. } => EMAIL,
+            Job::AccountEmail { .. } | Job::InvitationEmail { .. } => EMAIL,
         }
     }
 
@@ -150,6 +152,9 @@ impl RunJob for Churn {
             }
             Job::AccountEmail { email, purpose } => {
                 self.accounts().send_account_email(email, *purpose).await
+            }
+            Job::InvitationEmail { invitation_id } => {
+                self.team().send_invitation_email(invitation_id).await
             }
         }
     }

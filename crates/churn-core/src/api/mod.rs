@@ -6,6 +6,7 @@ pub mod email_rules;
 pub mod events;
 pub mod ops;
 pub mod projects;
+pub mod team;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

@@ -2,6 +2,7 @@
 
 pub mod cta;
 pub mod email;
+pub mod invitation;
 pub mod keys;
 pub mod lifecycle;
 pub mod origin;

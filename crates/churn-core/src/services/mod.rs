@@ -14,8 +14,9 @@
 //! - [`Accounts`] (core, session token keys, [`Mailer`], identity provider, registration
 //!   policy): registration, login, passwords and account emails (`accounts`), identity-provider
 //!   sign-in (`idp`), session verification (`access`).
-//! - [`Mailer`] (email transport, public URL, sender): shared by `Sending` and `Accounts`, the
-//!   only two that send email.
+//! - [`Team`] (core, [`Mailer`], invitation token key): invitations and members (`team`).
+//! - [`Mailer`] (email transport, public URL, sender): shared by `Sending`, `Accounts` and
+//!   `Team`, the only ones that send email.
 //!
 //! [`Churn`] builds them once ([`Churn::open`]) and hands them out (`churn.sending()`, ...);
 //! it also keeps the encryption key and the outbound HTTP clients. The admin CLI has its own
@@ -39,6 +40,7 @@ mod sender;
 mod sending;
 pub mod stats;
 mod suppressions;
+mod team;
 mod tokens;
 mod tracking;
 
@@ -160,6 +162,14 @@ pub struct Accounts {
     registration: Registration,
 }
 
+/// Invitations and members of a project.
+#[derive(Clone)]
+pub struct Team {
+    core: Core,
+    mailer: Mailer,
+    keys: Arc<crate::domain::invitation::InvitationKeys>,
+}
+
 /// The service: built once by [`Churn::open`], it owns the capabilities and hands them out,
 /// so a caller names the one it uses (`churn.sending().send_variant(..)`). Cloned for every
 /// request (axum state), so it is one `Arc`: cloning the parts would cost dozens of atomic
@@ -173,6 +183,7 @@ struct Parts {
     sending: Sending,
     tracking: Tracking,
     accounts: Accounts,
+    team: Team,
     encryption_key: Arc<EncryptionKey>,
     /// Every outbound HTTP call goes through its clients.
     outbound: Outbound,
@@ -241,6 +252,14 @@ impl Churn {
                 core: core.clone(),
                 keys: tracking,
             },
+            team: Team {
+                core: core.clone(),
+                mailer: mailer.clone(),
+                // The tracking secret again, under its own label.
+                keys: Arc::new(crate::domain::invitation::InvitationKeys::new(
+                    tracking_secret.as_bytes(),
+                )),
+            },
             accounts: Accounts {
                 core: core.clone(),
                 tokens: Arc::new(tokens::TokenKeys::new(jwt_secret.as_bytes())),
@@ -277,6 +296,11 @@ impl Churn {
     /// Accounts and sessions.
     pub fn accounts(&self) -> &Accounts {
         &self.0.accounts
+    }
+
+    /// Invitations and members.
+    pub fn team(&self) -> &Team {
+        &self.0.team
     }
 
     pub fn store(&self) -> &Store {

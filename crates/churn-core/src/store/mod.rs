@@ -17,6 +17,7 @@ pub mod keys;
 pub mod projects;
 pub mod secrets;
 pub mod suppressions;
+pub mod team;
 pub mod users;
 pub mod variants;
 

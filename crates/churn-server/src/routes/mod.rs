@@ -8,6 +8,7 @@ mod legacy;
 mod ops;
 mod pages;
 mod projects;
+mod team;
 mod tracking;
 mod unsubscribe;
 
@@ -77,6 +78,11 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(events::send))
         .routes(routes!(events::project_stats))
         .routes(routes!(events::stats))
+        .routes(routes!(team::create_invitation, team::list_invitations))
+        .routes(routes!(team::revoke_invitation))
+        .routes(routes!(team::accept_invitation))
+        .routes(routes!(team::list_members))
+        .routes(routes!(team::change_member_role, team::remove_member))
         .routes(routes!(legacy::list, legacy::create))
         .routes(routes!(legacy::get))
         .routes(routes!(legacy::recovered))
@@ -136,7 +142,7 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
                         .get("x-request-id")
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or("-");
-                    tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %request_id)
+                    tracing::info_span!("request", method = %req.method(), path = %crate::middleware::loggable_path(req.uri().path()), request_id = %request_id)
                 })
                 .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
         )
