@@ -1,7 +1,10 @@
 //! Pure domain rules: no I/O, no clock reads; every function here takes what it needs.
 
+pub mod analytics;
 pub mod cta;
 pub mod email;
+#[cfg(feature = "server")]
+pub mod forecast;
 pub mod invitation;
 pub mod keys;
 pub mod lifecycle;

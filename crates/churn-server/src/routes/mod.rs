@@ -1,5 +1,6 @@
 //! The route table and the middleware stack around it.
 
+mod analytics;
 mod auth;
 mod dev;
 mod email_rules;
@@ -78,6 +79,8 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(events::send))
         .routes(routes!(events::project_stats))
         .routes(routes!(events::stats))
+        .routes(routes!(analytics::cohorts))
+        .routes(routes!(analytics::forecasting))
         .routes(routes!(team::create_invitation, team::list_invitations))
         .routes(routes!(team::revoke_invitation))
         .routes(routes!(team::accept_invitation))

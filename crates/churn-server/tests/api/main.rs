@@ -4,6 +4,7 @@
 mod helpers;
 
 mod accounts;
+mod analytics;
 mod conventions;
 mod email;
 mod events;
