@@ -70,13 +70,15 @@ pub enum Job {
     },
     /// The email of an invitation still open; its token is made again from the id.
     InvitationEmail { invitation_id: String },
+    /// Autopilot's first send for an event, or its follow-up.
+    Autopilot { event_id: String, follow_up: bool },
 }
 
 impl Job {
     /// The waits after each failed attempt, in order; the job gives up when they run out.
     fn retry_schedule(&self) -> &'static [Duration] {
         match self {
-            Job::ExpireEvent { .. } => QUADRATIC,
+            Job::ExpireEvent { .. } | Job::Autopilot { .. } => QUADRATIC,
             Job::AccountEmail { .. } | Job::InvitationEmail { .. } => EMAIL,
         }
     }
@@ -156,6 +158,10 @@ impl RunJob for Churn {
             Job::InvitationEmail { invitation_id } => {
                 self.team().send_invitation_email(invitation_id).await
             }
+            Job::Autopilot {
+                event_id,
+                follow_up,
+            } => self.run_autopilot(event_id, *follow_up).await,
         }
     }
 }

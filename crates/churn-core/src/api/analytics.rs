@@ -74,3 +74,37 @@ pub struct ForecastMonth {
     pub recovered_lower: i64,
     pub recovered_upper: i64,
 }
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+pub struct UpliftQuery {
+    /// Events created in the last `days` days; default 90.
+    #[param(minimum = 1, maximum = 365)]
+    pub days: Option<i64>,
+}
+
+/// Autopilot's measured effect: the treatment group's recovery rate against the control
+/// group's, both judged by the recovery window from creation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Uplift {
+    pub treatment: GroupOutcome,
+    pub control: GroupOutcome,
+    /// Treatment rate − control rate, in percentage points.
+    pub uplift_points: f64,
+    /// Newcombe's hybrid Wilson score interval (method 10) of the difference, in points.
+    pub ci95: [f64; 2],
+    /// Whether `ci95` excludes 0.
+    pub significant: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct GroupOutcome {
+    /// Events of the group created in the period.
+    pub events: u64,
+    /// Recovered within the recovery window of their creation.
+    pub recovered: u64,
+    /// Whose window passed without recovery.
+    pub lost: u64,
+    /// recovered / (recovered + lost) × 100; 0 when none is resolved.
+    pub recovery_rate: f64,
+}

@@ -6,9 +6,7 @@
 //! values and bounds are clamped at 0 and rounded to whole cents.
 
 use augurs::ets::AutoETS;
-use augurs::ets::model::{
-    ErrorComponent, ModelType, Params, SeasonalComponent, TrendComponent, Unfit,
-};
+use augurs::ets::model::{ErrorComponent, ModelType, SeasonalComponent, TrendComponent, Unfit};
 use augurs::{Fit, Forecast, Predict};
 
 /// The name of simple exponential smoothing.

@@ -1,20 +1,25 @@
-//! Cohorts and forecasting (decisions §13), from the trigger-kept monthly aggregates.
+//! Cohorts and forecasting (decisions §13), from the trigger-kept monthly aggregates, and the
+//! measured uplift of autopilot against its holdout group.
 
 use super::Core;
 use super::access::ProjectAccess;
 use crate::api::analytics::{
-    CohortRow, CohortsQuery, ForecastMonth, ForecastQuery, Forecasting, HistoryMonth,
+    CohortRow, CohortsQuery, ForecastMonth, ForecastQuery, Forecasting, GroupOutcome, HistoryMonth,
+    Uplift, UpliftQuery,
 };
-use crate::domain::analytics::{self, Month};
+use crate::domain::analytics::{self, Group, Month};
 use crate::domain::forecast::{self, Band};
 use crate::domain::lifecycle::EventStatus;
 use crate::domain::role::Permission;
 use crate::error::{Error, Result};
 use crate::store::analytics as store;
+use crate::store::events;
 
 const DEFAULT_MONTHS: i64 = 12;
 const MAX_MONTHS: i64 = 36;
 const DEFAULT_HORIZON: i64 = 3;
+const DEFAULT_DAYS: i64 = 90;
+const MAX_DAYS: i64 = 365;
 const MAX_HORIZON: i64 = 12;
 /// Complete months of history a model needs; fewer give `insufficient_history`.
 const MIN_COMPLETE_MONTHS: usize = 3;
@@ -132,5 +137,61 @@ impl Core {
             history,
             forecast,
         })
+    }
+
+    /// Treatment against control over the events created in the last `days` days. Both
+    /// groups are judged by one clock: recovered within `recovery_window_days` of creation,
+    /// lost once that window passed without recovery, neither while it is open.
+    pub async fn uplift(&self, access: &ProjectAccess, q: UpliftQuery) -> Result<Uplift> {
+        access.authorize(Permission::Read)?;
+        let days = in_range("days", q.days, DEFAULT_DAYS, MAX_DAYS)?;
+        let now = self.now();
+        let window = chrono::Duration::days(access.project.settings.recovery_window_days);
+        let rows = events::grouped_since(
+            self.store.reader(),
+            &access.project.id,
+            now - chrono::Duration::days(days),
+        )
+        .await?;
+        let outcome = |group: Group| {
+            let mut o = GroupOutcome {
+                events: 0,
+                recovered: 0,
+                lost: 0,
+                recovery_rate: 0.0,
+            };
+            for (_, created, recovered) in rows.iter().filter(|(g, _, _)| *g == group) {
+                o.events += 1;
+                let deadline = *created + window;
+                match recovered {
+                    Some(at) if *at <= deadline => o.recovered += 1,
+                    _ if deadline <= now => o.lost += 1,
+                    _ => {}
+                }
+            }
+            o.recovery_rate = analytics::recovery_rate(o.recovered, o.lost);
+            o
+        };
+        let (treatment, control) = (outcome(Group::Treatment), outcome(Group::Control));
+        Ok(uplift(treatment, control))
+    }
+}
+
+/// The difference of the two groups' rates and its interval, in points, to two decimals.
+fn uplift(treatment: GroupOutcome, control: GroupOutcome) -> Uplift {
+    let round = |x: f64| (x * 100.0).round() / 100.0;
+    let (low, high) = analytics::newcombe(
+        treatment.recovered,
+        treatment.recovered + treatment.lost,
+        control.recovered,
+        control.recovered + control.lost,
+    );
+    let (low, high) = (round(low), round(high));
+    Uplift {
+        uplift_points: round(treatment.recovery_rate - control.recovery_rate),
+        ci95: [low, high],
+        significant: low > 0.0 || high < 0.0,
+        treatment,
+        control,
     }
 }

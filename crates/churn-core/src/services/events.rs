@@ -5,8 +5,9 @@ use super::Core;
 use super::access::ProjectAccess;
 use crate::api::Meta;
 use crate::api::events::{
-    CancelReasonChange, CancelReasonChanged, ChurnEvent, CreateChurnEvent, CreateChurnEventLegacy,
-    LegacyChurnEvent, LegacyList, LegacyListQuery, ListQuery, Recovered, Variant,
+    AutopilotState, CancelReasonChange, CancelReasonChanged, ChurnEvent, CreateChurnEvent,
+    CreateChurnEventLegacy, LegacyChurnEvent, LegacyList, LegacyListQuery, ListQuery, Recovered,
+    Variant,
 };
 use crate::domain::email::Email;
 use crate::domain::lifecycle::{Action, EventStatus, transition};
@@ -15,6 +16,7 @@ use crate::domain::strategy::{ReasonCode, classify};
 use crate::domain::validation::{Validator, optional_text};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
+use crate::jobs::Job;
 use crate::store::events::{self, EventRecord, ListFilter, SortColumn};
 use crate::store::variants::{self, VariantRecord};
 
@@ -108,7 +110,8 @@ impl Core {
         self.insert_event(access, new, "mrr_cents").await
     }
 
-    /// Validates and stores a new event (status `new`); `mrr_field` names the MRR field in errors.
+    /// Validates and stores a new event (status `new`), with its autopilot plan and the job of
+    /// its first send; `mrr_field` names the MRR field in errors.
     pub async fn insert_event(
         &self,
         access: &ProjectAccess,
@@ -166,8 +169,10 @@ impl Core {
 
         let reason = reason.filter(|r| !r.is_empty());
         let now = self.now();
+        let id = new_id();
+        let autopilot = super::autopilot::plan(&access.project.settings.autopilot, &id, now);
         let record = EventRecord {
-            id: new_id(),
+            id,
             project_id: access.project.id.clone(),
             customer_email: email.map(Email::into_inner).unwrap_or_default(),
             customer_name: name.filter(|n| !n.is_empty()),
@@ -193,8 +198,20 @@ impl Core {
             lost_at: None,
             created_at: now,
             updated_at: now,
+            group: autopilot.group,
+            autopilot: autopilot.state,
         };
-        events::insert(self.store.writer(), &record).await?;
+        let mut tx = self.store.begin().await?;
+        events::insert(&mut *tx, &record).await?;
+        if let Some(at) = autopilot.first_send_at {
+            Job::Autopilot {
+                event_id: record.id.clone(),
+                follow_up: false,
+            }
+            .enqueue(&mut tx, at, now)
+            .await?;
+        }
+        tx.commit().await?;
         Ok(event_view(record, None))
     }
 
@@ -450,6 +467,10 @@ pub fn event_view(r: EventRecord, variants: Option<Vec<VariantRecord>>) -> Churn
         lost_at: r.lost_at,
         created_at: r.created_at,
         updated_at: r.updated_at,
+        group: r.group,
+        autopilot: r
+            .autopilot
+            .map(|(status, reason)| AutopilotState { status, reason }),
         variants: variants.map(|vs| vs.into_iter().map(variant_view).collect()),
     }
 }

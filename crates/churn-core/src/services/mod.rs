@@ -19,6 +19,8 @@
 //! - [`Mailer`] (email transport, public URL, sender): shared by `Sending`, `Accounts` and
 //!   `Team`, the only ones that send email.
 //!
+//! Autopilot (`autopilot`) needs generation and sending together, so it runs on [`Churn`].
+//!
 //! [`Churn`] builds them once ([`Churn::open`]) and hands them out (`churn.sending()`, ...);
 //! it also keeps the encryption key and the outbound HTTP clients. The admin CLI has its own
 //! [`admin::Admin`] over storage and clock.
@@ -31,6 +33,7 @@ pub mod access;
 pub mod accounts;
 pub mod admin;
 mod analytics;
+mod autopilot;
 mod cache;
 pub mod events;
 mod generation;

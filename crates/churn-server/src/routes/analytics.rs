@@ -1,10 +1,13 @@
-//! `/projects/{slug}/cohorts` and `/projects/{slug}/forecasting`: churn and recovery over
-//! time (decisions §13). Statistics: a session or the project's secret key.
+//! `/projects/{slug}/cohorts`, `/projects/{slug}/forecasting` and
+//! `/projects/{slug}/analytics/uplift`: churn and recovery over time, and what autopilot won
+//! back against its holdout group (decisions §13). A session or the project's secret key.
 
 use axum::Json;
 use axum::extract::State;
 use churn_core::api::Data;
-use churn_core::api::analytics::{CohortRow, CohortsQuery, ForecastQuery, Forecasting};
+use churn_core::api::analytics::{
+    CohortRow, CohortsQuery, ForecastQuery, Forecasting, Uplift, UpliftQuery,
+};
 
 use crate::error::ApiResult;
 use crate::extract::{ApiProject, ApiQuery, ProjectScope};
@@ -32,4 +35,15 @@ pub async fn forecasting(
     Ok(Json(Data::new(
         s.churn.core().forecasting(&access, q).await?,
     )))
+}
+
+#[utoipa::path(get, path = "/projects/{slug}/analytics/uplift", operation_id = "get_uplift", tag = "statistics", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path), UpliftQuery),
+    responses((status = 200, body = Data<Uplift>)))]
+pub async fn uplift(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+    ApiQuery(q): ApiQuery<UpliftQuery>,
+) -> ApiResult<Json<Data<Uplift>>> {
+    Ok(Json(Data::new(s.churn.core().uplift(&access, q).await?)))
 }

@@ -81,6 +81,7 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(events::stats))
         .routes(routes!(analytics::cohorts))
         .routes(routes!(analytics::forecasting))
+        .routes(routes!(analytics::uplift))
         .routes(routes!(team::create_invitation, team::list_invitations))
         .routes(routes!(team::revoke_invitation))
         .routes(routes!(team::accept_invitation))

@@ -5,6 +5,7 @@ mod helpers;
 
 mod accounts;
 mod analytics;
+mod autopilot;
 mod conventions;
 mod email;
 mod events;

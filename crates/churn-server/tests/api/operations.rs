@@ -121,6 +121,7 @@ async fn openapi_covers_every_route(backend: Backend) {
         ("/api/v1/stats", "get"),
         ("/api/v1/projects/{slug}/cohorts", "get"),
         ("/api/v1/projects/{slug}/forecasting", "get"),
+        ("/api/v1/projects/{slug}/analytics/uplift", "get"),
         ("/api/v1/churn-events", "get"),
         ("/api/v1/churn-events", "post"),
         ("/api/v1/churn-events/{id}", "get"),
