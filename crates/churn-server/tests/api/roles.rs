@@ -223,6 +223,15 @@ fn families() -> Vec<Family> {
         f("statistics", Role::Viewer, true, 200, Nothing, |_| {
             (M::GET, format!("{P}/stats"), None)
         }),
+        f("cohorts", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/cohorts"), None)
+        }),
+        f("forecasting", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/forecasting"), None)
+        }),
+        f("uplift", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/analytics/uplift"), None)
+        }),
         // Team (decisions §14).
         f("members: list", Role::Viewer, false, 200, Nothing, |_| {
             (M::GET, format!("{P}/members"), None)
