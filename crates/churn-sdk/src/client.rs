@@ -25,6 +25,8 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{ApiError, Error};
 
+mod team;
+
 #[derive(Clone)]
 enum Auth {
     None,
