@@ -6,6 +6,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::analytics::set_clock;
+use crate::events::find_url;
 use crate::helpers::{Backend, Options, TestApp, acme_owner, event_with_variants};
 use crate::mailrules::{outbox_mail, unsubscribe_url};
 use churn_core::both_backends;
@@ -15,6 +16,7 @@ both_backends!(
     autopilot_sends_after_the_delay_and_follows_up_once,
     autopilot_records_every_skip,
     autopilot_stops_at_the_quota,
+    a_click_makes_the_follow_up_unnecessary,
     uplift_compares_treatment_with_the_holdout
 );
 
@@ -337,4 +339,33 @@ fn rate(recovered: u64, lost: u64) -> f64 {
     } else {
         (recovered as f64 * 10_000.0 / (recovered + lost) as f64).round() / 100.0
     }
+}
+
+async fn a_click_makes_the_follow_up_unnecessary(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let owner = acme_owner(&app).await;
+    configure(&app, &owner, json!({"product_url": "https://acme.io/account", "autopilot": {"enabled": true, "delay_minutes": 5, "follow_up_days": 2}})).await;
+    let id = create(&app, &owner, "dana@example.com").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    advance(&app, 5 * 60).await;
+    app.run_jobs().await;
+    let mail = app
+        .outbox()
+        .into_iter()
+        .find(|m| m.contains("dana@example.com") && m.contains("/c?u="))
+        .expect("the first email");
+    let click = find_url(&mail, "/c?u=").replace("&amp;", "&");
+    assert_eq!(app.client.get(&click).send().await.unwrap().status(), 302);
+    advance(&app, 2 * 86_400).await;
+    app.run_jobs().await;
+    let after = event(&app, &owner, &id).await;
+    assert_eq!(
+        sent_strategies(&after),
+        [(1, true)],
+        "no follow-up after a click"
+    );
+    assert_eq!(after["autopilot"], json!({"status": "sent"}));
+    assert_eq!(mails_to(&app, "dana@example.com"), 1);
 }
