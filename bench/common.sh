@@ -9,8 +9,13 @@ PG_ADMIN=${CHURN_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres
 for tool in wrk jq curl psql; do
   command -v $tool >/dev/null || { echo "$tool is required (apt-get install $tool)" >&2; exit 1; }
 done
-cargo build --release -q -p churn-server
-BIN=${CARGO_TARGET_DIR:-target}/release/churn-server
+# BENCH_BIN: an already built server instead of the release build (a quick look, not a figure).
+if [ -n "${BENCH_BIN:-}" ]; then
+  BIN=$BENCH_BIN
+else
+  cargo build --release -q -p churn-server
+  BIN=${CARGO_TARGET_DIR:-target}/release/churn-server
+fi
 
 # row <name> <url> [wrk args…]: one table row with req/s, p50, p99 and non-2xx answers.
 row() {

@@ -24,14 +24,18 @@ seed_postgres() {
   # update adds a row version), so the bulk load counts once at the end instead.
   psql -q "$1" <<SQL
 ALTER TABLE churn_events DISABLE TRIGGER churn_events_counted;
+ALTER TABLE churn_events DISABLE TRIGGER churn_cohorts_counted;
 INSERT INTO churn_events (id, project_id, customer_email, event_type, reason_code, mrr, currency, status, provider, created_at, updated_at)
 SELECT 'seed-$2-' || lpad(n::text, 8, '0'), '$2', 'c' || n || '@example.com', 'cancellation', 'too_expensive', 4900, 'usd', 'new', 'api',
        to_char(timestamp '2020-01-01' + n * interval '1 second', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
        to_char(timestamp '2020-01-01' + n * interval '1 second', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
 FROM generate_series(1, $3) n;
 ALTER TABLE churn_events ENABLE TRIGGER churn_events_counted;
+ALTER TABLE churn_events ENABLE TRIGGER churn_cohorts_counted;
 INSERT INTO churn_event_counts (project_id, status, event_type, n, mrr_sum)
 SELECT project_id, status, event_type, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3;
+INSERT INTO churn_cohorts (project_id, month, status, strategy, n, mrr_sum)
+SELECT project_id, substr(created_at, 1, 7), status, '', COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3;
 ANALYZE churn_events;
 SQL
 }

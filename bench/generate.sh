@@ -44,12 +44,14 @@ seed_postgres() {
   psql -q "$1" <<SQL
 BEGIN;
 ALTER TABLE churn_events DISABLE TRIGGER churn_events_counted;
+ALTER TABLE churn_events DISABLE TRIGGER churn_cohorts_counted;
 INSERT INTO churn_events (id, project_id, customer_email, event_type, reason_code, mrr, currency, status, provider, created_at, updated_at)
 SELECT 'seed-$2-' || lpad(n::text, 8, '0'), '$2', 'c' || n || '@example.com', 'cancellation', 'too_expensive', 4900, 'usd',
        CASE WHEN n % 3 = 0 THEN 'recovered' ELSE 'email_sent' END, 'api',
        '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z'
 FROM generate_series(1, $3) n;
 ALTER TABLE churn_events ENABLE TRIGGER churn_events_counted;
+ALTER TABLE churn_events ENABLE TRIGGER churn_cohorts_counted;
 INSERT INTO recovery_variants (id, churn_event_id, project_id, strategy, subject, body, body_text, status, recommended, rank, rank_score, rank_reasons, generator, recipient, sent_at, created_at, updated_at)
 SELECT 'seedv-$2-' || lpad(n::text, 8, '0'), 'seed-$2-' || lpad(n::text, 8, '0'), '$2', (ARRAY[$STRATEGIES])[1 + n % 9],
        'Subject', '<p>Body</p>', 'Body', 'sent', 1, 1, 1.0, '[]', 'template', 'c' || n || '@example.com',
@@ -61,6 +63,10 @@ SELECT project_id, status, event_type, COUNT(*), SUM(mrr) FROM churn_events WHER
 INSERT INTO strategy_outcomes (project_id, strategy, sends, recoveries)
 SELECT v.project_id, v.strategy, COUNT(*), SUM(CASE WHEN e.status = 'recovered' THEN 1 ELSE 0 END)
 FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id WHERE v.project_id = '$2' GROUP BY 1, 2;
+DELETE FROM churn_cohorts WHERE project_id = '$2';
+INSERT INTO churn_cohorts (project_id, month, status, strategy, n, mrr_sum)
+SELECT project_id, substr(created_at, 1, 7), status, churn_cohort_strategy(id, status), COUNT(*), SUM(mrr)
+FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 4;
 COMMIT;
 ANALYZE;
 SQL

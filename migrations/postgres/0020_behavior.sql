@@ -59,4 +59,4 @@ CREATE TABLE behavior_daily (
 CREATE INDEX behavior_daily_by_day ON behavior_daily (project_id, day);
 
 -- Churn events per customer (the customer lists count them).
-CREATE INDEX churn_events_by_customer ON churn_events (project_id, customer_email);
+CREATE INDEX churn_events_by_customer ON churn_events (project_id, customer_email, status);

@@ -73,5 +73,5 @@ CREATE TABLE dunning_configs (
     updated_at           TEXT NOT NULL
 );
 
--- Recovering a customer's open churn events on a successful payment.
-CREATE INDEX churn_events_by_customer ON churn_events (project_id, customer_email, status);
+-- Recovering a customer's open churn events on a successful payment uses
+-- churn_events_by_customer (project_id, customer_email, status) of 0020.

@@ -17,6 +17,9 @@ use clap::{Args, Parser, Subcommand};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::json;
 
+mod team;
+pub use team::TeamCommand;
+
 #[derive(Debug, Parser)]
 #[command(name = "churn", version, about = "Administer a churn installation")]
 pub struct Cli {
@@ -55,6 +58,9 @@ pub enum Command {
     /// Reports.
     #[command(subcommand)]
     Report(ReportCommand),
+    /// Members and invitations of a project.
+    #[command(subcommand)]
+    Team(TeamCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -154,6 +160,33 @@ pub enum ReportCommand {
         /// Project slug or id.
         #[arg(long)]
         project: String,
+    },
+    /// Churn and recovery per calendar month of creation, newest first.
+    Cohorts {
+        /// Project slug or id.
+        #[arg(long)]
+        project: String,
+        /// Months ending with the current one (1–36).
+        #[arg(long, default_value_t = 12)]
+        months: i64,
+    },
+    /// Churned and recovered MRR per month, and the next months forecast.
+    Forecast {
+        /// Project slug or id.
+        #[arg(long)]
+        project: String,
+        /// Months to forecast (1–12).
+        #[arg(long, default_value_t = 3)]
+        horizon: i64,
+    },
+    /// Autopilot's treatment group against its holdout.
+    Uplift {
+        /// Project slug or id.
+        #[arg(long)]
+        project: String,
+        /// Events created in the last days (1–365).
+        #[arg(long, default_value_t = 90)]
+        days: i64,
     },
 }
 
@@ -414,6 +447,24 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                 }
                 writeln!(out, "{table}")?;
             }
+        }
+        Command::Team(command) => {
+            let as_owner = async |project: &str| -> anyhow::Result<_> {
+                Ok(open_admin(&config).await?.as_owner(project).await?)
+            };
+            team::team(command, as_owner, cli.json, out).await?;
+        }
+        Command::Report(ReportCommand::Cohorts { project, months }) => {
+            let view = open_admin(&config).await?.as_owner(&project).await?;
+            team::cohorts(view, months, cli.json, out).await?;
+        }
+        Command::Report(ReportCommand::Forecast { project, horizon }) => {
+            let view = open_admin(&config).await?.as_owner(&project).await?;
+            team::forecast(view, horizon, cli.json, out).await?;
+        }
+        Command::Report(ReportCommand::Uplift { project, days }) => {
+            let view = open_admin(&config).await?.as_owner(&project).await?;
+            team::uplift(view, days, cli.json, out).await?;
         }
     }
     Ok(())

@@ -21,6 +21,7 @@ both_backends!(
     events_list_and_stats_report,
     users_create_prints_a_link_that_sets_the_password,
     stuck_sends_are_listed_and_settled,
+    team_and_analytics_reports,
 );
 
 async fn churn(db: &TestDatabase, args: &[&str]) -> anyhow::Result<String> {
@@ -635,4 +636,157 @@ async fn stuck_sends_are_listed_and_settled(backend: Backend) {
     .unwrap();
     assert_eq!(lost[0]["id"], sent_event.as_str());
     assert_eq!(lost.as_array().unwrap().len(), 1);
+}
+
+async fn team_and_analytics_reports(backend: Backend) {
+    let db = TestDatabase::new(backend).await;
+    let config = Config::load(
+        None,
+        json!({"database_url": db.url, "data_dir": db.data_dir.path(), "email_outbox": db.data_dir.path().join("outbox")}),
+    )
+    .unwrap();
+    let service = Churn::open(&config, Arc::new(SystemClock)).await.unwrap();
+    let mut users = Vec::new();
+    for (name, email) in [("Ada", "ada@example.com"), ("Bob", "bob@example.com")] {
+        let session = service
+            .accounts()
+            .register(RegisterRequest {
+                name: name.into(),
+                email: email.into(),
+                password: "correct horse".into(),
+            })
+            .await
+            .unwrap();
+        users.push(
+            service
+                .accounts()
+                .authenticate(&session.token)
+                .await
+                .unwrap(),
+        );
+    }
+    service
+        .core()
+        .create_project(
+            &users[0].id,
+            CreateProject {
+                name: "Acme".into(),
+                product_type: None,
+                support_email: None,
+            },
+        )
+        .await
+        .unwrap();
+    let invited = churn(
+        &db,
+        &[
+            "team",
+            "invite",
+            "Bob@Example.com",
+            "--project",
+            "acme",
+            "--role",
+            "viewer",
+        ],
+    )
+    .await
+    .unwrap();
+    let token = invited
+        .rsplit("/invitations/")
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    service.team().accept(&users[1], &token).await.unwrap();
+    let listed = churn(&db, &["team", "list", "--project", "acme"])
+        .await
+        .unwrap();
+    masked().bind(|| insta::assert_snapshot!("team_list", listed));
+    let refused = churn(
+        &db,
+        &["team", "remove", "ada@example.com", "--project", "acme"],
+    )
+    .await;
+    assert!(refused.unwrap_err().to_string().contains("owner"));
+    let removed = churn(
+        &db,
+        &["team", "remove", "bob@example.com", "--project", "acme"],
+    )
+    .await
+    .unwrap();
+    assert_eq!(removed.trim(), "removed bob@example.com from acme");
+    let json_list = churn(&db, &["--json", "team", "list", "--project", "acme"])
+        .await
+        .unwrap();
+    let members: serde_json::Value = serde_json::from_str(&json_list).unwrap();
+    assert_eq!(members.as_array().unwrap().len(), 1);
+
+    let access = service
+        .core()
+        .project_for_user(&users[0].id, "acme")
+        .await
+        .unwrap();
+    for (email, mrr) in [("dana@example.com", 4900), ("eli@example.com", 1500)] {
+        let event = service
+            .core()
+            .create_event(
+                &access,
+                CreateChurnEvent {
+                    customer_email: email.into(),
+                    event_type: "cancellation".into(),
+                    mrr: Some(mrr),
+                    ..CreateChurnEvent::default()
+                },
+            )
+            .await
+            .unwrap();
+        if mrr == 1500 {
+            service
+                .core()
+                .recover_event(&access, &event.id)
+                .await
+                .unwrap();
+        }
+    }
+    let months = || {
+        let mut settings = masked();
+        settings.add_filter(r"\d{4}-\d{2}", "[month]");
+        settings
+    };
+    let cohorts = churn(
+        &db,
+        &["report", "cohorts", "--project", "acme", "--months", "2"],
+    )
+    .await
+    .unwrap();
+    months().bind(|| insta::assert_snapshot!("report_cohorts", cohorts));
+    let forecast = churn(
+        &db,
+        &["report", "forecast", "--project", "acme", "--horizon", "2"],
+    )
+    .await
+    .unwrap();
+    months().bind(|| insta::assert_snapshot!("report_forecast", forecast));
+    let uplift = churn(&db, &["report", "uplift", "--project", "acme"])
+        .await
+        .unwrap();
+    insta::assert_snapshot!("report_uplift", uplift);
+    let json_cohorts = churn(
+        &db,
+        &[
+            "--json",
+            "report",
+            "cohorts",
+            "--project",
+            "acme",
+            "--months",
+            "3",
+        ],
+    )
+    .await
+    .unwrap();
+    let rows: serde_json::Value = serde_json::from_str(&json_cohorts).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 3);
+    assert_eq!(rows[0]["total_events"], 2);
+    assert_eq!(rows[0]["recovered_mrr_cents"], 1500);
 }

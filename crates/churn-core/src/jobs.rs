@@ -79,14 +79,20 @@ pub enum Job {
         failure_id: String,
         tone: crate::domain::dunning::Tone,
     },
+    /// The email of an invitation still open; its token is made again from the id.
+    InvitationEmail { invitation_id: String },
+    /// Autopilot's first send for an event, or its follow-up.
+    Autopilot { event_id: String, follow_up: bool },
 }
 
 impl Job {
     /// The waits after each failed attempt, in order; the job gives up when they run out.
     fn retry_schedule(&self) -> &'static [Duration] {
         match self {
-            Job::ExpireEvent { .. } => QUADRATIC,
-            Job::AccountEmail { .. } | Job::DunningEmail { .. } => EMAIL,
+            Job::ExpireEvent { .. } | Job::Autopilot { .. } => QUADRATIC,
+            Job::AccountEmail { .. } | Job::DunningEmail { .. } | Job::InvitationEmail { .. } => {
+                EMAIL
+            }
             Job::ScoreProject { .. } => QUADRATIC,
             // Provider errors are rescheduled by the step itself; this covers storage errors.
             Job::DunningRetry { .. } => QUADRATIC,
@@ -174,6 +180,13 @@ impl RunJob for Churn {
             Job::DunningEmail { failure_id, tone } => {
                 self.payments().send_dunning_email(failure_id, *tone).await
             }
+            Job::InvitationEmail { invitation_id } => {
+                self.team().send_invitation_email(invitation_id).await
+            }
+            Job::Autopilot {
+                event_id,
+                follow_up,
+            } => self.run_autopilot(event_id, *follow_up).await,
         }
     }
 }

@@ -29,6 +29,8 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{ApiError, Error};
 
+mod team;
+
 #[derive(Clone)]
 enum Auth {
     None,

@@ -22,6 +22,7 @@ both_backends!(
     accounts_and_projects_round_trip,
     errors_are_typed,
     churn_event_from_creation_to_recovery,
+    team_and_analytics_round_trip,
 );
 
 struct Live {
@@ -548,4 +549,104 @@ async fn list_queries_leave_unset_fields_out() {
         requests[0].url.query(),
         Some("page=2&per_page=5&status=email_sent")
     );
+}
+
+async fn team_and_analytics_round_trip(backend: Backend) {
+    use churn_core::api::analytics::{CohortsQuery, ForecastQuery, UpliftQuery};
+    use churn_core::api::team::CreateInvitation;
+    use churn_core::domain::role::Role;
+
+    let server = live(backend).await;
+    let anonymous = Client::new(&server.base_url).unwrap();
+    let ada = anonymous
+        .register("Ada", "ada@example.com", "correct horse")
+        .await
+        .unwrap();
+    let ada = anonymous.clone().with_token(ada.token);
+    ada.create_project(&CreateProject {
+        name: "Acme".into(),
+        product_type: None,
+        support_email: None,
+    })
+    .await
+    .unwrap();
+    let invitation = ada
+        .invite(
+            "acme",
+            &CreateInvitation {
+                email: "bob@example.com".into(),
+                role: Some("viewer".into()),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(ada.invitations("acme").await.unwrap().len(), 1);
+    let token = invitation
+        .accept_url
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let bob = anonymous
+        .register("Bob", "bob@example.com", "correct horse")
+        .await
+        .unwrap();
+    let bob = anonymous.clone().with_token(bob.token);
+    let joined = bob.accept_invitation(&token).await.unwrap();
+    assert_eq!(
+        (joined.role, joined.project.slug.as_str()),
+        (Role::Viewer, "acme")
+    );
+    let members = ada.members("acme").await.unwrap();
+    assert_eq!(members.len(), 2);
+    let bob_id = members
+        .iter()
+        .find(|m| m.email == "bob@example.com")
+        .unwrap()
+        .id
+        .clone();
+    assert_eq!(
+        ada.change_member_role("acme", &bob_id, "member")
+            .await
+            .unwrap()
+            .role,
+        Role::Member
+    );
+    let refused = bob
+        .change_member_role("acme", &bob_id, "admin")
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), Some(403));
+
+    let cohorts = bob
+        .cohorts("acme", &CohortsQuery { months: Some(3) })
+        .await
+        .unwrap();
+    assert_eq!(cohorts.len(), 3);
+    let forecast = bob
+        .forecasting("acme", &ForecastQuery { horizon: Some(2) })
+        .await
+        .unwrap();
+    assert_eq!(
+        (forecast.method.as_str(), forecast.forecast.len()),
+        ("insufficient_history", 2)
+    );
+    let uplift = bob.uplift("acme", &UpliftQuery::default()).await.unwrap();
+    assert_eq!((uplift.treatment.events, uplift.control.events), (0, 0));
+
+    bob.remove_member("acme", &bob_id).await.unwrap();
+    assert_eq!(bob.members("acme").await.unwrap_err().status(), Some(404));
+    let second = ada
+        .invite(
+            "acme",
+            &CreateInvitation {
+                email: "carol@example.com".into(),
+                role: None,
+            },
+        )
+        .await
+        .unwrap();
+    ada.revoke_invitation("acme", &second.id).await.unwrap();
+    assert!(ada.invitations("acme").await.unwrap().is_empty());
 }

@@ -24,6 +24,7 @@ use utoipa::{Modify, OpenApi};
         (name = "churn events (unscoped)", description = "The older unscoped form of the churn event routes"),
         (name = "statistics", description = "Recovery statistics"),
         (name = "payments", description = "Payment providers, their webhooks, payment failures and dunning"),
+        (name = "team", description = "Invitations and members of a project"),
         (name = "tracking", description = "Open pixel and click redirects of sent emails"),
         (name = "behavior", description = "Tracked behaviour events, customers and event analytics"),
         (name = "churn risk", description = "Churn-risk scores of customers"),

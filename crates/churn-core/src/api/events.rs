@@ -98,9 +98,36 @@ pub struct ChurnEvent {
     #[serde(with = "wire")]
     #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
+    /// `treatment` or `control` when the event was created with autopilot on; else null.
+    #[serde(default)]
+    pub group: Option<crate::domain::analytics::Group>,
+    /// What autopilot did or plans for the event; null when it never looked after it.
+    #[serde(default)]
+    pub autopilot: Option<AutopilotState>,
     /// Present on the single-event answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variants: Option<Vec<Variant>>,
+}
+
+crate::domain::wire::wire_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
+    pub enum AutopilotStatus {
+        /// A send is planned (also after the first send while a follow-up is planned).
+        Scheduled = "scheduled",
+        /// Something was sent and nothing more is planned.
+        Sent = "sent",
+        /// A planned send was not made; `reason` says why.
+        Skipped = "skipped",
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AutopilotState {
+    pub status: AutopilotStatus,
+    /// Why a send was skipped: `recovered`, `lost`, `suppressed`, `quota`, `control_group`,
+    /// `subscription_expired`, `disabled` or `nothing_left_to_send`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// The unscoped form of an event: `mrr_cents` instead of `mrr`.

@@ -1,6 +1,7 @@
 //! Request and response bodies of the HTTP API, shared by the server and the SDK so the two
 //! cannot drift apart.
 
+pub mod analytics;
 pub mod auth;
 pub mod behavior;
 pub mod email_rules;
@@ -9,6 +10,7 @@ pub mod ops;
 pub mod payments;
 pub mod projects;
 pub mod risk;
+pub mod team;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

@@ -1,9 +1,13 @@
 //! Pure domain rules: no I/O, no clock reads; every function here takes what it needs.
 
+pub mod analytics;
 pub mod behavior;
 pub mod cta;
 pub mod dunning;
 pub mod email;
+#[cfg(feature = "server")]
+pub mod forecast;
+pub mod invitation;
 pub mod keys;
 pub mod lifecycle;
 pub mod origin;

@@ -25,8 +25,11 @@ pub enum Permission {
     Track,
     /// Project settings, origins, configurations, providers, invitations, webhook secret.
     Administer,
-    /// Remove a member holding the given role (removing oneself is always allowed).
+    /// Remove a member holding the given role, or change its role (removing oneself is always
+    /// allowed).
     RemoveMember(Role),
+    /// Give someone the role: invite as it, or promote or demote to it.
+    AssignRole(Role),
     DeleteProject,
     RotateKeys,
 }
@@ -54,7 +57,8 @@ pub fn allows(actor: Actor, permission: Permission) -> bool {
         Permission::Read => true,
         Permission::Write | Permission::Track => role >= Role::Member,
         Permission::Administer => role >= Role::Admin,
-        Permission::RemoveMember(target) => match role {
+        // Only the owner grants or takes away admin; nobody grants or takes away owner.
+        Permission::RemoveMember(target) | Permission::AssignRole(target) => match role {
             Role::Owner => target != Role::Owner,
             Role::Admin => target <= Role::Member,
             Role::Member | Role::Viewer => false,
@@ -100,6 +104,22 @@ mod tests {
         assert!(may(Role::Admin, Role::Member) && may(Role::Admin, Role::Viewer));
         assert!(!may(Role::Admin, Role::Admin));
         assert!(!may(Role::Member, Role::Viewer));
+    }
+
+    #[test]
+    fn only_the_owner_hands_out_admin_and_nobody_owner() {
+        let may = |actor, target| allows(Actor::User(actor), Permission::AssignRole(target));
+        assert!(may(Role::Owner, Role::Admin) && may(Role::Owner, Role::Viewer));
+        assert!(may(Role::Admin, Role::Member) && may(Role::Admin, Role::Viewer));
+        assert!(!may(Role::Admin, Role::Admin));
+        for actor in ROLES {
+            assert!(!may(actor, Role::Owner), "{actor:?}");
+        }
+        assert!(!may(Role::Member, Role::Viewer) && !may(Role::Viewer, Role::Viewer));
+        assert!(!allows(
+            Actor::SecretKey,
+            Permission::AssignRole(Role::Viewer)
+        ));
     }
 
     #[test]

@@ -22,6 +22,47 @@ pub struct ProjectSettings {
     pub reactivation_url: Option<String>,
     /// Language of generated emails (an IETF tag such as `en`).
     pub language: String,
+    /// Recovery on its own (decisions §13).
+    pub autopilot: AutopilotSettings,
+}
+
+/// Autopilot: for each new event, the recommended email `delay_minutes` after its creation,
+/// and the next-ranked one `follow_up_days` after that if nothing was clicked; a
+/// `holdout_percent` share of events is held out as the control group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct AutopilotSettings {
+    pub enabled: bool,
+    /// 0–10080.
+    pub delay_minutes: i64,
+    /// 0 (no follow-up) or 1–30.
+    pub follow_up_days: i64,
+    /// 0–50.
+    pub holdout_percent: i64,
+}
+
+impl Default for AutopilotSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            delay_minutes: 60,
+            follow_up_days: 3,
+            holdout_percent: 0,
+        }
+    }
+}
+
+/// A partial update of the autopilot: only the keys it names change.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AutopilotPatch {
+    pub enabled: Option<bool>,
+    #[schema(minimum = 0, maximum = 10080)]
+    pub delay_minutes: Option<i64>,
+    #[schema(minimum = 0, maximum = 30)]
+    pub follow_up_days: Option<i64>,
+    #[schema(minimum = 0, maximum = 50)]
+    pub holdout_percent: Option<i64>,
 }
 
 impl Default for ProjectSettings {
@@ -34,6 +75,7 @@ impl Default for ProjectSettings {
             product_url: None,
             reactivation_url: None,
             language: "en".to_owned(),
+            autopilot: AutopilotSettings::default(),
         }
     }
 }
@@ -66,6 +108,7 @@ pub struct SettingsPatch {
     /// An IETF language tag such as `en` or `pt-br`.
     #[schema(pattern = r"^[A-Za-z0-9-]{2,16}$")]
     pub language: Option<String>,
+    pub autopilot: Option<AutopilotPatch>,
 }
 
 impl ProjectSettings {
@@ -151,6 +194,49 @@ impl ProjectSettings {
                 );
             }
         }
+        if let Some(autopilot) = patch.autopilot {
+            let a = &mut next.autopilot;
+            if let Some(enabled) = autopilot.enabled {
+                a.enabled = enabled;
+            }
+            let mut range =
+                |field: &str, value: Option<i64>, ok: bool, hint: &str, slot: &mut i64| {
+                    if let Some(value) = value {
+                        if ok {
+                            *slot = value;
+                        } else {
+                            v.add(
+                                &format!("settings.autopilot.{field}"),
+                                format!("must be {hint}"),
+                            );
+                        }
+                    }
+                };
+            let delay = autopilot.delay_minutes;
+            range(
+                "delay_minutes",
+                delay,
+                delay.is_some_and(|d| (0..=10080).contains(&d)),
+                "between 0 and 10080",
+                &mut a.delay_minutes,
+            );
+            let follow = autopilot.follow_up_days;
+            range(
+                "follow_up_days",
+                follow,
+                follow.is_some_and(|d| (0..=30).contains(&d)),
+                "0 (none) or between 1 and 30",
+                &mut a.follow_up_days,
+            );
+            let holdout = autopilot.holdout_percent;
+            range(
+                "holdout_percent",
+                holdout,
+                holdout.is_some_and(|h| (0..=50).contains(&h)),
+                "between 0 and 50",
+                &mut a.holdout_percent,
+            );
+        }
         v.finish()?;
         Ok(next)
     }
@@ -208,6 +294,34 @@ mod tests {
         let clear: SettingsPatch =
             serde_json::from_value(serde_json::json!({"founder_name": null})).unwrap();
         assert_eq!(next.apply(clear).unwrap().founder_name, None);
+    }
+
+    #[test]
+    fn autopilot_patches_change_only_the_keys_they_name() {
+        let patch: SettingsPatch = serde_json::from_value(
+            serde_json::json!({"autopilot": {"enabled": true, "holdout_percent": 20}}),
+        )
+        .unwrap();
+        let next = ProjectSettings::default().apply(patch).unwrap();
+        let expected = AutopilotSettings {
+            enabled: true,
+            holdout_percent: 20,
+            ..AutopilotSettings::default()
+        };
+        assert_eq!(next.autopilot, expected);
+        let bad: SettingsPatch = serde_json::from_value(
+            serde_json::json!({"autopilot": {"delay_minutes": 10081, "follow_up_days": 31, "holdout_percent": 51}}),
+        )
+        .unwrap();
+        let Err(Error::Validation { details, .. }) = next.apply(bad) else {
+            panic!("expected validation error");
+        };
+        assert_eq!(details.len(), 3);
+        assert_eq!(details[0].field, "settings.autopilot.delay_minutes");
+        let unknown = serde_json::from_value::<SettingsPatch>(
+            serde_json::json!({"autopilot": {"turbo": true}}),
+        );
+        assert!(unknown.is_err());
     }
 
     #[test]

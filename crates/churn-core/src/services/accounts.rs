@@ -119,10 +119,10 @@ impl Accounts {
         }
     }
 
-    /// Whether a pending invitation exists for the address. Invitations arrive with issue 11;
-    /// until then there are none, and its lookup replaces this body.
-    async fn invited(&self, _email: &Email) -> Result<bool> {
-        Ok(false)
+    /// Whether a pending invitation (neither used nor expired) exists for the address.
+    async fn invited(&self, email: &Email) -> Result<bool> {
+        crate::store::team::is_invited(self.core.store.reader(), email.as_str(), self.core.now())
+            .await
     }
 
     pub async fn login(&self, req: LoginRequest) -> Result<Session> {

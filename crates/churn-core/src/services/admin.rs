@@ -5,13 +5,18 @@ use std::sync::Arc;
 
 use chrono::NaiveDate;
 
+use super::access::ProjectAccess;
 use super::accounts::CreatedAccount;
+use super::cache::AccessCache;
 use super::sending::{self, Settlement};
+use super::{Core, Mailer, Team};
 use crate::api::events::StuckVariant;
 use crate::api::projects::RotatedKeys;
 use crate::config::Config;
 use crate::domain::email::Email;
+use crate::domain::invitation::InvitationKeys;
 use crate::domain::lifecycle::EventStatus;
+use crate::domain::role::{Actor, Role};
 use crate::domain::subscription::SubscriptionStatus;
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -28,6 +33,15 @@ pub struct Admin {
     clock: Arc<dyn Clock>,
     /// Base of the links it prints.
     public_url: String,
+}
+
+/// A project as its owner sees it, for the CLI's team and report commands: the operator acts
+/// with the owner's rights, through the same services and policy as the HTTP API.
+pub struct AsOwner {
+    pub core: Core,
+    pub team: Team,
+    pub access: ProjectAccess,
+    pub owner: UserRecord,
 }
 
 /// What `churn subscription set` does to an account.
@@ -53,6 +67,41 @@ impl Admin {
 
     fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// The project (by slug or id, across owners) and the services to act on it as its owner.
+    /// Nothing is cached: server processes change the same database meanwhile. Invitations
+    /// made here are emailed by a server's job worker.
+    pub async fn as_owner(&self, slug_or_id: &str) -> Result<AsOwner> {
+        let project = self.project(slug_or_id).await?;
+        let owner = users::by_id(self.store.reader(), &project.owner_id)
+            .await?
+            .ok_or_else(|| Error::internal("a project without its owner"))?;
+        let core = Core {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            cache: Arc::new(AccessCache::new(false)),
+        };
+        let secret = super::secrets::tracking_secret(&self.store, self.now()).await?;
+        let team = Team {
+            core: core.clone(),
+            mailer: Mailer {
+                transport: None,
+                public_url: self.public_url.clone(),
+                // The CLI sends nothing itself.
+                email_from: String::new(),
+            },
+            keys: Arc::new(InvitationKeys::new(secret.as_bytes())),
+        };
+        Ok(AsOwner {
+            core,
+            team,
+            access: ProjectAccess {
+                project,
+                actor: Actor::User(Role::Owner),
+            },
+            owner,
+        })
     }
 
     pub async fn list_users(&self) -> Result<Vec<(UserRecord, SubscriptionStatus)>> {

@@ -5,16 +5,20 @@ use super::Core;
 use super::access::ProjectAccess;
 use crate::api::Meta;
 use crate::api::events::{
-    CancelReasonChange, CancelReasonChanged, ChurnEvent, CreateChurnEvent, CreateChurnEventLegacy,
-    LegacyChurnEvent, LegacyList, LegacyListQuery, ListQuery, Recovered, Variant,
+    AutopilotState, CancelReasonChange, CancelReasonChanged, ChurnEvent, CreateChurnEvent,
+    CreateChurnEventLegacy, LegacyChurnEvent, LegacyList, LegacyListQuery, ListQuery, Recovered,
+    Variant,
 };
 use crate::domain::email::Email;
 use crate::domain::lifecycle::{Action, EventStatus, transition};
 use crate::domain::role::Permission;
+use crate::domain::settings::AutopilotSettings;
 use crate::domain::strategy::{ReasonCode, classify};
 use crate::domain::validation::{Validator, optional_text};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
+use crate::jobs::Job;
+use crate::store::Tx;
 use crate::store::customers;
 use crate::store::events::{self, EventRecord, ListFilter, SortColumn};
 use crate::store::variants::{self, VariantRecord};
@@ -109,7 +113,8 @@ impl Core {
         self.insert_event(access, new, "mrr_cents").await
     }
 
-    /// Validates and stores a new event (status `new`); `mrr_field` names the MRR field in errors.
+    /// Validates and stores a new event (status `new`), with its autopilot plan and the job of
+    /// its first send; `mrr_field` names the MRR field in errors.
     pub async fn insert_event(
         &self,
         access: &ProjectAccess,
@@ -167,8 +172,9 @@ impl Core {
 
         let reason = reason.filter(|r| !r.is_empty());
         let now = self.now();
+        let id = new_id();
         let record = EventRecord {
-            id: new_id(),
+            id,
             project_id: access.project.id.clone(),
             customer_email: email.map(Email::into_inner).unwrap_or_default(),
             customer_name: name.filter(|n| !n.is_empty()),
@@ -194,10 +200,11 @@ impl Core {
             lost_at: None,
             created_at: now,
             updated_at: now,
+            group: None,
+            autopilot: None,
         };
         let mut tx = self.store.begin().await?;
-        events::insert(&mut *tx, &record).await?;
-        customers::upsert(&mut *tx, &record.project_id, &record.customer_email, now).await?;
+        let record = insert_new_event(&mut tx, record, &access.project.settings.autopilot).await?;
         tx.commit().await?;
         Ok(event_view(record, None))
     }
@@ -432,6 +439,31 @@ impl Core {
 }
 
 /// The API view of a stored event (with its variants, when given).
+/// Stores a new churn event of any source (the API, provider webhooks, the cancel flow) in
+/// `tx`: with its autopilot plan (holdout group, state and first job, decisions §13) and its
+/// customer (decisions §8). `record.group` and `record.autopilot` are set here.
+pub(crate) async fn insert_new_event(
+    tx: &mut Tx,
+    mut record: EventRecord,
+    autopilot: &AutopilotSettings,
+) -> Result<EventRecord> {
+    let now = record.created_at;
+    let plan = super::autopilot::plan(autopilot, &record.id, now);
+    record.group = plan.group;
+    record.autopilot = plan.state;
+    events::insert(&mut **tx, &record).await?;
+    customers::upsert(&mut **tx, &record.project_id, &record.customer_email, now).await?;
+    if let Some(at) = plan.first_send_at {
+        Job::Autopilot {
+            event_id: record.id.clone(),
+            follow_up: false,
+        }
+        .enqueue(tx, at, now)
+        .await?;
+    }
+    Ok(record)
+}
+
 pub fn event_view(r: EventRecord, variants: Option<Vec<VariantRecord>>) -> ChurnEvent {
     ChurnEvent {
         reason_code: ReasonCode::parse(&r.reason_code).unwrap_or(ReasonCode::Other),
@@ -454,6 +486,10 @@ pub fn event_view(r: EventRecord, variants: Option<Vec<VariantRecord>>) -> Churn
         lost_at: r.lost_at,
         created_at: r.created_at,
         updated_at: r.updated_at,
+        group: r.group,
+        autopilot: r
+            .autopilot
+            .map(|(status, reason)| AutopilotState { status, reason }),
         variants: variants.map(|vs| vs.into_iter().map(variant_view).collect()),
     }
 }

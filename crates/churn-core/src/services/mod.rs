@@ -5,7 +5,8 @@
 //!
 //! - [`Core`] (store, clock, access cache): project access (`access`), projects and keys
 //!   (`projects`), events (`events`), statistics (`stats`), tracked behaviour and customers
-//!   (`behavior`), churn-risk scoring (`risk`). Every capability below holds one.
+//!   (`behavior`), churn-risk scoring (`risk`), cohorts and forecasts (`analytics`). Every
+//!   capability below holds one.
 //! - [`Generation`] (core, generator): drafting recovery emails (`generation`); the only one
 //!   holding the LLM.
 //! - [`Sending`] (core, [`Mailer`], tracking and unsubscribe keys, send quota, DNS resolver,
@@ -18,8 +19,11 @@
 //!   sign-in (`idp`), session verification (`access`).
 //! - [`Payments`] (core, sending, tenant outbound client, encryption key): payment-provider
 //!   connections, their webhooks and dunning (`payments`).
-//! - [`Mailer`] (email transport, public URL, sender): shared by `Sending` and `Accounts`, the
-//!   only two that send email.
+//! - [`Team`] (core, [`Mailer`], invitation token key): invitations and members (`team`).
+//! - [`Mailer`] (email transport, public URL, sender): shared by `Sending`, `Accounts` and
+//!   `Team`, the only ones that send email.
+//!
+//! Autopilot (`autopilot`) needs generation and sending together, so it runs on [`Churn`].
 //!
 //! [`Churn`] builds them once ([`Churn::open`]) and hands them out (`churn.sending()`, ...);
 //! it also keeps the encryption key and the outbound HTTP clients. The admin CLI has its own
@@ -33,6 +37,8 @@ pub mod access;
 pub mod accounts;
 pub mod admin;
 mod alerts;
+mod analytics;
+mod autopilot;
 mod behavior;
 mod cache;
 pub mod events;
@@ -47,6 +53,7 @@ mod sender;
 mod sending;
 pub mod stats;
 mod suppressions;
+mod team;
 mod tokens;
 mod tracking;
 
@@ -176,6 +183,14 @@ pub struct Accounts {
     registration: Registration,
 }
 
+/// Invitations and members of a project.
+#[derive(Clone)]
+pub struct Team {
+    core: Core,
+    mailer: Mailer,
+    keys: Arc<crate::domain::invitation::InvitationKeys>,
+}
+
 /// The service: built once by [`Churn::open`], it owns the capabilities and hands them out,
 /// so a caller names the one it uses (`churn.sending().send_variant(..)`). Cloned for every
 /// request (axum state), so it is one `Arc`: cloning the parts would cost dozens of atomic
@@ -191,6 +206,7 @@ struct Parts {
     alerts: Alerts,
     accounts: Accounts,
     payments: Payments,
+    team: Team,
     encryption_key: Arc<EncryptionKey>,
     /// Every outbound HTTP call goes through its clients.
     outbound: Outbound,
@@ -264,6 +280,14 @@ impl Churn {
                 core: core.clone(),
                 outbound: outbound.clone(),
             },
+            team: Team {
+                core: core.clone(),
+                mailer: mailer.clone(),
+                // The tracking secret again, under its own label.
+                keys: Arc::new(crate::domain::invitation::InvitationKeys::new(
+                    tracking_secret.as_bytes(),
+                )),
+            },
             accounts: Accounts {
                 core: core.clone(),
                 tokens: Arc::new(tokens::TokenKeys::new(jwt_secret.as_bytes())),
@@ -317,6 +341,11 @@ impl Churn {
     /// Payment-provider connections.
     pub fn payments(&self) -> &Payments {
         &self.0.payments
+    }
+
+    /// Invitations and members.
+    pub fn team(&self) -> &Team {
+        &self.0.team
     }
 
     pub fn store(&self) -> &Store {

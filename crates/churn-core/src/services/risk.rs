@@ -34,16 +34,20 @@ fn score_not_found() -> Error {
 }
 
 /// Counts other features keep per customer of a slice: (payment-failure records of the last 30
-/// days, cancel-flow widget opens of the last 14 days). The payment-failures table and
-/// `cancel_flow_opens(project_id, customer_email, opened_at)` arrive with the dunning and
-/// cancel-flow work; until they are merged both counts are zero. The one place to add them.
+/// days, cancel-flow widget opens of the last 14 days).
 async fn outside_counts(
-    _core: &Core,
-    _project_id: &str,
-    _slice: (&str, &str),
-    _now: Timestamp,
+    core: &Core,
+    project_id: &str,
+    slice: (&str, &str),
+    now: Timestamp,
 ) -> Result<BTreeMap<String, (i64, i64)>> {
-    Ok(BTreeMap::new())
+    let db = core.store.reader();
+    let mut counts: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    let month = now - chrono::Duration::days(30);
+    for (email, n) in risk::payment_failures(db, project_id, slice, month).await? {
+        counts.entry(email).or_default().0 = n;
+    }
+    Ok(counts)
 }
 
 impl Core {

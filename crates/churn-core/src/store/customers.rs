@@ -153,10 +153,9 @@ pub struct ListFilter {
     pub since_day: String,
 }
 
-/// The customer's open payment failures. The payment-failures table arrives with the dunning
-/// work; until it is merged every customer has none. The one place to wire it: a subquery on
-/// that table by `c.project_id` and `c.email`.
-const OPEN_PAYMENT_FAILURES: &str = "CAST(0 AS BIGINT)";
+/// The customer's open payment failures: those dunning still works on (`failing`).
+const OPEN_PAYMENT_FAILURES: &str = "(SELECT COUNT(*) FROM payment_failures f \
+     WHERE f.project_id = c.project_id AND f.customer_email = c.email AND f.status = 'failing')";
 
 const SELECT_HEAD: &str = "SELECT c.email, c.first_seen_at, c.last_seen_at, \
      (SELECT CAST(COALESCE(SUM(d.n), 0) AS BIGINT) FROM behavior_daily d \

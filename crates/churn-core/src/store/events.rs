@@ -5,6 +5,8 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
 use super::{Writes, decode};
+use crate::api::events::AutopilotStatus;
+use crate::domain::analytics::Group;
 use crate::domain::lifecycle::EventStatus;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -31,6 +33,10 @@ pub struct EventRecord {
     pub lost_at: Option<Timestamp>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    /// The holdout group, for events created with autopilot on.
+    pub group: Option<Group>,
+    /// Autopilot's state and the reason of a skip.
+    pub autopilot: Option<(AutopilotStatus, Option<String>)>,
 }
 
 impl FromRow<'_, AnyRow> for EventRecord {
@@ -56,6 +62,14 @@ impl FromRow<'_, AnyRow> for EventRecord {
             lost_at: decode::timestamp_opt(row, "lost_at")?,
             created_at: decode::timestamp(row, "created_at")?,
             updated_at: decode::timestamp(row, "updated_at")?,
+            group: row
+                .try_get::<Option<String>, _>("holdout_group")?
+                .and_then(|g| Group::parse(&g)),
+            autopilot: row
+                .try_get::<Option<String>, _>("autopilot_status")?
+                .and_then(|s| AutopilotStatus::parse(&s))
+                .map(|status| Ok::<_, sqlx::Error>((status, row.try_get("autopilot_reason")?)))
+                .transpose()?,
         })
     }
 }
@@ -63,14 +77,14 @@ impl FromRow<'_, AnyRow> for EventRecord {
 const COLUMNS: &str = "e.id, e.project_id, e.customer_email, e.customer_name, e.event_type, e.cancel_reason, \
     e.reason_code, e.mrr, e.currency, e.plan_name, e.tenure_days, e.status, e.provider, \
     e.provider_subscription_id, e.provider_customer_id, e.recovered_via, e.recovered_at, e.lost_at, \
-    e.created_at, e.updated_at";
+    e.created_at, e.updated_at, e.holdout_group, e.autopilot_status, e.autopilot_reason";
 
 pub async fn insert<'e>(db: impl Writes<'e>, e: &EventRecord) -> Result<()> {
     sqlx::query(
         "INSERT INTO churn_events (id, project_id, customer_email, customer_name, event_type, cancel_reason, \
          reason_code, mrr, currency, plan_name, tenure_days, status, provider, provider_subscription_id, \
-         provider_customer_id, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)",
+         provider_customer_id, created_at, updated_at, holdout_group, autopilot_status, autopilot_reason) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19)",
     )
     .bind(&e.id)
     .bind(&e.project_id)
@@ -88,9 +102,62 @@ pub async fn insert<'e>(db: impl Writes<'e>, e: &EventRecord) -> Result<()> {
     .bind(&e.provider_subscription_id)
     .bind(&e.provider_customer_id)
     .bind(time::format(&e.created_at))
+    .bind(e.group.map(Group::as_str))
+    .bind(e.autopilot.as_ref().map(|(status, _)| status.as_str()))
+    .bind(e.autopilot.as_ref().and_then(|(_, reason)| reason.clone()))
     .execute(db)
     .await?;
     Ok(())
+}
+
+/// Records what autopilot did or plans for the event.
+pub async fn set_autopilot<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    id: &str,
+    status: AutopilotStatus,
+    reason: Option<&str>,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE churn_events SET autopilot_status = $3, autopilot_reason = $4 \
+         WHERE project_id = $1 AND id = $2",
+    )
+    .bind(project_id)
+    .bind(id)
+    .bind(status.as_str())
+    .bind(reason)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// The group, creation and recovery times of the project's events with a group created since
+/// `since` (measured uplift).
+pub async fn grouped_since<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    since: Timestamp,
+) -> Result<Vec<(Group, Timestamp, Option<Timestamp>)>> {
+    let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT holdout_group, created_at, recovered_at FROM churn_events \
+         WHERE project_id = $1 AND created_at >= $2 AND holdout_group IS NOT NULL",
+    )
+    .bind(project_id)
+    .bind(time::format(&since))
+    .fetch_all(db)
+    .await?;
+    rows.into_iter()
+        .filter_map(|(group, created, recovered)| {
+            let group = Group::parse(&group)?;
+            Some((|| {
+                Ok((
+                    group,
+                    super::ts(&created)?,
+                    super::ts_opt(recovered.as_deref())?,
+                ))
+            })())
+        })
+        .collect()
 }
 
 pub async fn get<'e>(

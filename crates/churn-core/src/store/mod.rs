@@ -6,6 +6,7 @@
 //! allows one writer at a time anyway, and queueing writers in the pool avoids `SQLITE_BUSY`
 //! on transactions that read before they write.
 
+pub mod analytics;
 pub mod behavior;
 pub mod customers;
 mod db;
@@ -24,6 +25,7 @@ pub mod risk;
 pub(crate) mod sealed;
 pub mod secrets;
 pub mod suppressions;
+pub mod team;
 pub mod users;
 pub mod variants;
 

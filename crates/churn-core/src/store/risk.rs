@@ -123,6 +123,26 @@ pub async fn rollups<'e>(
     .await?)
 }
 
+/// (email, payment-failure records created since `since`) of the customers in `first..=last`.
+pub async fn payment_failures<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    (first, last): (&str, &str),
+    since: Timestamp,
+) -> Result<Vec<(String, i64)>> {
+    Ok(sqlx::query_as::<_, (String, i64)>(
+        "SELECT customer_email, COUNT(*) FROM payment_failures \
+         WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3 AND created_at >= $4 \
+         GROUP BY customer_email",
+    )
+    .bind(project_id)
+    .bind(first)
+    .bind(last)
+    .bind(time::format(&since))
+    .fetch_all(db)
+    .await?)
+}
+
 /// (email, feature, first day used) of the customers in `first..=last`, over all history.
 pub async fn feature_first_use<'e>(
     db: impl Executor<'e, Database = Any>,

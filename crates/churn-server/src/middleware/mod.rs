@@ -57,6 +57,7 @@ const NO_STORE_ROUTES: &[(Option<Method>, &str)] = &[
     (None, "/api/v1/projects/{slug}/rotate-keys"),
     (None, "/api/v1/projects/{slug}/webhook-secret"),
     (None, "/api/v1/projects/{slug}/webhook-secret/rotate"),
+    (Some(Method::POST), "/api/v1/projects/{slug}/invitations"),
 ];
 
 /// Inside the router: remembers which route answered, and keeps answers that carry a token
@@ -73,6 +74,18 @@ pub async fn tag_route(path: MatchedPath, req: Request, next: Next) -> Response 
     }
     response.extensions_mut().insert(RouteLabel(path));
     response
+}
+
+/// The request path as logged: an invitation's token is a credential, so it is left out.
+pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
+    const INVITATIONS: &str = "/api/v1/invitations/";
+    match path.strip_prefix(INVITATIONS) {
+        Some(rest) => {
+            let tail = rest.find('/').map_or("", |i| &rest[i..]);
+            format!("{INVITATIONS}[token]{tail}").into()
+        }
+        None => path.into(),
+    }
 }
 
 /// Outside every other layer: counts and times every request, including those refused
@@ -106,4 +119,25 @@ pub async fn log_errors(req: Request, next: Next) -> Response {
         tracing::error!(error = %error, status = response.status().as_u16(), "request failed");
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loggable_path;
+
+    #[test]
+    fn invitation_tokens_stay_out_of_logged_paths() {
+        assert_eq!(
+            loggable_path("/api/v1/invitations/s3cr3t-T0ken/accept"),
+            "/api/v1/invitations/[token]/accept"
+        );
+        assert_eq!(
+            loggable_path("/api/v1/invitations/s3cr3t"),
+            "/api/v1/invitations/[token]"
+        );
+        assert_eq!(
+            loggable_path("/api/v1/projects/acme/invitations/123"),
+            "/api/v1/projects/acme/invitations/123"
+        );
+    }
 }

@@ -1,5 +1,6 @@
 //! The route table and the middleware stack around it.
 
+mod analytics;
 mod auth;
 mod behavior;
 mod dev;
@@ -12,6 +13,7 @@ mod payments;
 mod projects;
 mod providers;
 mod risk;
+mod team;
 mod tracking;
 mod unsubscribe;
 mod webhooks;
@@ -109,6 +111,14 @@ pub fn service(
         .routes(routes!(risk::customer))
         .routes(routes!(risk::recompute))
         .routes(routes!(risk::get_config, risk::put_config))
+        .routes(routes!(analytics::cohorts))
+        .routes(routes!(analytics::forecasting))
+        .routes(routes!(analytics::uplift))
+        .routes(routes!(team::create_invitation, team::list_invitations))
+        .routes(routes!(team::revoke_invitation))
+        .routes(routes!(team::accept_invitation))
+        .routes(routes!(team::list_members))
+        .routes(routes!(team::change_member_role, team::remove_member))
         .routes(routes!(legacy::list, legacy::create))
         .routes(routes!(legacy::get))
         .routes(routes!(legacy::recovered))
@@ -170,7 +180,7 @@ pub fn service(
                         .get("x-request-id")
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or("-");
-                    tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %request_id)
+                    tracing::info_span!("request", method = %req.method(), path = %crate::middleware::loggable_path(req.uri().path()), request_id = %request_id)
                 })
                 .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
         )

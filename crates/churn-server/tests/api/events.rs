@@ -924,7 +924,7 @@ async fn variant_of(app: &TestApp, token: &str, event: &str, vid: &str) -> Value
 }
 
 /// The first URL in a raw email containing `needle`, with the address rebased on the test server.
-fn find_url(mail: &str, needle: &str) -> String {
+pub fn find_url(mail: &str, needle: &str) -> String {
     let at = mail
         .find(needle)
         .unwrap_or_else(|| panic!("{needle} not in:\n{mail}"));

@@ -73,7 +73,7 @@ async fn variant_status(app: &TestApp, token: &str, event: &str, variant: &Value
 
 /// The email with this message id from the outbox, quoted-printable soft breaks and folded
 /// headers undone.
-fn outbox_mail(app: &TestApp, sent: &Value) -> String {
+pub fn outbox_mail(app: &TestApp, sent: &Value) -> String {
     let id = sent["data"]["message_id"].as_str().unwrap();
     let name: String = id
         .chars()
@@ -92,7 +92,7 @@ fn unfold(raw: &str) -> String {
 }
 
 /// The one-click URL of `List-Unsubscribe`.
-fn unsubscribe_url(mail: &str) -> String {
+pub fn unsubscribe_url(mail: &str) -> String {
     let header = mail
         .lines()
         .find_map(|l| l.strip_prefix("List-Unsubscribe: <"))

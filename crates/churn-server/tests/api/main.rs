@@ -4,6 +4,8 @@
 mod helpers;
 
 mod accounts;
+mod analytics;
+mod autopilot;
 mod behavior;
 mod conventions;
 mod dunning;
@@ -18,7 +20,9 @@ mod operations;
 mod projects;
 mod providers;
 mod risk;
+mod roles;
 mod sending;
+mod team;
 mod tenancy;
 mod transport;
 mod webhooks;

@@ -20,6 +20,7 @@ both_backends!(
     provider_a_cancellations_signals_and_the_rest,
     provider_b_signatures_and_mappings,
     custom_events_with_both_signature_forms,
+    provider_events_feed_customers_autopilot_and_risk,
     the_same_event_racing_on_two_processes_is_processed_once,
 );
 
@@ -732,4 +733,85 @@ async fn the_same_event_racing_on_two_processes_is_processed_once(backend: Backe
     );
     assert_eq!(s.failures().await.len(), 1);
     assert_eq!(s.events().await.len(), 1);
+}
+
+/// A churn event from a provider is a churn event like any other: its customer is upserted
+/// with the open failure counted, autopilot plans it, and scoring sees the failure.
+async fn provider_events_feed_customers_autopilot_and_risk(backend: Backend) {
+    let mut s = setup(backend).await;
+    s.app
+        .expect(
+            s.app
+                .req(Method::PATCH, "/projects/acme")
+                .bearer_auth(&s.token)
+                .json(&json!({"settings": {"autopilot": {"enabled": true, "holdout_percent": 0}}})),
+            200,
+        )
+        .await;
+    let rotated = s
+        .app
+        .expect(
+            s.app
+                .req(Method::POST, "/projects/acme/rotate-keys")
+                .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    let key = rotated["data"]["secret_key"].as_str().unwrap().to_owned();
+    // The webhook URL names the project by its current public key.
+    s.public_key = rotated["data"]["public_key"].as_str().unwrap().to_owned();
+    let app = &s.app;
+    // Three weeks of history, so the customer can be scored.
+    let now = s.now().await;
+    let then = chrono::DateTime::from_timestamp(now - 21 * 86_400, 0).unwrap();
+    app.expect(
+        app.req(Method::POST, "/track")
+            .header("x-api-key", &key)
+            .json(
+                &json!({"event": "login", "customer_email": "ada@example.com",
+                          "timestamp": then.to_rfc3339()}),
+            ),
+        200,
+    )
+    .await;
+    let failed = json!({"id": "w1", "type": "payment.failed", "customer_email": "ada@example.com",
+        "amount": 1200, "currency": "EUR", "payment_id": "p_1", "decline_code": "insufficient_funds"});
+    assert_eq!(
+        s.send_custom(failed).await["action"],
+        "payment_failure_created"
+    );
+
+    let event = &s.events().await[0];
+    assert_eq!(event["group"], "treatment");
+    assert_eq!(event["autopilot"]["status"], "scheduled");
+    let customer = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/customers/ada@example.com")
+                .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    assert_eq!(customer["data"]["open_payment_failures"], 1, "{customer}");
+    assert_eq!(customer["data"]["churn_events"], 1, "{customer}");
+    app.expect(
+        app.req(Method::POST, "/projects/acme/churn-risk/recompute")
+            .header("x-api-key", &key),
+        200,
+    )
+    .await;
+    let risk = app
+        .expect(
+            app.req(
+                Method::GET,
+                "/projects/acme/churn-risk/customers/ada@example.com",
+            )
+            .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    let signals = risk["data"]["signals"].as_array().unwrap();
+    assert!(
+        signals.iter().any(|x| x["name"] == "failed_payments"),
+        "{risk}"
+    );
 }

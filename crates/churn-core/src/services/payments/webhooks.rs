@@ -18,9 +18,12 @@ use crate::domain::provider_events::{self, Cancellation, Failure, Mapped, Succes
 use crate::domain::strategy::ReasonCode;
 use crate::error::{Error, Result};
 use crate::ids::new_id;
+use crate::services::events::insert_new_event;
 use crate::signature;
+use crate::store::customers;
 use crate::store::events::{self, EventRecord};
 use crate::store::payment_failures::{self as failures, FailureRecord, Match};
+use crate::store::projects::ProjectRecord;
 use crate::store::{Tx, dunning};
 
 /// The signature and id headers a delivery may carry.
@@ -162,16 +165,13 @@ impl Payments {
             return Ok(answer(WebhookAction::Duplicate));
         }
         let action = match mapped {
-            Mapped::Failure(f) => {
-                self.record_failure(&mut tx, &project.id, provider, *f)
-                    .await?
-            }
+            Mapped::Failure(f) => self.record_failure(&mut tx, &project, provider, *f).await?,
             Mapped::Success(s) => {
                 self.record_success(&mut tx, &project.id, provider, s)
                     .await?
             }
             Mapped::Cancellation(c) => {
-                self.record_cancellation(&mut tx, &project.id, provider, c)
+                self.record_cancellation(&mut tx, &project, provider, c)
                     .await?
             }
             Mapped::Halted(who) => {
@@ -246,10 +246,11 @@ impl Payments {
     async fn record_failure(
         &self,
         tx: &mut Tx,
-        project_id: &str,
+        project: &ProjectRecord,
         provider: Provider,
         f: Failure,
     ) -> Result<WebhookAction> {
+        let project_id = project.id.as_str();
         let Some(email) = f.who.email.clone() else {
             tracing::warn!(project = %project_id, reference = %f.reference, "payment failure without a customer email ignored");
             return Ok(WebhookAction::Ignored);
@@ -321,7 +322,7 @@ impl Payments {
             // Another event about the same payment won the race for the reference.
             return Ok(WebhookAction::PaymentFailureUpdated);
         }
-        events::insert(&mut **tx, &event).await?;
+        insert_new_event(tx, event, &project.settings.autopilot).await?;
         super::dunning::start_sequence(tx, &record, &config, now).await?;
         Ok(WebhookAction::PaymentFailureCreated)
     }
@@ -359,6 +360,7 @@ impl Payments {
         }
         let events_recovered = match &email {
             Some(email) => {
+                customers::upsert(&mut **tx, project_id, email, now).await?;
                 events::recover_for_customer(&mut **tx, project_id, email, "payment", now).await?
             }
             None => 0,
@@ -373,10 +375,11 @@ impl Payments {
     async fn record_cancellation(
         &self,
         tx: &mut Tx,
-        project_id: &str,
+        project: &ProjectRecord,
         provider: Provider,
         c: Cancellation,
     ) -> Result<WebhookAction> {
+        let project_id = project.id.as_str();
         let Some(email) = c.who.email.clone() else {
             return Ok(WebhookAction::Ignored);
         };
@@ -396,7 +399,7 @@ impl Payments {
             c.mrr,
             "usd",
         );
-        events::insert(&mut **tx, &event).await?;
+        insert_new_event(tx, event, &project.settings.autopilot).await?;
         Ok(WebhookAction::ChurnEventCreated)
     }
 
@@ -438,6 +441,9 @@ impl Payments {
             lost_at: None,
             created_at: now,
             updated_at: now,
+            // Set by `insert_new_event`.
+            group: None,
+            autopilot: None,
         }
     }
 }

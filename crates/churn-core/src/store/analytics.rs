@@ -1,0 +1,76 @@
+//! Reads of the monthly aggregates (`churn_cohorts`, kept by triggers) behind cohorts and
+//! forecasts: a few rows per month, whatever the number of events.
+
+use sqlx::{Any, Executor, FromRow};
+
+use crate::domain::analytics::{Month, MonthlyCount};
+use crate::domain::lifecycle::EventStatus;
+use crate::domain::strategy::Strategy;
+use crate::error::{Error, Result};
+
+#[derive(FromRow)]
+struct Row {
+    month: String,
+    status: String,
+    strategy: String,
+    n: i64,
+    mrr_sum: i64,
+}
+
+/// The aggregates of the project's events created from `first` through `last`.
+pub async fn monthly<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    first: Month,
+    last: Month,
+) -> Result<Vec<MonthlyCount>> {
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT month, status, strategy, n, mrr_sum FROM churn_cohorts \
+         WHERE project_id = $1 AND month >= $2 AND month <= $3 AND n <> 0",
+    )
+    .bind(project_id)
+    .bind(first.to_string())
+    .bind(last.to_string())
+    .fetch_all(db)
+    .await?;
+    rows.into_iter()
+        .map(|r| {
+            let corrupt =
+                || Error::internal(format!("corrupt cohort row: {} {}", r.month, r.status));
+            Ok(MonthlyCount {
+                month: Month::parse(&r.month).ok_or_else(corrupt)?,
+                status: EventStatus::parse(&r.status).ok_or_else(corrupt)?,
+                strategy: Strategy::parse(&r.strategy),
+                n: r.n,
+                mrr: r.mrr_sum,
+            })
+        })
+        .collect()
+}
+
+/// The month of the project's first event, if it has any.
+pub async fn first_month<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<Option<Month>> {
+    let first: Option<String> =
+        sqlx::query_scalar("SELECT MIN(month) FROM churn_cohorts WHERE project_id = $1 AND n <> 0")
+            .bind(project_id)
+            .fetch_one(db)
+            .await?;
+    Ok(first.as_deref().and_then(Month::parse))
+}
+
+/// The currency of the project's latest event.
+pub async fn latest_currency<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar(
+        "SELECT currency FROM churn_events WHERE project_id = $1 \
+         ORDER BY created_at DESC, id DESC LIMIT 1",
+    )
+    .bind(project_id)
+    .fetch_optional(db)
+    .await?)
+}

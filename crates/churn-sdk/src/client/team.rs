@@ -1,0 +1,117 @@
+//! Team (invitations and members) and analytics (cohorts, forecast, uplift) calls.
+
+use churn_core::api::analytics::{
+    CohortRow, CohortsQuery, ForecastQuery, Forecasting, Uplift, UpliftQuery,
+};
+use churn_core::api::team::{Accepted, ChangeRole, CreateInvitation, Invitation, Member};
+use reqwest::Method;
+
+use super::{Client, decode, segment};
+use crate::error::Error;
+
+impl Client {
+    /// Invites an address; the answer's `accept_url` (it holds the token) is shown only here.
+    pub async fn invite(
+        &self,
+        slug: &str,
+        request: &CreateInvitation,
+    ) -> Result<Invitation, Error> {
+        self.call(
+            Method::POST,
+            &format!("/projects/{}/invitations", segment(slug)),
+            Some(request),
+        )
+        .await
+    }
+
+    /// The project's pending invitations.
+    pub async fn invitations(&self, slug: &str) -> Result<Vec<Invitation>, Error> {
+        self.call(
+            Method::GET,
+            &format!("/projects/{}/invitations", segment(slug)),
+            None::<&()>,
+        )
+        .await
+    }
+
+    pub async fn revoke_invitation(&self, slug: &str, id: &str) -> Result<(), Error> {
+        let path = format!("/projects/{}/invitations/{}", segment(slug), segment(id));
+        self.send(Method::DELETE, &path, None::<&()>).await?;
+        Ok(())
+    }
+
+    /// Joins the project of an invitation sent to the signed-in user's address.
+    pub async fn accept_invitation(&self, token: &str) -> Result<Accepted, Error> {
+        self.call(
+            Method::POST,
+            &format!("/invitations/{}/accept", segment(token)),
+            None::<&()>,
+        )
+        .await
+    }
+
+    pub async fn members(&self, slug: &str) -> Result<Vec<Member>, Error> {
+        self.call(
+            Method::GET,
+            &format!("/projects/{}/members", segment(slug)),
+            None::<&()>,
+        )
+        .await
+    }
+
+    pub async fn change_member_role(
+        &self,
+        slug: &str,
+        user_id: &str,
+        role: &str,
+    ) -> Result<Member, Error> {
+        let path = format!("/projects/{}/members/{}", segment(slug), segment(user_id));
+        let body = ChangeRole {
+            role: role.to_owned(),
+        };
+        self.call(Method::PATCH, &path, Some(&body)).await
+    }
+
+    /// Removes a member; one's own id leaves the project.
+    pub async fn remove_member(&self, slug: &str, user_id: &str) -> Result<(), Error> {
+        let path = format!("/projects/{}/members/{}", segment(slug), segment(user_id));
+        self.send(Method::DELETE, &path, None::<&()>).await?;
+        Ok(())
+    }
+
+    /// One row per calendar month, newest first.
+    pub async fn cohorts(&self, slug: &str, query: &CohortsQuery) -> Result<Vec<CohortRow>, Error> {
+        self.get_data(&format!("/projects/{}/cohorts", segment(slug)), query)
+            .await
+    }
+
+    pub async fn forecasting(
+        &self,
+        slug: &str,
+        query: &ForecastQuery,
+    ) -> Result<Forecasting, Error> {
+        self.get_data(&format!("/projects/{}/forecasting", segment(slug)), query)
+            .await
+    }
+
+    /// Autopilot's treatment group against its holdout.
+    pub async fn uplift(&self, slug: &str, query: &UpliftQuery) -> Result<Uplift, Error> {
+        self.get_data(
+            &format!("/projects/{}/analytics/uplift", segment(slug)),
+            query,
+        )
+        .await
+    }
+
+    async fn get_data<Q: serde::Serialize, T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &Q,
+    ) -> Result<T, Error> {
+        let response = self
+            .send_query(Method::GET, path, Some(query), None::<&()>)
+            .await?;
+        let envelope: churn_core::api::Data<T> = decode(response).await?;
+        Ok(envelope.data)
+    }
+}

@@ -1,0 +1,417 @@
+//! The role matrix of decisions §6, route family by route family: every role (and the
+//! project's secret key, which acts as a member) against every route that exists. A route
+//! family is one row of [`families`]: the lowest role it allows, whether the secret key is
+//! accepted, the status of an allowed call, and the request. Calls that change or use up an
+//! object get a fresh one (see [`Fresh`]). Add a row for every new project route.
+
+use churn_core::domain::role::Role;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{Backend, TestApp, acme_owner, event_with_variants};
+use crate::team::{accept, id_of, invite, join, members, token_of};
+use churn_core::both_backends;
+
+both_backends!(every_role_against_every_route_family);
+
+/// What a family's call uses up, made afresh (by the owner) before each call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fresh {
+    Nothing,
+    /// A new churn event (`Objects::event`).
+    Event,
+    /// A new event with its drafts (`Objects::event`, `Objects::variant`).
+    Drafts,
+    /// A pending invitation (`Objects::invitation`).
+    Invitation,
+    /// `target@acme.io` back in the project as a viewer (`Objects::target`).
+    Target,
+}
+
+/// The ids a call may name.
+#[derive(Default)]
+struct Objects {
+    event: String,
+    variant: String,
+    invitation: String,
+    target: String,
+    /// An address used nowhere yet.
+    email: String,
+}
+
+struct Family {
+    name: &'static str,
+    lowest: Role,
+    /// Whether the project's secret key is accepted (as a member); else it is 401.
+    key: bool,
+    ok: u16,
+    fresh: Fresh,
+    call: fn(&Objects) -> (Method, String, Option<Value>),
+}
+
+const P: &str = "/projects/acme";
+
+fn families() -> Vec<Family> {
+    use Fresh::*;
+    use Method as M;
+    let f = |name, lowest, key, ok, fresh, call| Family {
+        name,
+        lowest,
+        key,
+        ok,
+        fresh,
+        call,
+    };
+    vec![
+        // Project administration (decisions §5, §6).
+        f("project: read", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, P.into(), None)
+        }),
+        f("project: update", Role::Admin, false, 200, Nothing, |_| {
+            (M::PATCH, P.into(), Some(json!({"name": "Acme"})))
+        }),
+        f("project: replace", Role::Admin, false, 200, Nothing, |_| {
+            (M::PUT, P.into(), Some(json!({"name": "Acme"})))
+        }),
+        f("project: origins", Role::Admin, false, 200, Nothing, |_| {
+            (
+                M::PUT,
+                format!("{P}/allowed-origins"),
+                Some(json!({"allowed_origins": []})),
+            )
+        }),
+        f(
+            "project: webhook secret",
+            Role::Admin,
+            false,
+            200,
+            Nothing,
+            |_| (M::GET, format!("{P}/webhook-secret"), None),
+        ),
+        f(
+            "project: rotate webhook secret",
+            Role::Admin,
+            false,
+            200,
+            Nothing,
+            |_| (M::POST, format!("{P}/webhook-secret/rotate"), None),
+        ),
+        f(
+            "project: rotate keys",
+            Role::Owner,
+            false,
+            200,
+            Nothing,
+            |_| (M::POST, format!("{P}/rotate-keys"), None),
+        ),
+        // Email rules: a listed address is not needed to pass the policy (allowed: 404).
+        f(
+            "suppressions: list",
+            Role::Viewer,
+            true,
+            200,
+            Nothing,
+            |_| (M::GET, format!("{P}/suppressions"), None),
+        ),
+        f(
+            "suppressions: delete",
+            Role::Admin,
+            false,
+            404,
+            Nothing,
+            |o| (M::DELETE, format!("{P}/suppressions/{}", o.email), None),
+        ),
+        f(
+            "email settings: read",
+            Role::Admin,
+            false,
+            200,
+            Nothing,
+            |_| (M::GET, format!("{P}/email-settings"), None),
+        ),
+        f(
+            "email settings: write",
+            Role::Admin,
+            false,
+            200,
+            Nothing,
+            |_| (M::PUT, format!("{P}/email-settings"), Some(json!({}))),
+        ),
+        // Allowed, it is refused for want of a sender (400).
+        f(
+            "email settings: verify",
+            Role::Admin,
+            false,
+            400,
+            Nothing,
+            |_| (M::POST, format!("{P}/email-settings/verify"), None),
+        ),
+        // Churn events and recovery emails.
+        f("events: list", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/churn-events"), None)
+        }),
+        f("events: read", Role::Viewer, true, 200, Nothing, |o| {
+            (M::GET, format!("{P}/churn-events/{}", o.event), None)
+        }),
+        f("events: variants", Role::Viewer, true, 200, Nothing, |o| {
+            (
+                M::GET,
+                format!("{P}/churn-events/{}/variants", o.event),
+                None,
+            )
+        }),
+        f("events: create", Role::Member, true, 201, Nothing, |o| {
+            let body = json!({"customer_email": o.email, "event_type": "cancellation"});
+            (M::POST, format!("{P}/churn-events"), Some(body))
+        }),
+        f("events: recover", Role::Member, true, 200, Event, |o| {
+            (
+                M::POST,
+                format!("{P}/churn-events/{}/recovered", o.event),
+                None,
+            )
+        }),
+        f(
+            "events: cancel reason",
+            Role::Member,
+            true,
+            200,
+            Event,
+            |o| {
+                let body = json!({"cancel_reason": "too_expensive"});
+                (
+                    M::PATCH,
+                    format!("{P}/churn-events/{}/cancel-reason", o.event),
+                    Some(body),
+                )
+            },
+        ),
+        f("events: generate", Role::Member, true, 200, Event, |o| {
+            (
+                M::POST,
+                format!("{P}/churn-events/{}/generate", o.event),
+                None,
+            )
+        }),
+        f("variants: edit", Role::Member, true, 200, Drafts, |o| {
+            let path = format!("{P}/churn-events/{}/variants/{}", o.event, o.variant);
+            (M::PATCH, path, Some(json!({"subject": "Come back"})))
+        }),
+        f("variants: send", Role::Member, true, 200, Drafts, |o| {
+            let path = format!("{P}/churn-events/{}/variants/{}/send", o.event, o.variant);
+            (M::POST, path, None)
+        }),
+        f(
+            "events (unscoped): list",
+            Role::Viewer,
+            true,
+            200,
+            Nothing,
+            |_| (M::GET, "/churn-events?project=acme".into(), None),
+        ),
+        f(
+            "events (unscoped): create",
+            Role::Member,
+            true,
+            201,
+            Nothing,
+            |o| {
+                let body = json!({"customer_email": o.email});
+                (M::POST, "/churn-events?project=acme".into(), Some(body))
+            },
+        ),
+        f("statistics", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/stats"), None)
+        }),
+        f("cohorts", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/cohorts"), None)
+        }),
+        f("forecasting", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/forecasting"), None)
+        }),
+        f("uplift", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/analytics/uplift"), None)
+        }),
+        // Team (decisions §14).
+        f("members: list", Role::Viewer, false, 200, Nothing, |_| {
+            (M::GET, format!("{P}/members"), None)
+        }),
+        f(
+            "members: change role",
+            Role::Admin,
+            false,
+            200,
+            Target,
+            |o| {
+                let path = format!("{P}/members/{}", o.target);
+                (M::PATCH, path, Some(json!({"role": "viewer"})))
+            },
+        ),
+        f("members: remove", Role::Admin, false, 204, Target, |o| {
+            (M::DELETE, format!("{P}/members/{}", o.target), None)
+        }),
+        f(
+            "invitations: create",
+            Role::Admin,
+            false,
+            201,
+            Nothing,
+            |o| {
+                let body = json!({"email": o.email, "role": "viewer"});
+                (M::POST, format!("{P}/invitations"), Some(body))
+            },
+        ),
+        f(
+            "invitations: list",
+            Role::Admin,
+            false,
+            200,
+            Nothing,
+            |_| (M::GET, format!("{P}/invitations"), None),
+        ),
+        f(
+            "invitations: revoke",
+            Role::Admin,
+            false,
+            204,
+            Invitation,
+            |o| (M::DELETE, format!("{P}/invitations/{}", o.invitation), None),
+        ),
+        // Last: it ends the project.
+        f("project: delete", Role::Owner, false, 204, Nothing, |_| {
+            (M::DELETE, P.into(), None)
+        }),
+    ]
+}
+
+struct Fixture {
+    app: TestApp,
+    owner: String,
+    target: String,
+    secret_key: String,
+    event: String,
+    variant: String,
+    counter: std::sync::atomic::AtomicUsize,
+}
+
+impl Fixture {
+    async fn new(backend: Backend) -> Self {
+        let app = TestApp::spawn(backend).await;
+        let owner = acme_owner(&app).await;
+        let keys = app
+            .expect(
+                app.req(Method::POST, "/projects/acme/rotate-keys")
+                    .bearer_auth(&owner),
+                200,
+            )
+            .await;
+        let secret_key = keys["data"]["secret_key"].as_str().unwrap().to_owned();
+        let target = join(&app, &owner, "target@acme.io", "viewer").await;
+        let (event, variant) = event_with_variants(&app, &owner, "dana@example.com").await;
+        Self {
+            app,
+            owner,
+            target,
+            secret_key,
+            event,
+            variant,
+            counter: Default::default(),
+        }
+    }
+
+    fn unique_email(&self) -> String {
+        let n = self
+            .counter
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("person{n}@example.com")
+    }
+
+    async fn objects(&self, fresh: Fresh) -> Objects {
+        let app = &self.app;
+        let mut objects = Objects {
+            event: self.event.clone(),
+            variant: self.variant.clone(),
+            email: self.unique_email(),
+            ..Objects::default()
+        };
+        match fresh {
+            Fresh::Nothing => {}
+            Fresh::Event => {
+                let created = app
+                    .expect(
+                        app.req(Method::POST, "/projects/acme/churn-events")
+                            .bearer_auth(&self.owner)
+                            .json(&json!({"customer_email": self.unique_email(), "event_type": "cancellation"})),
+                        201,
+                    )
+                    .await;
+                objects.event = created["data"]["id"].as_str().unwrap().to_owned();
+            }
+            Fresh::Drafts => {
+                (objects.event, objects.variant) =
+                    event_with_variants(app, &self.owner, &self.unique_email()).await;
+            }
+            Fresh::Invitation => {
+                let invitation = invite(app, &self.owner, &self.unique_email(), "viewer").await;
+                objects.invitation = invitation["id"].as_str().unwrap().to_owned();
+            }
+            Fresh::Target => {
+                let team = members(app, &self.owner).await;
+                if !team.iter().any(|m| m["email"] == "target@acme.io") {
+                    let invitation = invite(app, &self.owner, "target@acme.io", "viewer").await;
+                    accept(app, &self.target, &token_of(&invitation), 200).await;
+                }
+                objects.target = id_of(&members(app, &self.owner).await, "target@acme.io");
+            }
+        }
+        objects
+    }
+}
+
+async fn every_role_against_every_route_family(backend: Backend) {
+    let fx = Fixture::new(backend).await;
+    let app = &fx.app;
+    let admin = join(app, &fx.owner, "admin@acme.io", "admin").await;
+    let member = join(app, &fx.owner, "member@acme.io", "member").await;
+    let viewer = join(app, &fx.owner, "viewer@acme.io", "viewer").await;
+    // The key first (rotating keys ends it), the owner last (it deletes the project).
+    let callers: [(&str, Option<(Role, &str)>); 5] = [
+        ("secret key", None),
+        ("viewer", Some((Role::Viewer, viewer.as_str()))),
+        ("member", Some((Role::Member, member.as_str()))),
+        ("admin", Some((Role::Admin, admin.as_str()))),
+        ("owner", Some((Role::Owner, fx.owner.as_str()))),
+    ];
+    let mut failures = Vec::new();
+    for (who, caller) in callers {
+        for family in families() {
+            let expected = match caller {
+                Some((role, _)) if role >= family.lowest => family.ok,
+                Some(_) => 403,
+                None if !family.key => 401,
+                None if Role::Member >= family.lowest => family.ok,
+                None => 403,
+            };
+            let objects = fx.objects(family.fresh).await;
+            let (method, path, body) = (family.call)(&objects);
+            let mut req = app.req(method.clone(), &path);
+            req = match caller {
+                Some((_, token)) => req.bearer_auth(token),
+                None => req.header("X-API-Key", &fx.secret_key),
+            };
+            if let Some(body) = body {
+                req = req.json(&body);
+            }
+            let response = req.send().await.unwrap();
+            let status = response.status().as_u16();
+            if status != expected {
+                let text = response.text().await.unwrap_or_default();
+                failures.push(format!(
+                    "{who} on {} ({method} {path}): {status}, expected {expected}: {text}",
+                    family.name
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -1,0 +1,347 @@
+//! Team: invitations on the test clock, members and roles, invite-only registration, and
+//! removal taking effect on a second server process.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{Backend, Options, TestApp, acme_owner};
+use churn_core::both_backends;
+
+both_backends!(
+    invitations_live_seven_days_and_open_once,
+    only_the_owner_hands_out_admin_and_nobody_removes_the_owner,
+    invite_only_registration_lets_invitees_in
+);
+
+/// Invites `email` into `acme` as `role` and answers the invitation.
+pub async fn invite(app: &TestApp, token: &str, email: &str, role: &str) -> Value {
+    app.expect(
+        app.req(Method::POST, "/projects/acme/invitations")
+            .bearer_auth(token)
+            .json(&json!({"email": email, "role": role})),
+        201,
+    )
+    .await["data"]
+        .clone()
+}
+
+/// The token at the end of an invitation's `accept_url`.
+pub fn token_of(invitation: &Value) -> String {
+    let url = invitation["accept_url"].as_str().unwrap();
+    url.rsplit_once("/invitations/").unwrap().1.to_owned()
+}
+
+pub async fn accept(app: &TestApp, session: &str, token: &str, status: u16) -> Value {
+    app.expect(
+        app.req(Method::POST, &format!("/invitations/{token}/accept"))
+            .bearer_auth(session),
+        status,
+    )
+    .await
+}
+
+/// Registers `email` and makes it a member of `acme` with `role`; its session token.
+pub async fn join(app: &TestApp, owner: &str, email: &str, role: &str) -> String {
+    let invitation = invite(app, owner, email, role).await;
+    let session = app.register(email).await.token;
+    accept(app, &session, &token_of(&invitation), 200).await;
+    session
+}
+
+pub async fn members(app: &TestApp, token: &str) -> Vec<Value> {
+    app.expect(
+        app.req(Method::GET, "/projects/acme/members")
+            .bearer_auth(token),
+        200,
+    )
+    .await["data"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+pub fn id_of(members: &[Value], email: &str) -> String {
+    members.iter().find(|m| m["email"] == email).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A fresh session (after the test clock moved past the earlier ones' lifetime).
+async fn login(app: &TestApp, email: &str) -> String {
+    app.expect(
+        app.req(Method::POST, "/auth/login")
+            .json(&json!({"email": email, "password": "correct horse"})),
+        200,
+    )
+    .await["data"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn advance(app: &TestApp, seconds: i64) {
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"advance_seconds": seconds})),
+        200,
+    )
+    .await;
+}
+
+async fn invitations_live_seven_days_and_open_once(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let owner = acme_owner(&app).await;
+    let created = invite(&app, &owner, " Bob@Example.com ", "viewer").await;
+    assert_eq!(created["email"], "bob@example.com");
+    assert_eq!(created["role"], "viewer");
+    assert_eq!(created["status"], "pending");
+    let url = created["accept_url"].as_str().unwrap();
+    assert!(url.contains("/invitations/"), "{url}");
+    let token = token_of(&created);
+
+    // Listed without the link; a second invitation or one of a member is a conflict.
+    let listed = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/invitations")
+                .bearer_auth(&owner),
+            200,
+        )
+        .await;
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1);
+    assert_eq!(listed["data"][0]["id"], created["id"]);
+    assert!(listed["data"][0].get("accept_url").is_none());
+    assert!(!listed.to_string().contains(&token));
+    for (body, status) in [
+        (json!({"email": "bob@example.com"}), 409),
+        (json!({"email": "owner@acme.io"}), 409),
+        (json!({"email": "carol@example.com", "role": "owner"}), 400),
+        (json!({"email": "carol@example.com", "role": "boss"}), 400),
+        (json!({"email": "not-an-address"}), 400),
+    ] {
+        let answer = app
+            .expect(
+                app.req(Method::POST, "/projects/acme/invitations")
+                    .bearer_auth(&owner)
+                    .json(&body),
+                status,
+            )
+            .await;
+        if status == 400 {
+            let field = &answer["error"]["details"][0]["field"];
+            assert!(field == "role" || field == "email", "{answer}");
+        }
+    }
+
+    // The email goes out through a job and carries the link.
+    assert!(app.run_jobs().await >= 1);
+    let mail = app
+        .outbox()
+        .into_iter()
+        .find(|m| m.contains("To: bob@example.com"))
+        .expect("the invitation email");
+    assert!(mail.contains(&format!("/invitations/{token}")));
+
+    // Someone else's session may not use it; the invitee's may, once.
+    let carol = app.register("carol@example.com").await.token;
+    accept(&app, &carol, &token, 403).await;
+    let bob = app.register("bob@example.com").await.token;
+    let joined = accept(&app, &bob, &token, 200).await;
+    assert_eq!(joined["data"]["role"], "viewer");
+    assert_eq!(joined["data"]["project"]["slug"], "acme");
+    accept(&app, &bob, &token, 409).await;
+    let team = members(&app, &bob).await;
+    let roles: Vec<_> = team
+        .iter()
+        .map(|m| (m["email"].as_str().unwrap(), m["role"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        roles,
+        [("owner@acme.io", "owner"), ("bob@example.com", "viewer")]
+    );
+    assert!(
+        team.iter()
+            .all(|m| m["joined_at"].is_string() && m["name"] == "Test User")
+    );
+
+    // Seven days on the test clock: expired (400), no longer listed, and replaceable.
+    let late = invite(&app, &owner, "carol@example.com", "member").await;
+    advance(&app, 7 * 86_400).await;
+    // Sessions live seven days too.
+    let (owner, carol) = (
+        login(&app, "owner@acme.io").await,
+        login(&app, "carol@example.com").await,
+    );
+    accept(&app, &carol, &token_of(&late), 400).await;
+    let listed = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/invitations")
+                .bearer_auth(&owner),
+            200,
+        )
+        .await;
+    assert_eq!(listed["data"], json!([]));
+    let again = invite(&app, &owner, "carol@example.com", "member").await;
+    accept(&app, &carol, &token_of(&late), 404).await;
+
+    // A revoked invitation's link opens nothing.
+    let path = format!(
+        "/projects/acme/invitations/{}",
+        again["id"].as_str().unwrap()
+    );
+    app.expect(app.req(Method::DELETE, &path).bearer_auth(&owner), 204)
+        .await;
+    app.expect(app.req(Method::DELETE, &path).bearer_auth(&owner), 404)
+        .await;
+    accept(&app, &carol, &token_of(&again), 404).await;
+    accept(&app, &carol, "no-such-token", 404).await;
+}
+
+async fn only_the_owner_hands_out_admin_and_nobody_removes_the_owner(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let owner = acme_owner(&app).await;
+    let admin = join(&app, &owner, "admin@acme.io", "admin").await;
+    let member = join(&app, &owner, "member@acme.io", "member").await;
+    let viewer = join(&app, &owner, "viewer@acme.io", "viewer").await;
+    let team = members(&app, &viewer).await;
+    let (owner_id, admin_id, member_id, viewer_id) = (
+        id_of(&team, "owner@acme.io"),
+        id_of(&team, "admin@acme.io"),
+        id_of(&team, "member@acme.io"),
+        id_of(&team, "viewer@acme.io"),
+    );
+    let patch = |token: &str, id: &str, role: &str| {
+        app.req(Method::PATCH, &format!("/projects/acme/members/{id}"))
+            .bearer_auth(token)
+            .json(&json!({"role": role}))
+    };
+    let delete = |token: &str, id: &str| {
+        app.req(Method::DELETE, &format!("/projects/acme/members/{id}"))
+            .bearer_auth(token)
+    };
+
+    // An admin manages members and viewers, never admins; only the owner does.
+    app.expect(
+        app.req(Method::POST, "/projects/acme/invitations")
+            .bearer_auth(&admin)
+            .json(&json!({"email": "new@acme.io", "role": "admin"})),
+        403,
+    )
+    .await;
+    invite(&app, &admin, "new@acme.io", "viewer").await;
+    app.expect(patch(&admin, &member_id, "admin"), 403).await;
+    let changed = app.expect(patch(&admin, &member_id, "viewer"), 200).await;
+    assert_eq!(changed["data"]["role"], "viewer");
+    assert_eq!(changed["data"]["id"], member_id.as_str());
+    app.expect(patch(&admin, &member_id, "member"), 200).await;
+    app.expect(patch(&member, &viewer_id, "member"), 403).await;
+    app.expect(patch(&owner, &member_id, "owner"), 400).await;
+    app.expect(patch(&owner, &owner_id, "admin"), 400).await;
+    app.expect(patch(&owner, "no-such-user", "viewer"), 404)
+        .await;
+    let promoted = app.expect(patch(&owner, &viewer_id, "admin"), 200).await;
+    assert_eq!(promoted["data"]["role"], "admin");
+    app.expect(patch(&admin, &viewer_id, "viewer"), 403).await;
+    app.expect(delete(&admin, &viewer_id), 403).await;
+    app.expect(patch(&owner, &viewer_id, "viewer"), 200).await;
+    app.expect(delete(&owner, &admin_id), 204).await;
+    // The removed admin lost access at once.
+    app.expect(
+        app.req(Method::GET, "/projects/acme").bearer_auth(&admin),
+        404,
+    )
+    .await;
+
+    // The owner stays, whoever asks; a member may leave; a viewer removes nobody else.
+    for token in [&owner, &member, &viewer] {
+        app.expect(delete(token, &owner_id), 400).await;
+    }
+    app.expect(delete(&viewer, &member_id), 403).await;
+    app.expect(delete(&member, &member_id), 204).await;
+    app.expect(delete(&owner, &member_id), 404).await;
+    app.expect(
+        app.req(Method::GET, "/projects/acme").bearer_auth(&member),
+        404,
+    )
+    .await;
+    let left: Vec<_> = members(&app, &owner)
+        .await
+        .iter()
+        .map(|m| m["email"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(left, ["owner@acme.io", "viewer@acme.io"]);
+}
+
+async fn invite_only_registration_lets_invitees_in(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        Options::default().with("registration", "invite_only"),
+    )
+    .await;
+    // The very first account always may.
+    let owner = acme_owner(&app).await;
+    let stranger =
+        json!({"name": "S", "email": "stranger@example.com", "password": "correct horse"});
+    let refused = app
+        .expect(app.req(Method::POST, "/auth/register").json(&stranger), 403)
+        .await;
+    assert_eq!(
+        refused["error"]["message"],
+        "registration is by invitation only"
+    );
+    invite(&app, &owner, "stranger@example.com", "member").await;
+    app.expect(app.req(Method::POST, "/auth/register").json(&stranger), 201)
+        .await;
+    // An expired invitation opens nothing.
+    invite(&app, &owner, "late@example.com", "member").await;
+    advance(&app, 7 * 86_400 + 1).await;
+    app.expect(
+        app.req(Method::POST, "/auth/register")
+            .json(&json!({"name": "L", "email": "late@example.com", "password": "correct horse"})),
+        403,
+    )
+    .await;
+}
+
+/// Two server processes on one PostgreSQL database: a member removed through one loses
+/// access on the other by its next requests (the access cache is dropped by notification).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removal_takes_effect_on_every_process() {
+    let first = TestApp::spawn(Backend::Postgres).await;
+    let second = first.alongside(Options::default()).await;
+    let owner = acme_owner(&first).await;
+    let member = join(&first, &owner, "member@acme.io", "member").await;
+    let member_id = id_of(&members(&first, &owner).await, "member@acme.io");
+    let read = |app: &TestApp| {
+        app.req(Method::GET, "/projects/acme/churn-events")
+            .bearer_auth(&member)
+            .send()
+    };
+    for _ in 0..3 {
+        assert_eq!(
+            read(&second).await.unwrap().status(),
+            200,
+            "warms the cache"
+        );
+    }
+    first
+        .expect(
+            first
+                .req(
+                    Method::DELETE,
+                    &format!("/projects/acme/members/{member_id}"),
+                )
+                .bearer_auth(&owner),
+            204,
+        )
+        .await;
+    assert_eq!(read(&first).await.unwrap().status(), 404);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while read(&second).await.unwrap().status() != 404 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second process still lets the removed member in"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
