@@ -23,6 +23,7 @@ use utoipa::{Modify, OpenApi};
         (name = "churn events", description = "Churn events and recovery emails, project-scoped"),
         (name = "churn events (unscoped)", description = "The older unscoped form of the churn event routes"),
         (name = "statistics", description = "Recovery statistics"),
+        (name = "cancel flow", description = "The cancel-flow widget: its configuration, and its calls by public key"),
         (name = "tracking", description = "Open pixel and click redirects of sent emails"),
         (name = "operations", description = "Health, readiness and metrics"),
         (name = "dev", description = "Test clock and jobs (dev mode only)"),

@@ -2,6 +2,7 @@
 //! cannot drift apart.
 
 pub mod auth;
+pub mod cancel_flow;
 pub mod email_rules;
 pub mod events;
 pub mod ops;

@@ -116,7 +116,20 @@ impl Core {
         mrr_field: &str,
     ) -> Result<ChurnEvent> {
         self.authorize_events(access, Permission::Write)?;
-        let mut v = Validator::new();
+        let record = self.new_event_record(&access.project.id, new, mrr_field, Validator::new())?;
+        events::insert(self.store.writer(), &record).await?;
+        Ok(event_view(record, None))
+    }
+
+    /// The record of a new event (status `new`), or every bad field named, those already in
+    /// `v` first.
+    pub(super) fn new_event_record(
+        &self,
+        project_id: &str,
+        new: NewEvent,
+        mrr_field: &str,
+        mut v: Validator,
+    ) -> Result<EventRecord> {
         let email = v.check("customer_email", Email::parse(&new.customer_email));
         let name = new
             .customer_name
@@ -166,9 +179,9 @@ impl Core {
 
         let reason = reason.filter(|r| !r.is_empty());
         let now = self.now();
-        let record = EventRecord {
+        Ok(EventRecord {
             id: new_id(),
-            project_id: access.project.id.clone(),
+            project_id: project_id.to_owned(),
             customer_email: email.map(Email::into_inner).unwrap_or_default(),
             customer_name: name.filter(|n| !n.is_empty()),
             event_type: event_type.unwrap_or_default(),
@@ -193,9 +206,7 @@ impl Core {
             lost_at: None,
             created_at: now,
             updated_at: now,
-        };
-        events::insert(self.store.writer(), &record).await?;
-        Ok(event_view(record, None))
+        })
     }
 
     pub async fn list_events(

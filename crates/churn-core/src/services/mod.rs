@@ -4,7 +4,8 @@
 //! They are split by what they may touch, so a type says it:
 //!
 //! - [`Core`] (store, clock, access cache): project access (`access`), projects and keys
-//!   (`projects`), events (`events`), statistics (`stats`). Every capability below holds one.
+//!   (`projects`), events (`events`), statistics (`stats`), the cancel flow (`cancel_flow`).
+//!   Every capability below holds one.
 //! - [`Generation`] (core, generator): drafting recovery emails (`generation`); the only one
 //!   holding the LLM.
 //! - [`Sending`] (core, [`Mailer`], tracking and unsubscribe keys, send quota, DNS resolver,
@@ -29,6 +30,7 @@ pub mod access;
 pub mod accounts;
 pub mod admin;
 mod cache;
+pub mod cancel_flow;
 pub mod events;
 mod generation;
 mod idp;

@@ -1,6 +1,7 @@
 //! The route table and the middleware stack around it.
 
 mod auth;
+mod cancel_flow;
 mod dev;
 mod email_rules;
 mod events;
@@ -60,6 +61,7 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(projects::rotate_keys))
         .routes(routes!(projects::webhook_secret))
         .routes(routes!(projects::rotate_webhook_secret))
+        .routes(routes!(cancel_flow::get, cancel_flow::put))
         .routes(routes!(email_rules::list_suppressions))
         .routes(routes!(email_rules::delete_suppression))
         .routes(routes!(
@@ -82,6 +84,11 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(legacy::recovered))
         .routes(routes!(legacy::generate))
         .routes(routes!(legacy::send));
+    let widget_api = OpenApiRouter::new()
+        .routes(routes!(cancel_flow::config, cancel_flow::preflight_config))
+        .routes(routes!(cancel_flow::submit, cancel_flow::preflight_submit))
+        .layer(axum::Extension(cancel_flow::Limits(limits.clone())));
+    api = api.merge(widget_api);
     if state.test_clock.is_some() {
         let dev = OpenApiRouter::new()
             .routes(routes!(dev::get_clock, dev::set_clock))

@@ -4,6 +4,7 @@
 mod helpers;
 
 mod accounts;
+mod cancel_flow;
 mod conventions;
 mod email;
 mod events;
