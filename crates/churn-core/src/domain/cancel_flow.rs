@@ -146,6 +146,8 @@ copy_texts! {
     discount_text = "Stay and get {percent}% off for the next {months} months.",
     pause_text = "Pause your subscription for up to {max_months} months instead.",
     downgrade_text = "Switch to the {plan} plan instead.",
+    /// The label of the pause length.
+    pause_months_label = "Pause for (months)",
     /// Goes on to the offer (or straight to cancelling when there is none).
     continue_button = "Continue",
     accept_button = "Accept offer",
@@ -155,6 +157,10 @@ copy_texts! {
     close_button = "Keep my subscription",
     saved_message = "Thank you for staying! Your offer is on its way.",
     cancelled_message = "Your cancellation is recorded. We are sorry to see you go.",
+    /// Closes the dialog once the answer is recorded.
+    done_button = "Close",
+    /// Shown when the answer could not be sent.
+    error_message = "Something went wrong. Please try again.",
 }
 
 /// The widget's colours, `#rgb` or `#rrggbb`.

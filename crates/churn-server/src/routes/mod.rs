@@ -11,6 +11,7 @@ mod pages;
 mod projects;
 mod tracking;
 mod unsubscribe;
+mod widget;
 
 use std::sync::Arc;
 
@@ -102,7 +103,9 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(ops::metrics))
         .routes(routes!(tracking::open))
         .routes(routes!(tracking::click))
-        .routes(routes!(unsubscribe::show, unsubscribe::confirm));
+        .routes(routes!(unsubscribe::show, unsubscribe::confirm))
+        .routes(routes!(widget::script))
+        .routes(routes!(widget::demo));
 
     let (router, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .nest("/api/v1", api)

@@ -16,6 +16,7 @@ both_backends!(
     submissions_need_a_public_key,
     browser_calls_only_from_allowed_origins,
     submissions_are_limited_per_key,
+    widget_script_and_demo_page,
 );
 
 const SHOP: &str = "https://shop.example";
@@ -601,4 +602,44 @@ async fn submissions_are_limited_per_key(backend: Backend) {
     assert_eq!(body["error"]["code"], "RATE_LIMITED");
     app.expect(submit(&other), 201).await;
     assert_eq!(events(&app, &token).await.len(), 10);
+}
+
+async fn widget_script_and_demo_page(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let (public, _) = acme_keys(&app, &token).await;
+    let script = app
+        .client
+        .get(format!("{}/widget/v1/cancel-flow.js", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(script.status(), 200);
+    assert_eq!(
+        script.headers()["content-type"],
+        "text/javascript; charset=utf-8"
+    );
+    let source = script.text().await.unwrap();
+    assert!(source.len() <= 30_720);
+    assert!(source.contains("window.ChurnCancelFlow"));
+
+    let demo = |query: &str| {
+        app.client
+            .get(format!("{}/widget/v1/demo{query}", app.address))
+            .send()
+    };
+    for query in [format!("?key={public}"), format!("?public_key={public}")] {
+        let page = demo(&query).await.unwrap();
+        assert_eq!(page.status(), 200);
+        assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+        let html = page.text().await.unwrap();
+        assert!(html.contains(&format!("data-key=\"{public}\"")));
+        assert!(html.contains("/widget/v1/cancel-flow.js"));
+        assert!(html.contains("not among the project's allowed origins"));
+    }
+    assert_eq!(demo("").await.unwrap().status(), 400);
+    let unknown = demo("?key=pub_unknownkeyunknownkeyunknownke")
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
 }
