@@ -8,6 +8,7 @@ use std::time::Duration;
 use churn_core::api::auth::{
     LoginRequest, Me, Onboarding, OnboardingRequest, RegisterRequest, Session,
 };
+use churn_core::api::cancel_flow::{CancelReasonRecorded, CancelReasonSubmission};
 use churn_core::api::events::{
     AccountStats, CancelReasonChange, CancelReasonChanged, ChurnEvent, CreateChurnEvent,
     EditVariant, EditedVariant, Generated, ListQuery, Recovered, SentVariant, Stats, Variant,
@@ -17,6 +18,7 @@ use churn_core::api::projects::{
     WebhookSecret,
 };
 use churn_core::api::{Data, ErrorBody, LegacyErrorBody, Page};
+use churn_core::domain::cancel_flow::{CancelFlow, CancelFlowInput};
 use rand::Rng;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
@@ -378,6 +380,45 @@ impl Client {
     /// secret key `/stats` answers that project's figures, which `project_stats` reads.
     pub async fn account_stats(&self) -> Result<AccountStats, Error> {
         self.call(Method::GET, "/stats", None::<&()>).await
+    }
+
+    /// The project's cancel flow: its own, else the default one.
+    pub async fn cancel_flow(&self, slug: &str) -> Result<CancelFlow, Error> {
+        self.call(
+            Method::GET,
+            &format!("/projects/{}/cancel-flow", segment(slug)),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// Replaces the project's cancel flow (admin); what `flow` leaves out takes its default.
+    pub async fn set_cancel_flow(
+        &self,
+        slug: &str,
+        flow: &CancelFlowInput,
+    ) -> Result<CancelFlow, Error> {
+        self.call(
+            Method::PUT,
+            &format!("/projects/{}/cancel-flow", segment(slug)),
+            Some(flow),
+        )
+        .await
+    }
+
+    /// Records a cancellation through the project's flow with its public key, as the widget
+    /// does; from a server no browser origin applies.
+    pub async fn submit_cancel_reason(
+        &self,
+        public_key: &str,
+        submission: &CancelReasonSubmission,
+    ) -> Result<CancelReasonRecorded, Error> {
+        let body = CancelReasonSubmission {
+            public_key: Some(public_key.to_owned()),
+            ..submission.clone()
+        };
+        self.call(Method::POST, "/cancel-flow/reasons", Some(&body))
+            .await
     }
 
     /// Sends and unwraps the `data` envelope.
