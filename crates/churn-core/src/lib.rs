@@ -19,6 +19,8 @@ pub mod jobs;
 #[cfg(feature = "server")]
 pub mod outbound;
 #[cfg(feature = "server")]
+pub mod providers;
+#[cfg(feature = "server")]
 pub mod services;
 #[cfg(feature = "server")]
 pub mod store;

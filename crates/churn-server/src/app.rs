@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use axum::Router;
+use axum::serve::ListenerExt;
 use axum_server::tls_rustls::RustlsConfig;
 use churn_core::config::{Config, LogFormat};
 use churn_core::services::Churn;
@@ -150,7 +151,12 @@ impl Application {
             .into_make_service_with_connect_info::<SocketAddr>();
         let served = match self.tls {
             None => {
-                let listener = tokio::net::TcpListener::from_std(self.listener)?;
+                let listener = crate::connection::Listener::new(
+                    tokio::net::TcpListener::from_std(self.listener)?,
+                    self.limits.clone(),
+                )
+                // An empty tap: axum passes the peer address to `ConnectInfo` for `TapIo`.
+                .tap_io(|_| {});
                 axum::serve(listener, service)
                     .with_graceful_shutdown(shutdown)
                     .await
@@ -163,7 +169,9 @@ impl Application {
                     shutdown.await;
                     stopper.graceful_shutdown(Some(Duration::from_secs(10)));
                 });
+                let limits = self.limits.clone();
                 axum_server::from_tcp_rustls(self.listener, tls)?
+                    .map(|tls| crate::connection::Acceptor::new(tls, limits))
                     .handle(handle)
                     .serve(service)
                     .await

@@ -144,15 +144,26 @@ impl From<churn_core::Error> for ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = ErrorBody {
+impl ApiError {
+    fn body(&self) -> ErrorBody {
+        ErrorBody {
             error: ErrorDetail {
                 code: self.code.to_owned(),
                 message: self.message.clone(),
                 details: self.details.clone(),
             },
-        };
+        }
+    }
+
+    /// The standard body as bytes, for answers written below HTTP routing (`connection`).
+    pub fn body_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.body()).expect("an error body always serializes")
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = self.body();
         self.finish(Json(body).into_response())
     }
 }

@@ -2,6 +2,7 @@
 //! limits and TLS; every business rule lives in churn-core.
 
 mod app;
+mod connection;
 mod error;
 mod extract;
 mod metrics;

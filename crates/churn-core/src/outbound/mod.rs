@@ -1,5 +1,5 @@
 //! Outbound HTTP: the one client wrapper every call leaving churn goes through (the LLM, the
-//! identity provider's keys, and later alert webhooks and payment providers).
+//! identity provider's keys, payment providers, and later alert webhooks).
 //!
 //! Every call has a connect timeout and a total timeout, follows no redirect (a 3xx comes back
 //! as a status), reads at most a capped number of body bytes (in chunks, refusing past the
@@ -358,6 +358,11 @@ impl Request {
 
     pub fn bearer_auth(mut self, token: impl std::fmt::Display) -> Self {
         self.builder = self.builder.bearer_auth(token);
+        self
+    }
+
+    pub fn basic_auth(mut self, user: &str, password: &str) -> Self {
+        self.builder = self.builder.basic_auth(user, Some(password));
         self
     }
 

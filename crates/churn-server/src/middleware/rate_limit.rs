@@ -148,6 +148,26 @@ impl RateLimits {
 const CANCEL_FLOW_BURST: u32 = 10;
 const CANCEL_FLOW_PERIOD: Duration = Duration::from_secs(15);
 
+impl RateLimits {
+    /// Counts a request hyper could not parse against its peer's general limit, and the
+    /// limit headers for its answer. No request was read, so the peer address is the key.
+    pub fn charge_unparsed(&self, peer: IpAddr) -> [(&'static str, u64); 3] {
+        let bucket = &self.general;
+        let remaining = bucket
+            .limiter
+            .check_key(&limit_key(peer))
+            .map_or(0, |s| s.remaining_burst_capacity());
+        [
+            ("x-ratelimit-limit", u64::from(bucket.burst)),
+            ("x-ratelimit-remaining", u64::from(remaining)),
+            (
+                "x-ratelimit-reset",
+                ceil_secs(bucket.refill * (bucket.burst - remaining)),
+            ),
+        ]
+    }
+}
+
 pub struct RateLimitState {
     pub limits: Arc<RateLimits>,
     pub network: Arc<Network>,

@@ -13,7 +13,7 @@ use crate::error::ApiError;
 use crate::routes::MAX_BODY_BYTES;
 
 /// Longer request targets are refused with 414 in the house shape. (Beyond 64 KiB hyper
-/// itself answers 414, with an empty body, before any of this code runs.)
+/// refuses them before any of this code runs; `connection` rewrites that answer.)
 pub const MAX_URI_BYTES: usize = 8 * 1024;
 
 /// Outermost: every answer, including fallbacks, 413, 429 and probes, is `nosniff`.

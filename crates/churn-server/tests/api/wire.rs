@@ -12,6 +12,7 @@ both_backends!(
     every_answer_is_nosniff_and_secrets_are_not_cached,
     hostile_input_is_refused_by_name,
     an_early_answer_keeps_the_connection_usable,
+    requests_hyper_cannot_parse_are_answered_in_the_house_shape,
     made_up_methods_do_not_grow_metrics,
 );
 
@@ -297,6 +298,60 @@ async fn an_early_answer_keeps_the_connection_usable(backend: Backend) {
         .unwrap();
     let (status, answer, _) = read_answer(&mut reader).await;
     assert_eq!(status, 200, "the same connection still serves: {answer}");
+}
+
+/// Beyond what the routes see: a target over hyper's 64 KiB, more headers than it takes, and
+/// a malformed header line are refused by hyper itself; the answer keeps the house shape.
+async fn requests_hyper_cannot_parse_are_answered_in_the_house_shape(backend: Backend) {
+    let app = TestApp::spawn_with(backend, Options::default().with("rate_limits", "on")).await;
+    let port = app.address.rsplit(':').next().unwrap().to_owned();
+    let long_target = format!(
+        "GET /api/v1/projects?q={} HTTP/1.1\r\nHost: x\r\n\r\n",
+        "a".repeat(70_000)
+    );
+    // Too many headers is hyper's "too large" too; unlike a huge one it is read whole, so
+    // closing after the answer cannot reset the connection before the client reads it.
+    let many_headers = format!(
+        "GET /health HTTP/1.1\r\nHost: x\r\n{}\r\n",
+        (0..200)
+            .map(|i| format!("X-H{i}: a\r\n"))
+            .collect::<String>()
+    );
+    let bad_header = "GET /health HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n".to_owned();
+    for (request, status, code) in [
+        (long_target, 414, "URI_TOO_LONG"),
+        (many_headers, 431, "REQUEST_HEADER_FIELDS_TOO_LARGE"),
+        (bad_header, 400, "VALIDATION_ERROR"),
+    ] {
+        let stream = tokio::net::TcpStream::connect(format!("127.0.0.1:{port}"))
+            .await
+            .unwrap();
+        let mut reader = BufReader::new(stream);
+        // A healthy request first: the rewrite must not touch answers before it.
+        reader
+            .get_mut()
+            .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        assert_eq!(read_answer(&mut reader).await.0, 200);
+        reader
+            .get_mut()
+            .write_all(request.as_bytes())
+            .await
+            .unwrap();
+        let (got, body, headers) = read_answer(&mut reader).await;
+        assert_eq!(got, status, "{body}");
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["error"]["code"], code, "{body}");
+        for name in ["x-request-id", "x-ratelimit-remaining", "connection: close"] {
+            assert!(
+                headers.iter().any(|h| h.starts_with(name)),
+                "{name} missing: {headers:?}"
+            );
+        }
+        assert!(headers.contains(&"x-content-type-options: nosniff".to_owned()));
+        assert!(headers.contains(&"content-type: application/json".to_owned()));
+    }
 }
 
 async fn made_up_methods_do_not_grow_metrics(backend: Backend) {

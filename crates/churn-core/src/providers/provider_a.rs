@@ -1,0 +1,259 @@
+//! Provider A's API (Stripe conventions): `Authorization: Bearer <api_key>`, form-encoded
+//! POST bodies ([`super::form`]) each with an `Idempotency-Key`, errors as
+//! `{"error": {type, code, decline_code, advice_code, message}}` with 402 for declines.
+//!
+//! Dunning retries an invoice ([`ProviderA::pay_invoice`]); the cancel flow creates a coupon
+//! and applies it ([`ProviderA::create_coupon`], [`ProviderA::apply_coupon`]) or pauses
+//! collection ([`ProviderA::pause_collection`]); webhooks without an email look the customer
+//! up ([`ProviderA::customer`]).
+
+use reqwest::Method;
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::{CALL_TIMEOUT, CallError, Customer, endpoint, form};
+use crate::outbound::Http;
+use crate::time::Timestamp;
+
+pub const DEFAULT_API_BASE: &str = "https://api.stripe.com";
+
+/// A client for one connection: its base URL and secret key.
+#[derive(Clone)]
+pub struct ProviderA {
+    http: Http,
+    api_base: String,
+    api_key: SecretString,
+}
+
+impl std::fmt::Debug for ProviderA {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderA")
+            .field("api_base", &self.api_base)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a pay call ended in, short of an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PayOutcome {
+    /// 200 with `status: paid`.
+    Paid,
+    /// 400 "Invoice is already paid": as good as paid.
+    AlreadyPaid,
+    /// 200 with another status (e.g. `open` while a payment needs action); nothing was
+    /// collected.
+    NotPaid { status: String },
+}
+
+/// An invoice as the pay call answers it (only what churn reads).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Invoice {
+    pub id: String,
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// A coupon as the create call answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Coupon {
+    pub id: String,
+}
+
+/// A subscription as the update call answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Subscription {
+    pub id: String,
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// The coupon of a discount offer: `percent_off` for `duration_in_months` months
+/// (`duration=repeating`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewCoupon {
+    pub percent_off: u32,
+    pub duration_in_months: u32,
+    pub name: Option<String>,
+    /// Written as `metadata[key]=value`.
+    pub metadata: Vec<(String, String)>,
+}
+
+/// What `pause_collection[behavior]` does with invoices made while paused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseBehavior {
+    KeepAsDraft,
+    MarkUncollectible,
+    Void,
+}
+
+impl PauseBehavior {
+    fn as_str(self) -> &'static str {
+        match self {
+            PauseBehavior::KeepAsDraft => "keep_as_draft",
+            PauseBehavior::MarkUncollectible => "mark_uncollectible",
+            PauseBehavior::Void => "void",
+        }
+    }
+}
+
+impl ProviderA {
+    /// `http` must be the tenant client: `api_base` is tenant-given.
+    pub fn new(http: Http, api_base: &str, api_key: SecretString) -> Self {
+        Self {
+            http,
+            api_base: api_base.trim_end_matches('/').to_owned(),
+            api_key,
+        }
+    }
+
+    /// `POST /v1/invoices/{id}/pay`. Give each attempt its own key: the provider replays the
+    /// first answer (a 402 included) to a repeated key.
+    pub async fn pay_invoice(
+        &self,
+        invoice_id: &str,
+        idempotency_key: &str,
+    ) -> Result<PayOutcome, CallError> {
+        let answer: Result<Invoice, _> = self
+            .post(
+                &["v1", "invoices", invoice_id, "pay"],
+                &json!({}),
+                idempotency_key,
+            )
+            .await;
+        match answer {
+            Ok(invoice) => match invoice.status.as_deref() {
+                Some("paid") => Ok(PayOutcome::Paid),
+                other => Ok(PayOutcome::NotPaid {
+                    status: other.unwrap_or_default().to_owned(),
+                }),
+            },
+            Err(CallError::Refused { status: 400, error })
+                if error
+                    .message
+                    .as_deref()
+                    .is_some_and(|m| m.to_ascii_lowercase().contains("already paid")) =>
+            {
+                Ok(PayOutcome::AlreadyPaid)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `POST /v1/coupons` with `percent_off`, `duration=repeating`, `duration_in_months`.
+    pub async fn create_coupon(
+        &self,
+        coupon: &NewCoupon,
+        idempotency_key: &str,
+    ) -> Result<Coupon, CallError> {
+        let mut params = json!({
+            "percent_off": coupon.percent_off,
+            "duration": "repeating",
+            "duration_in_months": coupon.duration_in_months,
+        });
+        if let Some(name) = &coupon.name {
+            params["name"] = json!(name);
+        }
+        if !coupon.metadata.is_empty() {
+            let metadata: serde_json::Map<String, Value> = coupon
+                .metadata
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect();
+            params["metadata"] = Value::Object(metadata);
+        }
+        self.post(&["v1", "coupons"], &params, idempotency_key)
+            .await
+    }
+
+    /// `POST /v1/subscriptions/{id}` with `discounts[0][coupon]`. A populated `discounts`
+    /// replaces the subscription's discounts (the legacy `coupon` parameter is gone since
+    /// the 2025-03-31 API version).
+    pub async fn apply_coupon(
+        &self,
+        subscription_id: &str,
+        coupon_id: &str,
+        idempotency_key: &str,
+    ) -> Result<Subscription, CallError> {
+        self.update_subscription(
+            subscription_id,
+            &json!({"discounts": [{"coupon": coupon_id}]}),
+            idempotency_key,
+        )
+        .await
+    }
+
+    /// `POST /v1/subscriptions/{id}` with `pause_collection[behavior]` and
+    /// `pause_collection[resumes_at]` (unix seconds).
+    pub async fn pause_collection(
+        &self,
+        subscription_id: &str,
+        behavior: PauseBehavior,
+        resumes_at: Timestamp,
+        idempotency_key: &str,
+    ) -> Result<Subscription, CallError> {
+        self.update_subscription(
+            subscription_id,
+            &json!({"pause_collection": {
+                "behavior": behavior.as_str(),
+                "resumes_at": resumes_at.timestamp(),
+            }}),
+            idempotency_key,
+        )
+        .await
+    }
+
+    /// `POST /v1/subscriptions/{id}` with any parameters (encoded by [`form::encode`]).
+    pub async fn update_subscription(
+        &self,
+        subscription_id: &str,
+        params: &Value,
+        idempotency_key: &str,
+    ) -> Result<Subscription, CallError> {
+        self.post(
+            &["v1", "subscriptions", subscription_id],
+            params,
+            idempotency_key,
+        )
+        .await
+    }
+
+    /// `GET /v1/customers/{id}`, for events that carry no email.
+    pub async fn customer(&self, customer_id: &str) -> Result<Customer, CallError> {
+        let url = endpoint(&self.api_base, &["v1", "customers", customer_id])?;
+        let response = self
+            .http
+            .request(Method::GET, url.as_str())
+            .bearer_auth(self.api_key.expose_secret())
+            .timeout(CALL_TIMEOUT)
+            .send()
+            .await
+            .map_err(CallError::from_outbound)?;
+        response
+            .json()
+            .map_err(|e| CallError::Unavailable(e.to_string()))
+    }
+
+    async fn post<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        params: &Value,
+        idempotency_key: &str,
+    ) -> Result<T, CallError> {
+        let url = endpoint(&self.api_base, segments)?;
+        let response = self
+            .http
+            .request(Method::POST, url.as_str())
+            .bearer_auth(self.api_key.expose_secret())
+            .header("Idempotency-Key", idempotency_key)
+            .form(&form::encode(params))
+            .timeout(CALL_TIMEOUT)
+            .send()
+            .await
+            .map_err(CallError::from_outbound)?;
+        response
+            .json()
+            .map_err(|e| CallError::Unavailable(e.to_string()))
+    }
+}
