@@ -11,6 +11,7 @@ use super::settings::ProjectSettings;
 use super::strategy::ReasonCode;
 use super::validation::{Validator, required_text};
 use crate::error::Result;
+use crate::time::Timestamp;
 
 pub const MAX_REASONS: usize = 8;
 pub const MAX_LABEL: usize = 100;
@@ -443,6 +444,14 @@ pub fn pause_months(max_months: i64, requested: Option<i64>) -> std::result::Res
     }
 }
 
+/// When a pause of `months` calendar months that starts at `now` ends; a day the target
+/// month lacks becomes its last day (31 January + 1 month: 28 or 29 February).
+pub fn resumes_at(now: Timestamp, months: i64) -> Timestamp {
+    let months = u32::try_from(months.clamp(0, 12 * 100)).unwrap_or_default();
+    now.checked_add_months(chrono::Months::new(months))
+        .unwrap_or(now)
+}
+
 fn default_label(code: ReasonCode) -> &'static str {
     match code {
         ReasonCode::TooExpensive => "It is too expensive",
@@ -623,6 +632,19 @@ mod tests {
         assert_eq!(pause_months(3, Some(2)), Ok(2));
         assert!(pause_months(3, Some(4)).is_err());
         assert!(pause_months(3, Some(0)).is_err());
+    }
+
+    #[test]
+    fn pauses_end_after_calendar_months() {
+        let at = |s: &str| crate::time::parse(s).unwrap();
+        assert_eq!(
+            resumes_at(at("2026-01-31T10:00:00Z"), 1),
+            at("2026-02-28T10:00:00Z")
+        );
+        assert_eq!(
+            resumes_at(at("2026-11-23T16:00:00Z"), 3),
+            at("2027-02-23T16:00:00Z")
+        );
     }
 
     #[test]

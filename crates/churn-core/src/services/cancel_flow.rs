@@ -14,7 +14,10 @@ use crate::domain::origin;
 use crate::domain::role::{Actor, Permission};
 use crate::domain::validation::{Validator, optional_text};
 use crate::error::{Error, Result};
+use crate::providers::CallError;
+use crate::providers::provider_a::{NewCoupon, PauseBehavior, ProviderA};
 use crate::store::{cancel_flows, events};
+use crate::time::Timestamp;
 
 use super::events::NewEvent;
 
@@ -172,6 +175,56 @@ impl Core {
             },
             offer: offer.map(|o| outcome(&o, pause_months, false)),
         })
+    }
+}
+
+/// Applies an accepted offer to a subscription at provider A (decisions §11): a discount
+/// creates a coupon (`percent_off`, `duration=repeating`, `duration_in_months`) and puts it
+/// on the subscription (`discounts[0][coupon]`); a pause sets
+/// `pause_collection[behavior]=void` and `[resumes_at]` `pause_months` calendar months from
+/// `now`. `Ok(false)`: the offer is of a kind the provider is not asked to apply (a
+/// downgrade). The idempotency keys derive from the event, so a retry cannot apply it twice.
+pub async fn apply_offer(
+    client: &ProviderA,
+    subscription_id: &str,
+    offer: &Offer,
+    pause_months: Option<i64>,
+    event_id: &str,
+    now: Timestamp,
+) -> std::result::Result<bool, CallError> {
+    match offer {
+        Offer::Discount { percent, months } => {
+            let coupon = NewCoupon {
+                percent_off: u32::try_from(*percent).unwrap_or_default(),
+                duration_in_months: u32::try_from(*months).unwrap_or_default(),
+                name: None,
+                metadata: vec![("churn_event_id".to_owned(), event_id.to_owned())],
+            };
+            let coupon = client
+                .create_coupon(&coupon, &format!("churn-offer-{event_id}-coupon"))
+                .await?;
+            client
+                .apply_coupon(
+                    subscription_id,
+                    &coupon.id,
+                    &format!("churn-offer-{event_id}-discount"),
+                )
+                .await?;
+            Ok(true)
+        }
+        Offer::Pause { max_months } => {
+            let months = pause_months.unwrap_or(*max_months);
+            client
+                .pause_collection(
+                    subscription_id,
+                    PauseBehavior::Void,
+                    cancel_flow::resumes_at(now, months),
+                    &format!("churn-offer-{event_id}-pause"),
+                )
+                .await?;
+            Ok(true)
+        }
+        Offer::Downgrade { .. } | Offer::None => Ok(false),
     }
 }
 

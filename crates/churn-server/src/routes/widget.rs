@@ -43,7 +43,8 @@ pub async fn script() -> Response {
 pub struct DemoQuery {
     /// The project's public key (also accepted as `public_key`).
     #[serde(alias = "public_key")]
-    key: Option<String>,
+    #[param(min_length = 1)]
+    key: String,
 }
 
 #[utoipa::path(get, path = "/widget/v1/demo", operation_id = "cancel_flow_demo", tag = "cancel flow", params(DemoQuery),
@@ -52,17 +53,8 @@ pub struct DemoQuery {
         (status = 404, description = "NOT_FOUND: no project has this public key", body = ErrorBody)))]
 pub async fn demo(
     State(s): State<AppState>,
-    ApiQuery(q): ApiQuery<DemoQuery>,
+    ApiQuery(DemoQuery { key }): ApiQuery<DemoQuery>,
 ) -> ApiResult<Response> {
-    let Some(key) = q.key.filter(|k| !k.trim().is_empty()) else {
-        return Err(ApiError::validation(
-            "key: the project's public key is required",
-            vec![churn_core::api::FieldError {
-                field: "key".into(),
-                message: "the project's public key is required".into(),
-            }],
-        ));
-    };
     let project = match s.churn.core().project_for_key(&key, KeyKind::Public).await {
         Ok(project) => project,
         Err(churn_core::Error::Unauthorized(_)) => {
@@ -102,7 +94,7 @@ pub async fn demo(
              customerEmail: document.getElementById('email').value}}); out.textContent = JSON.stringify(r, null, 2); }}\
            catch (err) {{ out.textContent = String(err); }} }});</script></body></html>",
         name = escape(&project.name),
-        key = escape(key.trim()),
+        key = escape(&key),
     );
     Ok((
         StatusCode::OK,
