@@ -102,7 +102,10 @@ before(async () => {
       { code: "missing_features", label: "A feature is missing" },
       { code: "other", label: "Something else" },
     ],
-    offers: { too_expensive: { kind: "discount", percent: 30, months: 3 } },
+    offers: {
+      too_expensive: { kind: "discount", percent: 30, months: 3 },
+      other: { kind: "pause", max_months: 2 },
+    },
     copy: { title: "Before you cancel" },
     colors: { primary: "#0f766e" },
   }, auth());
@@ -205,6 +208,23 @@ test("Escape closes without an event", async () => {
   assert.deepEqual(result, { outcome: "closed" });
   assert.equal(await page.locator("[data-churn-cancel-flow]").count(), 0);
   assert.equal((await events()).length, before, "nothing was recorded");
+});
+
+test("a pause offer takes its length from a labelled select and can be declined", async () => {
+  await openWidget();
+  await page.getByRole("radio", { name: "Something else" }).check();
+  await page.getByRole("button", { name: "Continue" }).click();
+  await page.getByText("Pause your subscription for up to 2 months instead.").waitFor();
+  await page.getByLabel("Pause for (months)").selectOption("1");
+  await page.getByRole("button", { name: "No thanks, cancel" }).click();
+  await page.getByRole("status").filter({ hasText: "Your cancellation is recorded" }).waitFor();
+  await page.keyboard.press("Escape");
+  const result = await outcome();
+  assert.equal(result.outcome, "cancelled");
+  assert.deepEqual(result.offer, { kind: "pause", max_months: 2, pause_months: 1, applied: false });
+  const event = (await call("GET", `/projects/acme/churn-events/${result.churnEventId}`, undefined, auth())).data;
+  assert.equal(event.status, "new");
+  assert.equal(event.reason_code, "other");
 });
 
 test("the dialog fits a 360 px wide screen", async () => {
