@@ -1,7 +1,8 @@
 //! The cancel flow (decisions §11): its configuration, the public configuration the widget
 //! reads (counting opens per customer), and submissions, which record a cancellation and,
 //! when an offer is accepted, mark it recovered in the same transaction. Browser calls come
-//! only from the project's allowed origins.
+//! only from the project's allowed origins. [`apply_offer`] makes the calls that apply an
+//! accepted offer at provider A.
 
 use super::Core;
 use super::access::ProjectAccess;
