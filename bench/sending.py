@@ -300,8 +300,9 @@ def kill_test(args):
             status, body = call(service.base, "GET", f"/projects/acme/churn-events/{event_id}/variants", key=key)
             v = next((v for v in (body or {}).get("data", []) if v["id"] == vid), None)
             status_e, event = call(service.base, "GET", f"/projects/acme/churn-events/{event_id}", key=key)
-            if v is None or v["status"] != "sent" or event["data"]["status"] != "email_sent":
-                lost.append(("send", vid, v and v["status"]))
+            event_status = (event or {}).get("data", {}).get("status")
+            if v is None or v["status"] != "sent" or event_status != "email_sent":
+                lost.append(("send", vid, v and v["status"], status_e, event_status))
         sending = service.sql("SELECT id FROM recovery_variants WHERE status = 'sending'")
         recorded = {row[0] for row in service.sql(
             "SELECT message_id FROM recovery_variants WHERE status IN ('sent', 'opened', 'clicked')")}
@@ -352,6 +353,8 @@ def kill_test(args):
               and windows == events_sent and account_emails == 1)
         if not ok:
             print("FAILED", lost[:10], sending[:10], list(unrecorded)[:5], list(phantom)[:5], file=sys.stderr)
+            last_log = os.path.join(service.work, f"server-{service.starts - 1}.log")
+            print("last server log:", open(last_log, errors="replace").read()[-3000:], file=sys.stderr)
             for mid in list(unrecorded)[:5]:
                 # What the database says about the message and its variant, for the diagnosis.
                 print("variant rows for", mid, service.sql(

@@ -85,12 +85,21 @@ for eml in (WORK / "outbox").glob("*.eml"):
     tracking += re.findall(r"/t/([A-Za-z0-9_.~-]+?)\.gif", text)
 assert tracking, "no tracking pixel in the sent email"
 
+# Tracked behaviour for the first customers (customers are also made by the churn events above).
+call(
+    "POST",
+    "/track",
+    {"events": [{"event": "login", "customer_email": f"customer{i}@example.com"} for i in range(2)]},
+    key=secret,
+)
+
 dictionaries = {
     "slug": [main["slug"], main["id"], projects[1]["slug"]],
     "event": events,
     "variant": variants,
     "pixel": [f"{t}.gif" for t in tracking],
     "token": tracking,
+    "customer": [f"customer{i}@example.com" for i in range(len(reasons))],
     "public_key": [main["api_keys"]["public_key"]],
 }
 bindings = {
@@ -100,6 +109,7 @@ bindings = {
     "path.variant_id": "variant",
     "path.pixel": "pixel",
     "path.token": "token",
+    "path.email": "customer",
     "path.publicKey": "public_key",
     "query.public_key": "public_key",
     "header.X-Public-Key": "public_key",
@@ -113,8 +123,10 @@ def toml_list(values):
 # Well-formed requests that the contract refuses with 400 because of an object's state or
 # of the caller's account: an event already recovered or generated, a send before
 # generation, an unknown reset or verification token, an unscoped call without ?project= by a user with
-# several projects.
+# several projects; a tracked event whose timestamp lies outside the accepted window, or whose
+# properties exceed 8 KiB, which JSON Schema cannot say against the service clock.
 STATEFUL_400 = [
+    "track_events",
     "mark_churn_event_recovered",
     "mark_churn_event_recovered_unscoped",
     "change_cancel_reason",

@@ -68,6 +68,9 @@ pub enum Job {
         email: String,
         purpose: AccountEmail,
     },
+    /// A project's scheduled churn-risk scoring run, due at `due` (RFC 3339); it enqueues the
+    /// next one.
+    ScoreProject { project_id: String, due: String },
 }
 
 impl Job {
@@ -76,6 +79,7 @@ impl Job {
         match self {
             Job::ExpireEvent { .. } => QUADRATIC,
             Job::AccountEmail { .. } => EMAIL,
+            Job::ScoreProject { .. } => QUADRATIC,
         }
     }
 
@@ -150,6 +154,9 @@ impl RunJob for Churn {
             }
             Job::AccountEmail { email, purpose } => {
                 self.accounts().send_account_email(email, *purpose).await
+            }
+            Job::ScoreProject { project_id, due } => {
+                self.core().run_scheduled_scoring(project_id, due).await
             }
         }
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use axum::Router;
+use axum::ServiceExt;
 use axum::serve::ListenerExt;
 use axum_server::tls_rustls::RustlsConfig;
 use churn_core::config::{Config, LogFormat};
@@ -23,7 +23,7 @@ use crate::state::AppState;
 pub struct Application {
     listener: std::net::TcpListener,
     addr: SocketAddr,
-    router: Router,
+    service: crate::routes::HttpService,
     tls: Option<RustlsConfig>,
     limits: Option<Arc<RateLimits>>,
     state: AppState,
@@ -100,11 +100,11 @@ impl Application {
             metrics: Arc::new(Metrics::new()),
             test_clock,
         };
-        let router = crate::routes::router(state.clone(), network, limits.clone());
+        let service = crate::routes::service(state.clone(), network, limits.clone());
         Ok(Self {
             listener,
             addr,
-            router,
+            service,
             tls,
             limits,
             state,
@@ -146,9 +146,7 @@ impl Application {
                 Duration::from_secs(1),
             )
         });
-        let service = self
-            .router
-            .into_make_service_with_connect_info::<SocketAddr>();
+        let service = self.service;
         let served = match self.tls {
             None => {
                 let listener = crate::connection::Listener::new(
@@ -157,10 +155,13 @@ impl Application {
                 )
                 // An empty tap: axum passes the peer address to `ConnectInfo` for `TapIo`.
                 .tap_io(|_| {});
-                axum::serve(listener, service)
-                    .with_graceful_shutdown(shutdown)
-                    .await
-                    .map_err(anyhow::Error::from)
+                axum::serve(
+                    listener,
+                    service.into_make_service_with_connect_info::<SocketAddr>(),
+                )
+                .with_graceful_shutdown(shutdown)
+                .await
+                .map_err(anyhow::Error::from)
             }
             Some(tls) => {
                 let handle = axum_server::Handle::new();
@@ -170,10 +171,17 @@ impl Application {
                     stopper.graceful_shutdown(Some(Duration::from_secs(10)));
                 });
                 let limits = self.limits.clone();
+                // axum-server hands over hyper's own body type.
+                let service = tower::ServiceExt::map_request(
+                    service,
+                    |req: axum::http::Request<hyper::body::Incoming>| {
+                        req.map(axum::body::Body::new)
+                    },
+                );
                 axum_server::from_tcp_rustls(self.listener, tls)?
                     .map(|tls| crate::connection::Acceptor::new(tls, limits))
                     .handle(handle)
-                    .serve(service)
+                    .serve(service.into_make_service_with_connect_info::<SocketAddr>())
                     .await
                     .map_err(anyhow::Error::from)
             }

@@ -25,6 +25,8 @@ use utoipa::{Modify, OpenApi};
         (name = "statistics", description = "Recovery statistics"),
         (name = "cancel flow", description = "The cancel-flow widget: its configuration, and its calls by public key"),
         (name = "tracking", description = "Open pixel and click redirects of sent emails"),
+        (name = "behavior", description = "Tracked behaviour events, customers and event analytics"),
+        (name = "churn risk", description = "Churn-risk scores of customers"),
         (name = "operations", description = "Health, readiness and metrics"),
         (name = "dev", description = "Test clock and jobs (dev mode only)"),
     )

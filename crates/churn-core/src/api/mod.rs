@@ -2,11 +2,13 @@
 //! cannot drift apart.
 
 pub mod auth;
+pub mod behavior;
 pub mod cancel_flow;
 pub mod email_rules;
 pub mod events;
 pub mod ops;
 pub mod projects;
+pub mod risk;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

@@ -1,5 +1,6 @@
 //! Pure domain rules: no I/O, no clock reads; every function here takes what it needs.
 
+pub mod behavior;
 pub mod cancel_flow;
 pub mod cta;
 pub mod email;
@@ -8,6 +9,7 @@ pub mod lifecycle;
 pub mod origin;
 pub mod password;
 pub mod ranking;
+pub mod risk;
 pub mod role;
 pub mod sender;
 pub mod settings;

@@ -175,7 +175,7 @@ fn optional(value: Option<String>, max: usize) -> std::result::Result<Option<Str
 }
 
 /// Tells "absent" (keep) from `null` (clear) in a patch.
-mod double_option {
+pub(crate) mod double_option {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     pub fn deserialize<'de, D: Deserializer<'de>>(

@@ -35,6 +35,11 @@ impl Validator {
         });
     }
 
+    /// How many problems are recorded so far.
+    pub fn error_count(&self) -> usize {
+        self.details.len()
+    }
+
     pub fn finish(self) -> Result<()> {
         match self.details.first() {
             None => Ok(()),

@@ -17,7 +17,7 @@ use crate::domain::validation::{Validator, optional_text};
 use crate::error::{Error, Result};
 use crate::providers::CallError;
 use crate::providers::provider_a::{NewCoupon, PauseBehavior, ProviderA};
-use crate::store::{cancel_flows, events};
+use crate::store::{cancel_flows, customers, events};
 use crate::time::Timestamp;
 
 use super::events::NewEvent;
@@ -155,6 +155,13 @@ impl Core {
         let accepted = offer.is_some() && req.offer_accepted == Some(true);
         let mut tx = self.store.begin().await?;
         events::insert(&mut *tx, &record).await?;
+        customers::upsert(
+            &mut *tx,
+            &record.project_id,
+            &record.customer_email,
+            record.created_at,
+        )
+        .await?;
         if accepted {
             events::recover(
                 &mut *tx,

@@ -15,6 +15,7 @@ use crate::domain::strategy::{ReasonCode, classify};
 use crate::domain::validation::{Validator, optional_text};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
+use crate::store::customers;
 use crate::store::events::{self, EventRecord, ListFilter, SortColumn};
 use crate::store::variants::{self, VariantRecord};
 
@@ -117,7 +118,16 @@ impl Core {
     ) -> Result<ChurnEvent> {
         self.authorize_events(access, Permission::Write)?;
         let record = self.new_event_record(&access.project.id, new, mrr_field, Validator::new())?;
-        events::insert(self.store.writer(), &record).await?;
+        let mut tx = self.store.begin().await?;
+        events::insert(&mut *tx, &record).await?;
+        customers::upsert(
+            &mut *tx,
+            &record.project_id,
+            &record.customer_email,
+            record.created_at,
+        )
+        .await?;
+        tx.commit().await?;
         Ok(event_view(record, None))
     }
 

@@ -61,12 +61,16 @@ impl Generation {
         )
         .await;
         let outcomes = variants::outcomes(self.core.store.reader(), &access.project.id).await?;
+        let behaviour = self
+            .core
+            .behaviour_of(&access.project.id, &event.customer_email)
+            .await?;
         let ranked = ranking::rank(&RankingInput {
             reason: ReasonCode::parse(&event.reason_code),
             tenure_days: event.tenure_days,
             mrr_cents: event.mrr,
             payment_failed: event.event_type == "payment_failed",
-            behaviour: None,
+            behaviour,
             outcomes,
         });
         let now = self.core.now();

@@ -4,14 +4,16 @@
 //! They are split by what they may touch, so a type says it:
 //!
 //! - [`Core`] (store, clock, access cache): project access (`access`), projects and keys
-//!   (`projects`), events (`events`), statistics (`stats`), the cancel flow (`cancel_flow`).
-//!   Every capability below holds one.
+//!   (`projects`), events (`events`), statistics (`stats`), tracked behaviour and customers
+//!   (`behavior`), churn-risk scoring (`risk`), the cancel flow (`cancel_flow`). Every
+//!   capability below holds one.
 //! - [`Generation`] (core, generator): drafting recovery emails (`generation`); the only one
 //!   holding the LLM.
 //! - [`Sending`] (core, [`Mailer`], tracking and unsubscribe keys, send quota, DNS resolver,
 //!   deliveries in flight): drafts and sends (`sending`), suppressions and unsubscribe
 //!   (`suppressions`), the daily quota (`quota`), sender domains (`sender`).
 //! - [`Tracking`] (core, tracking keys): opens and clicks (`tracking`).
+//! - [`Alerts`] (core, outbound HTTP): churn-risk alert configuration (`alerts`).
 //! - [`Accounts`] (core, session token keys, [`Mailer`], identity provider, registration
 //!   policy): registration, login, passwords and account emails (`accounts`), identity-provider
 //!   sign-in (`idp`), session verification (`access`).
@@ -29,6 +31,8 @@
 pub mod access;
 pub mod accounts;
 pub mod admin;
+mod alerts;
+mod behavior;
 mod cache;
 pub mod cancel_flow;
 pub mod events;
@@ -36,6 +40,7 @@ mod generation;
 mod idp;
 pub mod projects;
 mod quota;
+mod risk;
 mod secrets;
 mod sender;
 mod sending;
@@ -150,6 +155,13 @@ pub struct Tracking {
     keys: Arc<TrackingKeys>,
 }
 
+/// Churn-risk alerts: the configuration, whose webhook URL the outbound filter checks.
+#[derive(Clone)]
+pub struct Alerts {
+    core: Core,
+    outbound: Outbound,
+}
+
 /// Accounts and sessions: registration, login, passwords, identity-provider sign-in and the
 /// account emails (verification, reset).
 #[derive(Clone)]
@@ -174,6 +186,7 @@ struct Parts {
     generation: Generation,
     sending: Sending,
     tracking: Tracking,
+    alerts: Alerts,
     accounts: Accounts,
     encryption_key: Arc<EncryptionKey>,
     /// Every outbound HTTP call goes through its clients.
@@ -243,6 +256,10 @@ impl Churn {
                 core: core.clone(),
                 keys: tracking,
             },
+            alerts: Alerts {
+                core: core.clone(),
+                outbound: outbound.clone(),
+            },
             accounts: Accounts {
                 core: core.clone(),
                 tokens: Arc::new(tokens::TokenKeys::new(jwt_secret.as_bytes())),
@@ -274,6 +291,11 @@ impl Churn {
     /// Recording opens and clicks.
     pub fn tracking(&self) -> &Tracking {
         &self.0.tracking
+    }
+
+    /// Churn-risk alert configuration.
+    pub fn alerts(&self) -> &Alerts {
+        &self.0.alerts
     }
 
     /// Accounts and sessions.

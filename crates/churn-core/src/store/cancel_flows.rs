@@ -63,21 +63,24 @@ pub async fn record_open<'e>(
     Ok(())
 }
 
-/// How many times the widget opened for a customer since `since` (`cancel_page_views`).
-pub async fn opens_since<'e>(
+/// Widget opens since `since` per customer whose email lies in `first..=last` (a scoring
+/// slice): the `cancel_page_views` input of churn-risk scoring.
+pub async fn opens_by_customer<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
-    customer_email: &str,
+    (first, last): (&str, &str),
     since: Timestamp,
-) -> Result<i64> {
-    Ok(sqlx::query_scalar(
-        "SELECT COUNT(*) FROM cancel_flow_opens \
-         WHERE project_id = $1 AND customer_email = $2 AND opened_at >= $3",
+) -> Result<Vec<(String, i64)>> {
+    Ok(sqlx::query_as(
+        "SELECT customer_email, COUNT(*) FROM cancel_flow_opens \
+         WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3 AND opened_at >= $4 \
+         GROUP BY customer_email",
     )
     .bind(project_id)
-    .bind(customer_email)
+    .bind(first)
+    .bind(last)
     .bind(time::format(&since))
-    .fetch_one(db)
+    .fetch_all(db)
     .await?)
 }
 

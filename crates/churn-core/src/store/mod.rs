@@ -6,7 +6,9 @@
 //! allows one writer at a time anyway, and queueing writers in the pool avoids `SQLITE_BUSY`
 //! on transactions that read before they write.
 
+pub mod behavior;
 pub mod cancel_flows;
+pub mod customers;
 mod db;
 mod decode;
 mod dialect;
@@ -16,6 +18,7 @@ pub mod idempotency;
 pub mod jobs;
 pub mod keys;
 pub mod projects;
+pub mod risk;
 pub mod secrets;
 pub mod suppressions;
 pub mod users;

@@ -91,6 +91,26 @@ impl<const API_KEY: bool> FromRequestParts<AppState> for ProjectScope<API_KEY> {
     }
 }
 
+/// The project of the secret key in `X-API-Key`, for routes that take nothing else
+/// (`POST /track`): a session token or a public key is 401.
+pub struct SecretKeyProject(pub ProjectAccess);
+
+impl FromRequestParts<AppState> for SecretKeyProject {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let key = api_key(parts).ok_or_else(|| {
+            ApiError::unauthorized("a secret API key is required: send X-API-Key: <secret key>")
+        })?;
+        Ok(Self(
+            state.churn.core().project_for_secret_key(key, None).await?,
+        ))
+    }
+}
+
 fn session_required() -> ApiError {
     ApiError::unauthorized("authentication required: send Authorization: Bearer <token>")
 }

@@ -6,7 +6,9 @@ mod json;
 mod legacy;
 mod query;
 
-pub use auth::{API_KEY_HEADER, AdminProject, ApiProject, Caller, ProjectScope, SessionUser};
+pub use auth::{
+    API_KEY_HEADER, AdminProject, ApiProject, Caller, ProjectScope, SecretKeyProject, SessionUser,
+};
 pub use json::{ApiJson, OptionalJson};
 pub use legacy::{LegacyCaller, LegacyJson, LegacyQuery};
 pub use query::ApiQuery;

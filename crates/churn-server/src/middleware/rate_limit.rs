@@ -1,5 +1,6 @@
-//! Per-IP rate limits with `X-RateLimit-Limit/Remaining/Reset` on every response: credential
-//! routes 5 rps (burst 10), everything else 10 rps (burst 30). Tokens refill continuously
+//! Rate limits with `X-RateLimit-Limit/Remaining/Reset` on every response: per IP, credential
+//! routes 5 rps (burst 10), everything else 10 rps (burst 30); `POST /track` with a key is
+//! outside those and limited per secret key instead, 100 rps (burst 200). Tokens refill continuously
 //! (GCRA); `Reset` is the seconds until the bucket is full again. An IPv6 client is keyed by
 //! its /64, the block one subscriber gets, so rotating addresses inside it gains nothing.
 //! Cancel-flow submissions are also limited per public key (10 per 15 s), checked by their
@@ -22,11 +23,13 @@ use governor::{Quota, RateLimiter};
 
 use super::network::Network;
 use crate::error::ApiError;
+use crate::extract::API_KEY_HEADER;
+use churn_core::domain::keys::{KeyKind, PresentedKey};
 
 type Limiter<K> =
     RateLimiter<K, DefaultKeyedStateStore<K>, DefaultClock, StateInformationMiddleware>;
 
-struct Bucket<K: Clone + Hash + Eq = IpAddr> {
+struct Bucket<K: Hash + Eq + Clone = IpAddr> {
     limiter: Limiter<K>,
     burst: u32,
     refill: Duration,
@@ -36,7 +39,7 @@ fn nz(n: u32) -> NonZeroU32 {
     NonZeroU32::new(n).expect("rate limit constants are non-zero")
 }
 
-impl<K: Clone + Hash + Eq> Bucket<K> {
+impl<K: Hash + Eq + Clone> Bucket<K> {
     fn new(per_second: u32, burst: u32) -> Self {
         Self::with_quota(
             Quota::per_second(nz(per_second)).allow_burst(nz(burst)),
@@ -52,9 +55,9 @@ impl<K: Clone + Hash + Eq> Bucket<K> {
         }
     }
 
-    /// Takes a token for `key`: the answer's `X-RateLimit-*` headers on success, the refusal
+    /// Takes a token for `key`: the answer's `X-RateLimit-*` values on success, the refusal
     /// (429 with `Retry-After`) otherwise.
-    fn check(&self, key: &K, clock: &DefaultClock, path: &str) -> Result<Stamp, Box<Response>> {
+    fn take(&self, key: &K, clock: &DefaultClock, path: &str) -> Result<Stamp, Box<Response>> {
         match self.limiter.check_key(key) {
             Ok(snapshot) => {
                 let remaining = snapshot.remaining_burst_capacity();
@@ -95,10 +98,17 @@ impl Stamp {
 pub struct RateLimits {
     auth: Bucket,
     general: Bucket,
+    /// `POST /track`, keyed by the presented API key.
+    tracking: Bucket<String>,
     /// Cancel-flow submissions per public key: 10 per 15 s (decisions §11).
     cancel_flow: Bucket<String>,
     clock: DefaultClock,
 }
+
+const CANCEL_FLOW_BURST: u32 = 10;
+const CANCEL_FLOW_PERIOD: Duration = Duration::from_secs(15);
+
+const TRACK_ROUTE: &str = "/api/v1/track";
 
 /// Routes that take credentials get the stricter limit.
 const CREDENTIAL_ROUTES: &[&str] = &[
@@ -118,6 +128,7 @@ impl RateLimits {
         Self {
             auth: Bucket::new(5, 10),
             general: Bucket::new(10, 30),
+            tracking: Bucket::new(100, 200),
             cancel_flow: Bucket::with_quota(
                 Quota::with_period(CANCEL_FLOW_PERIOD / CANCEL_FLOW_BURST)
                     .expect("non-zero period")
@@ -134,19 +145,18 @@ impl RateLimits {
             bucket.limiter.retain_recent();
             bucket.limiter.shrink_to_fit();
         }
-        self.cancel_flow.limiter.retain_recent();
-        self.cancel_flow.limiter.shrink_to_fit();
+        for bucket in [&self.tracking, &self.cancel_flow] {
+            bucket.limiter.retain_recent();
+            bucket.limiter.shrink_to_fit();
+        }
     }
 
     /// Counts a cancel-flow submission with this public key.
     pub fn check_cancel_flow(&self, public_key: &str, path: &str) -> Result<Stamp, Box<Response>> {
         self.cancel_flow
-            .check(&public_key.to_owned(), &self.clock, path)
+            .take(&public_key.to_owned(), &self.clock, path)
     }
 }
-
-const CANCEL_FLOW_BURST: u32 = 10;
-const CANCEL_FLOW_PERIOD: Duration = Duration::from_secs(15);
 
 impl RateLimits {
     /// Counts a request hyper could not parse against its peer's general limit, and the
@@ -175,13 +185,34 @@ pub struct RateLimitState {
 
 pub async fn limit(State(state): State<Arc<RateLimitState>>, req: Request, next: Next) -> Response {
     let limits = &state.limits;
+    let key = (req.uri().path() == TRACK_ROUTE)
+        .then(|| req.headers().get(API_KEY_HEADER)?.to_str().ok())
+        .flatten()
+        .map(str::trim)
+        // Anything but a secret key is refused by the route; it stays under the IP limit.
+        .filter(|k| PresentedKey::parse(k).is_some_and(|p| p.kind == KeyKind::Secret))
+        .map(str::to_owned);
+    if let Some(key) = key {
+        return check(&limits.tracking, &key, &limits.clock, req, next).await;
+    }
     let bucket = if CREDENTIAL_ROUTES.contains(&req.uri().path()) {
         &limits.auth
     } else {
         &limits.general
     };
     let client = limit_key(state.network.client_ip(&req));
-    match bucket.check(&client, &limits.clock, req.uri().path()) {
+    check(bucket, &client, &limits.clock, req, next).await
+}
+
+/// Takes a token from `key`'s bucket and runs the request, or answers 429.
+async fn check<K: Hash + Eq + Clone>(
+    bucket: &Bucket<K>,
+    key: &K,
+    clock: &DefaultClock,
+    req: Request,
+    next: Next,
+) -> Response {
+    match bucket.take(key, clock, req.uri().path()) {
         Ok(stamp) => {
             let mut response = next.run(req).await;
             // A route with a limit of its own (the cancel flow) has stamped its headers.
@@ -221,7 +252,7 @@ mod tests {
 
     #[test]
     fn a_burst_is_allowed_then_refused() {
-        let bucket = Bucket::new(10, 30);
+        let bucket: Bucket = Bucket::new(10, 30);
         let ip: IpAddr = "203.0.113.7".parse().unwrap();
         let mut last = u32::MAX;
         for _ in 0..30 {
@@ -253,6 +284,18 @@ mod tests {
     }
 
     #[test]
+    fn tracking_keys_get_200_then_wait() {
+        let bucket: Bucket<String> = Bucket::new(100, 200);
+        let key = "sk_live_a".to_owned();
+        for _ in 0..200 {
+            assert!(bucket.limiter.check_key(&key).is_ok());
+        }
+        assert!(bucket.limiter.check_key(&key).is_err());
+        assert!(bucket.limiter.check_key(&"sk_live_b".to_owned()).is_ok());
+        assert_eq!(bucket.refill, Duration::from_millis(10));
+    }
+
+    #[test]
     fn ipv6_clients_share_their_64() {
         let key = |s: &str| limit_key(s.parse().unwrap());
         assert_eq!(
@@ -263,7 +306,7 @@ mod tests {
         assert_eq!(key("::ffff:203.0.113.7"), key("203.0.113.7"));
         assert_ne!(key("203.0.113.7"), key("203.0.113.8"));
 
-        let bucket = Bucket::new(10, 30);
+        let bucket: Bucket = Bucket::new(10, 30);
         for i in 0..30u16 {
             let rotated = format!("2001:db8:1:2::{i:x}");
             assert!(bucket.limiter.check_key(&key(&rotated)).is_ok());

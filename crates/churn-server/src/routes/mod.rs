@@ -1,6 +1,7 @@
 //! The route table and the middleware stack around it.
 
 mod auth;
+mod behavior;
 mod cancel_flow;
 mod dev;
 mod email_rules;
@@ -9,17 +10,20 @@ mod legacy;
 mod ops;
 mod pages;
 mod projects;
+mod risk;
 mod tracking;
 mod unsubscribe;
 mod widget;
 
+use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{Request, StatusCode, Uri};
 use axum::middleware::{from_fn, from_fn_with_state};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
+use tower::ServiceBuilder;
+use tower::util::BoxCloneSyncService;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use utoipa::OpenApi;
@@ -38,7 +42,15 @@ use crate::state::AppState;
 
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLimits>>) -> Router {
+/// Every request and answer of the server, whatever the transport.
+pub type HttpService = BoxCloneSyncService<axum::extract::Request, Response, Infallible>;
+
+/// The routes inside the middleware stack.
+pub fn service(
+    state: AppState,
+    network: Arc<Network>,
+    limits: Option<Arc<RateLimits>>,
+) -> HttpService {
     let mut api = OpenApiRouter::new()
         .routes(routes!(auth::register))
         .routes(routes!(auth::login))
@@ -80,6 +92,15 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .routes(routes!(events::send))
         .routes(routes!(events::project_stats))
         .routes(routes!(events::stats))
+        .routes(routes!(behavior::track))
+        .routes(routes!(behavior::customers))
+        .routes(routes!(behavior::customer))
+        .routes(routes!(behavior::customer_events))
+        .routes(routes!(behavior::event_analytics))
+        .routes(routes!(risk::list))
+        .routes(routes!(risk::customer))
+        .routes(routes!(risk::recompute))
+        .routes(routes!(risk::get_config, risk::put_config))
         .routes(routes!(legacy::list, legacy::create))
         .routes(routes!(legacy::get))
         .routes(routes!(legacy::recovered))
@@ -113,7 +134,7 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
         .split_for_parts();
     crate::openapi::complete(&mut openapi);
 
-    let mut router = router
+    let router = router
         .merge(pages::router())
         .merge(SwaggerUi::new("/docs").url("/api/v1/openapi.json", openapi))
         .fallback(not_found)
@@ -123,21 +144,23 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
             idempotency,
         ))
         .route_layer(from_fn(tag_route))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(from_fn_with_state(network.clone(), https_policy))
-        .layer(from_fn(guard_uri));
-    if let Some(limits) = limits {
-        let limit_state = Arc::new(RateLimitState { limits, network });
-        router = router.layer(from_fn_with_state(
-            limit_state,
+        .with_state(state.clone());
+    // The stack around the whole router, not `Router::layer`: that wraps every route in every
+    // layer, each boxed, and a request then clones the whole boxed chain once per layer (a
+    // hundred allocations for a GET). Here each layer wraps the router once, unboxed.
+    let limit = limits.map(|limits| {
+        from_fn_with_state(
+            Arc::new(RateLimitState {
+                limits,
+                network: network.clone(),
+            }),
             crate::middleware::rate_limit::limit,
-        ));
-    }
-    router
-        .layer(from_fn(buffer_body))
-        .layer(from_fn(nosniff))
-        .layer(from_fn(log_errors))
-        .layer(from_fn_with_state(state.metrics.clone(), track_metrics))
+        )
+    });
+    let stack = ServiceBuilder::new()
+        .map_response(IntoResponse::into_response)
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(PropagateRequestIdLayer::x_request_id())
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|req: &Request<_>| {
@@ -150,9 +173,15 @@ pub fn router(state: AppState, network: Arc<Network>, limits: Option<Arc<RateLim
                 })
                 .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
         )
-        .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-        .with_state(state)
+        .layer(from_fn_with_state(state.metrics.clone(), track_metrics))
+        .layer(from_fn(log_errors))
+        .layer(from_fn(nosniff))
+        .layer(from_fn(buffer_body))
+        .option_layer(limit)
+        .layer(from_fn(guard_uri))
+        .layer(from_fn_with_state(network, https_policy))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+    BoxCloneSyncService::new(stack.service(router))
 }
 
 async fn not_found(uri: Uri) -> Response {

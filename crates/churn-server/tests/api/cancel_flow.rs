@@ -252,17 +252,20 @@ async fn public_config_counts_opens_per_customer(backend: Backend) {
     let db = app.stop().await;
     let store = Store::connect(&DatabaseUrl::new(&db.url)).await.unwrap();
     let epoch = chrono::DateTime::UNIX_EPOCH;
-    let opens = |email: &'static str| {
-        let store = store.clone();
-        let project_id = project_id.clone();
-        async move {
-            cancel_flows::opens_since(store.reader(), &project_id, email, epoch)
-                .await
-                .unwrap()
-        }
-    };
-    assert_eq!(opens("dana@customer.example").await, 2);
-    assert_eq!(opens("nope").await, 0);
+    let slice = ("a@customer.example", "e@customer.example");
+    assert_eq!(
+        cancel_flows::opens_by_customer(store.reader(), &project_id, slice, epoch)
+            .await
+            .unwrap(),
+        [("dana@customer.example".to_owned(), 2)]
+    );
+    let later = ("e@customer.example", "z@customer.example");
+    assert!(
+        cancel_flows::opens_by_customer(store.reader(), &project_id, later, epoch)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     store.close().await;
 }
 

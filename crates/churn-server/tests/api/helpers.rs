@@ -292,3 +292,36 @@ pub async fn event_with_variants(app: &TestApp, token: &str, email: &str) -> (St
         .to_owned();
     (id, vid)
 }
+
+/// The `acme` project's owner session and a fresh secret key.
+pub struct Acme {
+    pub token: String,
+    pub key: String,
+}
+
+/// `acme_owner`, with the secret key from a key rotation.
+pub async fn acme_with_key(app: &TestApp) -> Acme {
+    let token = acme_owner(app).await;
+    let body = app
+        .expect(
+            app.req(Method::POST, "/projects/acme/rotate-keys")
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    Acme {
+        token,
+        key: body["data"]["secret_key"].as_str().unwrap().to_owned(),
+    }
+}
+
+/// The test clock's now.
+pub async fn clock_now(app: &TestApp) -> chrono::DateTime<chrono::Utc> {
+    let body = app.expect(app.req(Method::GET, "/dev/clock"), 200).await;
+    body["data"]["now"].as_str().unwrap().parse().unwrap()
+}
+
+/// A timestamp in the wire format.
+pub fn wire_time(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}

@@ -4,6 +4,7 @@
 mod helpers;
 
 mod accounts;
+mod behavior;
 mod cancel_flow;
 mod conventions;
 mod email;
@@ -14,6 +15,7 @@ mod logging;
 mod mailrules;
 mod operations;
 mod projects;
+mod risk;
 mod sending;
 mod tenancy;
 mod transport;

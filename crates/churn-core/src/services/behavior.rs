@@ -1,0 +1,358 @@
+//! Tracked behaviour and customers (decisions §8): `POST /track`, the customer lists and
+//! timeline, and event-name analytics. Ingestion writes the raw events, their daily rollups
+//! and the customers in one transaction; the reads use the rollups.
+
+use std::collections::{BTreeMap, btree_map::Entry};
+
+use serde_json::Value;
+
+use super::Core;
+use super::access::ProjectAccess;
+use crate::api::Meta;
+use crate::api::behavior::{
+    AnalyticsQuery, Customer, CustomerDetail, CustomerEvent, CustomerEventsQuery, CustomerQuery,
+    EventNameCount, TrackResponse, Tracked, TrackedBatch,
+};
+use crate::domain::behavior::{BehaviorEvent, MAX_BATCH, day_key, parse_event};
+use crate::domain::email::Email;
+use crate::domain::ranking::Behaviour;
+use crate::domain::role::Permission;
+use crate::domain::validation::Validator;
+use crate::error::{Error, Result};
+use crate::ids::new_id;
+use crate::store::behavior::{self, RollupKey};
+use crate::store::customers::{self, Activity, CustomerRecord, ListFilter, Sort};
+use crate::time::Timestamp;
+
+const DEFAULT_PER_PAGE: i64 = 20;
+const MAX_PER_PAGE: i64 = 100;
+/// The window of `events_30d` and `event_counts`.
+const RECENT_DAYS: i64 = 30;
+
+fn customer_not_found() -> Error {
+    Error::NotFound("customer not found".into())
+}
+
+/// The first day (`YYYY-MM-DD`) of the `days` UTC days ending today.
+pub(crate) fn since_day(now: Timestamp, days: i64) -> String {
+    day_key(now.date_naive() - chrono::Duration::days(days - 1))
+}
+
+/// Validated page and per_page.
+pub(super) fn paging(v: &mut Validator, page: Option<i64>, per_page: Option<i64>) -> (i64, i64) {
+    let page = page.unwrap_or(1);
+    if !(1..=i64::from(u32::MAX)).contains(&page) {
+        v.add("page", format!("must be between 1 and {}", u32::MAX));
+    }
+    let per_page = per_page.unwrap_or(DEFAULT_PER_PAGE);
+    if !(1..=MAX_PER_PAGE).contains(&per_page) {
+        v.add("per_page", format!("must be between 1 and {MAX_PER_PAGE}"));
+    }
+    (page, per_page)
+}
+
+pub(super) fn meta(page: i64, per_page: i64, total: u64) -> Meta {
+    Meta {
+        page: u32::try_from(page).unwrap_or(u32::MAX),
+        per_page: u32::try_from(per_page).unwrap_or(u32::MAX),
+        total,
+        total_pages: total.div_ceil(u64::try_from(per_page).unwrap_or(1)),
+    }
+}
+
+impl Core {
+    /// `POST /track`: one event, or `{"events": [...]}` stored all or none.
+    pub async fn track(&self, access: &ProjectAccess, body: Value) -> Result<TrackResponse> {
+        access.authorize(Permission::Track)?;
+        let now = self.now();
+        let mut v = Validator::new();
+        let batch = body.as_object().and_then(|o| o.get("events"));
+        let events = match batch {
+            Some(items) => {
+                let Some(items) = items.as_array() else {
+                    return Err(Error::invalid_field("events", "must be an array of events"));
+                };
+                if items.len() > MAX_BATCH {
+                    return Err(Error::invalid_field(
+                        "events",
+                        format!("at most {MAX_BATCH} events per batch"),
+                    ));
+                }
+                if items.is_empty() {
+                    return Err(Error::invalid_field("events", "must hold at least 1 event"));
+                }
+                for key in body.as_object().into_iter().flat_map(|o| o.keys()) {
+                    if key != "events" {
+                        v.add(key, "unknown field");
+                    }
+                }
+                items
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, item)| {
+                        parse_event(&mut v, &format!("events[{i}]."), item, now)
+                    })
+                    .collect::<Vec<_>>()
+            }
+            None => parse_event(&mut v, "", &body, now).into_iter().collect(),
+        };
+        v.finish()?;
+        let sent = events.len() as u64;
+        let accepted = self.store_events(&access.project.id, events, now).await?;
+        Ok(match batch {
+            Some(_) => TrackResponse::Batch(TrackedBatch {
+                status: "ok".into(),
+                accepted,
+                duplicates: sent - accepted,
+            }),
+            None => TrackResponse::Single(Tracked {
+                status: "ok".into(),
+            }),
+        })
+    }
+
+    /// Stores the events not seen before and says how many. Rows are written in one order
+    /// (events by id, then rollups, then customers, each sorted), so two concurrent batches
+    /// on PostgreSQL wait for each other instead of deadlocking.
+    async fn store_events(
+        &self,
+        project_id: &str,
+        events: Vec<BehaviorEvent>,
+        now: Timestamp,
+    ) -> Result<u64> {
+        let mut keyed: Vec<(String, BehaviorEvent)> = events
+            .into_iter()
+            .map(|e| (e.id.clone().unwrap_or_else(new_id), e))
+            .collect();
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut rollups: BTreeMap<RollupKey, i64> = BTreeMap::new();
+        let mut activity: BTreeMap<String, Activity> = BTreeMap::new();
+        let mut tx = self.store.begin().await?;
+        let mut accepted = 0;
+        for (id, e) in &keyed {
+            if !behavior::insert(&mut *tx, project_id, id, e, now).await? {
+                continue;
+            }
+            accepted += 1;
+            let key = RollupKey {
+                customer_email: e.customer_email.clone(),
+                day: e.day(),
+                event: e.event.clone(),
+                detail: e.detail().to_owned(),
+            };
+            *rollups.entry(key).or_default() += 1;
+            note_activity(&mut activity, e);
+        }
+        for (key, n) in &rollups {
+            behavior::add_to_rollup(&mut *tx, project_id, key, *n).await?;
+        }
+        for a in activity.values() {
+            customers::record_activity(&mut *tx, project_id, a).await?;
+        }
+        if accepted > 0 {
+            self.schedule_scoring(&mut tx, project_id, now).await?;
+        }
+        tx.commit().await?;
+        Ok(accepted)
+    }
+
+    /// `GET /projects/:slug/customers`.
+    pub async fn list_customers(
+        &self,
+        access: &ProjectAccess,
+        q: CustomerQuery,
+    ) -> Result<(Vec<Customer>, Meta)> {
+        access.authorize(Permission::Read)?;
+        let mut v = Validator::new();
+        let (page, per_page) = paging(&mut v, q.page, q.per_page);
+        let sort = match q.sort.as_deref() {
+            None | Some("last_seen_at") => Sort::LastSeenAt,
+            Some("risk_score") => Sort::RiskScore,
+            Some("email") => Sort::Email,
+            Some(_) => {
+                v.add("sort", "must be one of last_seen_at, risk_score, email");
+                Sort::LastSeenAt
+            }
+        };
+        let descending = match q.order.as_deref() {
+            None => sort != Sort::Email,
+            Some("desc") => true,
+            Some("asc") => false,
+            Some(_) => {
+                v.add("order", "must be asc or desc");
+                true
+            }
+        };
+        let needle =
+            q.q.map(|s| s.trim().to_lowercase())
+                .filter(|s| !s.is_empty());
+        if needle.as_ref().is_some_and(|s| s.chars().count() > 254) {
+            v.add("q", "must be at most 254 characters");
+        }
+        v.finish()?;
+        let db = self.store.reader();
+        let project_id = &access.project.id;
+        let total = customers::count(db, project_id, needle.as_deref()).await?;
+        let filter = ListFilter {
+            q: needle,
+            since_day: since_day(self.now(), RECENT_DAYS),
+        };
+        let offset = (page - 1).saturating_mul(per_page);
+        let rows =
+            customers::list(db, project_id, &filter, sort, descending, per_page, offset).await?;
+        let items = rows.into_iter().map(customer_view).collect();
+        Ok((items, meta(page, per_page, total)))
+    }
+
+    /// `GET /projects/:slug/customers/:email`.
+    pub async fn customer(&self, access: &ProjectAccess, email: &str) -> Result<CustomerDetail> {
+        access.authorize(Permission::Read)?;
+        let email = Email::parse(email).map_err(|_| customer_not_found())?;
+        let since = since_day(self.now(), RECENT_DAYS);
+        let db = self.store.reader();
+        let project_id = &access.project.id;
+        let record = customers::get(db, project_id, email.as_str(), &since)
+            .await?
+            .ok_or_else(customer_not_found)?;
+        let event_counts =
+            behavior::customer_counts_by_name(db, project_id, email.as_str(), &since)
+                .await?
+                .into_iter()
+                .map(|(name, n)| (name, u64::try_from(n).unwrap_or(0)))
+                .collect();
+        Ok(CustomerDetail {
+            customer: customer_view(record),
+            event_counts,
+        })
+    }
+
+    /// `GET /projects/:slug/customers/:email/events`: newest first.
+    pub async fn customer_events(
+        &self,
+        access: &ProjectAccess,
+        email: &str,
+        q: CustomerEventsQuery,
+    ) -> Result<(Vec<CustomerEvent>, Meta)> {
+        access.authorize(Permission::Read)?;
+        let mut v = Validator::new();
+        let (page, per_page) = paging(&mut v, q.page, q.per_page);
+        v.finish()?;
+        let email = Email::parse(email).map_err(|_| customer_not_found())?;
+        let db = self.store.reader();
+        let project_id = &access.project.id;
+        let since = since_day(self.now(), RECENT_DAYS);
+        if customers::get(db, project_id, email.as_str(), &since)
+            .await?
+            .is_none()
+        {
+            return Err(customer_not_found());
+        }
+        let event = q.event.as_deref();
+        let total = behavior::timeline_count(db, project_id, email.as_str(), event).await?;
+        let offset = (page - 1).saturating_mul(per_page);
+        let rows =
+            behavior::timeline(db, project_id, email.as_str(), event, per_page, offset).await?;
+        let items = rows
+            .into_iter()
+            .map(|r| CustomerEvent {
+                id: r.id,
+                event: r.event,
+                properties: r.properties,
+                timestamp: r.occurred_at,
+                received_at: r.received_at,
+            })
+            .collect();
+        Ok((items, meta(page, per_page, total)))
+    }
+
+    /// `GET /projects/:slug/analytics/events`: every event name seen, most frequent first.
+    pub async fn event_analytics(
+        &self,
+        access: &ProjectAccess,
+        q: AnalyticsQuery,
+    ) -> Result<Vec<EventNameCount>> {
+        access.authorize(Permission::Read)?;
+        let days = q.days.unwrap_or(RECENT_DAYS);
+        if !(1..=365).contains(&days) {
+            return Err(Error::invalid_field("days", "must be between 1 and 365"));
+        }
+        let since = since_day(self.now(), days);
+        let rows =
+            behavior::counts_by_name(self.store.reader(), &access.project.id, &since).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(event, count, customers)| EventNameCount {
+                event,
+                count: u64::try_from(count).unwrap_or(0),
+                customers: u64::try_from(customers).unwrap_or(0),
+            })
+            .collect())
+    }
+}
+
+impl Core {
+    /// What tracking says about the customer over the last 30 days, for ranking recovery
+    /// emails; `None` when the customer has no tracked event.
+    pub(super) async fn behaviour_of(
+        &self,
+        project_id: &str,
+        email: &str,
+    ) -> Result<Option<Behaviour>> {
+        let db = self.store.reader();
+        let Some(last) = customers::last_event_at(db, project_id, email).await? else {
+            return Ok(None);
+        };
+        let now = self.now();
+        let since = since_day(now, RECENT_DAYS);
+        let (events, features, tickets) = behavior::summary(db, project_id, email, &since).await?;
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok(Some(Behaviour {
+            events_30d: count(events),
+            distinct_features_30d: count(features),
+            support_tickets_30d: count(tickets),
+            days_since_last_event: u64::try_from((now - last).num_days()).ok(),
+        }))
+    }
+}
+
+/// Folds one stored event into what the call learnt about its customer.
+fn note_activity(activity: &mut BTreeMap<String, Activity>, e: &BehaviorEvent) {
+    let at = e.occurred_at;
+    let nps = e.extracted.nps_score.map(|score| (score, at));
+    let card = e.extracted.expires_at.map(|expires| (expires, at));
+    match activity.entry(e.customer_email.clone()) {
+        Entry::Vacant(slot) => {
+            slot.insert(Activity {
+                email: e.customer_email.clone(),
+                first_at: at,
+                last_at: at,
+                nps,
+                card_expiry: card,
+            });
+        }
+        Entry::Occupied(mut slot) => {
+            let a = slot.get_mut();
+            a.first_at = a.first_at.min(at);
+            a.last_at = a.last_at.max(at);
+            if nps.is_some_and(|(_, at)| a.nps.is_none_or(|(_, seen)| at >= seen)) {
+                a.nps = nps;
+            }
+            if card.is_some_and(|(_, at)| a.card_expiry.is_none_or(|(_, seen)| at >= seen)) {
+                a.card_expiry = card;
+            }
+        }
+    }
+}
+
+fn customer_view(r: CustomerRecord) -> Customer {
+    Customer {
+        open_payment_failures: u64::try_from(r.open_payment_failures).unwrap_or(0),
+        email: r.email,
+        first_seen_at: r.first_seen_at,
+        last_seen_at: r.last_seen_at,
+        events_30d: u64::try_from(r.events_30d).unwrap_or(0),
+        risk_score: r.risk_score,
+        risk_level: r.risk_level,
+        churn_events: u64::try_from(r.churn_events).unwrap_or(0),
+    }
+}

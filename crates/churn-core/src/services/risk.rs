@@ -1,0 +1,293 @@
+//! Churn-risk scoring runs and the score routes (decisions §9). A run reads a slice of
+//! customers at a time (their rows, daily rollups and recent session durations), scores each
+//! with `domain::risk`, and keeps one score per customer and day for 90 days. Runs come from
+//! each project's chain of scheduled jobs and from `recompute`.
+
+use std::collections::BTreeMap;
+
+use chrono::NaiveDate;
+
+use super::Core;
+use super::access::ProjectAccess;
+use super::behavior::{meta, paging, since_day};
+use crate::api::Meta;
+use crate::api::risk::{Recomputed, RiskDetail, RiskQuery, RiskScore, ScorePoint, SignalWeight};
+use crate::domain::behavior::day_key;
+use crate::domain::email::Email;
+use crate::domain::risk::{Aggregates, Assessment, DEFAULT_WEIGHTS, LOOKBACK_DAYS, Level, assess};
+use crate::domain::role::Permission;
+use crate::domain::validation::Validator;
+use crate::error::{Error, Result};
+use crate::jobs::Job;
+use crate::store::Tx;
+use crate::store::risk::{self, CustomerFacts, ScoreFilter, ScoreRecord};
+use crate::time::{self, Timestamp};
+
+/// Customers scored per read and write transaction; bounds a run's memory.
+const SLICE: i64 = 500;
+/// Days of daily scores kept (and shown as history).
+const KEPT_DAYS: i64 = 90;
+const DEFAULT_MODEL: &str = "default";
+
+fn score_not_found() -> Error {
+    Error::NotFound("no churn-risk score for this customer".into())
+}
+
+/// Counts other features keep per customer of a slice: (payment-failure records of the last 30
+/// days, cancel-flow widget opens of the last 14 days). The payment-failures table arrives
+/// with the dunning work; until it is merged that count is zero. The one place to add them.
+async fn outside_counts(
+    core: &Core,
+    project_id: &str,
+    slice: (&str, &str),
+    now: Timestamp,
+) -> Result<BTreeMap<String, (i64, i64)>> {
+    let since = now - chrono::Duration::days(14);
+    let opens = crate::store::cancel_flows::opens_by_customer(
+        core.store.reader(),
+        project_id,
+        slice,
+        since,
+    )
+    .await?;
+    Ok(opens
+        .into_iter()
+        .map(|(email, n)| (email, (0, n)))
+        .collect())
+}
+
+impl Core {
+    /// Creates the project's scoring schedule with its first tracked events (in their
+    /// transaction): the first run is due at once, and each run enqueues the next one
+    /// `check_interval_hours` later.
+    pub(super) async fn schedule_scoring(
+        &self,
+        tx: &mut Tx,
+        project_id: &str,
+        now: Timestamp,
+    ) -> Result<()> {
+        let due = now;
+        if risk::schedule_first(&mut **tx, project_id, due).await? {
+            let job = Job::ScoreProject {
+                project_id: project_id.to_owned(),
+                due: time::format(&due),
+            };
+            job.enqueue(tx, due, now).await?;
+        }
+        Ok(())
+    }
+
+    /// The scheduled run due at `due`: moves the schedule on and enqueues the next run (once,
+    /// however often this one is retried), then scores.
+    pub(crate) async fn run_scheduled_scoring(&self, project_id: &str, due: &str) -> Result<()> {
+        let due = time::parse(due).ok_or_else(|| Error::internal("corrupt scoring due time"))?;
+        let now = self.now();
+        let hours = self.risk_config_of(project_id).await?.check_interval_hours;
+        let next = now + chrono::Duration::hours(hours);
+        let mut tx = self.store.begin().await?;
+        if risk::advance_schedule(&mut *tx, project_id, due, next).await? {
+            let job = Job::ScoreProject {
+                project_id: project_id.to_owned(),
+                due: time::format(&next),
+            };
+            job.enqueue(&mut tx, next, now).await?;
+        }
+        tx.commit().await?;
+        self.score_project(project_id).await?;
+        Ok(())
+    }
+
+    /// `POST /projects/:slug/churn-risk/recompute`: scores the project now.
+    pub async fn recompute_risk(&self, access: &ProjectAccess) -> Result<Recomputed> {
+        access.authorize(Permission::Write)?;
+        let scored = self.score_project(&access.project.id).await?;
+        Ok(Recomputed { scored, alerts: 0 })
+    }
+
+    /// Scores every customer with a tracked event in the last 90 days; says how many got a
+    /// score (not those with insufficient data).
+    pub async fn score_project(&self, project_id: &str) -> Result<u64> {
+        let now = self.now();
+        let since = now - chrono::Duration::days(LOOKBACK_DAYS);
+        let rollup_since = since_day(now, LOOKBACK_DAYS);
+        // The 14 whole days of the session window start at midnight.
+        let sessions_since = (now.date_naive() - chrono::Duration::days(13))
+            .and_hms_opt(0, 0, 0)
+            .map(|t| t.and_utc())
+            .unwrap_or(now);
+        let today = day_key(now.date_naive());
+        let db = self.store.reader();
+        let mut after = String::new();
+        let mut scored = 0;
+        loop {
+            let facts = risk::customers_to_score(db, project_id, since, &after, SLICE).await?;
+            let (Some(first), Some(last)) = (facts.first(), facts.last()) else {
+                break;
+            };
+            let slice = (first.email.as_str(), last.email.as_str());
+            let mut inputs = SliceInputs::default();
+            for r in risk::rollups(db, project_id, slice, &rollup_since).await? {
+                let day = parse_day(&r.day)?;
+                inputs
+                    .daily
+                    .entry(r.customer_email)
+                    .or_default()
+                    .insert((day, r.event, r.detail), r.n);
+            }
+            for (email, feature, day) in risk::feature_first_use(db, project_id, slice).await? {
+                let day = parse_day(&day)?;
+                inputs
+                    .features
+                    .entry(email)
+                    .or_default()
+                    .insert(feature, day);
+            }
+            for (email, d) in risk::session_durations(db, project_id, slice, sessions_since).await?
+            {
+                inputs.sessions.entry(email).or_default().push(d);
+            }
+            inputs.outside = outside_counts(self, project_id, slice, now).await?;
+
+            let mut tx = self.store.begin().await?;
+            for f in &facts {
+                let assessment = assess(&inputs.aggregates(f, now), &DEFAULT_WEIGHTS);
+                let record = score_record(f, assessment, &today, now)?;
+                scored += u64::from(record.score.is_some());
+                risk::save_score(&mut tx, project_id, &record).await?;
+            }
+            tx.commit().await?;
+            after = last.email.clone();
+        }
+        risk::purge_scores(self.store.writer(), project_id, &since_day(now, KEPT_DAYS)).await?;
+        Ok(scored)
+    }
+
+    /// `GET /projects/:slug/churn-risk/customers`: highest first, insufficient data last.
+    pub async fn list_risk(
+        &self,
+        access: &ProjectAccess,
+        q: RiskQuery,
+    ) -> Result<(Vec<RiskScore>, Meta)> {
+        access.authorize(Permission::Read)?;
+        let mut v = Validator::new();
+        let (page, per_page) = paging(&mut v, q.page, q.per_page);
+        if let Some(level) = &q.level
+            && Level::parse(level).is_none()
+        {
+            v.add("level", "must be one of critical, high, medium, low");
+        }
+        if q.min_score.is_some_and(|s| !(0..=100).contains(&s)) {
+            v.add("min_score", "must be between 0 and 100");
+        }
+        v.finish()?;
+        let filter = ScoreFilter {
+            level: q.level,
+            min_score: q.min_score,
+        };
+        let db = self.store.reader();
+        let project_id = &access.project.id;
+        let total = risk::count_latest(db, project_id, &filter).await?;
+        let offset = (page - 1).saturating_mul(per_page);
+        let rows = risk::list_latest(db, project_id, &filter, per_page, offset).await?;
+        let items = rows.into_iter().map(score_view).collect::<Result<_>>()?;
+        Ok((items, meta(page, per_page, total)))
+    }
+
+    /// `GET /projects/:slug/churn-risk/customers/:email`.
+    pub async fn customer_risk(&self, access: &ProjectAccess, email: &str) -> Result<RiskDetail> {
+        access.authorize(Permission::Read)?;
+        let email = Email::parse(email).map_err(|_| score_not_found())?;
+        let db = self.store.reader();
+        let project_id = &access.project.id;
+        let latest = risk::latest(db, project_id, email.as_str())
+            .await?
+            .ok_or_else(score_not_found)?;
+        let since = since_day(self.now(), KEPT_DAYS);
+        let history = risk::history(db, project_id, email.as_str(), &since)
+            .await?
+            .into_iter()
+            .map(|(date, score)| ScorePoint { date, score })
+            .collect();
+        Ok(RiskDetail {
+            score: score_view(latest)?,
+            history,
+        })
+    }
+}
+
+/// The rollups and counts of one slice of customers, by email.
+#[derive(Default)]
+struct SliceInputs {
+    daily: BTreeMap<String, BTreeMap<(NaiveDate, String, String), i64>>,
+    features: BTreeMap<String, BTreeMap<String, NaiveDate>>,
+    sessions: BTreeMap<String, Vec<f64>>,
+    outside: BTreeMap<String, (i64, i64)>,
+}
+
+impl SliceInputs {
+    fn aggregates(&mut self, f: &CustomerFacts, now: Timestamp) -> Aggregates {
+        let (payment_failures_30d, cancel_flow_opens_14d) =
+            self.outside.get(&f.email).copied().unwrap_or_default();
+        Aggregates {
+            now,
+            first_event_at: f.first_event_at,
+            daily: self.daily.remove(&f.email).unwrap_or_default(),
+            feature_first_used: self.features.remove(&f.email).unwrap_or_default(),
+            session_durations_14d: self.sessions.remove(&f.email).unwrap_or_default(),
+            nps: f.nps_score,
+            card_expires_at: f.card_expires_at,
+            payment_failures_30d,
+            cancel_flow_opens_14d,
+        }
+    }
+}
+
+fn parse_day(raw: &str) -> Result<NaiveDate> {
+    NaiveDate::parse_from_str(raw, "%Y-%m-%d")
+        .map_err(|_| Error::internal(format!("corrupt rollup day in storage: {raw:?}")))
+}
+
+fn score_record(
+    f: &CustomerFacts,
+    assessment: Assessment,
+    today: &str,
+    now: Timestamp,
+) -> Result<ScoreRecord> {
+    let (score, level, signals) = match assessment {
+        Assessment::InsufficientData => (None, None, Vec::new()),
+        Assessment::Scored {
+            score,
+            level,
+            signals,
+        } => (Some(score), Some(level.as_str().to_owned()), signals),
+    };
+    let signals: Vec<SignalWeight> = signals
+        .into_iter()
+        .map(|c| SignalWeight {
+            name: c.name,
+            weight: c.weight,
+        })
+        .collect();
+    Ok(ScoreRecord {
+        customer_email: f.email.clone(),
+        day: today.to_owned(),
+        score,
+        level,
+        signals: serde_json::to_string(&signals).map_err(Error::internal)?,
+        model: DEFAULT_MODEL.to_owned(),
+        scored_at: now,
+    })
+}
+
+fn score_view(r: ScoreRecord) -> Result<RiskScore> {
+    Ok(RiskScore {
+        insufficient_data: r.score.is_none(),
+        signals: serde_json::from_str(&r.signals)
+            .map_err(|_| Error::internal("corrupt signals of a stored score"))?,
+        customer_email: r.customer_email,
+        risk_score: r.score,
+        risk_level: r.level,
+        scored_at: r.scored_at,
+        model: r.model,
+    })
+}

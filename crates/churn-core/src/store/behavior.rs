@@ -1,0 +1,226 @@
+//! The `behavior_events` table (raw tracked events, keyed by the caller's id) and the
+//! `behavior_daily` rollups (per customer, UTC day, event name and detail) that scoring and
+//! analytics read instead of the raw events.
+
+use sqlx::{Any, Executor, FromRow};
+
+use super::{Writes, ts};
+use crate::domain::behavior::BehaviorEvent;
+use crate::error::{Error, Result};
+use crate::time::{self, Timestamp};
+
+/// Stores the event under `id` unless the project holds that id already (the primary key
+/// decides, also between concurrent requests); `false`: a duplicate, nothing stored.
+pub async fn insert<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    id: &str,
+    e: &BehaviorEvent,
+    now: Timestamp,
+) -> Result<bool> {
+    let properties = serde_json::Value::Object(e.properties.clone()).to_string();
+    let x = &e.extracted;
+    let done = sqlx::query(
+        "INSERT INTO behavior_events (project_id, id, customer_email, event, properties, occurred_at, \
+         received_at, duration_seconds, feature, category, nps_score, expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+         ON CONFLICT (project_id, id) DO NOTHING",
+    )
+    .bind(project_id)
+    .bind(id)
+    .bind(&e.customer_email)
+    .bind(&e.event)
+    .bind(properties)
+    .bind(time::format(&e.occurred_at))
+    .bind(time::format(&now))
+    .bind(x.duration_seconds)
+    .bind(x.feature.as_deref())
+    .bind(x.category.as_deref())
+    .bind(x.nps_score)
+    .bind(x.expires_at.as_ref().map(time::format))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The key of one daily rollup row.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RollupKey {
+    pub customer_email: String,
+    pub day: String,
+    pub event: String,
+    pub detail: String,
+}
+
+/// Adds `n` to a rollup row.
+pub async fn add_to_rollup<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    key: &RollupKey,
+    n: i64,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO behavior_daily (project_id, customer_email, day, event, detail, n) \
+         VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (project_id, customer_email, day, event, detail) \
+         DO UPDATE SET n = behavior_daily.n + excluded.n",
+    )
+    .bind(project_id)
+    .bind(&key.customer_email)
+    .bind(&key.day)
+    .bind(&key.event)
+    .bind(&key.detail)
+    .bind(n)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// A stored event of a customer's timeline.
+#[derive(Debug, Clone)]
+pub struct StoredEvent {
+    pub id: String,
+    pub event: String,
+    pub properties: serde_json::Map<String, serde_json::Value>,
+    pub occurred_at: Timestamp,
+    pub received_at: Timestamp,
+}
+
+#[derive(FromRow)]
+struct EventRow {
+    id: String,
+    event: String,
+    properties: String,
+    occurred_at: String,
+    received_at: String,
+}
+
+impl TryFrom<EventRow> for StoredEvent {
+    type Error = Error;
+
+    fn try_from(r: EventRow) -> Result<Self> {
+        Ok(StoredEvent {
+            properties: serde_json::from_str(&r.properties)
+                .map_err(|_| Error::internal("corrupt properties of a tracked event"))?,
+            occurred_at: ts(&r.occurred_at)?,
+            received_at: ts(&r.received_at)?,
+            id: r.id,
+            event: r.event,
+        })
+    }
+}
+
+/// The customer's events, newest first, optionally of one name.
+pub async fn timeline<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    email: &str,
+    event: Option<&str>,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<StoredEvent>> {
+    let filter = if event.is_some() {
+        " AND event = $5"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "SELECT id, event, properties, occurred_at, received_at FROM behavior_events \
+         WHERE project_id = $1 AND customer_email = $2{filter} \
+         ORDER BY occurred_at DESC, id DESC LIMIT $3 OFFSET $4"
+    );
+    let mut query = sqlx::query_as::<_, EventRow>(&sql)
+        .bind(project_id)
+        .bind(email)
+        .bind(limit)
+        .bind(offset);
+    if let Some(event) = event {
+        query = query.bind(event);
+    }
+    query
+        .fetch_all(db)
+        .await?
+        .into_iter()
+        .map(TryInto::try_into)
+        .collect()
+}
+
+pub async fn timeline_count<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    email: &str,
+    event: Option<&str>,
+) -> Result<u64> {
+    let filter = if event.is_some() {
+        " AND event = $3"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "SELECT COUNT(*) FROM behavior_events WHERE project_id = $1 AND customer_email = $2{filter}"
+    );
+    let mut query = sqlx::query_scalar::<_, i64>(&sql)
+        .bind(project_id)
+        .bind(email);
+    if let Some(event) = event {
+        query = query.bind(event);
+    }
+    Ok(u64::try_from(query.fetch_one(db).await?).unwrap_or(0))
+}
+
+/// Per event name since `since_day` (inclusive): how many and how many distinct customers,
+/// most frequent first.
+pub async fn counts_by_name<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    since_day: &str,
+) -> Result<Vec<(String, i64, i64)>> {
+    Ok(sqlx::query_as::<_, (String, i64, i64)>(
+        "SELECT event, CAST(SUM(n) AS BIGINT) AS total, COUNT(DISTINCT customer_email) \
+         FROM behavior_daily WHERE project_id = $1 AND day >= $2 \
+         GROUP BY event ORDER BY total DESC, event",
+    )
+    .bind(project_id)
+    .bind(since_day)
+    .fetch_all(db)
+    .await?)
+}
+
+/// One customer's events per name since `since_day` (inclusive).
+pub async fn customer_counts_by_name<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    email: &str,
+    since_day: &str,
+) -> Result<Vec<(String, i64)>> {
+    Ok(sqlx::query_as::<_, (String, i64)>(
+        "SELECT event, CAST(SUM(n) AS BIGINT) FROM behavior_daily \
+         WHERE project_id = $1 AND customer_email = $2 AND day >= $3 GROUP BY event",
+    )
+    .bind(project_id)
+    .bind(email)
+    .bind(since_day)
+    .fetch_all(db)
+    .await?)
+}
+
+/// One customer's rollups since `since_day`: (events, distinct features used, support tickets
+/// opened).
+pub async fn summary<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    email: &str,
+    since_day: &str,
+) -> Result<(i64, i64, i64)> {
+    Ok(sqlx::query_as::<_, (i64, i64, i64)>(
+        "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT), \
+         COUNT(DISTINCT CASE WHEN event = 'feature_used' AND detail <> '' THEN detail END), \
+         CAST(COALESCE(SUM(CASE WHEN event = 'support_ticket_opened' THEN n ELSE 0 END), 0) AS BIGINT) \
+         FROM behavior_daily WHERE project_id = $1 AND customer_email = $2 AND day >= $3",
+    )
+    .bind(project_id)
+    .bind(email)
+    .bind(since_day)
+    .fetch_one(db)
+    .await?)
+}

@@ -1,0 +1,276 @@
+//! The `customers` table: one row per (project, email), upserted by every path that learns of
+//! a customer. Timestamps only ever widen (earliest first, latest last), so writers in any
+//! order agree.
+
+use sqlx::{Any, Executor, FromRow};
+
+use super::{Writes, ts};
+use crate::error::Result;
+use crate::time::{self, Timestamp};
+
+/// Keeps the earlier of the stored and the new value of `col` (`first = true`) or the later.
+fn widen(col: &str, first: bool) -> String {
+    let cmp = if first { "<" } else { ">" };
+    format!(
+        "{col} = CASE WHEN customers.{col} IS NULL OR excluded.{col} {cmp} customers.{col} \
+         THEN excluded.{col} ELSE customers.{col} END"
+    )
+}
+
+/// Records that the customer was seen at `at` (a churn event, a cancel-flow submission, a
+/// provider event). The one entry point for every path other than tracking.
+pub async fn upsert<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    email: &str,
+    at: Timestamp,
+) -> Result<()> {
+    let sql = format!(
+        "INSERT INTO customers (project_id, email, first_seen_at, last_seen_at) \
+         VALUES ($1, $2, $3, $3) ON CONFLICT (project_id, email) DO UPDATE SET {}, {}",
+        widen("first_seen_at", true),
+        widen("last_seen_at", false),
+    );
+    sqlx::query(&sql)
+        .bind(project_id)
+        .bind(email)
+        .bind(time::format(&at))
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// What one tracking call learnt about one customer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Activity {
+    pub email: String,
+    /// The earliest and latest timestamps of the events stored.
+    pub first_at: Timestamp,
+    pub last_at: Timestamp,
+    /// The latest NPS answer: (score, when).
+    pub nps: Option<(i64, Timestamp)>,
+    /// The latest card-expiry notice: (expires at, when told).
+    pub card_expiry: Option<(Timestamp, Timestamp)>,
+}
+
+/// Upserts the customer with the span of its tracked history and its latest NPS answer and
+/// card expiry (each replaced only by a newer one).
+pub async fn record_activity<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    a: &Activity,
+) -> Result<()> {
+    let newer = |value: &str, at: &str| {
+        format!(
+            "{value} = CASE WHEN excluded.{at} IS NOT NULL AND (customers.{at} IS NULL OR \
+             excluded.{at} >= customers.{at}) THEN excluded.{value} ELSE customers.{value} END"
+        )
+    };
+    // Every SET expression reads the row as it was, so the guards may be replaced too.
+    let sql = format!(
+        "INSERT INTO customers (project_id, email, first_seen_at, last_seen_at, first_event_at, \
+         last_event_at, nps_score, nps_at, card_expires_at, card_expiry_at) \
+         VALUES ($1, $2, $3, $4, $3, $4, $5, $6, $7, $8) \
+         ON CONFLICT (project_id, email) DO UPDATE SET {}, {}, {}, {}, {}, {}, {}, {}",
+        widen("first_seen_at", true),
+        widen("last_seen_at", false),
+        widen("first_event_at", true),
+        widen("last_event_at", false),
+        newer("nps_score", "nps_at"),
+        newer("card_expires_at", "card_expiry_at"),
+        newer("nps_at", "nps_at"),
+        newer("card_expiry_at", "card_expiry_at"),
+    );
+    sqlx::query(&sql)
+        .bind(project_id)
+        .bind(&a.email)
+        .bind(time::format(&a.first_at))
+        .bind(time::format(&a.last_at))
+        .bind(a.nps.map(|(score, _)| score))
+        .bind(a.nps.map(|(_, at)| time::format(&at)))
+        .bind(a.card_expiry.map(|(expires, _)| time::format(&expires)))
+        .bind(a.card_expiry.map(|(_, at)| time::format(&at)))
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// A customer as the lists show it.
+#[derive(Debug, Clone)]
+pub struct CustomerRecord {
+    pub email: String,
+    pub first_seen_at: Timestamp,
+    pub last_seen_at: Timestamp,
+    pub events_30d: i64,
+    pub churn_events: i64,
+    pub open_payment_failures: i64,
+    pub risk_score: Option<i64>,
+    pub risk_level: Option<String>,
+}
+
+#[derive(FromRow)]
+struct Row {
+    email: String,
+    first_seen_at: String,
+    last_seen_at: String,
+    events_30d: i64,
+    churn_events: i64,
+    open_payment_failures: i64,
+    risk_score: Option<i64>,
+    risk_level: Option<String>,
+}
+
+impl TryFrom<Row> for CustomerRecord {
+    type Error = crate::error::Error;
+
+    fn try_from(r: Row) -> Result<Self> {
+        Ok(CustomerRecord {
+            first_seen_at: ts(&r.first_seen_at)?,
+            last_seen_at: ts(&r.last_seen_at)?,
+            email: r.email,
+            events_30d: r.events_30d,
+            churn_events: r.churn_events,
+            open_payment_failures: r.open_payment_failures,
+            risk_score: r.risk_score,
+            risk_level: r.risk_level,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sort {
+    LastSeenAt,
+    RiskScore,
+    Email,
+}
+
+/// Which customers a list shows.
+#[derive(Debug, Clone)]
+pub struct ListFilter {
+    /// A substring of the email (lower-case).
+    pub q: Option<String>,
+    /// `events_30d` counts rollup days from this one (`YYYY-MM-DD`, inclusive).
+    pub since_day: String,
+}
+
+/// The customer's open payment failures. The payment-failures table arrives with the dunning
+/// work; until it is merged every customer has none. The one place to wire it: a subquery on
+/// that table by `c.project_id` and `c.email`.
+const OPEN_PAYMENT_FAILURES: &str = "CAST(0 AS BIGINT)";
+
+const SELECT_HEAD: &str = "SELECT c.email, c.first_seen_at, c.last_seen_at, \
+     (SELECT CAST(COALESCE(SUM(d.n), 0) AS BIGINT) FROM behavior_daily d \
+      WHERE d.project_id = c.project_id AND d.customer_email = c.email AND d.day >= $2) AS events_30d, \
+     (SELECT COUNT(*) FROM churn_events e \
+      WHERE e.project_id = c.project_id AND e.customer_email = c.email) AS churn_events, \
+     c.risk_score, c.risk_level";
+
+fn select() -> String {
+    format!(
+        "{SELECT_HEAD}, {OPEN_PAYMENT_FAILURES} AS open_payment_failures \
+         FROM customers c WHERE c.project_id = $1"
+    )
+}
+
+/// `LIKE` pattern of a substring, its wildcards escaped.
+fn contains_pattern(q: &str) -> String {
+    let escaped = q
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
+pub async fn list<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    filter: &ListFilter,
+    sort: Sort,
+    descending: bool,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<CustomerRecord>> {
+    let dir = if descending { "DESC" } else { "ASC" };
+    let order = match sort {
+        Sort::LastSeenAt => format!("c.last_seen_at {dir}, c.email {dir}"),
+        // Customers without a score come last either way.
+        Sort::RiskScore => format!("(c.risk_score IS NULL), c.risk_score {dir}, c.email"),
+        Sort::Email => format!("c.email {dir}"),
+    };
+    let q = if filter.q.is_some() {
+        " AND c.email LIKE $5 ESCAPE '\\'"
+    } else {
+        ""
+    };
+    let sql = format!("{}{q} ORDER BY {order} LIMIT $3 OFFSET $4", select());
+    let mut query = sqlx::query_as::<_, Row>(&sql)
+        .bind(project_id)
+        .bind(&filter.since_day)
+        .bind(limit)
+        .bind(offset);
+    if let Some(q) = &filter.q {
+        query = query.bind(contains_pattern(q));
+    }
+    query
+        .fetch_all(db)
+        .await?
+        .into_iter()
+        .map(TryInto::try_into)
+        .collect()
+}
+
+pub async fn count<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    q: Option<&str>,
+) -> Result<u64> {
+    let n = match q {
+        Some(q) => sqlx::query_scalar::<_, i64>(
+            "SELECT COUNT(*) FROM customers WHERE project_id = $1 AND email LIKE $2 ESCAPE '\\'",
+        )
+        .bind(project_id)
+        .bind(contains_pattern(q))
+        .fetch_one(db)
+        .await?,
+        None => {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM customers WHERE project_id = $1")
+                .bind(project_id)
+                .fetch_one(db)
+                .await?
+        }
+    };
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+pub async fn get<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    email: &str,
+    since_day: &str,
+) -> Result<Option<CustomerRecord>> {
+    let sql = format!("{} AND c.email = $3", select());
+    sqlx::query_as::<_, Row>(&sql)
+        .bind(project_id)
+        .bind(since_day)
+        .bind(email)
+        .fetch_optional(db)
+        .await?
+        .map(TryInto::try_into)
+        .transpose()
+}
+
+/// The customer's latest tracked event; `None` without one.
+pub async fn last_event_at<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    email: &str,
+) -> Result<Option<Timestamp>> {
+    let raw: Option<Option<String>> = sqlx::query_scalar(
+        "SELECT last_event_at FROM customers WHERE project_id = $1 AND email = $2",
+    )
+    .bind(project_id)
+    .bind(email)
+    .fetch_optional(db)
+    .await?;
+    super::ts_opt(raw.flatten().as_deref())
+}

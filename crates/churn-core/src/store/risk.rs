@@ -1,0 +1,435 @@
+//! Churn-risk storage: the inputs of a scoring run (read a slice of customers at a time from
+//! `customers`, `behavior_daily` and the typed session durations), the `risk_scores` kept one
+//! per customer and day, the `risk_schedules` of each project's next scoring run, and the
+//! `risk_configs`.
+
+use sqlx::{Any, Executor, FromRow};
+
+use super::{Writes, ts, ts_opt};
+use crate::error::Result;
+use crate::time::{self, Timestamp};
+
+/// Creates the project's schedule unless it has one; `true` when created (the caller then
+/// enqueues the first run).
+pub async fn schedule_first<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    run_at: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "INSERT INTO risk_schedules (project_id, next_run_at) VALUES ($1, $2) \
+         ON CONFLICT (project_id) DO NOTHING",
+    )
+    .bind(project_id)
+    .bind(time::format(&run_at))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Moves the schedule from `due` to `next`; `false` when it is not at `due` (a retry of a run
+/// that already moved it on).
+pub async fn advance_schedule<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    due: Timestamp,
+    next: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE risk_schedules SET next_run_at = $3 WHERE project_id = $1 AND next_run_at = $2",
+    )
+    .bind(project_id)
+    .bind(time::format(&due))
+    .bind(time::format(&next))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// What a scoring run reads of a customer from its row.
+#[derive(Debug, Clone)]
+pub struct CustomerFacts {
+    pub email: String,
+    pub first_event_at: Timestamp,
+    pub nps_score: Option<i64>,
+    pub card_expires_at: Option<Timestamp>,
+}
+
+#[derive(FromRow)]
+struct FactsRow {
+    email: String,
+    first_event_at: String,
+    nps_score: Option<i64>,
+    card_expires_at: Option<String>,
+}
+
+/// The next `limit` customers after `after` (by email) with a tracked event since `since`.
+pub async fn customers_to_score<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    since: Timestamp,
+    after: &str,
+    limit: i64,
+) -> Result<Vec<CustomerFacts>> {
+    sqlx::query_as::<_, FactsRow>(
+        "SELECT email, first_event_at, nps_score, card_expires_at FROM customers \
+         WHERE project_id = $1 AND last_event_at >= $2 AND email > $3 \
+         ORDER BY email LIMIT $4",
+    )
+    .bind(project_id)
+    .bind(time::format(&since))
+    .bind(after)
+    .bind(limit)
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(|r| {
+        Ok(CustomerFacts {
+            first_event_at: ts(&r.first_event_at)?,
+            card_expires_at: ts_opt(r.card_expires_at.as_deref())?,
+            email: r.email,
+            nps_score: r.nps_score,
+        })
+    })
+    .collect()
+}
+
+/// One rollup row of a customer in the slice.
+#[derive(Debug, Clone, FromRow)]
+pub struct RollupRow {
+    pub customer_email: String,
+    pub day: String,
+    pub event: String,
+    pub detail: String,
+    pub n: i64,
+}
+
+/// Rollups since `since_day` of the customers whose emails lie in `first..=last`.
+pub async fn rollups<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    (first, last): (&str, &str),
+    since_day: &str,
+) -> Result<Vec<RollupRow>> {
+    Ok(sqlx::query_as::<_, RollupRow>(
+        "SELECT customer_email, day, event, detail, n FROM behavior_daily \
+         WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3 AND day >= $4",
+    )
+    .bind(project_id)
+    .bind(first)
+    .bind(last)
+    .bind(since_day)
+    .fetch_all(db)
+    .await?)
+}
+
+/// (email, feature, first day used) of the customers in `first..=last`, over all history.
+pub async fn feature_first_use<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    (first, last): (&str, &str),
+) -> Result<Vec<(String, String, String)>> {
+    Ok(sqlx::query_as::<_, (String, String, String)>(
+        "SELECT customer_email, detail, MIN(day) FROM behavior_daily \
+         WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3 \
+         AND event = 'feature_used' AND detail <> '' GROUP BY customer_email, detail",
+    )
+    .bind(project_id)
+    .bind(first)
+    .bind(last)
+    .fetch_all(db)
+    .await?)
+}
+
+/// (email, duration) of the `login` and `session` events since `since` of the customers in
+/// `first..=last`, from the typed column.
+pub async fn session_durations<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    (first, last): (&str, &str),
+    since: Timestamp,
+) -> Result<Vec<(String, f64)>> {
+    Ok(sqlx::query_as::<_, (String, f64)>(
+        "SELECT customer_email, duration_seconds FROM behavior_events \
+         WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3 \
+         AND occurred_at >= $4 AND event IN ('login', 'session') AND duration_seconds IS NOT NULL",
+    )
+    .bind(project_id)
+    .bind(first)
+    .bind(last)
+    .bind(time::format(&since))
+    .fetch_all(db)
+    .await?)
+}
+
+/// One customer's score of one day.
+#[derive(Debug, Clone)]
+pub struct ScoreRecord {
+    pub customer_email: String,
+    pub day: String,
+    pub score: Option<i64>,
+    pub level: Option<String>,
+    /// JSON array of `{name, weight}`.
+    pub signals: String,
+    pub model: String,
+    pub scored_at: Timestamp,
+}
+
+/// Keeps the day's score (a later run the same day replaces it) and makes it the customer's
+/// latest.
+pub async fn save_score(
+    db: &mut sqlx::AnyConnection,
+    project_id: &str,
+    s: &ScoreRecord,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO risk_scores (project_id, customer_email, day, score, level, signals, model, scored_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+         ON CONFLICT (project_id, customer_email, day) DO UPDATE SET score = excluded.score, \
+         level = excluded.level, signals = excluded.signals, model = excluded.model, \
+         scored_at = excluded.scored_at",
+    )
+    .bind(project_id)
+    .bind(&s.customer_email)
+    .bind(&s.day)
+    .bind(s.score)
+    .bind(s.level.as_deref())
+    .bind(&s.signals)
+    .bind(&s.model)
+    .bind(time::format(&s.scored_at))
+    .execute(&mut *db)
+    .await?;
+    sqlx::query(
+        "UPDATE customers SET risk_score = $3, risk_level = $4, risk_day = $5 \
+         WHERE project_id = $1 AND email = $2",
+    )
+    .bind(project_id)
+    .bind(&s.customer_email)
+    .bind(s.score)
+    .bind(s.level.as_deref())
+    .bind(&s.day)
+    .execute(&mut *db)
+    .await?;
+    Ok(())
+}
+
+/// Drops scores of days before `before_day`.
+pub async fn purge_scores<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    before_day: &str,
+) -> Result<u64> {
+    let done = sqlx::query("DELETE FROM risk_scores WHERE project_id = $1 AND day < $2")
+        .bind(project_id)
+        .bind(before_day)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected())
+}
+
+#[derive(FromRow)]
+struct ScoreRow {
+    customer_email: String,
+    day: String,
+    score: Option<i64>,
+    level: Option<String>,
+    signals: String,
+    model: String,
+    scored_at: String,
+}
+
+impl TryFrom<ScoreRow> for ScoreRecord {
+    type Error = crate::error::Error;
+
+    fn try_from(r: ScoreRow) -> Result<Self> {
+        Ok(ScoreRecord {
+            scored_at: ts(&r.scored_at)?,
+            customer_email: r.customer_email,
+            day: r.day,
+            score: r.score,
+            level: r.level,
+            signals: r.signals,
+            model: r.model,
+        })
+    }
+}
+
+/// Which latest scores a list shows.
+#[derive(Debug, Clone, Default)]
+pub struct ScoreFilter {
+    pub level: Option<String>,
+    pub min_score: Option<i64>,
+}
+
+impl ScoreFilter {
+    /// The extra conditions, their placeholders numbered from `first`.
+    fn sql(&self, first: usize) -> String {
+        let mut sql = String::new();
+        let mut n = first;
+        if self.level.is_some() {
+            sql += &format!(" AND c.risk_level = ${n}");
+            n += 1;
+        }
+        if self.min_score.is_some() {
+            sql += &format!(" AND c.risk_score >= ${n}");
+        }
+        sql
+    }
+}
+
+const LATEST: &str = "FROM customers c JOIN risk_scores r ON r.project_id = c.project_id \
+     AND r.customer_email = c.email AND r.day = c.risk_day WHERE c.project_id = $1";
+
+/// Latest scores, highest first, insufficient data last.
+pub async fn list_latest<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    filter: &ScoreFilter,
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<ScoreRecord>> {
+    let sql = format!(
+        "SELECT r.customer_email, r.day, r.score, r.level, r.signals, r.model, r.scored_at \
+         {LATEST}{} ORDER BY (c.risk_score IS NULL), c.risk_score DESC, c.email LIMIT $2 OFFSET $3",
+        filter.sql(4)
+    );
+    let mut query = sqlx::query_as::<_, ScoreRow>(&sql)
+        .bind(project_id)
+        .bind(limit)
+        .bind(offset);
+    if let Some(level) = &filter.level {
+        query = query.bind(level);
+    }
+    if let Some(min) = filter.min_score {
+        query = query.bind(min);
+    }
+    query
+        .fetch_all(db)
+        .await?
+        .into_iter()
+        .map(TryInto::try_into)
+        .collect()
+}
+
+pub async fn count_latest<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    filter: &ScoreFilter,
+) -> Result<u64> {
+    let sql = format!("SELECT COUNT(*) {LATEST}{}", filter.sql(2));
+    let mut query = sqlx::query_scalar::<_, i64>(&sql).bind(project_id);
+    if let Some(level) = &filter.level {
+        query = query.bind(level);
+    }
+    if let Some(min) = filter.min_score {
+        query = query.bind(min);
+    }
+    Ok(u64::try_from(query.fetch_one(db).await?).unwrap_or(0))
+}
+
+/// The customer's latest score.
+pub async fn latest<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    email: &str,
+) -> Result<Option<ScoreRecord>> {
+    let sql = format!(
+        "SELECT r.customer_email, r.day, r.score, r.level, r.signals, r.model, r.scored_at \
+         {LATEST} AND c.email = $2"
+    );
+    sqlx::query_as::<_, ScoreRow>(&sql)
+        .bind(project_id)
+        .bind(email)
+        .fetch_optional(db)
+        .await?
+        .map(TryInto::try_into)
+        .transpose()
+}
+
+/// The customer's daily scores since `since_day`, oldest first: (day, score).
+pub async fn history<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    email: &str,
+    since_day: &str,
+) -> Result<Vec<(String, Option<i64>)>> {
+    Ok(sqlx::query_as::<_, (String, Option<i64>)>(
+        "SELECT day, score FROM risk_scores WHERE project_id = $1 AND customer_email = $2 \
+         AND day >= $3 ORDER BY day",
+    )
+    .bind(project_id)
+    .bind(email)
+    .bind(since_day)
+    .fetch_all(db)
+    .await?)
+}
+
+/// A project's stored churn-risk configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigRecord {
+    pub enabled: bool,
+    pub delivery_mode: String,
+    pub risk_threshold: i64,
+    pub webhook_url: Option<String>,
+    pub email_tone: String,
+    pub check_interval_hours: i64,
+}
+
+#[derive(FromRow)]
+struct ConfigRow {
+    enabled: i64,
+    delivery_mode: String,
+    risk_threshold: i64,
+    webhook_url: Option<String>,
+    email_tone: String,
+    check_interval_hours: i64,
+}
+
+/// `None`: never configured (the defaults hold).
+pub async fn config<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<Option<ConfigRecord>> {
+    Ok(sqlx::query_as::<_, ConfigRow>(
+        "SELECT enabled, delivery_mode, risk_threshold, webhook_url, email_tone, \
+         check_interval_hours FROM risk_configs WHERE project_id = $1",
+    )
+    .bind(project_id)
+    .fetch_optional(db)
+    .await?
+    .map(|r| ConfigRecord {
+        enabled: r.enabled != 0,
+        delivery_mode: r.delivery_mode,
+        risk_threshold: r.risk_threshold,
+        webhook_url: r.webhook_url,
+        email_tone: r.email_tone,
+        check_interval_hours: r.check_interval_hours,
+    }))
+}
+
+pub async fn put_config<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    c: &ConfigRecord,
+    now: Timestamp,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO risk_configs (project_id, enabled, delivery_mode, risk_threshold, webhook_url, \
+         email_tone, check_interval_hours, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+         ON CONFLICT (project_id) DO UPDATE SET enabled = excluded.enabled, \
+         delivery_mode = excluded.delivery_mode, risk_threshold = excluded.risk_threshold, \
+         webhook_url = excluded.webhook_url, email_tone = excluded.email_tone, \
+         check_interval_hours = excluded.check_interval_hours, updated_at = excluded.updated_at",
+    )
+    .bind(project_id)
+    .bind(i64::from(c.enabled))
+    .bind(&c.delivery_mode)
+    .bind(c.risk_threshold)
+    .bind(c.webhook_url.as_deref())
+    .bind(&c.email_tone)
+    .bind(c.check_interval_hours)
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,465 @@
+//! Churn-risk scoring runs and score routes (decisions §9), on the test clock.
+
+use chrono::Duration;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{Acme, Backend, Options, TestApp, acme_with_key, clock_now, wire_time};
+use churn_core::both_backends;
+
+both_backends!(
+    customers_with_a_short_history_have_no_score,
+    a_designed_history_scores_its_signals,
+    scoring_runs_every_interval_as_a_job,
+    lists_filter_by_level_and_score,
+    scores_are_kept_90_days,
+    other_tenants_cannot_read_or_recompute,
+    the_configuration_has_defaults_and_validates_every_field,
+    private_webhooks_are_allowed_when_the_operator_says_so,
+);
+
+async fn advance(app: &TestApp, days: i64) {
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"advance_seconds": days * 86_400})),
+        200,
+    )
+    .await;
+}
+
+/// Tracks `(event, customer, days ago, properties)` in one batch.
+async fn track(app: &TestApp, key: &str, events: &[(&str, &str, i64, Value)]) {
+    let now = clock_now(app).await;
+    let events: Vec<Value> = events
+        .iter()
+        .map(|(event, email, days, props)| {
+            json!({"event": event, "customer_email": email,
+                   "timestamp": wire_time(now - Duration::days(*days)), "properties": props})
+        })
+        .collect();
+    app.expect(
+        app.req(Method::POST, "/track")
+            .header("x-api-key", key)
+            .json(&json!({ "events": events })),
+        200,
+    )
+    .await;
+}
+
+async fn recompute(app: &TestApp, acme: &Acme) -> Value {
+    app.expect(
+        app.req(Method::POST, "/projects/acme/churn-risk/recompute")
+            .header("x-api-key", &acme.key),
+        200,
+    )
+    .await["data"]
+        .clone()
+}
+
+async fn get(app: &TestApp, token: &str, path: &str) -> Value {
+    app.expect(app.req(Method::GET, path).bearer_auth(token), 200)
+        .await
+}
+
+async fn customers_with_a_short_history_have_no_score(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let acme = acme_with_key(&app).await;
+    track(&app, &acme.key, &[("login", "new@shop.io", 6, json!({}))]).await;
+    assert_eq!(
+        recompute(&app, &acme).await,
+        json!({"scored": 0, "alerts": 0})
+    );
+    let list = get(&app, &acme.token, "/projects/acme/churn-risk/customers").await;
+    let item = &list["data"][0];
+    assert_eq!(item["customer_email"], "new@shop.io");
+    assert_eq!(item["risk_score"], Value::Null);
+    assert_eq!(item["risk_level"], Value::Null);
+    assert_eq!(item["insufficient_data"], true);
+    assert_eq!(item["signals"], json!([]));
+    assert_eq!(item["model"], "default");
+
+    // A day later the history spans 7 days.
+    advance(&app, 1).await;
+    assert_eq!(recompute(&app, &acme).await["scored"], 1);
+    let detail = get(
+        &app,
+        &acme.token,
+        "/projects/acme/churn-risk/customers/new@shop.io",
+    )
+    .await;
+    assert_eq!(detail["data"]["insufficient_data"], false);
+    let history = detail["data"]["history"].as_array().unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[0]["score"], Value::Null);
+    assert!(history[1]["score"].is_i64());
+}
+
+async fn a_designed_history_scores_its_signals(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let acme = acme_with_key(&app).await;
+    track(
+        &app,
+        &acme.key,
+        &[
+            // Gone quiet: active 20 days ago, nothing in 14 days, an NPS detractor.
+            ("login", "quiet@shop.io", 20, json!({})),
+            ("nps_response", "quiet@shop.io", 20, json!({"score": 4})),
+            // Happy: a promoter who upgraded and invited a colleague this week.
+            ("login", "happy@shop.io", 30, json!({})),
+            ("nps_response", "happy@shop.io", 2, json!({"score": 10})),
+            ("subscription_upgraded", "happy@shop.io", 1, json!({})),
+            ("team_member_invited", "happy@shop.io", 0, json!({})),
+        ],
+    )
+    .await;
+    assert_eq!(
+        recompute(&app, &acme).await,
+        json!({"scored": 2, "alerts": 0})
+    );
+    let list = get(&app, &acme.token, "/projects/acme/churn-risk/customers").await;
+    assert_eq!(list["meta"]["total"], 2);
+    let quiet = &list["data"][0];
+    assert_eq!(quiet["customer_email"], "quiet@shop.io");
+    assert_eq!(quiet["risk_score"], 80, "25 + 35 + 20");
+    assert_eq!(quiet["risk_level"], "critical");
+    assert_eq!(
+        quiet["signals"],
+        json!([{"name": "no_events_14d", "weight": 35}, {"name": "nps_detractor", "weight": 20}])
+    );
+    let happy = &list["data"][1];
+    assert_eq!(happy["risk_score"], 0);
+    assert_eq!(happy["risk_level"], "low");
+    assert_eq!(
+        happy["signals"],
+        json!([
+            {"name": "team_invites", "weight": -10},
+            {"name": "billing_upgrades", "weight": -15},
+            {"name": "nps_promoter", "weight": -15},
+        ])
+    );
+    assert_eq!(happy["scored_at"], wire_time(clock_now(&app).await));
+
+    // The customer lists show and sort by the latest score.
+    let customers = get(
+        &app,
+        &acme.token,
+        "/projects/acme/customers?sort=risk_score",
+    )
+    .await;
+    assert_eq!(customers["data"][0]["email"], "quiet@shop.io");
+    assert_eq!(customers["data"][0]["risk_score"], 80);
+    assert_eq!(customers["data"][0]["risk_level"], "critical");
+}
+
+async fn scoring_runs_every_interval_as_a_job(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let acme = acme_with_key(&app).await;
+    app.run_jobs().await; // the owner's verification email
+    track(&app, &acme.key, &[("login", "dana@shop.io", 10, json!({}))]).await;
+    assert_eq!(app.run_jobs().await, 1, "the first run is due at once");
+    let scored = get(
+        &app,
+        &acme.token,
+        "/projects/acme/churn-risk/customers/dana@shop.io",
+    )
+    .await;
+    assert_eq!(scored["data"]["history"].as_array().unwrap().len(), 1);
+    // More tracking does not start a second chain.
+    track(&app, &acme.key, &[("login", "dana@shop.io", 0, json!({}))]).await;
+    assert_eq!(app.run_jobs().await, 0);
+
+    advance(&app, 1).await;
+    assert_eq!(app.run_jobs().await, 1, "one run per interval");
+    let again = get(
+        &app,
+        &acme.token,
+        "/projects/acme/churn-risk/customers/dana@shop.io",
+    )
+    .await;
+    assert_eq!(again["data"]["history"].as_array().unwrap().len(), 2);
+
+    // The next run after a change of interval is due that many hours later.
+    app.expect(
+        app.req(Method::PUT, "/projects/acme/churn-risk/config")
+            .bearer_auth(&acme.token)
+            .json(&json!({"check_interval_hours": 72})),
+        200,
+    )
+    .await;
+    advance(&app, 1).await;
+    assert_eq!(app.run_jobs().await, 1, "due before the change");
+    advance(&app, 2).await;
+    assert_eq!(app.run_jobs().await, 0);
+    advance(&app, 1).await;
+    assert_eq!(app.run_jobs().await, 1, "72 hours later");
+}
+
+async fn lists_filter_by_level_and_score(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let acme = acme_with_key(&app).await;
+    track(
+        &app,
+        &acme.key,
+        &[
+            ("login", "critical@shop.io", 20, json!({})),
+            ("nps_response", "critical@shop.io", 20, json!({"score": 1})),
+            ("login", "high@shop.io", 20, json!({})),
+            ("login", "low@shop.io", 10, json!({})),
+            ("login", "low@shop.io", 0, json!({})),
+            ("login", "young@shop.io", 1, json!({})),
+        ],
+    )
+    .await;
+    assert_eq!(recompute(&app, &acme).await["scored"], 3);
+    let emails = |body: &Value| -> Vec<String> {
+        body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["customer_email"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let all = get(&app, &acme.token, "/projects/acme/churn-risk/customers").await;
+    assert_eq!(
+        emails(&all),
+        [
+            "critical@shop.io",
+            "high@shop.io",
+            "low@shop.io",
+            "young@shop.io"
+        ],
+        "highest first, insufficient data last"
+    );
+    let high = get(
+        &app,
+        &acme.token,
+        "/projects/acme/churn-risk/customers?level=high",
+    )
+    .await;
+    assert_eq!(emails(&high), ["high@shop.io"]);
+    let min = get(
+        &app,
+        &acme.token,
+        "/projects/acme/churn-risk/customers?min_score=60",
+    )
+    .await;
+    assert_eq!(emails(&min), ["critical@shop.io", "high@shop.io"]);
+    assert_eq!(min["meta"]["total"], 2);
+    let page = get(
+        &app,
+        &acme.token,
+        "/projects/acme/churn-risk/customers?per_page=1&page=2",
+    )
+    .await;
+    assert_eq!(emails(&page), ["high@shop.io"]);
+    for bad in ["level=severe", "min_score=101", "per_page=0"] {
+        app.expect(
+            app.req(
+                Method::GET,
+                &format!("/projects/acme/churn-risk/customers?{bad}"),
+            )
+            .bearer_auth(&acme.token),
+            400,
+        )
+        .await;
+    }
+    let unknown = app
+        .expect(
+            app.req(
+                Method::GET,
+                "/projects/acme/churn-risk/customers/nobody@shop.io",
+            )
+            .bearer_auth(&acme.token),
+            404,
+        )
+        .await;
+    assert_eq!(unknown["error"]["code"], "NOT_FOUND");
+}
+
+async fn scores_are_kept_90_days(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let acme = acme_with_key(&app).await;
+    track(&app, &acme.key, &[("login", "dana@shop.io", 10, json!({}))]).await;
+    recompute(&app, &acme).await;
+    advance(&app, 89).await;
+    track(&app, &acme.key, &[("login", "dana@shop.io", 0, json!({}))]).await;
+    recompute(&app, &acme).await;
+    // Sessions expire after 7 days; the secret key reads too.
+    let get = |path: &'static str| {
+        app.expect(
+            app.req(Method::GET, path).header("x-api-key", &acme.key),
+            200,
+        )
+    };
+    let path = "/projects/acme/churn-risk/customers/dana@shop.io";
+    let kept = get(path).await;
+    assert_eq!(kept["data"]["history"].as_array().unwrap().len(), 2);
+    advance(&app, 1).await;
+    recompute(&app, &acme).await;
+    let purged = get(path).await;
+    let days: Vec<_> = purged["data"]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["date"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(days.len(), 2, "the first day fell out of the 90: {days:?}");
+    let today = clock_now(&app).await.date_naive().to_string();
+    assert_eq!(days.last().unwrap(), &today);
+}
+
+async fn other_tenants_cannot_read_or_recompute(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let acme = acme_with_key(&app).await;
+    let intruder = app.register("mallory@example.com").await;
+    for path in [
+        "/projects/acme/churn-risk/recompute",
+        "/projects/acme/churn-risk/customers",
+    ] {
+        let method = if path.ends_with("recompute") {
+            Method::POST
+        } else {
+            Method::GET
+        };
+        app.expect(app.req(method, path).bearer_auth(&intruder.token), 404)
+            .await;
+    }
+    let owner = app
+        .expect(
+            app.req(Method::POST, "/projects/acme/churn-risk/recompute")
+                .bearer_auth(&acme.token),
+            200,
+        )
+        .await;
+    assert_eq!(owner["data"], json!({"scored": 0, "alerts": 0}));
+}
+
+async fn the_configuration_has_defaults_and_validates_every_field(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let acme = acme_with_key(&app).await;
+    let path = "/projects/acme/churn-risk/config";
+    let defaults = json!({
+        "enabled": true, "delivery_mode": "webhook", "risk_threshold": 70,
+        "webhook_url": null, "email_tone": "friendly", "check_interval_hours": 24
+    });
+    assert_eq!(get(&app, &acme.token, path).await["data"], defaults);
+    let by_key = app
+        .expect(
+            app.req(Method::GET, path).header("x-api-key", &acme.key),
+            200,
+        )
+        .await;
+    assert_eq!(by_key["data"], defaults);
+    // Changes take a session: the key alone is 401.
+    app.expect(
+        app.req(Method::PUT, path)
+            .header("x-api-key", &acme.key)
+            .json(&json!({"enabled": false})),
+        401,
+    )
+    .await;
+
+    let put = |body: Value| {
+        app.req(Method::PUT, path)
+            .bearer_auth(&acme.token)
+            .json(&body)
+    };
+    for (body, field) in [
+        (
+            json!({"webhook_url": "http://hooks.example.com/churn"}),
+            "webhook_url",
+        ),
+        (
+            json!({"webhook_url": "https://127.0.0.1/churn"}),
+            "webhook_url",
+        ),
+        (
+            json!({"webhook_url": "https://10.1.2.3/churn"}),
+            "webhook_url",
+        ),
+        (
+            json!({"webhook_url": "https://[::ffff:192.168.0.1]/churn"}),
+            "webhook_url",
+        ),
+        (
+            json!({"webhook_url": "https://localhost/churn"}),
+            "webhook_url",
+        ),
+        (json!({"webhook_url": "not a url"}), "webhook_url"),
+        (json!({"risk_threshold": 101}), "risk_threshold"),
+        (json!({"risk_threshold": -1}), "risk_threshold"),
+        (json!({"check_interval_hours": 0}), "check_interval_hours"),
+        (json!({"check_interval_hours": 169}), "check_interval_hours"),
+        (json!({"email_tone": "rude"}), "email_tone"),
+        (json!({"delivery_mode": "pigeon"}), "delivery_mode"),
+        (json!({"delivery_mode": "direct"}), "delivery_mode"),
+        (json!({"colour": "red"}), "colour"),
+    ] {
+        let answer = app.expect(put(body.clone()), 400).await;
+        assert_eq!(answer["error"]["code"], "VALIDATION_ERROR", "{body}");
+        assert_eq!(answer["error"]["details"][0]["field"], field, "{body}");
+    }
+    assert_eq!(
+        get(&app, &acme.token, path).await["data"],
+        defaults,
+        "nothing changed"
+    );
+
+    let changed = app
+        .expect(
+            put(
+                json!({"enabled": false, "risk_threshold": 0, "email_tone": "urgent",
+                       "check_interval_hours": 168, "webhook_url": "https://93.184.215.14/churn"}),
+            ),
+            200,
+        )
+        .await;
+    let expected = json!({
+        "enabled": false, "delivery_mode": "webhook", "risk_threshold": 0,
+        "webhook_url": "https://93.184.215.14/churn", "email_tone": "urgent",
+        "check_interval_hours": 168
+    });
+    assert_eq!(changed["data"], expected);
+    assert_eq!(get(&app, &acme.token, path).await["data"], expected);
+    let cleared = app.expect(put(json!({"webhook_url": null})), 200).await;
+    assert_eq!(cleared["data"]["webhook_url"], Value::Null);
+    assert_eq!(cleared["data"]["risk_threshold"], 0, "the rest is kept");
+
+    let intruder = app.register("mallory@example.com").await;
+    app.expect(
+        app.req(Method::PUT, path)
+            .bearer_auth(&intruder.token)
+            .json(&json!({"enabled": true})),
+        404,
+    )
+    .await;
+}
+
+async fn private_webhooks_are_allowed_when_the_operator_says_so(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        Options::default().with("webhook_allow_private", true),
+    )
+    .await;
+    let acme = acme_with_key(&app).await;
+    let answer = app
+        .expect(
+            app.req(Method::PUT, "/projects/acme/churn-risk/config")
+                .bearer_auth(&acme.token)
+                .json(&json!({"webhook_url": "https://127.0.0.1:9443/churn"})),
+            200,
+        )
+        .await;
+    assert_eq!(
+        answer["data"]["webhook_url"],
+        "https://127.0.0.1:9443/churn"
+    );
+    // Still https only.
+    app.expect(
+        app.req(Method::PUT, "/projects/acme/churn-risk/config")
+            .bearer_auth(&acme.token)
+            .json(&json!({"webhook_url": "http://127.0.0.1:9443/churn"})),
+        400,
+    )
+    .await;
+}
