@@ -8,6 +8,7 @@ use std::time::Duration;
 use churn_core::api::auth::{
     LoginRequest, Me, Onboarding, OnboardingRequest, RegisterRequest, Session,
 };
+use churn_core::api::cancel_flow::{CancelReasonRecorded, CancelReasonSubmission};
 use churn_core::api::events::{
     AccountStats, CancelReasonChange, CancelReasonChanged, ChurnEvent, CreateChurnEvent,
     EditVariant, EditedVariant, Generated, ListQuery, Recovered, SentVariant, Stats, Variant,
@@ -21,6 +22,7 @@ use churn_core::api::projects::{
     WebhookSecret,
 };
 use churn_core::api::{Data, ErrorBody, LegacyErrorBody, Page};
+use churn_core::domain::cancel_flow::{CancelFlow, CancelFlowInput};
 use rand::Rng;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
@@ -405,6 +407,30 @@ impl Client {
         .await
     }
 
+    /// The project's cancel flow: its own, else the default one.
+    pub async fn cancel_flow(&self, slug: &str) -> Result<CancelFlow, Error> {
+        self.call(
+            Method::GET,
+            &format!("/projects/{}/cancel-flow", segment(slug)),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// Replaces the project's cancel flow (admin); what `flow` leaves out takes its default.
+    pub async fn set_cancel_flow(
+        &self,
+        slug: &str,
+        flow: &CancelFlowInput,
+    ) -> Result<CancelFlow, Error> {
+        self.call(
+            Method::PUT,
+            &format!("/projects/{}/cancel-flow", segment(slug)),
+            Some(flow),
+        )
+        .await
+    }
+
     /// A page of payment failures (`status`, `page`, `per_page`).
     pub async fn payment_failures(
         &self,
@@ -485,6 +511,21 @@ impl Client {
             Some(request),
         )
         .await
+    }
+
+    /// Records a cancellation through the project's flow with its public key, as the widget
+    /// does; from a server no browser origin applies.
+    pub async fn submit_cancel_reason(
+        &self,
+        public_key: &str,
+        submission: &CancelReasonSubmission,
+    ) -> Result<CancelReasonRecorded, Error> {
+        let body = CancelReasonSubmission {
+            public_key: Some(public_key.to_owned()),
+            ..submission.clone()
+        };
+        self.call(Method::POST, "/cancel-flow/reasons", Some(&body))
+            .await
     }
 
     /// Sends and unwraps the `data` envelope.

@@ -23,6 +23,7 @@ both_backends!(
     errors_are_typed,
     churn_event_from_creation_to_recovery,
     team_and_analytics_round_trip,
+    cancel_flow_configuration_and_submission,
 );
 
 struct Live {
@@ -649,4 +650,76 @@ async fn team_and_analytics_round_trip(backend: Backend) {
         .unwrap();
     ada.revoke_invitation("acme", &second.id).await.unwrap();
     assert!(ada.invitations("acme").await.unwrap().is_empty());
+}
+
+async fn cancel_flow_configuration_and_submission(backend: Backend) {
+    use churn_core::api::cancel_flow::CancelReasonSubmission;
+    use churn_core::domain::cancel_flow::{CancelFlowInput, Offer, OfferInput, ReasonInput};
+
+    let server = live(backend).await;
+    let anonymous = Client::new(&server.base_url).unwrap();
+    let session = anonymous
+        .register("Ada", "ada@example.com", "correct horse")
+        .await
+        .unwrap();
+    let ada = anonymous.clone().with_token(session.token);
+    let created = ada
+        .create_project(&CreateProject {
+            name: "Acme".into(),
+            product_type: None,
+            support_email: None,
+        })
+        .await
+        .unwrap();
+    let public_key = created.api_keys.unwrap().public_key;
+    assert_eq!(ada.cancel_flow("acme").await.unwrap().reasons.len(), 8);
+
+    let flow = CancelFlowInput {
+        reasons: vec![ReasonInput {
+            code: "too_expensive".into(),
+            label: "Too pricey".into(),
+        }],
+        offers: [(
+            "too_expensive".to_owned(),
+            OfferInput {
+                kind: "discount".into(),
+                percent: Some(25),
+                months: Some(2),
+                ..OfferInput::default()
+            },
+        )]
+        .into(),
+        ..CancelFlowInput::default()
+    };
+    let stored = ada.set_cancel_flow("acme", &flow).await.unwrap();
+    assert_eq!(
+        stored.offers["too_expensive"],
+        Offer::Discount {
+            percent: 25,
+            months: 2
+        }
+    );
+    assert_eq!(ada.cancel_flow("acme").await.unwrap(), stored);
+    let refused = ada
+        .set_cancel_flow("acme", &CancelFlowInput::default())
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), Some(400));
+
+    let recorded = anonymous
+        .submit_cancel_reason(
+            &public_key,
+            &CancelReasonSubmission {
+                customer_email: "dana@customer.example".into(),
+                reason: "too_expensive".into(),
+                offer_accepted: Some(true),
+                ..CancelReasonSubmission::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(recorded.status, EventStatus::Recovered);
+    let event = ada.event("acme", &recorded.churn_event_id).await.unwrap();
+    assert_eq!(event.provider, "cancel_flow");
+    assert_eq!(event.recovered_via.as_deref(), Some("cancel_flow"));
 }

@@ -25,6 +25,7 @@ use utoipa::{Modify, OpenApi};
         (name = "statistics", description = "Recovery statistics"),
         (name = "payments", description = "Payment providers, their webhooks, payment failures and dunning"),
         (name = "team", description = "Invitations and members of a project"),
+        (name = "cancel flow", description = "The cancel-flow widget: its configuration, and its calls by public key"),
         (name = "tracking", description = "Open pixel and click redirects of sent emails"),
         (name = "behavior", description = "Tracked behaviour events, customers and event analytics"),
         (name = "churn risk", description = "Churn-risk scores of customers"),

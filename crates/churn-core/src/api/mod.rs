@@ -4,6 +4,7 @@
 pub mod analytics;
 pub mod auth;
 pub mod behavior;
+pub mod cancel_flow;
 pub mod email_rules;
 pub mod events;
 pub mod ops;

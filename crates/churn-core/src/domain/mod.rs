@@ -2,6 +2,7 @@
 
 pub mod analytics;
 pub mod behavior;
+pub mod cancel_flow;
 pub mod cta;
 pub mod dunning;
 pub mod email;

@@ -27,6 +27,16 @@ pub fn normalize(raw: &str) -> Result<String, String> {
     Ok(url.origin().ascii_serialization())
 }
 
+/// Whether a request with this `Origin` header may use the widget of a project that allows
+/// `allowed`: a browser origin must be listed (an empty list allows none); a request without
+/// an `Origin` (a server's) is not restricted.
+pub fn browser_allowed(origin: Option<&str>, allowed: &[String]) -> bool {
+    match origin {
+        None => true,
+        Some(raw) => normalize(raw).is_ok_and(|o| allowed.contains(&o)),
+    }
+}
+
 /// Validates a whole list; duplicates after normalisation collapse to one entry.
 pub fn normalize_all(raw: &[String]) -> Result<Vec<String>, Vec<(usize, String)>> {
     let mut errors = Vec::new();
@@ -79,6 +89,17 @@ mod tests {
         ] {
             assert!(normalize(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn browsers_need_a_listed_origin_servers_do_not() {
+        let allowed = vec!["https://shop.example".to_owned()];
+        assert!(browser_allowed(None, &allowed));
+        assert!(browser_allowed(None, &[]));
+        assert!(browser_allowed(Some("https://SHOP.example:443"), &allowed));
+        assert!(!browser_allowed(Some("https://evil.example"), &allowed));
+        assert!(!browser_allowed(Some("null"), &allowed));
+        assert!(!browser_allowed(Some("https://shop.example"), &[]));
     }
 
     #[test]

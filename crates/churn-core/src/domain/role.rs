@@ -32,13 +32,17 @@ pub enum Permission {
     AssignRole(Role),
     DeleteProject,
     RotateKeys,
+    /// Read the cancel flow and submit a cancellation through it: the widget's public key.
+    CancelFlow,
 }
 
-/// Who is acting: a signed-in user with a role, or the project's secret API key.
+/// Who is acting: a signed-in user with a role, the project's secret API key, or its public
+/// key (the cancel-flow widget in a customer's browser).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Actor {
     User(Role),
     SecretKey,
+    PublicKey,
 }
 
 /// The role matrix of the product decisions (§6). Every authorization decision goes through here.
@@ -51,11 +55,13 @@ pub fn allows(actor: Actor, permission: Permission) -> bool {
                 Permission::Read | Permission::Write | Permission::Track
             );
         }
+        // The public key is in every page that embeds the widget: the flow, nothing else.
+        Actor::PublicKey => return permission == Permission::CancelFlow,
         Actor::User(role) => role,
     };
     match permission {
         Permission::Read => true,
-        Permission::Write | Permission::Track => role >= Role::Member,
+        Permission::Write | Permission::Track | Permission::CancelFlow => role >= Role::Member,
         Permission::Administer => role >= Role::Admin,
         // Only the owner grants or takes away admin; nobody grants or takes away owner.
         Permission::RemoveMember(target) | Permission::AssignRole(target) => match role {
@@ -84,6 +90,7 @@ mod tests {
             (Administer, Role::Admin),
             (DeleteProject, Role::Owner),
             (RotateKeys, Role::Owner),
+            (CancelFlow, Role::Member),
         ];
         for (permission, lowest) in table {
             for role in ROLES {
@@ -131,6 +138,24 @@ mod tests {
                 && allows(key, Permission::Track)
         );
         for p in [
+            Permission::Administer,
+            Permission::DeleteProject,
+            Permission::RotateKeys,
+            Permission::RemoveMember(Role::Viewer),
+            Permission::CancelFlow,
+        ] {
+            assert!(!allows(key, p), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn public_key_may_use_the_cancel_flow_and_nothing_else() {
+        let key = Actor::PublicKey;
+        assert!(allows(key, Permission::CancelFlow));
+        for p in [
+            Permission::Read,
+            Permission::Write,
+            Permission::Track,
             Permission::Administer,
             Permission::DeleteProject,
             Permission::RotateKeys,

@@ -122,7 +122,22 @@ impl Core {
         mrr_field: &str,
     ) -> Result<ChurnEvent> {
         self.authorize_events(access, Permission::Write)?;
-        let mut v = Validator::new();
+        let record = self.new_event_record(&access.project.id, new, mrr_field, Validator::new())?;
+        let mut tx = self.store.begin().await?;
+        let record = insert_new_event(&mut tx, record, &access.project.settings.autopilot).await?;
+        tx.commit().await?;
+        Ok(event_view(record, None))
+    }
+
+    /// The record of a new event (status `new`), or every bad field named, those already in
+    /// `v` first.
+    pub(super) fn new_event_record(
+        &self,
+        project_id: &str,
+        new: NewEvent,
+        mrr_field: &str,
+        mut v: Validator,
+    ) -> Result<EventRecord> {
         let email = v.check("customer_email", Email::parse(&new.customer_email));
         let name = new
             .customer_name
@@ -172,10 +187,9 @@ impl Core {
 
         let reason = reason.filter(|r| !r.is_empty());
         let now = self.now();
-        let id = new_id();
-        let record = EventRecord {
-            id,
-            project_id: access.project.id.clone(),
+        Ok(EventRecord {
+            id: new_id(),
+            project_id: project_id.to_owned(),
             customer_email: email.map(Email::into_inner).unwrap_or_default(),
             customer_name: name.filter(|n| !n.is_empty()),
             event_type: event_type.unwrap_or_default(),
@@ -200,13 +214,10 @@ impl Core {
             lost_at: None,
             created_at: now,
             updated_at: now,
+            // Set by `insert_new_event`.
             group: None,
             autopilot: None,
-        };
-        let mut tx = self.store.begin().await?;
-        let record = insert_new_event(&mut tx, record, &access.project.settings.autopilot).await?;
-        tx.commit().await?;
-        Ok(event_view(record, None))
+        })
     }
 
     pub async fn list_events(

@@ -5,8 +5,8 @@
 //!
 //! - [`Core`] (store, clock, access cache): project access (`access`), projects and keys
 //!   (`projects`), events (`events`), statistics (`stats`), tracked behaviour and customers
-//!   (`behavior`), churn-risk scoring (`risk`), cohorts and forecasts (`analytics`). Every
-//!   capability below holds one.
+//!   (`behavior`), churn-risk scoring (`risk`), cohorts and forecasts (`analytics`), the cancel
+//!   flow (`cancel_flow`). Every capability below holds one.
 //! - [`Generation`] (core, generator): drafting recovery emails (`generation`); the only one
 //!   holding the LLM.
 //! - [`Sending`] (core, [`Mailer`], tracking and unsubscribe keys, send quota, DNS resolver,
@@ -41,6 +41,7 @@ mod analytics;
 mod autopilot;
 mod behavior;
 mod cache;
+pub mod cancel_flow;
 pub mod events;
 mod generation;
 mod idp;

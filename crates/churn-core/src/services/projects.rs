@@ -145,7 +145,7 @@ impl Core {
         let mut view = project_view(&access.project);
         view.role = match access.actor {
             crate::domain::role::Actor::User(role) => Some(role),
-            crate::domain::role::Actor::SecretKey => None,
+            crate::domain::role::Actor::SecretKey | crate::domain::role::Actor::PublicKey => None,
         };
         view.public_key = public_key;
         view.secret_key_hint = hint;

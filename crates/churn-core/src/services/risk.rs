@@ -47,6 +47,12 @@ async fn outside_counts(
     for (email, n) in risk::payment_failures(db, project_id, slice, month).await? {
         counts.entry(email).or_default().0 = n;
     }
+    let fortnight = now - chrono::Duration::days(14);
+    for (email, n) in
+        crate::store::cancel_flows::opens_by_customer(db, project_id, slice, fortnight).await?
+    {
+        counts.entry(email).or_default().1 = n;
+    }
     Ok(counts)
 }
 

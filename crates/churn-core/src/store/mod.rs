@@ -8,6 +8,7 @@
 
 pub mod analytics;
 pub mod behavior;
+pub mod cancel_flows;
 pub mod customers;
 mod db;
 mod decode;

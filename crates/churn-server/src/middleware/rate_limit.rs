@@ -3,6 +3,8 @@
 //! outside those and limited per secret key instead, 100 rps (burst 200). Tokens refill continuously
 //! (GCRA); `Reset` is the seconds until the bucket is full again. An IPv6 client is keyed by
 //! its /64, the block one subscriber gets, so rotating addresses inside it gains nothing.
+//! Cancel-flow submissions are also limited per public key (10 per 15 s), checked by their
+//! handler once it knows the key; their answers carry that limit's headers instead.
 
 use std::hash::Hash;
 use std::net::{IpAddr, Ipv6Addr};
@@ -33,15 +35,63 @@ struct Bucket<K: Hash + Eq + Clone = IpAddr> {
     refill: Duration,
 }
 
+fn nz(n: u32) -> NonZeroU32 {
+    NonZeroU32::new(n).expect("rate limit constants are non-zero")
+}
+
 impl<K: Hash + Eq + Clone> Bucket<K> {
     fn new(per_second: u32, burst: u32) -> Self {
-        let nz = |n| NonZeroU32::new(n).expect("rate limit constants are non-zero");
-        let quota = Quota::per_second(nz(per_second)).allow_burst(nz(burst));
+        Self::with_quota(
+            Quota::per_second(nz(per_second)).allow_burst(nz(burst)),
+            burst,
+        )
+    }
+
+    fn with_quota(quota: Quota, burst: u32) -> Self {
         Self {
             limiter: RateLimiter::keyed(quota).with_middleware::<StateInformationMiddleware>(),
             burst,
             refill: quota.replenish_interval(),
         }
+    }
+
+    /// Takes a token for `key`: the answer's `X-RateLimit-*` values on success, the refusal
+    /// (429 with `Retry-After`) otherwise.
+    fn take(&self, key: &K, clock: &DefaultClock, path: &str) -> Result<Stamp, Box<Response>> {
+        match self.limiter.check_key(key) {
+            Ok(snapshot) => {
+                let remaining = snapshot.remaining_burst_capacity();
+                Ok(Stamp {
+                    limit: self.burst,
+                    remaining,
+                    reset: self.refill * (self.burst - remaining),
+                })
+            }
+            Err(not_until) => {
+                let wait = not_until.wait_time_from(clock.now());
+                let mut response = ApiError::rate_limited(ceil_secs(wait)).into_response_for(path);
+                set_headers(
+                    response.headers_mut(),
+                    self.burst,
+                    0,
+                    self.refill * self.burst,
+                );
+                Err(Box::new(response))
+            }
+        }
+    }
+}
+
+/// The `X-RateLimit-*` values of an allowed request.
+pub struct Stamp {
+    limit: u32,
+    remaining: u32,
+    reset: Duration,
+}
+
+impl Stamp {
+    pub fn apply(&self, headers: &mut HeaderMap) {
+        set_headers(headers, self.limit, self.remaining, self.reset);
     }
 }
 
@@ -50,8 +100,13 @@ pub struct RateLimits {
     general: Bucket,
     /// `POST /track`, keyed by the presented API key.
     tracking: Bucket<String>,
+    /// Cancel-flow submissions per public key: 10 per 15 s (decisions §11).
+    cancel_flow: Bucket<String>,
     clock: DefaultClock,
 }
+
+const CANCEL_FLOW_BURST: u32 = 10;
+const CANCEL_FLOW_PERIOD: Duration = Duration::from_secs(15);
 
 const TRACK_ROUTE: &str = "/api/v1/track";
 
@@ -74,6 +129,12 @@ impl RateLimits {
             auth: Bucket::new(5, 10),
             general: Bucket::new(10, 30),
             tracking: Bucket::new(100, 200),
+            cancel_flow: Bucket::with_quota(
+                Quota::with_period(CANCEL_FLOW_PERIOD / CANCEL_FLOW_BURST)
+                    .expect("non-zero period")
+                    .allow_burst(nz(CANCEL_FLOW_BURST)),
+                CANCEL_FLOW_BURST,
+            ),
             clock: DefaultClock::default(),
         }
     }
@@ -84,8 +145,16 @@ impl RateLimits {
             bucket.limiter.retain_recent();
             bucket.limiter.shrink_to_fit();
         }
-        self.tracking.limiter.retain_recent();
-        self.tracking.limiter.shrink_to_fit();
+        for bucket in [&self.tracking, &self.cancel_flow] {
+            bucket.limiter.retain_recent();
+            bucket.limiter.shrink_to_fit();
+        }
+    }
+
+    /// Counts a cancel-flow submission with this public key.
+    pub fn check_cancel_flow(&self, public_key: &str, path: &str) -> Result<Stamp, Box<Response>> {
+        self.cancel_flow
+            .take(&public_key.to_owned(), &self.clock, path)
     }
 }
 
@@ -143,26 +212,16 @@ async fn check<K: Hash + Eq + Clone>(
     req: Request,
     next: Next,
 ) -> Response {
-    match bucket.limiter.check_key(key) {
-        Ok(snapshot) => {
-            let remaining = snapshot.remaining_burst_capacity();
+    match bucket.take(key, clock, req.uri().path()) {
+        Ok(stamp) => {
             let mut response = next.run(req).await;
-            let reset = bucket.refill * (bucket.burst - remaining);
-            set_headers(response.headers_mut(), bucket.burst, remaining, reset);
+            // A route with a limit of its own (the cancel flow) has stamped its headers.
+            if !response.headers().contains_key("x-ratelimit-limit") {
+                stamp.apply(response.headers_mut());
+            }
             response
         }
-        Err(not_until) => {
-            let wait = not_until.wait_time_from(clock.now());
-            let mut response =
-                ApiError::rate_limited(ceil_secs(wait)).into_response_for(req.uri().path());
-            set_headers(
-                response.headers_mut(),
-                bucket.burst,
-                0,
-                bucket.refill * bucket.burst,
-            );
-            response
-        }
+        Err(refused) => *refused,
     }
 }
 
@@ -211,6 +270,17 @@ mod tests {
             "limits are per IP"
         );
         assert_eq!(bucket.refill, Duration::from_millis(100));
+    }
+
+    #[test]
+    fn cancel_flow_allows_ten_per_fifteen_seconds_per_key() {
+        let limits = RateLimits::new();
+        for _ in 0..10 {
+            assert!(limits.check_cancel_flow("pub_a", "/").is_ok());
+        }
+        assert!(limits.check_cancel_flow("pub_a", "/").is_err());
+        assert!(limits.check_cancel_flow("pub_b", "/").is_ok(), "per key");
+        assert_eq!(limits.cancel_flow.refill, Duration::from_millis(1500));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 mod analytics;
 mod auth;
 mod behavior;
+mod cancel_flow;
 mod dev;
 mod email_rules;
 mod events;
@@ -17,6 +18,7 @@ mod team;
 mod tracking;
 mod unsubscribe;
 mod webhooks;
+mod widget;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -77,6 +79,7 @@ pub fn service(
         .routes(routes!(projects::rotate_keys))
         .routes(routes!(projects::webhook_secret))
         .routes(routes!(projects::rotate_webhook_secret))
+        .routes(routes!(cancel_flow::get, cancel_flow::put))
         .routes(routes!(email_rules::list_suppressions))
         .routes(routes!(email_rules::delete_suppression))
         .routes(routes!(
@@ -124,6 +127,11 @@ pub fn service(
         .routes(routes!(legacy::recovered))
         .routes(routes!(legacy::generate))
         .routes(routes!(legacy::send));
+    let widget_api = OpenApiRouter::new()
+        .routes(routes!(cancel_flow::config, cancel_flow::preflight_config))
+        .routes(routes!(cancel_flow::submit, cancel_flow::preflight_submit))
+        .layer(axum::Extension(cancel_flow::Limits(limits.clone())));
+    api = api.merge(widget_api);
     if state.test_clock.is_some() {
         let dev = OpenApiRouter::new()
             .routes(routes!(dev::get_clock, dev::set_clock))
@@ -137,7 +145,9 @@ pub fn service(
         .routes(routes!(ops::metrics))
         .routes(routes!(tracking::open))
         .routes(routes!(tracking::click))
-        .routes(routes!(unsubscribe::show, unsubscribe::confirm));
+        .routes(routes!(unsubscribe::show, unsubscribe::confirm))
+        .routes(routes!(widget::script))
+        .routes(routes!(widget::demo));
 
     let (router, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .nest("/api/v1", api)

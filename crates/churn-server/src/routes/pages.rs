@@ -205,7 +205,7 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
     response
 }
 
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

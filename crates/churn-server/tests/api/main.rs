@@ -7,6 +7,7 @@ mod accounts;
 mod analytics;
 mod autopilot;
 mod behavior;
+mod cancel_flow;
 mod conventions;
 mod dunning;
 mod email;

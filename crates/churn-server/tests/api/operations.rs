@@ -164,6 +164,14 @@ async fn openapi_covers_every_route(backend: Backend) {
         ("/health", "get"),
         ("/ready", "get"),
         ("/metrics", "get"),
+        ("/api/v1/projects/{slug}/cancel-flow", "get"),
+        ("/api/v1/projects/{slug}/cancel-flow", "put"),
+        ("/api/v1/cancel-flow/config/{publicKey}", "get"),
+        ("/api/v1/cancel-flow/config/{publicKey}", "options"),
+        ("/api/v1/cancel-flow/reasons", "post"),
+        ("/api/v1/cancel-flow/reasons", "options"),
+        ("/widget/v1/cancel-flow.js", "get"),
+        ("/widget/v1/demo", "get"),
     ];
     for (path, method) in expected {
         let op = &paths.get(path).unwrap_or_else(|| panic!("{path} missing"))[method];

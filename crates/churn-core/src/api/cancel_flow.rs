@@ -1,0 +1,79 @@
+//! The cancel flow: a submission from the widget and its answer (decisions §11). The flow's
+//! own configuration types live with its rules in `domain::cancel_flow`.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::domain::cancel_flow::OfferKind;
+use crate::domain::lifecycle::EventStatus;
+use crate::domain::strategy::ReasonCode;
+
+/// `POST /cancel-flow/reasons`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelReasonSubmission {
+    /// The project's public key, when it is in neither `X-Public-Key` nor `?public_key=`.
+    pub public_key: Option<String>,
+    #[schema(format = Email, max_length = 254)]
+    pub customer_email: String,
+    #[schema(max_length = 200)]
+    pub customer_name: Option<String>,
+    /// A reason code of the project's flow.
+    #[schema(value_type = ReasonCode)]
+    pub reason: String,
+    #[schema(max_length = 2000)]
+    pub feedback: Option<String>,
+    /// The customer took the offer made for the reason.
+    pub offer_accepted: Option<bool>,
+    /// For a pause offer: 1 to its `max_months`; default `max_months`.
+    #[schema(minimum = 1, maximum = 6)]
+    pub pause_months: Option<i64>,
+    #[schema(max_length = 500)]
+    pub plan_name: Option<String>,
+    /// Monthly recurring revenue in cents.
+    #[schema(minimum = 0, maximum = 1e12)]
+    pub mrr: Option<i64>,
+    /// The customer's subscription at the payment provider.
+    #[schema(max_length = 500)]
+    pub provider_subscription_id: Option<String>,
+}
+
+/// The answer to a submission.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CancelReasonRecorded {
+    #[schema(format = Uuid)]
+    pub churn_event_id: String,
+    /// `new`, or `recovered` when an offer was accepted.
+    pub status: EventStatus,
+    /// `null` when the reason has no offer.
+    pub offer: Option<OfferOutcome>,
+}
+
+/// The offer made for the reason, with the fields of its kind, and whether it was applied at
+/// the payment provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct OfferOutcome {
+    pub kind: OfferKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percent: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub months: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_months: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_months: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
+    /// `false` when not accepted, or when applying it at the provider failed or was not possible.
+    pub applied: bool,
+}
+
+/// `?customer_email=` of the public configuration: counts a widget open for that customer.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigQuery {
+    /// The customer the widget opened for.
+    #[param(format = Email, max_length = 254)]
+    pub customer_email: Option<String>,
+}

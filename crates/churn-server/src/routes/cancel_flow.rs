@@ -1,0 +1,249 @@
+//! The cancel flow (decisions §11): its configuration under `/projects/{slug}/cancel-flow`
+//! (session; admin to change it), and the widget's two routes by public key. The widget's
+//! routes answer CORS themselves, per route and only for the project's allowed origins
+//! (never a global permissive layer): a browser origin that is not listed is 403 before
+//! anything is stored; their preflights are answered here too.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Extension, Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use churn_core::api::cancel_flow::{CancelReasonRecorded, CancelReasonSubmission, ConfigQuery};
+use churn_core::api::{Data, ErrorBody};
+use churn_core::domain::cancel_flow::{CancelFlow, CancelFlowInput};
+use churn_core::services::ProjectAccess;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{AdminProject, ApiJson, ApiQuery, ProjectScope};
+use crate::middleware::rate_limit::RateLimits;
+use crate::state::AppState;
+
+const SUBMIT_PATH: &str = "/api/v1/cancel-flow/reasons";
+const PUBLIC_KEY_HEADER: &str = "x-public-key";
+/// Headers the widget may send, and those it may read, cross-origin.
+const ALLOW_HEADERS: &str = "content-type, x-public-key, idempotency-key, x-request-id";
+const EXPOSE_HEADERS: &str =
+    "x-request-id, x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-reset, retry-after";
+const PREFLIGHT_MAX_AGE: &str = "600";
+
+/// The rate limits, when they are on (the per-key limit of submissions lives there).
+#[derive(Clone)]
+pub struct Limits(pub Option<Arc<RateLimits>>);
+
+#[utoipa::path(get, path = "/projects/{slug}/cancel-flow", operation_id = "get_cancel_flow", tag = "cancel flow", security(("bearer" = [])),
+    params(("slug" = String, Path, description = "project slug or id")),
+    responses((status = 200, description = "the project's flow, or the default one", body = Data<CancelFlow>)))]
+pub async fn get(
+    State(s): State<AppState>,
+    ProjectScope(access): AdminProject,
+) -> ApiResult<Json<Data<CancelFlow>>> {
+    Ok(Json(Data::new(s.churn.core().cancel_flow(&access).await?)))
+}
+
+#[utoipa::path(put, path = "/projects/{slug}/cancel-flow", operation_id = "put_cancel_flow", tag = "cancel flow", security(("bearer" = [])),
+    request_body = CancelFlowInput, params(("slug" = String, Path, description = "project slug or id")),
+    responses((status = 200, description = "the flow as stored, defaults filled in", body = Data<CancelFlow>)))]
+pub async fn put(
+    State(s): State<AppState>,
+    ProjectScope(access): AdminProject,
+    ApiJson(input): ApiJson<CancelFlowInput>,
+) -> ApiResult<Json<Data<CancelFlow>>> {
+    Ok(Json(Data::new(
+        s.churn.core().set_cancel_flow(&access, input).await?,
+    )))
+}
+
+#[utoipa::path(get, path = "/cancel-flow/config/{publicKey}", operation_id = "get_cancel_flow_config", tag = "cancel flow",
+    params(("publicKey" = String, Path, description = "the project's public key"), ConfigQuery),
+    responses((status = 200, description = "the flow the widget shows; with `customer_email`, a widget open is counted for that customer", body = Data<CancelFlow>),
+        (status = 400, description = "VALIDATION_ERROR: a bad `customer_email`", body = ErrorBody),
+        (status = 403, description = "FORBIDDEN: a browser origin that is not among the project's allowed origins", body = ErrorBody),
+        (status = 404, description = "NOT_FOUND: no project has this public key", body = ErrorBody)))]
+pub async fn config(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    key: Result<Path<String>, PathRejection>,
+    query: Result<ApiQuery<ConfigQuery>, ApiError>,
+) -> Response {
+    let key = key.map(|Path(k)| k).unwrap_or_default();
+    let origin = origin_of(&headers);
+    let access = match s.churn.core().widget_access(&key, origin).await {
+        Ok(access) => access,
+        Err(churn_core::Error::Unauthorized(_)) => {
+            return ApiError::not_found("no cancel flow for this key").into_response();
+        }
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    let answer = async {
+        let ApiQuery(query) = query?;
+        let flow = s
+            .churn
+            .core()
+            .widget_config(&access, query.customer_email.as_deref())
+            .await?;
+        Ok::<_, ApiError>(Json(Data::new(flow)))
+    }
+    .await;
+    with_cors(answer.into_response(), origin)
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct KeyQuery {
+    /// The project's public key (else in `X-Public-Key` or the body).
+    public_key: Option<String>,
+}
+
+#[utoipa::path(post, path = "/cancel-flow/reasons", operation_id = "submit_cancel_reason", tag = "cancel flow",
+    request_body = CancelReasonSubmission,
+    params(KeyQuery, ("X-Public-Key" = Option<String>, Header, description = "the project's public key")),
+    responses((status = 201, description = "the cancellation is recorded (and recovered when an offer was accepted)", body = Data<CancelReasonRecorded>),
+        (status = 401, description = "UNAUTHORIZED: a missing, unknown, expired or secret key", body = ErrorBody),
+        (status = 403, description = "FORBIDDEN: a browser origin that is not among the project's allowed origins; nothing is stored", body = ErrorBody),
+        (status = 429, description = "RATE_LIMITED: more than 10 submissions in 15 seconds with this key", body = ErrorBody)))]
+pub async fn submit(
+    State(s): State<AppState>,
+    Extension(Limits(limits)): Extension<Limits>,
+    headers: HeaderMap,
+    query: Result<ApiQuery<KeyQuery>, ApiError>,
+    body: Result<ApiJson<CancelReasonSubmission>, ApiError>,
+) -> Response {
+    let origin = origin_of(&headers);
+    let key = headers
+        .get(PUBLIC_KEY_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| query.as_ref().ok().and_then(|q| q.0.public_key.clone()))
+        .or_else(|| body.as_ref().ok().and_then(|b| b.0.public_key.clone()))
+        .map(|k| k.trim().to_owned())
+        .filter(|k| !k.is_empty());
+    let Some(key) = key else {
+        return ApiError::unauthorized(
+            "a public key is required: X-Public-Key, ?public_key= or public_key in the body",
+        )
+        .into_response();
+    };
+    let access = match s.churn.core().widget_access(&key, origin).await {
+        Ok(access) => access,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    let stamp = match limits
+        .as_ref()
+        .map(|l| l.check_cancel_flow(&key, SUBMIT_PATH))
+    {
+        Some(Err(refused)) => return with_cors(*refused, origin),
+        Some(Ok(stamp)) => Some(stamp),
+        None => None,
+    };
+    let mut response = record(&s, &access, query, body).await.into_response();
+    if let Some(stamp) = stamp {
+        stamp.apply(response.headers_mut());
+    }
+    with_cors(response, origin)
+}
+
+async fn record(
+    s: &AppState,
+    access: &ProjectAccess,
+    query: Result<ApiQuery<KeyQuery>, ApiError>,
+    body: Result<ApiJson<CancelReasonSubmission>, ApiError>,
+) -> ApiResult<(StatusCode, Json<Data<CancelReasonRecorded>>)> {
+    query?;
+    let ApiJson(req) = body?;
+    let recorded = s.churn.core().submit_cancel_reason(access, req).await?;
+    Ok((StatusCode::CREATED, Json(Data::new(recorded))))
+}
+
+#[utoipa::path(options, path = "/cancel-flow/reasons", operation_id = "preflight_cancel_reason", tag = "cancel flow",
+    params(KeyQuery),
+    responses((status = 204, description = "the CORS preflight: allowed for the key's project's origins (any project's, without a key); no CORS headers without an `Origin`"),
+        (status = 403, description = "FORBIDDEN: the origin is not allowed", body = ErrorBody)))]
+pub async fn preflight_submit(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    query: Result<ApiQuery<KeyQuery>, ApiError>,
+) -> Response {
+    let key = query.ok().and_then(|q| q.0.public_key);
+    preflight(&s, &headers, key.as_deref(), "POST, OPTIONS").await
+}
+
+#[utoipa::path(options, path = "/cancel-flow/config/{publicKey}", operation_id = "preflight_cancel_flow_config", tag = "cancel flow",
+    params(("publicKey" = String, Path, description = "the project's public key")),
+    responses((status = 204, description = "the CORS preflight, for the key's project's allowed origins; no CORS headers without an `Origin`"),
+        (status = 403, description = "FORBIDDEN: the origin is not allowed", body = ErrorBody)))]
+pub async fn preflight_config(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    key: Result<Path<String>, PathRejection>,
+) -> Response {
+    let key = key.map(|Path(k)| k).unwrap_or_default();
+    preflight(&s, &headers, Some(&key), "GET, OPTIONS").await
+}
+
+async fn preflight(
+    s: &AppState,
+    headers: &HeaderMap,
+    key: Option<&str>,
+    methods: &str,
+) -> Response {
+    let Some(origin) = origin_of(headers) else {
+        return with_vary(StatusCode::NO_CONTENT.into_response());
+    };
+    match s.churn.core().preflight_allowed(key, origin).await {
+        Ok(true) => {
+            let mut response = with_cors(StatusCode::NO_CONTENT.into_response(), Some(origin));
+            let h = response.headers_mut();
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_METHODS,
+                HeaderValue::from_str(methods).expect("static methods"),
+            );
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_HEADERS,
+                HeaderValue::from_static(ALLOW_HEADERS),
+            );
+            h.insert(
+                header::ACCESS_CONTROL_MAX_AGE,
+                HeaderValue::from_static(PREFLIGHT_MAX_AGE),
+            );
+            response
+        }
+        Ok(false) => with_vary(
+            ApiError::forbidden("this origin is not among the project's allowed origins")
+                .into_response(),
+        ),
+        Err(e) => with_vary(ApiError::from(e).into_response()),
+    }
+}
+
+fn origin_of(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::ORIGIN)
+        .map(|v| v.to_str().unwrap_or("null"))
+}
+
+/// Answers for an origin already checked against the project's list (`None`: no browser).
+fn with_cors(mut response: Response, origin: Option<&str>) -> Response {
+    if let Some(origin) = origin.and_then(|o| HeaderValue::from_str(o).ok()) {
+        let h = response.headers_mut();
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        h.insert(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            HeaderValue::from_static(EXPOSE_HEADERS),
+        );
+    }
+    with_vary(response)
+}
+
+/// The answers depend on `Origin`: caches must keep them apart.
+fn with_vary(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .append(header::VARY, HeaderValue::from_static("origin"));
+    response
+}

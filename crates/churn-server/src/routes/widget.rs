@@ -1,0 +1,125 @@
+//! The cancel-flow widget (decisions §11), outside `/api/v1`: the script, kept readable in
+//! `widget/cancel-flow.js` and compiled into the binary, and a demo page that opens it for the
+//! project of a public key.
+
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use churn_core::api::ErrorBody;
+use churn_core::domain::keys::KeyKind;
+use churn_core::domain::origin;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::pages::escape;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiQuery;
+use crate::state::AppState;
+
+/// The widget's source; its size is capped by a test (decisions §11: at most 30,720 bytes).
+pub const SCRIPT: &str = include_str!("../../widget/cancel-flow.js");
+
+#[utoipa::path(get, path = "/widget/v1/cancel-flow.js", operation_id = "cancel_flow_widget", tag = "cancel flow",
+    responses((status = 200, description = "the widget: `ChurnCancelFlow.open({publicKey, customerEmail, customerName?, planName?, mrr?, subscriptionId?, apiBase?})`", body = String, content_type = "text/javascript")))]
+pub async fn script() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+            // Pages that isolate themselves (COEP) may still load it.
+            (
+                header::HeaderName::from_static("cross-origin-resource-policy"),
+                "cross-origin",
+            ),
+        ],
+        SCRIPT,
+    )
+        .into_response()
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct DemoQuery {
+    /// The project's public key (also accepted as `public_key`).
+    #[serde(alias = "public_key")]
+    #[param(min_length = 1)]
+    key: String,
+}
+
+#[utoipa::path(get, path = "/widget/v1/demo", operation_id = "cancel_flow_demo", tag = "cancel flow", params(DemoQuery),
+    responses((status = 200, description = "a page that opens the widget for the key's project", body = String, content_type = "text/html"),
+        (status = 400, description = "VALIDATION_ERROR: no key", body = ErrorBody),
+        (status = 404, description = "NOT_FOUND: no project has this public key", body = ErrorBody)))]
+pub async fn demo(
+    State(s): State<AppState>,
+    ApiQuery(DemoQuery { key }): ApiQuery<DemoQuery>,
+) -> ApiResult<Response> {
+    let project = match s.churn.core().project_for_key(&key, KeyKind::Public).await {
+        Ok(project) => project,
+        Err(churn_core::Error::Unauthorized(_)) => {
+            return Err(ApiError::not_found("no project has this public key"));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let public_url = s.config.public_url();
+    let listed =
+        origin::normalize(&public_url).is_ok_and(|own| project.allowed_origins.contains(&own));
+    let note = if listed {
+        String::new()
+    } else {
+        format!(
+            "<p class=\"note\">This page's origin, <code>{}</code>, is not among the project's allowed \
+             origins, so the browser's calls will be refused (403). Add it with \
+             <code>PUT /api/v1/projects/{}/allowed-origins</code> to try the widget here.</p>",
+            escape(&public_url),
+            escape(&project.slug),
+        )
+    };
+    let html = format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>Cancel flow demo · {name}</title>\
+         <style>body{{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}}\
+         .note{{background:#fef3c7;padding:.75rem;border-radius:8px}}input,button{{font:inherit;padding:.5rem}}\
+         pre{{background:#f3f4f6;padding:.75rem;border-radius:8px;white-space:pre-wrap}}</style></head>\
+         <body><main><h1>Cancel flow demo: {name}</h1>{note}\
+         <p><label for=\"email\">Customer email</label><br><input id=\"email\" type=\"email\" value=\"customer@example.com\"></p>\
+         <p><button id=\"cancel\" type=\"button\" data-key=\"{key}\">Cancel my subscription</button></p>\
+         <pre id=\"result\" aria-live=\"polite\"></pre></main>\
+         <script src=\"/widget/v1/cancel-flow.js\"></script>\
+         <script>document.getElementById('cancel').addEventListener('click', async (e) => {{\
+           const out = document.getElementById('result');\
+           try {{ const r = await ChurnCancelFlow.open({{publicKey: e.currentTarget.dataset.key, \
+             customerEmail: document.getElementById('email').value}}); out.textContent = JSON.stringify(r, null, 2); }}\
+           catch (err) {{ out.textContent = String(err); }} }});</script></body></html>",
+        name = escape(&project.name),
+        key = escape(&key),
+    );
+    Ok((
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        html,
+    )
+        .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    const MAX_SCRIPT_BYTES: usize = 30_720;
+
+    #[test]
+    fn the_widget_stays_small_and_self_contained() {
+        assert!(
+            super::SCRIPT.len() <= MAX_SCRIPT_BYTES,
+            "{} bytes",
+            super::SCRIPT.len()
+        );
+        for dependency in ["import ", "import(", "require(", "eval("] {
+            assert!(!super::SCRIPT.contains(dependency), "{dependency}");
+        }
+    }
+}

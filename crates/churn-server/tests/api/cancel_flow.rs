@@ -1,0 +1,648 @@
+//! The cancel flow (decisions §11): configuration, the widget's public configuration and
+//! submissions by public key, browser origins, and the per-key limit.
+
+use churn_core::config::DatabaseUrl;
+use churn_core::store::{Store, cancel_flows};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{Backend, Options, TestApp, acme_owner};
+use churn_core::both_backends;
+
+both_backends!(
+    flow_configuration_is_validated_with_a_default,
+    public_config_counts_opens_per_customer,
+    submissions_by_header_query_and_body,
+    submissions_need_a_public_key,
+    browser_calls_only_from_allowed_origins,
+    submissions_are_limited_per_key,
+    widget_script_and_demo_page,
+);
+
+const SHOP: &str = "https://shop.example";
+
+/// The acme project's public key and id.
+async fn acme_keys(app: &TestApp, token: &str) -> (String, String) {
+    let detail = app
+        .expect(
+            app.req(Method::GET, "/projects/acme").bearer_auth(token),
+            200,
+        )
+        .await;
+    (
+        detail["data"]["public_key"].as_str().unwrap().to_owned(),
+        detail["data"]["id"].as_str().unwrap().to_owned(),
+    )
+}
+
+fn submission(reason: &str) -> Value {
+    json!({"customer_email": "dana@customer.example", "reason": reason})
+}
+
+async fn events(app: &TestApp, token: &str) -> Vec<Value> {
+    app.expect(
+        app.req(Method::GET, "/projects/acme/churn-events")
+            .bearer_auth(token),
+        200,
+    )
+    .await["data"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn fields(body: &Value) -> Vec<&str> {
+    body["error"]["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["field"].as_str().unwrap())
+        .collect()
+}
+
+async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let flow = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/cancel-flow")
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(flow["reasons"].as_array().unwrap().len(), 8);
+    assert_eq!(
+        flow["offers"],
+        json!({
+            "too_expensive": {"kind": "discount", "percent": 20, "months": 3},
+            "dont_need_anymore": {"kind": "pause", "max_months": 3},
+        })
+    );
+    assert_eq!(flow["language"], "en");
+    assert_eq!(flow["colors"]["primary"], "#4f46e5");
+    assert_eq!(flow["copy"]["title"], "Before you go");
+
+    let bad = app
+        .expect(
+            app.req(Method::PUT, "/projects/acme/cancel-flow")
+                .bearer_auth(&token)
+                .json(&json!({
+                    "reasons": [
+                        {"code": "too_expensive", "label": "Too pricey"},
+                        {"code": "too_expensive", "label": "Again"},
+                    ],
+                    "offers": {"too_expensive": {"kind": "discount", "percent": 95, "months": 3}},
+                    "colors": {"primary": "red"},
+                })),
+            400,
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], "VALIDATION_ERROR");
+    assert_eq!(
+        fields(&bad),
+        [
+            "reasons[1].code",
+            "offers.too_expensive.percent",
+            "colors.primary"
+        ]
+    );
+    let unknown = app
+        .expect(
+            app.req(Method::PUT, "/projects/acme/cancel-flow")
+                .bearer_auth(&token)
+                .json(&json!({"reasons": [{"code": "other", "label": "x"}], "theme": "dark"})),
+            400,
+        )
+        .await;
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("theme")
+    );
+
+    let body = json!({
+        "reasons": [
+            {"code": "too_expensive", "label": "Too pricey"},
+            {"code": "switching_competitor", "label": "Found something else"},
+            {"code": "other", "label": "Other"},
+        ],
+        "offers": {
+            "too_expensive": {"kind": "discount", "percent": 40, "months": 6},
+            "switching_competitor": {"kind": "downgrade", "plan": "Starter"},
+            "other": {"kind": "none"},
+        },
+        "copy": {"title": "Wait a moment"},
+        "colors": {"primary": "#0A7"},
+        "language": "de",
+    });
+    let stored = app
+        .expect(
+            app.req(Method::PUT, "/projects/acme/cancel-flow")
+                .bearer_auth(&token)
+                .json(&body),
+            200,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(stored["reasons"], body["reasons"]);
+    assert_eq!(stored["offers"], body["offers"]);
+    assert_eq!(stored["copy"]["title"], "Wait a moment");
+    assert_eq!(stored["copy"]["accept_button"], "Accept offer");
+    assert_eq!(stored["colors"]["primary"], "#0a7");
+    assert_eq!(stored["language"], "de");
+    let read = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/cancel-flow")
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(read, stored);
+
+    // Configuration takes a session: the secret key alone is 401; another tenant sees 404.
+    let created = app
+        .expect(
+            app.req(Method::POST, "/projects")
+                .bearer_auth(&token)
+                .json(&json!({"name": "Second"})),
+            201,
+        )
+        .await;
+    let secret = created["data"]["api_keys"]["secret_key"].as_str().unwrap();
+    app.expect(
+        app.req(Method::GET, "/projects/second/cancel-flow")
+            .header("X-API-Key", secret),
+        401,
+    )
+    .await;
+    let stranger = app.register("stranger@other.example").await;
+    app.expect(
+        app.req(Method::PUT, "/projects/acme/cancel-flow")
+            .bearer_auth(&stranger.token)
+            .json(&body),
+        404,
+    )
+    .await;
+}
+
+async fn public_config_counts_opens_per_customer(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let (public, project_id) = acme_keys(&app, &token).await;
+    let own = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/cancel-flow")
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    let config = app
+        .expect(
+            app.req(Method::GET, &format!("/cancel-flow/config/{public}")),
+            200,
+        )
+        .await;
+    assert_eq!(config, own, "the widget sees the project's flow");
+    for _ in 0..2 {
+        app.expect(
+            app.req(
+                Method::GET,
+                &format!("/cancel-flow/config/{public}?customer_email=Dana@Customer.example"),
+            ),
+            200,
+        )
+        .await;
+    }
+    let bad = app
+        .expect(
+            app.req(
+                Method::GET,
+                &format!("/cancel-flow/config/{public}?customer_email=nope"),
+            ),
+            400,
+        )
+        .await;
+    assert_eq!(fields(&bad), ["customer_email"]);
+    app.expect(
+        app.req(
+            Method::GET,
+            "/cancel-flow/config/pub_unknownkeyunknownkeyunknownke",
+        ),
+        404,
+    )
+    .await;
+    let created = app
+        .expect(
+            app.req(Method::POST, "/projects")
+                .bearer_auth(&token)
+                .json(&json!({"name": "Second"})),
+            201,
+        )
+        .await;
+    let secret = created["data"]["api_keys"]["secret_key"].as_str().unwrap();
+    app.expect(
+        app.req(Method::GET, &format!("/cancel-flow/config/{secret}")),
+        404,
+    )
+    .await;
+
+    let db = app.stop().await;
+    let store = Store::connect(&DatabaseUrl::new(&db.url)).await.unwrap();
+    let epoch = chrono::DateTime::UNIX_EPOCH;
+    let slice = ("a@customer.example", "e@customer.example");
+    assert_eq!(
+        cancel_flows::opens_by_customer(store.reader(), &project_id, slice, epoch)
+            .await
+            .unwrap(),
+        [("dana@customer.example".to_owned(), 2)]
+    );
+    let later = ("e@customer.example", "z@customer.example");
+    assert!(
+        cancel_flows::opens_by_customer(store.reader(), &project_id, later, epoch)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    store.close().await;
+}
+
+async fn submissions_by_header_query_and_body(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let (public, _) = acme_keys(&app, &token).await;
+
+    // By header: the discount accepted recovers the event.
+    let mut body = submission("too_expensive");
+    body["customer_name"] = json!("Dana");
+    body["feedback"] = json!("  Cheaper elsewhere  ");
+    body["offer_accepted"] = json!(true);
+    body["plan_name"] = json!("Pro");
+    body["mrr"] = json!(4900);
+    let saved = app
+        .expect(
+            app.req(Method::POST, "/cancel-flow/reasons")
+                .header("X-Public-Key", &public)
+                .json(&body),
+            201,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(saved["status"], "recovered");
+    assert_eq!(
+        saved["offer"],
+        json!({"kind": "discount", "percent": 20, "months": 3, "applied": false})
+    );
+    let id = saved["churn_event_id"].as_str().unwrap();
+    let event = app
+        .expect(
+            app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(event["provider"], "cancel_flow");
+    assert_eq!(event["event_type"], "cancellation");
+    assert_eq!(event["reason_code"], "too_expensive");
+    assert_eq!(event["cancel_reason"], "Cheaper elsewhere");
+    assert_eq!(event["status"], "recovered");
+    assert_eq!(event["recovered_via"], "cancel_flow");
+    assert_eq!(event["customer_name"], "Dana");
+    assert_eq!(event["mrr"], 4900);
+    assert!(event["recovered_at"].is_string());
+
+    // By query: a pause declined leaves the event new; the months asked for are answered.
+    let mut body = submission("dont_need_anymore");
+    body["pause_months"] = json!(2);
+    let declined = app
+        .expect(
+            app.req(
+                Method::POST,
+                &format!("/cancel-flow/reasons?public_key={public}"),
+            )
+            .json(&body),
+            201,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(declined["status"], "new");
+    assert_eq!(
+        declined["offer"],
+        json!({"kind": "pause", "max_months": 3, "pause_months": 2, "applied": false})
+    );
+
+    // In the body: a reason without an offer; accepting nothing changes nothing.
+    let mut body = submission("other");
+    body["public_key"] = json!(public);
+    body["offer_accepted"] = json!(true);
+    let plain = app
+        .expect(
+            app.req(Method::POST, "/cancel-flow/reasons").json(&body),
+            201,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(plain["status"], "new");
+    assert_eq!(plain["offer"], Value::Null);
+    let id = plain["churn_event_id"].as_str().unwrap();
+    let event = app
+        .expect(
+            app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(event["cancel_reason"], "other", "no feedback: the code");
+    assert_eq!(event["recovered_via"], Value::Null);
+
+    // Reasons outside the flow and pauses beyond its maximum are refused, nothing stored.
+    app.expect(
+        app.req(Method::PUT, "/projects/acme/cancel-flow")
+            .bearer_auth(&token)
+            .json(&json!({
+                "reasons": [{"code": "dont_need_anymore", "label": "Done"}],
+                "offers": {"dont_need_anymore": {"kind": "pause", "max_months": 2}},
+            })),
+        200,
+    )
+    .await;
+    let mut body = submission("dont_need_anymore");
+    body["pause_months"] = json!(3);
+    body["customer_email"] = json!("not an email");
+    let refused = app
+        .expect(
+            app.req(Method::POST, "/cancel-flow/reasons")
+                .header("X-Public-Key", &public)
+                .json(&body),
+            400,
+        )
+        .await;
+    assert_eq!(fields(&refused), ["pause_months", "customer_email"]);
+    let refused = app
+        .expect(
+            app.req(Method::POST, "/cancel-flow/reasons")
+                .header("X-Public-Key", &public)
+                .json(&submission("too_expensive")),
+            400,
+        )
+        .await;
+    assert_eq!(fields(&refused), ["reason"]);
+    assert_eq!(events(&app, &token).await.len(), 3);
+}
+
+async fn submissions_need_a_public_key(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let created = app
+        .expect(
+            app.req(Method::POST, "/projects")
+                .bearer_auth(&token)
+                .json(&json!({"name": "Second"})),
+            201,
+        )
+        .await;
+    let secret = created["data"]["api_keys"]["secret_key"].as_str().unwrap();
+    for request in [
+        app.req(Method::POST, "/cancel-flow/reasons")
+            .json(&submission("other")),
+        app.req(Method::POST, "/cancel-flow/reasons")
+            .header("X-Public-Key", secret)
+            .json(&submission("other")),
+        app.req(Method::POST, "/cancel-flow/reasons")
+            .header("X-Public-Key", "pub_unknownkeyunknownkeyunknownke")
+            .json(&submission("other")),
+    ] {
+        let body = app.expect(request, 401).await;
+        assert_eq!(body["error"]["code"], "UNAUTHORIZED");
+    }
+    assert!(events(&app, &token).await.is_empty());
+}
+
+async fn browser_calls_only_from_allowed_origins(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let (public, _) = acme_keys(&app, &token).await;
+    let submit = |origin: Option<&str>| {
+        let mut req = app
+            .req(
+                Method::POST,
+                &format!("/cancel-flow/reasons?public_key={public}"),
+            )
+            .json(&submission("other"));
+        if let Some(origin) = origin {
+            req = req.header("Origin", origin);
+        }
+        req
+    };
+    let preflight = |origin: &str, key: Option<&str>| {
+        let path = match key {
+            Some(key) => format!("/cancel-flow/reasons?public_key={key}"),
+            None => "/cancel-flow/reasons".to_owned(),
+        };
+        app.req(Method::OPTIONS, &path)
+            .header("Origin", origin)
+            .header("Access-Control-Request-Method", "POST")
+            .header("Access-Control-Request-Headers", "content-type")
+    };
+
+    // An empty list allows no browser origin; servers (no Origin) are not restricted.
+    let body = app.expect(submit(Some(SHOP)), 403).await;
+    assert_eq!(body["error"]["code"], "FORBIDDEN");
+    let response = preflight(SHOP, Some(&public)).send().await.unwrap();
+    assert_eq!(response.status(), 403);
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+    let response = submit(None).send().await.unwrap();
+    assert_eq!(response.status(), 201);
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+
+    app.expect(
+        app.req(Method::PUT, "/projects/acme/allowed-origins")
+            .bearer_auth(&token)
+            .json(&json!({"allowed_origins": [SHOP]})),
+        200,
+    )
+    .await;
+    for key in [Some(public.as_str()), None] {
+        let response = preflight(SHOP, key).send().await.unwrap();
+        assert_eq!(response.status(), 204, "key {key:?}");
+        let h = response.headers();
+        assert_eq!(h["access-control-allow-origin"], SHOP);
+        assert_eq!(h["access-control-allow-methods"], "POST, OPTIONS");
+        assert!(
+            h["access-control-allow-headers"]
+                .to_str()
+                .unwrap()
+                .contains("content-type")
+        );
+    }
+    let response = app
+        .req(Method::OPTIONS, &format!("/cancel-flow/config/{public}"))
+        .header("Origin", SHOP)
+        .header("Access-Control-Request-Method", "GET")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 204);
+    assert_eq!(
+        response.headers()["access-control-allow-methods"],
+        "GET, OPTIONS"
+    );
+
+    let response = submit(Some(SHOP)).send().await.unwrap();
+    assert_eq!(response.status(), 201);
+    assert_eq!(response.headers()["access-control-allow-origin"], SHOP);
+    assert!(
+        response.headers()["access-control-expose-headers"]
+            .to_str()
+            .unwrap()
+            .contains("x-request-id")
+    );
+    // An error after the origin check is readable by the page too.
+    let response = app
+        .req(Method::POST, "/cancel-flow/reasons")
+        .header("X-Public-Key", &public)
+        .header("Origin", SHOP)
+        .json(&submission("not_a_reason"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    assert_eq!(response.headers()["access-control-allow-origin"], SHOP);
+
+    // Any other origin: 403 without CORS headers, nothing stored, no open counted.
+    for other in ["https://evil.example", "http://shop.example", "null"] {
+        let response = submit(Some(other)).send().await.unwrap();
+        assert_eq!(response.status(), 403, "{other}");
+        assert!(
+            response
+                .headers()
+                .get("access-control-allow-origin")
+                .is_none()
+        );
+        let response = preflight(other, Some(&public)).send().await.unwrap();
+        assert_eq!(response.status(), 403, "{other}");
+        assert!(
+            response
+                .headers()
+                .get("access-control-allow-origin")
+                .is_none()
+        );
+    }
+    let response = preflight("https://evil.example", None)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+    let config = app
+        .req(
+            Method::GET,
+            &format!("/cancel-flow/config/{public}?customer_email=dana@customer.example"),
+        )
+        .header("Origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(config.status(), 403);
+    let config = app
+        .req(Method::GET, &format!("/cancel-flow/config/{public}"))
+        .header("Origin", SHOP)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(config.status(), 200);
+    assert_eq!(config.headers()["access-control-allow-origin"], SHOP);
+    assert_eq!(events(&app, &token).await.len(), 2);
+}
+
+async fn submissions_are_limited_per_key(backend: Backend) {
+    let app = TestApp::spawn_with(backend, Options::default().with("rate_limits", "on")).await;
+    let token = acme_owner(&app).await;
+    let (public, _) = acme_keys(&app, &token).await;
+    let created = app
+        .expect(
+            app.req(Method::POST, "/projects")
+                .bearer_auth(&token)
+                .json(&json!({"name": "Second"})),
+            201,
+        )
+        .await;
+    let other = created["data"]["api_keys"]["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let submit = |key: &str| {
+        app.req(Method::POST, "/cancel-flow/reasons")
+            .header("X-Public-Key", key)
+            .json(&submission("other"))
+    };
+    for i in 0..10u32 {
+        let response = submit(&public).send().await.unwrap();
+        assert_eq!(response.status(), 201, "submission {i}");
+        assert_eq!(response.headers()["x-ratelimit-limit"], "10");
+        assert_eq!(
+            response.headers()["x-ratelimit-remaining"],
+            (9 - i).to_string().as_str()
+        );
+    }
+    let refused = submit(&public).send().await.unwrap();
+    assert_eq!(refused.status(), 429);
+    assert!(refused.headers().get("retry-after").is_some());
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "RATE_LIMITED");
+    app.expect(submit(&other), 201).await;
+    assert_eq!(events(&app, &token).await.len(), 10);
+}
+
+async fn widget_script_and_demo_page(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let (public, _) = acme_keys(&app, &token).await;
+    let script = app
+        .client
+        .get(format!("{}/widget/v1/cancel-flow.js", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(script.status(), 200);
+    assert_eq!(
+        script.headers()["content-type"],
+        "text/javascript; charset=utf-8"
+    );
+    let source = script.text().await.unwrap();
+    assert!(source.len() <= 30_720);
+    assert!(source.contains("window.ChurnCancelFlow"));
+
+    let demo = |query: &str| {
+        app.client
+            .get(format!("{}/widget/v1/demo{query}", app.address))
+            .send()
+    };
+    for query in [format!("?key={public}"), format!("?public_key={public}")] {
+        let page = demo(&query).await.unwrap();
+        assert_eq!(page.status(), 200);
+        assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+        let html = page.text().await.unwrap();
+        assert!(html.contains(&format!("data-key=\"{public}\"")));
+        assert!(html.contains("/widget/v1/cancel-flow.js"));
+        assert!(html.contains("not among the project's allowed origins"));
+    }
+    assert_eq!(demo("").await.unwrap().status(), 400);
+    let unknown = demo("?key=pub_unknownkeyunknownkeyunknownke")
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+}

@@ -1,0 +1,240 @@
+// The cancel-flow widget in a real browser (Debian's chromium, driven by playwright-core):
+// a page served from an allowed origin opens the modal; choosing a reason and accepting the
+// offer records a recovered event (checked through the API); Escape closes without an event;
+// Tab stays inside the dialog; it fits a 360 px wide screen. Screenshots go to
+// <repo>/target/browser/.
+//
+// Needs a built server: CHURN_SERVER_BIN, else $CARGO_TARGET_DIR/debug/churn-server, else
+// <repo>/target/debug/churn-server. Chromium: CHROMIUM_BIN, else /usr/bin/chromium.
+
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
+const TARGET = process.env.CARGO_TARGET_DIR || join(REPO, "target");
+const SERVER_BIN = process.env.CHURN_SERVER_BIN || join(TARGET, "debug", "churn-server");
+const SHOTS = join(REPO, "target", "browser");
+const DEADLINE_MS = 15_000;
+
+let server, serverLog = "", work, api, page, browser, shop, shopOrigin, publicKey, token;
+
+async function call(method, path, body, headers = {}) {
+  const response = await fetch(`${api}/api/v1${path}`, {
+    method,
+    headers: { "content-type": "application/json", ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  assert.ok(response.ok, `${method} ${path}: ${response.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+const auth = () => ({ authorization: `Bearer ${token}` });
+const events = async () => (await call("GET", "/projects/acme/churn-events", undefined, auth())).data;
+
+/** Waits for the server's log line with the address it bound (port 0). */
+function startServer() {
+  work = mkdtempSync(join(tmpdir(), "churn-browser-"));
+  server = spawn(SERVER_BIN, [], {
+    env: {
+      ...process.env,
+      CHURN_BIND: "127.0.0.1:0",
+      CHURN_DATA_DIR: join(work, "data"),
+      CHURN_DATABASE_URL: `sqlite://${join(work, "churn.db")}`,
+      CHURN_LOG_FORMAT: "json",
+      CHURN_RATE_LIMITS: "off",
+    },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  return new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${serverLog}`)), DEADLINE_MS);
+    server.stderr.on("data", (chunk) => {
+      serverLog += chunk;
+      const match = serverLog.match(/"address":"([^"]+)"/);
+      if (match) {
+        clearTimeout(timer);
+        resolvePromise(`http://${match[1]}`);
+      }
+    });
+    server.on("exit", (code) => reject(new Error(`server exited (${code}):\n${serverLog}`)));
+  });
+}
+
+/** The customer's site: a page that embeds the widget from the service. */
+function startShop() {
+  shop = createServer((req, res) => {
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    res.end(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+      <meta name="viewport" content="width=device-width, initial-scale=1"><title>Shop</title></head>
+      <body><h1>Your account</h1><button id="open" type="button">Cancel subscription</button>
+      <script src="${api}/widget/v1/cancel-flow.js"></script>
+      <script>
+        document.getElementById("open").addEventListener("click", () => {
+          window.result = null;
+          ChurnCancelFlow.open({ publicKey: ${JSON.stringify(publicKey)}, customerEmail: "dana@customer.example",
+            customerName: "Dana", planName: "Pro", mrr: 4900 }).then((r) => { window.result = r; });
+        });
+      </script></body></html>`);
+  });
+  return new Promise((resolvePromise) =>
+    shop.listen(0, "127.0.0.1", () => resolvePromise(`http://127.0.0.1:${shop.address().port}`)),
+  );
+}
+
+before(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  api = await startServer();
+  token = (await call("POST", "/auth/register", { name: "Owner", email: "owner@acme.example", password: "correct horse" })).data.token;
+  const project = (await call("POST", "/projects", { name: "Acme" }, auth())).data;
+  publicKey = project.api_keys.public_key;
+  shopOrigin = await startShop();
+  await call("PUT", "/projects/acme/allowed-origins", { allowed_origins: [shopOrigin] }, auth());
+  await call("PUT", "/projects/acme/cancel-flow", {
+    reasons: [
+      { code: "too_expensive", label: "It costs too much" },
+      { code: "missing_features", label: "A feature is missing" },
+      { code: "other", label: "Something else" },
+    ],
+    offers: {
+      too_expensive: { kind: "discount", percent: 30, months: 3 },
+      other: { kind: "pause", max_months: 2 },
+    },
+    copy: { title: "Before you cancel" },
+    colors: { primary: "#0f766e" },
+  }, auth());
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_BIN || "/usr/bin/chromium",
+    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  page = await browser.newPage({ viewport: { width: 1024, height: 768 } });
+  page.setDefaultTimeout(DEADLINE_MS);
+});
+
+after(async () => {
+  await browser?.close();
+  shop?.close();
+  server?.kill();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+/** The id (or tag) of what has the focus inside the widget's shadow root; null outside it. */
+const focused = () =>
+  page.evaluate(() => {
+    const host = document.querySelector("[data-churn-cancel-flow]");
+    if (!host || document.activeElement !== host) return null;
+    const el = host.shadowRoot.activeElement;
+    return el ? el.id || el.textContent.trim() || el.tagName : null;
+  });
+
+async function openWidget() {
+  await page.goto(shopOrigin);
+  await page.click("#open");
+  await page.getByRole("dialog", { name: "Before you cancel" }).waitFor();
+}
+
+async function outcome() {
+  await page.waitForFunction(() => window.result !== null && window.result !== undefined);
+  return page.evaluate(() => window.result);
+}
+
+test("choosing a reason and accepting the offer records a recovered event", async () => {
+  await openWidget();
+  assert.equal(await focused(), "churn-cf-reason-0", "focus moves into the dialog");
+  const proceed = page.getByRole("button", { name: "Continue" });
+  assert.equal(await proceed.isDisabled(), true);
+  await page.getByRole("radio", { name: "It costs too much" }).check();
+  await page.getByLabel("Anything else you would like to tell us? (optional)").fill("Cheaper elsewhere");
+  await proceed.click();
+  await page.getByText("Stay and get 30% off for the next 3 months.").waitFor();
+  assert.equal(await focused(), "Accept offer", "the offer's button takes the focus");
+  const text = await page.getByRole("dialog").innerText();
+  assert.ok(!/null|undefined|\{/.test(text), text);
+  await page.screenshot({ path: join(SHOTS, "cancel-flow-modal.png") });
+  await page.getByRole("button", { name: "Accept offer" }).click();
+  await page.getByRole("status").filter({ hasText: "Thank you for staying" }).waitFor();
+  await page.getByRole("button", { name: "Close" }).click();
+  const result = await outcome();
+  assert.equal(result.outcome, "saved");
+  assert.deepEqual(result.offer, { kind: "discount", percent: 30, months: 3, applied: false });
+  assert.equal(await page.locator("[data-churn-cancel-flow]").count(), 0, "the dialog is gone");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "open", "focus is given back");
+
+  const recorded = await events();
+  assert.equal(recorded.length, 1);
+  const event = (await call("GET", `/projects/acme/churn-events/${result.churnEventId}`, undefined, auth())).data;
+  assert.equal(event.status, "recovered");
+  assert.equal(event.recovered_via, "cancel_flow");
+  assert.equal(event.provider, "cancel_flow");
+  assert.equal(event.reason_code, "too_expensive");
+  assert.equal(event.cancel_reason, "Cheaper elsewhere");
+  assert.equal(event.customer_email, "dana@customer.example");
+  assert.equal(event.mrr, 4900);
+});
+
+test("Tab and Shift+Tab stay inside the dialog", async () => {
+  await openWidget();
+  await page.getByRole("radio", { name: "Something else" }).check();
+  const seen = new Set();
+  for (let i = 0; i < 8; i++) {
+    await page.keyboard.press("Tab");
+    const where = await focused();
+    assert.ok(where, `Tab ${i + 1} left the dialog`);
+    seen.add(where);
+  }
+  for (let i = 0; i < 8; i++) {
+    await page.keyboard.press("Shift+Tab");
+    assert.ok(await focused(), `Shift+Tab ${i + 1} left the dialog`);
+  }
+  // Radio group, feedback box and both buttons: the cycle went all the way round.
+  assert.ok(seen.has("Keep my subscription") && seen.has("Continue") && seen.has("churn-cf-feedback"), [...seen].join(", "));
+  await page.keyboard.press("Escape");
+  assert.equal((await outcome()).outcome, "closed");
+});
+
+test("Escape closes without an event", async () => {
+  const before = (await events()).length;
+  await openWidget();
+  await page.getByRole("radio", { name: "A feature is missing" }).check();
+  await page.keyboard.press("Escape");
+  const result = await outcome();
+  assert.deepEqual(result, { outcome: "closed" });
+  assert.equal(await page.locator("[data-churn-cancel-flow]").count(), 0);
+  assert.equal((await events()).length, before, "nothing was recorded");
+});
+
+test("a pause offer takes its length from a labelled select and can be declined", async () => {
+  await openWidget();
+  await page.getByRole("radio", { name: "Something else" }).check();
+  await page.getByRole("button", { name: "Continue" }).click();
+  await page.getByText("Pause your subscription for up to 2 months instead.").waitFor();
+  await page.getByLabel("Pause for (months)").selectOption("1");
+  await page.getByRole("button", { name: "No thanks, cancel" }).click();
+  await page.getByRole("status").filter({ hasText: "Your cancellation is recorded" }).waitFor();
+  await page.keyboard.press("Escape");
+  const result = await outcome();
+  assert.equal(result.outcome, "cancelled");
+  assert.deepEqual(result.offer, { kind: "pause", max_months: 2, pause_months: 1, applied: false });
+  const event = (await call("GET", `/projects/acme/churn-events/${result.churnEventId}`, undefined, auth())).data;
+  assert.equal(event.status, "new");
+  assert.equal(event.reason_code, "other");
+});
+
+test("the dialog fits a 360 px wide screen", async () => {
+  await page.setViewportSize({ width: 360, height: 740 });
+  await openWidget();
+  const box = await page.getByRole("dialog").boundingBox();
+  assert.ok(box.x >= 0 && box.x + box.width <= 360, JSON.stringify(box));
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(overflow <= 360, `page scrolls sideways: ${overflow}`);
+  await page.screenshot({ path: join(SHOTS, "cancel-flow-360.png") });
+  await page.keyboard.press("Escape");
+  await outcome();
+});
