@@ -74,4 +74,6 @@ CREATE TABLE dunning_configs (
 );
 
 -- Recovering a customer's open churn events on a successful payment.
+-- Replaces the index of 0020 (merged from two branches) with one that also covers status.
+DROP INDEX IF EXISTS churn_events_by_customer;
 CREATE INDEX churn_events_by_customer ON churn_events (project_id, customer_email, status);

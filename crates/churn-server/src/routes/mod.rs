@@ -109,6 +109,7 @@ pub fn service(
         .routes(routes!(risk::customer))
         .routes(routes!(risk::recompute))
         .routes(routes!(risk::get_config, risk::put_config))
+        .routes(routes!(risk::alerts))
         .routes(routes!(legacy::list, legacy::create))
         .routes(routes!(legacy::get))
         .routes(routes!(legacy::recovered))

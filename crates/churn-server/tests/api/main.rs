@@ -4,6 +4,7 @@
 mod helpers;
 
 mod accounts;
+mod alerts;
 mod behavior;
 mod conventions;
 mod dunning;

@@ -135,6 +135,7 @@ async fn openapi_covers_every_route(backend: Backend) {
         ("/api/v1/projects/{slug}/churn-risk/recompute", "post"),
         ("/api/v1/projects/{slug}/churn-risk/config", "get"),
         ("/api/v1/projects/{slug}/churn-risk/config", "put"),
+        ("/api/v1/projects/{slug}/churn-risk/alerts", "get"),
         ("/api/v1/churn-events", "get"),
         ("/api/v1/churn-events", "post"),
         ("/api/v1/churn-events/{id}", "get"),
