@@ -1,6 +1,7 @@
 //! Request and response bodies of the HTTP API, shared by the server and the SDK so the two
 //! cannot drift apart.
 
+pub mod alerts;
 pub mod analytics;
 pub mod auth;
 pub mod behavior;

@@ -1,5 +1,6 @@
 //! Pure domain rules: no I/O, no clock reads; every function here takes what it needs.
 
+pub mod alerts;
 pub mod analytics;
 pub mod behavior;
 pub mod cancel_flow;

@@ -1,13 +1,33 @@
 //! Churn-risk alerts (decisions §9): the project's configuration, whose webhook URL passes the
-//! outbound address filter when it is set (and again on every delivery, in `outbound`).
+//! outbound address filter when it is set (and again on every delivery, in `outbound`); the
+//! alerts a scoring run raises by `domain::alerts`, and the alert log.
 
 use super::access::ProjectAccess;
+use super::behavior::{meta, paging};
 use super::{Alerts, Core};
+use crate::api::Meta;
+use crate::api::alerts::{Alert, AlertChannel, AlertQuery, AlertStatus};
 use crate::api::risk::{DeliveryMode, EmailTone, RiskConfig, RiskConfigPatch};
+use crate::domain::alerts::{LastAlert, Outcome, Rule, decide};
+use crate::domain::risk::Level;
 use crate::domain::role::Permission;
 use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
+use crate::ids::new_id;
+use crate::store::alerts::{self as log, AlertRecord};
+use crate::store::risk::ScoreRecord;
 use crate::store::{email_settings, risk};
+use crate::time::Timestamp;
+
+/// What a scoring run reads of the configuration once for all its customers.
+pub(super) fn alert_rule(config: &RiskConfig) -> Rule {
+    Rule {
+        enabled: config.enabled,
+        threshold: config.risk_threshold,
+        nowhere_to_deliver: config.delivery_mode == DeliveryMode::Webhook
+            && config.webhook_url.is_none(),
+    }
+}
 
 const MAX_URL: usize = 2000;
 
@@ -30,7 +50,103 @@ impl Core {
     }
 }
 
+impl Core {
+    /// Logs the alert the rules raise for a new score, in the scoring run's transaction;
+    /// `true` when one was logged.
+    pub(super) async fn raise_alert(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        project_id: &str,
+        config: &RiskConfig,
+        s: &ScoreRecord,
+        now: Timestamp,
+    ) -> Result<bool> {
+        let (Some(score), Some(level)) = (s.score, s.level.as_deref().and_then(Level::parse))
+        else {
+            return Ok(false);
+        };
+        let rule = alert_rule(config);
+        // Without a previous alert the rules fire the most; nothing then, no log read.
+        if decide(rule, score, level, None, now) == Outcome::None {
+            return Ok(false);
+        }
+        let last = log::latest_counted(tx, project_id, &s.customer_email)
+            .await?
+            .map(|(level, created_at)| {
+                Level::parse(&level)
+                    .map(|level| LastAlert { level, created_at })
+                    .ok_or_else(|| Error::internal("corrupt risk_level in risk_alerts"))
+            })
+            .transpose()?;
+        let status = match decide(rule, score, level, last, now) {
+            Outcome::None => return Ok(false),
+            Outcome::Skip => AlertStatus::Skipped,
+            Outcome::Deliver => AlertStatus::Pending,
+        };
+        let channel = match config.delivery_mode {
+            DeliveryMode::Webhook => AlertChannel::Webhook,
+            DeliveryMode::Direct => AlertChannel::Email,
+        };
+        let record = AlertRecord {
+            id: new_id(),
+            opaque_id: format!("alrt_{}", new_id().replace('-', "")),
+            customer_email: s.customer_email.clone(),
+            risk_score: score,
+            risk_level: level.as_str().to_owned(),
+            signals: s.signals.clone(),
+            channel: channel.as_str().to_owned(),
+            status: status.as_str().to_owned(),
+            attempts: "[]".to_owned(),
+            next_attempt_at: None,
+            created_at: now,
+        };
+        log::insert(tx, project_id, &record).await?;
+        Ok(true)
+    }
+}
+
+fn alert_view(r: AlertRecord) -> Result<Alert> {
+    let corrupt = |what: &str| Error::internal(format!("corrupt {what} in risk_alerts"));
+    Ok(Alert {
+        channel: AlertChannel::parse(&r.channel).ok_or_else(|| corrupt("channel"))?,
+        status: AlertStatus::parse(&r.status).ok_or_else(|| corrupt("status"))?,
+        attempts: serde_json::from_str(&r.attempts).map_err(|_| corrupt("attempts"))?,
+        id: r.id,
+        opaque_id: r.opaque_id,
+        customer_email: r.customer_email,
+        risk_score: r.risk_score,
+        risk_level: r.risk_level,
+        next_attempt_at: r.next_attempt_at,
+        created_at: r.created_at,
+    })
+}
+
 impl Alerts {
+    /// `GET /projects/:slug/churn-risk/alerts`: newest first.
+    pub async fn list_alerts(
+        &self,
+        access: &ProjectAccess,
+        q: AlertQuery,
+    ) -> Result<(Vec<Alert>, Meta)> {
+        access.authorize(Permission::Read)?;
+        let mut v = Validator::new();
+        let (page, per_page) = paging(&mut v, q.page, q.per_page);
+        v.finish()?;
+        let db = self.core.store.reader();
+        let project_id = &access.project.id;
+        let total = log::count(db, project_id).await?;
+        let offset = (page - 1).saturating_mul(per_page);
+        let items = log::list(db, project_id, per_page, offset)
+            .await?
+            .into_iter()
+            .map(alert_view)
+            .collect::<Result<_>>()?;
+        Ok((
+            items,
+            meta(page, per_page, u64::try_from(total).unwrap_or(0)),
+        ))
+    }
+
     /// `GET /projects/:slug/churn-risk/config`.
     pub async fn risk_config(&self, access: &ProjectAccess) -> Result<RiskConfig> {
         access.authorize(Permission::Read)?;

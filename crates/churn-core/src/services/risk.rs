@@ -100,14 +100,15 @@ impl Core {
     /// `POST /projects/:slug/churn-risk/recompute`: scores the project now.
     pub async fn recompute_risk(&self, access: &ProjectAccess) -> Result<Recomputed> {
         access.authorize(Permission::Write)?;
-        let scored = self.score_project(&access.project.id).await?;
-        Ok(Recomputed { scored, alerts: 0 })
+        self.score_project(&access.project.id).await
     }
 
-    /// Scores every customer with a tracked event in the last 90 days; says how many got a
-    /// score (not those with insufficient data).
-    pub async fn score_project(&self, project_id: &str) -> Result<u64> {
+    /// Scores every customer with a tracked event in the last 90 days and raises the alerts;
+    /// says how many got a score (not those with insufficient data) and how many alerts the run
+    /// logged.
+    pub async fn score_project(&self, project_id: &str) -> Result<Recomputed> {
         let now = self.now();
+        let config = self.risk_config_of(project_id).await?;
         let since = now - chrono::Duration::days(LOOKBACK_DAYS);
         let rollup_since = since_day(now, LOOKBACK_DAYS);
         // The 14 whole days of the session window start at midnight.
@@ -119,6 +120,7 @@ impl Core {
         let db = self.store.reader();
         let mut after = String::new();
         let mut scored = 0;
+        let mut alerts = 0;
         loop {
             let facts = risk::customers_to_score(db, project_id, since, &after, SLICE).await?;
             let (Some(first), Some(last)) = (facts.first(), facts.last()) else {
@@ -154,12 +156,16 @@ impl Core {
                 let record = score_record(f, assessment, &today, now)?;
                 scored += u64::from(record.score.is_some());
                 risk::save_score(&mut tx, project_id, &record).await?;
+                alerts += u64::from(
+                    self.raise_alert(&mut tx, project_id, &config, &record, now)
+                        .await?,
+                );
             }
             tx.commit().await?;
             after = last.email.clone();
         }
         risk::purge_scores(self.store.writer(), project_id, &since_day(now, KEPT_DAYS)).await?;
-        Ok(scored)
+        Ok(Recomputed { scored, alerts })
     }
 
     /// `GET /projects/:slug/churn-risk/customers`: highest first, insufficient data last.

@@ -6,6 +6,7 @@
 //! allows one writer at a time anyway, and queueing writers in the pool avoids `SQLITE_BUSY`
 //! on transactions that read before they write.
 
+pub mod alerts;
 pub mod analytics;
 pub mod behavior;
 pub mod cancel_flows;

@@ -2,6 +2,7 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use churn_core::api::alerts::{Alert, AlertQuery};
 use churn_core::api::risk::{
     Recomputed, RiskConfig, RiskConfigPatch, RiskDetail, RiskQuery, RiskScore,
 };
@@ -74,4 +75,17 @@ pub async fn put_config(
     Ok(Json(Data::new(
         s.churn.alerts().update_risk_config(&access, patch).await?,
     )))
+}
+
+/// The alert log, newest first.
+#[utoipa::path(get, path = "/projects/{slug}/churn-risk/alerts", operation_id = "list_churn_risk_alerts", tag = "churn risk", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path), AlertQuery),
+    responses((status = 200, body = Page<Alert>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn alerts(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+    ApiQuery(q): ApiQuery<AlertQuery>,
+) -> ApiResult<Json<Page<Alert>>> {
+    let (data, meta) = s.churn.alerts().list_alerts(&access, q).await?;
+    Ok(Json(Page { data, meta }))
 }

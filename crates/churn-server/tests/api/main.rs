@@ -4,6 +4,7 @@
 mod helpers;
 
 mod accounts;
+mod alerts;
 mod analytics;
 mod autopilot;
 mod behavior;

@@ -1,0 +1,77 @@
+//! The churn-risk alert log (decisions §9).
+
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::behavior::RiskLevelName;
+use crate::domain::wire::wire_enum;
+use crate::time::{Timestamp, wire};
+
+wire_enum! {
+    /// How an alert reaches someone: a signed webhook or a check-in email to the customer.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
+    pub enum AlertChannel {
+        Webhook = "webhook",
+        Email = "email",
+    }
+}
+
+wire_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
+    pub enum AlertStatus {
+        Pending = "pending",
+        Delivered = "delivered",
+        Failed = "failed",
+        Skipped = "skipped",
+    }
+}
+
+/// One delivery attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AlertAttempt {
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub at: Timestamp,
+    /// The receiver's status code; null when no answer came.
+    pub status_code: Option<u16>,
+    /// Why the attempt failed without an answer (timeout, refused address, redirect …).
+    pub error: Option<String>,
+    /// At most 1 KiB of the receiver's answer.
+    pub response_body: Option<String>,
+}
+
+/// An entry of the alert log.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Alert {
+    pub id: String,
+    /// Same on every delivery of this alert; receivers deduplicate by it.
+    pub opaque_id: String,
+    #[schema(format = Email)]
+    pub customer_email: String,
+    #[schema(minimum = 0, maximum = 100)]
+    pub risk_score: i64,
+    #[schema(value_type = RiskLevelName)]
+    pub risk_level: String,
+    pub channel: AlertChannel,
+    pub status: AlertStatus,
+    pub attempts: Vec<AlertAttempt>,
+    #[serde(with = "wire::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub next_attempt_at: Option<Timestamp>,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: Timestamp,
+}
+
+/// Query of `GET /projects/:slug/churn-risk/alerts`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct AlertQuery {
+    /// Default 1.
+    #[param(minimum = 1, maximum = 4294967295_i64)]
+    pub page: Option<i64>,
+    /// Default 20.
+    #[param(minimum = 1, maximum = 100)]
+    pub per_page: Option<i64>,
+}
