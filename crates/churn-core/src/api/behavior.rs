@@ -44,8 +44,10 @@ pub enum TrackRequest {
     Single(TrackEvent),
 }
 
-/// The answer to a single event: `{"status": "ok"}`.
+/// The answer to a single event: `{"status": "ok"}`, and nothing more (so that a batch's
+/// answer is not one too: the document's `oneOf` needs exactly one match).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Tracked {
     /// Always `ok`.
     pub status: String,

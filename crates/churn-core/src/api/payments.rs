@@ -193,12 +193,22 @@ pub struct PaymentFailureList {
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct PaymentFailureQuery {
-    /// failing, recovered or abandoned.
+    #[param(value_type = Option<FailureStatusName>, inline)]
     pub status: Option<String>,
     #[param(minimum = 1, maximum = 4294967295_i64)]
     pub page: Option<i64>,
     #[param(minimum = 1, maximum = 100)]
     pub per_page: Option<i64>,
+}
+
+/// The states of a payment failure, as the list's `status` filter names them (interface.md,
+/// "Payment failure status"); for the document only, the service keeps them as text.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureStatusName {
+    Failing,
+    Recovered,
+    Abandoned,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
