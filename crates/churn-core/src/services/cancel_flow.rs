@@ -130,7 +130,16 @@ impl Core {
                 "pause_months",
                 cancel_flow::pause_months(*max_months, req.pause_months),
             ),
-            _ => None,
+            // Without a pause offer the value is unused, but still one a pause could take.
+            _ => {
+                if let Some(n) = req.pause_months {
+                    v.check(
+                        "pause_months",
+                        cancel_flow::pause_months(cancel_flow::PAUSE_MONTHS.1, Some(n)),
+                    );
+                }
+                None
+            }
         };
         let feedback = req
             .feedback

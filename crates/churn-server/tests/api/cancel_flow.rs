@@ -391,6 +391,25 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
         )
         .await;
     assert_eq!(fields(&refused), ["reason"]);
+    // A reason without a pause offer still refuses a pause no flow could offer.
+    app.expect(
+        app.req(Method::PUT, "/projects/acme/cancel-flow")
+            .bearer_auth(&token)
+            .json(&json!({"reasons": [{"code": "poor_support", "label": "Support"}]})),
+        200,
+    )
+    .await;
+    let mut body = submission("poor_support");
+    body["pause_months"] = json!(7);
+    let refused = app
+        .expect(
+            app.req(Method::POST, "/cancel-flow/reasons")
+                .header("X-Public-Key", &public)
+                .json(&body),
+            400,
+        )
+        .await;
+    assert_eq!(fields(&refused), ["pause_months"]);
     assert_eq!(events(&app, &token).await.len(), 3);
 }
 
