@@ -47,6 +47,14 @@ impl std::fmt::Debug for Invitation {
     }
 }
 
+/// What an invitation's link shows before it is accepted: who is invited where, as what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvitationLink {
+    pub project_name: String,
+    pub email: String,
+    pub role: Role,
+}
+
 /// The answer to accepting an invitation: the project joined and the role in it.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Accepted {

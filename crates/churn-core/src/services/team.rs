@@ -10,7 +10,9 @@ use super::Team;
 use super::access::ProjectAccess;
 use super::projects::project_view;
 use super::tokens::one_time_hash;
-use crate::api::team::{Accepted, ChangeRole, CreateInvitation, Invitation, Member};
+use crate::api::team::{
+    Accepted, ChangeRole, CreateInvitation, Invitation, InvitationLink, Member,
+};
 use crate::domain::email::Email;
 use crate::domain::invitation::VALID_FOR;
 use crate::domain::role::{Permission, Role};
@@ -24,6 +26,23 @@ use crate::store::users::UserRecord;
 
 fn invitation_not_found() -> Error {
     Error::NotFound("invitation not found".into())
+}
+
+fn already_used() -> Error {
+    Error::Conflict("this invitation has already been used".into())
+}
+
+/// An invitation that may still be accepted: not used (409), not expired (400).
+fn usable(invitation: &InvitationRecord, now: crate::time::Timestamp) -> Result<()> {
+    if invitation.accepted_at.is_some() {
+        return Err(already_used());
+    }
+    if invitation.expires_at <= now {
+        return Err(Error::validation(
+            "this invitation has expired; ask for a new one",
+        ));
+    }
+    Ok(())
 }
 
 fn member_not_found() -> Error {
@@ -117,29 +136,41 @@ impl Team {
         }
     }
 
-    /// Joins the invitee (the signed-in user, whose address must be the invited one).
-    pub async fn accept(&self, user: &UserRecord, token: &str) -> Result<Accepted> {
-        let invitation = team::by_token_hash(self.core.store.reader(), &one_time_hash(token))
+    /// What the invitation's link opens before anyone signs in: the project, the invited
+    /// address and the role, with the refusals of [`Team::accept`] (unknown or revoked 404,
+    /// used 409, expired 400).
+    pub async fn open_invitation(&self, token: &str) -> Result<InvitationLink> {
+        let invitation = self.by_token(token).await?;
+        usable(&invitation, self.core.now())?;
+        let project = projects::by_id(self.core.store.reader(), &invitation.project_id)
             .await?
             .ok_or_else(invitation_not_found)?;
+        Ok(InvitationLink {
+            project_name: project.name,
+            email: invitation.email,
+            role: invitation.role,
+        })
+    }
+
+    async fn by_token(&self, token: &str) -> Result<InvitationRecord> {
+        team::by_token_hash(self.core.store.reader(), &one_time_hash(token))
+            .await?
+            .ok_or_else(invitation_not_found)
+    }
+
+    /// Joins the invitee (the signed-in user, whose address must be the invited one).
+    pub async fn accept(&self, user: &UserRecord, token: &str) -> Result<Accepted> {
+        let invitation = self.by_token(token).await?;
         if invitation.email != user.email {
             return Err(Error::Forbidden(
                 "this invitation was sent to another address".into(),
             ));
         }
-        let used = || Error::Conflict("this invitation has already been used".into());
-        if invitation.accepted_at.is_some() {
-            return Err(used());
-        }
         let now = self.core.now();
-        if invitation.expires_at <= now {
-            return Err(Error::validation(
-                "this invitation has expired; ask for a new one",
-            ));
-        }
+        usable(&invitation, now)?;
         let mut tx = self.core.store.begin().await?;
         if !team::mark_accepted(&mut *tx, &invitation.id, now).await? {
-            return Err(used());
+            return Err(already_used());
         }
         team::add_member(
             &mut *tx,

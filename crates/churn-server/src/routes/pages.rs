@@ -1,5 +1,6 @@
-//! The pages behind the links in account emails, outside `/api/v1`: `/reset-password` and
-//! `/verify-email`. Each is a small HTML form that works without JavaScript. Opening a page
+//! The pages behind the links in account and team emails, outside `/api/v1`:
+//! `/reset-password`, `/verify-email` and `/invitations/<token>`. Each is a small HTML form
+//! that works without JavaScript. Opening a page
 //! changes nothing; its form posts (form-encoded, since a plain form cannot send JSON) to the
 //! same path, which calls the same service as the API route and answers a page saying what
 //! happened. Everything echoed is escaped; the pages are not cached, send no Referer (the
@@ -7,11 +8,12 @@
 
 use axum::Router;
 use axum::extract::rejection::{FormRejection, QueryRejection};
-use axum::extract::{Form, Query, State};
+use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use churn_core::api::auth::{ResetPassword, VerifyEmail};
+use churn_core::api::auth::{LoginRequest, RegisterRequest, ResetPassword, VerifyEmail};
+use churn_core::api::team::InvitationLink;
 use churn_core::domain::password::{MAX_PASSWORD_LEN, MIN_PASSWORD_LEN};
 use serde::Deserialize;
 
@@ -22,6 +24,10 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/reset-password", get(reset_page).post(reset_submit))
         .route("/verify-email", get(verify_page).post(verify_submit))
+        .route(
+            "/invitations/{token}",
+            get(invitation_page).post(invitation_submit),
+        )
 }
 
 #[derive(Default, Deserialize)]
@@ -42,6 +48,18 @@ struct ResetForm {
 struct VerifyForm {
     #[serde(default)]
     token: String,
+}
+
+/// The invitation page's form: sign in with an existing account, or create one (the invited
+/// address may register even when registration is by invitation only).
+#[derive(Deserialize)]
+struct JoinForm {
+    #[serde(default)]
+    mode: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    password: String,
 }
 
 const NO_TOKEN: &str = "This link has no token. Open the link from your email again.";
@@ -130,6 +148,116 @@ async fn verify_submit(
     }
 }
 
+const JOIN_TITLE: &str = "Join a project on churn";
+
+async fn invitation_page(State(s): State<AppState>, Path(token): Path<String>) -> Response {
+    match s.churn.team().open_invitation(&token).await {
+        Ok(link) => join_forms(StatusCode::OK, &link, None),
+        Err(e) => failure(e, JOIN_TITLE),
+    }
+}
+
+async fn invitation_submit(
+    State(s): State<AppState>,
+    Path(token): Path<String>,
+    form: Result<Form<JoinForm>, FormRejection>,
+) -> Response {
+    let Ok(Form(form)) = form else {
+        return message(StatusCode::BAD_REQUEST, JOIN_TITLE, BAD_FORM);
+    };
+    let link = match s.churn.team().open_invitation(&token).await {
+        Ok(link) => link,
+        Err(e) => return failure(e, JOIN_TITLE),
+    };
+    let accounts = s.churn.accounts();
+    let session = match form.mode.as_str() {
+        "register" => {
+            accounts
+                .register(RegisterRequest {
+                    name: form.name,
+                    email: link.email.clone(),
+                    password: form.password,
+                })
+                .await
+        }
+        _ => {
+            accounts
+                .login(LoginRequest {
+                    email: link.email.clone(),
+                    password: form.password,
+                })
+                .await
+        }
+    };
+    let session = match session {
+        Ok(session) => session,
+        // The invitee's own mistakes (a wrong password, a weak one, an account that exists
+        // already) leave the invitation open: show the forms again with the reason.
+        Err(
+            e @ (churn_core::Error::Unauthorized(_)
+            | churn_core::Error::Validation { .. }
+            | churn_core::Error::Conflict(_)),
+        ) => {
+            let why = reason(&e);
+            return join_forms(ApiError::from(e).status(), &link, Some(&why));
+        }
+        Err(e) => return failure(e, JOIN_TITLE),
+    };
+    let joined = match accounts.authenticate(&session.token).await {
+        Ok(user) => s.churn.team().accept(&user, &token).await,
+        Err(e) => Err(e),
+    };
+    match joined {
+        Ok(accepted) => message(
+            StatusCode::OK,
+            "Invitation accepted",
+            &format!(
+                "You are now {} of {} on churn, signed in as {}.",
+                with_article(accepted.role.as_str()),
+                accepted.project.name,
+                link.email
+            ),
+        ),
+        Err(e) => failure(e, JOIN_TITLE),
+    }
+}
+
+fn with_article(role: &str) -> String {
+    let article = if role.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {role}")
+}
+
+fn join_forms(status: StatusCode, link: &InvitationLink, error: Option<&str>) -> Response {
+    let error = error
+        .map(|e| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(e)))
+        .unwrap_or_default();
+    let body = format!(
+        "<p>{email} is invited to join <strong>{project}</strong> as {role}.</p>{error}\
+         <h2>I have a churn account</h2>\
+         <form method=\"post\"><input type=\"hidden\" name=\"mode\" value=\"signin\">\
+         <label for=\"signin-password\">Password</label>\
+         <input id=\"signin-password\" name=\"password\" type=\"password\" \
+         autocomplete=\"current-password\" required>\
+         <button type=\"submit\">Sign in and join</button></form>\
+         <h2>I am new to churn</h2>\
+         <form method=\"post\"><input type=\"hidden\" name=\"mode\" value=\"register\">\
+         <label for=\"name\">Your name</label>\
+         <input id=\"name\" name=\"name\" autocomplete=\"name\" maxlength=\"200\" required>\
+         <label for=\"new-password\">Choose a password (at least {MIN_PASSWORD_LEN} characters)</label>\
+         <input id=\"new-password\" name=\"password\" type=\"password\" autocomplete=\"new-password\" \
+         minlength=\"{MIN_PASSWORD_LEN}\" maxlength=\"{MAX_PASSWORD_LEN}\" required>\
+         <button type=\"submit\">Create my account and join</button></form>",
+        email = escape(&link.email),
+        project = escape(&link.project_name),
+        role = with_article(link.role.as_str()),
+    );
+    page(status, JOIN_TITLE, &body)
+}
+
 fn reset_form(status: StatusCode, token: &str, error: Option<&str>) -> Response {
     let error = error
         .map(|e| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(e)))
@@ -150,23 +278,34 @@ fn reset_form(status: StatusCode, token: &str, error: Option<&str>) -> Response 
 /// The page for an error: the service's message for client errors, a generic one for
 /// internal ones, which keep their log entry through the response extension.
 fn failure(e: churn_core::Error, title: &str) -> Response {
-    let text = match &e {
-        churn_core::Error::Internal(_) => {
-            "Something went wrong on our side. Please try again later.".to_owned()
-        }
-        churn_core::Error::Validation { message, .. } => {
-            let mut text = message.clone();
-            if let Some(first) = text.get_mut(0..1) {
-                first.make_ascii_uppercase();
-            }
-            format!("{text}.")
-        }
-        other => other.to_string(),
-    };
+    let text = reason(&e);
     let (parts, _) = ApiError::from(e).into_response().into_parts();
     let mut response = message(parts.status, title, &text);
     response.extensions_mut().extend(parts.extensions);
     response
+}
+
+/// What a page says of an error: the service's message for client errors (a validation's
+/// first detail when there is one), a generic one for internal ones.
+fn reason(e: &churn_core::Error) -> String {
+    let text = match e {
+        churn_core::Error::Internal(_) => {
+            return "Something went wrong on our side. Please try again later.".to_owned();
+        }
+        churn_core::Error::Validation { message, details } => match details.first() {
+            Some(d) => format!("The {} {}", d.field, d.message),
+            None => message.clone(),
+        },
+        other => other.to_string(),
+    };
+    let mut text = text;
+    if let Some(first) = text.get_mut(0..1) {
+        first.make_ascii_uppercase();
+    }
+    if !text.ends_with('.') {
+        text.push('.');
+    }
+    text
 }
 
 fn message(status: StatusCode, title: &str, text: &str) -> Response {
@@ -175,8 +314,8 @@ fn message(status: StatusCode, title: &str, text: &str) -> Response {
 
 const STYLE: &str = "body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#1f2933;\
     background:#f5f7fa;margin:0}main{max-width:420px;margin:10vh auto;background:#fff;padding:32px;\
-    border-radius:8px}h1{font-size:22px}label{display:block;margin:16px 0 4px}\
-    input[type=password]{width:100%;box-sizing:border-box;padding:8px;font-size:16px}\
+    border-radius:8px}h1{font-size:22px}h2{font-size:17px;margin-top:28px}label{display:block;margin:16px 0 4px}\
+    input:not([type=hidden]){width:100%;box-sizing:border-box;padding:8px;font-size:16px}\
     button{margin-top:16px;padding:10px 16px;font-size:16px}.error{color:#b00020}";
 
 fn page(status: StatusCode, title: &str, body: &str) -> Response {

@@ -41,7 +41,8 @@ struct Objects {
 
 struct Family {
     name: &'static str,
-    lowest: Role,
+    /// The lowest role allowed; `None` when no session is accepted ([`KEY_ONLY`]).
+    lowest: Option<Role>,
     /// Whether the project's secret key is accepted (as a member); else it is 401.
     key: bool,
     ok: u16,
@@ -50,13 +51,19 @@ struct Family {
 }
 
 const P: &str = "/projects/acme";
+/// The fixture's customer: known from its churn event.
+const CUSTOMER: &str = "dana@example.com";
+/// An id no object has.
+const UNKNOWN: &str = "00000000-0000-7000-8000-000000000000";
+/// `lowest` of a route that takes no session at all: every signed-in caller gets 401.
+const KEY_ONLY: Option<Role> = None;
 
 fn families() -> Vec<Family> {
     use Fresh::*;
     use Method as M;
-    let f = |name, lowest, key, ok, fresh, call| Family {
+    let f = |name, lowest: Role, key, ok, fresh, call| Family {
         name,
-        lowest,
+        lowest: Some(lowest),
         key,
         ok,
         fresh,
@@ -232,6 +239,143 @@ fn families() -> Vec<Family> {
         f("uplift", Role::Viewer, true, 200, Nothing, |_| {
             (M::GET, format!("{P}/analytics/uplift"), None)
         }),
+        // Tracking and customers (decisions §8). `/track` takes the secret key alone.
+        Family {
+            name: "tracking",
+            lowest: KEY_ONLY,
+            key: true,
+            ok: 200,
+            fresh: Nothing,
+            call: |o| {
+                let body = json!({"event": "login", "customer_email": o.email});
+                (M::POST, "/track".into(), Some(body))
+            },
+        },
+        f("customers: list", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/customers"), None)
+        }),
+        f("customers: read", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/customers/{CUSTOMER}"), None)
+        }),
+        f(
+            "customers: timeline",
+            Role::Viewer,
+            true,
+            200,
+            Nothing,
+            |_| (M::GET, format!("{P}/customers/{CUSTOMER}/events"), None),
+        ),
+        f("event analytics", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/analytics/events"), None)
+        }),
+        // Churn risk (decisions §9).
+        f("risk: list", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/churn-risk/customers"), None)
+        }),
+        // Not scored yet: allowed, it is 404.
+        f("risk: customer", Role::Viewer, true, 404, Nothing, |_| {
+            (M::GET, format!("{P}/churn-risk/customers/{CUSTOMER}"), None)
+        }),
+        f("risk: recompute", Role::Member, true, 200, Nothing, |_| {
+            (M::POST, format!("{P}/churn-risk/recompute"), None)
+        }),
+        f(
+            "risk: config read",
+            Role::Viewer,
+            true,
+            200,
+            Nothing,
+            |_| (M::GET, format!("{P}/churn-risk/config"), None),
+        ),
+        f(
+            "risk: config write",
+            Role::Admin,
+            false,
+            200,
+            Nothing,
+            |_| {
+                let body = json!({"risk_threshold": 70});
+                (M::PUT, format!("{P}/churn-risk/config"), Some(body))
+            },
+        ),
+        f("risk: alerts", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/churn-risk/alerts"), None)
+        }),
+        // Payment providers and dunning (decisions §10). No failure is needed to pass the
+        // policy: an allowed call on an unknown one is 404.
+        f("providers: list", Role::Admin, false, 200, Nothing, |_| {
+            (M::GET, format!("{P}/providers"), None)
+        }),
+        f(
+            "providers: connect",
+            Role::Admin,
+            false,
+            200,
+            Nothing,
+            |_| (M::PUT, format!("{P}/providers/custom"), Some(json!({}))),
+        ),
+        f(
+            "providers: disconnect",
+            Role::Admin,
+            false,
+            404,
+            Nothing,
+            |_| (M::DELETE, format!("{P}/providers/providerB"), None),
+        ),
+        f("payments: list", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/payment-failures"), None)
+        }),
+        f("payments: stats", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/payment-failures/stats"), None)
+        }),
+        f("payments: read", Role::Viewer, true, 404, Nothing, |_| {
+            (M::GET, format!("{P}/payment-failures/{UNKNOWN}"), None)
+        }),
+        f("payments: retry", Role::Member, true, 404, Nothing, |_| {
+            (
+                M::POST,
+                format!("{P}/payment-failures/{UNKNOWN}/retry"),
+                None,
+            )
+        }),
+        // Configurations are read by every role (viewers read everything) but changed by
+        // admins, both with a session only.
+        f(
+            "dunning: config read",
+            Role::Viewer,
+            false,
+            200,
+            Nothing,
+            |_| (M::GET, format!("{P}/dunning-config"), None),
+        ),
+        f(
+            "dunning: config write",
+            Role::Admin,
+            false,
+            200,
+            Nothing,
+            |_| (M::PUT, format!("{P}/dunning-config"), Some(json!({}))),
+        ),
+        // Cancel flow (decisions §11); its public routes take the public key, not a role.
+        f(
+            "cancel flow: read",
+            Role::Viewer,
+            false,
+            200,
+            Nothing,
+            |_| (M::GET, format!("{P}/cancel-flow"), None),
+        ),
+        f(
+            "cancel flow: write",
+            Role::Admin,
+            false,
+            200,
+            Nothing,
+            |_| {
+                let body = json!({"reasons": [{"code": "other", "label": "Something else"}]});
+                (M::PUT, format!("{P}/cancel-flow"), Some(body))
+            },
+        ),
         // Team (decisions §14).
         f("members: list", Role::Viewer, false, 200, Nothing, |_| {
             (M::GET, format!("{P}/members"), None)
@@ -385,12 +529,14 @@ async fn every_role_against_every_route_family(backend: Backend) {
     let mut failures = Vec::new();
     for (who, caller) in callers {
         for family in families() {
-            let expected = match caller {
-                Some((role, _)) if role >= family.lowest => family.ok,
-                Some(_) => 403,
-                None if !family.key => 401,
-                None if Role::Member >= family.lowest => family.ok,
-                None => 403,
+            let expected = match (caller, family.lowest) {
+                (Some(_), None) => 401,
+                (Some((role, _)), Some(lowest)) if role >= lowest => family.ok,
+                (Some(_), Some(_)) => 403,
+                (None, _) if !family.key => 401,
+                (None, None) => family.ok,
+                (None, Some(lowest)) if Role::Member >= lowest => family.ok,
+                (None, Some(_)) => 403,
             };
             let objects = fx.objects(family.fresh).await;
             let (method, path, body) = (family.call)(&objects);

@@ -10,7 +10,8 @@ use churn_core::both_backends;
 both_backends!(
     invitations_live_seven_days_and_open_once,
     only_the_owner_hands_out_admin_and_nobody_removes_the_owner,
-    invite_only_registration_lets_invitees_in
+    invite_only_registration_lets_invitees_in,
+    the_invitation_link_opens_a_page_to_join
 );
 
 /// Invites `email` into `acme` as `role` and answers the invitation.
@@ -301,6 +302,83 @@ async fn invite_only_registration_lets_invitees_in(backend: Backend) {
         403,
     )
     .await;
+}
+
+/// The status and HTML of a page, checking the headers every page sends.
+async fn page(request: reqwest::RequestBuilder) -> (u16, String) {
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/html; charset=utf-8"
+    );
+    assert_eq!(response.headers()["referrer-policy"], "no-referrer");
+    let html = response.text().await.unwrap();
+    assert!(!html.contains("<script"), "{html}");
+    (status, html)
+}
+
+/// `accept_url` opens a page (no JavaScript): a newcomer creates the account there and joins,
+/// an existing user signs in and joins; mistakes leave the invitation open.
+async fn the_invitation_link_opens_a_page_to_join(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        Options::default().with("registration", "invite_only"),
+    )
+    .await;
+    let owner = acme_owner(&app).await;
+    let web = &app.client;
+
+    let newcomer = invite(&app, &owner, "new@example.com", "member").await;
+    let url = newcomer["accept_url"].as_str().unwrap();
+    let (status, html) = page(web.get(url)).await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("new@example.com is invited to join <strong>Acme</strong> as a member."),
+        "{html}"
+    );
+    let register = |password: &'static str| {
+        web.post(url).form(&[
+            ("mode", "register"),
+            ("name", "Nell"),
+            ("password", password),
+        ])
+    };
+    let (status, html) = page(register("short")).await;
+    assert_eq!(status, 400);
+    assert!(html.contains("role=\"alert\">The password"), "{html}");
+    let (status, html) = page(register("correct horse")).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("You are now a member of Acme"), "{html}");
+    let team = members(&app, &owner).await;
+    let joined = team.iter().find(|m| m["email"] == "new@example.com");
+    assert_eq!(joined.map(|m| m["role"].clone()), Some(json!("member")));
+    // The account is a real one, and the link is spent.
+    login(&app, "new@example.com").await;
+    assert_eq!(page(web.get(url)).await.0, 409);
+
+    // An account made through the API (the invitation lets it register) signs in instead.
+    let existing = invite(&app, &owner, "old@example.com", "viewer").await;
+    app.register("old@example.com").await;
+    let url = existing["accept_url"].as_str().unwrap();
+    let sign_in = |password: &'static str| {
+        web.post(url)
+            .form(&[("mode", "signin"), ("password", password)])
+    };
+    let (status, html) = page(sign_in("wrong horse")).await;
+    assert_eq!(status, 401);
+    assert!(html.contains("Invalid email or password."), "{html}");
+    let (status, html) = page(sign_in("correct horse")).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("You are now a viewer of Acme"), "{html}");
+
+    let unknown = format!("{}/invitations/nothing-here", app.address);
+    assert_eq!(page(web.get(&unknown)).await.0, 404);
+    let expired = invite(&app, &owner, "late@example.com", "member").await;
+    advance(&app, 7 * 86_400 + 1).await;
+    let (status, html) = page(web.get(expired["accept_url"].as_str().unwrap())).await;
+    assert_eq!(status, 400);
+    assert!(html.contains("expired"), "{html}");
 }
 
 /// Two server processes on one PostgreSQL database: a member removed through one loses
