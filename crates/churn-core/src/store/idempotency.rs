@@ -45,6 +45,9 @@ pub struct StoredAnswer {
     pub status: u16,
     pub content_type: Option<String>,
     pub cache_control: Option<String>,
+    /// `Access-Control-Allow-Origin` and `-Expose-Headers`, for answers to browsers.
+    pub allow_origin: Option<String>,
+    pub expose_headers: Option<String>,
     pub body: Vec<u8>,
 }
 
@@ -102,7 +105,8 @@ pub async fn claim(
             return Ok(Claim::Run);
         }
         let row = sqlx::query::<Any>(
-            "SELECT fingerprint, status, lease_until, content_type, cache_control, body \
+            "SELECT fingerprint, status, lease_until, content_type, cache_control, allow_origin, \
+             expose_headers, body \
              FROM idempotency_keys WHERE scope = $1",
         )
         .bind(attempt.scope)
@@ -127,6 +131,8 @@ pub async fn claim(
             status: u16::try_from(status).map_err(Error::internal)?,
             content_type: row.try_get("content_type")?,
             cache_control: row.try_get("cache_control")?,
+            allow_origin: row.try_get("allow_origin")?,
+            expose_headers: row.try_get("expose_headers")?,
             body: open(seal_key, attempt.scope, &sealed)?,
         }));
     }
@@ -156,7 +162,8 @@ pub async fn complete(
 ) -> Result<()> {
     sqlx::query::<Any>(
         "UPDATE idempotency_keys SET status = $3, content_type = $4, cache_control = $5, \
-         body = $6, lease_until = NULL WHERE scope = $1 AND owner = $2",
+         body = $6, allow_origin = $7, expose_headers = $8, lease_until = NULL \
+         WHERE scope = $1 AND owner = $2",
     )
     .bind(attempt.scope)
     .bind(attempt.owner)
@@ -164,6 +171,8 @@ pub async fn complete(
     .bind(answer.content_type.as_deref())
     .bind(answer.cache_control.as_deref())
     .bind(seal(seal_key, attempt.scope, &answer.body)?)
+    .bind(answer.allow_origin.as_deref())
+    .bind(answer.expose_headers.as_deref())
     .execute(store.writer())
     .await?;
     Ok(())

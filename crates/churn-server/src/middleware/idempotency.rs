@@ -9,6 +9,10 @@
 //! sends the same bytes, credentials included, gets the stored answer, and the same key with
 //! another body simply runs as a new request.
 //!
+//! A stored answer keeps its CORS headers: a browser that retries a cancel-flow submission
+//! reads the replay as it would have read the first answer. The first answer had them only
+//! for an allowed origin, and a page of another origin cannot read them.
+//!
 //! The handler runs in its own task: a client that hangs up (a timeout) does not cancel work
 //! half-done, and its retry finds the answer stored.
 
@@ -174,6 +178,8 @@ async fn run(state: AppState, scope: String, owner: String, req: Request, next: 
         status: parts.status.as_u16(),
         content_type: header_text(&parts.headers, header::CONTENT_TYPE),
         cache_control: header_text(&parts.headers, header::CACHE_CONTROL),
+        allow_origin: header_text(&parts.headers, header::ACCESS_CONTROL_ALLOW_ORIGIN),
+        expose_headers: header_text(&parts.headers, header::ACCESS_CONTROL_EXPOSE_HEADERS),
         body: bytes.to_vec(),
     };
     let seal_key = state.churn.encryption_key().bytes();
@@ -276,13 +282,19 @@ fn replay(answer: StoredAnswer) -> Response {
     let mut response = Response::new(Body::from(answer.body));
     *response.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
     let headers = response.headers_mut();
+    let cors = answer.allow_origin.is_some();
     for (name, value) in [
         (header::CONTENT_TYPE, answer.content_type),
         (header::CACHE_CONTROL, answer.cache_control),
+        (header::ACCESS_CONTROL_ALLOW_ORIGIN, answer.allow_origin),
+        (header::ACCESS_CONTROL_EXPOSE_HEADERS, answer.expose_headers),
     ] {
         if let Some(value) = value.and_then(|v| HeaderValue::from_str(&v).ok()) {
             headers.insert(name, value);
         }
+    }
+    if cors {
+        headers.insert(header::VARY, HeaderValue::from_static("origin"));
     }
     headers.insert(REPLAYED, HeaderValue::from_static("true"));
     response

@@ -541,6 +541,31 @@ async fn browser_calls_only_from_allowed_origins(backend: Backend) {
         .unwrap();
     assert_eq!(response.status(), 400);
     assert_eq!(response.headers()["access-control-allow-origin"], SHOP);
+    // A retry under the same Idempotency-Key is replayed, as readable by the page.
+    let retry = || {
+        submit(Some(SHOP))
+            .header("Idempotency-Key", "widget-retry-1")
+            .send()
+    };
+    let first = retry().await.unwrap();
+    assert_eq!(first.status(), 201);
+    let again = retry().await.unwrap();
+    assert_eq!(again.status(), 201);
+    let h = again.headers();
+    assert_eq!(h["idempotent-replayed"], "true");
+    assert_eq!(h["access-control-allow-origin"], SHOP);
+    assert_eq!(h["vary"], "origin");
+    assert!(
+        h["access-control-expose-headers"]
+            .to_str()
+            .unwrap()
+            .contains("x-request-id")
+    );
+    let (first, again): (Value, Value) = (first.json().await.unwrap(), again.json().await.unwrap());
+    assert_eq!(
+        first["data"]["churn_event_id"],
+        again["data"]["churn_event_id"]
+    );
 
     // Any other origin: 403 without CORS headers, nothing stored, no open counted.
     for other in ["https://evil.example", "http://shop.example", "null"] {
@@ -584,7 +609,7 @@ async fn browser_calls_only_from_allowed_origins(backend: Backend) {
         .unwrap();
     assert_eq!(config.status(), 200);
     assert_eq!(config.headers()["access-control-allow-origin"], SHOP);
-    assert_eq!(events(&app, &token).await.len(), 2);
+    assert_eq!(events(&app, &token).await.len(), 3);
 }
 
 async fn submissions_are_limited_per_key(backend: Backend) {
