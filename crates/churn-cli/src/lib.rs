@@ -216,7 +216,7 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
     if let Some(dir) = cli.data_dir {
         overrides.insert("data_dir".into(), dir.into());
     }
-    let config = Config::load(None, overrides.into())?;
+    let config = Config::load(None, overrides)?;
     match cli.command {
         Command::Migrate => {
             open_admin(&config).await?;
