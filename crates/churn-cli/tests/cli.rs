@@ -971,8 +971,32 @@ async fn payments_list_and_retry(backend: Backend) {
         .collect();
     assert_eq!(attempts, [0, 0, 2, 1]);
 
-    // Another encryption key than the database's is refused by name.
+    // Without the server's encryption key, or with another one, nothing is opened.
     let other = tempfile::tempdir().unwrap();
+    let error = churn(
+        &db,
+        &[
+            "--data-dir",
+            other.path().to_str().unwrap(),
+            "payments",
+            "list",
+            "--project",
+            "acme",
+        ],
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(error.starts_with("no encryption key"), "{error}");
+    assert!(
+        !other.path().join("encryption.key").exists(),
+        "no key is made up"
+    );
+    std::fs::write(
+        other.path().join("encryption.key"),
+        "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWY=",
+    )
+    .unwrap();
     let error = churn(
         &db,
         &[

@@ -113,12 +113,12 @@ impl Admin {
     }
 
     /// Payments as a server holds them (`churn payments …`): provider credentials opened with
-    /// the configured encryption key (refused when it is not the database's), provider calls
+    /// the server's encryption key (refused when missing or not the database's), provider calls
     /// through the tenant outbound client. The dunning emails a retry schedules are sent by a
     /// server's job worker, so this holds no email transport.
     pub async fn payments(&self, config: &Config) -> Result<Payments> {
         let now = self.now();
-        let encryption_key = Arc::new(super::secrets::encryption_key(config)?);
+        let encryption_key = Arc::new(super::secrets::existing_encryption_key(config)?);
         super::secrets::check_encryption_key(&self.store, &encryption_key, now).await?;
         let secret = super::secrets::tracking_secret(&self.store, now).await?;
         let core = self.core();
