@@ -17,7 +17,9 @@ use clap::{Args, Parser, Subcommand};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::json;
 
+mod payments;
 mod team;
+pub use payments::PaymentsCommand;
 pub use team::TeamCommand;
 
 #[derive(Debug, Parser)]
@@ -26,6 +28,10 @@ pub struct Cli {
     /// sqlite://… or postgres://… (default: CHURN_DATABASE_URL, then churn.toml, then ./data/churn.db)
     #[arg(long, global = true)]
     pub database_url: Option<String>,
+    /// Where the server keeps its files, among them the encryption key that opens provider
+    /// credentials (default: CHURN_DATA_DIR, then churn.toml, then ./data).
+    #[arg(long, global = true)]
+    pub data_dir: Option<String>,
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
     pub json: bool,
@@ -61,6 +67,9 @@ pub enum Command {
     /// Members and invitations of a project.
     #[command(subcommand)]
     Team(TeamCommand),
+    /// Failed payments and their retries.
+    #[command(subcommand)]
+    Payments(PaymentsCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -199,12 +208,14 @@ fn parse_status(raw: &str) -> Result<EventStatus, String> {
 
 /// Runs one command, writing its output to `out`.
 pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
-    let overrides = json!({ "database_url": cli.database_url });
-    let overrides = if cli.database_url.is_some() {
-        overrides
-    } else {
-        json!({})
-    };
+    // Only the flags given override the file and the environment.
+    let mut overrides = serde_json::Map::new();
+    if let Some(url) = cli.database_url {
+        overrides.insert("database_url".into(), url.into());
+    }
+    if let Some(dir) = cli.data_dir {
+        overrides.insert("data_dir".into(), dir.into());
+    }
     let config = Config::load(None, overrides)?;
     match cli.command {
         Command::Migrate => {
@@ -453,6 +464,10 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                 Ok(open_admin(&config).await?.as_owner(project).await?)
             };
             team::team(command, as_owner, cli.json, out).await?;
+        }
+        Command::Payments(command) => {
+            let admin = open_admin(&config).await?;
+            payments::payments(command, &admin, &config, cli.json, out).await?;
         }
         Command::Report(ReportCommand::Cohorts { project, months }) => {
             let view = open_admin(&config).await?.as_owner(&project).await?;

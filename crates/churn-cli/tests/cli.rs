@@ -22,6 +22,7 @@ both_backends!(
     users_create_prints_a_link_that_sets_the_password,
     stuck_sends_are_listed_and_settled,
     team_and_analytics_reports,
+    payments_list_and_retry,
 );
 
 async fn churn(db: &TestDatabase, args: &[&str]) -> anyhow::Result<String> {
@@ -789,4 +790,225 @@ async fn team_and_analytics_reports(backend: Backend) {
     assert_eq!(rows.as_array().unwrap().len(), 3);
     assert_eq!(rows[0]["total_events"], 2);
     assert_eq!(rows[0]["recovered_mrr_cents"], 1500);
+}
+
+async fn payments_list_and_retry(backend: Backend) {
+    use churn_core::domain::provider::Provider;
+    use churn_core::store::payment_failures::{self, FailureRecord};
+
+    let db = TestDatabase::new(backend).await;
+    let config = Config::load(
+        None,
+        json!({"database_url": db.url, "data_dir": db.data_dir.path()}),
+    )
+    .unwrap();
+    let service = Churn::open(&config, Arc::new(SystemClock)).await.unwrap();
+    let session = service
+        .accounts()
+        .register(RegisterRequest {
+            name: "Ada".into(),
+            email: "ada@example.com".into(),
+            password: "correct horse".into(),
+        })
+        .await
+        .unwrap();
+    let project = service
+        .core()
+        .create_project(
+            &session.user.id,
+            CreateProject {
+                name: "Acme".into(),
+                product_type: None,
+                support_email: None,
+            },
+        )
+        .await
+        .unwrap();
+    let at = |s: &str| churn_core::time::parse(s).unwrap();
+    let seeded = [
+        // (provider, status, attempts, decline, abandon reason, created)
+        (
+            Provider::ProviderB,
+            "failing",
+            1,
+            Some("insufficient_funds"),
+            None,
+            "2026-03-01T10:00:00Z",
+        ),
+        (
+            Provider::Custom,
+            "recovered",
+            2,
+            None,
+            None,
+            "2026-03-02T10:00:00Z",
+        ),
+        (
+            Provider::ProviderA,
+            "abandoned",
+            0,
+            Some("stolen_card"),
+            Some("hard_decline"),
+            "2026-03-03T10:00:00Z",
+        ),
+        (
+            Provider::ProviderA,
+            "failing",
+            0,
+            None,
+            None,
+            "2026-03-04T10:00:00Z",
+        ),
+    ];
+    let mut ids = Vec::new();
+    for (i, (provider, status, attempts, decline, abandon, created)) in
+        seeded.into_iter().enumerate()
+    {
+        let id = format!("00000000-0000-4000-8000-00000000000{i}");
+        let record = FailureRecord {
+            id: id.clone(),
+            project_id: project.id.clone(),
+            provider,
+            reference: format!("in_{i}"),
+            customer_email: format!("customer{i}@example.com"),
+            amount: 2990 + i as i64,
+            currency: "usd".into(),
+            status: status.into(),
+            failure_reason: None,
+            decline_code: decline.map(str::to_owned),
+            attempts,
+            max_retries: 3,
+            next_retry_at: (status == "failing").then(|| at("2026-03-05T10:00:00Z")),
+            abandon_reason: abandon.map(str::to_owned),
+            recovered_at: (status == "recovered").then(|| at("2026-03-03T12:00:00Z")),
+            provider_invoice_id: Some(format!("in_{i}")),
+            provider_payment_id: None,
+            provider_customer_id: None,
+            provider_subscription_id: None,
+            payment_link: None,
+            churn_event_id: None,
+            created_at: at(created),
+            updated_at: at(created),
+        };
+        assert!(
+            payment_failures::insert(service.store().writer(), &record)
+                .await
+                .unwrap()
+        );
+        ids.push(id);
+    }
+    let data_dir = db.data_dir.path().to_str().unwrap().to_owned();
+    let cli = async |args: &[&str]| {
+        let mut argv = vec!["--data-dir", &data_dir];
+        argv.extend_from_slice(args);
+        churn(&db, &argv).await
+    };
+
+    let table = cli(&["payments", "list", "--project", "acme"])
+        .await
+        .unwrap();
+    insta::assert_snapshot!("payments_list", table);
+    let failing: serde_json::Value = serde_json::from_str(
+        &cli(&[
+            "--json",
+            "payments",
+            "list",
+            "--project",
+            "acme",
+            "--status",
+            "failing",
+        ])
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(failing["total"], 2);
+    let listed: Vec<_> = failing["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [ids[3].as_str(), ids[0].as_str()]);
+    assert!(
+        cli(&["payments", "list", "--project", "acme", "--status", "paid"])
+            .await
+            .is_err()
+    );
+
+    // The route's 400 (the provider retries itself, or provider A is not connected), 409
+    // (not failing) and 404, as errors that say what to do.
+    for (id, expected) in [
+        (&ids[0], "its provider retries payments itself"),
+        (&ids[3], "its provider retries payments itself"),
+        (
+            &ids[1],
+            "it is no longer failing, or its retries are used up",
+        ),
+        (
+            &"00000000-0000-4000-8000-0000000000ff".to_owned(),
+            "no payment failure with id",
+        ),
+    ] {
+        let error = cli(&["payments", "retry", id])
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(expected), "{id}: {error}");
+    }
+    // Nothing was counted.
+    let after: serde_json::Value = serde_json::from_str(
+        &cli(&["--json", "payments", "list", "--project", "acme"])
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let attempts: Vec<_> = after["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["attempts"].as_i64().unwrap())
+        .collect();
+    assert_eq!(attempts, [0, 0, 2, 1]);
+
+    // Without the server's encryption key, or with another one, nothing is opened.
+    let other = tempfile::tempdir().unwrap();
+    let error = churn(
+        &db,
+        &[
+            "--data-dir",
+            other.path().to_str().unwrap(),
+            "payments",
+            "list",
+            "--project",
+            "acme",
+        ],
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(error.starts_with("no encryption key"), "{error}");
+    assert!(
+        !other.path().join("encryption.key").exists(),
+        "no key is made up"
+    );
+    std::fs::write(
+        other.path().join("encryption.key"),
+        "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWY=",
+    )
+    .unwrap();
+    let error = churn(
+        &db,
+        &[
+            "--data-dir",
+            other.path().to_str().unwrap(),
+            "payments",
+            "retry",
+            &ids[3],
+        ],
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("CHURN_ENCRYPTION_KEY"), "{error}");
 }

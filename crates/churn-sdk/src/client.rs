@@ -407,6 +407,31 @@ impl Client {
         .await
     }
 
+    /// The project's provider connections (hints of their credentials, never the credentials).
+    pub async fn providers(&self, slug: &str) -> Result<Vec<ProviderConnection>, Error> {
+        self.call(
+            Method::GET,
+            &format!("/projects/{}/providers", segment(slug)),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// Removes a provider connection; its webhooks are refused from then on.
+    pub async fn disconnect_provider(&self, slug: &str, provider: &str) -> Result<(), Error> {
+        self.send(
+            Method::DELETE,
+            &format!(
+                "/projects/{}/providers/{}",
+                segment(slug),
+                segment(provider)
+            ),
+            None::<&()>,
+        )
+        .await?;
+        Ok(())
+    }
+
     /// The project's cancel flow: its own, else the default one.
     pub async fn cancel_flow(&self, slug: &str) -> Result<CancelFlow, Error> {
         self.call(

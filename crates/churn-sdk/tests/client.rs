@@ -24,6 +24,7 @@ both_backends!(
     churn_event_from_creation_to_recovery,
     team_and_analytics_round_trip,
     cancel_flow_configuration_and_submission,
+    payments_round_trip,
 );
 
 struct Live {
@@ -722,4 +723,144 @@ async fn cancel_flow_configuration_and_submission(backend: Backend) {
     let event = ada.event("acme", &recorded.churn_event_id).await.unwrap();
     assert_eq!(event.provider, "cancel_flow");
     assert_eq!(event.recovered_via.as_deref(), Some("cancel_flow"));
+}
+
+async fn payments_round_trip(backend: Backend) {
+    use churn_core::api::payments::{PaymentFailureQuery, PutProvider, UpdateDunningConfig};
+    use churn_core::domain::dunning::Tone;
+    use churn_core::domain::provider::Provider;
+
+    let server = live(backend).await;
+    let anonymous = Client::new(&server.base_url).unwrap();
+    let session = anonymous
+        .register("Ada", "ada@example.com", "correct horse")
+        .await
+        .unwrap();
+    let ada = anonymous.clone().with_token(session.token);
+    let created = ada
+        .create_project(&CreateProject {
+            name: "Acme".into(),
+            product_type: None,
+            support_email: None,
+        })
+        .await
+        .unwrap();
+    let public_key = created.api_keys.unwrap().public_key;
+
+    // Dunning configuration: defaults, a partial change, a refusal by field.
+    assert_eq!(ada.dunning_config("acme").await.unwrap().max_retries, 4);
+    let changed = ada
+        .update_dunning_config(
+            "acme",
+            &UpdateDunningConfig {
+                max_retries: Some(2),
+                tone_sequence: Some(vec![Tone::Friendly, Tone::Final]),
+                ..UpdateDunningConfig::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!((changed.max_retries, changed.retry_interval_hours), (2, 72));
+    assert_eq!(changed.tone_sequence, [Tone::Friendly, Tone::Final]);
+    let Error::Api(refused) = ada
+        .update_dunning_config(
+            "acme",
+            &UpdateDunningConfig {
+                retry_interval_hours: Some(0),
+                ..UpdateDunningConfig::default()
+            },
+        )
+        .await
+        .unwrap_err()
+    else {
+        panic!("expected an API error");
+    };
+    assert_eq!(refused.status, 400);
+    assert_eq!(refused.details[0].field, "retry_interval_hours");
+
+    // A custom connection and one signed failure event make a failing record.
+    let connection = ada
+        .connect_provider("acme", "custom", &PutProvider::default())
+        .await
+        .unwrap();
+    assert!(
+        connection
+            .webhook_url
+            .ends_with(&format!("/webhooks/custom/{public_key}"))
+    );
+    assert_eq!(
+        ada.providers("acme")
+            .await
+            .unwrap()
+            .iter()
+            .map(|c| c.provider)
+            .collect::<Vec<_>>(),
+        [Provider::Custom]
+    );
+    let body = json!({"id": "evt_1", "type": "payment.failed", "customer_email": "jo@customer.example",
+        "amount": 4900, "currency": "eur", "payment_id": "pay_1", "decline_code": "insufficient_funds"})
+    .to_string();
+    let secret = ada.webhook_secret("acme").await.unwrap();
+    let answer = reqwest::Client::new()
+        .post(format!(
+            "{}/api/v1/webhooks/custom/{public_key}",
+            server.base_url
+        ))
+        .header(
+            "X-Churn-Signature",
+            churn_core::signature::sign_hex(&secret, body.as_bytes()),
+        )
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+
+    let list = ada
+        .payment_failures(
+            "acme",
+            &PaymentFailureQuery {
+                status: Some("failing".into()),
+                ..PaymentFailureQuery::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(list.total, 1);
+    let failure = &list.failures[0];
+    assert_eq!(
+        (
+            failure.amount,
+            failure.currency.as_str(),
+            failure.max_retries
+        ),
+        (4900, "eur", 2)
+    );
+    let detail = ada.payment_failure("acme", &failure.id).await.unwrap();
+    assert_eq!(detail.provider_payment_id.as_deref(), Some("pay_1"));
+    let stats = ada.payment_stats("acme").await.unwrap();
+    assert_eq!(
+        (stats.total_failures, stats.active, stats.currency.as_str()),
+        (1, 1, "eur")
+    );
+    // Custom without a retry_url retries itself: a typed 400.
+    let refused = ada.retry_payment("acme", &failure.id).await.unwrap_err();
+    assert_eq!(refused.status(), Some(400));
+    assert_eq!(
+        ada.retry_payment("acme", "00000000-0000-4000-8000-000000000000")
+            .await
+            .unwrap_err()
+            .code(),
+        Some("NOT_FOUND")
+    );
+
+    ada.disconnect_provider("acme", "custom").await.unwrap();
+    assert!(ada.providers("acme").await.unwrap().is_empty());
+    assert_eq!(
+        ada.disconnect_provider("acme", "custom")
+            .await
+            .unwrap_err()
+            .status(),
+        Some(404)
+    );
 }

@@ -104,6 +104,10 @@ pub struct ChurnEvent {
     /// What autopilot did or plans for the event; null when it never looked after it.
     #[serde(default)]
     pub autopilot: Option<AutopilotState>,
+    /// Why an offer accepted in the cancel flow could not be applied at the payment
+    /// provider (its error); null otherwise.
+    #[serde(default)]
+    pub offer_error: Option<String>,
     /// Present on the single-event answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variants: Option<Vec<Variant>>,

@@ -8,8 +8,9 @@ use chrono::NaiveDate;
 use super::access::ProjectAccess;
 use super::accounts::CreatedAccount;
 use super::cache::AccessCache;
+use super::quota::SendQuota;
 use super::sending::{self, Settlement};
-use super::{Core, Mailer, Team};
+use super::{Core, Mailer, Payments, Sending, Team};
 use crate::api::events::StuckVariant;
 use crate::api::projects::RotatedKeys;
 use crate::config::Config;
@@ -18,12 +19,15 @@ use crate::domain::invitation::InvitationKeys;
 use crate::domain::lifecycle::EventStatus;
 use crate::domain::role::{Actor, Role};
 use crate::domain::subscription::SubscriptionStatus;
+use crate::domain::tracking::TrackingKeys;
+use crate::domain::unsubscribe::UnsubscribeKeys;
 use crate::error::{Error, Result};
-use crate::store::Store;
+use crate::outbound::Outbound;
 use crate::store::events::{self, EventRecord, ListFilter, SortColumn, Totals};
 use crate::store::projects::{self, ProjectRecord};
 use crate::store::users::{self, UserRecord};
 use crate::store::variants;
+use crate::store::{Store, payment_failures};
 use crate::time::{Clock, Timestamp};
 
 /// The admin CLI's view of the service: storage and clock, without the keys the HTTP
@@ -77,11 +81,7 @@ impl Admin {
         let owner = users::by_id(self.store.reader(), &project.owner_id)
             .await?
             .ok_or_else(|| Error::internal("a project without its owner"))?;
-        let core = Core {
-            store: self.store.clone(),
-            clock: self.clock.clone(),
-            cache: Arc::new(AccessCache::new(false)),
-        };
+        let core = self.core();
         let secret = super::secrets::tracking_secret(&self.store, self.now()).await?;
         let team = Team {
             core: core.clone(),
@@ -102,6 +102,57 @@ impl Admin {
             },
             owner,
         })
+    }
+
+    fn core(&self) -> Core {
+        Core {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            cache: Arc::new(AccessCache::new(false)),
+        }
+    }
+
+    /// Payments as a server holds them (`churn payments …`): provider credentials opened with
+    /// the server's encryption key (refused when missing or not the database's), provider calls
+    /// through the tenant outbound client. The dunning emails a retry schedules are sent by a
+    /// server's job worker, so this holds no email transport.
+    pub async fn payments(&self, config: &Config) -> Result<Payments> {
+        let now = self.now();
+        let encryption_key = Arc::new(super::secrets::existing_encryption_key(config)?);
+        super::secrets::check_encryption_key(&self.store, &encryption_key, now).await?;
+        let secret = super::secrets::tracking_secret(&self.store, now).await?;
+        let core = self.core();
+        let sending = Sending {
+            core: core.clone(),
+            mailer: Mailer {
+                transport: None,
+                public_url: self.public_url.clone(),
+                email_from: String::new(),
+            },
+            tracking: Arc::new(TrackingKeys::new(secret.as_bytes())),
+            unsubscribe: Arc::new(UnsubscribeKeys::new(secret.as_bytes())),
+            send_quota: SendQuota {
+                trial: config.send_quota_trial,
+                paid: config.send_quota_paid,
+            },
+            dns_resolver: config.dns_resolver,
+            deliveries: tokio_util::task::TaskTracker::new(),
+        };
+        Ok(Payments {
+            core,
+            sending,
+            outbound: Outbound::from_config(config)?,
+            encryption_key,
+            public_url: self.public_url.clone(),
+        })
+    }
+
+    /// The id of the project a payment failure belongs to, across tenants.
+    pub async fn payment_failure_project(&self, failure_id: &str) -> Result<String> {
+        payment_failures::by_id(self.store.reader(), failure_id)
+            .await?
+            .map(|f| f.project_id)
+            .ok_or_else(|| Error::NotFound(format!("no payment failure with id {failure_id:?}")))
     }
 
     pub async fn list_users(&self) -> Result<Vec<(UserRecord, SubscriptionStatus)>> {

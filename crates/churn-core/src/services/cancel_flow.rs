@@ -1,17 +1,18 @@
 //! The cancel flow (decisions §11): its configuration, the public configuration the widget
 //! reads (counting opens per customer), and submissions, which record a cancellation and,
 //! when an offer is accepted, mark it recovered in the same transaction. Browser calls come
-//! only from the project's allowed origins. [`apply_offer`] makes the calls that apply an
-//! accepted offer at provider A.
+//! only from the project's allowed origins. [`Payments::submit_cancel_reason`] then applies
+//! an accepted offer at provider A ([`apply_offer`] makes the calls).
 
-use super::Core;
 use super::access::ProjectAccess;
+use super::{Core, Payments};
 use crate::api::cancel_flow::{CancelReasonRecorded, CancelReasonSubmission, OfferOutcome};
 use crate::domain::cancel_flow::{self, CancelFlow, CancelFlowInput, Offer};
 use crate::domain::email::Email;
 use crate::domain::keys::KeyKind;
 use crate::domain::lifecycle::EventStatus;
 use crate::domain::origin;
+use crate::domain::provider::Provider;
 use crate::domain::role::{Actor, Permission};
 use crate::domain::validation::{Validator, optional_text};
 use crate::error::{Error, Result};
@@ -25,6 +26,8 @@ use super::events::NewEvent;
 /// Events the flow records carry this provider.
 pub const PROVIDER: &str = "cancel_flow";
 const MAX_FEEDBACK: usize = 2000;
+/// A provider's error message is clipped to this many characters on the event.
+const MAX_OFFER_ERROR: usize = 1000;
 
 impl Core {
     /// The project's flow, or the default one.
@@ -110,12 +113,13 @@ impl Core {
     }
 
     /// Records a cancellation from the widget: a churn event with provider `cancel_flow`,
-    /// recovered (`recovered_via: cancel_flow`) when the reason's offer was accepted.
-    pub async fn submit_cancel_reason(
+    /// recovered (`recovered_via: cancel_flow`) when the reason's offer was accepted. The
+    /// offer is applied at the provider by [`Payments::submit_cancel_reason`].
+    async fn record_cancel_reason(
         &self,
         access: &ProjectAccess,
         req: CancelReasonSubmission,
-    ) -> Result<CancelReasonRecorded> {
+    ) -> Result<Submitted> {
         access.authorize(Permission::CancelFlow)?;
         let flow = self.flow_of(access).await?;
         let mut v = Validator::new();
@@ -178,15 +182,106 @@ impl Core {
             .await?;
         }
         tx.commit().await?;
-        Ok(CancelReasonRecorded {
-            churn_event_id: record.id,
-            status: if accepted {
-                EventStatus::Recovered
-            } else {
-                EventStatus::New
+        Ok(Submitted {
+            recorded: CancelReasonRecorded {
+                churn_event_id: record.id,
+                status: if accepted {
+                    EventStatus::Recovered
+                } else {
+                    EventStatus::New
+                },
+                offer: offer.as_ref().map(|o| outcome(o, pause_months, false)),
             },
-            offer: offer.map(|o| outcome(&o, pause_months, false)),
+            accepted: offer.filter(|_| accepted),
+            pause_months,
+            customer_email: record.customer_email,
+            subscription_id: record.provider_subscription_id,
         })
+    }
+}
+
+/// A recorded submission, with what applying its offer needs.
+struct Submitted {
+    recorded: CancelReasonRecorded,
+    /// The offer, when the customer accepted it.
+    accepted: Option<Offer>,
+    pause_months: Option<i64>,
+    customer_email: String,
+    /// The submission's `provider_subscription_id`.
+    subscription_id: Option<String>,
+}
+
+impl Payments {
+    /// A submission from the widget (decisions §11): the cancellation is recorded, and an
+    /// accepted offer is applied at provider A when the project is connected to it and the
+    /// subscription is known (the submission's, else that of the customer's most recent
+    /// provider-A event). `applied` says whether it was; a provider error leaves the event
+    /// recovered and is kept as its `offer_error`. Without a connection or a subscription
+    /// nothing is called and there is no error: the offer is the business's to honour.
+    pub async fn submit_cancel_reason(
+        &self,
+        access: &ProjectAccess,
+        req: CancelReasonSubmission,
+    ) -> Result<CancelReasonRecorded> {
+        let submitted = self.core.record_cancel_reason(access, req).await?;
+        let mut recorded = submitted.recorded;
+        let Some(offer) = submitted.accepted else {
+            return Ok(recorded);
+        };
+        let project_id = &access.project.id;
+        let Some(client) = self
+            .connection(project_id, Provider::ProviderA)
+            .await?
+            .and_then(|c| self.provider_a(&c))
+        else {
+            return Ok(recorded);
+        };
+        let subscription = match submitted.subscription_id {
+            Some(id) => Some(id),
+            None => {
+                events::latest_subscription(
+                    self.core.store.reader(),
+                    project_id,
+                    &submitted.customer_email,
+                    Provider::ProviderA.as_str(),
+                )
+                .await?
+            }
+        };
+        let Some(subscription) = subscription else {
+            return Ok(recorded);
+        };
+        let event_id = &recorded.churn_event_id;
+        let now = self.core.now();
+        match apply_offer(
+            &client,
+            &subscription,
+            &offer,
+            submitted.pause_months,
+            event_id,
+            now,
+        )
+        .await
+        {
+            Ok(applied) => {
+                if let Some(view) = recorded.offer.as_mut() {
+                    view.applied = applied;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(event_id, error = %e, "the cancel-flow offer was not applied");
+                let error: String = e.to_string().chars().take(MAX_OFFER_ERROR).collect();
+                events::set_offer_error(
+                    self.core.store.writer(),
+                    project_id,
+                    event_id,
+                    &error,
+                    now,
+                )
+                .await?;
+            }
+        }
+        Ok(recorded)
     }
 }
 

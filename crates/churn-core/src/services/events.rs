@@ -217,6 +217,7 @@ impl Core {
             // Set by `insert_new_event`.
             group: None,
             autopilot: None,
+            offer_error: None,
         })
     }
 
@@ -501,6 +502,7 @@ pub fn event_view(r: EventRecord, variants: Option<Vec<VariantRecord>>) -> Churn
         autopilot: r
             .autopilot
             .map(|(status, reason)| AutopilotState { status, reason }),
+        offer_error: r.offer_error,
         variants: variants.map(|vs| vs.into_iter().map(variant_view).collect()),
     }
 }

@@ -101,6 +101,19 @@ pub(super) fn encryption_key(config: &Config) -> Result<EncryptionKey> {
     }
 }
 
+/// The configured key or the data folder's, never a new one: for the admin CLI, which must
+/// open what a server sealed.
+pub(super) fn existing_encryption_key(config: &Config) -> Result<EncryptionKey> {
+    if config.encryption_key.is_none() && !config.data_dir.join(ENCRYPTION_KEY_FILE).exists() {
+        return Err(Error::validation(format!(
+            "no encryption key: set CHURN_ENCRYPTION_KEY, or give the server's data folder \
+             (CHURN_DATA_DIR or --data-dir; {} has no {ENCRYPTION_KEY_FILE})",
+            config.data_dir.display()
+        )));
+    }
+    encryption_key(config)
+}
+
 fn create_key_file(path: &Path) -> Result<EncryptionKey> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(Error::internal)?;

@@ -37,6 +37,8 @@ pub struct EventRecord {
     pub group: Option<Group>,
     /// Autopilot's state and the reason of a skip.
     pub autopilot: Option<(AutopilotStatus, Option<String>)>,
+    /// Why an offer accepted in the cancel flow was not applied at the provider.
+    pub offer_error: Option<String>,
 }
 
 impl FromRow<'_, AnyRow> for EventRecord {
@@ -70,6 +72,7 @@ impl FromRow<'_, AnyRow> for EventRecord {
                 .and_then(|s| AutopilotStatus::parse(&s))
                 .map(|status| Ok::<_, sqlx::Error>((status, row.try_get("autopilot_reason")?)))
                 .transpose()?,
+            offer_error: row.try_get("offer_error")?,
         })
     }
 }
@@ -77,7 +80,7 @@ impl FromRow<'_, AnyRow> for EventRecord {
 const COLUMNS: &str = "e.id, e.project_id, e.customer_email, e.customer_name, e.event_type, e.cancel_reason, \
     e.reason_code, e.mrr, e.currency, e.plan_name, e.tenure_days, e.status, e.provider, \
     e.provider_subscription_id, e.provider_customer_id, e.recovered_via, e.recovered_at, e.lost_at, \
-    e.created_at, e.updated_at, e.holdout_group, e.autopilot_status, e.autopilot_reason";
+    e.created_at, e.updated_at, e.holdout_group, e.autopilot_status, e.autopilot_reason, e.offer_error";
 
 pub async fn insert<'e>(db: impl Writes<'e>, e: &EventRecord) -> Result<()> {
     sqlx::query(
@@ -237,6 +240,46 @@ pub async fn start_generation<'e>(
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Records why the cancel flow's offer could not be applied at the provider.
+pub async fn set_offer_error<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    id: &str,
+    error: &str,
+    now: Timestamp,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE churn_events SET offer_error = $3, updated_at = $4 WHERE project_id = $1 AND id = $2",
+    )
+    .bind(project_id)
+    .bind(id)
+    .bind(error)
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// The subscription id of the customer's most recent event from `provider` that carried one.
+pub async fn latest_subscription<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    email: &str,
+    provider: &str,
+) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar(
+        "SELECT provider_subscription_id FROM churn_events \
+         WHERE project_id = $1 AND customer_email = $2 AND provider = $3 \
+         AND provider_subscription_id IS NOT NULL \
+         ORDER BY created_at DESC, id DESC LIMIT 1",
+    )
+    .bind(project_id)
+    .bind(email)
+    .bind(provider)
+    .fetch_optional(db)
+    .await?)
 }
 
 /// Marks the event recovered, from whichever non-terminal status it is in.

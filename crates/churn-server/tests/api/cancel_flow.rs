@@ -1,12 +1,17 @@
 //! The cancel flow (decisions §11): configuration, the widget's public configuration and
-//! submissions by public key, browser origins, and the per-key limit.
+//! submissions by public key, browser origins, and the per-key limit; accepted offers
+//! applied at provider A (a loopback fake of its API).
 
 use churn_core::config::DatabaseUrl;
 use churn_core::store::{Store, cancel_flows};
 use reqwest::Method;
 use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, ResponseTemplate};
 
 use crate::helpers::{Backend, Options, TestApp, acme_owner};
+use crate::providers::A_KEY;
+use crate::webhooks::{Setup, fixture, setup};
 use churn_core::both_backends;
 
 both_backends!(
@@ -17,6 +22,7 @@ both_backends!(
     browser_calls_only_from_allowed_origins,
     submissions_are_limited_per_key,
     widget_script_and_demo_page,
+    accepted_offers_are_applied_at_provider_a,
 );
 
 const SHOP: &str = "https://shop.example";
@@ -689,4 +695,228 @@ async fn widget_script_and_demo_page(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(unknown.status(), 404);
+}
+
+/// The form pairs of a request the fake received, sorted.
+fn form_of(request: &wiremock::Request) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = url::form_urlencoded::parse(&request.body)
+        .into_owned()
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
+    expected
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+impl Setup {
+    async fn submit(&self, body: Value) -> Value {
+        self.app
+            .expect(
+                self.app
+                    .req(Method::POST, "/cancel-flow/reasons")
+                    .header("X-Public-Key", &self.public_key)
+                    .json(&body),
+                201,
+            )
+            .await["data"]
+            .clone()
+    }
+
+    async fn event(&self, id: &Value) -> Value {
+        self.app
+            .expect(
+                self.app
+                    .req(
+                        Method::GET,
+                        &format!("/projects/acme/churn-events/{}", id.as_str().unwrap()),
+                    )
+                    .bearer_auth(&self.token),
+                200,
+            )
+            .await["data"]
+            .clone()
+    }
+
+    /// What the fake received since the `from`th request, as (path, sorted form pairs).
+    async fn calls_since(&self, from: usize) -> Vec<(String, Vec<(String, String)>)> {
+        let received = self.fake.mock.received_requests().await.unwrap();
+        for r in &received[from..] {
+            assert_eq!(r.method.as_str(), "POST");
+            assert_eq!(
+                r.headers["authorization"].to_str().unwrap(),
+                format!("Bearer {A_KEY}")
+            );
+            assert!(r.headers.contains_key("idempotency-key"));
+        }
+        received[from..]
+            .iter()
+            .map(|r| (r.url.path().to_owned(), form_of(r)))
+            .collect()
+    }
+
+    async fn received(&self) -> usize {
+        self.fake.mock.received_requests().await.unwrap().len()
+    }
+}
+
+async fn accepted_offers_are_applied_at_provider_a(backend: Backend) {
+    let s = setup(backend).await;
+    // The last day of a month: a pause of 2 calendar months ends on the last of February.
+    s.app
+        .expect(
+            s.app
+                .req(Method::POST, "/dev/clock")
+                .json(&json!({"set": "2025-12-31T09:30:00.000Z"})),
+            200,
+        )
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/coupons"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"id": "Z4OV52SU", "object": "coupon", "percent_off": 20.0})),
+        )
+        .mount(&s.fake.mock)
+        .await;
+    for sub in ["sub_1", "sub_1SVC89HOQNg4XnOMoa93kOB2"] {
+        Mock::given(method("POST"))
+            .and(path(format!("/v1/subscriptions/{sub}")))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(
+                    json!({"id": sub, "object": "subscription", "status": "active"}),
+                ),
+            )
+            .mount(&s.fake.mock)
+            .await;
+    }
+    Mock::given(method("POST"))
+        .and(path("/v1/subscriptions/sub_gone"))
+        .respond_with(ResponseTemplate::new(404).set_body_json(json!({"error": {
+            "type": "invalid_request_error", "code": "resource_missing", "param": "id",
+            "message": "No such subscription: 'sub_gone'"}})))
+        .mount(&s.fake.mock)
+        .await;
+
+    // A discount with the body's subscription: a coupon, then the subscription's discount.
+    let mut body = submission("too_expensive");
+    body["offer_accepted"] = json!(true);
+    body["provider_subscription_id"] = json!("sub_1");
+    let saved = s.submit(body).await;
+    assert_eq!(saved["status"], "recovered");
+    assert_eq!(
+        saved["offer"],
+        json!({"kind": "discount", "percent": 20, "months": 3, "applied": true})
+    );
+    let id = saved["churn_event_id"].as_str().unwrap();
+    assert_eq!(
+        s.calls_since(0).await,
+        [
+            (
+                "/v1/coupons".to_owned(),
+                pairs(&[
+                    ("duration", "repeating"),
+                    ("duration_in_months", "3"),
+                    ("metadata[churn_event_id]", id),
+                    ("percent_off", "20"),
+                ])
+            ),
+            (
+                "/v1/subscriptions/sub_1".to_owned(),
+                pairs(&[("discounts[0][coupon]", "Z4OV52SU")])
+            ),
+        ]
+    );
+    let event = s.event(&saved["churn_event_id"]).await;
+    assert_eq!(event["recovered_via"], "cancel_flow");
+    assert_eq!(event["offer_error"], Value::Null);
+
+    // A pause without a subscription in the body: the one of the customer's latest provider-A
+    // event (an invoice.payment_failed), paused until now + 2 calendar months.
+    assert_eq!(
+        s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
+            .await["action"],
+        "payment_failure_created"
+    );
+    let before = s.received().await;
+    let saved = s
+        .submit(json!({"customer_email": "jenny.rosen@example.com",
+            "reason": "dont_need_anymore", "offer_accepted": true, "pause_months": 2}))
+        .await;
+    assert_eq!(
+        saved["offer"],
+        json!({"kind": "pause", "max_months": 3, "pause_months": 2, "applied": true})
+    );
+    assert_eq!(
+        s.calls_since(before).await,
+        [(
+            "/v1/subscriptions/sub_1SVC89HOQNg4XnOMoa93kOB2".to_owned(),
+            pairs(&[
+                ("pause_collection[behavior]", "void"),
+                // 2026-02-28T09:30:00Z
+                ("pause_collection[resumes_at]", "1772271000"),
+            ])
+        )]
+    );
+
+    // A provider error: the event stays recovered, not applied, with the error kept.
+    let before = s.received().await;
+    let mut body = submission("too_expensive");
+    body["offer_accepted"] = json!(true);
+    body["provider_subscription_id"] = json!("sub_gone");
+    let failed = s.submit(body).await;
+    assert_eq!(failed["status"], "recovered");
+    assert_eq!(failed["offer"]["applied"], false);
+    assert_eq!(
+        s.calls_since(before).await.len(),
+        2,
+        "coupon, then the update"
+    );
+    let event = s.event(&failed["churn_event_id"]).await;
+    assert_eq!(event["status"], "recovered");
+    assert_eq!(
+        event["offer_error"],
+        "the provider refused the request (404): No such subscription: 'sub_gone'"
+    );
+
+    // Declined, or a customer without any known subscription: nothing is called.
+    let before = s.received().await;
+    let mut body = submission("too_expensive");
+    body["provider_subscription_id"] = json!("sub_1");
+    assert_eq!(s.submit(body).await["offer"]["applied"], false);
+    let mut body = submission("too_expensive");
+    body["customer_email"] = json!("nobody@customer.example");
+    body["offer_accepted"] = json!(true);
+    let unknown = s.submit(body).await;
+    assert_eq!(unknown["status"], "recovered");
+    assert_eq!(unknown["offer"]["applied"], false);
+    assert_eq!(
+        s.event(&unknown["churn_event_id"]).await["offer_error"],
+        Value::Null
+    );
+
+    // Without a provider-A connection: recovered, not applied, no error, no call.
+    s.app
+        .expect(
+            s.app
+                .req(Method::DELETE, "/projects/acme/providers/providerA")
+                .bearer_auth(&s.token),
+            204,
+        )
+        .await;
+    let mut body = submission("too_expensive");
+    body["offer_accepted"] = json!(true);
+    body["provider_subscription_id"] = json!("sub_1");
+    let unconnected = s.submit(body).await;
+    assert_eq!(unconnected["status"], "recovered");
+    assert_eq!(unconnected["offer"]["applied"], false);
+    assert_eq!(
+        s.event(&unconnected["churn_event_id"]).await["offer_error"],
+        Value::Null
+    );
+    assert_eq!(s.received().await, before, "no call after the declined one");
 }

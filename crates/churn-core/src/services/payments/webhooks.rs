@@ -444,6 +444,7 @@ impl Payments {
             // Set by `insert_new_event`.
             group: None,
             autopilot: None,
+            offer_error: None,
         }
     }
 }
