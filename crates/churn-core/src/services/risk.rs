@@ -14,7 +14,7 @@ use crate::api::Meta;
 use crate::api::risk::{Recomputed, RiskDetail, RiskQuery, RiskScore, ScorePoint, SignalWeight};
 use crate::domain::behavior::day_key;
 use crate::domain::email::Email;
-use crate::domain::risk::{Aggregates, Assessment, DEFAULT_WEIGHTS, LOOKBACK_DAYS, Level, assess};
+use crate::domain::risk::{Aggregates, Assessment, LOOKBACK_DAYS, Level, Model};
 use crate::domain::role::Permission;
 use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
@@ -152,7 +152,7 @@ impl Core {
 
             let mut tx = self.store.begin().await?;
             for f in &facts {
-                let assessment = assess(&inputs.aggregates(f, now), &DEFAULT_WEIGHTS);
+                let assessment = Model::default_model().assess(&inputs.aggregates(f, now));
                 let record = score_record(f, assessment, &today, now)?;
                 scored += u64::from(record.score.is_some());
                 risk::save_score(&mut tx, project_id, &record).await?;
