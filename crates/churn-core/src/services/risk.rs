@@ -193,12 +193,11 @@ impl Core {
         let min = i64::try_from(model::MIN_PER_CLASS).unwrap_or(i64::MAX);
         let (churned, others) =
             risk::label_counts(self.store.reader(), project_id, since, history_from).await?;
-        if churned >= min && others >= min {
-            match self.refit(project_id, now).await? {
-                Ok(m) => return Ok(m),
-                // The previous model (or the default) keeps scoring; the next run tries again.
-                Err(e) => tracing::warn!(project_id, error = %e, "churn-risk model not refitted"),
-            }
+        if churned >= min
+            && others >= min
+            && let Some(m) = self.refit(project_id, now).await?
+        {
+            return Ok(m);
         }
         match risk::model(self.store.reader(), project_id).await? {
             Some(record) => learned_model(&record),
@@ -207,12 +206,9 @@ impl Core {
     }
 
     /// Fits the project's model to the customers a run scores (those with enough history),
-    /// labelled by whether they have a churn event, and keeps it.
-    async fn refit(
-        &self,
-        project_id: &str,
-        now: Timestamp,
-    ) -> Result<std::result::Result<Model, model::NotTrained>> {
+    /// labelled by whether they have a churn event, and keeps it. `None` when no model could
+    /// be fitted: the previous one (or the default) keeps scoring, the next run tries again.
+    async fn refit(&self, project_id: &str, now: Timestamp) -> Result<Option<Model>> {
         let totals = risk::event_totals(
             self.store.reader(),
             project_id,
@@ -237,7 +233,10 @@ impl Core {
         }
         let trained = match model::train(features, &examples) {
             Ok(t) => t,
-            Err(e) => return Ok(Err(e)),
+            Err(e) => {
+                tracing::warn!(project_id, error = %e, "churn-risk model not refitted");
+                return Ok(None);
+            }
         };
         tracing::info!(
             project_id,
@@ -246,7 +245,7 @@ impl Core {
             default_auc = trained.default_auc,
             "churn-risk model refitted"
         );
-        let weights: Vec<FeatureWeight> = feature_weights(&trained.model);
+        let weights = feature_weights(&trained.model);
         let record = ModelRecord {
             base: trained.model.base,
             weights: serde_json::to_string(&weights).map_err(Error::internal)?,
@@ -255,7 +254,7 @@ impl Core {
             auc: trained.auc,
         };
         risk::save_model(self.store.writer(), project_id, &record).await?;
-        Ok(Ok(trained.model))
+        Ok(Some(trained.model))
     }
 
     /// `GET /projects/:slug/churn-risk/model`.
