@@ -1,8 +1,9 @@
 //! The mapping of real provider payloads (fixtures of both provider-A API versions and of
 //! provider B) onto what they mean for churn.
 
-use churn_core::domain::provider_events::{self, Cancellation, Mapped, Success, Who};
+use churn_core::domain::provider_events::{self, Cancellation, CardExpiring, Mapped, Success, Who};
 use churn_core::domain::strategy::ReasonCode;
+use churn_core::time;
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> Value {
@@ -122,15 +123,19 @@ fn provider_a_success_cancellation_signal_and_the_rest() {
         assert_eq!(c.cancel_reason, code.as_str(), "no comment: the code");
         assert!(c.payment_failed);
     }
+    let expiring = CardExpiring {
+        who: Who {
+            customer_id: Some("cus_QXg1o8vcGmoR32".into()),
+            email: None,
+        },
+        expiry: Some((2030, 8)),
+        brand: Some("Visa".into()),
+        last4: Some("4242".into()),
+        created: None,
+    };
     assert_eq!(
         provider_events::provider_a(&fixture("a_source_expiring")),
-        Mapped::Signal {
-            who: Who {
-                customer_id: Some("cus_QXg1o8vcGmoR32".into()),
-                email: None
-            },
-            event: "payment_method_expiring"
-        }
+        Mapped::CardExpiring(expiring.clone())
     );
     let mut other = paid;
     other["type"] = json!("invoice.upcoming");
@@ -139,6 +144,44 @@ fn provider_a_success_cancellation_signal_and_the_rest() {
         provider_events::provider_a(&json!({"type": "invoice.paid"})),
         Mapped::Ignored
     );
+}
+
+#[test]
+fn card_expiry_notices_become_tracked_expiring_events() {
+    let now = time::parse("2026-11-21T12:00:00Z").unwrap();
+    let Mapped::CardExpiring(card) = provider_events::provider_a(&fixture("a_source_expiring"))
+    else {
+        panic!()
+    };
+    assert_eq!(
+        card.tracked_event("jenny@example.com", Some("providerA:evt_1"), now),
+        json!({"id": "providerA:evt_1", "event": "payment_method_expiring",
+               "customer_email": "jenny@example.com", "timestamp": "2026-11-21T12:00:00.000Z",
+               "properties": {"expires_at": "2030-08-31", "brand": "Visa", "last4": "4242"}})
+    );
+    // A legacy source keeps the expiry under `card`; December rolls into the next year; the
+    // event's `created` dates it.
+    let mut source = fixture("a_source_expiring");
+    source["created"] = json!(1_763_640_000); // 2025-11-20T12:00:00Z
+    source["data"]["object"] = json!({"id": "src_1", "object": "source", "customer": "cus_1",
+        "card": {"exp_month": 12, "exp_year": 2026, "last4": "0005", "brand": "Amex"}});
+    let Mapped::CardExpiring(card) = provider_events::provider_a(&source) else {
+        panic!()
+    };
+    let tracked = card.tracked_event("a@example.com", None, now);
+    assert_eq!(tracked["properties"]["expires_at"], "2026-12-31");
+    assert_eq!(tracked["properties"]["last4"], "0005");
+    assert_eq!(tracked["timestamp"], "2025-11-20T12:00:00.000Z");
+    assert!(tracked.get("id").is_none());
+    // Without an expiry: the end of the month it was sent in, which is what A announces.
+    source["data"]["object"] = json!({"id": "src_2", "object": "source", "customer": "cus_1"});
+    source["created"] = json!(9_999_999_999_i64); // beyond what tracking accepts: now
+    let Mapped::CardExpiring(card) = provider_events::provider_a(&source) else {
+        panic!()
+    };
+    let tracked = card.tracked_event("a@example.com", None, now);
+    assert_eq!(tracked["properties"], json!({"expires_at": "2026-11-30"}));
+    assert_eq!(tracked["timestamp"], "2026-11-21T12:00:00.000Z");
 }
 
 #[test]

@@ -62,6 +62,42 @@ pub struct Recomputed {
     pub alerts: u64,
 }
 
+wire_enum! {
+    /// `default`: the documented weights; `learned`: weights fitted to the project's churn.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
+    pub enum ModelName {
+        Default = "default",
+        Learned = "learned",
+    }
+}
+
+/// A feature of the scoring model and its weight in score points at full strength (positive
+/// raises the risk).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FeatureWeight {
+    /// A signal's name, or `event:<name>` for a custom event.
+    pub feature: String,
+    pub weight: i64,
+}
+
+/// The model that scores the project's customers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RiskModel {
+    pub model: ModelName,
+    /// Every feature the model weighs.
+    pub weights: Vec<FeatureWeight>,
+    /// Null for the default model.
+    #[serde(with = "wire::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub trained_at: Option<Timestamp>,
+    /// Labelled customers used, the held-out fifth included; 0 for the default model.
+    #[schema(minimum = 0)]
+    pub customers: u64,
+    /// Area under the ROC curve on the held-out fifth; null for the default model.
+    #[schema(minimum = 0, maximum = 1)]
+    pub auc: Option<f64>,
+}
+
 /// Query of `GET /projects/:slug/churn-risk/customers`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
 #[into_params(parameter_in = Query)]

@@ -12,6 +12,8 @@ pub mod forecast;
 pub mod invitation;
 pub mod keys;
 pub mod lifecycle;
+#[cfg(feature = "server")]
+pub mod model;
 pub mod origin;
 pub mod password;
 pub mod provider;

@@ -4,9 +4,12 @@
 //! version the subscription id sits at `parent.subscription_details.subscription`, before it
 //! at `subscription`; both are read.
 
-use serde_json::Value;
+use chrono::{Datelike, Duration, NaiveDate};
+use serde_json::{Value, json};
 
+use super::behavior::{MAX_AHEAD_DAYS, MAX_BACK_DAYS};
 use super::strategy::{ReasonCode, classify};
+use crate::time::{self, Timestamp};
 
 /// Who the event is about, as far as the payload says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,12 +68,71 @@ pub enum Mapped {
     Cancellation(Cancellation),
     /// The provider gave up retrying (B `subscription.halted`).
     Halted(Who),
-    /// A tracked event for the customer (A `customer.source.expiring`).
-    Signal {
-        who: Who,
-        event: &'static str,
-    },
+    /// The customer's card is about to expire (A `customer.source.expiring`): a tracked
+    /// `payment_method_expiring` event.
+    CardExpiring(CardExpiring),
     Ignored,
+}
+
+/// A card (or source) expiry notice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CardExpiring {
+    pub who: Who,
+    /// (year, month) of the expiry: a card's `exp_year`/`exp_month`, a source's under `card`.
+    pub expiry: Option<(i32, u32)>,
+    pub brand: Option<String>,
+    pub last4: Option<String>,
+    /// The event's `created` (Unix seconds).
+    pub created: Option<i64>,
+}
+
+impl CardExpiring {
+    /// The `POST /track` event this notice stands for, for `email`: `payment_method_expiring`
+    /// at the event's `created` time (now when absent or outside what tracking accepts), with
+    /// `expires_at` the last day of the expiry month (tracking reads a date as the end of that
+    /// day; a card works through its expiry month). Without an expiry in the payload, the end
+    /// of the current month, which is when A says such a card expires.
+    pub fn tracked_event(&self, email: &str, id: Option<&str>, now: Timestamp) -> Value {
+        let at = self
+            .created
+            .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+            .filter(|t| {
+                *t >= now - Duration::days(MAX_BACK_DAYS)
+                    && *t <= now + Duration::days(MAX_AHEAD_DAYS)
+            })
+            .unwrap_or(now);
+        let (year, month) = self.expiry.unwrap_or((at.year(), at.month()));
+        let mut properties = json!({ "expires_at": last_day_of(year, month) });
+        if let Some(brand) = &self.brand {
+            properties["brand"] = json!(brand);
+        }
+        if let Some(last4) = &self.last4 {
+            properties["last4"] = json!(last4);
+        }
+        let mut event = json!({
+            "event": "payment_method_expiring",
+            "customer_email": email,
+            "timestamp": time::format(&at),
+            "properties": properties,
+        });
+        if let Some(id) = id {
+            event["id"] = json!(id);
+        }
+        event
+    }
+}
+
+/// `YYYY-MM-DD` of the month's last day.
+fn last_day_of(year: i32, month: u32) -> String {
+    let (next_year, next_month) = if month == 12 {
+        (year + 1, 1)
+    } else {
+        (year, month + 1)
+    };
+    NaiveDate::from_ymd_opt(next_year, next_month, 1)
+        .and_then(|first| first.pred_opt())
+        .map(|d| d.format("%Y-%m-%d").to_string())
+        .unwrap_or_default()
 }
 
 fn text(v: &Value, pointer: &str) -> Option<String> {
@@ -165,10 +227,28 @@ pub fn provider_a(event: &Value) -> Mapped {
                 mrr: None,
             })
         }
-        "customer.source.expiring" => Mapped::Signal {
-            who,
-            event: "payment_method_expiring",
-        },
+        "customer.source.expiring" => {
+            // A card carries its expiry at the top; a legacy source under `card`.
+            let field = |name: &str| {
+                int(o, &format!("/{name}")).or_else(|| int(o, &format!("/card/{name}")))
+            };
+            let expiry = match (field("exp_year"), field("exp_month")) {
+                (Some(y), Some(m)) if (1..=12).contains(&m) => {
+                    i32::try_from(y).ok().zip(u32::try_from(m).ok())
+                }
+                _ => None,
+            };
+            let detail = |name: &str| {
+                text(o, &format!("/{name}")).or_else(|| text(o, &format!("/card/{name}")))
+            };
+            Mapped::CardExpiring(CardExpiring {
+                who,
+                expiry,
+                brand: detail("brand"),
+                last4: detail("last4"),
+                created: int(event, "/created"),
+            })
+        }
         _ => Mapped::Ignored,
     }
 }

@@ -216,7 +216,7 @@ impl Aggregates {
         self.sum(window, |_, _| true)
     }
 
-    fn count(&self, name: &str, window: std::ops::Range<i64>) -> i64 {
+    pub fn count(&self, name: &str, window: std::ops::Range<i64>) -> i64 {
         self.sum(window, |event, _| event == name)
     }
 
@@ -311,28 +311,145 @@ pub enum Assessment {
     },
 }
 
-/// Scores a customer with the given weights (name → points at full strength).
-pub fn assess(a: &Aggregates, weights: &[(Signal, i64)]) -> Assessment {
-    if a.history_days() < MIN_HISTORY_DAYS {
-        return Assessment::InsufficientData;
+/// Event names a signal reads; every other tracked event name is a custom event, a candidate
+/// feature of the learned model.
+pub const SIGNAL_EVENTS: [&str; 16] = [
+    "api_call",
+    "api_error",
+    "cancel_page_viewed",
+    "competitor_page_viewed",
+    "feature_used",
+    "invoice_overdue",
+    "login",
+    "nps_response",
+    "page_viewed",
+    "payment_method_expiring",
+    "session",
+    "subscription_downgraded",
+    "subscription_upgraded",
+    "support_ticket_opened",
+    "support_ticket_resolved",
+    "team_member_invited",
+];
+
+/// Days back a custom event counts as present.
+pub const EVENT_WINDOW_DAYS: i64 = 30;
+const EVENT_PREFIX: &str = "event:";
+
+/// What a model weighs: one of the signals, or a custom event (`event:<name>`), present when
+/// the customer tracked it in the last [`EVENT_WINDOW_DAYS`] days.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Feature {
+    Signal(Signal),
+    Event(String),
+}
+
+impl Feature {
+    pub fn name(&self) -> String {
+        match self {
+            Feature::Signal(s) => s.name().to_owned(),
+            Feature::Event(e) => format!("{EVENT_PREFIX}{e}"),
+        }
     }
-    let mut signals: Vec<Contribution> = weights
-        .iter()
-        .filter_map(|(signal, weight)| {
-            let strength = signal.strength(a)?;
-            let points = (*weight as f64 * strength).round() as i64;
-            (points != 0).then(|| Contribution {
-                name: signal.name().to_owned(),
-                weight: points,
+
+    /// The inverse of [`Feature::name`].
+    pub fn parse(name: &str) -> Option<Feature> {
+        match name.strip_prefix(EVENT_PREFIX) {
+            Some(event) if !event.is_empty() => Some(Feature::Event(event.to_owned())),
+            Some(_) => None,
+            None => DEFAULT_WEIGHTS
+                .iter()
+                .find(|(s, _)| s.name() == name)
+                .map(|(s, _)| Feature::Signal(*s)),
+        }
+    }
+
+    /// How strongly the feature is present in `a`, in (0, 1]; `None` when absent.
+    pub fn strength(&self, a: &Aggregates) -> Option<f64> {
+        match self {
+            Feature::Signal(s) => s.strength(a),
+            Feature::Event(e) => (a.count(e, 0..EVENT_WINDOW_DAYS) > 0).then_some(1.0),
+        }
+    }
+}
+
+/// Which weights scored a customer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelKind {
+    /// [`DEFAULT_WEIGHTS`] from [`BASE_SCORE`].
+    Default,
+    /// Weights fitted to the project's own churn (`domain::model`).
+    Learned,
+}
+
+impl ModelKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelKind::Default => "default",
+            ModelKind::Learned => "learned",
+        }
+    }
+}
+
+/// A scoring model: a base score plus, for each feature present, its weight in score points
+/// times its strength; the sum clamped to 0–100.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Model {
+    pub kind: ModelKind,
+    pub base: i64,
+    pub weights: Vec<(Feature, i64)>,
+}
+
+impl Model {
+    /// The documented defaults.
+    pub fn default_model() -> Model {
+        Model {
+            kind: ModelKind::Default,
+            base: BASE_SCORE,
+            weights: DEFAULT_WEIGHTS
+                .iter()
+                .map(|(s, w)| (Feature::Signal(*s), *w))
+                .collect(),
+        }
+    }
+
+    /// The contributions of the features present, each rounded to whole points; risk-raising
+    /// first, largest first.
+    pub fn contributions(&self, a: &Aggregates) -> Vec<Contribution> {
+        let mut signals: Vec<Contribution> = self
+            .weights
+            .iter()
+            .filter_map(|(feature, weight)| {
+                let strength = feature.strength(a)?;
+                let points = (*weight as f64 * strength).round() as i64;
+                (points != 0).then(|| Contribution {
+                    name: feature.name(),
+                    weight: points,
+                })
             })
-        })
-        .collect();
-    signals.sort_by(|x, y| y.weight.cmp(&x.weight).then_with(|| x.name.cmp(&y.name)));
-    let score = (BASE_SCORE + signals.iter().map(|c| c.weight).sum::<i64>()).clamp(0, 100);
-    Assessment::Scored {
-        score,
-        level: Level::of(score),
-        signals,
+            .collect();
+        signals.sort_by(|x, y| y.weight.cmp(&x.weight).then_with(|| x.name.cmp(&y.name)));
+        signals
+    }
+
+    /// The base plus the contributions, before the clamp to 0–100: the ranking the model's
+    /// AUC is measured on.
+    pub fn raw_score(&self, a: &Aggregates) -> i64 {
+        self.base + self.contributions(a).iter().map(|c| c.weight).sum::<i64>()
+    }
+
+    /// Scores a customer.
+    pub fn assess(&self, a: &Aggregates) -> Assessment {
+        if a.history_days() < MIN_HISTORY_DAYS {
+            return Assessment::InsufficientData;
+        }
+        let signals = self.contributions(a);
+        let score = (self.base + signals.iter().map(|c| c.weight).sum::<i64>()).clamp(0, 100);
+        Assessment::Scored {
+            score,
+            level: Level::of(score),
+            signals,
+        }
     }
 }
 
@@ -626,10 +743,13 @@ mod tests {
     fn fewer_than_7_days_of_history_has_no_score() {
         let mut a = active();
         a.first_event_at = now() - chrono::Duration::days(7) + chrono::Duration::milliseconds(1);
-        assert_eq!(assess(&a, &DEFAULT_WEIGHTS), Assessment::InsufficientData);
+        assert_eq!(
+            Model::default_model().assess(&a),
+            Assessment::InsufficientData
+        );
         a.first_event_at = now() - chrono::Duration::days(7);
         assert!(matches!(
-            assess(&a, &DEFAULT_WEIGHTS),
+            Model::default_model().assess(&a),
             Assessment::Scored {
                 score: BASE_SCORE,
                 ..
@@ -646,7 +766,7 @@ mod tests {
             score,
             level,
             signals,
-        } = assess(&a, &DEFAULT_WEIGHTS)
+        } = Model::default_model().assess(&a)
         else {
             panic!("scored");
         };
@@ -670,7 +790,7 @@ mod tests {
         worst.payment_failures_30d = 2;
         let worst = with(worst, "subscription_downgraded", 1, 1);
         assert!(matches!(
-            assess(&worst, &DEFAULT_WEIGHTS),
+            Model::default_model().assess(&worst),
             Assessment::Scored {
                 score: 100,
                 level: Level::Critical,
@@ -681,12 +801,69 @@ mod tests {
         best.nps = Some(10);
         let best = with(best, "team_member_invited", 0, 1);
         assert!(matches!(
-            assess(&best, &DEFAULT_WEIGHTS),
+            Model::default_model().assess(&best),
             Assessment::Scored {
                 score: 0,
                 level: Level::Low,
                 ..
             }
+        ));
+    }
+
+    #[test]
+    fn custom_events_are_features_present_in_30_days() {
+        let f = Feature::parse("event:export_failed").unwrap();
+        assert_eq!(f, Feature::Event("export_failed".into()));
+        assert_eq!(f.name(), "event:export_failed");
+        assert_eq!(
+            Feature::parse("nps_detractor"),
+            Some(Feature::Signal(Signal::NpsDetractor))
+        );
+        assert_eq!(Feature::parse("event:"), None);
+        assert_eq!(Feature::parse("nope"), None);
+        assert_eq!(
+            f.strength(&with(customer(), "export_failed", 29, 1)),
+            Some(1.0)
+        );
+        assert_eq!(f.strength(&with(customer(), "export_failed", 30, 1)), None);
+    }
+
+    #[test]
+    fn a_model_adds_its_features_points_to_its_base() {
+        let model = Model {
+            kind: ModelKind::Learned,
+            base: 40,
+            weights: vec![
+                (Feature::Event("export_failed".into()), 30),
+                (Feature::Signal(Signal::NpsPromoter), -12),
+                (Feature::Signal(Signal::NoEvents14d), 3),
+            ],
+        };
+        let mut a = with(active(), "export_failed", 3, 2);
+        a.nps = Some(10);
+        assert_eq!(model.raw_score(&a), 40 + 30 - 12);
+        assert_eq!(
+            model.assess(&a),
+            Assessment::Scored {
+                score: 58,
+                level: Level::Medium,
+                signals: vec![
+                    Contribution {
+                        name: "event:export_failed".into(),
+                        weight: 30
+                    },
+                    Contribution {
+                        name: "nps_promoter".into(),
+                        weight: -12
+                    },
+                ],
+            }
+        );
+        let heavy = Model { base: 90, ..model };
+        assert_eq!(heavy.raw_score(&a), 108, "the raw score is not clamped");
+        assert!(matches!(
+            heavy.assess(&a),
+            Assessment::Scored { score: 100, .. }
         ));
     }
 

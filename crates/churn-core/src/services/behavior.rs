@@ -20,6 +20,7 @@ use crate::domain::role::Permission;
 use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
 use crate::ids::new_id;
+use crate::store::Tx;
 use crate::store::behavior::{self, RollupKey};
 use crate::store::customers::{self, Activity, CustomerRecord, ListFilter, Sort};
 use crate::time::Timestamp;
@@ -120,6 +121,23 @@ impl Core {
         events: Vec<BehaviorEvent>,
         now: Timestamp,
     ) -> Result<u64> {
+        let mut tx = self.store.begin().await?;
+        let accepted = self
+            .store_events_in(&mut tx, project_id, events, now)
+            .await?;
+        tx.commit().await?;
+        Ok(accepted)
+    }
+
+    /// [`Core::store_events`] inside the caller's transaction (provider events that stand for
+    /// tracked ones are stored with the provider event's claim).
+    pub(super) async fn store_events_in(
+        &self,
+        tx: &mut Tx,
+        project_id: &str,
+        events: Vec<BehaviorEvent>,
+        now: Timestamp,
+    ) -> Result<u64> {
         let mut keyed: Vec<(String, BehaviorEvent)> = events
             .into_iter()
             .map(|e| (e.id.clone().unwrap_or_else(new_id), e))
@@ -127,10 +145,9 @@ impl Core {
         keyed.sort_by(|a, b| a.0.cmp(&b.0));
         let mut rollups: BTreeMap<RollupKey, i64> = BTreeMap::new();
         let mut activity: BTreeMap<String, Activity> = BTreeMap::new();
-        let mut tx = self.store.begin().await?;
         let mut accepted = 0;
         for (id, e) in &keyed {
-            if !behavior::insert(&mut *tx, project_id, id, e, now).await? {
+            if !behavior::insert(&mut **tx, project_id, id, e, now).await? {
                 continue;
             }
             accepted += 1;
@@ -144,15 +161,14 @@ impl Core {
             note_activity(&mut activity, e);
         }
         for (key, n) in &rollups {
-            behavior::add_to_rollup(&mut *tx, project_id, key, *n).await?;
+            behavior::add_to_rollup(&mut **tx, project_id, key, *n).await?;
         }
         for a in activity.values() {
-            customers::record_activity(&mut *tx, project_id, a).await?;
+            customers::record_activity(&mut **tx, project_id, a).await?;
         }
         if accepted > 0 {
-            self.schedule_scoring(&mut tx, project_id, now).await?;
+            self.schedule_scoring(tx, project_id, now).await?;
         }
-        tx.commit().await?;
         Ok(accepted)
     }
 

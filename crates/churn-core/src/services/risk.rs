@@ -1,7 +1,8 @@
 //! Churn-risk scoring runs and the score routes (decisions §9). A run reads a slice of
 //! customers at a time (their rows, daily rollups and recent session durations), scores each
 //! with `domain::risk`, and keeps one score per customer and day for 90 days. Runs come from
-//! each project's chain of scheduled jobs and from `recompute`.
+//! each project's chain of scheduled jobs and from `recompute`. A run with enough labelled
+//! customers first refits the project's learned model (`domain::model`) and scores with it.
 
 use std::collections::BTreeMap;
 
@@ -11,23 +12,28 @@ use super::Core;
 use super::access::ProjectAccess;
 use super::behavior::{meta, paging, since_day};
 use crate::api::Meta;
-use crate::api::risk::{Recomputed, RiskDetail, RiskQuery, RiskScore, ScorePoint, SignalWeight};
+use crate::api::risk::{
+    FeatureWeight, ModelName, Recomputed, RiskDetail, RiskModel, RiskQuery, RiskScore, ScorePoint,
+    SignalWeight,
+};
 use crate::domain::behavior::day_key;
 use crate::domain::email::Email;
-use crate::domain::risk::{Aggregates, Assessment, DEFAULT_WEIGHTS, LOOKBACK_DAYS, Level, assess};
+use crate::domain::model;
+use crate::domain::risk::{
+    Aggregates, Assessment, Feature, LOOKBACK_DAYS, Level, MIN_HISTORY_DAYS, Model, ModelKind,
+};
 use crate::domain::role::Permission;
 use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
 use crate::jobs::Job;
 use crate::store::Tx;
-use crate::store::risk::{self, CustomerFacts, ScoreFilter, ScoreRecord};
+use crate::store::risk::{self, CustomerFacts, ModelRecord, ScoreFilter, ScoreRecord};
 use crate::time::{self, Timestamp};
 
 /// Customers scored per read and write transaction; bounds a run's memory.
 const SLICE: i64 = 500;
 /// Days of daily scores kept (and shown as history).
 const KEPT_DAYS: i64 = 90;
-const DEFAULT_MODEL: &str = "default";
 
 fn score_not_found() -> Error {
     Error::NotFound("no churn-risk score for this customer".into())
@@ -105,55 +111,21 @@ impl Core {
 
     /// Scores every customer with a tracked event in the last 90 days and raises the alerts;
     /// says how many got a score (not those with insufficient data) and how many alerts the run
-    /// logged.
+    /// logged. With enough labelled customers the run first refits the learned model and
+    /// scores with it.
     pub async fn score_project(&self, project_id: &str) -> Result<Recomputed> {
         let now = self.now();
         let config = self.risk_config_of(project_id).await?;
-        let since = now - chrono::Duration::days(LOOKBACK_DAYS);
-        let rollup_since = since_day(now, LOOKBACK_DAYS);
-        // The 14 whole days of the session window start at midnight.
-        let sessions_since = (now.date_naive() - chrono::Duration::days(13))
-            .and_hms_opt(0, 0, 0)
-            .map(|t| t.and_utc())
-            .unwrap_or(now);
+        let model = self.scoring_model(project_id, now).await?;
         let today = day_key(now.date_naive());
-        let db = self.store.reader();
         let mut after = String::new();
         let mut scored = 0;
         let mut alerts = 0;
-        loop {
-            let facts = risk::customers_to_score(db, project_id, since, &after, SLICE).await?;
-            let (Some(first), Some(last)) = (facts.first(), facts.last()) else {
-                break;
-            };
-            let slice = (first.email.as_str(), last.email.as_str());
-            let mut inputs = SliceInputs::default();
-            for r in risk::rollups(db, project_id, slice, &rollup_since).await? {
-                let day = parse_day(&r.day)?;
-                inputs
-                    .daily
-                    .entry(r.customer_email)
-                    .or_default()
-                    .insert((day, r.event, r.detail), r.n);
-            }
-            for (email, feature, day) in risk::feature_first_use(db, project_id, slice).await? {
-                let day = parse_day(&day)?;
-                inputs
-                    .features
-                    .entry(email)
-                    .or_default()
-                    .insert(feature, day);
-            }
-            for (email, d) in risk::session_durations(db, project_id, slice, sessions_since).await?
-            {
-                inputs.sessions.entry(email).or_default().push(d);
-            }
-            inputs.outside = outside_counts(self, project_id, slice, now).await?;
-
+        while let Some((facts, mut inputs)) = self.read_slice(project_id, &after, now).await? {
             let mut tx = self.store.begin().await?;
             for f in &facts {
-                let assessment = assess(&inputs.aggregates(f, now), &DEFAULT_WEIGHTS);
-                let record = score_record(f, assessment, &today, now)?;
+                let assessment = model.assess(&inputs.aggregates(f, now));
+                let record = score_record(f, assessment, model.kind, &today, now)?;
                 scored += u64::from(record.score.is_some());
                 risk::save_score(&mut tx, project_id, &record).await?;
                 alerts += u64::from(
@@ -162,10 +134,150 @@ impl Core {
                 );
             }
             tx.commit().await?;
-            after = last.email.clone();
+            after = facts.last().map(|f| f.email.clone()).unwrap_or_default();
         }
         risk::purge_scores(self.store.writer(), project_id, &since_day(now, KEPT_DAYS)).await?;
         Ok(Recomputed { scored, alerts })
+    }
+
+    /// The next slice of customers to score after `after` (by email), with what scoring reads
+    /// of them; `None` when none is left.
+    async fn read_slice(
+        &self,
+        project_id: &str,
+        after: &str,
+        now: Timestamp,
+    ) -> Result<Option<(Vec<CustomerFacts>, SliceInputs)>> {
+        let since = now - chrono::Duration::days(LOOKBACK_DAYS);
+        let rollup_since = since_day(now, LOOKBACK_DAYS);
+        // The 14 whole days of the session window start at midnight.
+        let sessions_since = (now.date_naive() - chrono::Duration::days(13))
+            .and_hms_opt(0, 0, 0)
+            .map(|t| t.and_utc())
+            .unwrap_or(now);
+        let db = self.store.reader();
+        let facts = risk::customers_to_score(db, project_id, since, after, SLICE).await?;
+        let (Some(first), Some(last)) = (facts.first(), facts.last()) else {
+            return Ok(None);
+        };
+        let slice = (first.email.as_str(), last.email.as_str());
+        let mut inputs = SliceInputs::default();
+        for r in risk::rollups(db, project_id, slice, &rollup_since).await? {
+            let day = parse_day(&r.day)?;
+            inputs
+                .daily
+                .entry(r.customer_email)
+                .or_default()
+                .insert((day, r.event, r.detail), r.n);
+        }
+        for (email, feature, day) in risk::feature_first_use(db, project_id, slice).await? {
+            let day = parse_day(&day)?;
+            inputs
+                .features
+                .entry(email)
+                .or_default()
+                .insert(feature, day);
+        }
+        for (email, d) in risk::session_durations(db, project_id, slice, sessions_since).await? {
+            inputs.sessions.entry(email).or_default().push(d);
+        }
+        inputs.outside = outside_counts(self, project_id, slice, now).await?;
+        Ok(Some((facts, inputs)))
+    }
+
+    /// The model this run scores with: refitted when the project holds enough labelled
+    /// customers, else the last learned one, else the default.
+    async fn scoring_model(&self, project_id: &str, now: Timestamp) -> Result<Model> {
+        let since = now - chrono::Duration::days(LOOKBACK_DAYS);
+        let history_from = now - chrono::Duration::days(MIN_HISTORY_DAYS);
+        let min = i64::try_from(model::MIN_PER_CLASS).unwrap_or(i64::MAX);
+        let (churned, others) =
+            risk::label_counts(self.store.reader(), project_id, since, history_from).await?;
+        if churned >= min
+            && others >= min
+            && let Some(m) = self.refit(project_id, now).await?
+        {
+            return Ok(m);
+        }
+        match risk::model(self.store.reader(), project_id).await? {
+            Some(record) => learned_model(&record),
+            None => Ok(Model::default_model()),
+        }
+    }
+
+    /// Fits the project's model to the customers a run scores (those with enough history),
+    /// labelled by whether they have a churn event, and keeps it. `None` when no model could
+    /// be fitted: the previous one (or the default) keeps scoring, the next run tries again.
+    async fn refit(&self, project_id: &str, now: Timestamp) -> Result<Option<Model>> {
+        let totals = risk::event_totals(
+            self.store.reader(),
+            project_id,
+            &since_day(now, LOOKBACK_DAYS),
+        )
+        .await?;
+        let features = model::features(&totals);
+        let mut examples = Vec::new();
+        let mut after = String::new();
+        while let Some((facts, mut inputs)) = self.read_slice(project_id, &after, now).await? {
+            for f in &facts {
+                let a = inputs.aggregates(f, now);
+                if a.history_days() >= MIN_HISTORY_DAYS {
+                    examples.push(model::Example {
+                        email: f.email.clone(),
+                        churned: f.churned,
+                        x: model::vector(&features, &a),
+                    });
+                }
+            }
+            after = facts.last().map(|f| f.email.clone()).unwrap_or_default();
+        }
+        let trained = match model::train(features, &examples) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(project_id, error = %e, "churn-risk model not refitted");
+                return Ok(None);
+            }
+        };
+        tracing::info!(
+            project_id,
+            customers = trained.customers,
+            auc = trained.auc,
+            default_auc = trained.default_auc,
+            "churn-risk model refitted"
+        );
+        let weights = feature_weights(&trained.model);
+        let record = ModelRecord {
+            base: trained.model.base,
+            weights: serde_json::to_string(&weights).map_err(Error::internal)?,
+            trained_at: now,
+            customers: i64::try_from(trained.customers).unwrap_or(i64::MAX),
+            auc: trained.auc,
+        };
+        risk::save_model(self.store.writer(), project_id, &record).await?;
+        Ok(Some(trained.model))
+    }
+
+    /// `GET /projects/:slug/churn-risk/model`.
+    pub async fn risk_model(&self, access: &ProjectAccess) -> Result<RiskModel> {
+        access.authorize(Permission::Read)?;
+        Ok(
+            match risk::model(self.store.reader(), &access.project.id).await? {
+                Some(record) => RiskModel {
+                    model: ModelName::Learned,
+                    weights: feature_weights(&learned_model(&record)?),
+                    trained_at: Some(record.trained_at),
+                    customers: u64::try_from(record.customers).unwrap_or(0),
+                    auc: Some(record.auc),
+                },
+                None => RiskModel {
+                    model: ModelName::Default,
+                    weights: feature_weights(&Model::default_model()),
+                    trained_at: None,
+                    customers: 0,
+                    auc: None,
+                },
+            },
+        )
     }
 
     /// `GET /projects/:slug/churn-risk/customers`: highest first, insufficient data last.
@@ -248,6 +360,29 @@ impl SliceInputs {
     }
 }
 
+fn feature_weights(m: &Model) -> Vec<FeatureWeight> {
+    m.weights
+        .iter()
+        .map(|(f, w)| FeatureWeight {
+            feature: f.name(),
+            weight: *w,
+        })
+        .collect()
+}
+
+fn learned_model(r: &ModelRecord) -> Result<Model> {
+    let corrupt = || Error::internal("corrupt weights of a stored churn-risk model");
+    let weights: Vec<FeatureWeight> = serde_json::from_str(&r.weights).map_err(|_| corrupt())?;
+    Ok(Model {
+        kind: ModelKind::Learned,
+        base: r.base,
+        weights: weights
+            .into_iter()
+            .map(|w| Ok((Feature::parse(&w.feature).ok_or_else(corrupt)?, w.weight)))
+            .collect::<Result<_>>()?,
+    })
+}
+
 fn parse_day(raw: &str) -> Result<NaiveDate> {
     NaiveDate::parse_from_str(raw, "%Y-%m-%d")
         .map_err(|_| Error::internal(format!("corrupt rollup day in storage: {raw:?}")))
@@ -256,6 +391,7 @@ fn parse_day(raw: &str) -> Result<NaiveDate> {
 fn score_record(
     f: &CustomerFacts,
     assessment: Assessment,
+    kind: ModelKind,
     today: &str,
     now: Timestamp,
 ) -> Result<ScoreRecord> {
@@ -280,7 +416,7 @@ fn score_record(
         score,
         level,
         signals: serde_json::to_string(&signals).map_err(Error::internal)?,
-        model: DEFAULT_MODEL.to_owned(),
+        model: kind.as_str().to_owned(),
         scored_at: now,
     })
 }

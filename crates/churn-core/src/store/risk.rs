@@ -1,7 +1,7 @@
 //! Churn-risk storage: the inputs of a scoring run (read a slice of customers at a time from
 //! `customers`, `behavior_daily` and the typed session durations), the `risk_scores` kept one
-//! per customer and day, the `risk_schedules` of each project's next scoring run, and the
-//! `risk_configs`.
+//! per customer and day, the `risk_schedules` of each project's next scoring run, the
+//! `risk_configs`, and each project's learned model (`risk_models`).
 
 use sqlx::{Any, Executor, FromRow};
 
@@ -53,6 +53,8 @@ pub struct CustomerFacts {
     pub first_event_at: Timestamp,
     pub nps_score: Option<i64>,
     pub card_expires_at: Option<Timestamp>,
+    /// The customer has a churn event: the label the learned model is fitted to.
+    pub churned: bool,
 }
 
 #[derive(FromRow)]
@@ -61,7 +63,12 @@ struct FactsRow {
     first_event_at: String,
     nps_score: Option<i64>,
     card_expires_at: Option<String>,
+    churned: i64,
 }
+
+/// 1 when the customer row `c` has a churn event, else 0.
+const CHURNED: &str = "CAST(CASE WHEN EXISTS (SELECT 1 FROM churn_events e \
+     WHERE e.project_id = c.project_id AND e.customer_email = c.email) THEN 1 ELSE 0 END AS BIGINT)";
 
 /// The next `limit` customers after `after` (by email) with a tracked event since `since`.
 pub async fn customers_to_score<'e>(
@@ -71,27 +78,129 @@ pub async fn customers_to_score<'e>(
     after: &str,
     limit: i64,
 ) -> Result<Vec<CustomerFacts>> {
-    sqlx::query_as::<_, FactsRow>(
-        "SELECT email, first_event_at, nps_score, card_expires_at FROM customers \
-         WHERE project_id = $1 AND last_event_at >= $2 AND email > $3 \
-         ORDER BY email LIMIT $4",
+    let sql = format!(
+        "SELECT c.email, c.first_event_at, c.nps_score, c.card_expires_at, {CHURNED} AS churned \
+         FROM customers c WHERE c.project_id = $1 AND c.last_event_at >= $2 AND c.email > $3 \
+         ORDER BY c.email LIMIT $4"
+    );
+    sqlx::query_as::<_, FactsRow>(&sql)
+        .bind(project_id)
+        .bind(time::format(&since))
+        .bind(after)
+        .bind(limit)
+        .fetch_all(db)
+        .await?
+        .into_iter()
+        .map(|r| {
+            Ok(CustomerFacts {
+                first_event_at: ts(&r.first_event_at)?,
+                card_expires_at: ts_opt(r.card_expires_at.as_deref())?,
+                email: r.email,
+                nps_score: r.nps_score,
+                churned: r.churned != 0,
+            })
+        })
+        .collect()
+}
+
+/// (customers with a churn event, customers without) among those a scoring run scores: a
+/// tracked event since `since` and the first one at or before `history_from`.
+pub async fn label_counts<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    since: Timestamp,
+    history_from: Timestamp,
+) -> Result<(i64, i64)> {
+    let sql = format!(
+        "SELECT CAST(COALESCE(SUM({CHURNED}), 0) AS BIGINT), CAST(COUNT(*) AS BIGINT) \
+         FROM customers c WHERE c.project_id = $1 AND c.last_event_at >= $2 \
+         AND c.first_event_at <= $3"
+    );
+    let (churned, all) = sqlx::query_as::<_, (i64, i64)>(&sql)
+        .bind(project_id)
+        .bind(time::format(&since))
+        .bind(time::format(&history_from))
+        .fetch_one(db)
+        .await?;
+    Ok((churned, all - churned))
+}
+
+/// (event name, occurrences) of the project's rollups since `since_day`.
+pub async fn event_totals<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    since_day: &str,
+) -> Result<Vec<(String, i64)>> {
+    Ok(sqlx::query_as::<_, (String, i64)>(
+        "SELECT event, CAST(SUM(n) AS BIGINT) FROM behavior_daily \
+         WHERE project_id = $1 AND day >= $2 GROUP BY event ORDER BY event",
     )
     .bind(project_id)
-    .bind(time::format(&since))
-    .bind(after)
-    .bind(limit)
+    .bind(since_day)
     .fetch_all(db)
+    .await?)
+}
+
+/// A project's stored learned model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRecord {
+    pub base: i64,
+    /// JSON array of `{feature, weight}`.
+    pub weights: String,
+    pub trained_at: Timestamp,
+    pub customers: i64,
+    pub auc: f64,
+}
+
+#[derive(FromRow)]
+struct ModelRow {
+    base: i64,
+    weights: String,
+    trained_at: String,
+    customers: i64,
+    auc: f64,
+}
+
+/// `None`: never learned (the default model holds).
+pub async fn model<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<Option<ModelRecord>> {
+    sqlx::query_as::<_, ModelRow>(
+        "SELECT base, weights, trained_at, customers, auc FROM risk_models WHERE project_id = $1",
+    )
+    .bind(project_id)
+    .fetch_optional(db)
     .await?
-    .into_iter()
     .map(|r| {
-        Ok(CustomerFacts {
-            first_event_at: ts(&r.first_event_at)?,
-            card_expires_at: ts_opt(r.card_expires_at.as_deref())?,
-            email: r.email,
-            nps_score: r.nps_score,
+        Ok(ModelRecord {
+            trained_at: ts(&r.trained_at)?,
+            base: r.base,
+            weights: r.weights,
+            customers: r.customers,
+            auc: r.auc,
         })
     })
-    .collect()
+    .transpose()
+}
+
+/// Keeps `m` as the project's model, replacing the previous one.
+pub async fn save_model<'e>(db: impl Writes<'e>, project_id: &str, m: &ModelRecord) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO risk_models (project_id, base, weights, trained_at, customers, auc) \
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (project_id) DO UPDATE SET \
+         base = excluded.base, weights = excluded.weights, trained_at = excluded.trained_at, \
+         customers = excluded.customers, auc = excluded.auc",
+    )
+    .bind(project_id)
+    .bind(m.base)
+    .bind(&m.weights)
+    .bind(time::format(&m.trained_at))
+    .bind(m.customers)
+    .bind(m.auc)
+    .execute(db)
+    .await?;
+    Ok(())
 }
 
 /// One rollup row of a customer in the slice.

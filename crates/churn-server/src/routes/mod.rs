@@ -113,6 +113,7 @@ pub fn service(
         .routes(routes!(risk::list))
         .routes(routes!(risk::customer))
         .routes(routes!(risk::recompute))
+        .routes(routes!(risk::model))
         .routes(routes!(risk::get_config, risk::put_config))
         .routes(routes!(analytics::cohorts))
         .routes(routes!(analytics::forecasting))

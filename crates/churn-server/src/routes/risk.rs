@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use churn_core::api::alerts::{Alert, AlertQuery};
 use churn_core::api::risk::{
-    Recomputed, RiskConfig, RiskConfigPatch, RiskDetail, RiskQuery, RiskScore,
+    Recomputed, RiskConfig, RiskConfigPatch, RiskDetail, RiskModel, RiskQuery, RiskScore,
 };
 use churn_core::api::{Data, ErrorBody, Page};
 
@@ -48,6 +48,18 @@ pub async fn recompute(
     Ok(Json(Data::new(
         s.churn.core().recompute_risk(&access).await?,
     )))
+}
+
+/// The model that scores the project: the default weights until enough labelled customers
+/// (30 with a churn event, 30 without) let a scoring run fit the learned one.
+#[utoipa::path(get, path = "/projects/{slug}/churn-risk/model", operation_id = "get_churn_risk_model", tag = "churn risk", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path)),
+    responses((status = 200, body = Data<RiskModel>), (status = 404, body = ErrorBody)))]
+pub async fn model(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+) -> ApiResult<Json<Data<RiskModel>>> {
+    Ok(Json(Data::new(s.churn.core().risk_model(&access).await?)))
 }
 
 #[utoipa::path(get, path = "/projects/{slug}/churn-risk/config", operation_id = "get_churn_risk_config", tag = "churn risk", security(("bearer" = []), ("api_key" = [])),

@@ -143,6 +143,7 @@ async fn openapi_covers_every_route(backend: Backend) {
             "get",
         ),
         ("/api/v1/projects/{slug}/churn-risk/recompute", "post"),
+        ("/api/v1/projects/{slug}/churn-risk/model", "get"),
         ("/api/v1/projects/{slug}/churn-risk/config", "get"),
         ("/api/v1/projects/{slug}/churn-risk/config", "put"),
         ("/api/v1/projects/{slug}/cohorts", "get"),

@@ -16,6 +16,7 @@ both_backends!(
     other_tenants_cannot_read_or_recompute,
     the_configuration_has_defaults_and_validates_every_field,
     private_webhooks_are_allowed_when_the_operator_says_so,
+    the_model_is_learned_once_30_customers_churned_and_30_did_not,
 );
 
 pub(crate) async fn advance(app: &TestApp, days: i64) {
@@ -464,4 +465,113 @@ async fn private_webhooks_are_allowed_when_the_operator_says_so(backend: Backend
         400,
     )
     .await;
+}
+
+async fn churn(app: &TestApp, acme: &Acme, email: &str) {
+    app.expect(
+        app.req(Method::POST, "/projects/acme/churn-events")
+            .bearer_auth(&acme.token)
+            .json(&json!({"customer_email": email, "event_type": "cancellation"})),
+        201,
+    )
+    .await;
+}
+
+async fn model(app: &TestApp, acme: &Acme) -> Value {
+    let by_key = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/churn-risk/model")
+                .header("x-api-key", &acme.key),
+            200,
+        )
+        .await;
+    let by_token = get(app, &acme.token, "/projects/acme/churn-risk/model").await;
+    assert_eq!(by_key, by_token, "a JWT or the secret key");
+    by_token["data"].clone()
+}
+
+async fn the_model_is_learned_once_30_customers_churned_and_30_did_not(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let acme = acme_with_key(&app).await;
+    let default = model(&app, &acme).await;
+    assert_eq!(default["model"], "default");
+    assert_eq!(default["trained_at"], Value::Null);
+    assert_eq!(default["customers"], 0);
+    assert_eq!(default["auc"], Value::Null);
+    let weights = default["weights"].as_array().unwrap();
+    assert_eq!(weights.len(), 18);
+    assert_eq!(
+        weights[0],
+        json!({"feature": "no_events_14d", "weight": 35})
+    );
+    assert_eq!(
+        weights[17],
+        json!({"feature": "nps_promoter", "weight": -15})
+    );
+
+    // 30 customers who hit `export_failed` (60 occurrences) and will churn; 35 who did not.
+    let churners: Vec<String> = (0..30).map(|i| format!("gone{i:02}@shop.io")).collect();
+    let stayers: Vec<String> = (0..35).map(|i| format!("kept{i:02}@shop.io")).collect();
+    for chunk in churners.chunks(25) {
+        let mut events = Vec::new();
+        for email in chunk {
+            events.push(("login", email.as_str(), 20, json!({})));
+            events.push(("export_failed", email.as_str(), 3, json!({})));
+            events.push(("export_failed", email.as_str(), 2, json!({})));
+        }
+        track(&app, &acme.key, &events).await;
+    }
+    for chunk in stayers.chunks(25) {
+        let events: Vec<_> = chunk
+            .iter()
+            .flat_map(|email| {
+                [
+                    ("login", email.as_str(), 20, json!({})),
+                    ("login", email.as_str(), 2, json!({})),
+                ]
+            })
+            .collect();
+        track(&app, &acme.key, &events).await;
+    }
+    for email in &churners[..29] {
+        churn(&app, &acme, email).await;
+    }
+    assert_eq!(recompute(&app, &acme).await["scored"], 65);
+    assert_eq!(model(&app, &acme).await, default, "29 churned: not enough");
+    let list = get(&app, &acme.token, "/projects/acme/churn-risk/customers").await;
+    assert_eq!(list["data"][0]["model"], "default");
+
+    churn(&app, &acme, &churners[29]).await;
+    assert_eq!(recompute(&app, &acme).await["scored"], 65);
+    let learned = model(&app, &acme).await;
+    assert_eq!(learned["model"], "learned", "{learned}");
+    assert_eq!(learned["customers"], 65);
+    assert_eq!(learned["trained_at"], wire_time(clock_now(&app).await));
+    // The event separates the classes, so the held-out fifth is ranked perfectly.
+    assert_eq!(learned["auc"], 1.0, "{learned}");
+    let weights = learned["weights"].as_array().unwrap();
+    assert_eq!(weights.len(), 19);
+    let strongest = weights
+        .iter()
+        .max_by_key(|w| w["weight"].as_i64().unwrap())
+        .unwrap();
+    assert_eq!(strongest["feature"], "event:export_failed", "{learned}");
+    assert!(strongest["weight"].as_i64().unwrap() > 0);
+
+    // Scores from this run on use it: churners rank above the others, explained by the event.
+    let list = get(
+        &app,
+        &acme.token,
+        "/projects/acme/churn-risk/customers?per_page=100",
+    )
+    .await;
+    let items = list["data"].as_array().unwrap();
+    assert!(items.iter().all(|c| c["model"] == "learned"));
+    for (rank, item) in items.iter().enumerate() {
+        let email = item["customer_email"].as_str().unwrap();
+        assert_eq!(email.starts_with("gone"), rank < 30, "{rank}: {item}");
+        let score = item["risk_score"].as_i64().unwrap();
+        assert!((0..=100).contains(&score));
+    }
+    assert_eq!(items[0]["signals"][0]["name"], "event:export_failed");
 }

@@ -21,6 +21,7 @@ both_backends!(
     provider_b_signatures_and_mappings,
     custom_events_with_both_signature_forms,
     provider_events_feed_customers_autopilot_and_risk,
+    provider_a_card_expiry_is_tracked_and_feeds_the_expiring_signal,
     the_same_event_racing_on_two_processes_is_processed_once,
 );
 
@@ -445,6 +446,8 @@ async fn provider_a_cancellations_signals_and_the_rest(backend: Backend) {
         s.send_a(&dunned.to_string(), 200).await["action"],
         "ignored"
     );
+    s.lookup_answers("cus_QXg1o8vcGmoR32", "jenny@example.com")
+        .await;
     assert_eq!(
         s.send_a(&fixture("a_source_expiring"), 200).await["action"],
         "customer_signal"
@@ -813,5 +816,118 @@ async fn provider_events_feed_customers_autopilot_and_risk(backend: Backend) {
     assert!(
         signals.iter().any(|x| x["name"] == "failed_payments"),
         "{risk}"
+    );
+}
+
+async fn provider_a_card_expiry_is_tracked_and_feeds_the_expiring_signal(backend: Backend) {
+    let mut s = setup(backend).await;
+    let rotated = s
+        .app
+        .expect(
+            s.app
+                .req(Method::POST, "/projects/acme/rotate-keys")
+                .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    let key = rotated["data"]["secret_key"].as_str().unwrap().to_owned();
+    // The webhook URL names the project by its current public key.
+    s.public_key = rotated["data"]["public_key"].as_str().unwrap().to_owned();
+    let app = &s.app;
+    // The fixture's card expires at the end of August 2030. (Reads use the secret key: the
+    // owner's JWT does not survive the clock's jump.)
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"set": "2030-07-01T09:00:00Z"})),
+        200,
+    )
+    .await;
+    app.expect(
+        app.req(Method::POST, "/track")
+            .header("x-api-key", &key)
+            .json(&json!({
+            "event": "login", "customer_email": "jenny.rosen@example.com",
+            "timestamp": "2030-06-21T09:00:00Z"})),
+        200,
+    )
+    .await;
+    // The card carries the provider's customer id only: the email comes from a lookup.
+    s.lookup_answers("cus_QXg1o8vcGmoR32", "Jenny.Rosen@example.com")
+        .await;
+    let notice = fixture("a_source_expiring");
+    assert_eq!(s.send_a(&notice, 200).await["action"], "customer_signal");
+    assert_eq!(s.send_a(&notice, 200).await["action"], "duplicate");
+
+    let timeline = app
+        .expect(
+            app.req(
+                Method::GET,
+                "/projects/acme/customers/jenny.rosen@example.com/events",
+            )
+            .header("x-api-key", &key),
+            200,
+        )
+        .await;
+    let events = timeline["data"].as_array().unwrap();
+    assert_eq!(events.len(), 2, "{timeline}");
+    let tracked = &events[0];
+    assert_eq!(
+        (
+            &tracked["id"],
+            &tracked["event"],
+            &tracked["properties"],
+            &tracked["timestamp"]
+        ),
+        (
+            &json!("providerA:evt_1SZc1aHOQNg4XnOMexpire01"),
+            &json!("payment_method_expiring"),
+            &json!({"expires_at": "2030-08-31", "brand": "Visa", "last4": "4242"}),
+            &json!("2030-07-01T09:00:00.000Z")
+        )
+    );
+
+    let signals = |risk: &Value| -> Vec<String> {
+        risk["data"]["signals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let recompute_and_read = || async {
+        app.expect(
+            app.req(Method::POST, "/projects/acme/churn-risk/recompute")
+                .header("x-api-key", &key),
+            200,
+        )
+        .await;
+        app.expect(
+            app.req(
+                Method::GET,
+                "/projects/acme/churn-risk/customers/jenny.rosen@example.com",
+            )
+            .header("x-api-key", &key),
+            200,
+        )
+        .await
+    };
+    let far = recompute_and_read().await;
+    assert!(
+        !signals(&far).contains(&"payment_method_expiring".to_owned()),
+        "61 days ahead: {far}"
+    );
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"set": "2030-08-12T09:00:00Z"})),
+        200,
+    )
+    .await;
+    let near = recompute_and_read().await;
+    assert!(
+        near["data"]["signals"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"name": "payment_method_expiring", "weight": 10})),
+        "19 days ahead: {near}"
     );
 }

@@ -3,19 +3,24 @@
 //! provider not connected, bad signature, no event id) store nothing. An event is processed
 //! in one transaction that starts by claiming its id in `provider_events`, so the same event
 //! delivered twice, even at once to two server processes, is processed once (`duplicate`).
-//! Customer lookups at the provider happen before that transaction.
+//! Customer lookups at the provider happen before that transaction. A card-expiry notice is
+//! stored as the tracked `payment_method_expiring` event in the same transaction.
 
 use serde_json::Value;
 
 use super::Payments;
 use crate::api::payments::{WebhookAction, WebhookReceived};
+use crate::domain::behavior::{MAX_ID, parse_event};
 use crate::domain::dunning::{DeclineClass, classify};
 use crate::domain::email::Email;
 use crate::domain::keys::KeyKind;
 use crate::domain::lifecycle::EventStatus;
 use crate::domain::provider::Provider;
-use crate::domain::provider_events::{self, Cancellation, Failure, Mapped, Success, Who};
+use crate::domain::provider_events::{
+    self, Cancellation, CardExpiring, Failure, Mapped, Success, Who,
+};
 use crate::domain::strategy::ReasonCode;
+use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::services::events::insert_new_event;
@@ -201,8 +206,10 @@ impl Payments {
                     WebhookAction::Ignored
                 }
             }
-            // Stored as a tracked event once tracking lands (see the module notes).
-            Mapped::Signal { .. } => WebhookAction::CustomerSignal,
+            Mapped::CardExpiring(c) => {
+                self.record_card_expiring(&mut tx, &project.id, provider, &event_id, c)
+                    .await?
+            }
             Mapped::Ignored => WebhookAction::Ignored,
         };
         failures::set_event_action(&mut *tx, &project.id, provider, &event_id, action.as_str())
@@ -220,6 +227,7 @@ impl Payments {
         let who: Option<&mut Who> = match &mut mapped {
             Mapped::Failure(f) => Some(&mut f.who),
             Mapped::Cancellation(c) => Some(&mut c.who),
+            Mapped::CardExpiring(c) => Some(&mut c.who),
             _ => None,
         };
         let Some(who) = who else {
@@ -241,6 +249,35 @@ impl Payments {
         };
         who.email = valid_email(customer.email.as_deref());
         Ok(mapped)
+    }
+
+    /// Stores the notice as the tracked `payment_method_expiring` event `/track` would store
+    /// (rollups, the customer's card expiry, the scoring schedule), keyed by the provider
+    /// event, so the `payment_method_expiring` signal sees it.
+    async fn record_card_expiring(
+        &self,
+        tx: &mut Tx,
+        project_id: &str,
+        provider: Provider,
+        event_id: &str,
+        c: CardExpiring,
+    ) -> Result<WebhookAction> {
+        let Some(email) = c.who.email.clone() else {
+            tracing::warn!(project = %project_id, event_id, "card expiry without a customer email ignored");
+            return Ok(WebhookAction::Ignored);
+        };
+        let now = self.core.now();
+        let id = format!("{}:{event_id}", provider.as_str());
+        let id = (id.chars().count() <= MAX_ID).then_some(id);
+        let raw = c.tracked_event(&email, id.as_deref(), now);
+        let mut v = Validator::new();
+        let event = parse_event(&mut v, "", &raw, now);
+        v.finish()?;
+        let event = event.ok_or_else(|| Error::internal("card expiry not trackable"))?;
+        self.core
+            .store_events_in(tx, project_id, vec![event], now)
+            .await?;
+        Ok(WebhookAction::CustomerSignal)
     }
 
     async fn record_failure(
