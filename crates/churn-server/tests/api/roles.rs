@@ -298,6 +298,9 @@ fn families() -> Vec<Family> {
                 (M::PUT, format!("{P}/churn-risk/config"), Some(body))
             },
         ),
+        f("risk: model", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/churn-risk/model"), None)
+        }),
         f("risk: alerts", Role::Viewer, true, 200, Nothing, |_| {
             (M::GET, format!("{P}/churn-risk/alerts"), None)
         }),
