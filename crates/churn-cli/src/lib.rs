@@ -17,7 +17,9 @@ use clap::{Args, Parser, Subcommand};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::json;
 
+mod alerts;
 mod team;
+pub use alerts::AlertsCommand;
 pub use team::TeamCommand;
 
 #[derive(Debug, Parser)]
@@ -61,6 +63,9 @@ pub enum Command {
     /// Members and invitations of a project.
     #[command(subcommand)]
     Team(TeamCommand),
+    /// The churn-risk alert log.
+    #[command(subcommand)]
+    Alerts(AlertsCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -453,6 +458,9 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                 Ok(open_admin(&config).await?.as_owner(project).await?)
             };
             team::team(command, as_owner, cli.json, out).await?;
+        }
+        Command::Alerts(command) => {
+            alerts::alerts(command, open_admin(&config).await?, cli.json, out).await?;
         }
         Command::Report(ReportCommand::Cohorts { project, months }) => {
             let view = open_admin(&config).await?.as_owner(&project).await?;

@@ -42,6 +42,7 @@ mod autopilot;
 mod behavior;
 mod cache;
 pub mod cancel_flow;
+mod delivery;
 pub mod events;
 mod generation;
 mod idp;
@@ -165,11 +166,14 @@ pub struct Tracking {
     keys: Arc<TrackingKeys>,
 }
 
-/// Churn-risk alerts: the configuration, whose webhook URL the outbound filter checks.
+/// Churn-risk alerts: the configuration, whose webhook URL the outbound filter checks, and
+/// the delivery of alerts (webhooks through the outbound client, check-in emails through
+/// [`Sending`]'s transport and quota).
 #[derive(Clone)]
 pub struct Alerts {
     core: Core,
     outbound: Outbound,
+    sending: Sending,
 }
 
 /// Accounts and sessions: registration, login, passwords, identity-provider sign-in and the
@@ -280,6 +284,7 @@ impl Churn {
             alerts: Alerts {
                 core: core.clone(),
                 outbound: outbound.clone(),
+                sending: sending.clone(),
             },
             team: Team {
                 core: core.clone(),
