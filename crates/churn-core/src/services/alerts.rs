@@ -71,7 +71,7 @@ impl Core {
         if decide(rule, score, level, None, now) == Outcome::None {
             return Ok(false);
         }
-        let last = log::latest_counted(&mut **tx, project_id, &s.customer_email)
+        let last = log::latest_counted(tx, project_id, &s.customer_email)
             .await?
             .map(|(level, created_at)| {
                 Level::parse(&level)
@@ -106,7 +106,7 @@ impl Core {
             next_attempt_at,
             created_at: now,
         };
-        log::insert(&mut **tx, project_id, &record).await?;
+        log::insert(tx, project_id, &record).await?;
         if next_attempt_at.is_some() {
             first_attempt(&record.id, now).enqueue(tx, now, now).await?;
         }
