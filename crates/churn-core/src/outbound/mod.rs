@@ -1,5 +1,5 @@
 //! Outbound HTTP: the one client wrapper every call leaving churn goes through (the LLM, the
-//! identity provider's keys, payment providers, and later alert webhooks).
+//! identity provider's keys, payment providers, churn-risk alert webhooks).
 //!
 //! Every call has a connect timeout and a total timeout, follows no redirect (a 3xx comes back
 //! as a status), reads at most a capped number of body bytes (in chunks, refusing past the

@@ -1,6 +1,7 @@
 //! Churn-risk alerts (decisions §9): the project's configuration, whose webhook URL passes the
 //! outbound address filter when it is set (and again on every delivery, in `outbound`); the
-//! alerts a scoring run raises by `domain::alerts`, and the alert log.
+//! alerts a scoring run raises by `domain::alerts` (each pending one with its first delivery
+//! job, see `delivery`), the alert log and redelivery.
 
 use super::access::ProjectAccess;
 use super::behavior::{meta, paging};
