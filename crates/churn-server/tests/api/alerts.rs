@@ -387,7 +387,7 @@ async fn failed_attempts_retry_after_10_60_300_seconds_then_fail_and_can_be_rede
             409,
         )
         .await;
-    assert_eq!(conflict["error"]["code"], "CONFLICT");
+    insta::assert_json_snapshot!("redeliver_while_pending", conflict);
     assert_eq!(app.run_jobs().await, 1);
     let requests = received(&receiver).await;
     assert_eq!(requests.len(), 1);
