@@ -17,8 +17,10 @@ use clap::{Args, Parser, Subcommand};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::json;
 
+mod alerts;
 mod payments;
 mod team;
+pub use alerts::AlertsCommand;
 pub use payments::PaymentsCommand;
 pub use team::TeamCommand;
 
@@ -70,6 +72,9 @@ pub enum Command {
     /// Failed payments and their retries.
     #[command(subcommand)]
     Payments(PaymentsCommand),
+    /// The churn-risk alert log.
+    #[command(subcommand)]
+    Alerts(AlertsCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -468,6 +473,9 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
         Command::Payments(command) => {
             let admin = open_admin(&config).await?;
             payments::payments(command, &admin, &config, cli.json, out).await?;
+        }
+        Command::Alerts(command) => {
+            alerts::alerts(command, open_admin(&config).await?, cli.json, out).await?;
         }
         Command::Report(ReportCommand::Cohorts { project, months }) => {
             let view = open_admin(&config).await?.as_owner(&project).await?;

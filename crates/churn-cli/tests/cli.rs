@@ -23,6 +23,7 @@ both_backends!(
     stuck_sends_are_listed_and_settled,
     team_and_analytics_reports,
     payments_list_and_retry,
+    alerts_list_and_redeliver,
 );
 
 async fn churn(db: &TestDatabase, args: &[&str]) -> anyhow::Result<String> {
@@ -1011,4 +1012,108 @@ async fn payments_list_and_retry(backend: Backend) {
     .unwrap_err()
     .to_string();
     assert!(error.contains("CHURN_ENCRYPTION_KEY"), "{error}");
+}
+
+async fn alerts_list_and_redeliver(backend: Backend) {
+    let db = TestDatabase::new(backend).await;
+    let config = Config::load(
+        None,
+        json!({"database_url": db.url, "data_dir": db.data_dir.path()}),
+    )
+    .unwrap();
+    let service = Churn::open(&config, Arc::new(SystemClock)).await.unwrap();
+    let session = service
+        .accounts()
+        .register(RegisterRequest {
+            name: "Ada".into(),
+            email: "ada@example.com".into(),
+            password: "correct horse".into(),
+        })
+        .await
+        .unwrap();
+    let user = service
+        .accounts()
+        .authenticate(&session.token)
+        .await
+        .unwrap();
+    service
+        .core()
+        .create_project(
+            &user.id,
+            CreateProject {
+                name: "Acme".into(),
+                product_type: None,
+                support_email: None,
+            },
+        )
+        .await
+        .unwrap();
+    let owner = service
+        .core()
+        .project_for_user(&user.id, "acme")
+        .await
+        .unwrap();
+    // Tracking takes the secret key.
+    let key = churn_core::services::access::ProjectAccess {
+        project: owner.project.clone(),
+        actor: churn_core::domain::role::Actor::SecretKey,
+    };
+    let then = churn_core::time::format(&(SystemClock.now() - chrono::Duration::days(20)));
+    let mut events = Vec::new();
+    for email in ["dana@example.com", "eli@example.com"] {
+        events.push(json!({"event": "login", "customer_email": email, "timestamp": then}));
+        events.push(
+            json!({"event": "nps_response", "customer_email": email, "timestamp": then,
+                           "properties": {"score": 4}}),
+        );
+    }
+    service
+        .core()
+        .track(&key, json!({ "events": events }))
+        .await
+        .unwrap();
+    // Webhook mode without a URL: both alerts are logged as skipped.
+    let run = service.core().recompute_risk(&key).await.unwrap();
+    assert_eq!(run.alerts, 2);
+
+    let listed = churn(&db, &["alerts", "list", "--project", "acme"])
+        .await
+        .unwrap();
+    masked().bind(|| insta::assert_snapshot!("alerts_list", listed));
+    let json_list = churn(&db, &["--json", "alerts", "list", "--project", "acme"])
+        .await
+        .unwrap();
+    let alerts: serde_json::Value = serde_json::from_str(&json_list).unwrap();
+    assert_eq!(alerts.as_array().unwrap().len(), 2);
+    assert_eq!(alerts[0]["status"], "skipped");
+    assert_eq!(alerts[0]["reason"], "no_webhook_url");
+    let id = alerts[0]["id"].as_str().unwrap();
+
+    let again = churn(&db, &["alerts", "redeliver", id]).await.unwrap();
+    assert_eq!(
+        again.trim(),
+        format!(
+            "alert {id} ({}) is pending again; the server delivers it at once",
+            alerts[0]["opaque_id"].as_str().unwrap()
+        )
+    );
+    let pending = churn(&db, &["--json", "alerts", "list", "--project", "acme"])
+        .await
+        .unwrap();
+    let pending: serde_json::Value = serde_json::from_str(&pending).unwrap();
+    let entry = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == id)
+        .unwrap();
+    assert_eq!(entry["status"], "pending");
+    assert_eq!(entry["opaque_id"], alerts[0]["opaque_id"]);
+    let refused = churn(&db, &["alerts", "redeliver", id]).await;
+    assert!(
+        refused.unwrap_err().to_string().contains("being delivered"),
+        "409 while pending"
+    );
+    let unknown = churn(&db, &["alerts", "redeliver", "nope"]).await;
+    assert!(unknown.unwrap_err().to_string().contains("no alert"));
 }

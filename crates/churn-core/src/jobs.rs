@@ -83,6 +83,14 @@ pub enum Job {
     InvitationEmail { invitation_id: String },
     /// Autopilot's first send for an event, or its follow-up.
     Autopilot { event_id: String, follow_up: bool },
+    /// Attempt `attempt` (1-based within this delivery round) of a churn-risk alert, due at
+    /// `due` (the alert's `next_attempt_at` when it was scheduled; an alert that moved on
+    /// since ignores it). A failed attempt schedules the next one itself.
+    DeliverAlert {
+        alert_id: String,
+        attempt: u32,
+        due: String,
+    },
 }
 
 impl Job {
@@ -96,6 +104,8 @@ impl Job {
             Job::ScoreProject { .. } => QUADRATIC,
             // Provider errors are rescheduled by the step itself; this covers storage errors.
             Job::DunningRetry { .. } => QUADRATIC,
+            // Failed attempts are logged and rescheduled by the step; this covers storage errors.
+            Job::DeliverAlert { .. } => QUADRATIC,
         }
     }
 
@@ -187,6 +197,11 @@ impl RunJob for Churn {
                 event_id,
                 follow_up,
             } => self.run_autopilot(event_id, *follow_up).await,
+            Job::DeliverAlert {
+                alert_id,
+                attempt,
+                due,
+            } => self.alerts().deliver(alert_id, *attempt, due).await,
         }
     }
 }

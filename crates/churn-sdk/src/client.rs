@@ -31,6 +31,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{ApiError, Error};
 
+mod risk;
 mod team;
 
 #[derive(Clone)]

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::behavior::RiskLevelName;
+use super::risk::SignalWeight;
 use crate::domain::wire::wire_enum;
 use crate::time::{Timestamp, wire};
 
@@ -54,6 +55,10 @@ pub struct Alert {
     pub risk_level: String,
     pub channel: AlertChannel,
     pub status: AlertStatus,
+    /// Why a `skipped` alert was not delivered: `no_webhook_url`, `suppressed`,
+    /// `quota_reached`, `no_verified_sender`, `email_not_configured`, `alerts_disabled` or
+    /// `delivery_mode_changed`; null otherwise.
+    pub reason: Option<String>,
     pub attempts: Vec<AlertAttempt>,
     #[serde(with = "wire::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
@@ -75,3 +80,24 @@ pub struct AlertQuery {
     #[param(minimum = 1, maximum = 100)]
     pub per_page: Option<i64>,
 }
+
+/// The body of an outbound `churn_risk.alert` webhook, exactly as the interface gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AlertPayload {
+    /// Always `churn_risk.alert`.
+    pub event: String,
+    pub project_id: String,
+    pub customer_email: String,
+    pub risk_score: i64,
+    pub risk_level: String,
+    /// The largest contributions, at most five.
+    pub signals: Vec<SignalWeight>,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub triggered_at: Timestamp,
+    /// Same on every delivery of the alert; receivers deduplicate by it.
+    pub opaque_id: String,
+}
+
+/// The `event` of an alert webhook.
+pub const ALERT_EVENT: &str = "churn_risk.alert";

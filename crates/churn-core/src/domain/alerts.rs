@@ -1,10 +1,13 @@
 //! When a scoring run raises a churn-risk alert (decisions §9): at or above the threshold, and
 //! no alert for the customer delivered or pending in the last 7 days unless its level rose
 //! since; webhook mode without a URL logs the alert as skipped, which starts no quiet period.
+//! How a delivery goes on after an attempt (four attempts, 10 s / 60 s / 300 s apart), and the
+//! check-in emails of direct mode.
 
 use chrono::Duration;
 
 use super::risk::Level;
+use crate::api::risk::EmailTone;
 use crate::time::Timestamp;
 
 /// Days after an alert during which the same customer gets no other one at the same level.
@@ -58,10 +61,148 @@ pub fn decide(
     }
 }
 
+/// The waits after each failed attempt of a delivery: four attempts in all, then `failed`.
+pub const RETRY_WAITS: [std::time::Duration; 3] = [
+    std::time::Duration::from_secs(10),
+    std::time::Duration::from_secs(60),
+    std::time::Duration::from_secs(300),
+];
+
+/// At most this many signals go into a webhook payload (the largest ones: the list is sorted).
+pub const PAYLOAD_SIGNALS: usize = 5;
+
+/// The most bytes of a receiver's answer kept in the attempt log.
+pub const LOGGED_BODY: usize = 1024;
+
+/// What follows an attempt of a delivery round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterAttempt {
+    Delivered,
+    /// Another attempt after this wait.
+    RetryIn(std::time::Duration),
+    Failed,
+}
+
+/// The next step after attempt `attempt` (1-based, within this round) succeeded or not.
+pub fn after_attempt(attempt: u32, succeeded: bool) -> AfterAttempt {
+    if succeeded {
+        return AfterAttempt::Delivered;
+    }
+    let index = usize::try_from(attempt.saturating_sub(1)).unwrap_or(usize::MAX);
+    match RETRY_WAITS.get(index) {
+        Some(wait) => AfterAttempt::RetryIn(*wait),
+        None => AfterAttempt::Failed,
+    }
+}
+
+/// At most `max` bytes of `body` as text, cut on a character boundary.
+pub fn logged_body(body: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(max)]);
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+/// What a check-in email says, filled into the tone's template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckIn<'a> {
+    /// The project's name, as the customer knows the product.
+    pub product: &'a str,
+    /// Who signs: the sender's display name.
+    pub sender: &'a str,
+}
+
+/// The check-in emails of direct mode, one per tone: subject and text with `{product}` and
+/// `{sender}`. The customer answers by replying (to the sender's reply-to address).
+const CHECK_INS: [(EmailTone, &str, &str); 3] = [
+    (
+        EmailTone::Friendly,
+        "How is {product} working for you?",
+        "Hi,\n\nWe wanted to check in and see how things are going with {product}. If \
+         anything is getting in your way, or there is something you wish it did, just reply \
+         to this email: a real person reads every answer.\n\nThanks,\n{sender}",
+    ),
+    (
+        EmailTone::Professional,
+        "Checking in on your {product} account",
+        "Hello,\n\nWe are reviewing how our customers use {product} and would value your \
+         feedback. If something is not working as expected, or you need help getting more \
+         from your account, please reply to this email and we will follow up \
+         promptly.\n\nRegards,\n{sender}",
+    ),
+    (
+        EmailTone::Urgent,
+        "Can we help with {product}?",
+        "Hello,\n\nWe noticed that {product} may not be working well for you lately, and we \
+         would like to fix that before it costs you more time. Please reply to this email \
+         today with what is in the way; we will get back to you right away.\n\n{sender}",
+    ),
+];
+
+/// The subject and text of the check-in email of `tone`.
+pub fn check_in_email(tone: EmailTone, facts: &CheckIn<'_>) -> (String, String) {
+    let (_, subject, body) = CHECK_INS
+        .iter()
+        .find(|(t, _, _)| *t == tone)
+        .copied()
+        .unwrap_or(CHECK_INS[0]);
+    let fill = |text: &str| {
+        text.replace("{product}", facts.product)
+            .replace("{sender}", facts.sender)
+    };
+    (fill(subject), fill(body))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn four_attempts_ten_sixty_three_hundred_seconds_apart_then_failed() {
+        let secs = |s| AfterAttempt::RetryIn(std::time::Duration::from_secs(s));
+        assert_eq!(after_attempt(1, false), secs(10));
+        assert_eq!(after_attempt(2, false), secs(60));
+        assert_eq!(after_attempt(3, false), secs(300));
+        assert_eq!(after_attempt(4, false), AfterAttempt::Failed);
+        assert_eq!(after_attempt(4, true), AfterAttempt::Delivered);
+        assert_eq!(after_attempt(1, true), AfterAttempt::Delivered);
+    }
+
+    #[test]
+    fn logged_bodies_are_cut_on_a_character_boundary() {
+        assert_eq!(logged_body(b"ok", LOGGED_BODY), "ok");
+        let long = "é".repeat(600);
+        let cut = logged_body(long.as_bytes(), LOGGED_BODY);
+        assert_eq!(cut.len(), 1024);
+        let odd = format!("a{long}");
+        let cut = logged_body(odd.as_bytes(), LOGGED_BODY);
+        assert!(cut.len() <= 1024 && cut.len() >= 1021, "{}", cut.len());
+        assert!(!cut.contains('\u{fffd}'));
+    }
+
+    #[test]
+    fn the_three_check_in_emails() {
+        let facts = CheckIn {
+            product: "Acme Analytics",
+            sender: "Ada at Acme",
+        };
+        let all: Vec<_> = [
+            EmailTone::Friendly,
+            EmailTone::Professional,
+            EmailTone::Urgent,
+        ]
+        .into_iter()
+        .map(|tone| {
+            let (subject, text) = check_in_email(tone, &facts);
+            assert!(subject.contains("Acme Analytics") && text.contains("Ada at Acme"));
+            format!("--- {}\nSubject: {subject}\n\n{text}\n", tone.as_str())
+        })
+        .collect();
+        insta::assert_snapshot!(all.join("\n"));
+    }
 
     fn now() -> Timestamp {
         chrono::Utc.with_ymd_and_hms(2026, 3, 10, 12, 0, 0).unwrap()

@@ -1,7 +1,7 @@
 //! The learned churn-risk model (decisions §9), pure: which features a project's model weighs,
 //! the deterministic held-out fifth, the logistic-regression fit (linfa-logistic, pure Rust),
 //! the mapping of its coefficients to score points, and the AUC that judges it.
-//! `docs/risk.md` §7 explains the model to readers.
+//! `docs/risk.md` §8 explains the model to readers.
 
 use std::cmp::Ordering;
 

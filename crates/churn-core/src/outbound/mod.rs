@@ -1,5 +1,5 @@
 //! Outbound HTTP: the one client wrapper every call leaving churn goes through (the LLM, the
-//! identity provider's keys, payment providers, and later alert webhooks).
+//! identity provider's keys, payment providers, churn-risk alert webhooks).
 //!
 //! Every call has a connect timeout and a total timeout, follows no redirect (a 3xx comes back
 //! as a status), reads at most a capped number of body bytes (in chunks, refusing past the
@@ -34,7 +34,7 @@ use serde::de::DeserializeOwned;
 use url::{Host, Url};
 
 pub use address::is_public;
-pub use resolve::{NonPublicName, StaticResolver, SystemResolver};
+pub use resolve::{DnsServer, NonPublicName, StaticResolver, SystemResolver};
 
 use crate::config::Config;
 use crate::error::Error;
@@ -70,16 +70,25 @@ impl Settings {
         }
     }
 
-    /// `CHURN_EXTRA_CA_FILE` and `CHURN_WEBHOOK_ALLOW_PRIVATE` applied.
+    /// `CHURN_EXTRA_CA_FILE`, `CHURN_WEBHOOK_ALLOW_PRIVATE` and `CHURN_DNS_RESOLVER` (which
+    /// then answers every name instead of the system's resolver) applied.
     pub fn from_config(config: &Config) -> Result<Self, Error> {
         let extra_roots = match &config.extra_ca_file {
             Some(path) => load_roots(path)
                 .map_err(|e| Error::validation(format!("CHURN_EXTRA_CA_FILE: {e}")))?,
             None => Vec::new(),
         };
+        let resolver: Arc<dyn Resolve> = match config.dns_resolver {
+            Some(server) => Arc::new(
+                DnsServer::new(server)
+                    .map_err(|e| Error::validation(format!("CHURN_DNS_RESOLVER: {e}")))?,
+            ),
+            None => Arc::new(SystemResolver),
+        };
         Ok(Self {
             extra_roots,
             allow_private: config.webhook_allow_private,
+            resolver,
             ..Self::new()
         })
     }
@@ -309,6 +318,7 @@ impl Http {
             http: self.clone(),
             builder: self.client.request(method, url),
             max_body: DEFAULT_MAX_BODY,
+            truncate: false,
         }
     }
 
@@ -347,6 +357,8 @@ pub struct Request {
     http: Http,
     builder: reqwest::RequestBuilder,
     max_body: usize,
+    /// Past `max_body`, stop reading and keep what came instead of failing.
+    truncate: bool,
 }
 
 impl Request {
@@ -394,6 +406,14 @@ impl Request {
         self
     }
 
+    /// Reads at most `bytes` of the answer and drops the rest instead of failing (an answer
+    /// only logged, such as a webhook receiver's).
+    pub fn keep_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self.truncate = true;
+        self
+    }
+
     /// Sends, reads the body up to the cap, and fails on any status outside 2xx.
     pub async fn send(self) -> Result<Response, OutboundError> {
         let request = self
@@ -408,7 +428,7 @@ impl Request {
             .await
             .map_err(OutboundError::from_reqwest)?;
         let limit = self.max_body;
-        if response.content_length().is_some_and(|n| n > limit as u64) {
+        if !self.truncate && response.content_length().is_some_and(|n| n > limit as u64) {
             return Err(OutboundError::TooLarge { limit });
         }
         let mut body = Vec::new();
@@ -418,6 +438,10 @@ impl Request {
             .map_err(OutboundError::from_reqwest)?
         {
             if body.len() + chunk.len() > limit {
+                if self.truncate {
+                    body.extend_from_slice(&chunk[..limit - body.len()]);
+                    break;
+                }
                 return Err(OutboundError::TooLarge { limit });
             }
             body.extend_from_slice(&chunk);

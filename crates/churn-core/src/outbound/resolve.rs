@@ -26,6 +26,45 @@ impl Resolve for SystemResolver {
     }
 }
 
+/// A given DNS server (`CHURN_DNS_RESOLVER`), asked over UDP and TCP instead of the system's
+/// configuration.
+#[derive(Clone)]
+pub struct DnsServer {
+    resolver: Arc<hickory_resolver::Resolver<hickory_resolver::net::runtime::TokioRuntimeProvider>>,
+}
+
+impl DnsServer {
+    pub fn new(server: SocketAddr) -> Result<Self, String> {
+        use hickory_resolver::config::{NameServerConfig, ResolverConfig};
+        let mut ns = NameServerConfig::udp_and_tcp(server.ip());
+        for connection in &mut ns.connections {
+            connection.port = server.port();
+        }
+        let mut builder = hickory_resolver::Resolver::builder_with_config(
+            ResolverConfig::from_name_servers(vec![ns]),
+            hickory_resolver::net::runtime::TokioRuntimeProvider::default(),
+        );
+        builder.options_mut().timeout = std::time::Duration::from_secs(5);
+        let resolver = builder.build().map_err(|e| e.to_string())?;
+        Ok(Self {
+            resolver: Arc::new(resolver),
+        })
+    }
+}
+
+impl Resolve for DnsServer {
+    fn resolve(&self, name: Name) -> Resolving {
+        let resolver = self.resolver.clone();
+        // Fully qualified: the search domains of the host play no part.
+        let host = format!("{}.", name.as_str().trim_end_matches('.'));
+        Box::pin(async move {
+            let found = resolver.lookup_ip(host).await?;
+            let addrs: Vec<SocketAddr> = found.iter().map(|ip| SocketAddr::new(ip, 0)).collect();
+            Ok(Box::new(addrs.into_iter()) as Addrs)
+        })
+    }
+}
+
 /// Fixed answers, for tests: a name maps to the addresses given, any other name fails.
 #[derive(Debug, Default, Clone)]
 pub struct StaticResolver {

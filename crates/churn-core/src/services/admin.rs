@@ -288,6 +288,14 @@ impl Admin {
 
     /// The project with this slug or id, across all owners; a slug several owners share must
     /// be given as the id.
+    /// The id of the project an alert belongs to (`churn alerts redeliver <id>`).
+    pub async fn project_of_alert(&self, alert_id: &str) -> Result<String> {
+        crate::store::alerts::by_id(self.store.reader(), alert_id)
+            .await?
+            .map(|(project_id, _)| project_id)
+            .ok_or_else(|| Error::NotFound(format!("no alert with id {alert_id:?}")))
+    }
+
     pub async fn project(&self, slug_or_id: &str) -> Result<ProjectRecord> {
         let mut found = projects::any_by_slug_or_id(self.store.reader(), slug_or_id).await?;
         match found.len() {

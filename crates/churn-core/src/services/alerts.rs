@@ -1,9 +1,11 @@
 //! Churn-risk alerts (decisions §9): the project's configuration, whose webhook URL passes the
 //! outbound address filter when it is set (and again on every delivery, in `outbound`); the
-//! alerts a scoring run raises by `domain::alerts`, and the alert log.
+//! alerts a scoring run raises by `domain::alerts` (each pending one with its first delivery
+//! job, see `delivery`), the alert log and redelivery.
 
 use super::access::ProjectAccess;
 use super::behavior::{meta, paging};
+use super::delivery::first_attempt;
 use super::{Alerts, Core};
 use crate::api::Meta;
 use crate::api::alerts::{Alert, AlertChannel, AlertQuery, AlertStatus};
@@ -16,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::store::alerts::{self as log, AlertRecord};
 use crate::store::risk::ScoreRecord;
-use crate::store::{email_settings, risk};
+use crate::store::{Tx, email_settings, risk};
 use crate::time::Timestamp;
 
 /// What a scoring run reads of the configuration once for all its customers.
@@ -55,7 +57,7 @@ impl Core {
     /// `true` when one was logged.
     pub(super) async fn raise_alert(
         &self,
-        tx: &mut sqlx::AnyConnection,
+        tx: &mut Tx,
         project_id: &str,
         config: &RiskConfig,
         s: &ScoreRecord,
@@ -78,10 +80,14 @@ impl Core {
                     .ok_or_else(|| Error::internal("corrupt risk_level in risk_alerts"))
             })
             .transpose()?;
-        let status = match decide(rule, score, level, last, now) {
+        let (status, reason, next_attempt_at) = match decide(rule, score, level, last, now) {
             Outcome::None => return Ok(false),
-            Outcome::Skip => AlertStatus::Skipped,
-            Outcome::Deliver => AlertStatus::Pending,
+            Outcome::Skip => (
+                AlertStatus::Skipped,
+                Some("no_webhook_url".to_owned()),
+                None,
+            ),
+            Outcome::Deliver => (AlertStatus::Pending, None, Some(now)),
         };
         let channel = match config.delivery_mode {
             DeliveryMode::Webhook => AlertChannel::Webhook,
@@ -96,11 +102,15 @@ impl Core {
             signals: s.signals.clone(),
             channel: channel.as_str().to_owned(),
             status: status.as_str().to_owned(),
+            reason,
             attempts: "[]".to_owned(),
-            next_attempt_at: None,
+            next_attempt_at,
             created_at: now,
         };
         log::insert(tx, project_id, &record).await?;
+        if next_attempt_at.is_some() {
+            first_attempt(&record.id, now).enqueue(tx, now, now).await?;
+        }
         Ok(true)
     }
 }
@@ -110,6 +120,7 @@ fn alert_view(r: AlertRecord) -> Result<Alert> {
     Ok(Alert {
         channel: AlertChannel::parse(&r.channel).ok_or_else(|| corrupt("channel"))?,
         status: AlertStatus::parse(&r.status).ok_or_else(|| corrupt("status"))?,
+        reason: r.reason,
         attempts: serde_json::from_str(&r.attempts).map_err(|_| corrupt("attempts"))?,
         id: r.id,
         opaque_id: r.opaque_id,
@@ -121,8 +132,8 @@ fn alert_view(r: AlertRecord) -> Result<Alert> {
     })
 }
 
-impl Alerts {
-    /// `GET /projects/:slug/churn-risk/alerts`: newest first.
+impl Core {
+    /// `GET /projects/:slug/churn-risk/alerts` and `churn alerts list`: newest first.
     pub async fn list_alerts(
         &self,
         access: &ProjectAccess,
@@ -132,7 +143,7 @@ impl Alerts {
         let mut v = Validator::new();
         let (page, per_page) = paging(&mut v, q.page, q.per_page);
         v.finish()?;
-        let db = self.core.store.reader();
+        let db = self.store.reader();
         let project_id = &access.project.id;
         let total = log::count(db, project_id).await?;
         let offset = (page - 1).saturating_mul(per_page);
@@ -147,6 +158,37 @@ impl Alerts {
         ))
     }
 
+    /// `POST /projects/:slug/churn-risk/alerts/:id/redeliver` and `churn alerts redeliver`:
+    /// a settled alert becomes pending again with a first attempt due now; its opaque_id is
+    /// kept and the new attempts are appended to its log. 409 while it is pending.
+    pub async fn redeliver_alert(&self, access: &ProjectAccess, id: &str) -> Result<Alert> {
+        access.authorize(Permission::Administer)?;
+        let project_id = &access.project.id;
+        let now = self.now();
+        let mut tx = self.store.begin().await?;
+        if !log::restart(&mut *tx, project_id, id, now).await? {
+            tx.rollback().await?;
+            return Err(match log::get(self.store.reader(), project_id, id).await? {
+                Some(_) => Error::Conflict(
+                    "this alert is being delivered; redeliver it once its attempts are over".into(),
+                ),
+                None => alert_not_found(),
+            });
+        }
+        first_attempt(id, now).enqueue(&mut tx, now, now).await?;
+        tx.commit().await?;
+        let record = log::get(self.store.reader(), project_id, id)
+            .await?
+            .ok_or_else(alert_not_found)?;
+        alert_view(record)
+    }
+}
+
+fn alert_not_found() -> Error {
+    Error::NotFound("alert not found".into())
+}
+
+impl Alerts {
     /// `GET /projects/:slug/churn-risk/config`.
     pub async fn risk_config(&self, access: &ProjectAccess) -> Result<RiskConfig> {
         access.authorize(Permission::Read)?;

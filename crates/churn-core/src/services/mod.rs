@@ -13,7 +13,9 @@
 //!   deliveries in flight): drafts and sends (`sending`), suppressions and unsubscribe
 //!   (`suppressions`), the daily quota (`quota`), sender domains (`sender`).
 //! - [`Tracking`] (core, tracking keys): opens and clicks (`tracking`).
-//! - [`Alerts`] (core, outbound HTTP): churn-risk alert configuration (`alerts`).
+//! - [`Alerts`] (core, outbound HTTP, sending): churn-risk alert configuration (`alerts`) and
+//!   the delivery of alerts, signed webhooks or check-in emails (`delivery`); the alert log and
+//!   redelivery are on [`Core`] (`alerts`), so that the CLI reaches them too.
 //! - [`Accounts`] (core, session token keys, [`Mailer`], identity provider, registration
 //!   policy): registration, login, passwords and account emails (`accounts`), identity-provider
 //!   sign-in (`idp`), session verification (`access`).
@@ -21,7 +23,7 @@
 //!   connections, their webhooks and dunning (`payments`).
 //! - [`Team`] (core, [`Mailer`], invitation token key): invitations and members (`team`).
 //! - [`Mailer`] (email transport, public URL, sender): shared by `Sending`, `Accounts` and
-//!   `Team`, the only ones that send email.
+//!   `Team`, the only ones that send email (`Payments` and `Alerts` through their `Sending`).
 //!
 //! Autopilot (`autopilot`) needs generation and sending together, so it runs on [`Churn`].
 //!
@@ -42,6 +44,7 @@ mod autopilot;
 mod behavior;
 mod cache;
 pub mod cancel_flow;
+mod delivery;
 pub mod events;
 mod generation;
 mod idp;
@@ -165,11 +168,14 @@ pub struct Tracking {
     keys: Arc<TrackingKeys>,
 }
 
-/// Churn-risk alerts: the configuration, whose webhook URL the outbound filter checks.
+/// Churn-risk alerts: the configuration, whose webhook URL the outbound filter checks, and
+/// the delivery of alerts (webhooks through the outbound client, check-in emails through
+/// [`Sending`]'s transport and quota).
 #[derive(Clone)]
 pub struct Alerts {
     core: Core,
     outbound: Outbound,
+    sending: Sending,
 }
 
 /// Accounts and sessions: registration, login, passwords, identity-provider sign-in and the
@@ -280,6 +286,7 @@ impl Churn {
             alerts: Alerts {
                 core: core.clone(),
                 outbound: outbound.clone(),
+                sending: sending.clone(),
             },
             team: Team {
                 core: core.clone(),

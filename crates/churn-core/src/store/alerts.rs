@@ -3,7 +3,7 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::ts;
+use super::{Writes, ts};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -19,6 +19,8 @@ pub struct AlertRecord {
     pub signals: String,
     pub channel: String,
     pub status: String,
+    /// Why a skipped alert was not delivered.
+    pub reason: Option<String>,
     /// JSON array of `{at, status_code, error, response_body}`.
     pub attempts: String,
     pub next_attempt_at: Option<Timestamp>,
@@ -35,6 +37,7 @@ struct AlertRow {
     signals: String,
     channel: String,
     status: String,
+    reason: Option<String>,
     attempts: String,
     next_attempt_at: Option<String>,
     created_at: String,
@@ -53,18 +56,19 @@ impl AlertRow {
             signals: self.signals,
             channel: self.channel,
             status: self.status,
+            reason: self.reason,
             attempts: self.attempts,
         })
     }
 }
 
 const COLUMNS: &str = "id, opaque_id, customer_email, risk_score, risk_level, signals, channel, \
-                       status, attempts, next_attempt_at, created_at";
+                       status, reason, attempts, next_attempt_at, created_at";
 
 pub async fn insert(db: &mut sqlx::AnyConnection, project_id: &str, a: &AlertRecord) -> Result<()> {
     sqlx::query(&format!(
         "INSERT INTO risk_alerts (project_id, {COLUMNS}) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
     ))
     .bind(project_id)
     .bind(&a.id)
@@ -75,6 +79,7 @@ pub async fn insert(db: &mut sqlx::AnyConnection, project_id: &str, a: &AlertRec
     .bind(&a.signals)
     .bind(&a.channel)
     .bind(&a.status)
+    .bind(&a.reason)
     .bind(&a.attempts)
     .bind(a.next_attempt_at.as_ref().map(time::format))
     .bind(time::format(&a.created_at))
@@ -131,4 +136,90 @@ pub async fn list<'e>(
     .into_iter()
     .map(AlertRow::record)
     .collect()
+}
+
+/// One alert of a project.
+pub async fn get<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    id: &str,
+) -> Result<Option<AlertRecord>> {
+    sqlx::query_as::<_, AlertRow>(&format!(
+        "SELECT {COLUMNS} FROM risk_alerts WHERE project_id = $1 AND id = $2"
+    ))
+    .bind(project_id)
+    .bind(id)
+    .fetch_optional(db)
+    .await?
+    .map(AlertRow::record)
+    .transpose()
+}
+
+/// An alert by id alone, with its project's id (the delivery job, the CLI).
+pub async fn by_id<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> Result<Option<(String, AlertRecord)>> {
+    #[derive(FromRow)]
+    struct Row {
+        project_id: String,
+        #[sqlx(flatten)]
+        alert: AlertRow,
+    }
+    sqlx::query_as::<_, Row>(&format!(
+        "SELECT project_id, {COLUMNS} FROM risk_alerts WHERE id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(db)
+    .await?
+    .map(|r| Ok((r.project_id, r.alert.record()?)))
+    .transpose()
+}
+
+/// What an attempt leaves in the log.
+#[derive(Debug, Clone)]
+pub struct Settled<'a> {
+    pub status: &'a str,
+    pub reason: Option<&'a str>,
+    /// The whole array, this attempt appended.
+    pub attempts: &'a str,
+    pub next_attempt_at: Option<Timestamp>,
+}
+
+/// Records an attempt of a pending delivery due at `due`; `false` when the alert moved on
+/// meanwhile (another worker made this attempt).
+pub async fn settle<'e>(db: impl Writes<'e>, id: &str, due: &str, s: &Settled<'_>) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE risk_alerts SET status = $1, reason = $2, attempts = $3, next_attempt_at = $4 \
+         WHERE id = $5 AND status = 'pending' AND next_attempt_at = $6",
+    )
+    .bind(s.status)
+    .bind(s.reason)
+    .bind(s.attempts)
+    .bind(s.next_attempt_at.as_ref().map(time::format))
+    .bind(id)
+    .bind(due)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Makes a settled alert pending again, due at `now`; `false` when it is pending already
+/// (or gone).
+pub async fn restart<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    id: &str,
+    now: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE risk_alerts SET status = 'pending', reason = NULL, next_attempt_at = $1 \
+         WHERE project_id = $2 AND id = $3 AND status <> 'pending'",
+    )
+    .bind(time::format(&now))
+    .bind(project_id)
+    .bind(id)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }

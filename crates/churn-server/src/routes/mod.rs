@@ -124,6 +124,7 @@ pub fn service(
         .routes(routes!(team::list_members))
         .routes(routes!(team::change_member_role, team::remove_member))
         .routes(routes!(risk::alerts))
+        .routes(routes!(risk::redeliver))
         .routes(routes!(legacy::list, legacy::create))
         .routes(routes!(legacy::get))
         .routes(routes!(legacy::recovered))

@@ -2,6 +2,7 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use churn_core::api::alerts::{Alert, AlertQuery};
 use churn_core::api::risk::{
     Recomputed, RiskConfig, RiskConfigPatch, RiskDetail, RiskModel, RiskQuery, RiskScore,
@@ -98,6 +99,27 @@ pub async fn alerts(
     ProjectScope(access): ApiProject,
     ApiQuery(q): ApiQuery<AlertQuery>,
 ) -> ApiResult<Json<Page<Alert>>> {
-    let (data, meta) = s.churn.alerts().list_alerts(&access, q).await?;
+    let (data, meta) = s.churn.core().list_alerts(&access, q).await?;
     Ok(Json(Page { data, meta }))
+}
+
+/// Delivers a settled alert again (delivered, failed or skipped): a new attempt at once, on
+/// the alert's channel, with the same opaque_id; the new attempts are appended to the same
+/// log entry. Admins only; 409 while the alert is pending.
+#[utoipa::path(post, path = "/projects/{slug}/churn-risk/alerts/{id}/redeliver", operation_id = "redeliver_churn_risk_alert", tag = "churn risk", security(("bearer" = [])),
+    params(("slug" = String, Path), ("id" = String, Path)),
+    responses((status = 202, description = "pending again, its first attempt due now", body = Data<Alert>),
+              (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 409, description = "the alert is pending", body = ErrorBody)))]
+pub async fn redeliver(
+    State(s): State<AppState>,
+    ProjectScope(access): AdminProject,
+    Path((_, id)): Path<(String, String)>,
+) -> ApiResult<(StatusCode, Json<Data<Alert>>)> {
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Data::new(
+            s.churn.core().redeliver_alert(&access, &id).await?,
+        )),
+    ))
 }

@@ -1,26 +1,49 @@
-//! Churn-risk alerts (decisions §9): the rules a scoring run applies and the alert log.
+//! Churn-risk alerts (decisions §9): the rules a scoring run applies, the alert log, and
+//! delivery: signed webhooks to a loopback HTTPS receiver (test CA), their retries on the test
+//! clock, redirects and DNS rebinding refused, redelivery, and direct-mode check-in emails.
 
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::{RData, Record, RecordType, rdata::A};
 use reqwest::Method;
 use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, ResponseTemplate};
 
-use crate::helpers::{Acme, Backend, Options, TestApp, acme_with_key};
+use crate::fake_provider::{self, FakeProvider};
+use crate::helpers::{Acme, Backend, Options, TestApp, acme_with_key, clock_now};
 use crate::risk::{advance, recompute, track};
 use churn_core::both_backends;
 
-both_backends!(scoring_runs_raise_alerts_by_the_rules);
+both_backends!(
+    scoring_runs_raise_alerts_by_the_rules,
+    webhooks_are_signed_both_ways_and_verified_by_the_sdk,
+    failed_attempts_retry_after_10_60_300_seconds_then_fail_and_can_be_redelivered,
+    redirects_are_not_followed,
+    a_name_rebound_to_a_private_address_is_refused_at_delivery,
+    direct_mode_emails_the_customer_unless_suppressed_or_over_quota,
+);
 
-/// Changes the configuration as the owner, logged in afresh (the test clock moves on days).
+/// The owner's token, logged in afresh (the test clock moves on days).
+async fn login(app: &TestApp) -> String {
+    app.expect(
+        app.req(Method::POST, "/auth/login")
+            .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
+        200,
+    )
+    .await["data"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Changes the configuration as the owner.
 async fn configure(app: &TestApp, patch: Value) {
-    let login = app
-        .expect(
-            app.req(Method::POST, "/auth/login")
-                .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
-            200,
-        )
-        .await;
     app.expect(
         app.req(Method::PUT, "/projects/acme/churn-risk/config")
-            .bearer_auth(login["data"]["token"].as_str().unwrap())
+            .bearer_auth(login(app).await)
             .json(&patch),
         200,
     )
@@ -103,4 +126,509 @@ async fn scoring_runs_raise_alerts_by_the_rules(backend: Backend) {
             .iter()
             .all(|e| e["customer_email"] == "quiet@shop.io")
     );
+}
+
+/// A server trusting the receiver's test CA, private addresses allowed (the receiver is on
+/// loopback).
+async fn with_receiver(backend: Backend, receiver: &FakeProvider) -> TestApp {
+    TestApp::spawn_with(
+        backend,
+        Options::default()
+            .with("webhook_allow_private", true)
+            .with("extra_ca_file", receiver.ca_file.path().to_str().unwrap()),
+    )
+    .await
+}
+
+/// Customers at 80 (critical): gone quiet for 20 days, and detractors. The jobs due so far
+/// (the owner's verification email, the first scheduled scoring run) run with alerts off,
+/// so that every job run afterwards is a delivery.
+async fn quiet_customers(app: &TestApp, acme: &Acme, emails: &[&str]) {
+    configure(app, json!({"enabled": false})).await;
+    for email in emails {
+        track(
+            app,
+            &acme.key,
+            &[
+                ("login", email, 20, json!({})),
+                ("nps_response", email, 20, json!({"score": 4})),
+            ],
+        )
+        .await;
+    }
+    app.run_jobs().await;
+    configure(app, json!({"enabled": true})).await;
+}
+
+async fn advance_seconds(app: &TestApp, seconds: i64) {
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"advance_seconds": seconds})),
+        200,
+    )
+    .await;
+}
+
+async fn answer(receiver: &FakeProvider, template: ResponseTemplate) {
+    receiver.mock.reset().await;
+    Mock::given(method("POST"))
+        .and(path("/alerts"))
+        .respond_with(template)
+        .mount(&receiver.mock)
+        .await;
+}
+
+async fn received(receiver: &FakeProvider) -> Vec<wiremock::Request> {
+    receiver.mock.received_requests().await.unwrap_or_default()
+}
+
+async fn webhooks_are_signed_both_ways_and_verified_by_the_sdk(backend: Backend) {
+    let receiver = fake_provider::start().await;
+    answer(&receiver, ResponseTemplate::new(204)).await;
+    let app = with_receiver(backend, &receiver).await;
+    let acme = acme_with_key(&app).await;
+    let url = format!("{}/alerts", receiver.base);
+    configure(&app, json!({"webhook_url": url})).await;
+    quiet_customers(&app, &acme, &["quiet@shop.io"]).await;
+    assert_eq!(recompute(&app, &acme).await["alerts"], 1);
+    let pending = log(&app, &acme).await[0].clone();
+    assert_eq!(pending["status"], "pending");
+    assert_eq!(pending["next_attempt_at"], pending["created_at"]);
+    assert!(received(&receiver).await.is_empty());
+
+    assert_eq!(app.run_jobs().await, 1);
+    let requests = received(&receiver).await;
+    assert_eq!(requests.len(), 1);
+    let request = &requests[0];
+    let header = |name: &str| {
+        request
+            .headers
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} is sent"))
+            .to_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(header("content-type"), "application/json");
+    assert_eq!(
+        header("user-agent"),
+        concat!("churn/", env!("CARGO_PKG_VERSION"))
+    );
+    let secret = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/webhook-secret")
+                .bearer_auth(&acme.token),
+            200,
+        )
+        .await["data"]["webhook_secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let body = &request.body;
+    assert!(churn_sdk::webhooks::verify_signature(
+        &secret,
+        body,
+        &header("x-churn-signature")
+    ));
+    assert!(!churn_sdk::webhooks::verify_signature(
+        "whsec_other",
+        body,
+        &header("x-churn-signature")
+    ));
+    let now = clock_now(&app).await.timestamp();
+    assert_eq!(header("webhook-timestamp"), now.to_string());
+    churn_sdk::webhooks::verify_standard(
+        &secret,
+        &header("webhook-id"),
+        &header("webhook-timestamp"),
+        &header("webhook-signature"),
+        body,
+        now,
+    )
+    .expect("the Standard Webhooks signature verifies");
+
+    let project = app
+        .expect(
+            app.req(Method::GET, "/projects/acme")
+                .bearer_auth(&acme.token),
+            200,
+        )
+        .await["data"]
+        .clone();
+    let payload: Value = serde_json::from_slice(body).unwrap();
+    let keys: Vec<_> = payload.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys.len(), 8, "exactly the interface's fields: {payload}");
+    assert_eq!(payload["event"], "churn_risk.alert");
+    assert_eq!(payload["project_id"], project["id"]);
+    assert_eq!(payload["customer_email"], "quiet@shop.io");
+    assert_eq!(payload["risk_score"], 80);
+    assert_eq!(payload["risk_level"], "critical");
+    assert_eq!(payload["triggered_at"], pending["created_at"]);
+    assert_eq!(payload["opaque_id"], pending["opaque_id"]);
+    assert_eq!(header("webhook-id"), pending["opaque_id"].as_str().unwrap());
+    let signals = payload["signals"].as_array().unwrap();
+    assert!(!signals.is_empty() && signals.len() <= 5, "{signals:?}");
+    assert!(
+        signals
+            .iter()
+            .all(|s| s["name"].is_string() && s["weight"].is_i64())
+    );
+
+    let delivered = log(&app, &acme).await[0].clone();
+    assert_eq!(delivered["status"], "delivered");
+    assert_eq!(delivered["next_attempt_at"], Value::Null);
+    assert_eq!(
+        delivered["attempts"],
+        json!([{"at": delivered["created_at"], "status_code": 204, "error": null, "response_body": null}])
+    );
+    assert_eq!(app.run_jobs().await, 0, "nothing more to deliver");
+}
+
+async fn failed_attempts_retry_after_10_60_300_seconds_then_fail_and_can_be_redelivered(
+    backend: Backend,
+) {
+    let receiver = fake_provider::start().await;
+    // Longer than the 1 KiB the log keeps.
+    answer(
+        &receiver,
+        ResponseTemplate::new(503).set_body_string("busy ".repeat(400)),
+    )
+    .await;
+    let app = with_receiver(backend, &receiver).await;
+    let acme = acme_with_key(&app).await;
+    configure(
+        &app,
+        json!({"webhook_url": format!("{}/alerts", receiver.base)}),
+    )
+    .await;
+    quiet_customers(&app, &acme, &["quiet@shop.io"]).await;
+    assert_eq!(recompute(&app, &acme).await["alerts"], 1);
+    let start = clock_now(&app).await;
+
+    let mut at = start;
+    for (attempt, wait) in [(1, 10), (2, 60), (3, 300)] {
+        assert_eq!(app.run_jobs().await, 1, "attempt {attempt}");
+        let entry = log(&app, &acme).await[0].clone();
+        assert_eq!(entry["status"], "pending");
+        assert_eq!(entry["attempts"].as_array().unwrap().len(), attempt);
+        let next = at + chrono::Duration::seconds(wait);
+        assert_eq!(entry["next_attempt_at"], crate::helpers::wire_time(next));
+        // Not a second early.
+        advance_seconds(&app, wait - 1).await;
+        assert_eq!(app.run_jobs().await, 0);
+        advance_seconds(&app, 1).await;
+        at = next;
+    }
+    assert_eq!(app.run_jobs().await, 1, "attempt 4");
+    let failed = log(&app, &acme).await[0].clone();
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["next_attempt_at"], Value::Null);
+    let attempts = failed["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 4);
+    let times: Vec<_> = attempts.iter().map(|a| a["at"].clone()).collect();
+    let expected: Vec<_> = [0, 10, 70, 370]
+        .iter()
+        .map(|s| {
+            json!(crate::helpers::wire_time(
+                start + chrono::Duration::seconds(*s)
+            ))
+        })
+        .collect();
+    assert_eq!(times, expected);
+    for a in attempts {
+        assert_eq!(a["status_code"], 503);
+        assert_eq!(a["error"], Value::Null);
+        let body = a["response_body"].as_str().unwrap();
+        assert_eq!(body.len(), 1024);
+        assert!(body.starts_with("busy busy"));
+    }
+    advance_seconds(&app, 3600).await;
+    assert_eq!(app.run_jobs().await, 0, "no fifth attempt");
+    assert_eq!(received(&receiver).await.len(), 4);
+
+    // Redelivery: admins only, JWT only; the same entry and opaque_id, an attempt at once.
+    let id = failed["id"].as_str().unwrap();
+    let redeliver = format!("/projects/acme/churn-risk/alerts/{id}/redeliver");
+    app.expect(
+        app.req(Method::POST, &redeliver)
+            .header("x-api-key", &acme.key),
+        401,
+    )
+    .await;
+    app.expect(
+        app.req(
+            Method::POST,
+            "/projects/acme/churn-risk/alerts/nope/redeliver",
+        )
+        .bearer_auth(&acme.token),
+        404,
+    )
+    .await;
+    answer(
+        &receiver,
+        ResponseTemplate::new(200).set_body_string("thanks"),
+    )
+    .await;
+    let again = app
+        .expect(
+            app.req(Method::POST, &redeliver).bearer_auth(&acme.token),
+            202,
+        )
+        .await["data"]
+        .clone();
+    let now = crate::helpers::wire_time(clock_now(&app).await);
+    assert_eq!(again["status"], "pending");
+    assert_eq!(again["next_attempt_at"], json!(now));
+    assert_eq!(again["opaque_id"], failed["opaque_id"]);
+    assert_eq!(again["attempts"].as_array().unwrap().len(), 4);
+    let conflict = app
+        .expect(
+            app.req(Method::POST, &redeliver).bearer_auth(&acme.token),
+            409,
+        )
+        .await;
+    insta::assert_json_snapshot!("redeliver_while_pending", conflict);
+    assert_eq!(app.run_jobs().await, 1);
+    let requests = received(&receiver).await;
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0]
+            .headers
+            .get("webhook-id")
+            .unwrap()
+            .to_str()
+            .unwrap(),
+        failed["opaque_id"].as_str().unwrap()
+    );
+    let entries = log(&app, &acme).await;
+    assert_eq!(entries.len(), 1, "the same log entry");
+    let delivered = &entries[0];
+    assert_eq!(delivered["status"], "delivered");
+    let attempts = delivered["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 5);
+    assert_eq!(
+        attempts[4],
+        json!({"at": now, "status_code": 200, "error": null, "response_body": "thanks"})
+    );
+}
+
+async fn redirects_are_not_followed(backend: Backend) {
+    let receiver = fake_provider::start().await;
+    let elsewhere = format!("{}/elsewhere", receiver.base);
+    answer(
+        &receiver,
+        ResponseTemplate::new(307).insert_header("location", elsewhere.as_str()),
+    )
+    .await;
+    Mock::given(path("/elsewhere"))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&receiver.mock)
+        .await;
+    let app = with_receiver(backend, &receiver).await;
+    let acme = acme_with_key(&app).await;
+    configure(
+        &app,
+        json!({"webhook_url": format!("{}/alerts", receiver.base)}),
+    )
+    .await;
+    quiet_customers(&app, &acme, &["quiet@shop.io"]).await;
+    recompute(&app, &acme).await;
+    assert_eq!(app.run_jobs().await, 1);
+    let entry = log(&app, &acme).await[0].clone();
+    assert_eq!(entry["status"], "pending", "a 3xx is a failed attempt");
+    let attempt = &entry["attempts"][0];
+    assert_eq!(attempt["status_code"], 307);
+    assert_eq!(attempt["error"], "redirects are not followed");
+    let requests = received(&receiver).await;
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].url.path(), "/alerts");
+}
+
+/// A DNS server on loopback (UDP) answering A queries for `hooks.rebind.test` with the
+/// address in `answer`; other names: NXDOMAIN.
+async fn start_dns(answer: Arc<Mutex<Ipv4Addr>>) -> SocketAddr {
+    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let addr = socket.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 1500];
+        while let Ok((n, peer)) = socket.recv_from(&mut buf).await {
+            let Ok(query) = Message::from_vec(&buf[..n]) else {
+                continue;
+            };
+            let mut reply = Message::response(query.metadata.id, query.metadata.op_code);
+            reply.metadata.recursion_desired = query.metadata.recursion_desired;
+            reply.metadata.recursion_available = true;
+            reply.add_queries(query.queries.clone());
+            let mut known = false;
+            for q in &query.queries {
+                let name = q.name().to_string().to_ascii_lowercase();
+                if name.trim_end_matches('.') == "hooks.rebind.test" {
+                    known = true;
+                    if q.query_type() == RecordType::A {
+                        let ip = *answer.lock().unwrap();
+                        // TTL 0: every lookup asks again, as a rebinding attacker wants.
+                        reply.add_answer(Record::from_rdata(q.name().clone(), 0, RData::A(A(ip))));
+                    }
+                }
+            }
+            if !known {
+                reply.metadata.response_code = ResponseCode::NXDomain;
+            }
+            let _ = socket.send_to(&reply.to_vec().unwrap(), peer).await;
+        }
+    });
+    addr
+}
+
+async fn a_name_rebound_to_a_private_address_is_refused_at_delivery(backend: Backend) {
+    let receiver = fake_provider::start_for(&["hooks.rebind.test", "localhost"]).await;
+    answer(&receiver, ResponseTemplate::new(200)).await;
+    let address = Arc::new(Mutex::new(Ipv4Addr::new(93, 184, 216, 34)));
+    let dns = start_dns(address.clone()).await;
+    // Private addresses refused (the default), the receiver's CA trusted.
+    let app = TestApp::spawn_with(
+        backend,
+        Options::default()
+            .with("dns_resolver", dns.to_string())
+            .with("extra_ca_file", receiver.ca_file.path().to_str().unwrap()),
+    )
+    .await;
+    let acme = acme_with_key(&app).await;
+    let url = format!("{}/alerts", receiver.base);
+    assert!(url.starts_with("https://hooks.rebind.test:"));
+    // Public when configured ...
+    configure(&app, json!({"webhook_url": url})).await;
+    // ... 127.0.0.1, where the receiver listens, when called.
+    *address.lock().unwrap() = Ipv4Addr::LOCALHOST;
+    quiet_customers(&app, &acme, &["quiet@shop.io"]).await;
+    recompute(&app, &acme).await;
+    assert_eq!(app.run_jobs().await, 1);
+    let entry = log(&app, &acme).await[0].clone();
+    let attempt = &entry["attempts"][0];
+    assert_eq!(attempt["status_code"], Value::Null);
+    let error = attempt["error"].as_str().unwrap();
+    assert!(error.contains("non-public"), "{error}");
+    assert!(received(&receiver).await.is_empty(), "never called");
+
+    // Configured while it resolves to loopback: refused outright.
+    let refused = app
+        .expect(
+            app.req(Method::PUT, "/projects/acme/churn-risk/config")
+                .bearer_auth(&acme.token)
+                .json(&json!({"webhook_url": format!("{url}/again")})),
+            400,
+        )
+        .await;
+    assert_eq!(refused["error"]["details"][0]["field"], "webhook_url");
+}
+
+/// The emails to customers in the outbox (not the owner's account emails).
+fn check_ins(app: &TestApp) -> Vec<String> {
+    app.outbox()
+        .into_iter()
+        .filter(|mail| mail.contains("@shop.io"))
+        .collect()
+}
+
+async fn direct_mode_emails_the_customer_unless_suppressed_or_over_quota(backend: Backend) {
+    let app = TestApp::spawn_with(backend, Options::default().with("send_quota_trial", 1)).await;
+    let acme = acme_with_key(&app).await;
+    app.expect(
+        app.req(Method::PUT, "/projects/acme/email-settings")
+            .bearer_auth(&acme.token)
+            .json(&json!({"from_name": "Ada at Acme", "from_email": "ada@acme.io"})),
+        200,
+    )
+    .await;
+    app.query("UPDATE email_settings SET verified_at = '2026-01-01T00:00:00.000Z'")
+        .await;
+    configure(
+        &app,
+        json!({"delivery_mode": "direct", "email_tone": "professional"}),
+    )
+    .await;
+    let project_id = app
+        .expect(
+            app.req(Method::GET, "/projects/acme")
+                .bearer_auth(&acme.token),
+            200,
+        )
+        .await["data"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.query(&format!(
+        "INSERT INTO email_suppressions (project_id, email, reason, created_at) \
+         VALUES ('{project_id}', 'gone@shop.io', 'unsubscribed', '2026-01-01T00:00:00.000Z')"
+    ))
+    .await;
+    quiet_customers(&app, &acme, &["ana@shop.io", "bo@shop.io", "gone@shop.io"]).await;
+    assert_eq!(recompute(&app, &acme).await["alerts"], 3);
+    assert_eq!(app.run_jobs().await, 3);
+
+    let entries = log(&app, &acme).await;
+    let by = |email: &str| {
+        entries
+            .iter()
+            .find(|e| e["customer_email"] == email)
+            .unwrap()
+            .clone()
+    };
+    assert!(entries.iter().all(|e| e["channel"] == "email"));
+    let gone = by("gone@shop.io");
+    assert_eq!(gone["status"], "skipped");
+    assert_eq!(gone["reason"], "suppressed");
+    assert_eq!(gone["attempts"], json!([]));
+    // A quota of one a day: one of the two gets the email, the other is skipped.
+    let (ana, bo) = (by("ana@shop.io"), by("bo@shop.io"));
+    let (sent, over) = if ana["status"] == "delivered" {
+        (ana, bo)
+    } else {
+        (bo, ana)
+    };
+    assert_eq!(sent["status"], "delivered");
+    assert_eq!(sent["reason"], Value::Null);
+    assert_eq!(sent["attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(sent["attempts"][0]["error"], Value::Null);
+    assert_eq!(over["status"], "skipped");
+    assert_eq!(over["reason"], "quota_reached");
+    assert_eq!(over["next_attempt_at"], Value::Null);
+
+    let outbox = check_ins(&app);
+    assert_eq!(outbox.len(), 1);
+    let mail = &outbox[0];
+    let to = sent["customer_email"].as_str().unwrap();
+    assert!(mail.contains(&format!("To: {to}")), "{mail}");
+    assert!(
+        mail.contains("From: \"Ada at Acme\" <ada@acme.io>")
+            || mail.contains("From: Ada at Acme <ada@acme.io>"),
+        "{mail}"
+    );
+    assert!(
+        mail.contains("Subject: Checking in on your Acme account"),
+        "{mail}"
+    );
+    assert!(mail.contains("List-Unsubscribe"), "{mail}");
+
+    // The next UTC day the quota allows a redelivery of the skipped one.
+    advance(&app, 1).await;
+    let id = over["id"].as_str().unwrap();
+    app.expect(
+        app.req(
+            Method::POST,
+            &format!("/projects/acme/churn-risk/alerts/{id}/redeliver"),
+        )
+        .bearer_auth(&login(&app).await),
+        202,
+    )
+    .await;
+    // The day's scheduled scoring run comes due too.
+    assert!(app.run_jobs().await >= 1);
+    let entry = log(&app, &acme)
+        .await
+        .into_iter()
+        .find(|e| e["id"] == over["id"])
+        .unwrap();
+    assert_eq!(entry["status"], "delivered");
+    assert_eq!(check_ins(&app).len(), 2);
 }

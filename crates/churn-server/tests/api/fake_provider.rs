@@ -43,6 +43,11 @@ async fn forward(
 }
 
 pub async fn start() -> FakeProvider {
+    start_for(&["localhost"]).await
+}
+
+/// A fake whose certificate holds these names (the first one goes into `base`).
+pub async fn start_for(names: &[&str]) -> FakeProvider {
     use rcgen::{
         BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose,
         IsCa, KeyPair, KeyUsagePurpose,
@@ -57,7 +62,8 @@ pub async fn start() -> FakeProvider {
     ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
     let leaf_key = KeyPair::generate().unwrap();
-    let mut leaf_params = CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+    let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+    let mut leaf_params = CertificateParams::new(names.clone()).unwrap();
     leaf_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let leaf = leaf_params.signed_by(&leaf_key, &*ca).unwrap();
     let tls = axum_server::tls_rustls::RustlsConfig::from_pem(
@@ -71,14 +77,21 @@ pub async fn start() -> FakeProvider {
     let port = listener.local_addr().unwrap().port();
     let app = axum::Router::new()
         .fallback(forward)
-        .with_state((reqwest::Client::new(), mock.uri()));
+        // 3xx answers pass through as they are: the caller decides about redirects.
+        .with_state((
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            mock.uri(),
+        ));
     let server = axum_server::from_tcp_rustls(listener, tls).unwrap();
     tokio::spawn(async move { server.serve(app.into_make_service()).await });
     let ca_file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(ca_file.path(), ca.pem()).unwrap();
     FakeProvider {
         mock,
-        base: format!("https://localhost:{port}"),
+        base: format!("https://{}:{port}", names[0]),
         ca_file,
     }
 }

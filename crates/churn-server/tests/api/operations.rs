@@ -150,6 +150,10 @@ async fn openapi_covers_every_route(backend: Backend) {
         ("/api/v1/projects/{slug}/forecasting", "get"),
         ("/api/v1/projects/{slug}/analytics/uplift", "get"),
         ("/api/v1/projects/{slug}/churn-risk/alerts", "get"),
+        (
+            "/api/v1/projects/{slug}/churn-risk/alerts/{id}/redeliver",
+            "post",
+        ),
         ("/api/v1/churn-events", "get"),
         ("/api/v1/churn-events", "post"),
         ("/api/v1/churn-events/{id}", "get"),

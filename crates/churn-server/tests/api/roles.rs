@@ -304,6 +304,13 @@ fn families() -> Vec<Family> {
         f("risk: alerts", Role::Viewer, true, 200, Nothing, |_| {
             (M::GET, format!("{P}/churn-risk/alerts"), None)
         }),
+        f("risk: redeliver", Role::Admin, false, 404, Nothing, |_| {
+            (
+                M::POST,
+                format!("{P}/churn-risk/alerts/{UNKNOWN}/redeliver"),
+                None,
+            )
+        }),
         // Payment providers and dunning (decisions §10). No failure is needed to pass the
         // policy: an allowed call on an unknown one is 404.
         f("providers: list", Role::Admin, false, 200, Nothing, |_| {
