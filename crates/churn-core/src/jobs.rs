@@ -83,6 +83,16 @@ pub enum Job {
     InvitationEmail { invitation_id: String },
     /// Autopilot's first send for an event, or its follow-up.
     Autopilot { event_id: String, follow_up: bool },
+    /// Applying an offer accepted in the cancel flow at provider A, enqueued with the
+    /// submission that tried it inline (decisions §11); `failures` counts the earlier runs
+    /// that found the provider unavailable.
+    ApplyOffer {
+        event_id: String,
+        subscription_id: String,
+        offer: crate::domain::cancel_flow::Offer,
+        pause_months: Option<i64>,
+        failures: u32,
+    },
 }
 
 impl Job {
@@ -90,6 +100,8 @@ impl Job {
     fn retry_schedule(&self) -> &'static [Duration] {
         match self {
             Job::ExpireEvent { .. } | Job::Autopilot { .. } => QUADRATIC,
+            // Provider errors are rescheduled by the step itself; this covers storage errors.
+            Job::ApplyOffer { .. } => QUADRATIC,
             Job::AccountEmail { .. } | Job::DunningEmail { .. } | Job::InvitationEmail { .. } => {
                 EMAIL
             }
@@ -187,6 +199,17 @@ impl RunJob for Churn {
                 event_id,
                 follow_up,
             } => self.run_autopilot(event_id, *follow_up).await,
+            Job::ApplyOffer {
+                event_id,
+                subscription_id,
+                offer,
+                pause_months,
+                failures,
+            } => {
+                self.payments()
+                    .run_offer_job(event_id, subscription_id, offer, *pause_months, *failures)
+                    .await
+            }
         }
     }
 }
