@@ -390,6 +390,25 @@ mod tests {
             json!({"email": "ada@example.com", "purpose": "password_reset"})
         );
         assert_eq!(Job::from_stored(&kind, &payload).unwrap(), email);
+        let offer = Job::ApplyOffer {
+            event_id: "e1".into(),
+            subscription_id: "sub_1".into(),
+            offer: crate::domain::cancel_flow::Offer::Discount {
+                percent: 20,
+                months: 3,
+            },
+            pause_months: None,
+            failures: 1,
+        };
+        let (kind, payload) = offer.to_stored().unwrap();
+        assert_eq!(kind, "apply_offer");
+        assert_eq!(
+            payload,
+            json!({"event_id": "e1", "subscription_id": "sub_1",
+                "offer": {"kind": "discount", "percent": 20, "months": 3},
+                "pause_months": null, "failures": 1})
+        );
+        assert_eq!(Job::from_stored(&kind, &payload).unwrap(), offer);
         assert!(Job::from_stored("mystery", &json!({})).is_err());
         assert!(Job::from_stored("expire_churn_event", &json!({"id": 1})).is_err());
     }

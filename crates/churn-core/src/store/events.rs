@@ -289,12 +289,10 @@ pub async fn lock_offer(
     .fetch_optional(store.writer())
     .await?;
     Ok(match row {
-        None | Some((Some(_), _, _)) | Some((_, Some(_), _)) => OfferLock::Settled,
-        // Released between the two statements: try again now.
-        Some((None, None, until)) => OfferLock::HeldUntil(match until {
-            Some(until) => super::ts(&until)?,
-            None => now,
-        }),
+        Some((None, None, Some(until))) => OfferLock::HeldUntil(super::ts(&until)?),
+        // Its outcome is recorded, or the event is gone with its project (without a hold the
+        // update would have taken it).
+        _ => OfferLock::Settled,
     })
 }
 
