@@ -25,6 +25,7 @@ both_backends!(
     accepted_offers_are_applied_at_provider_a,
     an_offer_the_provider_missed_is_applied_by_its_job,
     an_unavailable_provider_is_retried_then_its_error_kept,
+    a_slow_provider_does_not_hold_the_answer,
 );
 
 const SHOP: &str = "https://shop.example";
@@ -1121,4 +1122,55 @@ async fn an_unavailable_provider_is_retried_then_its_error_kept(backend: Backend
     s.advance(24 * 60 * 60).await;
     assert_eq!(s.app.run_jobs().await, 0);
     assert_eq!(s.received().await, 10);
+}
+
+/// The widget waits on the answer: a provider that does not answer is given 4 s (not the
+/// calls' 2 × 10 s), then the answer says not applied and the job applies it later.
+async fn a_slow_provider_does_not_hold_the_answer(backend: Backend) {
+    let s = setup(backend).await;
+    s.app.run_jobs().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/coupons"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"id": "Z4OV52SU", "object": "coupon", "percent_off": 20.0}))
+                .set_delay(std::time::Duration::from_secs(30)),
+        )
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&s.fake.mock)
+        .await;
+    mount_coupon_and_subscription(&s, "sub_1").await;
+    let mut body = submission("too_expensive");
+    body["offer_accepted"] = json!(true);
+    body["provider_subscription_id"] = json!("sub_1");
+    let started = std::time::Instant::now();
+    let saved = s.submit(body).await;
+    let took = started.elapsed();
+    assert!(
+        took >= std::time::Duration::from_secs(4) && took < std::time::Duration::from_secs(8),
+        "answered in {took:?}"
+    );
+    assert_eq!(saved["offer"]["applied"], false);
+    let event = s.event(&saved["churn_event_id"]).await;
+    assert_eq!(event["offer_error"], Value::Null);
+    assert_eq!(event["offer_applied_at"], Value::Null);
+
+    s.advance(30).await;
+    assert_eq!(s.app.run_jobs().await, 1);
+    let id = saved["churn_event_id"].as_str().unwrap();
+    assert_eq!(
+        s.keys_since(0).await,
+        [
+            ("/v1/coupons".to_owned(), format!("churn-offer-{id}-coupon")),
+            ("/v1/coupons".to_owned(), format!("churn-offer-{id}-coupon")),
+            (
+                "/v1/subscriptions/sub_1".to_owned(),
+                format!("churn-offer-{id}-discount")
+            ),
+        ]
+    );
+    let event = s.event(&saved["churn_event_id"]).await;
+    assert_eq!(event["offer_error"], Value::Null);
+    assert_ne!(event["offer_applied_at"], Value::Null);
 }
