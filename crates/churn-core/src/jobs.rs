@@ -91,6 +91,16 @@ pub enum Job {
         attempt: u32,
         due: String,
     },
+    /// Applying an offer accepted in the cancel flow at provider A, enqueued with the
+    /// submission that tried it inline (decisions §11); `failures` counts the earlier runs
+    /// that found the provider unavailable.
+    ApplyOffer {
+        event_id: String,
+        subscription_id: String,
+        offer: crate::domain::cancel_flow::Offer,
+        pause_months: Option<i64>,
+        failures: u32,
+    },
 }
 
 impl Job {
@@ -98,6 +108,8 @@ impl Job {
     fn retry_schedule(&self) -> &'static [Duration] {
         match self {
             Job::ExpireEvent { .. } | Job::Autopilot { .. } => QUADRATIC,
+            // Provider errors are rescheduled by the step itself; this covers storage errors.
+            Job::ApplyOffer { .. } => QUADRATIC,
             Job::AccountEmail { .. } | Job::DunningEmail { .. } | Job::InvitationEmail { .. } => {
                 EMAIL
             }
@@ -202,6 +214,17 @@ impl RunJob for Churn {
                 attempt,
                 due,
             } => self.alerts().deliver(alert_id, *attempt, due).await,
+            Job::ApplyOffer {
+                event_id,
+                subscription_id,
+                offer,
+                pause_months,
+                failures,
+            } => {
+                self.payments()
+                    .run_offer_job(event_id, subscription_id, offer, *pause_months, *failures)
+                    .await
+            }
         }
     }
 }
@@ -382,6 +405,25 @@ mod tests {
             json!({"email": "ada@example.com", "purpose": "password_reset"})
         );
         assert_eq!(Job::from_stored(&kind, &payload).unwrap(), email);
+        let offer = Job::ApplyOffer {
+            event_id: "e1".into(),
+            subscription_id: "sub_1".into(),
+            offer: crate::domain::cancel_flow::Offer::Discount {
+                percent: 20,
+                months: 3,
+            },
+            pause_months: None,
+            failures: 1,
+        };
+        let (kind, payload) = offer.to_stored().unwrap();
+        assert_eq!(kind, "apply_offer");
+        assert_eq!(
+            payload,
+            json!({"event_id": "e1", "subscription_id": "sub_1",
+                "offer": {"kind": "discount", "percent": 20, "months": 3},
+                "pause_months": null, "failures": 1})
+        );
+        assert_eq!(Job::from_stored(&kind, &payload).unwrap(), offer);
         assert!(Job::from_stored("mystery", &json!({})).is_err());
         assert!(Job::from_stored("expire_churn_event", &json!({"id": 1})).is_err());
     }

@@ -108,6 +108,11 @@ pub struct ChurnEvent {
     /// provider (its error); null otherwise.
     #[serde(default)]
     pub offer_error: Option<String>,
+    /// When an offer accepted in the cancel flow was applied at the payment provider; null
+    /// while it is not (yet).
+    #[serde(default, with = "wire::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub offer_applied_at: Option<Timestamp>,
     /// Present on the single-event answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variants: Option<Vec<Variant>>,

@@ -1,8 +1,12 @@
 //! The cancel flow (decisions §11): its configuration, the public configuration the widget
 //! reads (counting opens per customer), and submissions, which record a cancellation and,
 //! when an offer is accepted, mark it recovered in the same transaction. Browser calls come
-//! only from the project's allowed origins. [`Payments::submit_cancel_reason`] then applies
-//! an accepted offer at provider A ([`apply_offer`] makes the calls).
+//! only from the project's allowed origins. [`Payments::submit_cancel_reason`] applies an
+//! accepted offer at provider A ([`apply_offer`] makes the calls): inline for the answer, and
+//! by an `apply_offer` job stored with the event, so a process that dies in between, or a
+//! provider that is unavailable, leaves the work to the job rather than undone.
+
+use std::time::Duration;
 
 use super::access::ProjectAccess;
 use super::{Core, Payments};
@@ -16,8 +20,10 @@ use crate::domain::provider::Provider;
 use crate::domain::role::{Actor, Permission};
 use crate::domain::validation::{Validator, optional_text};
 use crate::error::{Error, Result};
+use crate::jobs::Job;
 use crate::providers::CallError;
 use crate::providers::provider_a::{NewCoupon, PauseBehavior, ProviderA};
+use crate::store::events::{EventRecord, OfferLock};
 use crate::store::{cancel_flows, events};
 use crate::time::Timestamp;
 
@@ -112,14 +118,14 @@ impl Core {
         Ok(flow)
     }
 
-    /// Records a cancellation from the widget: a churn event with provider `cancel_flow`,
-    /// recovered (`recovered_via: cancel_flow`) when the reason's offer was accepted. The
-    /// offer is applied at the provider by [`Payments::submit_cancel_reason`].
-    async fn record_cancel_reason(
+    /// Checks a submission from the widget and builds its cancellation: a churn event with
+    /// provider `cancel_flow`, recovered (`recovered_via: cancel_flow`) when the reason's offer
+    /// was accepted. [`Core::record_cancel_reason`] stores it.
+    async fn check_cancel_reason(
         &self,
         access: &ProjectAccess,
         req: CancelReasonSubmission,
-    ) -> Result<Submitted> {
+    ) -> Result<Submission> {
         access.authorize(Permission::CancelFlow)?;
         let flow = self.flow_of(access).await?;
         let mut v = Validator::new();
@@ -166,10 +172,34 @@ impl Core {
         let mut record = self.new_event_record(&access.project.id, new, "mrr", v)?;
         record.reason_code = code;
         let accepted = offer.is_some() && req.offer_accepted == Some(true);
+        Ok(Submission {
+            record,
+            offer,
+            accepted,
+            pause_months,
+        })
+    }
+
+    /// Stores a checked submission in one transaction: the event, recovered when the offer
+    /// was accepted, and `apply`, the job applying the offer at the provider, with the offer
+    /// held until `held_until` for the caller's inline attempt.
+    async fn record_cancel_reason(
+        &self,
+        access: &ProjectAccess,
+        submission: Submission,
+        apply: Option<(&Job, Timestamp)>,
+    ) -> Result<CancelReasonRecorded> {
+        let Submission {
+            record,
+            offer,
+            accepted,
+            pause_months,
+        } = submission;
         let mut tx = self.store.begin().await?;
         let record =
             super::events::insert_new_event(&mut tx, record, &access.project.settings.autopilot)
                 .await?;
+        let now = record.created_at;
         if accepted {
             events::recover(
                 &mut *tx,
@@ -177,112 +207,305 @@ impl Core {
                 &record.id,
                 EventStatus::New,
                 PROVIDER,
-                record.created_at,
+                now,
             )
             .await?;
         }
+        if let Some((job, held_until)) = apply {
+            events::hold_offer(&mut *tx, &record.project_id, &record.id, held_until).await?;
+            job.enqueue(&mut tx, now, now).await?;
+        }
         tx.commit().await?;
-        Ok(Submitted {
-            recorded: CancelReasonRecorded {
-                churn_event_id: record.id,
-                status: if accepted {
-                    EventStatus::Recovered
-                } else {
-                    EventStatus::New
-                },
-                offer: offer.as_ref().map(|o| outcome(o, pause_months, false)),
+        Ok(CancelReasonRecorded {
+            churn_event_id: record.id,
+            status: if accepted {
+                EventStatus::Recovered
+            } else {
+                EventStatus::New
             },
-            accepted: offer.filter(|_| accepted),
-            pause_months,
-            customer_email: record.customer_email,
-            subscription_id: record.provider_subscription_id,
+            offer: offer.as_ref().map(|o| outcome(o, pause_months, false)),
         })
     }
 }
 
-/// A recorded submission, with what applying its offer needs.
-struct Submitted {
-    recorded: CancelReasonRecorded,
-    /// The offer, when the customer accepted it.
-    accepted: Option<Offer>,
+/// A checked submission, not yet stored.
+struct Submission {
+    record: EventRecord,
+    offer: Option<Offer>,
+    accepted: bool,
     pause_months: Option<i64>,
-    customer_email: String,
-    /// The submission's `provider_subscription_id`.
-    subscription_id: Option<String>,
+}
+
+/// The widget waits on the submission, so the inline attempt at applying an offer gets this
+/// long for both of its calls (each may otherwise take `CALL_TIMEOUT`, 10 s): past it the
+/// answer says `applied: false` and the `apply_offer` job, enqueued with the event, finishes
+/// the work with the same idempotency keys.
+const INLINE_BUDGET: Duration = Duration::from_secs(4);
+/// The submission holds the offer this long for its inline attempt (its budget, with room
+/// for recording the outcome); a process that dies meanwhile leaves it to the job after it.
+const INLINE_HOLD: Duration = Duration::from_secs(10);
+/// A job's attempt holds the offer this long (both calls at `CALL_TIMEOUT`, with room).
+const JOB_HOLD: Duration = Duration::from_secs(60);
+/// After the provider was unavailable (a network error, a timeout, 5xx, 429): the wait
+/// before the first job attempt when the inline attempt met it, then before each further
+/// one; when they run out the last error is recorded.
+const FIRST_RETRY: Duration = Duration::from_secs(30);
+const RETRIES: &[Duration] = &[
+    Duration::from_secs(2 * 60),
+    Duration::from_secs(10 * 60),
+    Duration::from_secs(60 * 60),
+];
+
+/// Provider A and the subscription an accepted offer is applied to.
+struct OfferTarget {
+    client: ProviderA,
+    subscription_id: String,
 }
 
 impl Payments {
     /// A submission from the widget (decisions §11): the cancellation is recorded, and an
     /// accepted offer is applied at provider A when the project is connected to it and the
     /// subscription is known (the submission's, else that of the customer's most recent
-    /// provider-A event). `applied` says whether it was; a provider error leaves the event
-    /// recovered and is kept as its `offer_error`. Without a connection or a subscription
-    /// nothing is called and there is no error: the offer is the business's to honour.
+    /// provider-A event). `applied` says whether it was. The event and an `apply_offer` job
+    /// are stored together, so the offer is applied even when this process dies right after;
+    /// the answer's attempt is made inline and the job, finding its outcome recorded, does
+    /// nothing. A refusal or decline is kept as the event's `offer_error`; an unavailable
+    /// provider is left to the job's retries. Without a connection or a subscription nothing
+    /// is called and there is no error: the offer is the business's to honour.
     pub async fn submit_cancel_reason(
         &self,
         access: &ProjectAccess,
         req: CancelReasonSubmission,
     ) -> Result<CancelReasonRecorded> {
-        let submitted = self.core.record_cancel_reason(access, req).await?;
-        let mut recorded = submitted.recorded;
-        let Some(offer) = submitted.accepted else {
-            return Ok(recorded);
+        let submission = self.core.check_cancel_reason(access, req).await?;
+        let offer = submission
+            .offer
+            .clone()
+            .filter(|o| submission.accepted && at_provider(o));
+        let target = match &offer {
+            Some(_) => self.offer_target(&submission.record).await?,
+            None => None,
         };
+        let (Some(offer), Some(target)) = (offer, target) else {
+            return self
+                .core
+                .record_cancel_reason(access, submission, None)
+                .await;
+        };
+        let event_id = submission.record.id.clone();
+        let accepted_at = submission.record.created_at;
+        let pause_months = submission.pause_months;
+        let job = Job::ApplyOffer {
+            event_id: event_id.clone(),
+            subscription_id: target.subscription_id.clone(),
+            offer: offer.clone(),
+            pause_months,
+            failures: 0,
+        };
+        let held_until =
+            accepted_at + chrono::Duration::from_std(INLINE_HOLD).map_err(Error::internal)?;
+        let mut recorded = self
+            .core
+            .record_cancel_reason(access, submission, Some((&job, held_until)))
+            .await?;
+        let attempt = tokio::time::timeout(
+            INLINE_BUDGET,
+            apply_offer(
+                &target.client,
+                &target.subscription_id,
+                &offer,
+                pause_months,
+                &event_id,
+                accepted_at,
+            ),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(CallError::Unavailable(
+                "no answer within the submission's time".into(),
+            ))
+        });
         let project_id = &access.project.id;
+        let applied = self
+            .settle_attempt(project_id, &event_id, attempt, FIRST_RETRY)
+            .await?;
+        if let Some(view) = recorded.offer.as_mut() {
+            view.applied = applied;
+        }
+        Ok(recorded)
+    }
+
+    /// The client and subscription an accepted offer is applied to, when provider A is
+    /// connected and the subscription known (the event's, else that of the customer's most
+    /// recent provider-A event).
+    async fn offer_target(&self, record: &EventRecord) -> Result<Option<OfferTarget>> {
         let Some(client) = self
-            .connection(project_id, Provider::ProviderA)
+            .connection(&record.project_id, Provider::ProviderA)
             .await?
             .and_then(|c| self.provider_a(&c))
         else {
-            return Ok(recorded);
+            return Ok(None);
         };
-        let subscription = match submitted.subscription_id {
-            Some(id) => Some(id),
+        let subscription_id = match &record.provider_subscription_id {
+            Some(id) => Some(id.clone()),
             None => {
                 events::latest_subscription(
                     self.core.store.reader(),
-                    project_id,
-                    &submitted.customer_email,
+                    &record.project_id,
+                    &record.customer_email,
                     Provider::ProviderA.as_str(),
                 )
                 .await?
             }
         };
-        let Some(subscription) = subscription else {
-            return Ok(recorded);
-        };
-        let event_id = &recorded.churn_event_id;
+        Ok(subscription_id.map(|subscription_id| OfferTarget {
+            client,
+            subscription_id,
+        }))
+    }
+
+    /// Records what an attempt at applying an offer ended in and says whether it was applied:
+    /// applied, or refused/declined for good, is the event's outcome; an unavailable provider
+    /// holds the offer for `retry_after`, until the job's next attempt.
+    async fn settle_attempt(
+        &self,
+        project_id: &str,
+        event_id: &str,
+        attempt: std::result::Result<bool, CallError>,
+        retry_after: Duration,
+    ) -> Result<bool> {
         let now = self.core.now();
-        match apply_offer(
-            &client,
-            &subscription,
-            &offer,
-            submitted.pause_months,
-            event_id,
-            now,
-        )
-        .await
-        {
+        let writer = self.core.store.writer();
+        match attempt {
             Ok(applied) => {
-                if let Some(view) = recorded.offer.as_mut() {
-                    view.applied = applied;
+                if applied {
+                    events::settle_offer(writer, project_id, event_id, Ok(()), now).await?;
                 }
+                Ok(applied)
+            }
+            Err(CallError::Unavailable(e)) => {
+                tracing::warn!(event_id, error = %e, ?retry_after, "the provider is unavailable; the cancel-flow offer is retried later");
+                let until =
+                    now + chrono::Duration::from_std(retry_after).map_err(Error::internal)?;
+                events::hold_offer(writer, project_id, event_id, until).await?;
+                Ok(false)
             }
             Err(e) => {
-                tracing::warn!(event_id, error = %e, "the cancel-flow offer was not applied");
-                let error: String = e.to_string().chars().take(MAX_OFFER_ERROR).collect();
-                events::set_offer_error(
-                    self.core.store.writer(),
-                    project_id,
-                    event_id,
-                    &error,
-                    now,
-                )
-                .await?;
+                self.offer_failed(project_id, event_id, &e.to_string(), now)
+                    .await?;
+                Ok(false)
             }
         }
-        Ok(recorded)
     }
+
+    async fn offer_failed(
+        &self,
+        project_id: &str,
+        event_id: &str,
+        error: &str,
+        now: Timestamp,
+    ) -> Result<()> {
+        tracing::warn!(event_id, error, "the cancel-flow offer was not applied");
+        let error: String = error.chars().take(MAX_OFFER_ERROR).collect();
+        events::settle_offer(
+            self.core.store.writer(),
+            project_id,
+            event_id,
+            Err(&error),
+            now,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// The `apply_offer` job: nothing when the offer's outcome is recorded (the submission's
+    /// inline attempt, or an earlier run, finished it); when another attempt or a retry's wait
+    /// holds it, the same job again once that ends; else one attempt, with the same
+    /// idempotency keys as every other. An unavailable provider is retried after each of
+    /// [`RETRIES`]; then its last error is recorded.
+    pub(crate) async fn run_offer_job(
+        &self,
+        event_id: &str,
+        subscription_id: &str,
+        offer: &Offer,
+        pause_months: Option<i64>,
+        failures: u32,
+    ) -> Result<()> {
+        let Some(event) = events::by_id(self.core.store.reader(), event_id).await? else {
+            return Ok(());
+        };
+        let project_id = &event.project_id;
+        let now = self.core.now();
+        let hold = chrono::Duration::from_std(JOB_HOLD).map_err(Error::internal)?;
+        let job = |failures| Job::ApplyOffer {
+            event_id: event_id.to_owned(),
+            subscription_id: subscription_id.to_owned(),
+            offer: offer.clone(),
+            pause_months,
+            failures,
+        };
+        match events::lock_offer(&self.core.store, project_id, event_id, now + hold, now).await? {
+            OfferLock::Settled => return Ok(()),
+            OfferLock::HeldUntil(until) => {
+                let mut tx = self.core.store.begin().await?;
+                job(failures).enqueue(&mut tx, until, now).await?;
+                return tx.commit().await.map_err(Into::into);
+            }
+            OfferLock::Taken => {}
+        }
+        let Some(client) = self
+            .connection(project_id, Provider::ProviderA)
+            .await?
+            .and_then(|c| self.provider_a(&c))
+        else {
+            let error = "provider A is no longer connected";
+            return self.offer_failed(project_id, event_id, error, now).await;
+        };
+        let attempt = apply_offer(
+            &client,
+            subscription_id,
+            offer,
+            pause_months,
+            event_id,
+            event.created_at,
+        )
+        .await;
+        match (attempt, RETRIES.get(failures as usize)) {
+            (Err(CallError::Unavailable(_)), Some(wait)) => {
+                let mut tx = self.core.store.begin().await?;
+                let now = self.core.now();
+                let at = now + chrono::Duration::from_std(*wait).map_err(Error::internal)?;
+                events::hold_offer(&mut *tx, project_id, event_id, at).await?;
+                job(failures + 1).enqueue(&mut tx, at, now).await?;
+                tx.commit().await?;
+                tracing::warn!(
+                    event_id,
+                    failures = failures + 1,
+                    "the provider is unavailable; the cancel-flow offer is retried later"
+                );
+                Ok(())
+            }
+            (Err(CallError::Unavailable(e)), None) => {
+                let now = self.core.now();
+                self.offer_failed(
+                    project_id,
+                    event_id,
+                    &CallError::Unavailable(e).to_string(),
+                    now,
+                )
+                .await
+            }
+            (attempt, _) => self
+                .settle_attempt(project_id, event_id, attempt, Duration::ZERO)
+                .await
+                .map(|_| ()),
+        }
+    }
+}
+
+/// Whether an offer is applied at the provider: a downgrade is the business's to make.
+fn at_provider(offer: &Offer) -> bool {
+    matches!(offer, Offer::Discount { .. } | Offer::Pause { .. })
 }
 
 /// Applies an accepted offer to a subscription at provider A (decisions §11): a discount

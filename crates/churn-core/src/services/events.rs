@@ -218,6 +218,7 @@ impl Core {
             group: None,
             autopilot: None,
             offer_error: None,
+            offer_applied_at: None,
         })
     }
 
@@ -503,6 +504,7 @@ pub fn event_view(r: EventRecord, variants: Option<Vec<VariantRecord>>) -> Churn
             .autopilot
             .map(|(status, reason)| AutopilotState { status, reason }),
         offer_error: r.offer_error,
+        offer_applied_at: r.offer_applied_at,
         variants: variants.map(|vs| vs.into_iter().map(variant_view).collect()),
     }
 }

@@ -39,6 +39,8 @@ pub struct EventRecord {
     pub autopilot: Option<(AutopilotStatus, Option<String>)>,
     /// Why an offer accepted in the cancel flow was not applied at the provider.
     pub offer_error: Option<String>,
+    /// When an offer accepted in the cancel flow was applied at the provider.
+    pub offer_applied_at: Option<Timestamp>,
 }
 
 impl FromRow<'_, AnyRow> for EventRecord {
@@ -73,6 +75,7 @@ impl FromRow<'_, AnyRow> for EventRecord {
                 .map(|status| Ok::<_, sqlx::Error>((status, row.try_get("autopilot_reason")?)))
                 .transpose()?,
             offer_error: row.try_get("offer_error")?,
+            offer_applied_at: decode::timestamp_opt(row, "offer_applied_at")?,
         })
     }
 }
@@ -80,7 +83,8 @@ impl FromRow<'_, AnyRow> for EventRecord {
 const COLUMNS: &str = "e.id, e.project_id, e.customer_email, e.customer_name, e.event_type, e.cancel_reason, \
     e.reason_code, e.mrr, e.currency, e.plan_name, e.tenure_days, e.status, e.provider, \
     e.provider_subscription_id, e.provider_customer_id, e.recovered_via, e.recovered_at, e.lost_at, \
-    e.created_at, e.updated_at, e.holdout_group, e.autopilot_status, e.autopilot_reason, e.offer_error";
+    e.created_at, e.updated_at, e.holdout_group, e.autopilot_status, e.autopilot_reason, e.offer_error, \
+    e.offer_applied_at";
 
 pub async fn insert<'e>(db: impl Writes<'e>, e: &EventRecord) -> Result<()> {
     sqlx::query(
@@ -242,24 +246,99 @@ pub async fn start_generation<'e>(
     Ok(done.rows_affected() == 1)
 }
 
-/// Records why the cancel flow's offer could not be applied at the provider.
-pub async fn set_offer_error<'e>(
-    db: impl Writes<'e>,
+/// Whether an attempt at applying the event's offer may run ([`lock_offer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OfferLock {
+    /// The caller holds the offer until the time it gave.
+    Taken,
+    /// Its outcome is recorded: nothing is left to do.
+    Settled,
+    /// Another attempt, or the wait after an unavailable provider, holds it until then.
+    HeldUntil(Timestamp),
+}
+
+/// Holds the event's offer until `until` for one attempt at applying it, unless its outcome is
+/// recorded or it is held past `now`.
+pub async fn lock_offer(
+    store: &super::Store,
     project_id: &str,
     id: &str,
-    error: &str,
+    until: Timestamp,
     now: Timestamp,
-) -> Result<()> {
-    sqlx::query(
-        "UPDATE churn_events SET offer_error = $3, updated_at = $4 WHERE project_id = $1 AND id = $2",
+) -> Result<OfferLock> {
+    let taken = sqlx::query(
+        "UPDATE churn_events SET offer_locked_until = $3 WHERE project_id = $1 AND id = $2 \
+         AND offer_applied_at IS NULL AND offer_error IS NULL \
+         AND (offer_locked_until IS NULL OR offer_locked_until <= $4)",
     )
     .bind(project_id)
     .bind(id)
-    .bind(error)
+    .bind(time::format(&until))
     .bind(time::format(&now))
+    .execute(store.writer())
+    .await?;
+    if taken.rows_affected() == 1 {
+        return Ok(OfferLock::Taken);
+    }
+    let row: Option<(Option<String>, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT offer_applied_at, offer_error, offer_locked_until FROM churn_events \
+         WHERE project_id = $1 AND id = $2",
+    )
+    .bind(project_id)
+    .bind(id)
+    .fetch_optional(store.writer())
+    .await?;
+    Ok(match row {
+        Some((None, None, Some(until))) => OfferLock::HeldUntil(super::ts(&until)?),
+        // Its outcome is recorded, or the event is gone with its project (without a hold the
+        // update would have taken it).
+        _ => OfferLock::Settled,
+    })
+}
+
+/// Holds the event's offer until `until` whoever held it (the submission, for its inline
+/// attempt; an attempt that found the provider unavailable, for the wait before the retry),
+/// unless its outcome is recorded.
+pub async fn hold_offer<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    id: &str,
+    until: Timestamp,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE churn_events SET offer_locked_until = $3 WHERE project_id = $1 AND id = $2 \
+         AND offer_applied_at IS NULL AND offer_error IS NULL",
+    )
+    .bind(project_id)
+    .bind(id)
+    .bind(time::format(&until))
     .execute(db)
     .await?;
     Ok(())
+}
+
+/// Records the outcome of applying the cancel flow's offer at the provider, once: applied
+/// (`Ok`) or failed for good with its error; `false` when an outcome was already recorded.
+pub async fn settle_offer<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    id: &str,
+    outcome: std::result::Result<(), &str>,
+    now: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE churn_events SET offer_applied_at = $3, offer_error = $4, offer_locked_until = NULL, \
+         updated_at = $5 WHERE project_id = $1 AND id = $2 \
+         AND offer_applied_at IS NULL AND offer_error IS NULL",
+    )
+    .bind(project_id)
+    .bind(id)
+    .bind(outcome.is_ok().then(|| time::format(&now)))
+    .bind(outcome.err())
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// The subscription id of the customer's most recent event from `provider` that carried one.

@@ -23,6 +23,9 @@ both_backends!(
     submissions_are_limited_per_key,
     widget_script_and_demo_page,
     accepted_offers_are_applied_at_provider_a,
+    an_offer_the_provider_missed_is_applied_by_its_job,
+    an_unavailable_provider_is_retried_then_its_error_kept,
+    a_slow_provider_does_not_hold_the_answer,
 );
 
 const SHOP: &str = "https://shop.example";
@@ -762,10 +765,56 @@ impl Setup {
     async fn received(&self) -> usize {
         self.fake.mock.received_requests().await.unwrap().len()
     }
+
+    /// The path and `Idempotency-Key` of each request the fake received since the `from`th.
+    async fn keys_since(&self, from: usize) -> Vec<(String, String)> {
+        self.fake.mock.received_requests().await.unwrap()[from..]
+            .iter()
+            .map(|r| {
+                (
+                    r.url.path().to_owned(),
+                    r.headers["idempotency-key"].to_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    async fn advance(&self, seconds: i64) {
+        self.app
+            .expect(
+                self.app
+                    .req(Method::POST, "/dev/clock")
+                    .json(&json!({"advance_seconds": seconds})),
+                200,
+            )
+            .await;
+    }
+}
+
+/// Answers `/v1/coupons` with a coupon, and `/v1/subscriptions/{sub}` with the subscription.
+async fn mount_coupon_and_subscription(s: &Setup, sub: &str) {
+    Mock::given(method("POST"))
+        .and(path("/v1/coupons"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"id": "Z4OV52SU", "object": "coupon", "percent_off": 20.0})),
+        )
+        .mount(&s.fake.mock)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("/v1/subscriptions/{sub}")))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"id": sub, "object": "subscription", "status": "active"})),
+        )
+        .mount(&s.fake.mock)
+        .await;
 }
 
 async fn accepted_offers_are_applied_at_provider_a(backend: Backend) {
     let s = setup(backend).await;
+    // The setup's own jobs (emails), so that those counted below are the offers'.
+    s.app.run_jobs().await;
     // The last day of a month: a pause of 2 calendar months ends on the last of February.
     s.app
         .expect(
@@ -834,6 +883,11 @@ async fn accepted_offers_are_applied_at_provider_a(backend: Backend) {
     let event = s.event(&saved["churn_event_id"]).await;
     assert_eq!(event["recovered_via"], "cancel_flow");
     assert_eq!(event["offer_error"], Value::Null);
+    assert_eq!(event["offer_applied_at"], "2025-12-31T09:30:00.000Z");
+    // The job stored with the event finds the inline attempt's outcome and calls nothing.
+    let before = s.received().await;
+    assert_eq!(s.app.run_jobs().await, 1);
+    assert_eq!(s.received().await, before);
 
     // A pause without a subscription in the body: the one of the customer's latest provider-A
     // event (an invoice.payment_failed), paused until now + 2 calendar months.
@@ -882,6 +936,12 @@ async fn accepted_offers_are_applied_at_provider_a(backend: Backend) {
         event["offer_error"],
         "the provider refused the request (404): No such subscription: 'sub_gone'"
     );
+    assert_eq!(event["offer_applied_at"], Value::Null);
+    // A refusal is final: the job does not try again.
+    let before = s.received().await;
+    s.advance(24 * 60 * 60).await;
+    assert!(s.app.run_jobs().await >= 1);
+    assert_eq!(s.received().await, before);
 
     // Declined, or a customer without any known subscription: nothing is called.
     let before = s.received().await;
@@ -919,4 +979,198 @@ async fn accepted_offers_are_applied_at_provider_a(backend: Backend) {
         Value::Null
     );
     assert_eq!(s.received().await, before, "no call after the declined one");
+}
+
+/// The crash window: the submission's own attempt does not get through (the fake answers
+/// 500 once), so the offer is applied by the job stored with the event, once, with the same
+/// idempotency keys.
+async fn an_offer_the_provider_missed_is_applied_by_its_job(backend: Backend) {
+    let s = setup(backend).await;
+    s.app.run_jobs().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/coupons"))
+        .respond_with(ResponseTemplate::new(500).set_body_json(
+            json!({"error": {"type": "api_error", "message": "An unknown error occurred"}}),
+        ))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&s.fake.mock)
+        .await;
+    mount_coupon_and_subscription(&s, "sub_1").await;
+
+    let mut body = submission("too_expensive");
+    body["offer_accepted"] = json!(true);
+    body["provider_subscription_id"] = json!("sub_1");
+    let saved = s.submit(body).await;
+    assert_eq!(saved["status"], "recovered");
+    assert_eq!(
+        saved["offer"],
+        json!({"kind": "discount", "percent": 20, "months": 3, "applied": false})
+    );
+    let id = saved["churn_event_id"].as_str().unwrap().to_owned();
+    let inline = s.keys_since(0).await;
+    assert_eq!(
+        inline,
+        [("/v1/coupons".to_owned(), format!("churn-offer-{id}-coupon"))]
+    );
+    let event = s.event(&saved["churn_event_id"]).await;
+    assert_eq!(event["status"], "recovered");
+    assert_eq!(event["offer_error"], Value::Null);
+    assert_eq!(event["offer_applied_at"], Value::Null);
+
+    // Due now, the job waits out the pause after an unavailable provider: nothing is called.
+    assert_eq!(s.app.run_jobs().await, 1);
+    assert_eq!(s.received().await, 1);
+    s.advance(29).await;
+    assert_eq!(s.app.run_jobs().await, 0);
+    s.advance(1).await;
+    let applied_at = crate::helpers::clock_now(&s.app).await;
+    assert_eq!(s.app.run_jobs().await, 1);
+    assert_eq!(
+        s.keys_since(0).await,
+        [
+            ("/v1/coupons".to_owned(), format!("churn-offer-{id}-coupon")),
+            ("/v1/coupons".to_owned(), format!("churn-offer-{id}-coupon")),
+            (
+                "/v1/subscriptions/sub_1".to_owned(),
+                format!("churn-offer-{id}-discount")
+            ),
+        ]
+    );
+    assert_eq!(
+        s.calls_since(2).await,
+        [(
+            "/v1/subscriptions/sub_1".to_owned(),
+            pairs(&[("discounts[0][coupon]", "Z4OV52SU")])
+        )]
+    );
+    let event = s.event(&saved["churn_event_id"]).await;
+    assert_eq!(event["status"], "recovered");
+    assert_eq!(event["offer_error"], Value::Null);
+    assert_eq!(
+        event["offer_applied_at"],
+        applied_at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+    );
+
+    // Applied once: no job is left, and nothing is called again.
+    s.advance(24 * 60 * 60).await;
+    assert_eq!(s.app.run_jobs().await, 0);
+    assert_eq!(s.received().await, 3);
+}
+
+/// The coupon is made but the subscription's update keeps failing with 503: every retry
+/// reuses the coupon's idempotency key (one coupon at the provider), with growing waits, and
+/// the last error is kept once the retries run out.
+async fn an_unavailable_provider_is_retried_then_its_error_kept(backend: Backend) {
+    let s = setup(backend).await;
+    s.app.run_jobs().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/coupons"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"id": "Z4OV52SU", "object": "coupon", "percent_off": 20.0})),
+        )
+        .mount(&s.fake.mock)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/subscriptions/sub_down"))
+        .respond_with(ResponseTemplate::new(503).set_body_string("unavailable"))
+        .mount(&s.fake.mock)
+        .await;
+    let mut body = submission("too_expensive");
+    body["offer_accepted"] = json!(true);
+    body["provider_subscription_id"] = json!("sub_down");
+    let saved = s.submit(body).await;
+    assert_eq!(saved["offer"]["applied"], false);
+    let id = saved["churn_event_id"].as_str().unwrap().to_owned();
+    assert_eq!(s.received().await, 2);
+
+    // The inline attempt, then one run after each wait: 30 s, 2 min, 10 min, 1 h.
+    for (wait, calls) in [(30, 4), (120, 6), (600, 8), (3600, 10)] {
+        s.advance(wait - 1).await;
+        s.app.run_jobs().await;
+        assert_eq!(s.received().await, calls - 2, "not before {wait} s");
+        assert_eq!(
+            s.event(&saved["churn_event_id"]).await["offer_error"],
+            Value::Null
+        );
+        s.advance(1).await;
+        assert_eq!(s.app.run_jobs().await, 1);
+        assert_eq!(s.received().await, calls, "after {wait} s");
+    }
+    let keys = s.keys_since(0).await;
+    for pair in keys.chunks(2) {
+        assert_eq!(
+            pair,
+            [
+                ("/v1/coupons".to_owned(), format!("churn-offer-{id}-coupon")),
+                (
+                    "/v1/subscriptions/sub_down".to_owned(),
+                    format!("churn-offer-{id}-discount")
+                ),
+            ]
+        );
+    }
+    let event = s.event(&saved["churn_event_id"]).await;
+    assert_eq!(event["status"], "recovered");
+    assert_eq!(event["offer_applied_at"], Value::Null);
+    let error = event["offer_error"].as_str().unwrap();
+    assert!(
+        error.starts_with("the provider is unavailable:") && error.contains("503"),
+        "{error}"
+    );
+    s.advance(24 * 60 * 60).await;
+    assert_eq!(s.app.run_jobs().await, 0);
+    assert_eq!(s.received().await, 10);
+}
+
+/// The widget waits on the answer: a provider that does not answer is given 4 s (not the
+/// calls' 2 × 10 s), then the answer says not applied and the job applies it later.
+async fn a_slow_provider_does_not_hold_the_answer(backend: Backend) {
+    let s = setup(backend).await;
+    s.app.run_jobs().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/coupons"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"id": "Z4OV52SU", "object": "coupon", "percent_off": 20.0}))
+                .set_delay(std::time::Duration::from_secs(30)),
+        )
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&s.fake.mock)
+        .await;
+    mount_coupon_and_subscription(&s, "sub_1").await;
+    let mut body = submission("too_expensive");
+    body["offer_accepted"] = json!(true);
+    body["provider_subscription_id"] = json!("sub_1");
+    let started = std::time::Instant::now();
+    let saved = s.submit(body).await;
+    let took = started.elapsed();
+    assert!(
+        took >= std::time::Duration::from_secs(4) && took < std::time::Duration::from_secs(8),
+        "answered in {took:?}"
+    );
+    assert_eq!(saved["offer"]["applied"], false);
+    let event = s.event(&saved["churn_event_id"]).await;
+    assert_eq!(event["offer_error"], Value::Null);
+    assert_eq!(event["offer_applied_at"], Value::Null);
+
+    s.advance(30).await;
+    assert_eq!(s.app.run_jobs().await, 1);
+    let id = saved["churn_event_id"].as_str().unwrap();
+    assert_eq!(
+        s.keys_since(0).await,
+        [
+            ("/v1/coupons".to_owned(), format!("churn-offer-{id}-coupon")),
+            ("/v1/coupons".to_owned(), format!("churn-offer-{id}-coupon")),
+            (
+                "/v1/subscriptions/sub_1".to_owned(),
+                format!("churn-offer-{id}-discount")
+            ),
+        ]
+    );
+    let event = s.event(&saved["churn_event_id"]).await;
+    assert_eq!(event["offer_error"], Value::Null);
+    assert_ne!(event["offer_applied_at"], Value::Null);
 }

@@ -482,6 +482,7 @@ impl Payments {
             group: None,
             autopilot: None,
             offer_error: None,
+            offer_applied_at: None,
         }
     }
 }
