@@ -28,7 +28,6 @@ use crate::domain::alerts::{
     AfterAttempt, CheckIn, LOGGED_BODY, PAYLOAD_SIGNALS, UNKNOWN_OUTCOME, after_attempt,
     check_in_email, logged_body,
 };
-
 use crate::domain::unsubscribe::SuppressionReason;
 use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
