@@ -429,6 +429,21 @@ mod tests {
     }
 
     #[test]
+    fn a_stuck_alert_outlasts_every_retry_of_its_delivery_job() {
+        let job = Job::DeliverAlert {
+            alert_id: "a1".into(),
+            attempt: 1,
+            due: "2026-01-01T00:00:00.000Z".into(),
+        };
+        let retries: Duration = job.retry_schedule().iter().sum();
+        let stuck = crate::domain::alerts::STUCK_AFTER.to_std().unwrap();
+        assert!(
+            stuck > retries + LEASE,
+            "{stuck:?} vs {retries:?} + {LEASE:?}"
+        );
+    }
+
+    #[test]
     fn expiry_retries_on_a_quadratic_schedule_then_gives_up() {
         let job = expire();
         let delays: Vec<_> = (1..=job.max_attempts())

@@ -95,6 +95,30 @@ pub fn after_attempt(attempt: u32, succeeded: bool) -> AfterAttempt {
     }
 }
 
+/// A pending alert overdue by more than this is stuck: the `deliver_alert` job that should make
+/// its attempt gave up (its own retries on storage errors span 15 minutes, and a crashed
+/// worker's job waits a one-minute lease), so redelivery may restart it. A claim of a direct-mode
+/// attempt older than this belongs to a process that died: no live send lasts that long.
+pub const STUCK_AFTER: Duration = Duration::minutes(20);
+
+/// Whether a pending alert, due at `next_attempt_at` and maybe claimed at `claimed_at`, is
+/// stuck (see [`STUCK_AFTER`]).
+pub fn stuck(
+    next_attempt_at: Option<Timestamp>,
+    claimed_at: Option<Timestamp>,
+    now: Timestamp,
+) -> bool {
+    let before = now - STUCK_AFTER;
+    next_attempt_at.is_some_and(|due| due < before) && claimed_at.is_none_or(|at| at < before)
+}
+
+/// The error logged for a claimed check-in whose outcome was never recorded: the process
+/// stopped between claiming it and recording it, so the email may have gone out. It is not
+/// sent again by itself; the alert is `failed`, and an admin may redeliver it.
+pub const UNKNOWN_OUTCOME: &str = "outcome unknown: delivery stopped after the email was \
+                                   handed over for sending; it may have been sent, so it is \
+                                   not sent again";
+
 /// At most `max` bytes of `body` as text, cut on a character boundary.
 pub fn logged_body(body: &[u8], max: usize) -> String {
     let text = String::from_utf8_lossy(&body[..body.len().min(max)]);
@@ -169,6 +193,16 @@ mod tests {
         assert_eq!(after_attempt(4, false), AfterAttempt::Failed);
         assert_eq!(after_attempt(4, true), AfterAttempt::Delivered);
         assert_eq!(after_attempt(1, true), AfterAttempt::Delivered);
+    }
+
+    #[test]
+    fn a_pending_alert_is_stuck_twenty_minutes_after_it_was_due_unless_a_send_is_recent() {
+        let ago = |m| Some(now() - Duration::minutes(m));
+        assert!(!stuck(ago(20), None, now()));
+        assert!(stuck(ago(21), None, now()));
+        assert!(!stuck(None, None, now()), "not pending");
+        assert!(!stuck(ago(30), ago(1), now()), "a send may be under way");
+        assert!(stuck(ago(30), ago(25), now()));
     }
 
     #[test]

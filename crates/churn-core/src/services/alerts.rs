@@ -5,12 +5,12 @@
 
 use super::access::ProjectAccess;
 use super::behavior::{meta, paging};
-use super::delivery::first_attempt;
+use super::delivery::{first_attempt, unknown_attempt};
 use super::{Alerts, Core};
 use crate::api::Meta;
-use crate::api::alerts::{Alert, AlertChannel, AlertQuery, AlertStatus};
+use crate::api::alerts::{Alert, AlertAttempt, AlertChannel, AlertQuery, AlertStatus};
 use crate::api::risk::{DeliveryMode, EmailTone, RiskConfig, RiskConfigPatch};
-use crate::domain::alerts::{LastAlert, Outcome, Rule, decide};
+use crate::domain::alerts::{LastAlert, Outcome, Rule, decide, stuck};
 use crate::domain::risk::Level;
 use crate::domain::role::Permission;
 use crate::domain::validation::Validator;
@@ -105,6 +105,7 @@ impl Core {
             reason,
             attempts: "[]".to_owned(),
             next_attempt_at,
+            claimed_at: None,
             created_at: now,
         };
         log::insert(tx, project_id, &record).await?;
@@ -160,20 +161,35 @@ impl Core {
 
     /// `POST /projects/:slug/churn-risk/alerts/:id/redeliver` and `churn alerts redeliver`:
     /// a settled alert becomes pending again with a first attempt due now; its opaque_id is
-    /// kept and the new attempts are appended to its log. 409 while it is pending.
+    /// kept and the new attempts are appended to its log. 409 while it is pending, unless it
+    /// is stuck (overdue by more than
+    /// [`STUCK_AFTER`](crate::domain::alerts::STUCK_AFTER): its job gave up); a stuck alert's
+    /// claimed check-in is first logged with an unknown outcome.
     pub async fn redeliver_alert(&self, access: &ProjectAccess, id: &str) -> Result<Alert> {
         access.authorize(Permission::Administer)?;
         let project_id = &access.project.id;
         let now = self.now();
+        let seen = log::get(self.store.reader(), project_id, id)
+            .await?
+            .ok_or_else(alert_not_found)?;
+        let pending = seen.status == AlertStatus::Pending.as_str();
+        if pending && !stuck(seen.next_attempt_at, seen.claimed_at, now) {
+            return Err(being_delivered());
+        }
+        let attempts = match seen.claimed_at.filter(|_| pending) {
+            Some(claimed_at) => {
+                let mut attempts: Vec<AlertAttempt> = serde_json::from_str(&seen.attempts)
+                    .map_err(|_| Error::internal("corrupt attempts in risk_alerts"))?;
+                attempts.push(unknown_attempt(claimed_at));
+                serde_json::to_string(&attempts).map_err(Error::internal)?
+            }
+            None => seen.attempts.clone(),
+        };
         let mut tx = self.store.begin().await?;
-        if !log::restart(&mut *tx, project_id, id, now).await? {
+        if !log::restart(&mut *tx, project_id, &seen, &attempts, now).await? {
+            // An attempt was made or recorded since it was read.
             tx.rollback().await?;
-            return Err(match log::get(self.store.reader(), project_id, id).await? {
-                Some(_) => Error::Conflict(
-                    "this alert is being delivered; redeliver it once its attempts are over".into(),
-                ),
-                None => alert_not_found(),
-            });
+            return Err(being_delivered());
         }
         first_attempt(id, now).enqueue(&mut tx, now, now).await?;
         tx.commit().await?;
@@ -182,6 +198,10 @@ impl Core {
             .ok_or_else(alert_not_found)?;
         alert_view(record)
     }
+}
+
+fn being_delivered() -> Error {
+    Error::Conflict("this alert is being delivered; redeliver it once its attempts are over".into())
 }
 
 fn alert_not_found() -> Error {

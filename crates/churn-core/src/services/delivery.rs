@@ -4,12 +4,29 @@
 //! the daily quota — logs it in the alert, and schedules the next one (10 s, 60 s, 300 s)
 //! or settles the alert. An alert whose delivery can no longer happen (alerts disabled, the
 //! mode changed, nowhere to send) is `skipped` with the reason.
+//!
+//! - Webhooks are at least once: a process that dies between the receiver's answer and the
+//!   record posts again when the job is retried, with the same `webhook-id` (the opaque_id),
+//!   by which receivers deduplicate.
+//! - Check-in emails are at most once: the attempt is claimed (`claimed_at`, in the
+//!   transaction that counts it in the quota) before the email is handed over, and the record
+//!   clears the claim. A job that finds a claim without a recorded outcome — the process died
+//!   mid-send, or the record failed after the send — sends nothing: it logs the attempt with
+//!   [`UNKNOWN_OUTCOME`] and settles the alert `failed`, its quota kept (the email may have
+//!   left). An admin may redeliver it.
+//! - An alert left `pending` because its job gave up (storage errors through all of the
+//!   job's own retries) stays in the log as is; once it is
+//!   [`STUCK_AFTER`](crate::domain::alerts::STUCK_AFTER) overdue,
+//!   redelivery restarts it (`Core::redeliver_alert`), logging a stale claim as above first.
+//!   Settling it from the jobs runtime's give-up path would need the database that just
+//!   failed, and a job dropped otherwise (unreadable, purged) would never reach that path.
 
 use super::Alerts;
 use crate::api::alerts::{ALERT_EVENT, AlertAttempt, AlertChannel, AlertPayload, AlertStatus};
 use crate::api::risk::{DeliveryMode, RiskConfig, SignalWeight};
 use crate::domain::alerts::{
-    AfterAttempt, CheckIn, LOGGED_BODY, PAYLOAD_SIGNALS, after_attempt, check_in_email, logged_body,
+    AfterAttempt, CheckIn, LOGGED_BODY, PAYLOAD_SIGNALS, UNKNOWN_OUTCOME, after_attempt,
+    check_in_email, logged_body,
 };
 use crate::domain::unsubscribe::SuppressionReason;
 use crate::email::{OutgoingEmail, SendError};
@@ -33,6 +50,10 @@ enum Step {
         attempt: AlertAttempt,
         succeeded: bool,
     },
+    /// A claimed attempt whose outcome was never recorded: logged, and the alert `failed`.
+    Unknown(AlertAttempt),
+    /// Another worker claimed this attempt: nothing to record.
+    Taken,
 }
 
 impl Alerts {
@@ -48,6 +69,17 @@ impl Alerts {
         {
             return Ok(());
         }
+        if let Some(claimed_at) = alert.claimed_at {
+            tracing::warn!(alert = %alert.id, "an alert attempt was claimed and never recorded; not sending it again");
+            return self
+                .record(
+                    &alert,
+                    due,
+                    attempt,
+                    Step::Unknown(unknown_attempt(claimed_at)),
+                )
+                .await;
+        }
         let Some(project) = projects::by_id(db, &project_id).await? else {
             return Ok(());
         };
@@ -56,7 +88,7 @@ impl Alerts {
             .ok_or_else(|| Error::internal("corrupt channel in risk_alerts"))?;
         let step = match channel {
             AlertChannel::Webhook => self.post_webhook(&project, &config, &alert).await?,
-            AlertChannel::Email => self.send_check_in(&project, &config, &alert).await?,
+            AlertChannel::Email => self.send_check_in(&project, &config, &alert, due).await?,
         };
         self.record(&alert, due, attempt, step).await
     }
@@ -67,7 +99,12 @@ impl Alerts {
         let mut attempts: Vec<AlertAttempt> = serde_json::from_str(&alert.attempts)
             .map_err(|_| Error::internal("corrupt attempts in risk_alerts"))?;
         let (status, reason, next) = match step {
+            Step::Taken => return Ok(()),
             Step::Skipped(reason) => (AlertStatus::Skipped, Some(reason), None),
+            Step::Unknown(tried) => {
+                attempts.push(tried);
+                (AlertStatus::Failed, None, None)
+            }
             Step::Tried {
                 attempt: tried,
                 succeeded,
@@ -186,12 +223,14 @@ impl Alerts {
         Ok(Step::Tried { attempt, succeeded })
     }
 
-    /// The check-in email to the customer, from the verified sender, counted in the quota.
+    /// The check-in email to the customer, from the verified sender, counted in the quota and
+    /// claimed (in one committed transaction) before it is handed over.
     async fn send_check_in(
         &self,
         project: &ProjectRecord,
         config: &RiskConfig,
         alert: &AlertRecord,
+        due: &str,
     ) -> Result<Step> {
         if !config.enabled {
             return Ok(Step::Skipped("alerts_disabled"));
@@ -220,6 +259,11 @@ impl Alerts {
             Err(Error::RateLimited(_)) => return Ok(Step::Skipped("quota_reached")),
             Err(e) => return Err(e),
         };
+        if !log::claim(&mut *tx, &alert.id, due, self.core.now()).await? {
+            // The count goes with the claim.
+            tx.rollback().await?;
+            return Ok(Step::Taken);
+        }
         tx.commit().await?;
 
         let address = super::sender_address(&sender.from);
@@ -299,6 +343,16 @@ fn payload(project_id: &str, alert: &AlertRecord) -> Result<Vec<u8>> {
         opaque_id: alert.opaque_id.clone(),
     })
     .map_err(Error::internal)
+}
+
+/// The log entry of a claimed attempt whose outcome was never recorded.
+pub(super) fn unknown_attempt(claimed_at: Timestamp) -> AlertAttempt {
+    AlertAttempt {
+        at: claimed_at,
+        status_code: None,
+        error: Some(UNKNOWN_OUTCOME.to_owned()),
+        response_body: None,
+    }
 }
 
 /// When an alert raised now is first attempted.

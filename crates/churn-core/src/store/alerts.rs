@@ -24,6 +24,8 @@ pub struct AlertRecord {
     /// JSON array of `{at, status_code, error, response_body}`.
     pub attempts: String,
     pub next_attempt_at: Option<Timestamp>,
+    /// Set while a direct-mode attempt is claimed and its outcome not yet recorded.
+    pub claimed_at: Option<Timestamp>,
     pub created_at: Timestamp,
 }
 
@@ -40,6 +42,7 @@ struct AlertRow {
     reason: Option<String>,
     attempts: String,
     next_attempt_at: Option<String>,
+    claimed_at: Option<String>,
     created_at: String,
 }
 
@@ -47,6 +50,7 @@ impl AlertRow {
     fn record(self) -> Result<AlertRecord> {
         Ok(AlertRecord {
             next_attempt_at: super::ts_opt(self.next_attempt_at.as_deref())?,
+            claimed_at: super::ts_opt(self.claimed_at.as_deref())?,
             created_at: ts(&self.created_at)?,
             id: self.id,
             opaque_id: self.opaque_id,
@@ -63,12 +67,12 @@ impl AlertRow {
 }
 
 const COLUMNS: &str = "id, opaque_id, customer_email, risk_score, risk_level, signals, channel, \
-                       status, reason, attempts, next_attempt_at, created_at";
+                       status, reason, attempts, next_attempt_at, claimed_at, created_at";
 
 pub async fn insert(db: &mut sqlx::AnyConnection, project_id: &str, a: &AlertRecord) -> Result<()> {
     sqlx::query(&format!(
         "INSERT INTO risk_alerts (project_id, {COLUMNS}) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
     ))
     .bind(project_id)
     .bind(&a.id)
@@ -82,6 +86,7 @@ pub async fn insert(db: &mut sqlx::AnyConnection, project_id: &str, a: &AlertRec
     .bind(&a.reason)
     .bind(&a.attempts)
     .bind(a.next_attempt_at.as_ref().map(time::format))
+    .bind(a.claimed_at.as_ref().map(time::format))
     .bind(time::format(&a.created_at))
     .execute(db)
     .await?;
@@ -176,6 +181,21 @@ pub async fn by_id<'e>(
     .transpose()
 }
 
+/// Claims the attempt of a pending delivery due at `due`, before its email is sent; `false`
+/// when the alert moved on or another worker holds the claim.
+pub async fn claim<'e>(db: impl Writes<'e>, id: &str, due: &str, now: Timestamp) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE risk_alerts SET claimed_at = $1 \
+         WHERE id = $2 AND status = 'pending' AND next_attempt_at = $3 AND claimed_at IS NULL",
+    )
+    .bind(time::format(&now))
+    .bind(id)
+    .bind(due)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// What an attempt leaves in the log.
 #[derive(Debug, Clone)]
 pub struct Settled<'a> {
@@ -186,12 +206,12 @@ pub struct Settled<'a> {
     pub next_attempt_at: Option<Timestamp>,
 }
 
-/// Records an attempt of a pending delivery due at `due`; `false` when the alert moved on
-/// meanwhile (another worker made this attempt).
+/// Records an attempt of a pending delivery due at `due`, releasing its claim; `false` when
+/// the alert moved on meanwhile (another worker recorded this attempt).
 pub async fn settle<'e>(db: impl Writes<'e>, id: &str, due: &str, s: &Settled<'_>) -> Result<bool> {
     let done = sqlx::query(
-        "UPDATE risk_alerts SET status = $1, reason = $2, attempts = $3, next_attempt_at = $4 \
-         WHERE id = $5 AND status = 'pending' AND next_attempt_at = $6",
+        "UPDATE risk_alerts SET status = $1, reason = $2, attempts = $3, next_attempt_at = $4, \
+         claimed_at = NULL WHERE id = $5 AND status = 'pending' AND next_attempt_at = $6",
     )
     .bind(s.status)
     .bind(s.reason)
@@ -204,21 +224,39 @@ pub async fn settle<'e>(db: impl Writes<'e>, id: &str, due: &str, s: &Settled<'_
     Ok(done.rows_affected() == 1)
 }
 
-/// Makes a settled alert pending again, due at `now`; `false` when it is pending already
-/// (or gone).
+/// Makes an alert pending again, due at `now`, with `attempts` as its log, provided it is
+/// still exactly as `seen` (status, attempts, due time, claim): `false` when it moved on.
 pub async fn restart<'e>(
     db: impl Writes<'e>,
     project_id: &str,
-    id: &str,
+    seen: &AlertRecord,
+    attempts: &str,
     now: Timestamp,
 ) -> Result<bool> {
     let done = sqlx::query(
-        "UPDATE risk_alerts SET status = 'pending', reason = NULL, next_attempt_at = $1 \
-         WHERE project_id = $2 AND id = $3 AND status <> 'pending'",
+        "UPDATE risk_alerts SET status = 'pending', reason = NULL, attempts = $1, \
+         next_attempt_at = $2, claimed_at = NULL \
+         WHERE project_id = $3 AND id = $4 AND status = $5 AND attempts = $6 \
+         AND COALESCE(next_attempt_at, '') = $7 AND COALESCE(claimed_at, '') = $8",
     )
+    .bind(attempts)
     .bind(time::format(&now))
     .bind(project_id)
-    .bind(id)
+    .bind(&seen.id)
+    .bind(&seen.status)
+    .bind(&seen.attempts)
+    .bind(
+        seen.next_attempt_at
+            .as_ref()
+            .map(time::format)
+            .unwrap_or_default(),
+    )
+    .bind(
+        seen.claimed_at
+            .as_ref()
+            .map(time::format)
+            .unwrap_or_default(),
+    )
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)

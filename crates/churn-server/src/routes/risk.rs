@@ -105,12 +105,13 @@ pub async fn alerts(
 
 /// Delivers a settled alert again (delivered, failed or skipped): a new attempt at once, on
 /// the alert's channel, with the same opaque_id; the new attempts are appended to the same
-/// log entry. Admins only; 409 while the alert is pending.
+/// log entry. Admins only; 409 while the alert is pending, unless it is stuck (more than 20
+/// minutes past its next attempt: its delivery job gave up).
 #[utoipa::path(post, path = "/projects/{slug}/churn-risk/alerts/{id}/redeliver", operation_id = "redeliver_churn_risk_alert", tag = "churn risk", security(("bearer" = [])),
     params(("slug" = String, Path), ("id" = String, Path)),
     responses((status = 202, description = "pending again, its first attempt due now", body = Data<Alert>),
               (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
-              (status = 409, description = "the alert is pending", body = ErrorBody)))]
+              (status = 409, description = "the alert is pending (and not stuck)", body = ErrorBody)))]
 pub async fn redeliver(
     State(s): State<AppState>,
     ProjectScope(access): AdminProject,

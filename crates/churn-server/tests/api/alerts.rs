@@ -24,6 +24,8 @@ both_backends!(
     redirects_are_not_followed,
     a_name_rebound_to_a_private_address_is_refused_at_delivery,
     direct_mode_emails_the_customer_unless_suppressed_or_over_quota,
+    a_check_in_claimed_and_never_recorded_is_not_sent_again,
+    a_pending_alert_whose_job_gave_up_is_redelivered_once_stuck,
 );
 
 /// The owner's token, logged in afresh (the test clock moves on days).
@@ -530,9 +532,8 @@ fn check_ins(app: &TestApp) -> Vec<String> {
         .collect()
 }
 
-async fn direct_mode_emails_the_customer_unless_suppressed_or_over_quota(backend: Backend) {
-    let app = TestApp::spawn_with(backend, Options::default().with("send_quota_trial", 1)).await;
-    let acme = acme_with_key(&app).await;
+/// A verified sender and direct mode (professional tone); the project's id.
+async fn direct_mode(app: &TestApp, acme: &Acme) -> String {
     app.expect(
         app.req(Method::PUT, "/projects/acme/email-settings")
             .bearer_auth(&acme.token)
@@ -543,20 +544,25 @@ async fn direct_mode_emails_the_customer_unless_suppressed_or_over_quota(backend
     app.query("UPDATE email_settings SET verified_at = '2026-01-01T00:00:00.000Z'")
         .await;
     configure(
-        &app,
+        app,
         json!({"delivery_mode": "direct", "email_tone": "professional"}),
     )
     .await;
-    let project_id = app
-        .expect(
-            app.req(Method::GET, "/projects/acme")
-                .bearer_auth(&acme.token),
-            200,
-        )
-        .await["data"]["id"]
+    app.expect(
+        app.req(Method::GET, "/projects/acme")
+            .bearer_auth(&acme.token),
+        200,
+    )
+    .await["data"]["id"]
         .as_str()
         .unwrap()
-        .to_owned();
+        .to_owned()
+}
+
+async fn direct_mode_emails_the_customer_unless_suppressed_or_over_quota(backend: Backend) {
+    let app = TestApp::spawn_with(backend, Options::default().with("send_quota_trial", 1)).await;
+    let acme = acme_with_key(&app).await;
+    let project_id = direct_mode(&app, &acme).await;
     app.query(&format!(
         "INSERT INTO email_suppressions (project_id, email, reason, created_at) \
          VALUES ('{project_id}', 'gone@shop.io', 'unsubscribed', '2026-01-01T00:00:00.000Z')"
@@ -631,4 +637,180 @@ async fn direct_mode_emails_the_customer_unless_suppressed_or_over_quota(backend
         .unwrap();
     assert_eq!(entry["status"], "delivered");
     assert_eq!(check_ins(&app).len(), 2);
+}
+
+/// Today's count of the project's daily send quota.
+async fn sends_counted(app: &TestApp, project_id: &str) -> i64 {
+    use sqlx::Row;
+    let day = clock_now(app).await.format("%Y-%m-%d").to_string();
+    app.query(&format!(
+        "SELECT sent FROM email_send_counts WHERE project_id = '{project_id}' AND day = '{day}'"
+    ))
+    .await
+    .first()
+    .map_or(0, |row| row.get::<i64, _>(0))
+}
+
+/// Marks the delivery jobs of an alert failed, as the jobs runtime does once a job has used
+/// up its own retries.
+async fn give_up_jobs_of(app: &TestApp, alert_id: &str) {
+    app.query(&format!(
+        "UPDATE jobs SET status = 'failed', last_error = 'database unavailable' \
+         WHERE kind = 'deliver_alert' AND payload LIKE '%{alert_id}%'"
+    ))
+    .await;
+}
+
+/// Two check-ins were claimed (and counted in the quota) by a process that died before it
+/// recorded them: the email may or may not have left. The job run after a restart logs the
+/// attempt with an unknown outcome and sends nothing; the other claim's job had given up, and
+/// redelivering it once stuck logs the unknown attempt before the new one.
+async fn a_check_in_claimed_and_never_recorded_is_not_sent_again(backend: Backend) {
+    let options = Options::default();
+    let app = TestApp::spawn_with(backend, options.clone()).await;
+    let acme = acme_with_key(&app).await;
+    let project_id = direct_mode(&app, &acme).await;
+    quiet_customers(&app, &acme, &["ana@shop.io", "bo@shop.io"]).await;
+    assert_eq!(recompute(&app, &acme).await["alerts"], 2);
+    let entries = log(&app, &acme).await;
+    let id_of = |email: &str| {
+        entries
+            .iter()
+            .find(|e| e["customer_email"] == email)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (ana, bo) = (id_of("ana@shop.io"), id_of("bo@shop.io"));
+
+    // The dead process's writes: each claim in the transaction that counted it.
+    let claimed_at = crate::helpers::wire_time(clock_now(&app).await);
+    app.query(&format!(
+        "UPDATE risk_alerts SET claimed_at = '{claimed_at}' WHERE project_id = '{project_id}'"
+    ))
+    .await;
+    let day = clock_now(&app).await.format("%Y-%m-%d").to_string();
+    app.query(&format!(
+        "INSERT INTO email_send_counts (project_id, day, sent) VALUES ('{project_id}', '{day}', 2)"
+    ))
+    .await;
+    give_up_jobs_of(&app, &bo).await;
+    let db = app.stop().await;
+    let app = TestApp::start(db, options).await;
+
+    assert_eq!(app.run_jobs().await, 1, "ana's delivery job");
+    assert!(check_ins(&app).is_empty(), "nothing sent again");
+    let unknown = json!({
+        "at": claimed_at,
+        "status_code": null,
+        "error": churn_core::domain::alerts::UNKNOWN_OUTCOME,
+        "response_body": null,
+    });
+    let entry =
+        |entries: &[Value], id: &str| entries.iter().find(|e| e["id"] == id).unwrap().clone();
+    let entries = log(&app, &acme).await;
+    let settled = entry(&entries, &ana);
+    assert_eq!(settled["status"], "failed");
+    assert_eq!(settled["next_attempt_at"], Value::Null);
+    assert_eq!(settled["attempts"], json!([unknown]));
+    assert!(
+        unknown["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("outcome unknown"),
+        "{unknown}"
+    );
+    assert_eq!(entry(&entries, &bo)["status"], "pending");
+    assert_eq!(sends_counted(&app, &project_id).await, 2, "both kept");
+    assert_eq!(app.run_jobs().await, 0);
+    assert!(check_ins(&app).is_empty());
+
+    // Bo's job gave up: pending, not redeliverable until stuck 20 minutes after it was due.
+    let token = login(&app).await;
+    let redeliver = format!("/projects/acme/churn-risk/alerts/{bo}/redeliver");
+    app.expect(app.req(Method::POST, &redeliver).bearer_auth(&token), 409)
+        .await;
+    advance_seconds(&app, 20 * 60 + 1).await;
+    let token = login(&app).await;
+    let again = app
+        .expect(app.req(Method::POST, &redeliver).bearer_auth(&token), 202)
+        .await["data"]
+        .clone();
+    assert_eq!(again["status"], "pending");
+    assert_eq!(again["attempts"], json!([unknown]));
+    assert_eq!(app.run_jobs().await, 1);
+    let mails = check_ins(&app);
+    assert_eq!(mails.len(), 1);
+    assert!(mails[0].contains("To: bo@shop.io"), "{}", mails[0]);
+    let delivered = entry(&log(&app, &acme).await, &bo);
+    assert_eq!(delivered["status"], "delivered");
+    let attempts = delivered["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(attempts[0], unknown);
+    assert_eq!(attempts[1]["error"], Value::Null);
+    assert_eq!(sends_counted(&app, &project_id).await, 3);
+}
+
+/// A webhook alert whose delivery job gave up on storage errors before any attempt stays
+/// pending; 20 minutes past its due time redelivery restarts it.
+async fn a_pending_alert_whose_job_gave_up_is_redelivered_once_stuck(backend: Backend) {
+    let receiver = fake_provider::start().await;
+    answer(&receiver, ResponseTemplate::new(204)).await;
+    let app = with_receiver(backend, &receiver).await;
+    let acme = acme_with_key(&app).await;
+    configure(
+        &app,
+        json!({"webhook_url": format!("{}/alerts", receiver.base)}),
+    )
+    .await;
+    quiet_customers(&app, &acme, &["quiet@shop.io"]).await;
+    assert_eq!(recompute(&app, &acme).await["alerts"], 1);
+    let pending = log(&app, &acme).await[0].clone();
+    let id = pending["id"].as_str().unwrap();
+    give_up_jobs_of(&app, id).await;
+    assert_eq!(app.run_jobs().await, 0);
+
+    let redeliver = format!("/projects/acme/churn-risk/alerts/{id}/redeliver");
+    app.expect(
+        app.req(Method::POST, &redeliver).bearer_auth(&acme.token),
+        409,
+    )
+    .await;
+    advance_seconds(&app, 20 * 60).await;
+    app.expect(
+        app.req(Method::POST, &redeliver).bearer_auth(&acme.token),
+        409,
+    )
+    .await;
+    advance_seconds(&app, 1).await;
+    let again = app
+        .expect(
+            app.req(Method::POST, &redeliver).bearer_auth(&acme.token),
+            202,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(again["status"], "pending");
+    assert_eq!(again["opaque_id"], pending["opaque_id"]);
+    assert_eq!(
+        again["next_attempt_at"],
+        json!(crate::helpers::wire_time(clock_now(&app).await))
+    );
+    assert_eq!(again["attempts"], json!([]));
+    assert_eq!(app.run_jobs().await, 1);
+    let requests = received(&receiver).await;
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0]
+            .headers
+            .get("webhook-id")
+            .unwrap()
+            .to_str()
+            .unwrap(),
+        pending["opaque_id"].as_str().unwrap()
+    );
+    let delivered = log(&app, &acme).await[0].clone();
+    assert_eq!(delivered["status"], "delivered");
+    assert_eq!(delivered["attempts"].as_array().unwrap().len(), 1);
 }
