@@ -151,6 +151,7 @@ impl Core {
             inputs.outside = outside_counts(self, project_id, slice, now).await?;
 
             let mut tx = self.store.begin().await?;
+            risk::lock_scoring(&mut tx, self.store.backend(), project_id).await?;
             for f in &facts {
                 let assessment = assess(&inputs.aggregates(f, now), &DEFAULT_WEIGHTS);
                 let record = score_record(f, assessment, &today, now)?;
@@ -164,7 +165,10 @@ impl Core {
             tx.commit().await?;
             after = last.email.clone();
         }
-        risk::purge_scores(self.store.writer(), project_id, &since_day(now, KEPT_DAYS)).await?;
+        let mut tx = self.store.begin().await?;
+        risk::lock_scoring(&mut tx, self.store.backend(), project_id).await?;
+        risk::purge_scores(&mut *tx, project_id, &since_day(now, KEPT_DAYS)).await?;
+        tx.commit().await?;
         Ok(Recomputed { scored, alerts })
     }
 
