@@ -46,7 +46,7 @@ $gen INSERT INTO jobs (id, kind, payload, run_at, status, attempts, max_attempts
 SELECT 'job-dun-' || n, 'dunning_retry', '{\"failure_id\":\"pf-' || n || '\",\"due\":\"$2\"}', '$2', 'queued', 0, 5,
   '$now', '$now' FROM g;
 COMMIT;"
-  if [ "$BACKEND" = postgres ]; then psql -q "$DB" <<<"$sql; ANALYZE;"; else sqlite3 "$WORK/churn.db" <<<"PRAGMA busy_timeout = 10000; $sql"; fi
+  if [ "$BACKEND" = postgres ]; then psql -q "$DB" <<<"$sql; ANALYZE;"; else sqlite3 "$WORK/churn.db" <<<"PRAGMA busy_timeout = 10000; $sql" >/dev/null; fi
 }
 attempts() {
   local sql="SELECT COUNT(DISTINCT failure_id) FROM payment_attempts"

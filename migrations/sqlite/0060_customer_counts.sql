@@ -1,4 +1,5 @@
--- The customer and churn-risk lists of a large project (decisions §8, §9) without scanning it.
+-- The customer and churn-risk lists, and scoring runs, of a large project (decisions §8, §9)
+-- without scanning it.
 
 -- Highest risk first, insufficient data last, ties by email: the risk lists' order, read
 -- from the index instead of sorting every customer of the project.
@@ -77,3 +78,9 @@ BEGIN
         SELECT 'risk_' || COALESCE(c.risk_level, 'none') FROM customers c
         WHERE c.project_id = OLD.project_id AND c.email = OLD.customer_email AND c.risk_day = OLD.day);
 END;
+
+-- A customer's latest alert, read for every customer a scoring run scores at or above the
+-- threshold: with `id` in the index it answers the query's whole order, so the planner no
+-- longer prefers walking all the project's alerts by time (quadratic in a large project).
+DROP INDEX risk_alerts_by_customer;
+CREATE INDEX risk_alerts_by_customer ON risk_alerts (project_id, customer_email, created_at, id);
