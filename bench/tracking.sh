@@ -6,7 +6,8 @@
 #    with the server's peak RSS (VmHWM) before and after;
 #  - the customer and risk lists of that project against a project of 100 customers;
 #  - `POST /track` throughput with wrk, single events and batches of 100, distinct ids.
-# Usage: bench/tracking.sh [sqlite|postgres ...]   (env: DURATION=10s CONNS=32 CUSTOMERS=100000)
+# Usage: bench/tracking.sh [sqlite|postgres ...]   (env: DURATION=10s CONNS=32 CUSTOMERS=100000;
+#        FRESH=1: only the /track rows, on a fresh database)
 CUSTOMERS=${CUSTOMERS:-100000}
 source "$(dirname "$0")/common.sh"
 command -v sqlite3 >/dev/null || { echo "sqlite3 is required (apt-get install sqlite3)" >&2; exit 1; }
@@ -88,6 +89,28 @@ SQL
 
 hwm() { awk '/VmHWM/ {printf "%.0f MiB", $2 / 1024}' "/proc/$SERVER/status"; }
 
+# track_rows <key>: the two /track rows (events/s: req/s for single events, 100 × req/s for
+# batches), then how many events the project holds.
+track_rows() {
+  row "POST /track (single)" "http://$ADDR" -H "X-API-Key: $1" -s bench/track_single.lua
+  row "POST /track (batch of 100)" "http://$ADDR" -H "X-API-Key: $1" -s bench/track_batch.lua
+  stored=$(curl -sf "$API/projects/track/analytics/events?days=1" -H "X-API-Key: $1" | jq '[.data[].count] | add')
+  echo "$BACKEND: $stored events stored in project track; uptime: $(uptime)" >&2
+}
+
+# FRESH=1: only the /track rows, into a fresh database (no seeded history).
+if [ -n "${FRESH:-}" ]; then
+  echo "| backend | request | req/s | p50 | p99 | non-2xx |"
+  echo "|---|---|---|---|---|---|"
+  for BACKEND in "${BACKENDS[@]}"; do
+    start_server "$BACKEND"
+    RESP=$(curl -sf "$API/projects" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"name":"track"}')
+    track_rows "$(jq -r .data.api_keys.secret_key <<<"$RESP")"
+    stop_server
+  done
+  exit 0
+fi
+
 for BACKEND in "${BACKENDS[@]}"; do
   start_server "$BACKEND"
   declare -A KEY ID
@@ -126,10 +149,7 @@ for BACKEND in "${BACKENDS[@]}"; do
   done
   echo "uptime after lists: $(uptime)" >&2
 
-  # Events/s is req/s for single events and 100 × req/s for batches.
-  row "POST /track (single)" "http://$ADDR" -H "X-API-Key: ${KEY[track]}" -s bench/track_single.lua
-  row "POST /track (batch of 100)" "http://$ADDR" -H "X-API-Key: ${KEY[track]}" -s bench/track_batch.lua
-  stored=$(curl -sf "$API/projects/track/analytics/events?days=1" -H "X-API-Key: ${KEY[track]}" | jq '[.data[].count] | add')
-  echo "$BACKEND: $stored events stored in project track; uptime: $(uptime)" >&2
+  # Into a third project of the same database (3,000,000 events already in its tables).
+  track_rows "${KEY[track]}"
   stop_server
 done
