@@ -10,7 +10,8 @@
 #  - webhook intake: wrk posts signed `invoice.payment_failed` deliveries (distinct events,
 #    signed right before the run by payments.py sign) into one project.
 # Usage: bench/webhooks.sh [sqlite|postgres ...]   (env: DURATION=10s CONNS=32 RECORDS=10000
-#        DELIVERIES=80000: signed bodies made; more than the run can post, so none repeats)
+#        DELIVERIES=80000: signed bodies made; more than the run can post, so none repeats;
+#        INTAKE_ONLY=1: skip the dunning run)
 RECORDS=${RECORDS:-10000}
 DELIVERIES=${DELIVERIES:-80000}
 source "$(dirname "$0")/common.sh"
@@ -63,8 +64,21 @@ connect() {
     -d "{\"api_key\":\"sk_test_bench\",\"webhook_secret\":\"whsec_bench\",\"api_base\":\"$PROVIDER\"}" >/dev/null
 }
 
+# waits: on PostgreSQL, what the project's backends wait on while wrk runs (sampled every
+# 0.1 s): row locks (`Lock`) would mean deliveries queue on shared rows such as counts.
+waits() {
+  while sleep 0.1; do
+    psql -tAq "$DB" -c "SELECT COALESCE(wait_event_type, 'on CPU') || ':' || COALESCE(wait_event, '-') \
+      FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()"
+  done
+}
+
 for BACKEND in "${BACKENDS[@]}"; do
   start_server "$BACKEND"
+  if [ -n "${INTAKE_ONLY:-}" ]; then
+    echo "| backend | request | req/s | p50 | p99 | non-2xx |"
+    echo "|---|---|---|---|---|---|"
+  else
   connect dunning
   seed "$PID" "$(date -u -d '+1 day' +%Y-%m-%dT%H:%M:%S.000Z)"
   before=$(hwm)
@@ -81,15 +95,21 @@ for BACKEND in "${BACKENDS[@]}"; do
     "$(jq .data.recovered <<<"$stats")" "$(jq .data.abandoned <<<"$stats")" "$(jq .data.active <<<"$stats")" \
     "$secs" "$(echo "$RECORDS / $secs" | bc -l)" "$before" "$(hwm)"
   echo "$BACKEND: dunning run done; uptime: $(uptime)" >&2
+  echo "| backend | request | req/s | p50 | p99 | non-2xx |"
+  echo "|---|---|---|---|---|---|"
+  fi
 
   connect intake
   # The dev clock moved a day on: sign with its time, not the wall clock's.
   python3 bench/payments.py sign --secret whsec_bench --count "$DELIVERIES" --out "$TLS/bodies" \
     --now "$(curl -sf "$API/dev/clock" | jq -r .data.now)"
-  echo "| backend | request | req/s | p50 | p99 | non-2xx |"
-  echo "|---|---|---|---|---|---|"
+  if [ "$BACKEND" = postgres ]; then waits >"$TLS/waits" 2>/dev/null & SAMPLER=$!; fi
   WEBHOOK_BODIES="$TLS/bodies" WEBHOOK_PATH="/api/v1/webhooks/providerA/$PUB" WEBHOOK_THREADS=$THREADS \
-    row "POST /webhooks/providerA (invoice.payment_failed)" "http://$ADDR" -s bench/webhook.lua
+    row "POST /webhooks/providerA (invoice.payment_failed, $CONNS connections)" "http://$ADDR" -s bench/webhook.lua
+  if [ "$BACKEND" = postgres ]; then
+    kill "$SAMPLER"
+    echo "$BACKEND: backends seen waiting on (samples): $(sort "$TLS/waits" | uniq -c | sort -rn | awk '{printf "%s %s, ", $2, $1}')" >&2
+  fi
   stats=$(curl -sf "$API/projects/intake/payment-failures/stats" -H "authorization: Bearer $TOKEN")
   echo "$BACKEND: $(jq .data.total_failures <<<"$stats") payment failures created by the intake; uptime: $(uptime)" >&2
   stop_server

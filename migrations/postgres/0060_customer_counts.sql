@@ -9,9 +9,8 @@ CREATE INDEX customers_by_risk_rank ON customers (project_id, (risk_score IS NUL
 -- score, per level (`risk_<level>`, `risk_none` for insufficient data) — a latest score being
 -- the `risk_scores` row of the customer's `risk_day`, as the risk list joins it. Kept by
 -- triggers in the same transaction as every change, so list totals read a few rows. A
--- project's counts are spread over shards by a hash of the email (`count_shard`), so
--- concurrent writers (tracking, provider events, scoring) seldom queue on one row lock;
--- readers add them up.
+-- project's counts are spread over shards (`count_shard`), so concurrent writers (tracking,
+-- provider events, scoring) seldom queue on one row lock; readers add them up.
 CREATE TABLE customer_counts (
     project_id TEXT NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
     shard      INTEGER NOT NULL,
@@ -20,33 +19,27 @@ CREATE TABLE customer_counts (
     PRIMARY KEY (project_id, shard, key)
 );
 
--- The shard of a customer's rows in kept counts (here and 0061): one of 64, so concurrent
--- transactions, each holding its count rows until its commit, seldom meet on one.
-CREATE FUNCTION count_shard(p_email TEXT) RETURNS INTEGER LANGUAGE sql IMMUTABLE AS $$
-    SELECT hashtext(p_email) & 63
+-- The shard a transaction writes its count changes to (here and 0061): one of 64, by its
+-- server process, so each transaction holds one row per key (no two transactions can lock
+-- count rows in opposite orders) and concurrent ones seldom meet on one.
+CREATE FUNCTION count_shard() RETURNS INTEGER LANGUAGE sql AS $$
+    SELECT pg_backend_pid() & 63
 $$;
 
 INSERT INTO customer_counts (project_id, shard, key, n)
-SELECT project_id, count_shard(email), 'customer', COUNT(*) FROM customers GROUP BY 1, 2;
+SELECT project_id, 0, 'customer', COUNT(*) FROM customers GROUP BY 1;
 INSERT INTO customer_counts (project_id, shard, key, n)
-SELECT c.project_id, count_shard(c.email), 'risk_' || COALESCE(c.risk_level, 'none'), COUNT(*)
+SELECT c.project_id, 0, 'risk_' || COALESCE(c.risk_level, 'none'), COUNT(*)
 FROM customers c JOIN risk_scores r ON r.project_id = c.project_id AND r.customer_email = c.email AND r.day = c.risk_day
-GROUP BY 1, 2, 3;
+GROUP BY 1, 3;
 
--- Adds `d` to a count; a decrement only updates (a project being deleted may have lost its
--- count rows already).
-CREATE FUNCTION customer_count_add(p_project TEXT, p_email TEXT, p_key TEXT, p_d BIGINT) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF p_d < 0 THEN
-        UPDATE customer_counts SET n = n + p_d
-        WHERE project_id = p_project AND shard = count_shard(p_email) AND key = p_key;
-    ELSE
-        INSERT INTO customer_counts (project_id, shard, key, n)
-        VALUES (p_project, count_shard(p_email), p_key, p_d)
-        ON CONFLICT (project_id, shard, key) DO UPDATE SET n = customer_counts.n + EXCLUDED.n;
-    END IF;
-END;
+-- Adds `p_d` (negative too: a shard's count may go below zero, the sum is what counts) to a
+-- count, unless the project is being deleted (its count rows go with it).
+CREATE FUNCTION customer_count_add(p_project TEXT, p_key TEXT, p_d BIGINT) RETURNS void
+LANGUAGE sql AS $$
+    INSERT INTO customer_counts (project_id, shard, key, n)
+    SELECT p_project, count_shard(), p_key, p_d WHERE EXISTS (SELECT 1 FROM projects WHERE id = p_project)
+    ON CONFLICT (project_id, shard, key) DO UPDATE SET n = customer_counts.n + EXCLUDED.n
 $$;
 
 -- Whether the customer's latest score row exists (the risk list's join).
@@ -63,17 +56,17 @@ BEGIN
         RETURN NULL;
     END IF;
     IF TG_OP = 'INSERT' THEN
-        PERFORM customer_count_add(NEW.project_id, NEW.email, 'customer', 1);
+        PERFORM customer_count_add(NEW.project_id, 'customer', 1);
     ELSIF TG_OP = 'DELETE' THEN
-        PERFORM customer_count_add(OLD.project_id, OLD.email, 'customer', -1);
+        PERFORM customer_count_add(OLD.project_id, 'customer', -1);
     END IF;
     IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.risk_day IS NOT NULL
        AND customer_scored(OLD.project_id, OLD.email, OLD.risk_day) THEN
-        PERFORM customer_count_add(OLD.project_id, OLD.email, 'risk_' || COALESCE(OLD.risk_level, 'none'), -1);
+        PERFORM customer_count_add(OLD.project_id, 'risk_' || COALESCE(OLD.risk_level, 'none'), -1);
     END IF;
     IF TG_OP IN ('UPDATE', 'INSERT') AND NEW.risk_day IS NOT NULL
        AND customer_scored(NEW.project_id, NEW.email, NEW.risk_day) THEN
-        PERFORM customer_count_add(NEW.project_id, NEW.email, 'risk_' || COALESCE(NEW.risk_level, 'none'), 1);
+        PERFORM customer_count_add(NEW.project_id, 'risk_' || COALESCE(NEW.risk_level, 'none'), 1);
     END IF;
     RETURN NULL;
 END;
@@ -92,7 +85,7 @@ BEGIN
     SELECT 'risk_' || COALESCE(c.risk_level, 'none') INTO v_key FROM customers c
     WHERE c.project_id = r.project_id AND c.email = r.customer_email AND c.risk_day = r.day;
     IF FOUND THEN
-        PERFORM customer_count_add(r.project_id, r.customer_email, v_key, CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END);
+        PERFORM customer_count_add(r.project_id, v_key, CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END);
     END IF;
     RETURN NULL;
 END;
