@@ -23,7 +23,7 @@ pub async fn insert_many<'e>(
     }
     let rows = values(events.len(), 10, 2, |n| {
         format!(
-            "($1, ${n}, ${}, ${}, ${}, ${}, $2, ${}, ${}, ${}, ${}, ${})",
+            "($1, ${n}, ${}, ${}, ${}, ${}, $2, CAST(${} AS DOUBLE PRECISION), ${}, ${}, ${}, ${})",
             n + 1,
             n + 2,
             n + 3,
@@ -51,7 +51,9 @@ pub async fn insert_many<'e>(
             .bind(&e.event)
             .bind(serde_json::Value::Object(e.properties.clone()).to_string())
             .bind(time::format(&e.occurred_at))
-            .bind(x.duration_seconds)
+            // As text: sqlx 0.8.6's Any driver sends a null `f64` as a PostgreSQL float4, and
+            // the statement, cached with that type, then refuses the next event's float8.
+            .bind(x.duration_seconds.map(|d| d.to_string()))
             .bind(x.feature.as_deref())
             .bind(x.category.as_deref())
             .bind(x.nps_score)
