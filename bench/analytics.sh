@@ -58,12 +58,12 @@ SELECT 'seedv-' || lpad(n::text, 8, '0'), 'seed-' || lpad(n::text, 8, '0'), '$2'
        'template', 'c' || n || '@example.com', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z'
 FROM generate_series(30, $3, 30) n;
 DELETE FROM churn_event_counts WHERE project_id = '$2';
-INSERT INTO churn_event_counts (project_id, status, event_type, n, mrr_sum)
-SELECT project_id, status, event_type, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3;
+INSERT INTO churn_event_counts (project_id, status, event_type, shard, n, mrr_sum)
+SELECT project_id, status, event_type, 0, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 4;
 DELETE FROM churn_cohorts WHERE project_id = '$2';
-INSERT INTO churn_cohorts (project_id, month, status, strategy, n, mrr_sum)
-SELECT project_id, substr(created_at, 1, 7), status, churn_cohort_strategy(id, status), COUNT(*), SUM(mrr)
-FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 4;
+INSERT INTO churn_cohorts (project_id, month, status, strategy, shard, n, mrr_sum)
+SELECT project_id, substr(created_at, 1, 7), status, churn_cohort_strategy(id, status), 0, COUNT(*), SUM(mrr)
+FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 4, 5;
 COMMIT;
 ANALYZE;
 SQL

@@ -32,10 +32,10 @@ SELECT 'seed-$2-' || lpad(n::text, 8, '0'), '$2', 'c' || n || '@example.com', 'c
 FROM generate_series(1, $3) n;
 ALTER TABLE churn_events ENABLE TRIGGER churn_events_counted;
 ALTER TABLE churn_events ENABLE TRIGGER churn_cohorts_counted;
-INSERT INTO churn_event_counts (project_id, status, event_type, n, mrr_sum)
-SELECT project_id, status, event_type, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3;
-INSERT INTO churn_cohorts (project_id, month, status, strategy, n, mrr_sum)
-SELECT project_id, substr(created_at, 1, 7), status, '', COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3;
+INSERT INTO churn_event_counts (project_id, status, event_type, shard, n, mrr_sum)
+SELECT project_id, status, event_type, 0, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 4;
+INSERT INTO churn_cohorts (project_id, month, status, strategy, shard, n, mrr_sum)
+SELECT project_id, substr(created_at, 1, 7), status, '', 0, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 5;
 ANALYZE churn_events;
 SQL
 }

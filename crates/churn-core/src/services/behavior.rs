@@ -2,7 +2,7 @@
 //! timeline, and event-name analytics. Ingestion writes the raw events, their daily rollups
 //! and the customers in one transaction; the reads use the rollups.
 
-use std::collections::{BTreeMap, btree_map::Entry};
+use std::collections::{BTreeMap, BTreeSet, btree_map::Entry};
 
 use serde_json::Value;
 
@@ -112,9 +112,10 @@ impl Core {
         })
     }
 
-    /// Stores the events not seen before and says how many. Rows are written in one order
-    /// (events by id, then rollups, then customers, each sorted), so two concurrent batches
-    /// on PostgreSQL wait for each other instead of deadlocking.
+    /// Stores the events not seen before and says how many: one statement each for the
+    /// events, their rollups and their customers. Rows are written in one order (events by
+    /// id, then rollups, then customers, each sorted), so two concurrent batches on
+    /// PostgreSQL wait for each other instead of deadlocking.
     async fn store_events(
         &self,
         project_id: &str,
@@ -142,15 +143,18 @@ impl Core {
             .into_iter()
             .map(|e| (e.id.clone().unwrap_or_else(new_id), e))
             .collect();
+        // Stable: of events repeating an id within the batch, the first is the one stored.
         keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        keyed.dedup_by(|later, first| later.0 == first.0);
+        let rows: Vec<(&str, &BehaviorEvent)> =
+            keyed.iter().map(|(id, e)| (id.as_str(), e)).collect();
+        let stored: BTreeSet<String> = behavior::insert_many(&mut **tx, project_id, &rows, now)
+            .await?
+            .into_iter()
+            .collect();
         let mut rollups: BTreeMap<RollupKey, i64> = BTreeMap::new();
         let mut activity: BTreeMap<String, Activity> = BTreeMap::new();
-        let mut accepted = 0;
-        for (id, e) in &keyed {
-            if !behavior::insert(&mut **tx, project_id, id, e, now).await? {
-                continue;
-            }
-            accepted += 1;
+        for (_, e) in rows.iter().filter(|(id, _)| stored.contains(*id)) {
             let key = RollupKey {
                 customer_email: e.customer_email.clone(),
                 day: e.day(),
@@ -160,12 +164,11 @@ impl Core {
             *rollups.entry(key).or_default() += 1;
             note_activity(&mut activity, e);
         }
-        for (key, n) in &rollups {
-            behavior::add_to_rollup(&mut **tx, project_id, key, *n).await?;
-        }
-        for a in activity.values() {
-            customers::record_activity(&mut **tx, project_id, a).await?;
-        }
+        let counts: Vec<(&RollupKey, i64)> = rollups.iter().map(|(k, n)| (k, *n)).collect();
+        behavior::add_to_rollups(&mut **tx, project_id, &counts).await?;
+        let seen: Vec<&Activity> = activity.values().collect();
+        customers::record_activity(&mut **tx, project_id, &seen).await?;
+        let accepted = stored.len() as u64;
         if accepted > 0 {
             self.schedule_scoring(tx, project_id, now).await?;
         }

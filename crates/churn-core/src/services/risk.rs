@@ -123,6 +123,7 @@ impl Core {
         let mut alerts = 0;
         while let Some((facts, mut inputs)) = self.read_slice(project_id, &after, now).await? {
             let mut tx = self.store.begin().await?;
+            risk::lock_scoring(&mut tx, self.store.backend(), project_id).await?;
             for f in &facts {
                 let assessment = model.assess(&inputs.aggregates(f, now));
                 let record = score_record(f, assessment, model.kind, &today, now)?;
@@ -136,7 +137,10 @@ impl Core {
             tx.commit().await?;
             after = facts.last().map(|f| f.email.clone()).unwrap_or_default();
         }
-        risk::purge_scores(self.store.writer(), project_id, &since_day(now, KEPT_DAYS)).await?;
+        let mut tx = self.store.begin().await?;
+        risk::lock_scoring(&mut tx, self.store.backend(), project_id).await?;
+        risk::purge_scores(&mut *tx, project_id, &since_day(now, KEPT_DAYS)).await?;
+        tx.commit().await?;
         Ok(Recomputed { scored, alerts })
     }
 

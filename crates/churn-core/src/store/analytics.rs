@@ -25,8 +25,10 @@ pub async fn monthly<'e>(
     last: Month,
 ) -> Result<Vec<MonthlyCount>> {
     let rows: Vec<Row> = sqlx::query_as(
-        "SELECT month, status, strategy, n, mrr_sum FROM churn_cohorts \
-         WHERE project_id = $1 AND month >= $2 AND month <= $3 AND n <> 0",
+        "SELECT month, status, strategy, CAST(SUM(n) AS BIGINT) AS n, \
+         CAST(SUM(mrr_sum) AS BIGINT) AS mrr_sum FROM churn_cohorts \
+         WHERE project_id = $1 AND month >= $2 AND month <= $3 \
+         GROUP BY month, status, strategy HAVING SUM(n) <> 0",
     )
     .bind(project_id)
     .bind(first.to_string())
@@ -53,11 +55,13 @@ pub async fn first_month<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<Month>> {
-    let first: Option<String> =
-        sqlx::query_scalar("SELECT MIN(month) FROM churn_cohorts WHERE project_id = $1 AND n <> 0")
-            .bind(project_id)
-            .fetch_one(db)
-            .await?;
+    let first: Option<String> = sqlx::query_scalar(
+        "SELECT MIN(month) FROM (SELECT month FROM churn_cohorts WHERE project_id = $1 \
+             GROUP BY month HAVING SUM(n) <> 0) AS months",
+    )
+    .bind(project_id)
+    .fetch_one(db)
+    .await?;
     Ok(first.as_deref().and_then(Month::parse))
 }
 

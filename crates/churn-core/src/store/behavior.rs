@@ -4,43 +4,62 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{Writes, ts};
+use super::{Writes, ts, values};
 use crate::domain::behavior::BehaviorEvent;
 use crate::error::{Error, Result};
 use crate::time::{self, Timestamp};
 
-/// Stores the event under `id` unless the project holds that id already (the primary key
-/// decides, also between concurrent requests); `false`: a duplicate, nothing stored.
-pub async fn insert<'e>(
+/// Stores, in one statement, the events whose ids the project does not hold yet (the primary
+/// key decides, also between concurrent requests) and answers the ids stored. `events` must
+/// not repeat an id; rows are written in the order given.
+pub async fn insert_many<'e>(
     db: impl Writes<'e>,
     project_id: &str,
-    id: &str,
-    e: &BehaviorEvent,
+    events: &[(&str, &BehaviorEvent)],
     now: Timestamp,
-) -> Result<bool> {
-    let properties = serde_json::Value::Object(e.properties.clone()).to_string();
-    let x = &e.extracted;
-    let done = sqlx::query(
+) -> Result<Vec<String>> {
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = values(events.len(), 10, 2, |n| {
+        format!(
+            "($1, ${n}, ${}, ${}, ${}, ${}, $2, CAST(${} AS DOUBLE PRECISION), ${}, ${}, ${}, ${})",
+            n + 1,
+            n + 2,
+            n + 3,
+            n + 4,
+            n + 5,
+            n + 6,
+            n + 7,
+            n + 8,
+            n + 9
+        )
+    });
+    let sql = format!(
         "INSERT INTO behavior_events (project_id, id, customer_email, event, properties, occurred_at, \
          received_at, duration_seconds, feature, category, nps_score, expires_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-         ON CONFLICT (project_id, id) DO NOTHING",
-    )
-    .bind(project_id)
-    .bind(id)
-    .bind(&e.customer_email)
-    .bind(&e.event)
-    .bind(properties)
-    .bind(time::format(&e.occurred_at))
-    .bind(time::format(&now))
-    .bind(x.duration_seconds)
-    .bind(x.feature.as_deref())
-    .bind(x.category.as_deref())
-    .bind(x.nps_score)
-    .bind(x.expires_at.as_ref().map(time::format))
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() == 1)
+         VALUES {rows} ON CONFLICT (project_id, id) DO NOTHING RETURNING id"
+    );
+    let mut query = sqlx::query_scalar::<_, String>(&sql)
+        .bind(project_id)
+        .bind(time::format(&now));
+    for (id, e) in events {
+        let x = &e.extracted;
+        query = query
+            .bind(*id)
+            .bind(&e.customer_email)
+            .bind(&e.event)
+            .bind(serde_json::Value::Object(e.properties.clone()).to_string())
+            .bind(time::format(&e.occurred_at))
+            // As text: sqlx 0.8.6's Any driver sends a null `f64` as a PostgreSQL float4, and
+            // the statement, cached with that type, then refuses the next event's float8.
+            .bind(x.duration_seconds.map(|d| d.to_string()))
+            .bind(x.feature.as_deref())
+            .bind(x.category.as_deref())
+            .bind(x.nps_score)
+            .bind(x.expires_at.as_ref().map(time::format));
+    }
+    Ok(query.fetch_all(db).await?)
 }
 
 /// The key of one daily rollup row.
@@ -52,27 +71,33 @@ pub struct RollupKey {
     pub detail: String,
 }
 
-/// Adds `n` to a rollup row.
-pub async fn add_to_rollup<'e>(
+/// Adds each count to its rollup row, in one statement, in the order given (distinct keys).
+pub async fn add_to_rollups<'e>(
     db: impl Writes<'e>,
     project_id: &str,
-    key: &RollupKey,
-    n: i64,
+    counts: &[(&RollupKey, i64)],
 ) -> Result<()> {
-    sqlx::query(
+    if counts.is_empty() {
+        return Ok(());
+    }
+    let rows = values(counts.len(), 5, 1, |n| {
+        format!("($1, ${n}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4)
+    });
+    let sql = format!(
         "INSERT INTO behavior_daily (project_id, customer_email, day, event, detail, n) \
-         VALUES ($1, $2, $3, $4, $5, $6) \
-         ON CONFLICT (project_id, customer_email, day, event, detail) \
-         DO UPDATE SET n = behavior_daily.n + excluded.n",
-    )
-    .bind(project_id)
-    .bind(&key.customer_email)
-    .bind(&key.day)
-    .bind(&key.event)
-    .bind(&key.detail)
-    .bind(n)
-    .execute(db)
-    .await?;
+         VALUES {rows} ON CONFLICT (project_id, customer_email, day, event, detail) \
+         DO UPDATE SET n = behavior_daily.n + excluded.n"
+    );
+    let mut query = sqlx::query(&sql).bind(project_id);
+    for (key, n) in counts {
+        query = query
+            .bind(&key.customer_email)
+            .bind(&key.day)
+            .bind(&key.event)
+            .bind(&key.detail)
+            .bind(*n);
+    }
+    query.execute(db).await?;
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{Writes, ts};
+use super::{Writes, ts, values};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -53,25 +53,41 @@ pub struct Activity {
     pub card_expiry: Option<(Timestamp, Timestamp)>,
 }
 
-/// Upserts the customer with the span of its tracked history and its latest NPS answer and
-/// card expiry (each replaced only by a newer one).
+/// Upserts each customer with the span of its tracked history and its latest NPS answer and
+/// card expiry (each replaced only by a newer one), in one statement, in the order given
+/// (distinct emails).
 pub async fn record_activity<'e>(
     db: impl Writes<'e>,
     project_id: &str,
-    a: &Activity,
+    activities: &[&Activity],
 ) -> Result<()> {
+    if activities.is_empty() {
+        return Ok(());
+    }
     let newer = |value: &str, at: &str| {
         format!(
             "{value} = CASE WHEN excluded.{at} IS NOT NULL AND (customers.{at} IS NULL OR \
              excluded.{at} >= customers.{at}) THEN excluded.{value} ELSE customers.{value} END"
         )
     };
+    let rows = values(activities.len(), 7, 1, |n| {
+        format!(
+            "($1, ${n}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+            n + 1,
+            n + 2,
+            n + 1,
+            n + 2,
+            n + 3,
+            n + 4,
+            n + 5,
+            n + 6
+        )
+    });
     // Every SET expression reads the row as it was, so the guards may be replaced too.
     let sql = format!(
         "INSERT INTO customers (project_id, email, first_seen_at, last_seen_at, first_event_at, \
          last_event_at, nps_score, nps_at, card_expires_at, card_expiry_at) \
-         VALUES ($1, $2, $3, $4, $3, $4, $5, $6, $7, $8) \
-         ON CONFLICT (project_id, email) DO UPDATE SET {}, {}, {}, {}, {}, {}, {}, {}",
+         VALUES {rows} ON CONFLICT (project_id, email) DO UPDATE SET {}, {}, {}, {}, {}, {}, {}, {}",
         widen("first_seen_at", true),
         widen("last_seen_at", false),
         widen("first_event_at", true),
@@ -81,17 +97,18 @@ pub async fn record_activity<'e>(
         newer("nps_at", "nps_at"),
         newer("card_expiry_at", "card_expiry_at"),
     );
-    sqlx::query(&sql)
-        .bind(project_id)
-        .bind(&a.email)
-        .bind(time::format(&a.first_at))
-        .bind(time::format(&a.last_at))
-        .bind(a.nps.map(|(score, _)| score))
-        .bind(a.nps.map(|(_, at)| time::format(&at)))
-        .bind(a.card_expiry.map(|(expires, _)| time::format(&expires)))
-        .bind(a.card_expiry.map(|(_, at)| time::format(&at)))
-        .execute(db)
-        .await?;
+    let mut query = sqlx::query(&sql).bind(project_id);
+    for a in activities {
+        query = query
+            .bind(&a.email)
+            .bind(time::format(&a.first_at))
+            .bind(time::format(&a.last_at))
+            .bind(a.nps.map(|(score, _)| score))
+            .bind(a.nps.map(|(_, at)| time::format(&at)))
+            .bind(a.card_expiry.map(|(expires, _)| time::format(&expires)))
+            .bind(a.card_expiry.map(|(_, at)| time::format(&at)));
+    }
+    query.execute(db).await?;
     Ok(())
 }
 
@@ -231,11 +248,15 @@ pub async fn count<'e>(
         .bind(contains_pattern(q))
         .fetch_one(db)
         .await?,
+        // The count kept by triggers (migrations/*/0060_customer_counts.sql).
         None => {
-            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM customers WHERE project_id = $1")
-                .bind(project_id)
-                .fetch_one(db)
-                .await?
+            sqlx::query_scalar::<_, i64>(
+                "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM customer_counts \
+                 WHERE project_id = $1 AND key = 'customer'",
+            )
+            .bind(project_id)
+            .fetch_one(db)
+            .await?
         }
     };
     Ok(u64::try_from(n).unwrap_or(0))

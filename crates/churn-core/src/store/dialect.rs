@@ -31,6 +31,18 @@ impl Backend {
         }
     }
 
+    /// A statement taking a lock named by its one parameter until the transaction ends;
+    /// SQLite has a single writer, which serialises transactions already.
+    pub fn transaction_lock(self) -> Option<&'static str> {
+        match self {
+            // The constant keeps the void result of the function out of the row.
+            Backend::Postgres => {
+                Some("SELECT CAST(1 AS BIGINT) FROM pg_advisory_xact_lock(hashtext($1))")
+            }
+            Backend::Sqlite => None,
+        }
+    }
+
     /// Whether other server processes may share the database (and caches must follow them).
     pub fn shared(self) -> bool {
         self == Backend::Postgres

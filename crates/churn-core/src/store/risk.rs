@@ -5,7 +5,7 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{Writes, ts, ts_opt};
+use super::{Backend, Writes, ts, ts_opt};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -342,6 +342,23 @@ pub async fn save_score(
     Ok(())
 }
 
+/// Waits until no other scoring transaction of the project is open. Their trigger updates of
+/// the kept risk counts (0060_customer_counts.sql) would otherwise lock count rows in
+/// opposite orders and deadlock.
+pub async fn lock_scoring(
+    db: &mut sqlx::AnyConnection,
+    backend: Backend,
+    project_id: &str,
+) -> Result<()> {
+    if let Some(sql) = backend.transaction_lock() {
+        sqlx::query(sql)
+            .bind(format!("risk_scoring:{project_id}"))
+            .execute(&mut *db)
+            .await?;
+    }
+    Ok(())
+}
+
 /// Drops scores of days before `before_day`.
 pub async fn purge_scores<'e>(
     db: impl Writes<'e>,
@@ -440,11 +457,28 @@ pub async fn list_latest<'e>(
         .collect()
 }
 
+/// How many latest scores the filter keeps: from the counts kept by triggers
+/// (migrations/*/0060_customer_counts.sql) unless it filters by score.
 pub async fn count_latest<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
     filter: &ScoreFilter,
 ) -> Result<u64> {
+    if filter.min_score.is_none() {
+        let key = match &filter.level {
+            Some(_) => "key = 'risk_' || $2",
+            None => "key IN ('risk_critical', 'risk_high', 'risk_medium', 'risk_low', 'risk_none')",
+        };
+        let sql = format!(
+            "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM customer_counts \
+             WHERE project_id = $1 AND {key}"
+        );
+        let mut query = sqlx::query_scalar::<_, i64>(&sql).bind(project_id);
+        if let Some(level) = &filter.level {
+            query = query.bind(level);
+        }
+        return Ok(u64::try_from(query.fetch_one(db).await?).unwrap_or(0));
+    }
     let sql = format!("SELECT COUNT(*) {LATEST}{}", filter.sql(2));
     let mut query = sqlx::query_scalar::<_, i64>(&sql).bind(project_id);
     if let Some(level) = &filter.level {

@@ -22,6 +22,7 @@ both_backends!(
     analytics_counts_every_event_name,
     customers_of_another_tenant_are_404,
     recovery_ranking_reads_tracked_behaviour,
+    events_with_and_without_a_duration_alternate,
 );
 
 async fn track(app: &TestApp, key: &str, body: Value, status: u16) -> Value {
@@ -532,4 +533,27 @@ async fn recovery_ranking_reads_tracked_behaviour(backend: Backend) {
             .any(|r| r.contains("30 days") || r.contains("inactive")),
         "no behaviour without tracking: {all:?}"
     );
+}
+
+/// A session duration is stored in a typed column; events without one bind a null there, and
+/// the statement cached for one must accept the other (PostgreSQL once refused the float after
+/// a null with "incorrect binary data format in bind parameter").
+async fn events_with_and_without_a_duration_alternate(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let acme = acme_with_key(&app).await;
+    for i in 0..10 {
+        let plain = json!({"event": "feature_used", "customer_email": "dana@shop.io",
+                           "properties": {"feature": format!("f{i}")}});
+        track(&app, &acme.key, plain, 200).await;
+        let timed = json!({"event": "login", "customer_email": "dana@shop.io",
+                           "properties": {"duration_seconds": 42.5 + f64::from(i)}});
+        track(&app, &acme.key, timed, 200).await;
+    }
+    let timeline = get(
+        &app,
+        &acme.token,
+        "/projects/acme/customers/dana@shop.io/events",
+    )
+    .await;
+    assert_eq!(timeline["meta"]["total"], 20);
 }

@@ -239,6 +239,8 @@ async fn lists_filter_by_level_and_score(backend: Backend) {
     )
     .await;
     assert_eq!(emails(&high), ["high@shop.io"]);
+    assert_eq!(all["meta"]["total"], 4);
+    assert_eq!(high["meta"]["total"], 1);
     let min = get(
         &app,
         &acme.token,
@@ -281,7 +283,16 @@ async fn lists_filter_by_level_and_score(backend: Backend) {
 async fn scores_are_kept_90_days(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let acme = acme_with_key(&app).await;
-    track(&app, &acme.key, &[("login", "dana@shop.io", 10, json!({}))]).await;
+    // Eve is scored once, then tracked no more: her only score ages out with the first day.
+    track(
+        &app,
+        &acme.key,
+        &[
+            ("login", "dana@shop.io", 10, json!({})),
+            ("login", "eve@shop.io", 10, json!({})),
+        ],
+    )
+    .await;
     recompute(&app, &acme).await;
     advance(&app, 89).await;
     track(&app, &acme.key, &[("login", "dana@shop.io", 0, json!({}))]).await;
@@ -296,6 +307,8 @@ async fn scores_are_kept_90_days(backend: Backend) {
     let path = "/projects/acme/churn-risk/customers/dana@shop.io";
     let kept = get(path).await;
     assert_eq!(kept["data"]["history"].as_array().unwrap().len(), 2);
+    let list = "/projects/acme/churn-risk/customers";
+    assert_eq!(get(list).await["meta"]["total"], 2);
     advance(&app, 1).await;
     recompute(&app, &acme).await;
     let purged = get(path).await;
@@ -308,6 +321,9 @@ async fn scores_are_kept_90_days(backend: Backend) {
     assert_eq!(days.len(), 2, "the first day fell out of the 90: {days:?}");
     let today = clock_now(&app).await.date_naive().to_string();
     assert_eq!(days.last().unwrap(), &today);
+    let left = get(list).await;
+    assert_eq!(left["meta"]["total"], 1, "eve's latest score is gone");
+    assert_eq!(left["data"][0]["customer_email"], "dana@shop.io");
 }
 
 async fn other_tenants_cannot_read_or_recompute(backend: Backend) {
