@@ -793,11 +793,8 @@ async fn team_and_analytics_reports(backend: Backend) {
     assert_eq!(rows[0]["recovered_mrr_cents"], 1500);
 }
 
-async fn payments_list_and_retry(backend: Backend) {
-    use churn_core::domain::provider::Provider;
-    use churn_core::store::payment_failures::{self, FailureRecord};
-
-    let db = TestDatabase::new(backend).await;
+/// The service on `db` with `ada@example.com` owning the project `acme`; Ada's user id.
+async fn ada_with_acme(db: &TestDatabase) -> (Churn, String) {
     let config = Config::load(
         None,
         json!({"database_url": db.url, "data_dir": db.data_dir.path()}),
@@ -813,7 +810,7 @@ async fn payments_list_and_retry(backend: Backend) {
         })
         .await
         .unwrap();
-    let project = service
+    service
         .core()
         .create_project(
             &session.user.id,
@@ -825,6 +822,21 @@ async fn payments_list_and_retry(backend: Backend) {
         )
         .await
         .unwrap();
+    (service, session.user.id)
+}
+
+async fn payments_list_and_retry(backend: Backend) {
+    use churn_core::domain::provider::Provider;
+    use churn_core::store::payment_failures::{self, FailureRecord};
+
+    let db = TestDatabase::new(backend).await;
+    let (service, user_id) = ada_with_acme(&db).await;
+    let project = service
+        .core()
+        .project_for_user(&user_id, "acme")
+        .await
+        .unwrap()
+        .project;
     let at = |s: &str| churn_core::time::parse(s).unwrap();
     let seeded = [
         // (provider, status, attempts, decline, abandon reason, created)
@@ -1016,41 +1028,10 @@ async fn payments_list_and_retry(backend: Backend) {
 
 async fn alerts_list_and_redeliver(backend: Backend) {
     let db = TestDatabase::new(backend).await;
-    let config = Config::load(
-        None,
-        json!({"database_url": db.url, "data_dir": db.data_dir.path()}),
-    )
-    .unwrap();
-    let service = Churn::open(&config, Arc::new(SystemClock)).await.unwrap();
-    let session = service
-        .accounts()
-        .register(RegisterRequest {
-            name: "Ada".into(),
-            email: "ada@example.com".into(),
-            password: "correct horse".into(),
-        })
-        .await
-        .unwrap();
-    let user = service
-        .accounts()
-        .authenticate(&session.token)
-        .await
-        .unwrap();
-    service
-        .core()
-        .create_project(
-            &user.id,
-            CreateProject {
-                name: "Acme".into(),
-                product_type: None,
-                support_email: None,
-            },
-        )
-        .await
-        .unwrap();
+    let (service, user_id) = ada_with_acme(&db).await;
     let owner = service
         .core()
-        .project_for_user(&user.id, "acme")
+        .project_for_user(&user_id, "acme")
         .await
         .unwrap();
     // Tracking takes the secret key.
