@@ -394,6 +394,15 @@ impl Request {
         self
     }
 
+    /// A JSON body signed for the project's receiver: sent exactly as given, with
+    /// `X-Churn-Signature` over those bytes (keyed with the project's webhook secret).
+    pub fn signed_json(self, secret: &str, body: Vec<u8>) -> Self {
+        let signature = crate::signature::sign_hex(secret, &body);
+        self.header("content-type", "application/json")
+            .header(crate::signature::SIGNATURE_HEADER, &signature)
+            .body(body)
+    }
+
     /// The whole call, body included, instead of the client's default.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.builder = self.builder.timeout(timeout);

@@ -172,15 +172,10 @@ impl Alerts {
             .outbound
             .tenant()
             .post(url)
-            .header("content-type", "application/json")
-            .header(
-                signature::SIGNATURE_HEADER,
-                &signature::sign_hex(secret, &body),
-            )
             .header("webhook-id", &alert.opaque_id)
             .header("webhook-timestamp", &timestamp.to_string())
             .header("webhook-signature", &standard)
-            .body(body)
+            .signed_json(secret, body)
             .timeout(WEBHOOK_TIMEOUT)
             .keep_body(LOGGED_BODY)
             .send()

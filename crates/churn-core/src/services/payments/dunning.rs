@@ -26,7 +26,6 @@ use crate::jobs::Job;
 use crate::providers::CallError;
 use crate::providers::provider_a::PayOutcome;
 use crate::services::access::ProjectAccess;
-use crate::signature;
 use crate::store::payment_failures::{self as failures, FailureRecord, Settle};
 use crate::store::{Tx, dunning, events, projects};
 use crate::time::{self, Timestamp};
@@ -435,12 +434,7 @@ impl Payments {
             .outbound
             .tenant()
             .post(url)
-            .header("content-type", "application/json")
-            .header(
-                signature::SIGNATURE_HEADER,
-                &signature::sign_hex(&project.webhook_secret, body.as_bytes()),
-            )
-            .body(body)
+            .signed_json(&project.webhook_secret, body.into_bytes())
             .timeout(crate::providers::CALL_TIMEOUT)
             .send()
             .await;
