@@ -109,6 +109,7 @@ impl Admin {
             store: self.store.clone(),
             clock: self.clock.clone(),
             cache: Arc::new(AccessCache::new(false)),
+            tracked: super::ingest::group(),
         }
     }
 
@@ -144,6 +145,7 @@ impl Admin {
             outbound: Outbound::from_config(config)?,
             encryption_key,
             public_url: self.public_url.clone(),
+            intake: Payments::intake(),
         })
     }
 

@@ -1,28 +1,25 @@
 //! Tracked behaviour and customers (decisions §8): `POST /track`, the customer lists and
-//! timeline, and event-name analytics. Ingestion writes the raw events, their daily rollups
-//! and the customers in one transaction; the reads use the rollups.
-
-use std::collections::{BTreeMap, BTreeSet, btree_map::Entry};
+//! timeline, and event-name analytics. Ingestion (`ingest`) writes the raw events, their
+//! daily rollups and the customers in one transaction; the reads use the rollups.
 
 use serde_json::Value;
 
 use super::Core;
 use super::access::ProjectAccess;
+use super::ingest::Batch;
 use crate::api::Meta;
 use crate::api::behavior::{
     AnalyticsQuery, Customer, CustomerDetail, CustomerEvent, CustomerEventsQuery, CustomerQuery,
     EventNameCount, TrackResponse, Tracked, TrackedBatch,
 };
-use crate::domain::behavior::{BehaviorEvent, MAX_BATCH, day_key, parse_event};
+use crate::domain::behavior::{MAX_BATCH, day_key, parse_event};
 use crate::domain::email::Email;
 use crate::domain::ranking::Behaviour;
 use crate::domain::role::Permission;
 use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
-use crate::ids::new_id;
-use crate::store::Tx;
-use crate::store::behavior::{self, RollupKey};
-use crate::store::customers::{self, Activity, CustomerRecord, ListFilter, Sort};
+use crate::store::behavior;
+use crate::store::customers::{self, CustomerRecord, ListFilter, Sort};
 use crate::time::Timestamp;
 
 const DEFAULT_PER_PAGE: i64 = 20;
@@ -99,7 +96,12 @@ impl Core {
         };
         v.finish()?;
         let sent = events.len() as u64;
-        let accepted = self.store_events(&access.project.id, events, now).await?;
+        let stored = Batch {
+            project_id: access.project.id.clone(),
+            events,
+            now,
+        };
+        let accepted = self.tracked.run(&self.store, stored).await?;
         Ok(match batch {
             Some(_) => TrackResponse::Batch(TrackedBatch {
                 status: "ok".into(),
@@ -110,69 +112,6 @@ impl Core {
                 status: "ok".into(),
             }),
         })
-    }
-
-    /// Stores the events not seen before and says how many: one statement each for the
-    /// events, their rollups and their customers. Rows are written in one order (events by
-    /// id, then rollups, then customers, each sorted), so two concurrent batches on
-    /// PostgreSQL wait for each other instead of deadlocking.
-    async fn store_events(
-        &self,
-        project_id: &str,
-        events: Vec<BehaviorEvent>,
-        now: Timestamp,
-    ) -> Result<u64> {
-        let mut tx = self.store.begin().await?;
-        let accepted = self
-            .store_events_in(&mut tx, project_id, events, now)
-            .await?;
-        tx.commit().await?;
-        Ok(accepted)
-    }
-
-    /// [`Core::store_events`] inside the caller's transaction (provider events that stand for
-    /// tracked ones are stored with the provider event's claim).
-    pub(super) async fn store_events_in(
-        &self,
-        tx: &mut Tx,
-        project_id: &str,
-        events: Vec<BehaviorEvent>,
-        now: Timestamp,
-    ) -> Result<u64> {
-        let mut keyed: Vec<(String, BehaviorEvent)> = events
-            .into_iter()
-            .map(|e| (e.id.clone().unwrap_or_else(new_id), e))
-            .collect();
-        // Stable: of events repeating an id within the batch, the first is the one stored.
-        keyed.sort_by(|a, b| a.0.cmp(&b.0));
-        keyed.dedup_by(|later, first| later.0 == first.0);
-        let rows: Vec<(&str, &BehaviorEvent)> =
-            keyed.iter().map(|(id, e)| (id.as_str(), e)).collect();
-        let stored: BTreeSet<String> = behavior::insert_many(&mut **tx, project_id, &rows, now)
-            .await?
-            .into_iter()
-            .collect();
-        let mut rollups: BTreeMap<RollupKey, i64> = BTreeMap::new();
-        let mut activity: BTreeMap<String, Activity> = BTreeMap::new();
-        for (_, e) in rows.iter().filter(|(id, _)| stored.contains(*id)) {
-            let key = RollupKey {
-                customer_email: e.customer_email.clone(),
-                day: e.day(),
-                event: e.event.clone(),
-                detail: e.detail().to_owned(),
-            };
-            *rollups.entry(key).or_default() += 1;
-            note_activity(&mut activity, e);
-        }
-        let counts: Vec<(&RollupKey, i64)> = rollups.iter().map(|(k, n)| (k, *n)).collect();
-        behavior::add_to_rollups(&mut **tx, project_id, &counts).await?;
-        let seen: Vec<&Activity> = activity.values().collect();
-        customers::record_activity(&mut **tx, project_id, &seen).await?;
-        let accepted = stored.len() as u64;
-        if accepted > 0 {
-            self.schedule_scoring(tx, project_id, now).await?;
-        }
-        Ok(accepted)
     }
 
     /// `GET /projects/:slug/customers`.
@@ -335,34 +274,6 @@ impl Core {
 }
 
 /// Folds one stored event into what the call learnt about its customer.
-fn note_activity(activity: &mut BTreeMap<String, Activity>, e: &BehaviorEvent) {
-    let at = e.occurred_at;
-    let nps = e.extracted.nps_score.map(|score| (score, at));
-    let card = e.extracted.expires_at.map(|expires| (expires, at));
-    match activity.entry(e.customer_email.clone()) {
-        Entry::Vacant(slot) => {
-            slot.insert(Activity {
-                email: e.customer_email.clone(),
-                first_at: at,
-                last_at: at,
-                nps,
-                card_expiry: card,
-            });
-        }
-        Entry::Occupied(mut slot) => {
-            let a = slot.get_mut();
-            a.first_at = a.first_at.min(at);
-            a.last_at = a.last_at.max(at);
-            if nps.is_some_and(|(_, at)| a.nps.is_none_or(|(_, seen)| at >= seen)) {
-                a.nps = nps;
-            }
-            if card.is_some_and(|(_, at)| a.card_expiry.is_none_or(|(_, seen)| at >= seen)) {
-                a.card_expiry = card;
-            }
-        }
-    }
-}
-
 fn customer_view(r: CustomerRecord) -> Customer {
     Customer {
         open_payment_failures: u64::try_from(r.open_payment_failures).unwrap_or(0),

@@ -5,7 +5,7 @@
 //!
 //! - [`Core`] (store, clock, access cache): project access (`access`), projects and keys
 //!   (`projects`), events (`events`), statistics (`stats`), tracked behaviour and customers
-//!   (`behavior`), churn-risk scoring (`risk`), cohorts and forecasts (`analytics`), the cancel
+//!   (`behavior`, written in groups by `ingest`), churn-risk scoring (`risk`), cohorts and forecasts (`analytics`), the cancel
 //!   flow (`cancel_flow`). Every capability below holds one.
 //! - [`Generation`] (core, generator): drafting recovery emails (`generation`); the only one
 //!   holding the LLM.
@@ -47,7 +47,9 @@ pub mod cancel_flow;
 mod delivery;
 pub mod events;
 mod generation;
+mod group;
 mod idp;
+mod ingest;
 mod payments;
 pub mod projects;
 mod quota;
@@ -93,6 +95,8 @@ pub struct Core {
     store: Store,
     clock: Arc<dyn Clock>,
     cache: Arc<cache::AccessCache>,
+    /// The group-commit queue of tracked events.
+    tracked: group::Group<ingest::Batch, u64>,
 }
 
 impl Core {
@@ -237,6 +241,7 @@ impl Churn {
         let outbound = Outbound::from_config(config)?;
         let tracking = Arc::new(TrackingKeys::new(tracking_secret.as_bytes()));
         let core = Core {
+            tracked: ingest::group(),
             store,
             clock,
             cache,
@@ -309,6 +314,7 @@ impl Churn {
                 outbound: outbound.clone(),
                 encryption_key: encryption_key.clone(),
                 public_url: config.public_url(),
+                intake: Payments::intake(),
             },
             core,
             encryption_key,

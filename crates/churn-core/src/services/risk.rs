@@ -26,7 +26,6 @@ use crate::domain::role::Permission;
 use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
 use crate::jobs::Job;
-use crate::store::Tx;
 use crate::store::risk::{self, CustomerFacts, ModelRecord, ScoreFilter, ScoreRecord};
 use crate::time::{self, Timestamp};
 
@@ -63,26 +62,6 @@ async fn outside_counts(
 }
 
 impl Core {
-    /// Creates the project's scoring schedule with its first tracked events (in their
-    /// transaction): the first run is due at once, and each run enqueues the next one
-    /// `check_interval_hours` later.
-    pub(super) async fn schedule_scoring(
-        &self,
-        tx: &mut Tx,
-        project_id: &str,
-        now: Timestamp,
-    ) -> Result<()> {
-        let due = now;
-        if risk::schedule_first(&mut **tx, project_id, due).await? {
-            let job = Job::ScoreProject {
-                project_id: project_id.to_owned(),
-                due: time::format(&due),
-            };
-            job.enqueue(tx, due, now).await?;
-        }
-        Ok(())
-    }
-
     /// The scheduled run due at `due`: moves the schedule on and enqueues the next run (once,
     /// however often this one is retried), then scores.
     pub(crate) async fn run_scheduled_scoring(&self, project_id: &str, due: &str) -> Result<()> {
@@ -124,13 +103,17 @@ impl Core {
         while let Some((facts, mut inputs)) = self.read_slice(project_id, &after, now).await? {
             let mut tx = self.store.begin().await?;
             risk::lock_scoring(&mut tx, self.store.backend(), project_id).await?;
+            let mut records = Vec::with_capacity(facts.len());
             for f in &facts {
                 let assessment = model.assess(&inputs.aggregates(f, now));
                 let record = score_record(f, assessment, model.kind, &today, now)?;
                 scored += u64::from(record.score.is_some());
-                risk::save_score(&mut tx, project_id, &record).await?;
+                records.push(record);
+            }
+            risk::save_scores(&mut tx, self.store.backend(), project_id, &records).await?;
+            for record in &records {
                 alerts += u64::from(
-                    self.raise_alert(&mut tx, project_id, &config, &record, now)
+                    self.raise_alert(&mut tx, project_id, &config, record, now)
                         .await?,
                 );
             }

@@ -4,62 +4,64 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{Writes, ts, values};
+use super::{Backend, Writes, json_array, ts};
 use crate::domain::behavior::BehaviorEvent;
 use crate::error::{Error, Result};
 use crate::time::{self, Timestamp};
+
+/// One event to store: its id (the caller's or a fresh one) and when it was received.
+#[derive(Debug, Clone, Copy)]
+pub struct NewEvent<'a> {
+    pub id: &'a str,
+    pub event: &'a BehaviorEvent,
+    pub received_at: Timestamp,
+}
 
 /// Stores, in one statement, the events whose ids the project does not hold yet (the primary
 /// key decides, also between concurrent requests) and answers the ids stored. `events` must
 /// not repeat an id; rows are written in the order given.
 pub async fn insert_many<'e>(
     db: impl Writes<'e>,
+    backend: Backend,
     project_id: &str,
-    events: &[(&str, &BehaviorEvent)],
-    now: Timestamp,
+    events: &[NewEvent<'_>],
 ) -> Result<Vec<String>> {
     if events.is_empty() {
         return Ok(Vec::new());
     }
-    let rows = values(events.len(), 10, 2, |n| {
-        format!(
-            "($1, ${n}, ${}, ${}, ${}, ${}, $2, CAST(${} AS DOUBLE PRECISION), ${}, ${}, ${}, ${})",
-            n + 1,
-            n + 2,
-            n + 3,
-            n + 4,
-            n + 5,
-            n + 6,
-            n + 7,
-            n + 8,
-            n + 9
-        )
-    });
+    let rows: Vec<_> = events
+        .iter()
+        .map(|n| {
+            let (e, x) = (n.event, &n.event.extracted);
+            (
+                n.id,
+                &e.customer_email,
+                &e.event,
+                serde_json::Value::Object(e.properties.clone()).to_string(),
+                time::format(&e.occurred_at),
+                time::format(&n.received_at),
+                x.duration_seconds,
+                x.feature.as_deref(),
+                x.category.as_deref(),
+                x.nps_score,
+                x.expires_at.as_ref().map(time::format),
+            )
+        })
+        .collect();
     let sql = format!(
         "INSERT INTO behavior_events (project_id, id, customer_email, event, properties, occurred_at, \
          received_at, duration_seconds, feature, category, nps_score, expires_at) \
-         VALUES {rows} ON CONFLICT (project_id, id) DO NOTHING RETURNING id"
+         SELECT $1, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, \
+         j.value ->> 5, CAST(j.value ->> 6 AS DOUBLE PRECISION), j.value ->> 7, j.value ->> 8, \
+         CAST(j.value ->> 9 AS INTEGER), j.value ->> 10 FROM {} \
+         WHERE true ON CONFLICT (project_id, id) DO NOTHING RETURNING id",
+        backend.json_rows(2)
     );
-    let mut query = sqlx::query_scalar::<_, String>(&sql)
+    Ok(sqlx::query_scalar::<_, String>(&sql)
         .bind(project_id)
-        .bind(time::format(&now));
-    for (id, e) in events {
-        let x = &e.extracted;
-        query = query
-            .bind(*id)
-            .bind(&e.customer_email)
-            .bind(&e.event)
-            .bind(serde_json::Value::Object(e.properties.clone()).to_string())
-            .bind(time::format(&e.occurred_at))
-            // As text: sqlx 0.8.6's Any driver sends a null `f64` as a PostgreSQL float4, and
-            // the statement, cached with that type, then refuses the next event's float8.
-            .bind(x.duration_seconds.map(|d| d.to_string()))
-            .bind(x.feature.as_deref())
-            .bind(x.category.as_deref())
-            .bind(x.nps_score)
-            .bind(x.expires_at.as_ref().map(time::format));
-    }
-    Ok(query.fetch_all(db).await?)
+        .bind(json_array(&rows))
+        .fetch_all(db)
+        .await?)
 }
 
 /// The key of one daily rollup row.
@@ -74,30 +76,30 @@ pub struct RollupKey {
 /// Adds each count to its rollup row, in one statement, in the order given (distinct keys).
 pub async fn add_to_rollups<'e>(
     db: impl Writes<'e>,
+    backend: Backend,
     project_id: &str,
     counts: &[(&RollupKey, i64)],
 ) -> Result<()> {
     if counts.is_empty() {
         return Ok(());
     }
-    let rows = values(counts.len(), 5, 1, |n| {
-        format!("($1, ${n}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4)
-    });
+    let rows: Vec<_> = counts
+        .iter()
+        .map(|(k, n)| (&k.customer_email, &k.day, &k.event, &k.detail, n))
+        .collect();
     let sql = format!(
         "INSERT INTO behavior_daily (project_id, customer_email, day, event, detail, n) \
-         VALUES {rows} ON CONFLICT (project_id, customer_email, day, event, detail) \
-         DO UPDATE SET n = behavior_daily.n + excluded.n"
+         SELECT $1, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, \
+         CAST(j.value ->> 4 AS BIGINT) FROM {} \
+         WHERE true ON CONFLICT (project_id, customer_email, day, event, detail) \
+         DO UPDATE SET n = behavior_daily.n + excluded.n",
+        backend.json_rows(2)
     );
-    let mut query = sqlx::query(&sql).bind(project_id);
-    for (key, n) in counts {
-        query = query
-            .bind(&key.customer_email)
-            .bind(&key.day)
-            .bind(&key.event)
-            .bind(&key.detail)
-            .bind(*n);
-    }
-    query.execute(db).await?;
+    sqlx::query(&sql)
+        .bind(project_id)
+        .bind(json_array(&rows))
+        .execute(db)
+        .await?;
     Ok(())
 }
 

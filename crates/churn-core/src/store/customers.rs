@@ -4,7 +4,7 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{Writes, ts, values};
+use super::{Backend, Writes, json_array, ts};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -58,6 +58,7 @@ pub struct Activity {
 /// (distinct emails).
 pub async fn record_activity<'e>(
     db: impl Writes<'e>,
+    backend: Backend,
     project_id: &str,
     activities: &[&Activity],
 ) -> Result<()> {
@@ -70,24 +71,28 @@ pub async fn record_activity<'e>(
              excluded.{at} >= customers.{at}) THEN excluded.{value} ELSE customers.{value} END"
         )
     };
-    let rows = values(activities.len(), 7, 1, |n| {
-        format!(
-            "($1, ${n}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
-            n + 1,
-            n + 2,
-            n + 1,
-            n + 2,
-            n + 3,
-            n + 4,
-            n + 5,
-            n + 6
-        )
-    });
+    let rows: Vec<_> = activities
+        .iter()
+        .map(|a| {
+            (
+                &a.email,
+                time::format(&a.first_at),
+                time::format(&a.last_at),
+                a.nps.map(|(score, _)| score),
+                a.nps.map(|(_, at)| time::format(&at)),
+                a.card_expiry.map(|(expires, _)| time::format(&expires)),
+                a.card_expiry.map(|(_, at)| time::format(&at)),
+            )
+        })
+        .collect();
     // Every SET expression reads the row as it was, so the guards may be replaced too.
     let sql = format!(
         "INSERT INTO customers (project_id, email, first_seen_at, last_seen_at, first_event_at, \
          last_event_at, nps_score, nps_at, card_expires_at, card_expiry_at) \
-         VALUES {rows} ON CONFLICT (project_id, email) DO UPDATE SET {}, {}, {}, {}, {}, {}, {}, {}",
+         SELECT $1, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 1, j.value ->> 2, \
+         CAST(j.value ->> 3 AS INTEGER), j.value ->> 4, j.value ->> 5, j.value ->> 6 FROM {} \
+         WHERE true ON CONFLICT (project_id, email) DO UPDATE SET {}, {}, {}, {}, {}, {}, {}, {}",
+        backend.json_rows(2),
         widen("first_seen_at", true),
         widen("last_seen_at", false),
         widen("first_event_at", true),
@@ -97,18 +102,11 @@ pub async fn record_activity<'e>(
         newer("nps_at", "nps_at"),
         newer("card_expiry_at", "card_expiry_at"),
     );
-    let mut query = sqlx::query(&sql).bind(project_id);
-    for a in activities {
-        query = query
-            .bind(&a.email)
-            .bind(time::format(&a.first_at))
-            .bind(time::format(&a.last_at))
-            .bind(a.nps.map(|(score, _)| score))
-            .bind(a.nps.map(|(_, at)| time::format(&at)))
-            .bind(a.card_expiry.map(|(expires, _)| time::format(&expires)))
-            .bind(a.card_expiry.map(|(_, at)| time::format(&at)));
-    }
-    query.execute(db).await?;
+    sqlx::query(&sql)
+        .bind(project_id)
+        .bind(json_array(&rows))
+        .execute(db)
+        .await?;
     Ok(())
 }
 

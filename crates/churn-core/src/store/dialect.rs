@@ -1,5 +1,6 @@
 //! Where SQLite and PostgreSQL differ, and nowhere else: row locks, skipping rows other workers
-//! hold, and telling other server processes about a change. Everything else is portable SQL.
+//! hold, telling other server processes about a change, and reading rows out of a JSON array.
+//! Everything else is portable SQL.
 
 use super::Backend;
 
@@ -40,6 +41,21 @@ impl Backend {
                 Some("SELECT CAST(1 AS BIGINT) FROM pg_advisory_xact_lock(hashtext($1))")
             }
             Backend::Sqlite => None,
+        }
+    }
+
+    /// A `FROM` item over the JSON array in parameter `param`, one row per element, its
+    /// element as `j.value`: `j.value ->> 0` reads the first field of an array element, in
+    /// both dialects. Many rows then travel as one text parameter, so a statement's text does
+    /// not depend on the number of rows (one prepared statement, no parameter limit).
+    /// PostgreSQL reads it as `jsonb`, parsed once (as `json`, every `->>` parsed the element
+    /// again); SQLite keeps the parse of the element its fields are read from.
+    pub fn json_rows(self, param: usize) -> String {
+        match self {
+            Backend::Postgres => {
+                format!("jsonb_array_elements(CAST(${param} AS jsonb)) AS j(value)")
+            }
+            Backend::Sqlite => format!("json_each(${param}) AS j"),
         }
     }
 

@@ -203,18 +203,10 @@ pub(crate) fn conflict_on_unique(message: &str) -> impl FnOnce(sqlx::Error) -> E
     }
 }
 
-/// `VALUES` rows of `width` placeholders each, numbered after `shared` common ones:
-/// `($s+1, …), ($s+1+width, …)`; `row` writes one row from its first placeholder number.
-pub(crate) fn values(
-    rows: usize,
-    width: usize,
-    shared: usize,
-    row: impl Fn(usize) -> String,
-) -> String {
-    (0..rows)
-        .map(|i| row(shared + 1 + i * width))
-        .collect::<Vec<_>>()
-        .join(", ")
+/// Rows as one JSON array of tuples (each an array), for a statement reading them through
+/// [`Backend::json_rows`].
+pub(crate) fn json_array<T: serde::Serialize>(rows: &[T]) -> String {
+    serde_json::to_string(rows).expect("rows of strings and numbers serialise")
 }
 
 /// Parses a stored timestamp; a malformed one is corrupt data, reported as internal.

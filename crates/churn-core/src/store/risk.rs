@@ -5,7 +5,7 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{Backend, Writes, ts, ts_opt};
+use super::{Backend, Writes, json_array, ts, ts_opt};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -304,39 +304,65 @@ pub struct ScoreRecord {
     pub scored_at: Timestamp,
 }
 
-/// Keeps the day's score (a later run the same day replaces it) and makes it the customer's
-/// latest.
-pub async fn save_score(
+/// Keeps each customer's score of its day (a later run the same day replaces it) and makes it
+/// the customer's latest: one statement per table for the whole slice (distinct customers,
+/// in email order). On PostgreSQL the customers' rows are locked in email order first, the
+/// order tracking writes them in, so the two wait for each other instead of deadlocking.
+pub async fn save_scores(
     db: &mut sqlx::AnyConnection,
+    backend: Backend,
     project_id: &str,
-    s: &ScoreRecord,
+    scores: &[ScoreRecord],
 ) -> Result<()> {
-    sqlx::query(
+    if scores.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<_> = scores
+        .iter()
+        .map(|s| {
+            (
+                &s.customer_email,
+                &s.day,
+                s.score,
+                s.level.as_deref(),
+                &s.signals,
+                &s.model,
+                time::format(&s.scored_at),
+            )
+        })
+        .collect();
+    let rows = json_array(&rows);
+    let from = backend.json_rows(2);
+    if backend == Backend::Postgres {
+        sqlx::query(&format!(
+            "SELECT c.email FROM customers c WHERE c.project_id = $1 \
+             AND c.email IN (SELECT j.value ->> 0 FROM {from}) ORDER BY c.email{}",
+            backend.for_update("c")
+        ))
+        .bind(project_id)
+        .bind(&rows)
+        .execute(&mut *db)
+        .await?;
+    }
+    sqlx::query(&format!(
         "INSERT INTO risk_scores (project_id, customer_email, day, score, level, signals, model, scored_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-         ON CONFLICT (project_id, customer_email, day) DO UPDATE SET score = excluded.score, \
+         SELECT $1, j.value ->> 0, j.value ->> 1, CAST(j.value ->> 2 AS BIGINT), j.value ->> 3, \
+         j.value ->> 4, j.value ->> 5, j.value ->> 6 FROM {from} \
+         WHERE true ON CONFLICT (project_id, customer_email, day) DO UPDATE SET score = excluded.score, \
          level = excluded.level, signals = excluded.signals, model = excluded.model, \
-         scored_at = excluded.scored_at",
-    )
+         scored_at = excluded.scored_at"
+    ))
     .bind(project_id)
-    .bind(&s.customer_email)
-    .bind(&s.day)
-    .bind(s.score)
-    .bind(s.level.as_deref())
-    .bind(&s.signals)
-    .bind(&s.model)
-    .bind(time::format(&s.scored_at))
+    .bind(&rows)
     .execute(&mut *db)
     .await?;
-    sqlx::query(
-        "UPDATE customers SET risk_score = $3, risk_level = $4, risk_day = $5 \
-         WHERE project_id = $1 AND email = $2",
-    )
+    sqlx::query(&format!(
+        "UPDATE customers SET risk_score = CAST(j.value ->> 2 AS BIGINT), risk_level = j.value ->> 3, \
+         risk_day = j.value ->> 1 FROM {from} \
+         WHERE customers.project_id = $1 AND customers.email = j.value ->> 0"
+    ))
     .bind(project_id)
-    .bind(&s.customer_email)
-    .bind(s.score)
-    .bind(s.level.as_deref())
-    .bind(&s.day)
+    .bind(&rows)
     .execute(&mut *db)
     .await?;
     Ok(())

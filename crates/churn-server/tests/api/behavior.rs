@@ -15,6 +15,7 @@ both_backends!(
     batches_are_all_or_nothing,
     ids_make_tracking_idempotent,
     concurrent_posts_of_one_id_store_it_once,
+    concurrent_batches_of_two_projects_are_stored_in_full,
     tracking_is_limited_per_key_not_per_ip,
     customers_come_from_tracking_and_churn_events,
     customer_lists_filter_sort_and_page,
@@ -218,6 +219,77 @@ async fn concurrent_posts_of_one_id_store_it_once(backend: Backend) {
     assert_eq!(timeline["meta"]["total"], 1);
     let customer = get(&app, &acme.token, "/projects/acme/customers/dana@shop.io").await;
     assert_eq!(customer["data"]["events_30d"], 1);
+}
+
+/// Concurrent calls are written together (services/ingest.rs): every call is still answered
+/// for its own events, each id is stored once per project, and rollups and customers add up.
+async fn concurrent_batches_of_two_projects_are_stored_in_full(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let acme = acme_with_key(&app).await;
+    let other = app.create_project(&acme.token, "Other").await;
+    let other_key = other["api_keys"]["secret_key"].as_str().unwrap().to_owned();
+    // Call i sends ids i*10 .. i*10+19: half of them repeat the previous call's.
+    let body = |i: usize| {
+        let events: Vec<Value> = (i * 10..i * 10 + 20)
+            .map(|n| json!({"id": format!("e{n}"), "event": "login", "customer_email": format!("c{}@shop.io", n % 7)}))
+            .collect();
+        json!({"events": events})
+    };
+    let calls = 24;
+    let posts = (0..calls).map(|i| {
+        let key = if i % 2 == 0 { &acme.key } else { &other_key };
+        app.req(Method::POST, "/track")
+            .header("x-api-key", key)
+            .json(&body(i / 2))
+            .send()
+    });
+    let mut accepted = [0, 0];
+    for (i, answer) in futures::future::join_all(posts)
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        let answer = answer.unwrap();
+        assert_eq!(answer.status(), 200);
+        let body: Value = answer.json().await.unwrap();
+        let (new, dup) = (
+            body["accepted"].as_u64().unwrap(),
+            body["duplicates"].as_u64().unwrap(),
+        );
+        assert_eq!(new + dup, 20, "{body}");
+        accepted[i % 2] += new;
+    }
+    // Each project received the ids e0 .. e(calls/2*10+9).
+    let distinct = (calls as u64 / 2) * 10 + 10;
+    assert_eq!(accepted, [distinct, distinct]);
+    for slug in ["acme", "other"] {
+        let names = get(
+            &app,
+            &acme.token,
+            &format!("/projects/{slug}/analytics/events"),
+        )
+        .await;
+        assert_eq!(
+            names["data"],
+            json!([{"event": "login", "count": distinct, "customers": 7}])
+        );
+        let customers = get(
+            &app,
+            &acme.token,
+            &format!("/projects/{slug}/customers?per_page=100"),
+        )
+        .await;
+        let sum: u64 = customers["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["events_30d"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            (customers["meta"]["total"].as_u64(), sum),
+            (Some(7), distinct)
+        );
+    }
 }
 
 async fn tracking_is_limited_per_key_not_per_ip(backend: Backend) {

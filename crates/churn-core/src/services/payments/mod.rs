@@ -11,7 +11,9 @@ mod webhooks;
 
 use std::sync::Arc;
 
+use super::group::{Group, Work, write_units};
 use super::{Core, EncryptionKey, Sending};
+use crate::api::payments::WebhookAction;
 use crate::outbound::Outbound;
 
 pub use connections::Connection;
@@ -26,4 +28,13 @@ pub struct Payments {
     pub(super) encryption_key: Arc<EncryptionKey>,
     /// Base of the webhook addresses shown to the provider.
     pub(super) public_url: String,
+    /// The group-commit queue of inbound provider events.
+    pub(super) intake: Group<Work<WebhookAction>, WebhookAction>,
+}
+
+impl Payments {
+    /// The queue `intake` starts with.
+    pub(super) fn intake() -> Group<Work<WebhookAction>, WebhookAction> {
+        Group::new(write_units)
+    }
 }

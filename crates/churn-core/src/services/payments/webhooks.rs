@@ -2,9 +2,12 @@
 //! checked over the raw body before anything is read from it; refusals (unknown key,
 //! provider not connected, bad signature, no event id) store nothing. An event is processed
 //! in one transaction that starts by claiming its id in `provider_events`, so the same event
-//! delivered twice, even at once to two server processes, is processed once (`duplicate`).
-//! Customer lookups at the provider happen before that transaction. A card-expiry notice is
+//! delivered twice, even at once to two server processes, is processed once (`duplicate`);
+//! concurrent deliveries share that transaction, each in a savepoint (`group`). Customer
+//! lookups at the provider happen before it. A card-expiry notice is
 //! stored as the tracked `payment_method_expiring` event in the same transaction.
+
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -24,12 +27,15 @@ use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::services::events::insert_new_event;
+use crate::services::group::Work;
+use crate::services::ingest::{self, Batch};
 use crate::signature;
 use crate::store::customers;
 use crate::store::events::{self, EventRecord};
 use crate::store::payment_failures::{self as failures, FailureRecord, Match};
 use crate::store::projects::ProjectRecord;
 use crate::store::{Tx, dunning};
+use crate::time::Timestamp;
 
 /// The signature and id headers a delivery may carry.
 #[derive(Debug, Clone, Default)]
@@ -162,23 +168,44 @@ impl Payments {
             return Ok(answer(WebhookAction::Duplicate));
         }
         let mapped = self.complete_who(&connection, mapped).await?;
+        let this = self.clone();
+        let project = Arc::new(project);
+        let claim = Arc::new((event_id.clone(), event_type));
+        let unit: Work<WebhookAction> = Box::new(move |tx| {
+            let (this, project, claim, mapped) =
+                (this.clone(), project.clone(), claim.clone(), mapped.clone());
+            Box::pin(async move {
+                let (event_id, event_type) = (&claim.0, &claim.1);
+                this.apply_event(tx, &project, provider, event_id, event_type, mapped, now)
+                    .await
+            })
+        });
+        let action = self.intake.run(&self.core.store, unit).await?;
+        Ok(answer(action))
+    }
 
-        let mut tx = self.core.store.begin().await?;
-        if !failures::claim_event(&mut *tx, &project.id, provider, &event_id, &event_type, now)
+    /// Claims the event (a claimed one is a duplicate) and applies what it maps to, in the
+    /// caller's transaction.
+    #[allow(clippy::too_many_arguments)]
+    async fn apply_event(
+        &self,
+        tx: &mut Tx,
+        project: &ProjectRecord,
+        provider: Provider,
+        event_id: &str,
+        event_type: &str,
+        mapped: Mapped,
+        now: Timestamp,
+    ) -> Result<WebhookAction> {
+        if !failures::claim_event(&mut **tx, &project.id, provider, event_id, event_type, now)
             .await?
         {
-            return Ok(answer(WebhookAction::Duplicate));
+            return Ok(WebhookAction::Duplicate);
         }
         let action = match mapped {
-            Mapped::Failure(f) => self.record_failure(&mut tx, &project, provider, *f).await?,
-            Mapped::Success(s) => {
-                self.record_success(&mut tx, &project.id, provider, s)
-                    .await?
-            }
-            Mapped::Cancellation(c) => {
-                self.record_cancellation(&mut tx, &project, provider, c)
-                    .await?
-            }
+            Mapped::Failure(f) => self.record_failure(tx, project, provider, *f).await?,
+            Mapped::Success(s) => self.record_success(tx, &project.id, provider, s).await?,
+            Mapped::Cancellation(c) => self.record_cancellation(tx, project, provider, c).await?,
             Mapped::Halted(who) => {
                 let target = match (&who.customer_id, &who.email) {
                     (Some(id), _) => Some((Match::Customer, id.as_str())),
@@ -188,7 +215,7 @@ impl Payments {
                 let abandoned = match target {
                     Some((by, value)) => {
                         failures::abandon_matching(
-                            &mut *tx,
+                            &mut **tx,
                             &project.id,
                             provider,
                             by,
@@ -207,15 +234,14 @@ impl Payments {
                 }
             }
             Mapped::CardExpiring(c) => {
-                self.record_card_expiring(&mut tx, &project.id, provider, &event_id, c)
+                self.record_card_expiring(tx, &project.id, provider, event_id, c)
                     .await?
             }
             Mapped::Ignored => WebhookAction::Ignored,
         };
-        failures::set_event_action(&mut *tx, &project.id, provider, &event_id, action.as_str())
+        failures::set_event_action(&mut **tx, &project.id, provider, event_id, action.as_str())
             .await?;
-        tx.commit().await?;
-        Ok(answer(action))
+        Ok(action)
     }
 
     /// Looks the customer's email up at the provider where the event lacks one and needs it.
@@ -274,9 +300,12 @@ impl Payments {
         let event = parse_event(&mut v, "", &raw, now);
         v.finish()?;
         let event = event.ok_or_else(|| Error::internal("card expiry not trackable"))?;
-        self.core
-            .store_events_in(tx, project_id, vec![event], now)
-            .await?;
+        let batch = Batch {
+            project_id: project_id.to_owned(),
+            events: vec![event],
+            now,
+        };
+        ingest::store_batches(tx, self.core.store.backend(), &[&batch]).await?;
         Ok(WebhookAction::CustomerSignal)
     }
 

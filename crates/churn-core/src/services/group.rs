@@ -1,0 +1,172 @@
+//! Group commit: concurrent calls hand their writes to this process's writers, and a writer
+//! takes everything queued and writes it in one transaction, answering each call after that
+//! commit. A transaction costs about as much for one call as for many (PostgreSQL waits for
+//! its WAL flush, SQLite's single writer hands each statement to its connection's thread), so
+//! under load the cost is shared, while a lone call on an idle server is written at once.
+//!
+//! A call whose client went away is still written: a retry then finds its work done (ids,
+//! claims), nothing twice. Each group runs as a task of its own, so a panic fails that
+//! group's calls, not the writer.
+//!
+//! Two kinds of groups: tracked events (`ingest`), merged into one statement per table, and
+//! [`Work`] units (inbound provider events), each in a savepoint of the shared transaction.
+
+use std::sync::{Arc, OnceLock};
+
+use futures::future::BoxFuture;
+use tokio::sync::{Mutex, mpsc, oneshot};
+
+use crate::error::{Error, Result};
+use crate::store::{Store, Tx};
+
+/// Calls one transaction takes at most.
+const MAX_CALLS: usize = 64;
+/// Calls waiting beyond this make their callers wait: back-pressure, not unbounded memory.
+const QUEUE: usize = 1024;
+/// Writers per process on PostgreSQL, whose transactions run side by side; SQLite has one
+/// writer connection, so one.
+const POSTGRES_WRITERS: usize = 4;
+
+/// Writes a group of calls' items and answers each, in order.
+pub(crate) type WriteGroup<I, O> = fn(Store, Vec<I>) -> BoxFuture<'static, Vec<Result<O>>>;
+
+type Call<I, O> = (I, oneshot::Sender<Result<O>>);
+
+/// The queue to this process's writers, which start with the first call.
+pub(crate) struct Group<I, O> {
+    queue: Arc<OnceLock<mpsc::Sender<Call<I, O>>>>,
+    write: WriteGroup<I, O>,
+}
+
+impl<I, O> Clone for Group<I, O> {
+    fn clone(&self) -> Self {
+        Self {
+            queue: self.queue.clone(),
+            write: self.write,
+        }
+    }
+}
+
+impl<I: Send + 'static, O: Send + 'static> Group<I, O> {
+    pub(crate) fn new(write: WriteGroup<I, O>) -> Self {
+        Self {
+            queue: Arc::default(),
+            write,
+        }
+    }
+
+    /// Queues the item and answers what its group's write says of it.
+    pub(crate) async fn run(&self, store: &Store, item: I) -> Result<O> {
+        let queue = self.queue.get_or_init(|| {
+            let (queue, calls) = mpsc::channel(QUEUE);
+            let calls = Arc::new(Mutex::new(calls));
+            let writers = if store.backend().shared() {
+                POSTGRES_WRITERS
+            } else {
+                1
+            };
+            for _ in 0..writers {
+                tokio::spawn(write_queued(store.clone(), calls.clone(), self.write));
+            }
+            queue
+        });
+        let stopped = || Error::internal("the group-commit writer stopped");
+        let (done, answer) = oneshot::channel();
+        queue.send((item, done)).await.map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+/// One writer: takes what is queued (while another writer writes, the next group gathers).
+async fn write_queued<I: Send + 'static, O: Send + 'static>(
+    store: Store,
+    queue: Arc<Mutex<mpsc::Receiver<Call<I, O>>>>,
+    write: WriteGroup<I, O>,
+) {
+    loop {
+        let mut calls = Vec::with_capacity(MAX_CALLS);
+        if queue.lock().await.recv_many(&mut calls, MAX_CALLS).await == 0 {
+            return;
+        }
+        let (items, answers): (Vec<I>, Vec<_>) = calls.into_iter().unzip();
+        let group = tokio::spawn(write(store.clone(), items));
+        if let Ok(results) = group.await {
+            for (answer, result) in answers.into_iter().zip(results) {
+                let _ = answer.send(result);
+            }
+        }
+    }
+}
+
+/// A unit of work for the caller's transaction. It may run twice: first in a shared
+/// transaction, and should that fail, alone; only its committed run counts.
+pub(crate) type Work<O> = Box<dyn for<'t> Fn(&'t mut Tx) -> BoxFuture<'t, Result<O>> + Send + Sync>;
+
+/// Writes [`Work`] units in one transaction, each in a savepoint, so a failing unit is rolled
+/// back alone; units that failed there (an error, a deadlock with another process's group),
+/// or all of them if the commit fails, then run each in a transaction of its own, and that
+/// run's result is the answer.
+pub(crate) fn write_units<O: Send + 'static>(
+    store: Store,
+    units: Vec<Work<O>>,
+) -> BoxFuture<'static, Vec<Result<O>>> {
+    Box::pin(async move {
+        let mut results: Vec<Option<Result<O>>> = (0..units.len()).map(|_| None).collect();
+        if units.len() > 1 {
+            match together(&store, &units).await {
+                Ok(done) => {
+                    for (slot, r) in results.iter_mut().zip(done) {
+                        *slot = r.map(Ok);
+                    }
+                }
+                Err(e) => tracing::warn!(
+                    error = %e,
+                    units = units.len(),
+                    "a group of writes failed together; writing each alone"
+                ),
+            }
+        }
+        let mut answers = Vec::with_capacity(units.len());
+        for (unit, result) in units.iter().zip(results) {
+            answers.push(match result {
+                Some(r) => r,
+                None => alone(&store, unit).await,
+            });
+        }
+        answers
+    })
+}
+
+async fn together<O>(store: &Store, units: &[Work<O>]) -> Result<Vec<Option<O>>> {
+    let mut tx = store.begin().await?;
+    let mut done = Vec::with_capacity(units.len());
+    for unit in units {
+        sqlx::query("SAVEPOINT unit").execute(&mut *tx).await?;
+        match unit(&mut tx).await {
+            Ok(v) => {
+                sqlx::query("RELEASE SAVEPOINT unit")
+                    .execute(&mut *tx)
+                    .await?;
+                done.push(Some(v));
+            }
+            Err(_) => {
+                sqlx::query("ROLLBACK TO SAVEPOINT unit")
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("RELEASE SAVEPOINT unit")
+                    .execute(&mut *tx)
+                    .await?;
+                done.push(None);
+            }
+        }
+    }
+    tx.commit().await?;
+    Ok(done)
+}
+
+async fn alone<O>(store: &Store, unit: &Work<O>) -> Result<O> {
+    let mut tx = store.begin().await?;
+    let v = unit(&mut tx).await?;
+    tx.commit().await?;
+    Ok(v)
+}
