@@ -23,9 +23,6 @@ use crate::store::{Store, Tx};
 const MAX_CALLS: usize = 64;
 /// Calls waiting beyond this make their callers wait: back-pressure, not unbounded memory.
 const QUEUE: usize = 1024;
-/// Writers per process on PostgreSQL, whose transactions run side by side; SQLite has one
-/// writer connection, so one.
-const POSTGRES_WRITERS: usize = 4;
 
 /// Writes a group of calls' items and answers each, in order.
 pub(crate) type WriteGroup<I, O> = fn(Store, Vec<I>) -> BoxFuture<'static, Vec<Result<O>>>;
@@ -36,6 +33,9 @@ type Call<I, O> = (I, oneshot::Sender<Result<O>>);
 pub(crate) struct Group<I, O> {
     queue: Arc<OnceLock<mpsc::Sender<Call<I, O>>>>,
     write: WriteGroup<I, O>,
+    /// Writers per process on PostgreSQL, whose transactions run side by side; SQLite has
+    /// one writer connection, so one writer.
+    postgres_writers: usize,
 }
 
 impl<I, O> Clone for Group<I, O> {
@@ -43,15 +43,19 @@ impl<I, O> Clone for Group<I, O> {
         Self {
             queue: self.queue.clone(),
             write: self.write,
+            postgres_writers: self.postgres_writers,
         }
     }
 }
 
 impl<I: Send + 'static, O: Send + 'static> Group<I, O> {
-    pub(crate) fn new(write: WriteGroup<I, O>) -> Self {
+    /// More writers serve units whose own work dominates (each in turn in its group); one
+    /// writer gathers the largest groups, where the transaction's cost dominates.
+    pub(crate) fn new(write: WriteGroup<I, O>, postgres_writers: usize) -> Self {
         Self {
             queue: Arc::default(),
             write,
+            postgres_writers,
         }
     }
 
@@ -61,7 +65,7 @@ impl<I: Send + 'static, O: Send + 'static> Group<I, O> {
             let (queue, calls) = mpsc::channel(QUEUE);
             let calls = Arc::new(Mutex::new(calls));
             let writers = if store.backend().shared() {
-                POSTGRES_WRITERS
+                self.postgres_writers
             } else {
                 1
             };

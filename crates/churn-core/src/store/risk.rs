@@ -356,10 +356,13 @@ pub async fn save_scores(
     .bind(&rows)
     .execute(&mut *db)
     .await?;
+    // Materialized, so SQLite walks the slice and looks each customer up by key; joined
+    // directly, it walked every customer of the project and the slice for each (2 s a slice).
     sqlx::query(&format!(
-        "UPDATE customers SET risk_score = CAST(j.value ->> 2 AS BIGINT), risk_level = j.value ->> 3, \
-         risk_day = j.value ->> 1 FROM {from} \
-         WHERE customers.project_id = $1 AND customers.email = j.value ->> 0"
+        "WITH s AS MATERIALIZED (SELECT j.value ->> 0 AS email, j.value ->> 1 AS day, \
+         CAST(j.value ->> 2 AS BIGINT) AS score, j.value ->> 3 AS level FROM {from}) \
+         UPDATE customers SET risk_score = s.score, risk_level = s.level, risk_day = s.day \
+         FROM s WHERE customers.project_id = $1 AND customers.email = s.email"
     ))
     .bind(project_id)
     .bind(&rows)

@@ -1,0 +1,117 @@
+-- The kept customer and risk counts (0060) are now changed once per statement, not once per
+-- row. Tracking writes a group's customers and scoring a slice's scores with one statement
+-- each; a row trigger then updated the same count row once per customer, and PostgreSQL
+-- writes a new version of a row on every update, each found by walking the earlier ones:
+-- 4,800 customers inserted in one transaction took 925 ms with the row trigger, 115 ms
+-- without. A statement trigger reads the statement's rows from its transition tables and
+-- adds each key's change once. SQLite updates rows in place and keeps its row triggers.
+--
+-- Transition tables cannot name columns (`UPDATE OF`), so the update trigger sees every
+-- update of customers and keeps the rows whose risk day or level changed.
+
+DROP TRIGGER customers_counted ON customers;
+DROP TRIGGER risk_scores_counted ON risk_scores;
+
+-- Adds a change per key to the counts of this transaction's shard, unless the project is
+-- being deleted (its count rows go with it).
+CREATE FUNCTION customer_counts_add(p_project TEXT[], p_key TEXT[], p_n BIGINT[]) RETURNS void
+LANGUAGE sql AS $$
+    INSERT INTO customer_counts (project_id, shard, key, n)
+    SELECT c.project_id, count_shard(), c.key, c.n
+    FROM unnest(p_project, p_key, p_n) AS c(project_id, key, n)
+    WHERE c.n <> 0 AND EXISTS (SELECT 1 FROM projects WHERE id = c.project_id)
+    ORDER BY c.project_id, c.key
+    ON CONFLICT (project_id, shard, key) DO UPDATE SET n = customer_counts.n + EXCLUDED.n
+$$;
+
+CREATE FUNCTION customers_count_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM customer_counts_add(array_agg(project_id), array_agg(key), array_agg(n))
+        FROM (
+            SELECT project_id, 'customer' AS key, COUNT(*) AS n FROM new_rows GROUP BY 1
+            UNION ALL
+            SELECT project_id, 'risk_' || COALESCE(risk_level, 'none'), COUNT(*) FROM new_rows
+            WHERE risk_day IS NOT NULL AND customer_scored(project_id, email, risk_day) GROUP BY 1, 2
+        ) changes;
+    RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION customers_count_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM customer_counts_add(array_agg(project_id), array_agg(key), array_agg(-n))
+        FROM (
+            SELECT project_id, 'customer' AS key, COUNT(*) AS n FROM old_rows GROUP BY 1
+            UNION ALL
+            SELECT project_id, 'risk_' || COALESCE(risk_level, 'none'), COUNT(*) FROM old_rows
+            WHERE risk_day IS NOT NULL AND customer_scored(project_id, email, risk_day) GROUP BY 1, 2
+        ) changes;
+    RETURN NULL;
+END;
+$$;
+
+-- A changed risk day or level moves the customer from the old level's count to the new one's
+-- (each only when its score row exists, as the risk list joins it).
+CREATE FUNCTION customers_count_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM customer_counts_add(array_agg(project_id), array_agg(key), array_agg(n))
+        FROM (
+            SELECT project_id, key, SUM(d) AS n FROM (
+                SELECT o.project_id, 'risk_' || COALESCE(o.risk_level, 'none') AS key, -1 AS d
+                FROM old_rows o JOIN new_rows n ON n.project_id = o.project_id AND n.email = o.email
+                WHERE (o.risk_day IS DISTINCT FROM n.risk_day OR o.risk_level IS DISTINCT FROM n.risk_level)
+                  AND o.risk_day IS NOT NULL AND customer_scored(o.project_id, o.email, o.risk_day)
+                UNION ALL
+                SELECT n.project_id, 'risk_' || COALESCE(n.risk_level, 'none'), 1
+                FROM old_rows o JOIN new_rows n ON n.project_id = o.project_id AND n.email = o.email
+                WHERE (o.risk_day IS DISTINCT FROM n.risk_day OR o.risk_level IS DISTINCT FROM n.risk_level)
+                  AND n.risk_day IS NOT NULL AND customer_scored(n.project_id, n.email, n.risk_day)
+            ) moves GROUP BY 1, 2
+        ) changes;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER customers_counted_insert AFTER INSERT ON customers
+REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION customers_count_inserted();
+CREATE TRIGGER customers_counted_delete AFTER DELETE ON customers
+REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION customers_count_deleted();
+CREATE TRIGGER customers_counted_update AFTER UPDATE ON customers
+REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION customers_count_updated();
+
+-- A score row appearing or going away for the day its customer points at.
+CREATE FUNCTION risk_scores_count_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM customer_counts_add(array_agg(project_id), array_agg(key), array_agg(n))
+        FROM (
+            SELECT c.project_id, 'risk_' || COALESCE(c.risk_level, 'none') AS key, COUNT(*) AS n
+            FROM new_rows r JOIN customers c
+              ON c.project_id = r.project_id AND c.email = r.customer_email AND c.risk_day = r.day
+            GROUP BY 1, 2
+        ) changes;
+    RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION risk_scores_count_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM customer_counts_add(array_agg(project_id), array_agg(key), array_agg(-n))
+        FROM (
+            SELECT c.project_id, 'risk_' || COALESCE(c.risk_level, 'none') AS key, COUNT(*) AS n
+            FROM old_rows r JOIN customers c
+              ON c.project_id = r.project_id AND c.email = r.customer_email AND c.risk_day = r.day
+            GROUP BY 1, 2
+        ) changes;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER risk_scores_counted_insert AFTER INSERT ON risk_scores
+REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION risk_scores_count_inserted();
+CREATE TRIGGER risk_scores_counted_delete AFTER DELETE ON risk_scores
+REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION risk_scores_count_deleted();
+
+DROP FUNCTION customers_count();
+DROP FUNCTION risk_scores_count();
+DROP FUNCTION customer_count_add(TEXT, TEXT, BIGINT);
