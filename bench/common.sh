@@ -28,7 +28,9 @@ row() {
 }
 
 # start_server <sqlite|postgres>: a release server on a fresh database with rate limits off
-# and a signed-up user. Sets WORK, DB, DBNAME, SERVER, ADDR, API and TOKEN.
+# and a signed-up user. BENCH_LOG: its log filter (keep `churn_server=info`, which says the address;
+# `sqlx::query=debug` logs every statement
+# with its time); BENCH_KEEP_LOG=<path>: its log is kept as <path>.<backend>. Sets WORK, DB, DBNAME, SERVER, ADDR, API and TOKEN.
 start_server() {
   WORK=$(mktemp -d)
   DBNAME=""
@@ -40,7 +42,7 @@ start_server() {
     DB="sqlite://$WORK/churn.db"
   fi
   CHURN_BIND=127.0.0.1:0 CHURN_DATABASE_URL="$DB" CHURN_DATA_DIR="$WORK" CHURN_RATE_LIMITS=off \
-    CHURN_LOG="warn,churn_server=info" CHURN_LOG_FORMAT=json "$BIN" 2>"$WORK/server.log" &
+    CHURN_LOG="${BENCH_LOG:-warn,churn_server=info}" CHURN_LOG_FORMAT=json "$BIN" 2>"$WORK/server.log" &
   SERVER=$!
   ADDR=""
   for _ in $(seq 1 100); do
@@ -58,6 +60,7 @@ stop_server() {
   kill "$SERVER"
   wait "$SERVER" 2>/dev/null || true
   if [ -n "$DBNAME" ]; then psql "$PG_ADMIN" -qc "DROP DATABASE $DBNAME WITH (FORCE)" >/dev/null; fi
+  if [ -n "${BENCH_KEEP_LOG:-}" ]; then cp "$WORK/server.log" "$BENCH_KEEP_LOG.$BACKEND"; fi
   rm -rf "$WORK"
 }
 

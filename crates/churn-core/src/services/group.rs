@@ -33,7 +33,8 @@ type Call<I, O> = (I, oneshot::Sender<Result<O>>);
 pub(crate) struct Group<I, O> {
     queue: Arc<OnceLock<mpsc::Sender<Call<I, O>>>>,
     write: WriteGroup<I, O>,
-    /// Writers per process on PostgreSQL, whose transactions run side by side; SQLite has
+    /// Writers per process on PostgreSQL, whose transactions run side by side; 0: calls are
+    /// not grouped there, each is written at once in a transaction of its own. SQLite has
     /// one writer connection, so one writer.
     postgres_writers: usize,
 }
@@ -61,6 +62,11 @@ impl<I: Send + 'static, O: Send + 'static> Group<I, O> {
 
     /// Queues the item and answers what its group's write says of it.
     pub(crate) async fn run(&self, store: &Store, item: I) -> Result<O> {
+        let stopped = || Error::internal("the group-commit writer stopped");
+        if store.backend().shared() && self.postgres_writers == 0 {
+            let mut answers = (self.write)(store.clone(), vec![item]).await;
+            return answers.pop().unwrap_or_else(|| Err(stopped()));
+        }
         let queue = self.queue.get_or_init(|| {
             let (queue, calls) = mpsc::channel(QUEUE);
             let calls = Arc::new(Mutex::new(calls));
@@ -74,7 +80,6 @@ impl<I: Send + 'static, O: Send + 'static> Group<I, O> {
             }
             queue
         });
-        let stopped = || Error::internal("the group-commit writer stopped");
         let (done, answer) = oneshot::channel();
         queue.send((item, done)).await.map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
@@ -173,4 +178,53 @@ async fn alone<O>(store: &Store, unit: &Work<O>) -> Result<O> {
     let v = unit(&mut tx).await?;
     tx.commit().await?;
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::both_backends;
+    use crate::config::DatabaseUrl;
+    use crate::testing::{self, TestDatabase};
+
+    both_backends!(a_failing_unit_is_rolled_back_alone);
+
+    /// A unit writing the secret `name`; `fail` makes it fail after its write.
+    fn unit(name: &'static str, fail: bool) -> Work<&'static str> {
+        Box::new(move |tx| {
+            Box::pin(async move {
+                sqlx::query(
+                    "INSERT INTO service_secrets (name, value, created_at) VALUES ($1, 'v', 'now')",
+                )
+                .bind(name)
+                .execute(&mut **tx)
+                .await?;
+                if fail {
+                    return Err(Error::validation("refused"));
+                }
+                Ok(name)
+            })
+        })
+    }
+
+    async fn a_failing_unit_is_rolled_back_alone(backend: testing::Backend) {
+        let db = TestDatabase::new(backend).await;
+        let store = Store::connect(&DatabaseUrl::new(&db.url)).await.unwrap();
+        store.migrate().await.unwrap();
+        let units = vec![unit("a", false), unit("b", true), unit("c", false)];
+        let answers = write_units(store.clone(), units).await;
+        assert_eq!(answers[0].as_ref().unwrap(), &"a");
+        assert!(
+            matches!(answers[1], Err(Error::Validation { .. })),
+            "{:?}",
+            answers[1]
+        );
+        assert_eq!(answers[2].as_ref().unwrap(), &"c");
+        let names: Vec<String> =
+            sqlx::query_scalar("SELECT name FROM service_secrets WHERE value = 'v' ORDER BY name")
+                .fetch_all(store.reader())
+                .await
+                .unwrap();
+        assert_eq!(names, ["a", "c"]);
+    }
 }
