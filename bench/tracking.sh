@@ -75,11 +75,11 @@ INSERT INTO behavior_daily (project_id, customer_email, day, event, detail, n)
 SELECT project_id, customer_email, substr(occurred_at, 1, 10), event,
        CASE event WHEN 'feature_used' THEN feature WHEN 'page_viewed' THEN category ELSE '' END, COUNT(*)
 FROM behavior_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 4, 5;
-ALTER TABLE customers DISABLE TRIGGER customers_counted;
+ALTER TABLE customers DISABLE TRIGGER customers_counted_insert;
 INSERT INTO customers (project_id, email, first_seen_at, last_seen_at, first_event_at, last_event_at)
 SELECT project_id, customer_email, MIN(occurred_at), MAX(occurred_at), MIN(occurred_at), MAX(occurred_at)
 FROM behavior_events WHERE project_id = '$2' GROUP BY 1, 2;
-ALTER TABLE customers ENABLE TRIGGER customers_counted;
+ALTER TABLE customers ENABLE TRIGGER customers_counted_insert;
 INSERT INTO customer_counts (project_id, shard, key, n)
 SELECT project_id, 0, 'customer', COUNT(*) FROM customers WHERE project_id = '$2' GROUP BY 1, 2;
 COMMIT;
