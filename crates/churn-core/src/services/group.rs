@@ -4,9 +4,10 @@
 //! its WAL flush, SQLite's single writer hands each statement to its connection's thread), so
 //! under load the cost is shared, while a lone call on an idle server is written at once.
 //!
-//! A call whose client went away is still written: a retry then finds its work done (ids,
-//! claims), nothing twice. Each group runs as a task of its own, so a panic fails that
-//! group's calls, not the writer.
+//! A call whose client went away is still written (unless the server is shutting down and
+//! its database pool is closed): a retry then finds its work done (ids, claims), nothing
+//! twice. Each group runs as a task of its own, so a panic fails that group's calls, not the
+//! writer.
 //!
 //! Two kinds of groups: tracked events (`ingest`), merged into one statement per table, and
 //! [`Work`] units (inbound provider events), each in a savepoint of the shared transaction.

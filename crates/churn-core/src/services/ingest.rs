@@ -24,9 +24,10 @@ pub(crate) struct Batch {
 }
 
 /// The group-commit queue of tracked events; answers how many of a batch were stored. One
-/// writer: a group's statements cost little per event, its commit (a WAL flush on
-/// PostgreSQL) much, so the fewer and larger the groups, the better. Four writers on
-/// PostgreSQL split 32 concurrent single-event calls into groups of about five.
+/// writer per process: a group's statements cost little per event, its commit (a WAL flush
+/// on PostgreSQL) much, so the fewer and larger the groups, the better (four writers were
+/// tried on PostgreSQL: they split 32 concurrent single-event calls into groups of about
+/// five, and were no faster).
 pub(super) fn group() -> Group<Batch, u64> {
     Group::new(write, 1)
 }

@@ -306,8 +306,9 @@ pub struct ScoreRecord {
 
 /// Keeps each customer's score of its day (a later run the same day replaces it) and makes it
 /// the customer's latest: one statement per table for the whole slice (distinct customers,
-/// in email order). On PostgreSQL the customers' rows are locked in email order first, the
-/// order tracking writes them in, so the two wait for each other instead of deadlocking.
+/// in email order). On PostgreSQL the customers' rows are locked first in the byte order of
+/// their emails (collation "C", whatever the database's), the order tracking writes them
+/// in, so the two wait for each other instead of deadlocking.
 pub async fn save_scores(
     db: &mut sqlx::AnyConnection,
     backend: Backend,
@@ -336,7 +337,7 @@ pub async fn save_scores(
     if backend == Backend::Postgres {
         sqlx::query(&format!(
             "SELECT c.email FROM customers c WHERE c.project_id = $1 \
-             AND c.email IN (SELECT j.value ->> 0 FROM {from}) ORDER BY c.email{}",
+             AND c.email IN (SELECT j.value ->> 0 FROM {from}) ORDER BY c.email COLLATE \"C\"{}",
             backend.for_update("c")
         ))
         .bind(project_id)
