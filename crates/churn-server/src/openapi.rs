@@ -59,6 +59,12 @@ impl Modify for Security {
 /// Where the unscoped routes, with their older error body, live.
 const UNSCOPED: &str = "/api/v1/churn-events";
 
+/// The URI guard's answer, on any route whose target (path and query) is too long.
+const URI_TOO_LONG: (&str, &str) = (
+    "414",
+    "URI_TOO_LONG: the request target is longer than 8192 bytes",
+);
+
 /// Finishes the collected document: common error answers on every operation, and the two
 /// forms of `GET /stats`.
 pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
@@ -73,6 +79,14 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
         for op in operations.into_iter().flatten() {
             add_common_responses(path, op);
             optional_body_not_null(op);
+        }
+        // Preflights pass the URI guard too.
+        if let Some(op) = item.options.as_mut() {
+            let (status, description) = URI_TOO_LONG;
+            op.responses
+                .responses
+                .entry(status.to_owned())
+                .or_insert_with(|| RefOr::T(error_response(description, false)));
         }
     }
     stats_forms(doc);
@@ -131,6 +145,7 @@ fn add_common_responses(path: &str, op: &mut Operation) {
             "UNSUPPORTED_MEDIA_TYPE: the body is not `application/json`",
         ));
     }
+    common.push(URI_TOO_LONG);
     common.push(("429", "RATE_LIMITED: too many requests from this address"));
     if path != "/health" && path != "/metrics" {
         common.push(("500", "INTERNAL_ERROR"));

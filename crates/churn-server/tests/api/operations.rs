@@ -215,6 +215,7 @@ async fn openapi_operation_ids_are_unique_and_errors_documented(backend: Backend
                 panic!("operationId {id} of {method} {path} is also {other}");
             }
             let responses = op["responses"].as_object().unwrap();
+            assert!(responses.contains_key("414"), "{method} {path}: 414");
             if op["security"].as_array().is_some_and(|s| !s.is_empty()) {
                 assert!(responses.contains_key("401"), "{method} {path}: 401");
             }
