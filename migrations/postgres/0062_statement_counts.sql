@@ -31,27 +31,17 @@ $$;
 -- Scored rows are found by joining `risk_scores` (the risk list's join), not by calling
 -- `customer_scored` per row: an SQL function with a subquery is not inlined, and each call
 -- was a query of its own (80 µs).
-CREATE FUNCTION customers_count_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Rows inserted count up, rows deleted count down: both triggers name their transition
+-- table `changed_rows`.
+CREATE FUNCTION customers_count_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    sign BIGINT := CASE TG_OP WHEN 'INSERT' THEN 1 ELSE -1 END;
 BEGIN
-    PERFORM customer_counts_add(array_agg(project_id), array_agg(key), array_agg(n))
+    PERFORM customer_counts_add(array_agg(project_id), array_agg(key), array_agg(sign * n))
         FROM (
-            SELECT project_id, 'customer' AS key, COUNT(*) AS n FROM new_rows GROUP BY 1
+            SELECT project_id, 'customer' AS key, COUNT(*) AS n FROM changed_rows GROUP BY 1
             UNION ALL
-            SELECT c.project_id, 'risk_' || COALESCE(c.risk_level, 'none'), COUNT(*) FROM new_rows c
-            JOIN risk_scores r ON r.project_id = c.project_id AND r.customer_email = c.email AND r.day = c.risk_day
-            GROUP BY 1, 2
-        ) changes;
-    RETURN NULL;
-END;
-$$;
-
-CREATE FUNCTION customers_count_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM customer_counts_add(array_agg(project_id), array_agg(key), array_agg(-n))
-        FROM (
-            SELECT project_id, 'customer' AS key, COUNT(*) AS n FROM old_rows GROUP BY 1
-            UNION ALL
-            SELECT c.project_id, 'risk_' || COALESCE(c.risk_level, 'none'), COUNT(*) FROM old_rows c
+            SELECT c.project_id, 'risk_' || COALESCE(c.risk_level, 'none'), COUNT(*) FROM changed_rows c
             JOIN risk_scores r ON r.project_id = c.project_id AND r.customer_email = c.email AND r.day = c.risk_day
             GROUP BY 1, 2
         ) changes;
@@ -84,33 +74,22 @@ END;
 $$;
 
 CREATE TRIGGER customers_counted_insert AFTER INSERT ON customers
-REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION customers_count_inserted();
+REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION customers_count_changed();
 CREATE TRIGGER customers_counted_delete AFTER DELETE ON customers
-REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION customers_count_deleted();
+REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION customers_count_changed();
 CREATE TRIGGER customers_counted_update AFTER UPDATE ON customers
 REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
 FOR EACH STATEMENT EXECUTE FUNCTION customers_count_updated();
 
 -- A score row appearing or going away for the day its customer points at.
-CREATE FUNCTION risk_scores_count_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION risk_scores_count_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    sign BIGINT := CASE TG_OP WHEN 'INSERT' THEN 1 ELSE -1 END;
 BEGIN
-    PERFORM customer_counts_add(array_agg(project_id), array_agg(key), array_agg(n))
+    PERFORM customer_counts_add(array_agg(project_id), array_agg(key), array_agg(sign * n))
         FROM (
             SELECT c.project_id, 'risk_' || COALESCE(c.risk_level, 'none') AS key, COUNT(*) AS n
-            FROM new_rows r JOIN customers c
-              ON c.project_id = r.project_id AND c.email = r.customer_email AND c.risk_day = r.day
-            GROUP BY 1, 2
-        ) changes;
-    RETURN NULL;
-END;
-$$;
-
-CREATE FUNCTION risk_scores_count_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM customer_counts_add(array_agg(project_id), array_agg(key), array_agg(-n))
-        FROM (
-            SELECT c.project_id, 'risk_' || COALESCE(c.risk_level, 'none') AS key, COUNT(*) AS n
-            FROM old_rows r JOIN customers c
+            FROM changed_rows r JOIN customers c
               ON c.project_id = r.project_id AND c.email = r.customer_email AND c.risk_day = r.day
             GROUP BY 1, 2
         ) changes;
@@ -119,9 +98,9 @@ END;
 $$;
 
 CREATE TRIGGER risk_scores_counted_insert AFTER INSERT ON risk_scores
-REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION risk_scores_count_inserted();
+REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION risk_scores_count_changed();
 CREATE TRIGGER risk_scores_counted_delete AFTER DELETE ON risk_scores
-REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION risk_scores_count_deleted();
+REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION risk_scores_count_changed();
 
 DROP FUNCTION customers_count();
 DROP FUNCTION risk_scores_count();
