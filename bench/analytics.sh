@@ -43,16 +43,14 @@ SQL
 seed_postgres() {
   psql -q "$1" <<SQL
 BEGIN;
-ALTER TABLE churn_events DISABLE TRIGGER churn_events_counted;
-ALTER TABLE churn_events DISABLE TRIGGER churn_cohorts_counted;
+ALTER TABLE churn_events DISABLE TRIGGER churn_events_counted_insert;
 INSERT INTO churn_events (id, project_id, customer_email, event_type, reason_code, mrr, currency, status, provider, created_at, updated_at)
 SELECT 'seed-' || lpad(n::text, 8, '0'), '$2', 'c' || n || '@example.com', 'cancellation', 'too_expensive', 1000 + n % 5000, 'usd',
        CASE WHEN n % 3 = 0 THEN 'recovered' WHEN n % 5 = 0 THEN 'lost' ELSE 'email_sent' END, 'api',
        to_char(date_trunc('month', now() AT TIME ZONE 'UTC') - make_interval(months => n % 36) + interval '1 day', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
        to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
 FROM generate_series(1, $3) n;
-ALTER TABLE churn_events ENABLE TRIGGER churn_events_counted;
-ALTER TABLE churn_events ENABLE TRIGGER churn_cohorts_counted;
+ALTER TABLE churn_events ENABLE TRIGGER churn_events_counted_insert;
 INSERT INTO recovery_variants (id, churn_event_id, project_id, strategy, subject, body, body_text, status, recommended, rank, rank_score, rank_reasons, generator, recipient, sent_at, created_at, updated_at)
 SELECT 'seedv-' || lpad(n::text, 8, '0'), 'seed-' || lpad(n::text, 8, '0'), '$2', 'discount', 'Subject', '<p>Body</p>', 'Body', 'sent', 1, 1, 1.0, '[]',
        'template', 'c' || n || '@example.com', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z'

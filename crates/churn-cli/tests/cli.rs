@@ -903,11 +903,11 @@ async fn payments_list_and_retry(backend: Backend) {
             created_at: at(created),
             updated_at: at(created),
         };
-        assert!(
-            payment_failures::insert(service.store().writer(), &record)
-                .await
-                .unwrap()
-        );
+        let backend = service.store().backend();
+        let inserted = payment_failures::insert(service.store().writer(), backend, &[&record])
+            .await
+            .unwrap();
+        assert_eq!(inserted, [true]);
         ids.push(id);
     }
     let data_dir = db.data_dir.path().to_str().unwrap().to_owned();

@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::domain::lifecycle::{Action, transition};
 use crate::error::{Error, Result};
 use crate::services::{AccountEmail, Churn};
-use crate::store::{Store, Tx, events, jobs};
+use crate::store::{Backend, Store, Tx, events, jobs};
 use crate::time::{Clock, Timestamp};
 
 /// How long a claim holds a job before another worker may take it. The runner extends it every
@@ -134,16 +134,26 @@ impl Job {
 
     /// Enqueues in the caller's transaction, so the job exists exactly when the change does.
     pub async fn enqueue(&self, tx: &mut Tx, run_at: Timestamp, now: Timestamp) -> Result<()> {
-        let (kind, payload) = self.to_stored()?;
-        jobs::enqueue(
-            &mut **tx,
-            &kind,
-            &payload,
-            run_at,
-            i64::from(self.max_attempts()),
-            now,
-        )
-        .await
+        Job::enqueue_all(tx, &[(self.clone(), run_at)], now).await
+    }
+
+    /// Enqueues each job at its time with one statement, in the caller's transaction.
+    pub async fn enqueue_all(tx: &mut Tx, due: &[(Job, Timestamp)], now: Timestamp) -> Result<()> {
+        let stored = due
+            .iter()
+            .map(|(job, at)| Ok((job.to_stored()?, *at, i64::from(job.max_attempts()))))
+            .collect::<Result<Vec<_>>>()?;
+        let new: Vec<jobs::NewJob> = stored
+            .iter()
+            .map(|((kind, payload), run_at, max_attempts)| jobs::NewJob {
+                kind,
+                payload,
+                run_at: *run_at,
+                max_attempts: *max_attempts,
+            })
+            .collect();
+        let backend = Backend::of(tx);
+        jobs::enqueue(&mut **tx, backend, &new, now).await
     }
 
     /// Splits the serde form `{"kind": …, "payload": …}` into the two columns.

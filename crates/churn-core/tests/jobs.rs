@@ -221,7 +221,14 @@ async fn unreadable_jobs_fail_at_once(backend: Backend) {
         ("no_such_kind", json!({})),
         ("expire_churn_event", json!({"id": 7})),
     ] {
-        jobs::enqueue(churn.store().writer(), kind, &payload, now, 5, now)
+        let job = jobs::NewJob {
+            kind,
+            payload: &payload,
+            run_at: now,
+            max_attempts: 5,
+        };
+        let backend = churn.store().backend();
+        jobs::enqueue(churn.store().writer(), backend, &[job], now)
             .await
             .unwrap();
     }

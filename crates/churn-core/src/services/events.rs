@@ -1,6 +1,8 @@
 //! Churn events: creation in both forms, lists, the single-event view, recovery and the
 //! cancel reason. Every operation checks the role and the owner's subscription.
 
+use std::collections::BTreeMap;
+
 use super::Core;
 use super::access::ProjectAccess;
 use crate::api::Meta;
@@ -18,10 +20,11 @@ use crate::domain::validation::{Validator, optional_text};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::jobs::Job;
-use crate::store::Tx;
 use crate::store::customers;
 use crate::store::events::{self, EventRecord, ListFilter, SortColumn};
 use crate::store::variants::{self, VariantRecord};
+use crate::store::{Backend, Tx};
+use crate::time::Timestamp;
 
 pub const EVENT_TYPES: [&str; 2] = ["cancellation", "payment_failed"];
 const MAX_MRR: i64 = 1_000_000_000_000;
@@ -451,32 +454,59 @@ impl Core {
     }
 }
 
-/// The API view of a stored event (with its variants, when given).
 /// Stores a new churn event of any source (the API, provider webhooks, the cancel flow) in
-/// `tx`: with its autopilot plan (holdout group, state and first job, decisions §13) and its
-/// customer (decisions §8). `record.group` and `record.autopilot` are set here.
+/// `tx`: [`insert_new_events`] of one.
 pub(crate) async fn insert_new_event(
     tx: &mut Tx,
-    mut record: EventRecord,
+    record: EventRecord,
     autopilot: &AutopilotSettings,
 ) -> Result<EventRecord> {
-    let now = record.created_at;
-    let plan = super::autopilot::plan(autopilot, &record.id, now);
-    record.group = plan.group;
-    record.autopilot = plan.state;
-    events::insert(&mut **tx, &record).await?;
-    customers::upsert(&mut **tx, &record.project_id, &record.customer_email, now).await?;
-    if let Some(at) = plan.first_send_at {
-        Job::Autopilot {
-            event_id: record.id.clone(),
-            follow_up: false,
-        }
-        .enqueue(tx, at, now)
-        .await?;
-    }
-    Ok(record)
+    let mut stored = insert_new_events(tx, vec![(record, autopilot)]).await?;
+    stored
+        .pop()
+        .ok_or_else(|| Error::internal("no churn event stored"))
 }
 
+/// Stores new churn events in `tx`, each with its autopilot plan (holdout group, state and
+/// first job, decisions §13) and its customer (decisions §8), with one statement per table
+/// (per project for customers). `group` and `autopilot` of each record are set here.
+pub(crate) async fn insert_new_events(
+    tx: &mut Tx,
+    new: Vec<(EventRecord, &AutopilotSettings)>,
+) -> Result<Vec<EventRecord>> {
+    let mut records = Vec::with_capacity(new.len());
+    let mut first_sends = Vec::new();
+    for (mut record, autopilot) in new {
+        let plan = super::autopilot::plan(autopilot, &record.id, record.created_at);
+        record.group = plan.group;
+        record.autopilot = plan.state;
+        if let Some(at) = plan.first_send_at {
+            let job = Job::Autopilot {
+                event_id: record.id.clone(),
+                follow_up: false,
+            };
+            first_sends.push((job, at));
+        }
+        records.push(record);
+    }
+    let backend = Backend::of(tx);
+    let all: Vec<&EventRecord> = records.iter().collect();
+    events::insert(&mut **tx, backend, &all).await?;
+    let mut seen: BTreeMap<&str, Vec<(&str, Timestamp)>> = BTreeMap::new();
+    for r in &records {
+        let at = (r.customer_email.as_str(), r.created_at);
+        seen.entry(r.project_id.as_str()).or_default().push(at);
+    }
+    for (project_id, seen) in seen {
+        customers::upsert(&mut **tx, backend, project_id, &seen).await?;
+    }
+    if let Some(now) = records.iter().map(|r| r.created_at).max() {
+        Job::enqueue_all(tx, &first_sends, now).await?;
+    }
+    Ok(records)
+}
+
+/// The API view of a stored event (with its variants, when given).
 pub fn event_view(r: EventRecord, variants: Option<Vec<VariantRecord>>) -> ChurnEvent {
     ChurnEvent {
         reason_code: ReasonCode::parse(&r.reason_code).unwrap_or(ReasonCode::Other),

@@ -23,13 +23,11 @@ pub(crate) struct Batch {
     pub now: Timestamp,
 }
 
-/// The group-commit queue of tracked events; answers how many of a batch were stored. One
-/// writer per process: a group's statements cost little per event, its commit (a WAL flush
-/// on PostgreSQL) much, so the fewer and larger the groups, the better (four writers were
-/// tried on PostgreSQL: they split 32 concurrent single-event calls into groups of about
-/// five, and were no faster).
+/// The group-commit queue of tracked events; answers how many of a batch were stored. (Four
+/// writers per process were tried on PostgreSQL: they split 32 concurrent single-event calls
+/// into groups of about five, and were no faster.)
 pub(super) fn group() -> Group<Batch, u64> {
-    Group::new(write, 1)
+    Group::new(write)
 }
 
 /// One transaction for the whole group; should it fail, each batch in a transaction of its

@@ -2,6 +2,8 @@
 //! a customer. Timestamps only ever widen (earliest first, latest last), so writers in any
 //! order agree.
 
+use std::collections::BTreeMap;
+
 use sqlx::{Any, Executor, FromRow};
 
 use super::{Backend, Writes, json_array, ts};
@@ -17,24 +19,39 @@ fn widen(col: &str, first: bool) -> String {
     )
 }
 
-/// Records that the customer was seen at `at` (a churn event, a cancel-flow submission, a
-/// provider event). The one entry point for every path other than tracking.
+/// Records that the customers were seen, each at its time (churn events, a cancel-flow
+/// submission, a provider event). The one entry point for every path other than tracking.
+/// One statement, emails in byte order (the order tracking and scoring lock customers in on
+/// PostgreSQL), an email seen twice widened by both times.
 pub async fn upsert<'e>(
     db: impl Writes<'e>,
+    backend: Backend,
     project_id: &str,
-    email: &str,
-    at: Timestamp,
+    seen: &[(&str, Timestamp)],
 ) -> Result<()> {
+    let mut spans: BTreeMap<&str, (Timestamp, Timestamp)> = BTreeMap::new();
+    for &(email, at) in seen {
+        let span = spans.entry(email).or_insert((at, at));
+        *span = (span.0.min(at), span.1.max(at));
+    }
+    if spans.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<_> = spans
+        .iter()
+        .map(|(email, (first, last))| (email, time::format(first), time::format(last)))
+        .collect();
     let sql = format!(
         "INSERT INTO customers (project_id, email, first_seen_at, last_seen_at) \
-         VALUES ($1, $2, $3, $3) ON CONFLICT (project_id, email) DO UPDATE SET {}, {}",
+         SELECT $1, j.value ->> 0, j.value ->> 1, j.value ->> 2 FROM {} \
+         WHERE true ON CONFLICT (project_id, email) DO UPDATE SET {}, {}",
+        backend.json_rows(2),
         widen("first_seen_at", true),
         widen("last_seen_at", false),
     );
     sqlx::query(&sql)
         .bind(project_id)
-        .bind(email)
-        .bind(time::format(&at))
+        .bind(json_array(&rows))
         .execute(db)
         .await?;
     Ok(())

@@ -2,9 +2,20 @@
 //! hold, telling other server processes about a change, and reading rows out of a JSON array.
 //! Everything else is portable SQL.
 
+use sqlx::AnyConnection;
+
 use super::Backend;
 
 impl Backend {
+    /// The backend a connection (a transaction's) talks to.
+    pub fn of(conn: &AnyConnection) -> Backend {
+        if conn.backend_name().eq_ignore_ascii_case("sqlite") {
+            Backend::Sqlite
+        } else {
+            Backend::Postgres
+        }
+    }
+
     /// Locks the rows a transaction read so concurrent changes apply one after the other;
     /// SQLite has a single writer, which serialises them already. `of` names the table alias
     /// to lock (PostgreSQL refuses to lock the nullable side of a join).

@@ -4,7 +4,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Writes, decode};
+use super::{Backend, Writes, decode, json_array};
 use crate::api::events::AutopilotStatus;
 use crate::domain::analytics::Group;
 use crate::domain::lifecycle::EventStatus;
@@ -86,34 +86,57 @@ const COLUMNS: &str = "e.id, e.project_id, e.customer_email, e.customer_name, e.
     e.created_at, e.updated_at, e.holdout_group, e.autopilot_status, e.autopilot_reason, e.offer_error, \
     e.offer_applied_at";
 
-pub async fn insert<'e>(db: impl Writes<'e>, e: &EventRecord) -> Result<()> {
-    sqlx::query(
+/// Inserts the events with one statement (a group's events travel as one parameter).
+pub async fn insert<'e>(
+    db: impl Writes<'e>,
+    backend: Backend,
+    events: &[&EventRecord],
+) -> Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<serde_json::Value> = events
+        .iter()
+        .map(|e| {
+            serde_json::json!([
+                e.id,
+                e.project_id,
+                e.customer_email,
+                e.customer_name,
+                e.event_type,
+                e.cancel_reason,
+                e.reason_code,
+                e.mrr,
+                e.currency,
+                e.plan_name,
+                e.tenure_days,
+                e.status.as_str(),
+                e.provider,
+                e.provider_subscription_id,
+                e.provider_customer_id,
+                time::format(&e.created_at),
+                e.group.map(Group::as_str),
+                e.autopilot.as_ref().map(|(status, _)| status.as_str()),
+                e.autopilot
+                    .as_ref()
+                    .and_then(|(_, reason)| reason.as_deref()),
+            ])
+        })
+        .collect();
+    let sql = format!(
         "INSERT INTO churn_events (id, project_id, customer_email, customer_name, event_type, cancel_reason, \
          reason_code, mrr, currency, plan_name, tenure_days, status, provider, provider_subscription_id, \
          provider_customer_id, created_at, updated_at, holdout_group, autopilot_status, autopilot_reason) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17, $18, $19)",
-    )
-    .bind(&e.id)
-    .bind(&e.project_id)
-    .bind(&e.customer_email)
-    .bind(&e.customer_name)
-    .bind(&e.event_type)
-    .bind(&e.cancel_reason)
-    .bind(&e.reason_code)
-    .bind(e.mrr)
-    .bind(&e.currency)
-    .bind(&e.plan_name)
-    .bind(e.tenure_days)
-    .bind(e.status.as_str())
-    .bind(&e.provider)
-    .bind(&e.provider_subscription_id)
-    .bind(&e.provider_customer_id)
-    .bind(time::format(&e.created_at))
-    .bind(e.group.map(Group::as_str))
-    .bind(e.autopilot.as_ref().map(|(status, _)| status.as_str()))
-    .bind(e.autopilot.as_ref().and_then(|(_, reason)| reason.clone()))
-    .execute(db)
-    .await?;
+         SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, \
+         j.value ->> 6, CAST(j.value ->> 7 AS BIGINT), j.value ->> 8, j.value ->> 9, \
+         CAST(j.value ->> 10 AS BIGINT), j.value ->> 11, j.value ->> 12, j.value ->> 13, j.value ->> 14, \
+         j.value ->> 15, j.value ->> 15, j.value ->> 16, j.value ->> 17, j.value ->> 18 FROM {}",
+        backend.json_rows(1)
+    );
+    sqlx::query(&sql)
+        .bind(json_array(&rows))
+        .execute(db)
+        .await?;
     Ok(())
 }
 

@@ -5,7 +5,7 @@
 use super::Writes;
 use sqlx::FromRow;
 
-use super::{Store, ts};
+use super::{Backend, Store, json_array, ts};
 use crate::error::Result;
 use crate::ids::new_id;
 use crate::time::{self, Timestamp};
@@ -28,28 +28,48 @@ struct Row {
     run_at: String,
 }
 
-/// `max_attempts` is the kind's limit at enqueue time, kept for inspection; the runtime decides
-/// from the kind's current schedule.
+/// A job on its way into the table. `max_attempts` is the kind's limit at enqueue time, kept
+/// for inspection; the runtime decides from the kind's current schedule.
+pub struct NewJob<'a> {
+    pub kind: &'a str,
+    pub payload: &'a serde_json::Value,
+    pub run_at: Timestamp,
+    pub max_attempts: i64,
+}
+
+/// Enqueues the jobs with one statement (a group's jobs travel as one parameter).
 pub async fn enqueue<'e>(
     db: impl Writes<'e>,
-    kind: &str,
-    payload: &serde_json::Value,
-    run_at: Timestamp,
-    max_attempts: i64,
+    backend: Backend,
+    jobs: &[NewJob<'_>],
     now: Timestamp,
 ) -> Result<()> {
-    sqlx::query(
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<_> = jobs
+        .iter()
+        .map(|j| {
+            (
+                new_id(),
+                j.kind,
+                j.payload.to_string(),
+                time::format(&j.run_at),
+                j.max_attempts,
+            )
+        })
+        .collect();
+    let sql = format!(
         "INSERT INTO jobs (id, kind, payload, run_at, status, max_attempts, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, 'queued', $5, $6, $6)",
-    )
-    .bind(new_id())
-    .bind(kind)
-    .bind(payload.to_string())
-    .bind(time::format(&run_at))
-    .bind(max_attempts)
-    .bind(time::format(&now))
-    .execute(db)
-    .await?;
+         SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, 'queued', \
+         CAST(j.value ->> 4 AS BIGINT), $2, $2 FROM {}",
+        backend.json_rows(1)
+    );
+    sqlx::query(&sql)
+        .bind(json_array(&rows))
+        .bind(time::format(&now))
+        .execute(db)
+        .await?;
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Writes, decode};
+use super::{Backend, Writes, decode, json_array};
 use crate::domain::provider::Provider;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -71,100 +71,157 @@ const COLUMNS: &str = "id, project_id, provider, reference, customer_email, amou
     provider_invoice_id, provider_payment_id, provider_customer_id, provider_subscription_id, \
     payment_link, churn_event_id, created_at, updated_at";
 
-/// Records that the event is being processed; `false` when it was already (a duplicate).
-/// Under PostgreSQL a racing insert of the same key waits for the first transaction and
-/// then does nothing, so exactly one delivery goes on.
-pub async fn claim_event<'e>(
-    db: impl Writes<'e>,
-    project_id: &str,
-    provider: Provider,
-    event_id: &str,
-    event_type: &str,
-    now: Timestamp,
-) -> Result<bool> {
-    let done = sqlx::query(
-        "INSERT INTO provider_events (project_id, provider, event_id, event_type, action, received_at) \
-         VALUES ($1, $2, $3, $4, 'ignored', $5) ON CONFLICT (project_id, provider, event_id) DO NOTHING",
-    )
-    .bind(project_id)
-    .bind(provider.as_str())
-    .bind(event_id)
-    .bind(event_type)
-    .bind(time::format(&now))
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() == 1)
+/// A provider event: its project, provider and id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventKey<'a> {
+    pub project_id: &'a str,
+    pub provider: Provider,
+    pub event_id: &'a str,
 }
 
-pub async fn set_event_action<'e>(
+impl EventKey<'_> {
+    fn row(&self) -> [&str; 3] {
+        [self.project_id, self.provider.as_str(), self.event_id]
+    }
+
+    fn is(&self, row: &(String, String, String)) -> bool {
+        (row.0.as_str(), row.1.as_str(), row.2.as_str())
+            == (self.project_id, self.provider.as_str(), self.event_id)
+    }
+}
+
+/// Records that the events (distinct keys, each with its type and time of receipt) are being
+/// processed, with one statement, and says of each whether it was new (`false`: a
+/// duplicate). Under PostgreSQL a racing insert of the same key waits for the first
+/// transaction and then does nothing, so exactly one delivery goes on; keys are written in
+/// order, so two racing groups wait for each other instead of deadlocking.
+pub async fn claim_events<'e>(
     db: impl Writes<'e>,
-    project_id: &str,
-    provider: Provider,
-    event_id: &str,
-    action: &str,
+    backend: Backend,
+    events: &[(EventKey<'_>, &str, Timestamp)],
+) -> Result<Vec<bool>> {
+    let mut rows: Vec<[String; 5]> = events
+        .iter()
+        .map(|(key, event_type, at)| {
+            let [project_id, provider, event_id] = key.row().map(str::to_owned);
+            let (event_type, at) = ((*event_type).to_owned(), time::format(at));
+            [project_id, provider, event_id, event_type, at]
+        })
+        .collect();
+    rows.sort_unstable();
+    let sql = format!(
+        "INSERT INTO provider_events (project_id, provider, event_id, event_type, action, received_at) \
+         SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, 'ignored', j.value ->> 4 \
+         FROM {} WHERE true ON CONFLICT (project_id, provider, event_id) DO NOTHING \
+         RETURNING project_id, provider, event_id",
+        backend.json_rows(1)
+    );
+    let claimed: Vec<(String, String, String)> = sqlx::query_as(&sql)
+        .bind(json_array(&rows))
+        .fetch_all(db)
+        .await?;
+    Ok(events
+        .iter()
+        .map(|(key, _, _)| claimed.iter().any(|row| key.is(row)))
+        .collect())
+}
+
+/// Records what each claimed event led to, with one statement.
+pub async fn set_event_actions<'e>(
+    db: impl Writes<'e>,
+    backend: Backend,
+    actions: &[(EventKey<'_>, &str)],
 ) -> Result<()> {
-    sqlx::query(
-        "UPDATE provider_events SET action = $4 WHERE project_id = $1 AND provider = $2 AND event_id = $3",
-    )
-    .bind(project_id)
-    .bind(provider.as_str())
-    .bind(event_id)
-    .bind(action)
-    .execute(db)
-    .await?;
+    if actions.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<[&str; 4]> = actions
+        .iter()
+        .map(|(key, action)| {
+            let [project_id, provider, event_id] = key.row();
+            [project_id, provider, event_id, action]
+        })
+        .collect();
+    let sql = format!(
+        "UPDATE provider_events SET action = j.value ->> 3 FROM {} \
+         WHERE project_id = j.value ->> 0 AND provider = j.value ->> 1 AND event_id = j.value ->> 2",
+        backend.json_rows(1)
+    );
+    sqlx::query(&sql)
+        .bind(json_array(&rows))
+        .execute(db)
+        .await?;
     Ok(())
 }
 
 pub async fn event_seen<'e>(
     db: impl Executor<'e, Database = Any>,
-    project_id: &str,
-    provider: Provider,
-    event_id: &str,
+    key: EventKey<'_>,
 ) -> Result<bool> {
     let found: Option<i32> = sqlx::query_scalar(
         "SELECT 1 FROM provider_events WHERE project_id = $1 AND provider = $2 AND event_id = $3",
     )
-    .bind(project_id)
-    .bind(provider.as_str())
-    .bind(event_id)
+    .bind(key.project_id)
+    .bind(key.provider.as_str())
+    .bind(key.event_id)
     .fetch_optional(db)
     .await?;
     Ok(found.is_some())
 }
 
-/// Inserts a new failure; `false` when one with the same reference exists.
-pub async fn insert<'e>(db: impl Writes<'e>, f: &FailureRecord) -> Result<bool> {
+/// Inserts new failures with one statement and says of each whether it was (`false`: one
+/// with the same reference exists, or an earlier one of these has it).
+pub async fn insert<'e>(
+    db: impl Writes<'e>,
+    backend: Backend,
+    failures: &[&FailureRecord],
+) -> Result<Vec<bool>> {
+    if failures.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<serde_json::Value> = failures
+        .iter()
+        .map(|f| {
+            serde_json::json!([
+                f.id,
+                f.project_id,
+                f.provider.as_str(),
+                f.reference,
+                f.customer_email,
+                f.amount,
+                f.currency,
+                f.status,
+                f.failure_reason,
+                f.decline_code,
+                f.attempts,
+                f.max_retries,
+                f.next_retry_at.as_ref().map(time::format),
+                f.abandon_reason,
+                f.recovered_at.as_ref().map(time::format),
+                f.provider_invoice_id,
+                f.provider_payment_id,
+                f.provider_customer_id,
+                f.provider_subscription_id,
+                f.payment_link,
+                f.churn_event_id,
+                time::format(&f.created_at),
+            ])
+        })
+        .collect();
     let sql = format!(
-        "INSERT INTO payment_failures ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
-         $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $22) \
-         ON CONFLICT (project_id, provider, reference) DO NOTHING"
+        "INSERT INTO payment_failures ({COLUMNS}) SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, \
+         j.value ->> 3, j.value ->> 4, CAST(j.value ->> 5 AS BIGINT), j.value ->> 6, j.value ->> 7, \
+         j.value ->> 8, j.value ->> 9, CAST(j.value ->> 10 AS BIGINT), CAST(j.value ->> 11 AS BIGINT), \
+         j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17, \
+         j.value ->> 18, j.value ->> 19, j.value ->> 20, j.value ->> 21, j.value ->> 21 FROM {} \
+         WHERE true ON CONFLICT (project_id, provider, reference) DO NOTHING RETURNING id",
+        backend.json_rows(1)
     );
-    let done = sqlx::query(&sql)
-        .bind(&f.id)
-        .bind(&f.project_id)
-        .bind(f.provider.as_str())
-        .bind(&f.reference)
-        .bind(&f.customer_email)
-        .bind(f.amount)
-        .bind(&f.currency)
-        .bind(&f.status)
-        .bind(&f.failure_reason)
-        .bind(&f.decline_code)
-        .bind(f.attempts)
-        .bind(f.max_retries)
-        .bind(f.next_retry_at.as_ref().map(time::format))
-        .bind(&f.abandon_reason)
-        .bind(f.recovered_at.as_ref().map(time::format))
-        .bind(&f.provider_invoice_id)
-        .bind(&f.provider_payment_id)
-        .bind(&f.provider_customer_id)
-        .bind(&f.provider_subscription_id)
-        .bind(&f.payment_link)
-        .bind(&f.churn_event_id)
-        .bind(time::format(&f.created_at))
-        .execute(db)
+    let inserted: Vec<String> = sqlx::query_scalar(&sql)
+        .bind(json_array(&rows))
+        .fetch_all(db)
         .await?;
-    Ok(done.rows_affected() == 1)
+    Ok(failures.iter().map(|f| inserted.contains(&f.id)).collect())
 }
 
 /// A later failure of the same payment: its latest reason, code and amount.
@@ -291,23 +348,6 @@ pub async fn get<'e>(
     Ok(sqlx::query_as(&sql)
         .bind(project_id)
         .bind(id)
-        .fetch_optional(db)
-        .await?)
-}
-
-pub async fn by_reference<'e>(
-    db: impl Executor<'e, Database = Any>,
-    project_id: &str,
-    provider: Provider,
-    reference: &str,
-) -> Result<Option<FailureRecord>> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM payment_failures WHERE project_id = $1 AND provider = $2 AND reference = $3"
-    );
-    Ok(sqlx::query_as(&sql)
-        .bind(project_id)
-        .bind(provider.as_str())
-        .bind(reference)
         .fetch_optional(db)
         .await?)
 }

@@ -27,7 +27,7 @@ use crate::providers::CallError;
 use crate::providers::provider_a::PayOutcome;
 use crate::services::access::ProjectAccess;
 use crate::store::payment_failures::{self as failures, FailureRecord, Settle};
-use crate::store::{Tx, dunning, events, projects};
+use crate::store::{dunning, events, projects};
 use crate::time::{self, Timestamp};
 
 /// An error from the provider is tried again after this long.
@@ -74,28 +74,25 @@ fn ts(raw: &str) -> Result<Timestamp> {
     crate::store::ts(raw)
 }
 
-/// Enqueues the dunning work of a new failing record: the first tone's email now and, while
-/// dunning runs, the first retry at `next_retry_at`.
-pub(super) async fn start_sequence(
-    tx: &mut Tx,
+/// The dunning work of a new failing record, each job with its time: the first tone's email
+/// now and, while dunning runs, the first retry at `next_retry_at`.
+pub(super) fn first_jobs(
     record: &FailureRecord,
     config: &DunningConfig,
     now: Timestamp,
-) -> Result<()> {
+) -> Vec<(Job, Timestamp)> {
     if !config.enabled {
-        return Ok(());
+        return Vec::new();
     }
-    let tone = tone_at(&config.tone_sequence, 0);
-    Job::DunningEmail {
+    let email = Job::DunningEmail {
         failure_id: record.id.clone(),
-        tone,
-    }
-    .enqueue(tx, now, now)
-    .await?;
+        tone: tone_at(&config.tone_sequence, 0),
+    };
+    let mut jobs = vec![(email, now)];
     if let Some(at) = record.next_retry_at {
-        retry_job(record, at).enqueue(tx, at, now).await?;
+        jobs.push((retry_job(record, at), at));
     }
-    Ok(())
+    jobs
 }
 
 fn retry_job(record: &FailureRecord, due: Timestamp) -> Job {

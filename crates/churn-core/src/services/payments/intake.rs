@@ -1,0 +1,416 @@
+//! Verified provider events on their way into storage, written in groups (`group`): the
+//! deliveries queued together are claimed with one statement (an event already claimed is a
+//! duplicate), their new payment failures with their churn events, customers and dunning
+//! jobs are written with one statement per table, and the rarer kinds (recoveries,
+//! cancellations, halts, card expiries) one after another, all in one transaction. Should it
+//! fail, each delivery is written in a transaction of its own, so one delivery's error is
+//! not its neighbours'. Deliveries that arrive together are concurrent: the group may apply
+//! them in any order.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use super::dunning::first_jobs;
+use crate::api::payments::{DunningConfig, WebhookAction};
+use crate::domain::behavior::{MAX_ID, parse_event};
+use crate::domain::dunning::{DeclineClass, classify};
+use crate::domain::lifecycle::EventStatus;
+use crate::domain::provider::Provider;
+use crate::domain::provider_events::{Cancellation, CardExpiring, Failure, Mapped, Success, Who};
+use crate::domain::strategy::ReasonCode;
+use crate::domain::validation::Validator;
+use crate::error::{Error, Result};
+use crate::ids::new_id;
+use crate::jobs::Job;
+use crate::services::events::{insert_new_event, insert_new_events};
+use crate::services::group::Group;
+use crate::services::ingest::{self, Batch};
+use crate::store::events::{self, EventRecord};
+use crate::store::payment_failures::{self as failures, EventKey, FailureRecord, Match};
+use crate::store::projects::ProjectRecord;
+use crate::store::{Backend, Store, Tx, customers, dunning};
+use crate::time::Timestamp;
+
+/// A verified delivery, mapped (customer lookups at the provider done), received at `now`.
+pub(in crate::services) struct Delivery {
+    pub project: Arc<ProjectRecord>,
+    pub provider: Provider,
+    pub event_id: String,
+    pub event_type: String,
+    pub mapped: Mapped,
+    pub now: Timestamp,
+}
+
+impl Delivery {
+    fn key(&self) -> EventKey<'_> {
+        EventKey {
+            project_id: &self.project.id,
+            provider: self.provider,
+            event_id: &self.event_id,
+        }
+    }
+}
+
+/// The group-commit queue of deliveries; answers what each one led to.
+pub(super) fn group() -> Group<Delivery, WebhookAction> {
+    Group::new(write)
+}
+
+fn write(
+    store: Store,
+    deliveries: Vec<Delivery>,
+) -> BoxFuture<'static, Vec<Result<WebhookAction>>> {
+    Box::pin(async move {
+        if deliveries.len() > 1 {
+            let all: Vec<&Delivery> = deliveries.iter().collect();
+            match in_transaction(&store, &all).await {
+                Ok(actions) => return actions.into_iter().map(Ok).collect(),
+                Err(e) => tracing::warn!(
+                    error = %e,
+                    deliveries = deliveries.len(),
+                    "provider events of a group failed together; writing each alone"
+                ),
+            }
+        }
+        let mut answers = Vec::with_capacity(deliveries.len());
+        for delivery in &deliveries {
+            let action = in_transaction(&store, &[delivery]).await;
+            answers.push(action.map(|actions| actions[0]));
+        }
+        answers
+    })
+}
+
+async fn in_transaction(store: &Store, deliveries: &[&Delivery]) -> Result<Vec<WebhookAction>> {
+    let mut tx = store.begin().await?;
+    let actions = apply(&mut tx, deliveries).await?;
+    tx.commit().await?;
+    Ok(actions)
+}
+
+/// Claims the deliveries' events and applies the new ones, in the caller's transaction; of a
+/// group repeating an event, the first is applied and the rest are duplicates.
+async fn apply(tx: &mut Tx, deliveries: &[&Delivery]) -> Result<Vec<WebhookAction>> {
+    let backend = Backend::of(tx);
+    let mut actions = vec![WebhookAction::Duplicate; deliveries.len()];
+    let first: Vec<usize> = (0..deliveries.len())
+        .filter(|&i| {
+            let key = deliveries[i].key();
+            !deliveries[..i].iter().any(|d| d.key() == key)
+        })
+        .collect();
+    let claims: Vec<_> = first
+        .iter()
+        .map(|&i| {
+            let d = deliveries[i];
+            (d.key(), d.event_type.as_str(), d.now)
+        })
+        .collect();
+    let claimed = failures::claim_events(&mut **tx, backend, &claims).await?;
+    let mut new_failures = Vec::new();
+    let mut others = Vec::new();
+    for (&i, claimed) in first.iter().zip(claimed) {
+        if !claimed {
+            continue;
+        }
+        match &deliveries[i].mapped {
+            Mapped::Failure(f) => new_failures.push((i, deliveries[i], f.as_ref())),
+            _ => others.push(i),
+        }
+    }
+    let failure_actions = record_failures(tx, backend, &new_failures).await?;
+    for ((i, _, _), action) in new_failures.iter().zip(failure_actions) {
+        actions[*i] = action;
+    }
+    for i in others {
+        actions[i] = apply_one(tx, backend, deliveries[i]).await?;
+    }
+    let changed: Vec<_> = deliveries
+        .iter()
+        .zip(&actions)
+        .filter(|(_, a)| !matches!(a, WebhookAction::Duplicate | WebhookAction::Ignored))
+        .map(|(d, a)| (d.key(), a.as_str()))
+        .collect();
+    failures::set_event_actions(&mut **tx, backend, &changed).await?;
+    Ok(actions)
+}
+
+/// Every kind but failures, one delivery at a time.
+async fn apply_one(tx: &mut Tx, backend: Backend, d: &Delivery) -> Result<WebhookAction> {
+    match &d.mapped {
+        Mapped::Success(s) => record_success(tx, d, s).await,
+        Mapped::Cancellation(c) => record_cancellation(tx, d, c).await,
+        Mapped::Halted(who) => record_halt(tx, d, who).await,
+        Mapped::CardExpiring(c) => record_card_expiring(tx, backend, d, c).await,
+        Mapped::Failure(_) | Mapped::Ignored => Ok(WebhookAction::Ignored),
+    }
+}
+
+/// New failures: each is a failing (or, on a hard decline, abandoned) record with its churn
+/// event and first dunning jobs; one about a payment that has a record already refreshes it.
+async fn record_failures(
+    tx: &mut Tx,
+    backend: Backend,
+    new: &[(usize, &Delivery, &Failure)],
+) -> Result<Vec<WebhookAction>> {
+    let mut configs: BTreeMap<&str, DunningConfig> = BTreeMap::new();
+    for (_, d, _) in new {
+        if !configs.contains_key(d.project.id.as_str()) {
+            let config = dunning::get(&mut **tx, &d.project.id).await?;
+            configs.insert(d.project.id.as_str(), config);
+        }
+    }
+    let mut actions = vec![WebhookAction::Ignored; new.len()];
+    let mut candidates = Vec::new();
+    for (n, (_, d, f)) in new.iter().enumerate() {
+        let Some(email) = f.who.email.clone() else {
+            tracing::warn!(project = %d.project.id, reference = %f.reference, "payment failure without a customer email ignored");
+            continue;
+        };
+        let config = &configs[d.project.id.as_str()];
+        let event = churn_event(
+            d,
+            &email,
+            "payment_failed",
+            ReasonCode::Other,
+            f.reason.clone().unwrap_or_else(|| f.failure_reason.clone()),
+            &f.who,
+            f.subscription_id.clone(),
+            f.plan_name.clone(),
+            f.mrr,
+            &f.currency,
+        );
+        let record = failure_record(d, f, email, config, &event.id);
+        candidates.push((n, d, f, record, event));
+    }
+    let records: Vec<&FailureRecord> = candidates.iter().map(|c| &c.3).collect();
+    let inserted = failures::insert(&mut **tx, backend, &records).await?;
+    let mut events = Vec::new();
+    let mut jobs = Vec::new();
+    for ((n, d, f, record, event), inserted) in candidates.into_iter().zip(inserted) {
+        if inserted {
+            jobs.extend(first_jobs(&record, &configs[d.project.id.as_str()], d.now));
+            events.push((event, &d.project.settings.autopilot));
+            actions[n] = WebhookAction::PaymentFailureCreated;
+        } else {
+            // A later failure of the same payment (or an earlier delivery of this group).
+            failures::refresh(
+                &mut **tx,
+                &d.project.id,
+                d.provider,
+                &f.reference,
+                &f.failure_reason,
+                f.decline_code.as_deref(),
+                f.amount,
+                d.now,
+            )
+            .await?;
+            actions[n] = WebhookAction::PaymentFailureUpdated;
+        }
+    }
+    insert_new_events(tx, events).await?;
+    if let Some(now) = new.iter().map(|(_, d, _)| d.now).max() {
+        Job::enqueue_all(tx, &jobs, now).await?;
+    }
+    Ok(actions)
+}
+
+fn failure_record(
+    d: &Delivery,
+    f: &Failure,
+    email: String,
+    config: &DunningConfig,
+    churn_event_id: &str,
+) -> FailureRecord {
+    let hard = classify(
+        f.decline_code.as_deref(),
+        f.advice_code.as_deref(),
+        f.code.as_deref(),
+    ) == DeclineClass::Hard;
+    FailureRecord {
+        id: new_id(),
+        project_id: d.project.id.clone(),
+        provider: d.provider,
+        reference: f.reference.clone(),
+        customer_email: email,
+        amount: f.amount,
+        currency: f.currency.clone(),
+        status: if hard { "abandoned" } else { "failing" }.into(),
+        failure_reason: Some(f.failure_reason.clone()),
+        decline_code: f.decline_code.clone(),
+        attempts: 0,
+        max_retries: config.max_retries,
+        next_retry_at: (!hard && config.enabled)
+            .then(|| d.now + chrono::Duration::hours(config.retry_interval_hours)),
+        abandon_reason: hard.then(|| "hard_decline".into()),
+        recovered_at: None,
+        provider_invoice_id: f.invoice_id.clone(),
+        provider_payment_id: f.payment_id.clone(),
+        provider_customer_id: f.who.customer_id.clone(),
+        provider_subscription_id: f.subscription_id.clone(),
+        payment_link: f.payment_link.clone(),
+        churn_event_id: Some(churn_event_id.to_owned()),
+        created_at: d.now,
+        updated_at: d.now,
+    }
+}
+
+async fn record_success(tx: &mut Tx, d: &Delivery, s: &Success) -> Result<WebhookAction> {
+    let (project_id, provider, now) = (d.project.id.as_str(), d.provider, d.now);
+    let mut recovered = Vec::new();
+    for (by, value) in [
+        (Match::Invoice, &s.invoice_id),
+        (Match::Payment, &s.payment_id),
+    ] {
+        if let Some(value) = value
+            && recovered.is_empty()
+        {
+            recovered = failures::recover(&mut **tx, project_id, provider, by, value, now).await?;
+        }
+    }
+    let email = super::webhooks::valid_email(s.who.email.as_deref());
+    // Provider B and custom may only name the customer.
+    if recovered.is_empty()
+        && provider != Provider::ProviderA
+        && s.invoice_id.is_none()
+        && let Some(email) = &email
+    {
+        recovered =
+            failures::recover(&mut **tx, project_id, provider, Match::Email, email, now).await?;
+    }
+    let events_recovered = match &email {
+        Some(email) => {
+            let backend = Backend::of(tx);
+            customers::upsert(&mut **tx, backend, project_id, &[(email, now)]).await?;
+            events::recover_for_customer(&mut **tx, project_id, email, "payment", now).await?
+        }
+        None => 0,
+    };
+    Ok(if recovered.is_empty() && events_recovered == 0 {
+        WebhookAction::Ignored
+    } else {
+        WebhookAction::PaymentRecovered
+    })
+}
+
+async fn record_cancellation(tx: &mut Tx, d: &Delivery, c: &Cancellation) -> Result<WebhookAction> {
+    let project_id = d.project.id.as_str();
+    let Some(email) = c.who.email.as_deref() else {
+        return Ok(WebhookAction::Ignored);
+    };
+    if c.payment_failed && failures::customer_has_open(&mut **tx, project_id, email).await? {
+        return Ok(WebhookAction::Ignored);
+    }
+    let event = churn_event(
+        d,
+        email,
+        "cancellation",
+        c.reason_code,
+        c.cancel_reason.clone(),
+        &c.who,
+        c.subscription_id.clone(),
+        c.plan_name.clone(),
+        c.mrr,
+        "usd",
+    );
+    insert_new_event(tx, event, &d.project.settings.autopilot).await?;
+    Ok(WebhookAction::ChurnEventCreated)
+}
+
+/// The provider gave up: the customer's open failures are abandoned.
+async fn record_halt(tx: &mut Tx, d: &Delivery, who: &Who) -> Result<WebhookAction> {
+    let target = match (&who.customer_id, &who.email) {
+        (Some(id), _) => (Match::Customer, id.as_str()),
+        (None, Some(email)) => (Match::Email, email.as_str()),
+        (None, None) => return Ok(WebhookAction::Ignored),
+    };
+    let abandoned = failures::abandon_matching(
+        &mut **tx,
+        &d.project.id,
+        d.provider,
+        target.0,
+        target.1,
+        "provider_halted",
+        d.now,
+    )
+    .await?;
+    Ok(if abandoned > 0 {
+        WebhookAction::PaymentFailureAbandoned
+    } else {
+        WebhookAction::Ignored
+    })
+}
+
+/// Stores the notice as the tracked `payment_method_expiring` event `/track` would store
+/// (rollups, the customer's card expiry, the scoring schedule), keyed by the provider
+/// event, so the `payment_method_expiring` signal sees it.
+async fn record_card_expiring(
+    tx: &mut Tx,
+    backend: Backend,
+    d: &Delivery,
+    c: &CardExpiring,
+) -> Result<WebhookAction> {
+    let Some(email) = c.who.email.clone() else {
+        tracing::warn!(project = %d.project.id, event_id = %d.event_id, "card expiry without a customer email ignored");
+        return Ok(WebhookAction::Ignored);
+    };
+    let id = format!("{}:{}", d.provider.as_str(), d.event_id);
+    let id = (id.chars().count() <= MAX_ID).then_some(id);
+    let raw = c.tracked_event(&email, id.as_deref(), d.now);
+    let mut v = Validator::new();
+    let event = parse_event(&mut v, "", &raw, d.now);
+    v.finish()?;
+    let event = event.ok_or_else(|| Error::internal("card expiry not trackable"))?;
+    let batch = Batch {
+        project_id: d.project.id.clone(),
+        events: vec![event],
+        now: d.now,
+    };
+    ingest::store_batches(tx, backend, &[&batch]).await?;
+    Ok(WebhookAction::CustomerSignal)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn churn_event(
+    d: &Delivery,
+    email: &str,
+    event_type: &str,
+    reason_code: ReasonCode,
+    cancel_reason: String,
+    who: &Who,
+    subscription_id: Option<String>,
+    plan_name: Option<String>,
+    mrr: Option<i64>,
+    currency: &str,
+) -> EventRecord {
+    let clip = |s: String, n: usize| s.chars().take(n).collect::<String>();
+    EventRecord {
+        id: new_id(),
+        project_id: d.project.id.clone(),
+        customer_email: email.to_owned(),
+        customer_name: None,
+        event_type: event_type.to_owned(),
+        cancel_reason: Some(clip(cancel_reason, 2000)),
+        reason_code: reason_code.as_str().to_owned(),
+        mrr: mrr.filter(|m| (0..=1_000_000_000_000).contains(m)),
+        currency: currency.to_owned(),
+        plan_name: plan_name.map(|p| clip(p, 500)),
+        tenure_days: None,
+        status: EventStatus::New,
+        provider: d.provider.as_str().to_owned(),
+        provider_subscription_id: subscription_id.map(|s| clip(s, 500)),
+        provider_customer_id: who.customer_id.clone().map(|s| clip(s, 500)),
+        recovered_via: None,
+        recovered_at: None,
+        lost_at: None,
+        created_at: d.now,
+        updated_at: d.now,
+        // Set by `insert_new_events`.
+        group: None,
+        autopilot: None,
+        offer_error: None,
+        offer_applied_at: None,
+    }
+}
