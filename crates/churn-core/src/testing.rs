@@ -94,3 +94,29 @@ impl Drop for TestDatabase {
         .join();
     }
 }
+
+/// A migrated store holding one user and one project, `p1` (slug `acme`), for tests below the
+/// service layer.
+pub async fn store_with_project(db: &TestDatabase) -> crate::store::Store {
+    let url = crate::config::DatabaseUrl::new(&db.url);
+    let store = crate::store::Store::connect(&url).await.unwrap();
+    store.migrate().await.unwrap();
+    let at = "2026-11-23T10:00:00.000Z";
+    sqlx::query(
+        "INSERT INTO users (id, name, email, trial_ends_at, created_at, updated_at) \
+         VALUES ('u1', 'Ada', 'ada@acme.io', $1, $1, $1)",
+    )
+    .bind(at)
+    .execute(store.writer())
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO projects (id, owner_id, name, slug, webhook_secret, created_at, updated_at) \
+         VALUES ('p1', 'u1', 'Acme', 'acme', 'whsec', $1, $1)",
+    )
+    .bind(at)
+    .execute(store.writer())
+    .await
+    .unwrap();
+    store
+}

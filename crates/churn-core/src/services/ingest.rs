@@ -182,38 +182,13 @@ mod tests {
 
     use super::*;
     use crate::both_backends;
-    use crate::config::DatabaseUrl;
     use crate::domain::validation::Validator;
-    use crate::testing::{self, TestDatabase};
+    use crate::testing::{self, TestDatabase, store_with_project};
 
     both_backends!(
         a_group_counts_each_id_for_its_first_call,
         a_failing_call_leaves_its_group_stored,
     );
-
-    /// A store with one project, `p1`.
-    async fn store_with_project(db: &TestDatabase) -> Store {
-        let store = Store::connect(&DatabaseUrl::new(&db.url)).await.unwrap();
-        store.migrate().await.unwrap();
-        let at = "2026-11-23T10:00:00.000Z";
-        sqlx::query(
-            "INSERT INTO users (id, name, email, trial_ends_at, created_at, updated_at) \
-             VALUES ('u1', 'Ada', 'ada@acme.io', $1, $1, $1)",
-        )
-        .bind(at)
-        .execute(store.writer())
-        .await
-        .unwrap();
-        sqlx::query(
-            "INSERT INTO projects (id, owner_id, name, slug, webhook_secret, created_at, updated_at) \
-             VALUES ('p1', 'u1', 'Acme', 'acme', 'whsec', $1, $1)",
-        )
-        .bind(at)
-        .execute(store.writer())
-        .await
-        .unwrap();
-        store
-    }
 
     fn batch(project_id: &str, ids: &[&str]) -> Batch {
         let now = time::parse("2026-11-23T12:00:00Z").unwrap();

@@ -414,3 +414,110 @@ fn churn_event(
         offer_applied_at: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::both_backends;
+    use crate::domain::provider_events;
+    use crate::store::projects;
+    use crate::testing::{self, TestDatabase, store_with_project};
+
+    both_backends!(a_group_applies_each_event_once_and_a_failing_delivery_alone);
+
+    /// A custom-provider payment failure of `payment` for `project`.
+    fn failure(project: &Arc<ProjectRecord>, event_id: &str, payment: &str) -> Delivery {
+        let event = json!({"id": event_id, "type": "payment.failed", "customer_email": "dana@shop.io",
+            "amount": 900, "payment_id": payment, "decline_code": "insufficient_funds"});
+        Delivery {
+            project: project.clone(),
+            provider: Provider::Custom,
+            event_id: event_id.to_owned(),
+            event_type: "payment.failed".into(),
+            mapped: provider_events::custom(&event),
+            now: crate::time::parse("2026-11-23T12:00:00Z").unwrap(),
+        }
+    }
+
+    async fn count(store: &Store, sql: &str) -> i64 {
+        sqlx::query_scalar(sql).fetch_one(store.reader()).await.unwrap()
+    }
+
+    /// Written together, then (with a delivery for a project that is gone, which fails the
+    /// group) each alone: the same answers and the same rows either way.
+    async fn a_group_applies_each_event_once_and_a_failing_delivery_alone(
+        backend: testing::Backend,
+    ) {
+        use WebhookAction::*;
+        for with_gone in [false, true] {
+            let db = TestDatabase::new(backend).await;
+            let store = store_with_project(&db).await;
+            let p1 = projects::by_id(store.reader(), "p1").await.unwrap().unwrap();
+            let gone = Arc::new(ProjectRecord {
+                id: "gone".into(),
+                ..p1.clone()
+            });
+            let p1 = Arc::new(p1);
+            let mut group = vec![
+                failure(&p1, "e1", "pay_1"),
+                failure(&p1, "e2", "pay_1"),
+                failure(&p1, "e3", "pay_2"),
+                failure(&p1, "e1", "pay_1"),
+            ];
+            if with_gone {
+                group.push(failure(&gone, "e4", "pay_3"));
+            }
+            let answers = write(store.clone(), group).await;
+            let actions: Vec<_> = answers[..4].iter().map(|a| *a.as_ref().unwrap()).collect();
+            assert_eq!(
+                actions,
+                [
+                    PaymentFailureCreated,
+                    PaymentFailureUpdated,
+                    PaymentFailureCreated,
+                    Duplicate
+                ],
+                "with a failing delivery: {with_gone}"
+            );
+            assert_eq!(answers.len() == 5, answers.get(4).is_some_and(Result::is_err));
+            let claimed: Vec<(String, String)> = sqlx::query_as(
+                "SELECT event_id, action FROM provider_events ORDER BY event_id",
+            )
+            .fetch_all(store.reader())
+            .await
+            .unwrap();
+            let claimed: Vec<(&str, &str)> = claimed
+                .iter()
+                .map(|(id, action)| (id.as_str(), action.as_str()))
+                .collect();
+            assert_eq!(
+                claimed,
+                [
+                    ("e1", "payment_failure_created"),
+                    ("e2", "payment_failure_updated"),
+                    ("e3", "payment_failure_created")
+                ]
+            );
+            let failures = "SELECT COUNT(*) FROM payment_failures";
+            let events = "SELECT COUNT(*) FROM churn_events WHERE event_type = 'payment_failed'";
+            let counted = "SELECT CAST(SUM(n) AS BIGINT) FROM churn_event_counts";
+            let cohorts = "SELECT CAST(SUM(n) AS BIGINT) FROM churn_cohorts";
+            let customers = "SELECT COUNT(*) FROM customers";
+            let retries = "SELECT COUNT(*) FROM jobs WHERE kind = 'dunning_retry'";
+            let emails = "SELECT COUNT(*) FROM jobs WHERE kind = 'dunning_email'";
+            for (sql, n) in [
+                (failures, 2),
+                (events, 2),
+                (counted, 2),
+                (cohorts, 2),
+                (customers, 1),
+                (retries, 2),
+                (emails, 2),
+            ] {
+                assert_eq!(count(&store, sql).await, n, "{sql}");
+            }
+        }
+    }
+}
