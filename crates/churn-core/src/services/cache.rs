@@ -1,9 +1,9 @@
 //! A cache of access decisions (which project a key or a user's slug resolves to, the
-//! project's current keys, and each user's session version), so authenticated reads need no
-//! database round trip.
+//! project's current keys, and each user's session version) and of provider connections, so
+//! authenticated reads and inbound provider events need no database round trip for them.
 //!
 //! Correctness rests on invalidation, not on the TTL: every write that changes projects,
-//! memberships, keys or session versions clears the cache after it commits, and on PostgreSQL it also notifies
+//! memberships, keys, session versions or connections clears the cache after it commits, and on PostgreSQL it also notifies
 //! the other server processes, which clear theirs. While a process is not listening (at
 //! start, or after losing the listener connection) it does not cache at all. An epoch
 //! counter keeps a lookup that raced with a change from storing what it read before it.
@@ -16,8 +16,10 @@ use std::time::Duration;
 use moka::sync::Cache;
 
 use crate::domain::keys::KeyKind;
+use crate::domain::provider::Provider;
 use crate::domain::role::Role;
 use crate::store::projects::ProjectRecord;
+use crate::store::providers::ConnectionRecord;
 use crate::time::Timestamp;
 
 const TTL: Duration = Duration::from_secs(10);
@@ -33,6 +35,8 @@ pub(super) enum Key {
     CurrentKeys(String),
     /// A user's session version (by user id): tokens of another version are revoked.
     SessionVersion(String),
+    /// A project's connection to a provider, sealed credentials and all.
+    Connection(String, Provider),
 }
 
 #[derive(Debug, Clone)]
@@ -41,6 +45,7 @@ pub(super) enum Value {
     Credential(Arc<ProjectRecord>, Option<Timestamp>),
     CurrentKeys(Option<String>, Option<String>),
     SessionVersion(i64),
+    Connection(Option<Arc<ConnectionRecord>>),
 }
 
 pub(super) struct AccessCache {

@@ -126,25 +126,35 @@ pub async fn claim_events<'e>(
         .collect())
 }
 
-/// Records what each claimed event led to, with one statement.
+/// Records what each claimed event (with its type and time of receipt, as claimed) led to,
+/// with one statement. An upsert whose rows all conflict: each finds its claim through the
+/// key's unique index, where an `UPDATE … FROM` the JSON rows let PostgreSQL guess 100 rows
+/// and scan the whole table.
 pub async fn set_event_actions<'e>(
     db: impl Writes<'e>,
     backend: Backend,
-    actions: &[(EventKey<'_>, &str)],
+    actions: &[(EventKey<'_>, &str, Timestamp, &str)],
 ) -> Result<()> {
     if actions.is_empty() {
         return Ok(());
     }
-    let rows: Vec<[&str; 4]> = actions
+    let mut rows: Vec<[String; 6]> = actions
         .iter()
-        .map(|(key, action)| {
-            let [project_id, provider, event_id] = key.row();
-            [project_id, provider, event_id, action]
+        .map(|(key, event_type, at, action)| {
+            let [project_id, provider, event_id] = key.row().map(str::to_owned);
+            let (event_type, at, action) = (
+                (*event_type).to_owned(),
+                time::format(at),
+                (*action).to_owned(),
+            );
+            [project_id, provider, event_id, event_type, at, action]
         })
         .collect();
+    rows.sort_unstable();
     let sql = format!(
-        "UPDATE provider_events SET action = j.value ->> 3 FROM {} \
-         WHERE project_id = j.value ->> 0 AND provider = j.value ->> 1 AND event_id = j.value ->> 2",
+        "INSERT INTO provider_events (project_id, provider, event_id, event_type, received_at, action) \
+         SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5 \
+         FROM {} WHERE true ON CONFLICT (project_id, provider, event_id) DO UPDATE SET action = excluded.action",
         backend.json_rows(1)
     );
     sqlx::query(&sql)

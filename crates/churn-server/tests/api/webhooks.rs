@@ -23,6 +23,7 @@ both_backends!(
     provider_events_feed_customers_autopilot_and_risk,
     provider_a_card_expiry_is_tracked_and_feeds_the_expiring_signal,
     the_same_event_racing_on_two_processes_is_processed_once,
+    a_changed_connection_holds_at_once_on_every_process,
 );
 
 const B_WHSEC: &str = "churn_rzp_webhook_secret";
@@ -930,4 +931,61 @@ async fn provider_a_card_expiry_is_tracked_and_feeds_the_expiring_signal(backend
             .contains(&json!({"name": "payment_method_expiring", "weight": 10})),
         "19 days ahead: {near}"
     );
+}
+
+/// Connections are cached for inbound events: a new webhook secret, or a removed connection,
+/// holds at once on the process that changed it and, on PostgreSQL, on the others as soon
+/// as their caches hear of the change.
+async fn a_changed_connection_holds_at_once_on_every_process(backend: Backend) {
+    let s = setup(backend).await;
+    let second = match backend {
+        Backend::Postgres => Some(s.app.alongside(Options::default()).await),
+        Backend::Sqlite => None,
+    };
+    let other = second.as_ref().unwrap_or(&s.app);
+    let path = format!("/webhooks/providerA/{}", s.public_key);
+    let send = async |app: &TestApp, secret: &str, n: u32| {
+        let body = json!({"id": format!("evt_rot_{n}"), "type": "ping", "data": {"object": {}}});
+        let body = body.to_string();
+        let header = signature::sign_provider_a(secret, s.now().await, body.as_bytes());
+        let sent = app
+            .req(Method::POST, &path)
+            .header("Stripe-Signature", header);
+        sent.body(body).send().await.unwrap().status().as_u16()
+    };
+    // Warm both caches.
+    assert_eq!(send(&s.app, A_WHSEC, 1).await, 200);
+    assert_eq!(send(other, A_WHSEC, 2).await, 200);
+    let rotated = "whsec_rotated_secret";
+    s.app
+        .expect(
+            s.app
+                .req(Method::PUT, "/projects/acme/providers/providerA")
+                .bearer_auth(&s.token)
+                .json(
+                    &json!({"api_key": A_KEY, "webhook_secret": rotated, "api_base": s.fake.base}),
+                ),
+            200,
+        )
+        .await;
+    assert_eq!(send(&s.app, A_WHSEC, 3).await, 400);
+    assert_eq!(send(&s.app, rotated, 4).await, 200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while send(other, A_WHSEC, 5).await != 400 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the other process kept the old secret"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(send(other, rotated, 6).await, 200);
+    s.app
+        .expect(
+            s.app
+                .req(Method::DELETE, "/projects/acme/providers/providerA")
+                .bearer_auth(&s.token),
+            204,
+        )
+        .await;
+    assert_eq!(send(&s.app, rotated, 7).await, 400);
 }

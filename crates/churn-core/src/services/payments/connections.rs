@@ -3,6 +3,8 @@
 //! provider as associated data) and never shown again: answers carry their hints and the
 //! `webhook_url` to give the provider. `api_base` and `retry_url` pass the tenant URL check.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -15,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::providers::provider_a::{self, ProviderA};
 use crate::providers::provider_b::{self, ProviderB};
 use crate::services::access::ProjectAccess;
+use crate::services::cache;
 use crate::store::providers::{self, ConnectionRecord};
 use crate::store::sealed;
 
@@ -206,8 +209,9 @@ impl Payments {
             )?)
         };
         let now = self.core.now();
+        let mut tx = self.core.store.begin().await?;
         let stored = providers::upsert(
-            self.core.store.writer(),
+            &mut *tx,
             &ConnectionRecord {
                 project_id: project_id.clone(),
                 provider,
@@ -220,6 +224,7 @@ impl Payments {
             },
         )
         .await?;
+        self.core.commit_access_change(tx).await?;
         let public_key = self.public_key(project_id).await?;
         Ok(self.view(stored, public_key.as_deref()))
     }
@@ -227,11 +232,11 @@ impl Payments {
     pub async fn delete_provider(&self, access: &ProjectAccess, provider: &str) -> Result<()> {
         access.authorize(Permission::Administer)?;
         let provider = parse_provider(provider)?;
-        if providers::delete(self.core.store.writer(), &access.project.id, provider).await? {
-            Ok(())
-        } else {
-            Err(not_connected())
+        let mut tx = self.core.store.begin().await?;
+        if !providers::delete(&mut *tx, &access.project.id, provider).await? {
+            return Err(not_connected());
         }
+        self.core.commit_access_change(tx).await
     }
 
     async fn checked_url(&self, field: &str, raw: &str) -> Result<String> {
@@ -243,16 +248,29 @@ impl Payments {
     }
 
     /// The project's connection to `provider` with its credentials opened; `None` when not
-    /// connected.
+    /// connected. The stored record is cached (`cache`), its credentials opened on each call.
     pub async fn connection(
         &self,
         project_id: &str,
         provider: Provider,
     ) -> Result<Option<Connection>> {
-        let Some(record) = providers::get(self.core.store.reader(), project_id, provider).await?
-        else {
+        let key = cache::Key::Connection(project_id.to_owned(), provider);
+        let record = match self.core.cache.get(&key) {
+            Some(cache::Value::Connection(record)) => record,
+            _ => {
+                let epoch = self.core.cache.epoch();
+                let record = providers::get(self.core.store.reader(), project_id, provider)
+                    .await?
+                    .map(Arc::new);
+                let value = cache::Value::Connection(record.clone());
+                self.core.cache.insert(key, value, epoch);
+                record
+            }
+        };
+        let Some(record) = record else {
             return Ok(None);
         };
+        let record = ConnectionRecord::clone(&record);
         let credentials = match &record.credentials {
             Some(sealed) => {
                 let plain = sealed::open(

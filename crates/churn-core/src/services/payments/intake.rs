@@ -131,7 +131,7 @@ async fn apply(tx: &mut Tx, deliveries: &[&Delivery]) -> Result<Vec<WebhookActio
         .iter()
         .zip(&actions)
         .filter(|(_, a)| !matches!(a, WebhookAction::Duplicate | WebhookAction::Ignored))
-        .map(|(d, a)| (d.key(), a.as_str()))
+        .map(|(d, a)| (d.key(), d.event_type.as_str(), d.now, a.as_str()))
         .collect();
     failures::set_event_actions(&mut **tx, backend, &changed).await?;
     Ok(actions)
@@ -442,7 +442,10 @@ mod tests {
     }
 
     async fn count(store: &Store, sql: &str) -> i64 {
-        sqlx::query_scalar(sql).fetch_one(store.reader()).await.unwrap()
+        sqlx::query_scalar(sql)
+            .fetch_one(store.reader())
+            .await
+            .unwrap()
     }
 
     /// Written together, then (with a delivery for a project that is gone, which fails the
@@ -454,7 +457,10 @@ mod tests {
         for with_gone in [false, true] {
             let db = TestDatabase::new(backend).await;
             let store = store_with_project(&db).await;
-            let p1 = projects::by_id(store.reader(), "p1").await.unwrap().unwrap();
+            let p1 = projects::by_id(store.reader(), "p1")
+                .await
+                .unwrap()
+                .unwrap();
             let gone = Arc::new(ProjectRecord {
                 id: "gone".into(),
                 ..p1.clone()
@@ -481,13 +487,15 @@ mod tests {
                 ],
                 "with a failing delivery: {with_gone}"
             );
-            assert_eq!(answers.len() == 5, answers.get(4).is_some_and(Result::is_err));
-            let claimed: Vec<(String, String)> = sqlx::query_as(
-                "SELECT event_id, action FROM provider_events ORDER BY event_id",
-            )
-            .fetch_all(store.reader())
-            .await
-            .unwrap();
+            assert_eq!(
+                answers.len() == 5,
+                answers.get(4).is_some_and(Result::is_err)
+            );
+            let claimed: Vec<(String, String)> =
+                sqlx::query_as("SELECT event_id, action FROM provider_events ORDER BY event_id")
+                    .fetch_all(store.reader())
+                    .await
+                    .unwrap();
             let claimed: Vec<(&str, &str)> = claimed
                 .iter()
                 .map(|(id, action)| (id.as_str(), action.as_str()))

@@ -1,9 +1,10 @@
 //! `POST /webhooks/{provider}/{public_key}`: inbound provider events. The signature is
 //! checked over the raw body before anything is read from it; refusals (unknown key,
 //! provider not connected, bad signature, no event id) store nothing. Customer lookups at the
-//! provider happen next, outside any transaction; then the delivery goes to `intake`, which
-//! claims its id in `provider_events` in the transaction that applies it, so the same event
-//! delivered twice, even at once to two server processes, is processed once (`duplicate`).
+//! provider happen next, outside any transaction (not again for an event already stored);
+//! then the delivery goes to `intake`, which claims its id in `provider_events` in the
+//! transaction that applies it, so the same event delivered twice, even at once to two
+//! server processes, is processed once (`duplicate`).
 
 use std::sync::Arc;
 
@@ -146,16 +147,14 @@ impl Payments {
             event_id: event_id.clone(),
             action,
         };
-        // A cheap early answer for retried deliveries; the claim in `intake` is what decides.
         let key = failures::EventKey {
             project_id: &project.id,
             provider,
             event_id: &event_id,
         };
-        if failures::event_seen(self.core.store.reader(), key).await? {
+        let Some(mapped) = self.complete_who(&connection, mapped, key).await? else {
             return Ok(answer(WebhookAction::Duplicate));
-        }
-        let mapped = self.complete_who(&connection, mapped).await?;
+        };
         let delivery = Delivery {
             project: Arc::new(project),
             provider,
@@ -168,12 +167,15 @@ impl Payments {
         Ok(answer(action))
     }
 
-    /// Looks the customer's email up at the provider where the event lacks one and needs it.
+    /// Looks the customer's email up at the provider where the event lacks one and needs it;
+    /// `None` for an event seen before, whose retried delivery is answered without asking the
+    /// provider again (the claim in `intake` is what decides duplicates).
     async fn complete_who(
         &self,
         connection: &super::Connection,
         mut mapped: Mapped,
-    ) -> Result<Mapped> {
+        key: failures::EventKey<'_>,
+    ) -> Result<Option<Mapped>> {
         let who: Option<&mut Who> = match &mut mapped {
             Mapped::Failure(f) => Some(&mut f.who),
             Mapped::Cancellation(c) => Some(&mut c.who),
@@ -181,23 +183,26 @@ impl Payments {
             _ => None,
         };
         let Some(who) = who else {
-            return Ok(mapped);
+            return Ok(Some(mapped));
         };
         who.email = valid_email(who.email.as_deref());
         if who.email.is_some() {
-            return Ok(mapped);
+            return Ok(Some(mapped));
         }
         let Some(customer_id) = who.customer_id.clone() else {
-            return Ok(mapped);
+            return Ok(Some(mapped));
         };
+        if failures::event_seen(self.core.store.reader(), key).await? {
+            return Ok(None);
+        }
         let customer = if let Some(a) = self.provider_a(connection) {
             a.customer(&customer_id).await.map_err(lookup_failed)?
         } else if let Some(b) = self.provider_b(connection) {
             b.customer(&customer_id).await.map_err(lookup_failed)?
         } else {
-            return Ok(mapped);
+            return Ok(Some(mapped));
         };
         who.email = valid_email(customer.email.as_deref());
-        Ok(mapped)
+        Ok(Some(mapped))
     }
 }
