@@ -1,9 +1,10 @@
 //! A cache of access decisions (which project a key or a user's slug resolves to, the
-//! project's current keys, and each user's session version) and of provider connections, so
-//! authenticated reads and inbound provider events need no database round trip for them.
+//! project's current keys, and each user's session version) and of what inbound provider
+//! events read (provider connections, dunning configurations), so authenticated reads and
+//! inbound events need no database round trip for them.
 //!
 //! Correctness rests on invalidation, not on the TTL: every write that changes projects,
-//! memberships, keys, session versions or connections clears the cache after it commits, and on PostgreSQL it also notifies
+//! memberships, keys, session versions, connections or dunning configurations clears the cache after it commits, and on PostgreSQL it also notifies
 //! the other server processes, which clear theirs. While a process is not listening (at
 //! start, or after losing the listener connection) it does not cache at all. An epoch
 //! counter keeps a lookup that raced with a change from storing what it read before it.
@@ -15,6 +16,7 @@ use std::time::Duration;
 
 use moka::sync::Cache;
 
+use crate::api::payments::DunningConfig;
 use crate::domain::keys::KeyKind;
 use crate::domain::provider::Provider;
 use crate::domain::role::Role;
@@ -37,6 +39,8 @@ pub(super) enum Key {
     SessionVersion(String),
     /// A project's connection to a provider, sealed credentials and all.
     Connection(String, Provider),
+    /// A project's dunning configuration.
+    Dunning(String),
 }
 
 #[derive(Debug, Clone)]
@@ -46,6 +50,7 @@ pub(super) enum Value {
     CurrentKeys(Option<String>, Option<String>),
     SessionVersion(i64),
     Connection(Option<Arc<ConnectionRecord>>),
+    Dunning(Arc<DunningConfig>),
 }
 
 pub(super) struct AccessCache {

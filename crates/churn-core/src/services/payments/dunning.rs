@@ -9,6 +9,8 @@
 //! not counted, tried again after an hour. Settling is guarded by the attempt count the step
 //! started from, so a job and a manual retry of the same attempt cannot both count.
 
+use std::sync::Arc;
+
 use serde_json::json;
 
 use super::Payments;
@@ -26,6 +28,7 @@ use crate::jobs::Job;
 use crate::providers::CallError;
 use crate::providers::provider_a::PayOutcome;
 use crate::services::access::ProjectAccess;
+use crate::services::cache;
 use crate::store::payment_failures::{self as failures, FailureRecord, Settle};
 use crate::store::{dunning, events, projects};
 use crate::time::{self, Timestamp};
@@ -158,13 +161,25 @@ impl Payments {
             config.send_emails = send;
         }
         v.finish()?;
-        dunning::put(
-            self.core.store.writer(),
-            &access.project.id,
-            &config,
-            self.core.now(),
-        )
-        .await?;
+        let mut tx = self.core.store.begin().await?;
+        dunning::put(&mut *tx, &access.project.id, &config, self.core.now()).await?;
+        self.core.commit_access_change(tx).await?;
+        Ok(config)
+    }
+
+    /// The project's dunning configuration, for inbound events (`cache`).
+    pub(super) async fn cached_dunning_config(
+        &self,
+        project_id: &str,
+    ) -> Result<Arc<DunningConfig>> {
+        let key = cache::Key::Dunning(project_id.to_owned());
+        if let Some(cache::Value::Dunning(config)) = self.core.cache.get(&key) {
+            return Ok(config);
+        }
+        let epoch = self.core.cache.epoch();
+        let config = Arc::new(dunning::get(self.core.store.reader(), project_id).await?);
+        let value = cache::Value::Dunning(config.clone());
+        self.core.cache.insert(key, value, epoch);
         Ok(config)
     }
 

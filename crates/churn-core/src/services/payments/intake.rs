@@ -7,7 +7,6 @@
 //! not its neighbours'. Deliveries that arrive together are concurrent: the group may apply
 //! them in any order.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -30,12 +29,14 @@ use crate::services::ingest::{self, Batch};
 use crate::store::events::{self, EventRecord};
 use crate::store::payment_failures::{self as failures, EventKey, FailureRecord, Match};
 use crate::store::projects::ProjectRecord;
-use crate::store::{Backend, Store, Tx, customers, dunning};
+use crate::store::{Backend, Store, Tx, customers};
 use crate::time::Timestamp;
 
-/// A verified delivery, mapped (customer lookups at the provider done), received at `now`.
+/// A verified delivery, mapped (customer lookups at the provider done), received at `now`
+/// with the project's dunning configuration of that moment.
 pub(in crate::services) struct Delivery {
     pub project: Arc<ProjectRecord>,
+    pub dunning: Arc<DunningConfig>,
     pub provider: Provider,
     pub event_id: String,
     pub event_type: String,
@@ -155,13 +156,6 @@ async fn record_failures(
     backend: Backend,
     new: &[(usize, &Delivery, &Failure)],
 ) -> Result<Vec<WebhookAction>> {
-    let mut configs: BTreeMap<&str, DunningConfig> = BTreeMap::new();
-    for (_, d, _) in new {
-        if !configs.contains_key(d.project.id.as_str()) {
-            let config = dunning::get(&mut **tx, &d.project.id).await?;
-            configs.insert(d.project.id.as_str(), config);
-        }
-    }
     let mut actions = vec![WebhookAction::Ignored; new.len()];
     let mut candidates = Vec::new();
     for (n, (_, d, f)) in new.iter().enumerate() {
@@ -169,7 +163,6 @@ async fn record_failures(
             tracing::warn!(project = %d.project.id, reference = %f.reference, "payment failure without a customer email ignored");
             continue;
         };
-        let config = &configs[d.project.id.as_str()];
         let event = churn_event(
             d,
             &email,
@@ -182,7 +175,7 @@ async fn record_failures(
             f.mrr,
             &f.currency,
         );
-        let record = failure_record(d, f, email, config, &event.id);
+        let record = failure_record(d, f, email, &event.id);
         candidates.push((n, d, f, record, event));
     }
     let records: Vec<&FailureRecord> = candidates.iter().map(|c| &c.3).collect();
@@ -191,7 +184,7 @@ async fn record_failures(
     let mut jobs = Vec::new();
     for ((n, d, f, record, event), inserted) in candidates.into_iter().zip(inserted) {
         if inserted {
-            jobs.extend(first_jobs(&record, &configs[d.project.id.as_str()], d.now));
+            jobs.extend(first_jobs(&record, &d.dunning, d.now));
             events.push((event, &d.project.settings.autopilot));
             actions[n] = WebhookAction::PaymentFailureCreated;
         } else {
@@ -217,13 +210,8 @@ async fn record_failures(
     Ok(actions)
 }
 
-fn failure_record(
-    d: &Delivery,
-    f: &Failure,
-    email: String,
-    config: &DunningConfig,
-    churn_event_id: &str,
-) -> FailureRecord {
+fn failure_record(d: &Delivery, f: &Failure, email: String, churn_event_id: &str) -> FailureRecord {
+    let config = &d.dunning;
     let hard = classify(
         f.decline_code.as_deref(),
         f.advice_code.as_deref(),
@@ -433,6 +421,7 @@ mod tests {
             "amount": 900, "payment_id": payment, "decline_code": "insufficient_funds"});
         Delivery {
             project: project.clone(),
+            dunning: Arc::default(),
             provider: Provider::Custom,
             event_id: event_id.to_owned(),
             event_type: "payment.failed".into(),

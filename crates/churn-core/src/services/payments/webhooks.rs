@@ -155,8 +155,10 @@ impl Payments {
         let Some(mapped) = self.complete_who(&connection, mapped, key).await? else {
             return Ok(answer(WebhookAction::Duplicate));
         };
+        let dunning = self.cached_dunning_config(&project.id).await?;
         let delivery = Delivery {
             project: Arc::new(project),
+            dunning,
             provider,
             event_id: event_id.clone(),
             event_type,
