@@ -90,3 +90,33 @@ async fn write_queued<I: Send + 'static, O: Send + 'static>(
         }
     }
 }
+
+/// Writes a group's items in one transaction (`write`); should that fail, each item in a
+/// transaction of its own, so one call's error is not its neighbours'. Answers each item, in
+/// order.
+pub(crate) async fn together_or_alone<I, O>(
+    store: &Store,
+    items: &[I],
+    write: impl AsyncFn(&Store, &[&I]) -> Result<Vec<O>>,
+) -> Vec<Result<O>> {
+    if items.len() > 1 {
+        let all: Vec<&I> = items.iter().collect();
+        match write(store, &all).await {
+            Ok(done) => return done.into_iter().map(Ok).collect(),
+            Err(e) => tracing::warn!(
+                error = %e,
+                calls = items.len(),
+                "a group's writes failed together; writing each call alone"
+            ),
+        }
+    }
+    let mut answers = Vec::with_capacity(items.len());
+    for item in items {
+        let done = write(store, &[item]).await;
+        answers.push(done.and_then(|mut done| {
+            done.pop()
+                .ok_or_else(|| Error::internal("a write answered nothing"))
+        }));
+    }
+    answers
+}

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, btree_map::Entry};
 
 use futures::future::BoxFuture;
 
-use super::group::Group;
+use super::group::{self, Group};
 use crate::domain::behavior::BehaviorEvent;
 use crate::error::Result;
 use crate::ids::new_id;
@@ -30,28 +30,8 @@ pub(super) fn group() -> Group<Batch, u64> {
     Group::new(write)
 }
 
-/// One transaction for the whole group; should it fail, each batch in a transaction of its
-/// own, so one call's error is not its neighbours'.
 fn write(store: Store, batches: Vec<Batch>) -> BoxFuture<'static, Vec<Result<u64>>> {
-    Box::pin(async move {
-        if batches.len() > 1 {
-            let all: Vec<&Batch> = batches.iter().collect();
-            match in_transaction(&store, &all).await {
-                Ok(accepted) => return accepted.into_iter().map(Ok).collect(),
-                Err(e) => tracing::warn!(
-                    error = %e,
-                    calls = batches.len(),
-                    "tracked events of a group failed together; writing each call alone"
-                ),
-            }
-        }
-        let mut answers = Vec::with_capacity(batches.len());
-        for batch in &batches {
-            let stored = in_transaction(&store, &[batch]).await;
-            answers.push(stored.map(|accepted| accepted[0]));
-        }
-        answers
-    })
+    Box::pin(async move { group::together_or_alone(&store, &batches, in_transaction).await })
 }
 
 async fn in_transaction(store: &Store, batches: &[&Batch]) -> Result<Vec<u64>> {

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::jobs::Job;
 use crate::services::events::{insert_new_event, insert_new_events};
-use crate::services::group::Group;
+use crate::services::group::{self, Group};
 use crate::services::ingest::{self, Batch};
 use crate::store::events::{self, EventRecord};
 use crate::store::payment_failures::{self as failures, EventKey, FailureRecord, Match};
@@ -63,25 +63,7 @@ fn write(
     store: Store,
     deliveries: Vec<Delivery>,
 ) -> BoxFuture<'static, Vec<Result<WebhookAction>>> {
-    Box::pin(async move {
-        if deliveries.len() > 1 {
-            let all: Vec<&Delivery> = deliveries.iter().collect();
-            match in_transaction(&store, &all).await {
-                Ok(actions) => return actions.into_iter().map(Ok).collect(),
-                Err(e) => tracing::warn!(
-                    error = %e,
-                    deliveries = deliveries.len(),
-                    "provider events of a group failed together; writing each alone"
-                ),
-            }
-        }
-        let mut answers = Vec::with_capacity(deliveries.len());
-        for delivery in &deliveries {
-            let action = in_transaction(&store, &[delivery]).await;
-            answers.push(action.map(|actions| actions[0]));
-        }
-        answers
-    })
+    Box::pin(async move { group::together_or_alone(&store, &deliveries, in_transaction).await })
 }
 
 async fn in_transaction(store: &Store, deliveries: &[&Delivery]) -> Result<Vec<WebhookAction>> {
