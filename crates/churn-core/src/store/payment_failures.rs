@@ -180,7 +180,9 @@ pub async fn event_seen<'e>(
 }
 
 /// Inserts new failures with one statement and says of each whether it was (`false`: one
-/// with the same reference exists, or an earlier one of these has it).
+/// with the same reference exists, or an earlier one of these has it). Rows go in reference
+/// order (stable), so two groups of other processes wait for each other instead of
+/// deadlocking.
 pub async fn insert<'e>(
     db: impl Writes<'e>,
     backend: Backend,
@@ -189,7 +191,9 @@ pub async fn insert<'e>(
     if failures.is_empty() {
         return Ok(Vec::new());
     }
-    let rows: Vec<serde_json::Value> = failures
+    let mut sorted = failures.to_vec();
+    sorted.sort_by_key(|f| (&f.project_id, f.provider.as_str(), &f.reference));
+    let rows: Vec<serde_json::Value> = sorted
         .iter()
         .map(|f| {
             serde_json::json!([
