@@ -99,13 +99,14 @@ async fn apply(tx: &mut Tx, deliveries: &[&Delivery]) -> Result<Vec<WebhookActio
             continue;
         }
         match &deliveries[i].mapped {
-            Mapped::Failure(f) => new_failures.push((i, deliveries[i], f.as_ref())),
+            Mapped::Failure(f) => new_failures.push((i, (deliveries[i], f.as_ref()))),
             _ => others.push(i),
         }
     }
-    let failure_actions = record_failures(tx, backend, &new_failures).await?;
-    for ((i, _, _), action) in new_failures.iter().zip(failure_actions) {
-        actions[*i] = action;
+    let (at, failed): (Vec<usize>, Vec<_>) = new_failures.into_iter().unzip();
+    let failure_actions = record_failures(tx, backend, &failed).await?;
+    for (i, action) in at.into_iter().zip(failure_actions) {
+        actions[i] = action;
     }
     for i in others {
         actions[i] = apply_one(tx, backend, deliveries[i]).await?;
@@ -123,7 +124,7 @@ async fn apply(tx: &mut Tx, deliveries: &[&Delivery]) -> Result<Vec<WebhookActio
 /// Every kind but failures, one delivery at a time.
 async fn apply_one(tx: &mut Tx, backend: Backend, d: &Delivery) -> Result<WebhookAction> {
     match &d.mapped {
-        Mapped::Success(s) => record_success(tx, d, s).await,
+        Mapped::Success(s) => record_success(tx, backend, d, s).await,
         Mapped::Cancellation(c) => record_cancellation(tx, d, c).await,
         Mapped::Halted(who) => record_halt(tx, d, who).await,
         Mapped::CardExpiring(c) => record_card_expiring(tx, backend, d, c).await,
@@ -136,11 +137,11 @@ async fn apply_one(tx: &mut Tx, backend: Backend, d: &Delivery) -> Result<Webhoo
 async fn record_failures(
     tx: &mut Tx,
     backend: Backend,
-    new: &[(usize, &Delivery, &Failure)],
+    new: &[(&Delivery, &Failure)],
 ) -> Result<Vec<WebhookAction>> {
     let mut actions = vec![WebhookAction::Ignored; new.len()];
     let mut candidates = Vec::new();
-    for (n, (_, d, f)) in new.iter().enumerate() {
+    for (n, &(d, f)) in new.iter().enumerate() {
         let Some(email) = f.who.email.clone() else {
             tracing::warn!(project = %d.project.id, reference = %f.reference, "payment failure without a customer email ignored");
             continue;
@@ -186,7 +187,7 @@ async fn record_failures(
         }
     }
     insert_new_events(tx, events).await?;
-    if let Some(now) = new.iter().map(|(_, d, _)| d.now).max() {
+    if let Some(now) = new.iter().map(|(d, _)| d.now).max() {
         Job::enqueue_all(tx, &jobs, now).await?;
     }
     Ok(actions)
@@ -227,7 +228,12 @@ fn failure_record(d: &Delivery, f: &Failure, email: String, churn_event_id: &str
     }
 }
 
-async fn record_success(tx: &mut Tx, d: &Delivery, s: &Success) -> Result<WebhookAction> {
+async fn record_success(
+    tx: &mut Tx,
+    backend: Backend,
+    d: &Delivery,
+    s: &Success,
+) -> Result<WebhookAction> {
     let (project_id, provider, now) = (d.project.id.as_str(), d.provider, d.now);
     let mut recovered = Vec::new();
     for (by, value) in [
@@ -252,7 +258,6 @@ async fn record_success(tx: &mut Tx, d: &Delivery, s: &Success) -> Result<Webhoo
     }
     let events_recovered = match &email {
         Some(email) => {
-            let backend = Backend::of(tx);
             customers::upsert(&mut **tx, backend, project_id, &[(email, now)]).await?;
             events::recover_for_customer(&mut **tx, project_id, email, "payment", now).await?
         }
