@@ -626,3 +626,111 @@ pub async fn put_config<'e>(
     .await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::both_backends;
+    use crate::store::Store;
+    use crate::store::customers::{self, Activity};
+    use crate::testing::{self, TestDatabase, store_with_project};
+
+    both_backends!(kept_counts_match_a_recount_through_every_change);
+
+    /// The counts the triggers keep, and the same counted from the rows, per key.
+    async fn kept_and_recounted(store: &Store) -> (Vec<(String, i64)>, Vec<(String, i64)>) {
+        let kept = sqlx::query_as(
+            "SELECT key, CAST(SUM(n) AS BIGINT) FROM customer_counts WHERE project_id = 'p1' \
+             GROUP BY key HAVING SUM(n) <> 0 ORDER BY key",
+        )
+        .fetch_all(store.reader())
+        .await
+        .unwrap();
+        let recounted = sqlx::query_as(&format!(
+            "SELECT 'customer', CAST(COUNT(*) AS BIGINT) FROM customers WHERE project_id = 'p1' \
+             UNION ALL SELECT 'risk_' || COALESCE(c.risk_level, 'none') AS key, \
+             CAST(COUNT(*) AS BIGINT) {LATEST} GROUP BY 1 ORDER BY 1"
+        ))
+        .bind("p1")
+        .fetch_all(store.reader())
+        .await
+        .unwrap();
+        (kept, recounted)
+    }
+
+    fn seen(email: &str, at: &str) -> Activity {
+        let at = time::parse(at).unwrap();
+        Activity {
+            email: email.to_owned(),
+            first_at: at,
+            last_at: at,
+            nps: None,
+            card_expiry: None,
+        }
+    }
+
+    fn score(email: &str, day: &str, level: Option<&str>) -> ScoreRecord {
+        ScoreRecord {
+            customer_email: email.to_owned(),
+            day: day.to_owned(),
+            score: level.map(|_| 50),
+            level: level.map(str::to_owned),
+            signals: "[]".to_owned(),
+            model: "default".to_owned(),
+            scored_at: time::parse(&format!("{day}T06:00:00Z")).unwrap(),
+        }
+    }
+
+    /// Tracking inserts and updates customers, scoring moves their latest scores between days
+    /// and levels (also twice in a day), purging drops scores: after each, the kept counts are
+    /// the recount.
+    async fn kept_counts_match_a_recount_through_every_change(backend: testing::Backend) {
+        let db = TestDatabase::new(backend).await;
+        let store = store_with_project(&db).await;
+        let b = store.backend();
+        let check = async |step: &str| {
+            let (kept, recounted) = kept_and_recounted(&store).await;
+            assert_eq!(kept, recounted, "after {step}");
+        };
+        let track = async |emails: &[&str], at: &str| {
+            let seen: Vec<Activity> = emails.iter().map(|e| seen(e, at)).collect();
+            let seen: Vec<&Activity> = seen.iter().collect();
+            customers::record_activity(store.writer(), b, "p1", &seen)
+                .await
+                .unwrap();
+        };
+        let save = async |scores: &[ScoreRecord]| {
+            let mut tx = store.begin().await.unwrap();
+            save_scores(&mut tx, b, "p1", scores).await.unwrap();
+            tx.commit().await.unwrap();
+        };
+
+        track(&["a@x.io", "b@x.io", "c@x.io"], "2026-11-20T10:00:00Z").await;
+        check("new customers").await;
+        save(&[
+            score("a@x.io", "2026-11-20", Some("high")),
+            score("b@x.io", "2026-11-20", Some("low")),
+            score("c@x.io", "2026-11-20", None),
+        ])
+        .await;
+        assert_eq!(kept_and_recounted(&store).await.0.len(), 4, "customer and three levels");
+        check("first scores").await;
+        track(&["a@x.io", "b@x.io", "d@x.io"], "2026-11-21T10:00:00Z").await;
+        check("tracked again and a new customer").await;
+        save(&[
+            score("a@x.io", "2026-11-21", Some("low")),
+            score("b@x.io", "2026-11-21", Some("low")),
+        ])
+        .await;
+        check("a new day, one level changed").await;
+        save(&[score("a@x.io", "2026-11-21", Some("critical"))]).await;
+        check("the same day scored again").await;
+        purge_scores(store.writer(), "p1", "2026-11-21").await.unwrap();
+        check("the first day purged (c's latest score is gone)").await;
+        sqlx::query("DELETE FROM customers WHERE project_id = 'p1' AND email = 'a@x.io'")
+            .execute(store.writer())
+            .await
+            .unwrap();
+        check("a customer deleted").await;
+    }
+}
