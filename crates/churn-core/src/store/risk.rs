@@ -713,7 +713,11 @@ mod tests {
             score("c@x.io", "2026-11-20", None),
         ])
         .await;
-        assert_eq!(kept_and_recounted(&store).await.0.len(), 4, "customer and three levels");
+        assert_eq!(
+            kept_and_recounted(&store).await.0.len(),
+            4,
+            "customer and three levels"
+        );
         check("first scores").await;
         track(&["a@x.io", "b@x.io", "d@x.io"], "2026-11-21T10:00:00Z").await;
         check("tracked again and a new customer").await;
@@ -725,7 +729,9 @@ mod tests {
         check("a new day, one level changed").await;
         save(&[score("a@x.io", "2026-11-21", Some("critical"))]).await;
         check("the same day scored again").await;
-        purge_scores(store.writer(), "p1", "2026-11-21").await.unwrap();
+        purge_scores(store.writer(), "p1", "2026-11-21")
+            .await
+            .unwrap();
         check("the first day purged (c's latest score is gone)").await;
         sqlx::query("DELETE FROM customers WHERE project_id = 'p1' AND email = 'a@x.io'")
             .execute(store.writer())
