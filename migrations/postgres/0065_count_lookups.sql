@@ -7,11 +7,11 @@
 -- by full scans (261 ms a call at 200,000 scores, growing with the 90 days kept), while the
 -- slice's customer rows, which tracking upserts too, stayed locked.
 --
--- Now every statement that reads a table runs by EXECUTE, planned on each call for the rows
--- it has, and looks each row's partner up through its key (LATERAL … LIMIT 1: one index probe
--- per changed row whatever the estimates). Calls that change no risk count skip it after a
--- check that reads the transition tables only: a tracking group's upsert (customers without a
--- score day, or whose score day and level did not move) is not planned at all.
+-- Now every statement that reads `risk_scores` or `customers` runs by EXECUTE, planned on each
+-- call for the rows it has, and looks each row's partner up through its key (LATERAL … LIMIT 1:
+-- one index probe per changed row whatever the estimates). Calls that change no risk count
+-- skip it after a check that reads the transition tables only: a tracking group's upsert
+-- (customers without a score day, or whose score day and level did not move) plans nothing.
 
 CREATE OR REPLACE FUNCTION customers_count_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
