@@ -75,23 +75,19 @@ BEGIN
                 ) paired
                 WHERE old_day IS DISTINCT FROM new_day OR old_level IS DISTINCT FROM new_level
             )
-            SELECT project_id, key, SUM(d) AS n FROM (
-                SELECT m.project_id, 'risk_' || COALESCE(m.old_level, 'none') AS key, -1 AS d FROM moved m
-                CROSS JOIN LATERAL (
-                    SELECT 1 FROM risk_scores r
-                    WHERE r.project_id = m.project_id AND r.customer_email = m.email AND r.day = m.old_day
-                    LIMIT 1
-                ) scored
-                WHERE m.old_day IS NOT NULL
+            SELECT m.project_id, 'risk_' || COALESCE(m.level, 'none') AS key, SUM(m.d) AS n
+            FROM (
+                SELECT project_id, email, old_day AS day, old_level AS level, -1 AS d FROM moved
                 UNION ALL
-                SELECT m.project_id, 'risk_' || COALESCE(m.new_level, 'none'), 1 FROM moved m
-                CROSS JOIN LATERAL (
-                    SELECT 1 FROM risk_scores r
-                    WHERE r.project_id = m.project_id AND r.customer_email = m.email AND r.day = m.new_day
-                    LIMIT 1
-                ) scored
-                WHERE m.new_day IS NOT NULL
-            ) moves GROUP BY 1, 2
+                SELECT project_id, email, new_day, new_level, 1 FROM moved
+            ) m
+            CROSS JOIN LATERAL (
+                SELECT 1 FROM risk_scores r
+                WHERE r.project_id = m.project_id AND r.customer_email = m.email AND r.day = m.day
+                LIMIT 1
+            ) scored
+            WHERE m.day IS NOT NULL
+            GROUP BY 1, 2
         ) changes
     $sql$;
     RETURN NULL;
