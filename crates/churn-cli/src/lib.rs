@@ -128,6 +128,14 @@ pub enum KeysCommand {
         #[arg(long)]
         project: String,
     },
+    /// Reseal everything stored encrypted with a new encryption key, in one transaction. Stop
+    /// every server first: afterwards a process with the old key refuses to start. A key
+    /// read from the data folder's encryption.key is replaced there.
+    RotateEncryption {
+        /// The new key: base64 of 32 bytes (`openssl rand -base64 32`).
+        #[arg(long)]
+        new_key: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -358,6 +366,36 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                 )?;
                 writeln!(out, "  public key: {}", keys.public_key)?;
                 writeln!(out, "  secret key: {}", keys.secret_key)?;
+            }
+        }
+        Command::Keys(KeysCommand::RotateEncryption { new_key }) => {
+            let rotation = open_admin(&config)
+                .await?
+                .rotate_encryption_key(&new_key)
+                .await?;
+            if cli.json {
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"resealed": rotation.resealed, "key_file": rotation.key_file})
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "Resealed {} values with the new key.",
+                    rotation.resealed
+                )?;
+                match rotation.key_file {
+                    Some(file) => writeln!(
+                        out,
+                        "The new key replaced {}; copy it to every host sharing this database.",
+                        file.display()
+                    )?,
+                    None => writeln!(
+                        out,
+                        "Set CHURN_ENCRYPTION_KEY to the new key on every server process."
+                    )?,
+                }
             }
         }
         Command::Events(EventsCommand::List {

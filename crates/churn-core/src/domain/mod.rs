@@ -30,4 +30,5 @@ pub mod tracking;
 pub mod unsubscribe;
 pub mod validation;
 pub mod variant;
+pub mod webhook_secrets;
 pub(crate) mod wire;

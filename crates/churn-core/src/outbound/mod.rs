@@ -37,7 +37,9 @@ pub use address::is_public;
 pub use resolve::{DnsServer, NonPublicName, StaticResolver, SystemResolver};
 
 use crate::config::Config;
+use crate::domain::webhook_secrets::WebhookSecrets;
 use crate::error::Error;
+use crate::signature;
 
 pub const USER_AGENT: &str = concat!("churn/", env!("CARGO_PKG_VERSION"));
 /// Connecting (TCP and TLS) may take this long.
@@ -394,13 +396,33 @@ impl Request {
         self
     }
 
-    /// A JSON body signed for the project's receiver: sent exactly as given, with
-    /// `X-Churn-Signature` over those bytes (keyed with the project's webhook secret).
-    pub fn signed_json(self, secret: &str, body: Vec<u8>) -> Self {
-        let signature = crate::signature::sign_hex(secret, &body);
-        self.header("content-type", "application/json")
-            .header(crate::signature::SIGNATURE_HEADER, &signature)
-            .body(body)
+    /// A JSON body signed for the project's receiver, sent exactly as given:
+    /// `X-Churn-Signature` (hex) under the current webhook secret, and the Standard Webhooks
+    /// headers with a `v1,` entry under each secret that counts (two for a day after a
+    /// rotation, so a receiver holding either verifies).
+    pub fn signed_json(
+        self,
+        secrets: &WebhookSecrets,
+        msg_id: &str,
+        timestamp: i64,
+        body: Vec<u8>,
+    ) -> Result<Self, Error> {
+        let standard = secrets
+            .all()
+            .map(|secret| signature::sign_standard(secret, msg_id, timestamp, &body))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Error::internal(format!("the project's webhook secret: {e}")))?
+            .join(" ");
+        Ok(self
+            .header("content-type", "application/json")
+            .header(
+                signature::SIGNATURE_HEADER,
+                &signature::sign_hex(secrets.current(), &body),
+            )
+            .header("webhook-id", msg_id)
+            .header("webhook-timestamp", &timestamp.to_string())
+            .header("webhook-signature", &standard)
+            .body(body))
     }
 
     /// The whole call, body included, instead of the client's default.

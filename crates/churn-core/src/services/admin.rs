@@ -10,7 +10,7 @@ use super::accounts::CreatedAccount;
 use super::cache::AccessCache;
 use super::quota::SendQuota;
 use super::sending::{self, Settlement};
-use super::{Core, Mailer, Payments, Sending, Team};
+use super::{Core, EncryptionKey, KeyRotation, Mailer, Payments, Sending, Team};
 use crate::api::events::StuckVariant;
 use crate::api::projects::RotatedKeys;
 use crate::config::Config;
@@ -37,6 +37,8 @@ pub struct Admin {
     clock: Arc<dyn Clock>,
     /// Base of the links it prints.
     public_url: String,
+    /// Where the encryption key comes from, loaded only by commands that open sealed values.
+    config: Config,
 }
 
 /// A project as its owner sees it, for the CLI's team and report commands: the operator acts
@@ -66,7 +68,25 @@ impl Admin {
             store,
             clock,
             public_url: config.public_url(),
+            config: config.clone(),
         })
+    }
+
+    /// The servers' encryption key (never a new one), refused unless it is the database's;
+    /// like a server's start, it seals what is still stored in plaintext.
+    async fn encryption_key(&self) -> Result<Arc<EncryptionKey>> {
+        let key = Arc::new(super::secrets::existing_encryption_key(&self.config)?);
+        super::secrets::check_encryption_key(&self.store, &key, self.now()).await?;
+        super::secrets::seal_plaintext(&self.store, &key).await?;
+        Ok(key)
+    }
+
+    /// `churn keys rotate-encryption`: every sealed value resealed with `new_key`, which
+    /// becomes the database's key (and the key file's, when the key came from the file).
+    pub async fn rotate_encryption_key(&self, new_key: &str) -> Result<KeyRotation> {
+        let old = self.encryption_key().await?;
+        super::secrets::rotate_encryption_key(&self.store, &self.config, &old, new_key, self.now())
+            .await
     }
 
     fn now(&self) -> Timestamp {
@@ -81,8 +101,9 @@ impl Admin {
         let owner = users::by_id(self.store.reader(), &project.owner_id)
             .await?
             .ok_or_else(|| Error::internal("a project without its owner"))?;
-        let core = self.core();
-        let secret = super::secrets::tracking_secret(&self.store, self.now()).await?;
+        let key = self.encryption_key().await?;
+        let secret = super::secrets::tracking_secret(&self.store, &key, self.now()).await?;
+        let core = self.core(key);
         let team = Team {
             core: core.clone(),
             mailer: Mailer {
@@ -104,12 +125,13 @@ impl Admin {
         })
     }
 
-    fn core(&self) -> Core {
+    fn core(&self, encryption_key: Arc<EncryptionKey>) -> Core {
         Core {
             store: self.store.clone(),
             clock: self.clock.clone(),
             cache: Arc::new(AccessCache::new(false)),
             tracked: super::ingest::group(),
+            encryption_key,
         }
     }
 
@@ -119,10 +141,9 @@ impl Admin {
     /// server's job worker, so this holds no email transport.
     pub async fn payments(&self, config: &Config) -> Result<Payments> {
         let now = self.now();
-        let encryption_key = Arc::new(super::secrets::existing_encryption_key(config)?);
-        super::secrets::check_encryption_key(&self.store, &encryption_key, now).await?;
-        let secret = super::secrets::tracking_secret(&self.store, now).await?;
-        let core = self.core();
+        let encryption_key = self.encryption_key().await?;
+        let secret = super::secrets::tracking_secret(&self.store, &encryption_key, now).await?;
+        let core = self.core(encryption_key.clone());
         let sending = Sending {
             core: core.clone(),
             mailer: Mailer {

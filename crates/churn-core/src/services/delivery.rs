@@ -33,7 +33,6 @@ use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
 use crate::jobs::Job;
 use crate::outbound::OutboundError;
-use crate::signature;
 use crate::store::alerts::{self as log, AlertRecord, Settled};
 use crate::store::projects::{self, ProjectRecord};
 use crate::time::{self, Timestamp};
@@ -165,17 +164,12 @@ impl Alerts {
         let body = payload(&project.id, alert)?;
         let at = self.core.now();
         let timestamp = at.timestamp();
-        let secret = &project.webhook_secret;
-        let standard = signature::sign_standard(secret, &alert.opaque_id, timestamp, &body)
-            .map_err(|e| Error::internal(format!("the project's webhook secret: {e}")))?;
+        let secrets = self.core.webhook_secrets(project)?;
         let answer = self
             .outbound
             .tenant()
             .post(url)
-            .header("webhook-id", &alert.opaque_id)
-            .header("webhook-timestamp", &timestamp.to_string())
-            .header("webhook-signature", &standard)
-            .signed_json(secret, body)
+            .signed_json(&secrets, &alert.opaque_id, timestamp, body)?
             .timeout(WEBHOOK_TIMEOUT)
             .keep_body(LOGGED_BODY)
             .send()

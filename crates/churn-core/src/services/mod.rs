@@ -82,12 +82,13 @@ pub use access::ProjectAccess;
 pub use accounts::AccountEmail;
 pub use payments::{Connection, InboundHeaders, Payments};
 pub use quota::SendQuota;
-pub use secrets::EncryptionKey;
+pub use secrets::{EncryptionKey, KeyRotation};
 pub use sender::Sender;
 pub use sending::{ClaimsSettled, Settlement};
 pub use suppressions::UnsubscribeTarget;
 
-/// What every capability shares: storage, the clock and the cache of access decisions.
+/// What every capability shares: storage, the clock, the cache of access decisions and the
+/// encryption key.
 /// Its own operations (project access, projects and keys, events, statistics) touch nothing
 /// else: no email, no LLM, no outside HTTP.
 #[derive(Clone)]
@@ -97,6 +98,8 @@ pub struct Core {
     cache: Arc<cache::AccessCache>,
     /// The group-commit queue of tracked events.
     tracked: group::Group<ingest::Batch, u64>,
+    /// Seals and opens the projects' webhook secrets.
+    encryption_key: Arc<EncryptionKey>,
 }
 
 impl Core {
@@ -231,14 +234,15 @@ impl Churn {
         let store = Store::connect(&config.database_url).await?;
         store.migrate().await?;
         let now = clock.now();
-        let jwt_secret = secrets::jwt_secret(&store, config, now).await?;
         let encryption_key = Arc::new(secrets::encryption_key(config)?);
         secrets::check_encryption_key(&store, &encryption_key, now).await?;
+        secrets::seal_plaintext(&store, &encryption_key).await?;
+        let jwt_secret = secrets::jwt_secret(&store, config, &encryption_key, now).await?;
         let cache = Arc::new(cache::AccessCache::new(!store.backend().shared()));
         if store.backend().shared() {
             cache::follow_postgres(config.database_url.expose().to_owned(), cache.clone());
         }
-        let tracking_secret = secrets::tracking_secret(&store, now).await?;
+        let tracking_secret = secrets::tracking_secret(&store, &encryption_key, now).await?;
         let outbound = Outbound::from_config(config)?;
         let tracking = Arc::new(TrackingKeys::new(tracking_secret.as_bytes()));
         let core = Core {
@@ -246,6 +250,7 @@ impl Churn {
             store,
             clock,
             cache,
+            encryption_key: encryption_key.clone(),
         };
         let mailer = Mailer {
             transport: email_transport(config)?,

@@ -14,9 +14,11 @@ use crate::domain::role::{Permission, Role};
 use crate::domain::settings::ProjectSettings;
 use crate::domain::slug;
 use crate::domain::validation::{Validator, optional_text, required_text};
+use crate::domain::webhook_secrets::{OVERLAP, WebhookSecrets};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::store::projects::{self, ProjectRecord};
+use crate::store::sealed::{self, PREVIOUS_WEBHOOK_SECRET, WEBHOOK_SECRET};
 use crate::store::{Store, keys, users};
 use crate::time::Timestamp;
 
@@ -81,8 +83,14 @@ impl Core {
                 slug::with_suffix(&base, &uuid::Uuid::new_v4())
             };
             let now = self.now();
+            let id = new_id();
+            let webhook_secret = WEBHOOK_SECRET.seal(
+                self.encryption_key.bytes(),
+                &[&id],
+                generate_webhook_secret().as_bytes(),
+            )?;
             let record = ProjectRecord {
-                id: new_id(),
+                id,
                 owner_id: owner_id.to_owned(),
                 name: new.name.clone(),
                 slug,
@@ -90,7 +98,9 @@ impl Core {
                 support_email: new.support_email.clone(),
                 allowed_origins: Vec::new(),
                 settings: ProjectSettings::default(),
-                webhook_secret: generate_webhook_secret(),
+                webhook_secret,
+                previous_webhook_secret: None,
+                previous_webhook_secret_until: None,
                 created_at: now,
                 updated_at: now,
                 // Read from the owner's row, never written with the project.
@@ -288,23 +298,51 @@ impl Core {
     pub fn webhook_secret(&self, access: &ProjectAccess) -> Result<WebhookSecret> {
         access.authorize(Permission::Administer)?;
         Ok(WebhookSecret {
-            webhook_secret: access.project.webhook_secret.clone(),
+            webhook_secret: self.webhook_secrets(&access.project)?.current().to_owned(),
         })
     }
 
+    /// Issues a new secret; the one it replaces keeps counting for [`OVERLAP`].
     pub async fn rotate_webhook_secret(&self, access: &ProjectAccess) -> Result<WebhookSecret> {
         access.authorize(Permission::Administer)?;
         let now = self.now();
-        let updated = self
-            .modify_project(&access.project.id, |next| {
-                next.webhook_secret = generate_webhook_secret();
-                next.updated_at = now;
-                Ok(())
-            })
-            .await?;
-        Ok(WebhookSecret {
-            webhook_secret: updated.webhook_secret,
+        let fresh = generate_webhook_secret();
+        let sealed = WEBHOOK_SECRET.seal(
+            self.encryption_key.bytes(),
+            &[&access.project.id],
+            fresh.as_bytes(),
+        )?;
+        self.modify_project(&access.project.id, |next| {
+            // Both columns share a scope, so the sealed value moves as it is.
+            next.previous_webhook_secret = Some(std::mem::replace(&mut next.webhook_secret, sealed));
+            next.previous_webhook_secret_until = Some(now + OVERLAP);
+            next.updated_at = now;
+            Ok(())
         })
+        .await?;
+        Ok(WebhookSecret {
+            webhook_secret: fresh,
+        })
+    }
+
+    /// The project's webhook secrets that count now, opened.
+    pub(crate) fn webhook_secrets(&self, project: &ProjectRecord) -> Result<WebhookSecrets> {
+        let key = self.encryption_key.bytes();
+        let open = |column: &sealed::Column, value: &str| {
+            String::from_utf8(column.open(key, &[&project.id], value)?).map_err(Error::internal)
+        };
+        let previous = match (
+            &project.previous_webhook_secret,
+            project.previous_webhook_secret_until,
+        ) {
+            (Some(sealed), Some(until)) => Some((open(&PREVIOUS_WEBHOOK_SECRET, sealed)?, until)),
+            _ => None,
+        };
+        Ok(WebhookSecrets::new(
+            open(&WEBHOOK_SECRET, &project.webhook_secret)?,
+            previous,
+            self.now(),
+        ))
     }
 }
 

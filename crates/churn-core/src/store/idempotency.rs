@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use sqlx::{Any, Row};
 
 use super::Store;
-use super::sealed::{open, seal};
+use super::sealed::IDEMPOTENT_ANSWERS;
 use crate::error::{Error, Result};
 use crate::time::{self, Timestamp};
 
@@ -133,7 +133,7 @@ pub async fn claim(
             cache_control: row.try_get("cache_control")?,
             allow_origin: row.try_get("allow_origin")?,
             expose_headers: row.try_get("expose_headers")?,
-            body: open(seal_key, attempt.scope, &sealed)?,
+            body: IDEMPOTENT_ANSWERS.open(seal_key, &[attempt.scope], &sealed)?,
         }));
     }
     Ok(Claim::Running)
@@ -170,7 +170,7 @@ pub async fn complete(
     .bind(i64::from(answer.status))
     .bind(answer.content_type.as_deref())
     .bind(answer.cache_control.as_deref())
-    .bind(seal(seal_key, attempt.scope, &answer.body)?)
+    .bind(IDEMPOTENT_ANSWERS.seal(seal_key, &[attempt.scope], &answer.body)?)
     .bind(answer.allow_origin.as_deref())
     .bind(answer.expose_headers.as_deref())
     .execute(store.writer())

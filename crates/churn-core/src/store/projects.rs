@@ -21,7 +21,12 @@ pub struct ProjectRecord {
     pub support_email: Option<String>,
     pub allowed_origins: Vec<String>,
     pub settings: ProjectSettings,
+    /// Sealed ([`super::sealed::WEBHOOK_SECRET`]).
     pub webhook_secret: String,
+    /// The secret the last rotation replaced (sealed under the same scope) and until when it
+    /// still counts.
+    pub previous_webhook_secret: Option<String>,
+    pub previous_webhook_secret_until: Option<Timestamp>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     /// The owner's trial end and paid-through date: the subscription that counts for the project.
@@ -62,6 +67,11 @@ impl FromRow<'_, AnyRow> for ProjectRecord {
             allowed_origins: decode::json(row, "allowed_origins")?,
             settings: decode::json(row, "settings")?,
             webhook_secret: row.try_get("webhook_secret")?,
+            previous_webhook_secret: row.try_get("previous_webhook_secret")?,
+            previous_webhook_secret_until: decode::timestamp_opt(
+                row,
+                "previous_webhook_secret_until",
+            )?,
             created_at: decode::timestamp(row, "created_at")?,
             updated_at: decode::timestamp(row, "updated_at")?,
             owner_trial_ends_at: decode::timestamp(row, "owner_trial_ends_at")?,
@@ -81,7 +91,8 @@ struct WithRole {
 
 /// Every project query joins its owner (`o`), whose subscription governs the project.
 const COLUMNS: &str = "p.id, p.owner_id, p.name, p.slug, p.product_type, p.support_email, \
-                       p.allowed_origins, p.settings, p.webhook_secret, p.created_at, p.updated_at, \
+                       p.allowed_origins, p.settings, p.webhook_secret, p.previous_webhook_secret, \
+                       p.previous_webhook_secret_until, p.created_at, p.updated_at, \
                        o.trial_ends_at AS owner_trial_ends_at, o.paid_until AS owner_paid_until";
 
 /// Inserts the project and its owner's membership. `Ok(false)` when the owner already has a
@@ -240,11 +251,12 @@ pub async fn list_all<'e>(
 }
 
 /// Writes back the mutable fields (name, product type, support email, origins, settings,
-/// webhook secret).
+/// webhook secrets).
 pub async fn update<'e>(db: impl Writes<'e>, p: &ProjectRecord) -> Result<()> {
     sqlx::query(
         "UPDATE projects SET name = $2, product_type = $3, support_email = $4, allowed_origins = $5, \
-         settings = $6, webhook_secret = $7, updated_at = $8 WHERE id = $1",
+         settings = $6, webhook_secret = $7, updated_at = $8, previous_webhook_secret = $9, \
+         previous_webhook_secret_until = $10 WHERE id = $1",
     )
     .bind(&p.id)
     .bind(&p.name)
@@ -254,6 +266,8 @@ pub async fn update<'e>(db: impl Writes<'e>, p: &ProjectRecord) -> Result<()> {
     .bind(json(&p.settings)?)
     .bind(&p.webhook_secret)
     .bind(time::format(&p.updated_at))
+    .bind(&p.previous_webhook_secret)
+    .bind(p.previous_webhook_secret_until.as_ref().map(time::format))
     .execute(db)
     .await?;
     Ok(())

@@ -57,10 +57,6 @@ impl Connection {
     }
 }
 
-fn scope(project_id: &str, provider: Provider) -> String {
-    format!("provider:{project_id}:{}", provider.as_str())
-}
-
 fn not_connected() -> Error {
     Error::NotFound("this provider is not connected".into())
 }
@@ -202,9 +198,9 @@ impl Payments {
             None
         } else {
             let plain = serde_json::to_vec(&credentials).map_err(Error::internal)?;
-            Some(sealed::seal(
+            Some(sealed::PROVIDER_CREDENTIALS.seal(
                 self.encryption_key.bytes(),
-                &scope(project_id, provider),
+                &[project_id, provider.as_str()],
                 &plain,
             )?)
         };
@@ -273,9 +269,9 @@ impl Payments {
         let record = ConnectionRecord::clone(&record);
         let credentials = match &record.credentials {
             Some(sealed) => {
-                let plain = sealed::open(
+                let plain = sealed::PROVIDER_CREDENTIALS.open(
                     self.encryption_key.bytes(),
-                    &scope(project_id, provider),
+                    &[project_id, provider.as_str()],
                     sealed,
                 )?;
                 serde_json::from_slice(&plain).map_err(Error::internal)?

@@ -442,11 +442,17 @@ impl Payments {
         })
         .to_string();
         let url = connection.record.retry_url.as_deref().unwrap_or_default();
+        let secrets = self.core.webhook_secrets(&project)?;
         let answer = self
             .outbound
             .tenant()
             .post(url)
-            .signed_json(&project.webhook_secret, body.into_bytes())
+            .signed_json(
+                &secrets,
+                &format!("{}-{attempt}", record.id),
+                self.core.now().timestamp(),
+                body.into_bytes(),
+            )?
             .timeout(crate::providers::CALL_TIMEOUT)
             .send()
             .await;

@@ -86,19 +86,25 @@ impl Payments {
                 let secret = connection.webhook_secret().unwrap_or_default();
                 signature::verify_provider_b(secret, sig, body)
             }
-            Provider::Custom => match (&headers.churn_signature, &headers.webhook_signature) {
-                (Some(sig), _) => signature::verify_hex(&project.webhook_secret, body, sig),
-                (None, Some(sigs)) => signature::verify_standard(
-                    &project.webhook_secret,
-                    headers.webhook_id.as_deref().unwrap_or_default(),
-                    headers.webhook_timestamp.as_deref().unwrap_or_default(),
-                    sigs,
-                    body,
-                    now.timestamp(),
-                )
-                .is_ok(),
-                (None, None) => false,
-            },
+            Provider::Custom => {
+                let secrets = self.core.webhook_secrets(&project)?;
+                let mut secrets = secrets.all();
+                match (&headers.churn_signature, &headers.webhook_signature) {
+                    (Some(sig), _) => secrets.any(|s| signature::verify_hex(s, body, sig)),
+                    (None, Some(sigs)) => secrets.any(|s| {
+                        signature::verify_standard(
+                            s,
+                            headers.webhook_id.as_deref().unwrap_or_default(),
+                            headers.webhook_timestamp.as_deref().unwrap_or_default(),
+                            sigs,
+                            body,
+                            now.timestamp(),
+                        )
+                        .is_ok()
+                    }),
+                    (None, None) => false,
+                }
+            }
         };
         if !verified {
             return Err(bad_signature());
