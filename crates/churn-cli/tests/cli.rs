@@ -26,8 +26,13 @@ both_backends!(
     alerts_list_and_redeliver,
 );
 
+/// The CLI on `db`, with the server's data folder unless `args` name another (its
+/// encryption key opens the sealed tracking secret that invitations are signed with).
 async fn churn(db: &TestDatabase, args: &[&str]) -> anyhow::Result<String> {
     let mut argv = vec!["churn", "--database-url", &db.url];
+    if !args.contains(&"--data-dir") {
+        argv.extend(["--data-dir", db.data_dir.path().to_str().unwrap()]);
+    }
     argv.extend_from_slice(args);
     let cli = Cli::try_parse_from(argv)?;
     let mut out = Vec::new();

@@ -20,6 +20,7 @@ use churn_core::both_backends;
 both_backends!(
     scoring_runs_raise_alerts_by_the_rules,
     webhooks_are_signed_both_ways_and_verified_by_the_sdk,
+    a_rotated_secret_signs_deliveries_too_for_24_hours,
     failed_attempts_retry_after_10_60_300_seconds_then_fail_and_can_be_redelivered,
     redirects_are_not_followed,
     a_name_rebound_to_a_private_address_is_refused_at_delivery,
@@ -284,6 +285,100 @@ async fn webhooks_are_signed_both_ways_and_verified_by_the_sdk(backend: Backend)
         json!([{"at": delivered["created_at"], "status_code": 204, "error": null, "response_body": null}])
     );
     assert_eq!(app.run_jobs().await, 0, "nothing more to deliver");
+}
+
+/// The project's webhook secret, read as the owner.
+async fn webhook_secret(app: &TestApp) -> String {
+    app.expect(
+        app.req(Method::GET, "/projects/acme/webhook-secret")
+            .bearer_auth(login(app).await),
+        200,
+    )
+    .await["data"]["webhook_secret"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The Standard Webhooks signatures of the one request received, checked with the SDK under
+/// each of `secrets`; the list of `v1,` entries.
+async fn verified_by_each(app: &TestApp, receiver: &FakeProvider, secrets: &[&str]) -> usize {
+    let requests = received(receiver).await;
+    assert_eq!(requests.len(), 1);
+    let request = &requests[0];
+    let header = |name: &str| request.headers.get(name).unwrap().to_str().unwrap().to_owned();
+    let now = clock_now(app).await.timestamp();
+    for secret in secrets {
+        churn_sdk::webhooks::verify_standard(
+            secret,
+            &header("webhook-id"),
+            &header("webhook-timestamp"),
+            &header("webhook-signature"),
+            &request.body,
+            now,
+        )
+        .unwrap_or_else(|e| panic!("verifies under {secret}: {e}"));
+    }
+    // `X-Churn-Signature` holds one signature, under the current secret.
+    assert!(churn_sdk::webhooks::verify_signature(
+        secrets[0],
+        &request.body,
+        &header("x-churn-signature")
+    ));
+    header("webhook-signature").split(' ').count()
+}
+
+async fn a_rotated_secret_signs_deliveries_too_for_24_hours(backend: Backend) {
+    let receiver = fake_provider::start().await;
+    answer(&receiver, ResponseTemplate::new(204)).await;
+    let app = with_receiver(backend, &receiver).await;
+    let acme = acme_with_key(&app).await;
+    let url = format!("{}/alerts", receiver.base);
+    configure(&app, json!({"webhook_url": url})).await;
+    quiet_customers(&app, &acme, &["quiet@shop.io"]).await;
+    let old = webhook_secret(&app).await;
+    app.expect(
+        app.req(Method::POST, "/projects/acme/webhook-secret/rotate")
+            .bearer_auth(&acme.token),
+        200,
+    )
+    .await;
+    let new = webhook_secret(&app).await;
+    assert_ne!(old, new);
+
+    assert_eq!(recompute(&app, &acme).await["alerts"], 1);
+    assert_eq!(app.run_jobs().await, 1);
+    assert_eq!(verified_by_each(&app, &receiver, &[&new, &old]).await, 2);
+
+    // A day after the rotation only the new secret signs.
+    advance_seconds(&app, 24 * 3600).await;
+    answer(&receiver, ResponseTemplate::new(204)).await;
+    let id = log(&app, &acme).await[0]["id"].as_str().unwrap().to_owned();
+    app.expect(
+        app.req(
+            Method::POST,
+            &format!("/projects/acme/churn-risk/alerts/{id}/redeliver"),
+        )
+        .bearer_auth(login(&app).await),
+        202,
+    )
+    .await;
+    assert_eq!(app.run_jobs().await, 1);
+    assert_eq!(verified_by_each(&app, &receiver, &[&new]).await, 1);
+    let old_refused = received(&receiver).await;
+    let request = &old_refused[0];
+    let header = |name: &str| request.headers.get(name).unwrap().to_str().unwrap().to_owned();
+    assert!(
+        churn_sdk::webhooks::verify_standard(
+            &old,
+            &header("webhook-id"),
+            &header("webhook-timestamp"),
+            &header("webhook-signature"),
+            &request.body,
+            clock_now(&app).await.timestamp(),
+        )
+        .is_err()
+    );
 }
 
 async fn failed_attempts_retry_after_10_60_300_seconds_then_fail_and_can_be_redelivered(

@@ -22,6 +22,7 @@ mod operations;
 mod projects;
 mod providers;
 mod risk;
+mod secrets;
 mod roles;
 mod sending;
 mod team;
