@@ -56,7 +56,10 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(at(rotated), ["new", "old"]);
-        assert_eq!(at(until - chrono::TimeDelta::milliseconds(1)), ["new", "old"]);
+        assert_eq!(
+            at(until - chrono::TimeDelta::milliseconds(1)),
+            ["new", "old"]
+        );
         assert_eq!(at(until), ["new"]);
         let none = WebhookSecrets::new("new".into(), None, rotated);
         assert_eq!(none.current(), "new");

@@ -314,7 +314,8 @@ impl Core {
         )?;
         self.modify_project(&access.project.id, |next| {
             // Both columns share a scope, so the sealed value moves as it is.
-            next.previous_webhook_secret = Some(std::mem::replace(&mut next.webhook_secret, sealed));
+            next.previous_webhook_secret =
+                Some(std::mem::replace(&mut next.webhook_secret, sealed));
             next.previous_webhook_secret_until = Some(now + OVERLAP);
             next.updated_at = now;
             Ok(())

@@ -158,10 +158,7 @@ pub(super) async fn rotate_encryption_key(
                     file.display()
                 ))
             })?;
-            Ok(KeyRotation {
-                resealed,
-                key_file,
-            })
+            Ok(KeyRotation { resealed, key_file })
         }
         (Ok(resealed), _, _) => Ok(KeyRotation {
             resealed,
@@ -262,7 +259,9 @@ fn write_key_file(path: &Path, key: &EncryptionKey, create_new: bool) -> std::io
     }
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)?.write_all(STANDARD.encode(key.0).as_bytes())
+    options
+        .open(path)?
+        .write_all(STANDARD.encode(key.0).as_bytes())
 }
 
 #[cfg(test)]

@@ -141,7 +141,10 @@ const PAGE: i64 = 500;
 pub(crate) async fn seal_plaintext(tx: &mut AnyConnection, key: &[u8; 32]) -> Result<u64> {
     let mut sealed = 0;
     for column in SEALED.iter().filter(|c| c.was_plaintext) {
-        sealed += rewrite(tx, column, |scope, plain| seal(key, scope, plain.as_bytes())).await?;
+        sealed += rewrite(tx, column, |scope, plain| {
+            seal(key, scope, plain.as_bytes())
+        })
+        .await?;
     }
     Ok(sealed)
 }
@@ -219,7 +222,6 @@ async fn rewrite(
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -306,7 +306,15 @@ async fn verified_by_each(app: &TestApp, receiver: &FakeProvider, secrets: &[&st
     let requests = received(receiver).await;
     assert_eq!(requests.len(), 1);
     let request = &requests[0];
-    let header = |name: &str| request.headers.get(name).unwrap().to_str().unwrap().to_owned();
+    let header = |name: &str| {
+        request
+            .headers
+            .get(name)
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned()
+    };
     let now = clock_now(app).await.timestamp();
     for secret in secrets {
         churn_sdk::webhooks::verify_standard(
@@ -368,7 +376,15 @@ async fn a_rotated_secret_signs_deliveries_too_for_24_hours(backend: Backend) {
     assert_eq!(verified_by_each(&app, &receiver, &[&new]).await, 1);
     let old_refused = received(&receiver).await;
     let request = &old_refused[0];
-    let header = |name: &str| request.headers.get(name).unwrap().to_str().unwrap().to_owned();
+    let header = |name: &str| {
+        request
+            .headers
+            .get(name)
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned()
+    };
     assert!(
         churn_sdk::webhooks::verify_standard(
             &old,

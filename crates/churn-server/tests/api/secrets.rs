@@ -95,14 +95,22 @@ async fn secrets_are_sealed_at_rest_and_plaintext_rows_sealed_once_at_start(back
     let names: Vec<_> = stored.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(
         names,
-        ["encryption_key_check", "jwt_secret", "tracking_secret", "acme"],
+        [
+            "encryption_key_check",
+            "jwt_secret",
+            "tracking_secret",
+            "acme"
+        ],
         "the migration's marker is gone after the first start"
     );
     let (_, sealed_whsec) = &stored[3];
     assert!(!sealed_whsec.contains(&whsec) && !sealed_whsec.contains("whsec_"));
     for (_, value) in &stored[1..] {
         // Sealed: base64 of a 12-byte nonce, the value and a 16-byte tag.
-        assert!(STANDARD.decode(value).unwrap().len() >= 12 + 24 + 16, "{value}");
+        assert!(
+            STANDARD.decode(value).unwrap().len() >= 12 + 24 + 16,
+            "{value}"
+        );
     }
 
     // The rows as a release before sealing left them: plaintext, and the migration's marker.
@@ -188,9 +196,7 @@ fn create_beta(app: &TestApp, token: &str) -> reqwest::RequestBuilder {
         .json(&json!({"name": "Beta"}))
 }
 
-async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
-    backend: Backend,
-) {
+async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(backend: Backend) {
     let Setup {
         app,
         token,
@@ -217,10 +223,16 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
     let new_key = STANDARD.encode([42u8; 32]);
     let out = rotate_encryption(&db, &new_key).await;
     assert!(
-        out.starts_with(&format!("Resealed {} values with the new key.", before.len())),
+        out.starts_with(&format!(
+            "Resealed {} values with the new key.",
+            before.len()
+        )),
         "{out}"
     );
-    assert!(out.contains("encryption.key; copy it to every host"), "{out}");
+    assert!(
+        out.contains("encryption.key; copy it to every host"),
+        "{out}"
+    );
     assert_eq!(
         std::fs::read_to_string(db.data_dir.path().join("encryption.key")).unwrap(),
         new_key
@@ -259,7 +271,9 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
         .expect("the retired key refuses to start");
     let why = format!("{refused:#}");
     assert!(
-        why.contains("CHURN_ENCRYPTION_KEY: this key was retired by `churn keys rotate-encryption`"),
+        why.contains(
+            "CHURN_ENCRYPTION_KEY: this key was retired by `churn keys rotate-encryption`"
+        ),
         "{why}"
     );
 }
@@ -285,7 +299,10 @@ async fn a_rotated_webhook_secret_verifies_inbound_events_for_24_hours(backend: 
     let hex = |secret: &str, body: &str, status| {
         s.app.expect(
             s.hook("custom")
-                .header("X-Churn-Signature", signature::sign_hex(secret, body.as_bytes()))
+                .header(
+                    "X-Churn-Signature",
+                    signature::sign_hex(secret, body.as_bytes()),
+                )
                 .body(body.to_owned()),
             status,
         )
