@@ -3,7 +3,7 @@
 //!
 //! They are split by what they may touch, so a type says it:
 //!
-//! - [`Core`] (store, clock, access cache): project access (`access`), projects and keys
+//! - [`Core`] (store, clock, access cache, encryption key): project access (`access`), projects and keys
 //!   (`projects`), events (`events`), statistics (`stats`), tracked behaviour and customers
 //!   (`behavior`, written in groups by `ingest`), churn-risk scoring (`risk`), cohorts and forecasts (`analytics`), the cancel
 //!   flow (`cancel_flow`). Every capability below holds one.
@@ -381,7 +381,7 @@ impl Churn {
         &self.0.outbound
     }
 
-    /// The key that encrypts provider credentials at rest (created at the first start).
+    /// The key that seals secrets at rest (created at the first start).
     pub fn encryption_key(&self) -> &EncryptionKey {
         &self.0.encryption_key
     }
