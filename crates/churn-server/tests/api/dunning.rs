@@ -18,6 +18,7 @@ both_backends!(
     hard_declines_advice_codes_and_exhaustion,
     manual_retries,
     custom_retry_url_and_provider_b_reminders,
+    custom_retry_calls_carry_both_signatures_after_a_rotation,
     emails_are_skipped_without_a_verified_sender_and_config_is_checked,
 );
 
@@ -595,6 +596,69 @@ async fn custom_retry_url_and_provider_b_reminders(backend: Backend) {
         (&json!("providerB"), &json!(2), &json!("retries_exhausted"))
     );
     assert_eq!(s.fake.mock.received_requests().await.unwrap().len(), calls);
+}
+
+async fn custom_retry_calls_carry_both_signatures_after_a_rotation(backend: Backend) {
+    let s = setup(backend).await;
+    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1}))
+        .await;
+    let retry_url = format!("{}/billing/retry", s.fake.base);
+    s.app
+        .expect(
+            s.app
+                .req(Method::PUT, "/projects/acme/providers/custom")
+                .bearer_auth(&s.token)
+                .json(&json!({"retry_url": retry_url})),
+            200,
+        )
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/billing/retry"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"outcome": "succeeded"})))
+        .mount(&s.fake.mock)
+        .await;
+    let old = s.webhook_secret().await;
+    s.app
+        .expect(
+            s.app
+                .req(Method::POST, "/projects/acme/webhook-secret/rotate")
+                .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    let new = s.webhook_secret().await;
+    s.send_custom(
+        json!({"id": "c1", "type": "payment.failed", "customer_email": "ada@example.com",
+        "amount": 1200, "currency": "eur", "payment_id": "p_9"}),
+    )
+    .await;
+    s.advance_hours(1).await;
+    s.app.run_jobs().await;
+    let r = s.only_failure().await;
+    assert_eq!(r["status"], "recovered");
+    let call = &s.fake.mock.received_requests().await.unwrap()[0];
+    let header = |name: &str| call.headers[name].to_str().unwrap().to_owned();
+    assert!(churn_sdk::webhooks::verify_signature(
+        &new,
+        &call.body,
+        &header("x-churn-signature")
+    ));
+    assert_eq!(
+        header("webhook-id"),
+        format!("{}-1", r["id"].as_str().unwrap())
+    );
+    assert_eq!(header("webhook-signature").split(' ').count(), 2);
+    for secret in [&new, &old] {
+        churn_sdk::webhooks::verify_standard(
+            secret,
+            &header("webhook-id"),
+            &header("webhook-timestamp"),
+            &header("webhook-signature"),
+            &call.body,
+            s.now().await,
+        )
+        .unwrap_or_else(|e| panic!("verifies under {secret}: {e}"));
+    }
 }
 
 async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(backend: Backend) {
