@@ -104,6 +104,22 @@ fn families() -> Vec<Family> {
             |_| (M::POST, format!("{P}/webhook-secret/rotate"), None),
         ),
         f(
+            "project: identity secret",
+            Role::Admin,
+            false,
+            200,
+            Nothing,
+            |_| (M::GET, format!("{P}/identity-secret"), None),
+        ),
+        f(
+            "project: rotate identity secret",
+            Role::Admin,
+            false,
+            200,
+            Nothing,
+            |_| (M::POST, format!("{P}/identity-secret/rotate"), None),
+        ),
+        f(
             "project: rotate keys",
             Role::Owner,
             false,

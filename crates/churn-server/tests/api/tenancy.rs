@@ -35,6 +35,16 @@ fn project_routes(slug: &str) -> Vec<(Method, String, Option<Value>)> {
             None,
         ),
         (
+            Method::GET,
+            format!("/projects/{slug}/identity-secret"),
+            None,
+        ),
+        (
+            Method::POST,
+            format!("/projects/{slug}/identity-secret/rotate"),
+            None,
+        ),
+        (
             Method::POST,
             format!("/projects/{slug}/webhook-secret/rotate"),
             None,
