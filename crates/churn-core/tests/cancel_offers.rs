@@ -103,9 +103,17 @@ async fn a_discount_creates_a_coupon_then_puts_it_on_the_subscription() {
         percent: 30,
         months: 3,
     };
-    let applied = apply_offer(&provider_a(&server), "sub_42", DANA, &offer, None, "ev1", now())
-        .await
-        .unwrap();
+    let applied = apply_offer(
+        &provider_a(&server),
+        "sub_42",
+        DANA,
+        &offer,
+        None,
+        "ev1",
+        now(),
+    )
+    .await
+    .unwrap();
     assert_eq!(applied, OfferApplied::Applied);
     assert_eq!(checks(&server).await, ["/v1/subscriptions/sub_42"]);
     assert_eq!(
@@ -194,9 +202,17 @@ async fn provider_errors_come_back_and_downgrades_are_not_sent() {
         percent: 20,
         months: 1,
     };
-    let error = apply_offer(&provider_a(&server), "sub_gone", DANA, &offer, None, "ev3", now())
-        .await
-        .unwrap_err();
+    let error = apply_offer(
+        &provider_a(&server),
+        "sub_gone",
+        DANA,
+        &offer,
+        None,
+        "ev3",
+        now(),
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(error, CallError::Refused { status: 404, .. }),
         "{error:?}"
@@ -264,7 +280,10 @@ async fn another_customers_subscription_is_left_alone() {
         let error = apply_offer(&client, "sub_missing", DANA, &offer, None, "ev5", now())
             .await
             .unwrap_err();
-        assert!(matches!(error, CallError::Refused { status: 404, .. }), "{error:?}");
+        assert!(
+            matches!(error, CallError::Refused { status: 404, .. }),
+            "{error:?}"
+        );
     }
     assert!(calls(&server).await.is_empty(), "no coupon, no pause");
     assert_eq!(checks(&server).await.len(), 6);

@@ -18,8 +18,8 @@ use churn_core::api::payments::{
     PaymentFailureStats, ProviderConnection, PutProvider, RetryResult, UpdateDunningConfig,
 };
 use churn_core::api::projects::{
-    AllowedOrigins, CreateProject, Project, RotateKeysRequest, RotatedKeys, UpdateProject,
-    IdentitySecret, WebhookSecret,
+    AllowedOrigins, CreateProject, IdentitySecret, Project, RotateKeysRequest, RotatedKeys,
+    UpdateProject, WebhookSecret,
 };
 use churn_core::api::{Data, ErrorBody, LegacyErrorBody, Page};
 use churn_core::domain::cancel_flow::{CancelFlow, CancelFlowInput};

@@ -70,7 +70,10 @@ mod tests {
 
     #[test]
     fn the_hash_is_hex_hmac_over_the_normalised_email_and_subscription() {
-        assert_eq!(customer_hash("idsec_test", "  Dana@Example.com ", None), PLAIN);
+        assert_eq!(
+            customer_hash("idsec_test", "  Dana@Example.com ", None),
+            PLAIN
+        );
         assert_eq!(
             customer_hash("idsec_test", "dana@example.com", Some("sub_1")),
             WITH_SUBSCRIPTION
@@ -81,12 +84,32 @@ mod tests {
     fn only_the_hash_of_this_customer_under_a_live_secret_matches() {
         let secrets = ["idsec_old".to_owned(), "idsec_test".to_owned()];
         assert!(hash_matches(&secrets, "dana@example.com", None, PLAIN));
-        assert!(hash_matches(&secrets, "DANA@example.com", None, &PLAIN.to_uppercase()));
+        assert!(hash_matches(
+            &secrets,
+            "DANA@example.com",
+            None,
+            &PLAIN.to_uppercase()
+        ));
         assert!(!hash_matches(&secrets, "eve@example.com", None, PLAIN));
-        assert!(!hash_matches(&secrets, "dana@example.com", Some("sub_1"), PLAIN));
-        assert!(!hash_matches(&secrets, "dana@example.com", None, &PLAIN[..63]));
+        assert!(!hash_matches(
+            &secrets,
+            "dana@example.com",
+            Some("sub_1"),
+            PLAIN
+        ));
+        assert!(!hash_matches(
+            &secrets,
+            "dana@example.com",
+            None,
+            &PLAIN[..63]
+        ));
         assert!(!hash_matches(&secrets, "dana@example.com", None, ""));
-        assert!(!hash_matches(&secrets[..1], "dana@example.com", None, PLAIN));
+        assert!(!hash_matches(
+            &secrets[..1],
+            "dana@example.com",
+            None,
+            PLAIN
+        ));
     }
 
     #[test]

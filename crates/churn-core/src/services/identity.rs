@@ -70,8 +70,13 @@ impl Payments {
     /// projects made before secrets existed).
     pub(crate) async fn create_identity_secret(&self, project_id: &str) -> Result<()> {
         let sealed = self.seal_identity(project_id, &identity::generate_identity_secret())?;
-        identity_secrets::insert_current(self.core.store.writer(), project_id, &sealed, self.core.now())
-            .await?;
+        identity_secrets::insert_current(
+            self.core.store.writer(),
+            project_id,
+            &sealed,
+            self.core.now(),
+        )
+        .await?;
         Ok(())
     }
 
@@ -84,7 +89,8 @@ impl Payments {
         if sealed_secrets.is_empty() {
             self.create_identity_secret(project_id).await?;
             // Another request may have made it first: read what was kept.
-            sealed_secrets = identity_secrets::live(self.core.store.writer(), project_id, now).await?;
+            sealed_secrets =
+                identity_secrets::live(self.core.store.writer(), project_id, now).await?;
         }
         let key = self.encryption_key.bytes();
         sealed_secrets
@@ -132,7 +138,11 @@ impl Payments {
     }
 
     fn seal_identity(&self, project_id: &str, secret: &str) -> Result<String> {
-        sealed::seal(self.encryption_key.bytes(), &scope(project_id), secret.as_bytes())
+        sealed::seal(
+            self.encryption_key.bytes(),
+            &scope(project_id),
+            secret.as_bytes(),
+        )
     }
 }
 

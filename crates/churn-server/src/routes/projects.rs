@@ -4,8 +4,8 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use churn_core::api::projects::{
-    AllowedOrigins, CreateProject, Project, RotateKeysRequest, RotatedKeys, UpdateProject,
-    IdentitySecret, WebhookSecret,
+    AllowedOrigins, CreateProject, IdentitySecret, Project, RotateKeysRequest, RotatedKeys,
+    UpdateProject, WebhookSecret,
 };
 use churn_core::api::{Data, ErrorBody};
 

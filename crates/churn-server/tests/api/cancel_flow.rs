@@ -246,15 +246,21 @@ async fn public_config_counts_opens_per_customer(backend: Backend) {
     let secret = identity_secret(&app, &token, "acme").await;
     let hash = churn_sdk::identity::customer_hash(&secret, "dana@customer.example", None);
     let wrong = churn_sdk::identity::customer_hash(&secret, "eve@customer.example", None);
-    let with_sub = churn_sdk::identity::customer_hash(&secret, "dana@customer.example", Some("sub_9"));
+    let with_sub =
+        churn_sdk::identity::customer_hash(&secret, "dana@customer.example", Some("sub_9"));
     // Counted with the customer's hash (over the subscription too when one is named) ...
     for query in [
         format!("customer_email=Dana@Customer.example&customer_hash={hash}"),
-        format!("customer_email=dana@customer.example&customer_hash={with_sub}&subscription_id=sub_9"),
+        format!(
+            "customer_email=dana@customer.example&customer_hash={with_sub}&subscription_id=sub_9"
+        ),
     ] {
         let answer = app
             .expect(
-                app.req(Method::GET, &format!("/cancel-flow/config/{public}?{query}")),
+                app.req(
+                    Method::GET,
+                    &format!("/cancel-flow/config/{public}?{query}"),
+                ),
                 200,
             )
             .await;
@@ -270,7 +276,10 @@ async fn public_config_counts_opens_per_customer(backend: Backend) {
     ] {
         let answer = app
             .expect(
-                app.req(Method::GET, &format!("/cancel-flow/config/{public}?{query}")),
+                app.req(
+                    Method::GET,
+                    &format!("/cancel-flow/config/{public}?{query}"),
+                ),
                 200,
             )
             .await;
@@ -401,7 +410,8 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     body["offer_accepted"] = json!(true);
     let plain = app
         .expect(
-            app.req(Method::POST, "/cancel-flow/reasons").json(&signed(&secret, body.clone())),
+            app.req(Method::POST, "/cancel-flow/reasons")
+                .json(&signed(&secret, body.clone())),
             201,
         )
         .await["data"]
@@ -481,7 +491,10 @@ async fn submissions_act_only_for_the_signed_customer(backend: Backend) {
     let token = acme_owner(&app).await;
     let (public, _) = acme_keys(&app, &token).await;
     let secret = identity_secret(&app, &token, "acme").await;
-    assert!(secret.starts_with("idsec_") && secret.len() == 46, "{secret}");
+    assert!(
+        secret.starts_with("idsec_") && secret.len() == 46,
+        "{secret}"
+    );
     assert_eq!(identity_secret(&app, &token, "acme").await, secret, "kept");
     let submit = |body: &Value| {
         app.req(Method::POST, "/cancel-flow/reasons")
@@ -841,8 +854,10 @@ async fn widget_script_and_demo_page(backend: Backend) {
         .expect(
             app.req(Method::POST, "/cancel-flow/reasons")
                 .header("X-Public-Key", &public)
-                .json(&json!({"customer_email": demo_customer, "customer_hash": demo_hash,
-                    "reason": "too_expensive", "offer_accepted": true, "mrr": 4900})),
+                .json(
+                    &json!({"customer_email": demo_customer, "customer_hash": demo_hash,
+                    "reason": "too_expensive", "offer_accepted": true, "mrr": 4900}),
+                ),
             201,
         )
         .await;
@@ -1039,7 +1054,12 @@ async fn accepted_offers_are_applied_at_provider_a(backend: Backend) {
             .await;
     }
     owned_by(&s, "sub_1", DANA).await;
-    owned_by(&s, "sub_1SVC89HOQNg4XnOMoa93kOB2", "jenny.rosen@example.com").await;
+    owned_by(
+        &s,
+        "sub_1SVC89HOQNg4XnOMoa93kOB2",
+        "jenny.rosen@example.com",
+    )
+    .await;
     owned_by(&s, "sub_someone_elses", "someone.else@example.com").await;
     Mock::given(method("GET"))
         .and(path("/v1/subscriptions/sub_gone"))
@@ -1129,7 +1149,10 @@ async fn accepted_offers_are_applied_at_provider_a(backend: Backend) {
         Some("/v1/subscriptions/sub_someone_elses")
     );
     let event = s.event(&foreign["churn_event_id"]).await;
-    assert_eq!(event["offer_error"], "subscription belongs to another customer");
+    assert_eq!(
+        event["offer_error"],
+        "subscription belongs to another customer"
+    );
     assert_eq!(event["offer_applied_at"], Value::Null);
 
     // A provider error: the event stays recovered, not applied, with the error kept.
