@@ -17,10 +17,6 @@ pub const HASH_REFUSED: &str = "customer_hash is missing or does not match";
 /// The domain the demo customer's address is made in: reserved, so it never reaches anyone.
 const DEMO_DOMAIN: &str = "churn.invalid";
 
-fn scope(project_id: &str) -> String {
-    format!("identity_secret:{project_id}")
-}
-
 /// The fixed customer `GET /widget/v1/demo` acts for: `demo@<slug>.churn.invalid`.
 pub fn demo_customer(slug: &str) -> String {
     format!("demo@{slug}.{DEMO_DOMAIN}")
@@ -96,7 +92,7 @@ impl Payments {
         sealed_secrets
             .iter()
             .map(|s| {
-                let plain = sealed::open(key, &scope(project_id), s)?;
+                let plain = sealed::IDENTITY_SECRETS.open(key, &[project_id], s)?;
                 String::from_utf8(plain).map_err(Error::internal)
             })
             .collect::<Result<Vec<_>>>()
@@ -138,9 +134,9 @@ impl Payments {
     }
 
     fn seal_identity(&self, project_id: &str, secret: &str) -> Result<String> {
-        sealed::seal(
+        sealed::IDENTITY_SECRETS.seal(
             self.encryption_key.bytes(),
-            &scope(project_id),
+            &[project_id],
             secret.as_bytes(),
         )
     }

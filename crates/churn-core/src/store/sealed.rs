@@ -11,7 +11,8 @@ use sqlx::{Any, AnyConnection, Row};
 
 use crate::error::{Error, Result};
 
-pub(crate) fn seal(key: &[u8; 32], scope: &str, plain: &[u8]) -> Result<String> {
+/// Callers outside this module seal through a [`Column`] of [`SEALED`].
+fn seal(key: &[u8; 32], scope: &str, plain: &[u8]) -> Result<String> {
     let nonce: [u8; 12] = rand::rng().random();
     let sealed = Aes256Gcm::new(key.into())
         .encrypt(
@@ -25,7 +26,7 @@ pub(crate) fn seal(key: &[u8; 32], scope: &str, plain: &[u8]) -> Result<String> 
     Ok(STANDARD.encode([nonce.as_slice(), &sealed].concat()))
 }
 
-pub(crate) fn open(key: &[u8; 32], scope: &str, sealed: &str) -> Result<Vec<u8>> {
+fn open(key: &[u8; 32], scope: &str, sealed: &str) -> Result<Vec<u8>> {
     let corrupt = || Error::internal("a sealed value cannot be opened");
     let raw = STANDARD.decode(sealed).map_err(|_| corrupt())?;
     if raw.len() < 12 {
@@ -50,7 +51,8 @@ pub(crate) fn open(key: &[u8; 32], scope: &str, sealed: &str) -> Result<Vec<u8>>
 pub(crate) struct Column {
     table: &'static str,
     column: &'static str,
-    /// The TEXT columns that identify a row; their values make the scope, in this order.
+    /// The TEXT columns that identify a row. The scope is made from their values in this
+    /// order, or from the leading ones only: writers pass those.
     key: &'static [&'static str],
     /// Which rows hold sealed values (an SQL condition), beside those whose value is not NULL.
     rows: &'static str,
@@ -125,6 +127,16 @@ pub(crate) const SERVICE_SECRETS: Column = Column {
     scope: |k| format!("service_secret:{}", k[0]),
 };
 
+/// A project's identity secrets (§16): the current one and those in their overlap.
+pub(crate) const IDENTITY_SECRETS: Column = Column {
+    table: "identity_secrets",
+    column: "secret",
+    key: &["project_id", "id"],
+    rows: "1 = 1",
+    was_plaintext: false,
+    scope: |k| format!("identity_secret:{}", k[0]),
+};
+
 /// Every sealed column.
 pub(crate) const SEALED: &[&Column] = &[
     &PROVIDER_CREDENTIALS,
@@ -132,6 +144,7 @@ pub(crate) const SEALED: &[&Column] = &[
     &WEBHOOK_SECRET,
     &PREVIOUS_WEBHOOK_SECRET,
     &SERVICE_SECRETS,
+    &IDENTITY_SECRETS,
 ];
 
 /// Rows read per statement while rewriting a column.

@@ -180,6 +180,7 @@ async fn sealed_values(app: &TestApp) -> Vec<String> {
         "SELECT previous_webhook_secret AS v FROM projects WHERE previous_webhook_secret IS NOT NULL",
         "SELECT credentials AS v FROM provider_connections WHERE credentials IS NOT NULL",
         "SELECT body AS v FROM idempotency_keys WHERE body IS NOT NULL",
+        "SELECT secret AS v FROM identity_secrets ORDER BY id",
     ] {
         let rows = app.query(sql).await;
         assert!(!rows.is_empty(), "{sql}");
@@ -204,7 +205,8 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
         fake,
     } = setup(backend).await;
     // Every kind of sealed value: a rotated webhook secret (both columns), provider
-    // credentials, a stored idempotent answer; the service secrets are there from the start.
+    // credentials, identity secrets, a stored idempotent answer; the service secrets are there
+    // from the start.
     let rotated = app
         .expect(
             app.req(Method::POST, "/projects/acme/webhook-secret/rotate")
@@ -215,6 +217,14 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
         .as_str()
         .unwrap()
         .to_owned();
+    let identity = app
+        .expect(
+            app.req(Method::POST, "/projects/acme/identity-secret/rotate")
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]["identity_secret"]
+        .clone();
     let created = app.expect(create_beta(&app, &token), 201).await;
     let before = sealed_values(&app).await;
     let old_key = std::fs::read_to_string(app.data_dir().join("encryption.key")).unwrap();
@@ -255,6 +265,15 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
     assert!(before.iter().zip(&after).all(|(b, a)| b != a));
     let token = login(app).await;
     assert_eq!(webhook_secret(app, &token).await, rotated);
+    let current_identity = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/identity-secret")
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]["identity_secret"]
+        .clone();
+    assert_eq!(current_identity, identity);
     // Provider credentials: provider A's webhook secret verifies its events.
     s.send_a(r#"{"id": "evt_1", "type": "customer.created"}"#, 200)
         .await;
