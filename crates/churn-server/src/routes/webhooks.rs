@@ -38,6 +38,7 @@ fn header(headers: &HeaderMap, name: &str) -> Option<String> {
     responses((status = 200, body = Data<WebhookReceived>),
               (status = 400, description = "provider not connected, signature missing or wrong, no event id, a providerB `created_at` more than 300 s from now", body = ErrorBody),
               (status = 404, description = "unknown public key or provider", body = ErrorBody),
+              (status = 429, description = "RATE_LIMITED: more than 200 requests a second (burst 1,000) for this public key", body = ErrorBody),
               (status = 502, description = "the provider's customer lookup failed", body = ErrorBody)))]
 pub async fn receive(
     State(s): State<AppState>,
