@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::behavior::{MAX_AHEAD_DAYS, MAX_BACK_DAYS};
 use super::strategy::{ReasonCode, classify};
+use crate::error::{Error, Result};
 use crate::time::{self, Timestamp};
 
 /// Who the event is about, as far as the payload says.
@@ -312,6 +313,36 @@ pub fn provider_b(event: &Value) -> Mapped {
     }
 }
 
+/// Provider B's event id, made from the signed body alone (B signs no timestamp and no id
+/// header): `<event>:<entity id>:<created_at>`, the entity being the first of `payment`,
+/// `invoice`, `subscription` under `payload`. The same body is the same event, whatever
+/// header it comes with; a stale one is refused, so a captured body cannot be replayed later.
+pub fn provider_b_event_id(event: &Value, now_unix: i64) -> Result<String> {
+    let tolerance = crate::signature::TOLERANCE_SECONDS;
+    let created_at = event
+        .get("created_at")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| Error::invalid_field("created_at", "must be the event's Unix time"))?;
+    if (now_unix - created_at).abs() > tolerance {
+        return Err(Error::invalid_field(
+            "created_at",
+            format!("must be within {tolerance} seconds of now"),
+        ));
+    }
+    let name = text(event, "/event")
+        .ok_or_else(|| Error::invalid_field("event", "the event has no name"))?;
+    let entity = ["payment", "invoice", "subscription"]
+        .iter()
+        .find_map(|e| text(event, &format!("/payload/{e}/entity/id")))
+        .ok_or_else(|| {
+            Error::invalid_field(
+                "payload",
+                "must hold a payment, invoice or subscription entity with an id",
+            )
+        })?;
+    Ok(format!("{name}:{entity}:{created_at}"))
+}
+
 /// Churn's own format: `{"id", "type", "customer_email", "amount"?, "currency"?,
 /// "payment_id"?, "decline_code"?, "reason"?, "plan_name"?, "mrr"?, "occurred_at"?}`.
 /// The caller has checked `id` and `customer_email`.
@@ -370,5 +401,38 @@ pub fn custom(event: &Value) -> Mapped {
             })
         }
         _ => Mapped::Ignored,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_b_ids_come_from_the_signed_body_within_five_minutes() {
+        let mut event = json!({"event": "payment.failed", "created_at": 1_000,
+            "payload": {"subscription": {"entity": {"id": "sub_1"}},
+                        "payment": {"entity": {"id": "pay_1"}}}});
+        assert_eq!(
+            provider_b_event_id(&event, 1_000).unwrap(),
+            "payment.failed:pay_1:1000",
+            "the payment comes first"
+        );
+        assert!(provider_b_event_id(&event, 1_300).is_ok());
+        assert!(provider_b_event_id(&event, 700).is_ok());
+        for stale in [1_301, 699] {
+            let Err(Error::Validation { details, .. }) = provider_b_event_id(&event, stale) else {
+                panic!("{stale} is outside the window");
+            };
+            assert_eq!(details[0].field, "created_at");
+        }
+        event["payload"]["payment"] = Value::Null;
+        assert_eq!(
+            provider_b_event_id(&event, 1_000).unwrap(),
+            "payment.failed:sub_1:1000"
+        );
+        event["payload"] = json!({});
+        assert!(provider_b_event_id(&event, 1_000).is_err());
+        assert!(provider_b_event_id(&json!({"event": "x"}), 1_000).is_err());
     }
 }

@@ -35,7 +35,7 @@ impl Backend {
     }
 
     /// A statement that wakes every process listening on `channel` when the transaction
-    /// commits; SQLite is served by one process, which needs no message.
+    /// commits; SQLite has none (its processes read `access_changes` instead).
     pub fn notify(self, channel: &'static str) -> Option<String> {
         match self {
             Backend::Postgres => Some(format!("NOTIFY {channel}")),

@@ -146,6 +146,15 @@ impl TestApp {
         sqlx::query(sql).fetch_all(&mut conn).await.unwrap()
     }
 
+    /// The database URL, for a second client of it (the admin CLI's services).
+    pub fn database_url(&self) -> &str {
+        &self
+            .db
+            .as_ref()
+            .expect("database present until stopped")
+            .url
+    }
+
     pub fn data_dir(&self) -> &std::path::Path {
         self.db
             .as_ref()

@@ -16,6 +16,7 @@ mod events;
 mod fake_provider;
 mod idempotency;
 mod idp;
+mod limits;
 mod logging;
 mod mailrules;
 mod operations;

@@ -173,7 +173,7 @@ impl Payments {
         project_id: &str,
     ) -> Result<Arc<DunningConfig>> {
         let key = cache::Key::Dunning(project_id.to_owned());
-        if let Some(cache::Value::Dunning(config)) = self.core.cache.get(&key) {
+        if let Some(cache::Value::Dunning(config)) = self.core.cached(&key).await? {
             return Ok(config);
         }
         let epoch = self.core.cache.epoch();

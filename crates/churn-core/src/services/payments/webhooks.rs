@@ -1,6 +1,7 @@
 //! `POST /webhooks/{provider}/{public_key}`: inbound provider events. The signature is
 //! checked over the raw body before anything is read from it; refusals (unknown key,
-//! provider not connected, bad signature, no event id) store nothing. Customer lookups at the
+//! provider not connected, bad signature, no event id, a provider-B event older or newer
+//! than 5 minutes) store nothing. Customer lookups at the
 //! provider happen next, outside any transaction (not again for an event already stored);
 //! then the delivery goes to `intake`, which claims its id in `provider_events` in the
 //! transaction that applies it, so the same event delivered twice, even at once to two
@@ -118,13 +119,14 @@ impl Payments {
                 event.get("type"),
                 provider_events::provider_a(&event),
             ),
-            Provider::ProviderB => (
-                headers.razorpay_event_id.clone().ok_or_else(|| {
-                    Error::invalid_field("x-razorpay-event-id", "the event id header is required")
-                })?,
-                event.get("event"),
-                provider_events::provider_b(&event),
-            ),
+            Provider::ProviderB => {
+                let id = provider_events::provider_b_event_id(&event, now.timestamp())?;
+                // Unsigned, so only logged: the id that counts comes from the signed body.
+                if let Some(header_id) = &headers.razorpay_event_id {
+                    tracing::debug!(event_id = %id, header_id = %header_id, "provider B event");
+                }
+                (id, event.get("event"), provider_events::provider_b(&event))
+            }
             Provider::Custom => {
                 let id = body_id.ok_or_else(|| Error::invalid_field("id", "is required"))?;
                 let mapped = provider_events::custom(&event);
