@@ -77,7 +77,7 @@ async fn a_hanging_alert_receiver_does_not_delay_a_password_reset(backend: Backe
     )
     .await;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while accepted.load(Ordering::SeqCst) < 3 {
+    while accepted.load(Ordering::SeqCst) == 0 {
         assert!(Instant::now() < deadline, "the deliveries never started");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
