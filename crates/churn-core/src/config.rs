@@ -456,8 +456,8 @@ mod tests {
             assert!(err.0.starts_with("CHURN_REGISTRATION"), "{}", err.0);
             let err = Config::load(None, serde_json::json!({"job_concurrency": 1})).unwrap_err();
             assert!(err.0.starts_with("CHURN_JOB_CONCURRENCY"), "{}", err.0);
-            let err = Config::load(None, serde_json::json!({"job_concurrency": "many"}))
-                .unwrap_err();
+            let err =
+                Config::load(None, serde_json::json!({"job_concurrency": "many"})).unwrap_err();
             assert!(err.0.starts_with("CHURN_JOB_CONCURRENCY"), "{}", err.0);
             let defaults = Config::load(None, serde_json::json!({})).unwrap();
             assert_eq!(defaults.job_concurrency, 8);

@@ -262,7 +262,9 @@ impl RunJob for Churn {
                 Ok(())
             }
             Job::AccountEmail { email, purpose } => {
-                self.accounts().send_account_email(email, *purpose, run).await
+                self.accounts()
+                    .send_account_email(email, *purpose, run)
+                    .await
             }
             Job::ScoreProject { project_id, due } => {
                 self.core().run_scheduled_scoring(project_id, due).await
@@ -271,7 +273,9 @@ impl RunJob for Churn {
                 self.payments().run_scheduled_retry(failure_id, due).await
             }
             Job::DunningEmail { failure_id, tone } => {
-                self.payments().send_dunning_email(failure_id, *tone, run).await
+                self.payments()
+                    .send_dunning_email(failure_id, *tone, run)
+                    .await
             }
             Job::InvitationEmail { invitation_id } => {
                 self.team().send_invitation_email(invitation_id, run).await
@@ -509,7 +513,10 @@ pub fn spawn_worker<H: RunJob>(
                 }
             }
             if running.len() < runner.concurrency {
-                match runner.claim(&shares.full(runner.concurrency - running.len())).await {
+                match runner
+                    .claim(&shares.full(runner.concurrency - running.len()))
+                    .await
+                {
                     Ok(Some(record)) => {
                         shares.take(record.project_id.clone());
                         let group = record.project_id.clone();

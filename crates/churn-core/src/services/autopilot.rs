@@ -117,7 +117,9 @@ impl Churn {
             if handed_over.len() >= if follow_up { 2 } else { 1 } {
                 tracing::warn!(event = %event.id, follow_up, "an autopilot email claimed by an earlier run that did not finish is not sent again");
                 let last = handed_over.into_iter().max().unwrap_or_else(|| self.now());
-                return self.after_send(&event, follow_up, &settings, last, run).await;
+                return self
+                    .after_send(&event, follow_up, &settings, last, run)
+                    .await;
             }
         }
         let next = drafts

@@ -108,7 +108,13 @@ pub async fn enqueue<'e>(
         .collect();
     let project: String = Owner::ALL
         .iter()
-        .map(|o| format!(" WHEN '{}' THEN {}", o.table(), o.project_of("j.value ->> 6")))
+        .map(|o| {
+            format!(
+                " WHEN '{}' THEN {}",
+                o.table(),
+                o.project_of("j.value ->> 6")
+            )
+        })
         .collect();
     let sql = format!(
         "INSERT INTO jobs (id, kind, payload, run_at, status, max_attempts, created_at, updated_at, project_id) \
@@ -190,11 +196,12 @@ pub async fn extend_lease<'e>(
 /// number, so a worker whose lease ran out cannot settle a job another worker has claimed
 /// since; `false` then (or when the job settled itself already).
 pub async fn complete<'e>(db: impl Writes<'e>, job: &JobRecord) -> Result<bool> {
-    let done = sqlx::query("DELETE FROM jobs WHERE id = $1 AND status = 'running' AND attempts = $2")
-        .bind(&job.id)
-        .bind(job.attempts)
-        .execute(db)
-        .await?;
+    let done =
+        sqlx::query("DELETE FROM jobs WHERE id = $1 AND status = 'running' AND attempts = $2")
+            .bind(&job.id)
+            .bind(job.attempts)
+            .execute(db)
+            .await?;
     Ok(done.rows_affected() == 1)
 }
 

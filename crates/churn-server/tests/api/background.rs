@@ -106,7 +106,10 @@ async fn a_hanging_alert_receiver_does_not_delay_a_password_reset(backend: Backe
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let waited = asked.elapsed();
-    assert!(waited < Duration::from_secs(1), "handed over after {waited:?}");
+    assert!(
+        waited < Duration::from_secs(1),
+        "handed over after {waited:?}"
+    );
     // The deliveries were still hanging: at most half of the 8 slots (the project's
     // scheduled scoring run may hold one of its four).
     let hanging = accepted.load(Ordering::SeqCst);

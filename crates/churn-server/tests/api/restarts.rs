@@ -89,7 +89,12 @@ async fn account_and_invitation_emails_go_out_once_across_a_restart(backend: Bac
 
     assert_eq!(run_jobs_killed_after_hand_over(&app, &[]).await, 3);
     for (to, subject) in expected {
-        assert_eq!(mails(&app, to, subject), 1, "{subject}: {:#?}", app.outbox());
+        assert_eq!(
+            mails(&app, to, subject),
+            1,
+            "{subject}: {:#?}",
+            app.outbox()
+        );
     }
     // The next process runs them again: each finds its email claimed and ends.
     assert_eq!(app.run_jobs().await, 3);
