@@ -99,7 +99,7 @@ impl Core {
 
     /// Single flight per project in this process: the first caller starts a run in a task of
     /// its own (so callers going away do not stop it), later callers wait for the same run.
-    /// Across processes runs are not joined; their slices take turns on `lock_scoring`.
+    /// Across processes, see [`Core::score_alone`].
     async fn score_once(&self, project_id: &str) -> Result<Recomputed> {
         let flight = {
             let mut runs = self.scoring.lock().unwrap_or_else(|e| e.into_inner());
@@ -108,7 +108,7 @@ impl Core {
                     let core = self.clone();
                     let id = project_id.to_owned();
                     let run = tokio::spawn(async move {
-                        let result = core.score_project(&id).await.map_err(Arc::new);
+                        let result = core.score_alone(&id).await.map_err(Arc::new);
                         core.scoring
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
@@ -127,6 +127,31 @@ impl Core {
         flight.await.map_err(|e| {
             Arc::try_unwrap(e).unwrap_or_else(|shared| Error::internal(shared.to_string()))
         })
+    }
+
+    /// One run at a time per project across the processes sharing PostgreSQL, under the
+    /// project's run lock; a caller that waited for it while another process's run finished
+    /// answers that run's result.
+    async fn score_alone(&self, project_id: &str) -> Result<Recomputed> {
+        let (before, _) = risk::last_run(self.store.reader(), project_id).await?;
+        let Some(held) = risk::lock_runs(&self.store, project_id).await? else {
+            return self.score_and_count(project_id).await;
+        };
+        let (after, last) = risk::last_run(self.store.reader(), project_id).await?;
+        let result = if after > before {
+            Ok(last)
+        } else {
+            self.score_and_count(project_id).await
+        };
+        // Ending the lock's transaction (it wrote nothing) lets the next run in.
+        held.rollback().await?;
+        result
+    }
+
+    async fn score_and_count(&self, project_id: &str) -> Result<Recomputed> {
+        let result = self.score_project(project_id).await?;
+        risk::record_run(self.store.writer(), project_id, &result).await?;
+        Ok(result)
     }
 
     /// Scores every customer with a tracked event in the last 90 days and raises the alerts;
