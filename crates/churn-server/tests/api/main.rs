@@ -14,6 +14,7 @@ mod dunning;
 mod email;
 mod events;
 mod fake_provider;
+mod hostile;
 mod idempotency;
 mod idp;
 mod logging;
