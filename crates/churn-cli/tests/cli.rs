@@ -1112,7 +1112,12 @@ async fn hostile_names_and_overflowing_amounts(backend: Backend) {
     use churn_core::store::payment_failures::{self, FailureRecord};
 
     let db = TestDatabase::new(backend).await;
-    for name in ["Carol\r\nBcc: x@example.com", "Carol\nB", "Carol\rB", "Car\0ol"] {
+    for name in [
+        "Carol\r\nBcc: x@example.com",
+        "Carol\nB",
+        "Carol\rB",
+        "Car\0ol",
+    ] {
         let refused = churn(
             &db,
             &["users", "create", "carol@example.com", "--name", name],
@@ -1165,12 +1170,12 @@ async fn hostile_names_and_overflowing_amounts(backend: Backend) {
         .await
         .unwrap();
     assert!(listed.contains("92233720368547758.07 USD"), "{listed}");
-    let view = service.core().project_for_user(&user_id, "acme").await.unwrap();
-    let stats = service
-        .payments()
-        .failure_stats(&view)
+    let view = service
+        .core()
+        .project_for_user(&user_id, "acme")
         .await
         .unwrap();
+    let stats = service.payments().failure_stats(&view).await.unwrap();
     assert_eq!(stats.recovered, 2);
     assert_eq!(stats.revenue_recovered, i64::MAX);
 }

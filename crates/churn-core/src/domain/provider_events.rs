@@ -105,7 +105,10 @@ impl Mapped {
                     ("decline_code", Field::Id(f.decline_code.as_deref())),
                     ("advice_code", Field::Id(f.advice_code.as_deref())),
                     ("code", Field::Id(f.code.as_deref())),
-                    ("payment_link", Field::Line(f.payment_link.as_deref(), MAX_LINK)),
+                    (
+                        "payment_link",
+                        Field::Line(f.payment_link.as_deref(), MAX_LINK),
+                    ),
                     ("plan_name", Field::Line(f.plan_name.as_deref(), MAX_PLAN)),
                     ("mrr", Field::Amount(f.mrr)),
                     ("reason", Field::Text(f.reason.as_deref(), MAX_REASON)),
@@ -122,7 +125,10 @@ impl Mapped {
                 fields.extend([
                     ("customer_id", Field::Id(c.who.customer_id.as_deref())),
                     ("subscription_id", Field::Id(c.subscription_id.as_deref())),
-                    ("cancel_reason", Field::Text(Some(&c.cancel_reason), MAX_REASON)),
+                    (
+                        "cancel_reason",
+                        Field::Text(Some(&c.cancel_reason), MAX_REASON),
+                    ),
                     ("plan_name", Field::Line(c.plan_name.as_deref(), MAX_PLAN)),
                     ("mrr", Field::Amount(c.mrr)),
                 ]);
@@ -163,7 +169,8 @@ impl Field<'_> {
             Field::Line(Some(s), max) => line(s, max),
             // Free text may hold line breaks, as a cancellation comment does.
             Field::Text(Some(s), max) => (s.chars().count() > max
-                || s.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')))
+                || s.chars()
+                    .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')))
             .then(|| format!("must be at most {max} characters of text")),
             Field::Amount(Some(n)) => (!(0..=MAX_AMOUNT).contains(&n))
                 .then(|| format!("must be between 0 and {MAX_AMOUNT}")),

@@ -138,7 +138,13 @@ mod tests {
 
     #[test]
     fn a_line_holds_no_control_character() {
-        for hostile in ["Dana\r\nBcc: x@y.z", "Dana\rx", "Dana\nx", "Da\0na", "Da\u{85}na"] {
+        for hostile in [
+            "Dana\r\nBcc: x@y.z",
+            "Dana\rx",
+            "Dana\nx",
+            "Da\0na",
+            "Da\u{85}na",
+        ] {
             assert!(one_line(hostile, 200).is_err(), "{hostile:?}");
             assert!(required_line(hostile, 200).is_err(), "{hostile:?}");
         }

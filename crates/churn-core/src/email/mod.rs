@@ -75,7 +75,10 @@ fn to_message(email: &OutgoingEmail) -> Result<lettre::Message, SendError> {
         email.to.parse().map_err(|e| bad("recipient", &e))?,
     );
     let mut builder = lettre::Message::builder()
-        .from(Mailbox::new(from.name.as_deref().map(header_text), from.email))
+        .from(Mailbox::new(
+            from.name.as_deref().map(header_text),
+            from.email,
+        ))
         .to(to)
         .subject(header_text(&email.subject))
         .message_id(Some(format!("<{}>", email.message_id)))

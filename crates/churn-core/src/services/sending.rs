@@ -52,8 +52,9 @@ impl Sending {
         let subject = match req.subject.as_deref().map(str::trim) {
             None => variant.subject.clone(),
             Some("") => return Err(Error::invalid_field("subject", "must not be empty")),
-            Some(s) => one_line(s, MAX_SUBJECT_CHARS)
-                .map_err(|m| Error::invalid_field("subject", m))?,
+            Some(s) => {
+                one_line(s, MAX_SUBJECT_CHARS).map_err(|m| Error::invalid_field("subject", m))?
+            }
         };
         let (body, body_text) = match req.body.as_deref() {
             None => (variant.body.clone(), variant.body_text.clone()),

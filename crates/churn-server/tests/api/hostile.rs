@@ -132,7 +132,12 @@ async fn display_names_and_subjects_are_one_line_at_every_entry(backend: Backend
         .await
         .unwrap();
     assert_eq!(page.status(), 400);
-    assert!(page.text().await.unwrap().contains("The name must be one line"));
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("The name must be one line")
+    );
 }
 
 /// Sets a text column through a bound parameter, as a row stored before the one-line rule.
@@ -204,10 +209,7 @@ async fn stored_hostile_names_never_break_an_email(backend: Backend) {
     assert_eq!(to("<owner@acme.io>"), 2, "{mails:#?}");
     for mail in &mails {
         let headers = &mail[..mail.find("\r\n\r\n").unwrap()];
-        assert!(
-            !headers.lines().any(|l| l.starts_with("Bcc:")),
-            "{headers}"
-        );
+        assert!(!headers.lines().any(|l| l.starts_with("Bcc:")), "{headers}");
     }
 }
 
@@ -217,9 +219,7 @@ async fn send_custom(s: &crate::webhooks::Setup, event: &Value, status: u16) -> 
     let sig = signature::sign_hex(&s.webhook_secret().await, body.as_bytes());
     s.app
         .expect(
-            s.hook("custom")
-                .header("X-Churn-Signature", sig)
-                .body(body),
+            s.hook("custom").header("X-Churn-Signature", sig).body(body),
             status,
         )
         .await
@@ -263,7 +263,10 @@ async fn provider_events_outside_the_bounds_are_ignored(backend: Backend) {
     let invoice = json!({"id": "evt_a_max", "type": "invoice.payment_failed",
         "data": {"object": {"id": "in_max", "customer": "cus_1",
             "customer_email": "dana@example.com", "amount_due": i64::MAX, "currency": "usd"}}});
-    assert_eq!(s.send_a(&invoice.to_string(), 200).await["action"], "ignored");
+    assert_eq!(
+        s.send_a(&invoice.to_string(), 200).await["action"],
+        "ignored"
+    );
     assert!(s.failures().await.is_empty());
 
     // A NUL in any string is refused (400) on both backends, by every provider.
@@ -313,7 +316,10 @@ async fn views_survive_amounts_as_large_as_i64_max(backend: Backend) {
     }
     // As stored before amounts were bounded.
     s.app
-        .query(&format!("UPDATE payment_failures SET amount = {}", i64::MAX))
+        .query(&format!(
+            "UPDATE payment_failures SET amount = {}",
+            i64::MAX
+        ))
         .await;
     let list = s
         .app

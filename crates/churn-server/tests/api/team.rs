@@ -68,7 +68,10 @@ async fn verify_email(app: &TestApp, email: &str) {
         .into_iter()
         .find(|m| m.contains(&format!("<{email}>")) && m.contains("/verify-email?token="))
         .expect("a verification email");
-    let token: String = mail.split("/verify-email?token=").nth(1).unwrap()
+    let token: String = mail
+        .split("/verify-email?token=")
+        .nth(1)
+        .unwrap()
         .chars()
         .take_while(char::is_ascii_alphanumeric)
         .collect();
