@@ -1166,9 +1166,20 @@ async fn hostile_names_and_overflowing_amounts(backend: Backend) {
             .await
             .unwrap();
     }
-    let listed = churn(&db, &["payments", "list", "--project", "acme"])
-        .await
-        .unwrap();
+    let data_dir = db.data_dir.path().to_str().unwrap().to_owned();
+    let listed = churn(
+        &db,
+        &[
+            "--data-dir",
+            &data_dir,
+            "payments",
+            "list",
+            "--project",
+            "acme",
+        ],
+    )
+    .await
+    .unwrap();
     assert!(listed.contains("92233720368547758.07 USD"), "{listed}");
     let view = service
         .core()
