@@ -1,15 +1,15 @@
 //! Offers accepted in the cancel flow, applied at a loopback fake of provider A (wiremock):
-//! the exact form parameters and idempotency keys of each call, and provider errors handed
-//! back.
+//! the ownership check first (decisions §16), the exact form parameters and idempotency keys
+//! of each call, and provider errors handed back.
 
 use churn_core::domain::cancel_flow::Offer;
 use churn_core::outbound::{Outbound, Settings};
 use churn_core::providers::CallError;
 use churn_core::providers::provider_a::ProviderA;
-use churn_core::services::cancel_flow::apply_offer;
+use churn_core::services::cancel_flow::{OfferApplied, apply_offer};
 use secrecy::SecretString;
 use serde_json::json;
-use wiremock::matchers::{method, path};
+use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 fn provider_a(server: &MockServer) -> ProviderA {
@@ -24,11 +24,36 @@ fn provider_a(server: &MockServer) -> ProviderA {
     ProviderA::new(http, &server.uri(), SecretString::from("sk_test_churn"))
 }
 
-/// Each request's path, idempotency key and form parameters (sorted), in order.
+const DANA: &str = "dana@customer.example";
+
+/// Answers `GET /v1/subscriptions/{sub}` (customer expanded) with a customer of `email`.
+async fn owned_by(server: &MockServer, sub: &str, email: &str) {
+    Mock::given(method("GET"))
+        .and(path(format!("/v1/subscriptions/{sub}")))
+        .and(query_param("expand[]", "customer"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": sub, "object": "subscription",
+            "customer": {"id": "cus_1", "object": "customer", "email": email}})))
+        .mount(server)
+        .await;
+}
+
+/// The paths the ownership checks read, in order.
+async fn checks(server: &MockServer) -> Vec<String> {
+    let requests: Vec<Request> = server.received_requests().await.unwrap();
+    requests
+        .into_iter()
+        .filter(|r| r.method.as_str() == "GET")
+        .map(|r| r.url.path().to_owned())
+        .collect()
+}
+
+/// Each change's path, idempotency key and form parameters (sorted), in order.
 async fn calls(server: &MockServer) -> Vec<(String, String, Vec<(String, String)>)> {
     let requests: Vec<Request> = server.received_requests().await.unwrap();
     requests
         .into_iter()
+        .filter(|r| r.method.as_str() == "POST")
         .map(|r| {
             assert_eq!(r.headers["authorization"], "Bearer sk_test_churn");
             let mut form: Vec<(String, String)> =
@@ -73,14 +98,24 @@ async fn a_discount_creates_a_coupon_then_puts_it_on_the_subscription() {
         )
         .mount(&server)
         .await;
+    owned_by(&server, "sub_42", "Dana@Customer.example").await;
     let offer = Offer::Discount {
         percent: 30,
         months: 3,
     };
-    let applied = apply_offer(&provider_a(&server), "sub_42", &offer, None, "ev1", now())
-        .await
-        .unwrap();
-    assert!(applied);
+    let applied = apply_offer(
+        &provider_a(&server),
+        "sub_42",
+        DANA,
+        &offer,
+        None,
+        "ev1",
+        now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(applied, OfferApplied::Applied);
+    assert_eq!(checks(&server).await, ["/v1/subscriptions/sub_42"]);
     assert_eq!(
         calls(&server).await,
         [
@@ -113,18 +148,21 @@ async fn a_pause_voids_collection_until_the_calendar_months_pass() {
         )
         .mount(&server)
         .await;
+    owned_by(&server, "sub_42", DANA).await;
     let offer = Offer::Pause { max_months: 3 };
-    assert!(
+    assert_eq!(
         apply_offer(
             &provider_a(&server),
             "sub_42",
+            DANA,
             &offer,
             Some(1),
             "ev2",
             now()
         )
         .await
-        .unwrap()
+        .unwrap(),
+        OfferApplied::Applied
     );
     // 31 January + 1 calendar month: 28 February, same time of day.
     let resumes_at = churn_core::time::parse("2026-02-28T10:00:00Z")
@@ -159,13 +197,22 @@ async fn provider_errors_come_back_and_downgrades_are_not_sent() {
         ))
         .mount(&server)
         .await;
+    owned_by(&server, "sub_gone", DANA).await;
     let offer = Offer::Discount {
         percent: 20,
         months: 1,
     };
-    let error = apply_offer(&provider_a(&server), "sub_gone", &offer, None, "ev3", now())
-        .await
-        .unwrap_err();
+    let error = apply_offer(
+        &provider_a(&server),
+        "sub_gone",
+        DANA,
+        &offer,
+        None,
+        "ev3",
+        now(),
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(error, CallError::Refused { status: 404, .. }),
         "{error:?}"
@@ -179,17 +226,65 @@ async fn provider_errors_come_back_and_downgrades_are_not_sent() {
     let downgrade = Offer::Downgrade {
         plan: "Starter".into(),
     };
-    assert!(
-        !apply_offer(
+    assert_eq!(
+        apply_offer(
             &provider_a(&server),
             "sub_42",
+            DANA,
             &downgrade,
             None,
             "ev4",
             now()
         )
         .await
-        .unwrap()
+        .unwrap(),
+        OfferApplied::NotAtProvider
     );
     assert_eq!(calls(&server).await.len(), before, "nothing was sent");
+}
+
+#[tokio::test]
+async fn another_customers_subscription_is_left_alone() {
+    let server = MockServer::start().await;
+    owned_by(&server, "sub_theirs", "someone.else@customer.example").await;
+    Mock::given(method("GET"))
+        .and(path("/v1/subscriptions/sub_nobody"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "sub_nobody", "customer": {"id": "cus_2", "email": null}})))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/v1/subscriptions/sub_missing"))
+        .respond_with(ResponseTemplate::new(404).set_body_json(json!({"error": {
+            "type": "invalid_request_error", "code": "resource_missing",
+            "message": "No such subscription: 'sub_missing'"}})))
+        .mount(&server)
+        .await;
+    let client = provider_a(&server);
+    for offer in [
+        Offer::Discount {
+            percent: 50,
+            months: 6,
+        },
+        Offer::Pause { max_months: 6 },
+    ] {
+        for sub in ["sub_theirs", "sub_nobody"] {
+            assert_eq!(
+                apply_offer(&client, sub, DANA, &offer, None, "ev5", now())
+                    .await
+                    .unwrap(),
+                OfferApplied::ForeignSubscription,
+                "{sub}"
+            );
+        }
+        let error = apply_offer(&client, "sub_missing", DANA, &offer, None, "ev5", now())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, CallError::Refused { status: 404, .. }),
+            "{error:?}"
+        );
+    }
+    assert!(calls(&server).await.is_empty(), "no coupon, no pause");
+    assert_eq!(checks(&server).await.len(), 6);
 }

@@ -18,8 +18,8 @@ use churn_core::api::payments::{
     PaymentFailureStats, ProviderConnection, PutProvider, RetryResult, UpdateDunningConfig,
 };
 use churn_core::api::projects::{
-    AllowedOrigins, CreateProject, Project, RotateKeysRequest, RotatedKeys, UpdateProject,
-    WebhookSecret,
+    AllowedOrigins, CreateProject, IdentitySecret, Project, RotateKeysRequest, RotatedKeys,
+    UpdateProject, WebhookSecret,
 };
 use churn_core::api::{Data, ErrorBody, LegacyErrorBody, Page};
 use churn_core::domain::cancel_flow::{CancelFlow, CancelFlowInput};
@@ -267,6 +267,31 @@ impl Client {
             )
             .await?;
         Ok(s.webhook_secret)
+    }
+
+    /// The project's identity secret (admin): the key of `customer_hash`
+    /// ([`crate::identity::customer_hash`]). Keep it on your server.
+    pub async fn identity_secret(&self, slug: &str) -> Result<String, Error> {
+        let s: IdentitySecret = self
+            .call(
+                Method::GET,
+                &format!("/projects/{}/identity-secret", segment(slug)),
+                None::<&()>,
+            )
+            .await?;
+        Ok(s.identity_secret)
+    }
+
+    /// A new identity secret; the old one keeps verifying for 24 hours.
+    pub async fn rotate_identity_secret(&self, slug: &str) -> Result<String, Error> {
+        let s: IdentitySecret = self
+            .call(
+                Method::POST,
+                &format!("/projects/{}/identity-secret/rotate", segment(slug)),
+                None::<&()>,
+            )
+            .await?;
+        Ok(s.identity_secret)
     }
 
     /// Records a lost customer as a churn event (status `new`).

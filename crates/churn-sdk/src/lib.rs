@@ -13,6 +13,7 @@
 
 mod client;
 mod error;
+pub mod identity;
 pub mod webhooks;
 
 pub use churn_core::api;

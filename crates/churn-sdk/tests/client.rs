@@ -707,20 +707,37 @@ async fn cancel_flow_configuration_and_submission(backend: Backend) {
         .unwrap_err();
     assert_eq!(refused.status(), Some(400));
 
+    // The founder's server signs the customer with the identity secret (decisions §16).
+    let secret = ada.identity_secret("acme").await.unwrap();
+    let submission = CancelReasonSubmission {
+        customer_email: "dana@customer.example".into(),
+        reason: "too_expensive".into(),
+        offer_accepted: Some(true),
+        ..CancelReasonSubmission::default()
+    };
+    let unsigned = anonymous
+        .submit_cancel_reason(&public_key, &submission)
+        .await
+        .unwrap_err();
+    assert_eq!(unsigned.status(), Some(401));
+    let signed = CancelReasonSubmission {
+        customer_hash: Some(churn_sdk::identity::customer_hash(
+            &secret,
+            "dana@customer.example",
+            None,
+        )),
+        ..submission
+    };
     let recorded = anonymous
-        .submit_cancel_reason(
-            &public_key,
-            &CancelReasonSubmission {
-                customer_email: "dana@customer.example".into(),
-                reason: "too_expensive".into(),
-                offer_accepted: Some(true),
-                ..CancelReasonSubmission::default()
-            },
-        )
+        .submit_cancel_reason(&public_key, &signed)
         .await
         .unwrap();
     assert_eq!(recorded.status, EventStatus::Recovered);
-    let event = ada.event("acme", &recorded.churn_event_id).await.unwrap();
+    let rotated = ada.rotate_identity_secret("acme").await.unwrap();
+    assert_ne!(rotated, secret);
+    assert_eq!(ada.identity_secret("acme").await.unwrap(), rotated);
+    let event_id = recorded.churn_event_id.unwrap();
+    let event = ada.event("acme", &event_id).await.unwrap();
     assert_eq!(event.provider, "cancel_flow");
     assert_eq!(event.recovered_via.as_deref(), Some("cancel_flow"));
 }

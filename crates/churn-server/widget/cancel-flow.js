@@ -3,8 +3,13 @@
  * /widget/v1/cancel-flow.js.
  *
  *   <script src="https://churn.example.com/widget/v1/cancel-flow.js"></script>
- *   ChurnCancelFlow.open({ publicKey: "pub_…", customerEmail: "dana@example.com" })
+ *   ChurnCancelFlow.open({ publicKey: "pub_…", customerEmail: "dana@example.com",
+ *                          customerHash: "<made by your server>" })
  *     .then((result) => { … });   // {outcome: "cancelled" | "saved" | "closed", churnEventId?, offer?}
+ *
+ * customerHash is the hex HMAC-SHA256 of the customer's email (and "|" + subscriptionId when
+ * given) under the project's identity secret: your server makes it, so nobody holding the
+ * public key can act for your customers.
  *
  * The dialog lives in a shadow root (the page's styles do not reach it, its styles do not
  * leak), takes the focus when it opens and keeps it inside (Tab and Shift+Tab cycle), closes
@@ -109,12 +114,16 @@
   function open(options) {
     if (current) return current;
     const o = options || {};
-    if (!o.publicKey || !o.customerEmail) {
-      return Promise.reject(new TypeError("ChurnCancelFlow.open needs publicKey and customerEmail"));
+    if (!o.publicKey || !o.customerEmail || !o.customerHash) {
+      return Promise.reject(
+        new TypeError("ChurnCancelFlow.open needs publicKey, customerEmail and customerHash"),
+      );
     }
     const base = String(o.apiBase || DEFAULT_API_BASE).replace(/\/+$/, "");
     const key = encodeURIComponent(o.publicKey);
-    const configUrl = `${base}/cancel-flow/config/${key}?customer_email=${encodeURIComponent(o.customerEmail)}`;
+    const who = new URLSearchParams({ customer_email: o.customerEmail, customer_hash: o.customerHash });
+    if (o.subscriptionId) who.set("subscription_id", o.subscriptionId);
+    const configUrl = `${base}/cancel-flow/config/${key}?${who}`;
     current = request(configUrl)
       .then((flow) => show(flow, o, base, key))
       .finally(() => {
@@ -214,6 +223,7 @@
         for (const b of dialog.querySelectorAll("button")) b.disabled = true;
         const body = {
           customer_email: o.customerEmail,
+          customer_hash: o.customerHash,
           reason,
           offer_accepted: accepted,
         };

@@ -33,20 +33,31 @@ pub struct CancelReasonSubmission {
     /// Monthly recurring revenue in cents.
     #[schema(minimum = 0, maximum = 1e12)]
     pub mrr: Option<i64>,
-    /// The customer's subscription at the payment provider.
+    /// The customer's subscription at the payment provider; an offer is applied only to it
+    /// (or to the one the customer's provider events name) when the provider confirms it is
+    /// the customer's.
     #[schema(max_length = 500)]
     pub provider_subscription_id: Option<String>,
+    /// Lowercase hex HMAC-SHA256, keyed with the project's identity secret, of the customer's
+    /// email (trimmed, lower-cased), followed by `|` and `provider_subscription_id` when given
+    /// (decisions §16). Required: made by your server, never in the browser.
+    #[schema(pattern = "^[0-9a-fA-F]{64}$")]
+    pub customer_hash: Option<String>,
 }
 
 /// The answer to a submission.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct CancelReasonRecorded {
+    /// `null` only for the demo customer, whose submissions are not stored.
     #[schema(format = Uuid)]
-    pub churn_event_id: String,
+    pub churn_event_id: Option<String>,
     /// `new`, or `recovered` when an offer was accepted.
     pub status: EventStatus,
     /// `null` when the reason has no offer.
     pub offer: Option<OfferOutcome>,
+    /// `true` for the demo customer of `GET /widget/v1/demo`: nothing was stored or applied.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub demo: bool,
 }
 
 /// The offer made for the reason, with the fields of its kind, and whether it was applied at
@@ -68,7 +79,8 @@ pub struct OfferOutcome {
     pub applied: bool,
 }
 
-/// `?customer_email=` of the public configuration: counts a widget open for that customer.
+/// `?customer_email=&customer_hash=` of the public configuration: counts a widget open for
+/// that customer when the hash matches (decisions §16).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
@@ -76,4 +88,10 @@ pub struct ConfigQuery {
     /// The customer the widget opened for.
     #[param(format = Email, max_length = 254)]
     pub customer_email: Option<String>,
+    /// The customer's hash, as for a submission; without a matching one nothing is counted.
+    #[param(pattern = "^[0-9a-fA-F]{64}$")]
+    pub customer_hash: Option<String>,
+    /// The subscription the hash also covers, when it was made over one.
+    #[param(max_length = 500)]
+    pub subscription_id: Option<String>,
 }

@@ -105,6 +105,14 @@ pub struct WebhookSecret {
     pub webhook_secret: String,
 }
 
+/// The key of `customer_hash` (decisions §16): `idsec_` and 40 base62 characters. Keep it on
+/// the server; the widget gets only the hash of each customer.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct IdentitySecret {
+    #[schema(pattern = "^idsec_[A-Za-z0-9]{40}$")]
+    pub identity_secret: String,
+}
+
 /// A web origin: `http(s)://host[:port]`, no path, query or credentials.
 #[derive(ToSchema)]
 #[schema(

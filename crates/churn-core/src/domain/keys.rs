@@ -116,7 +116,7 @@ fn hash_secret_body(body: &str) -> String {
     hex::encode(Sha256::digest(body.as_bytes()))
 }
 
-fn base62(len: usize) -> String {
+pub(crate) fn base62(len: usize) -> String {
     rand::rng()
         .sample_iter(&Alphanumeric)
         .take(len)

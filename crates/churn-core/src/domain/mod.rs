@@ -9,6 +9,7 @@ pub mod dunning;
 pub mod email;
 #[cfg(feature = "server")]
 pub mod forecast;
+pub mod identity;
 pub mod invitation;
 pub mod keys;
 pub mod lifecycle;

@@ -4,7 +4,8 @@
 //!
 //! Dunning retries an invoice ([`ProviderA::pay_invoice`]); the cancel flow creates a coupon
 //! and applies it ([`ProviderA::create_coupon`], [`ProviderA::apply_coupon`]) or pauses
-//! collection ([`ProviderA::pause_collection`]); webhooks without an email look the customer
+//! collection ([`ProviderA::pause_collection`]) after checking whose subscription it is
+//! ([`ProviderA::subscription_owner_email`]); webhooks without an email look the customer
 //! up ([`ProviderA::customer`]).
 
 use reqwest::Method;
@@ -221,7 +222,38 @@ impl ProviderA {
 
     /// `GET /v1/customers/{id}`, for events that carry no email.
     pub async fn customer(&self, customer_id: &str) -> Result<Customer, CallError> {
-        let url = endpoint(&self.api_base, &["v1", "customers", customer_id])?;
+        self.get(&["v1", "customers", customer_id], &[]).await
+    }
+
+    /// The email of the customer a subscription belongs to (`GET /v1/subscriptions/{id}`
+    /// with `expand[]=customer`), so an offer is applied only to the signed customer's own
+    /// subscription (decisions §16). `None` when the customer has no email.
+    pub async fn subscription_owner_email(
+        &self,
+        subscription_id: &str,
+    ) -> Result<Option<String>, CallError> {
+        #[derive(Deserialize)]
+        struct Owned {
+            customer: Customer,
+        }
+        let owned: Owned = self
+            .get(
+                &["v1", "subscriptions", subscription_id],
+                &[("expand[]", "customer")],
+            )
+            .await?;
+        Ok(owned.customer.email)
+    }
+
+    async fn get<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        query: &[(&str, &str)],
+    ) -> Result<T, CallError> {
+        let mut url = endpoint(&self.api_base, segments)?;
+        if !query.is_empty() {
+            url.query_pairs_mut().extend_pairs(query);
+        }
         let response = self
             .http
             .request(Method::GET, url.as_str())

@@ -1,7 +1,9 @@
 //! The cancel flow (decisions §11): its configuration, the public configuration the widget
 //! reads (counting opens per customer), and submissions, which record a cancellation and,
 //! when an offer is accepted, mark it recovered in the same transaction. Browser calls come
-//! only from the project's allowed origins. [`Payments::submit_cancel_reason`] applies an
+//! only from the project's allowed origins, and a call acts for a customer only with that
+//! customer's `customer_hash` (decisions §16, `identity`): an offer is applied only to a
+//! subscription the provider says is the signed customer's. [`Payments::submit_cancel_reason`] applies an
 //! accepted offer at provider A ([`apply_offer`] makes the calls): inline for the answer, and
 //! by an `apply_offer` job stored with the event, so a process that dies in between, or a
 //! provider that is unavailable, leaves the work to the job rather than undone.
@@ -28,6 +30,7 @@ use crate::store::{cancel_flows, events};
 use crate::time::Timestamp;
 
 use super::events::NewEvent;
+use super::identity;
 
 /// Events the flow records carry this provider.
 pub const PROVIDER: &str = "cancel_flow";
@@ -95,18 +98,16 @@ impl Core {
         }
     }
 
-    /// The flow for the widget; with a customer's email, the open is counted for them.
-    pub async fn widget_config(
+    /// The flow for the widget; the open is counted for `verified`, a customer whose hash
+    /// was checked.
+    async fn widget_config(
         &self,
         access: &ProjectAccess,
-        customer_email: Option<&str>,
+        verified: Option<&Email>,
     ) -> Result<CancelFlow> {
         access.authorize(Permission::CancelFlow)?;
-        let email = customer_email
-            .map(|e| Email::parse(e).map_err(|m| Error::invalid_field("customer_email", m)))
-            .transpose()?;
         let flow = self.flow_of(access).await?;
-        if let Some(email) = email {
+        if let Some(email) = verified {
             cancel_flows::record_open(
                 self.store.writer(),
                 &access.project.id,
@@ -217,7 +218,8 @@ impl Core {
         }
         tx.commit().await?;
         Ok(CancelReasonRecorded {
-            churn_event_id: record.id,
+            churn_event_id: Some(record.id),
+            demo: false,
             status: if accepted {
                 EventStatus::Recovered
             } else {
@@ -263,10 +265,12 @@ struct OfferTarget {
 }
 
 impl Payments {
-    /// A submission from the widget (decisions §11): the cancellation is recorded, and an
-    /// accepted offer is applied at provider A when the project is connected to it and the
-    /// subscription is known (the submission's, else that of the customer's most recent
-    /// provider-A event). `applied` says whether it was. The event and an `apply_offer` job
+    /// A submission from the widget (decisions §11, §16): refused (401, nothing stored) without
+    /// the customer's `customer_hash`; the cancellation is recorded, and an accepted offer is
+    /// applied at provider A when the project is connected to it and the subscription is known
+    /// (the signed one, else that of the customer's most recent provider-A event) and is the
+    /// customer's own. `applied` says whether it was. The demo customer's submissions are
+    /// answered but neither stored nor applied, so they never reach the numbers. The event and an `apply_offer` job
     /// are stored together, so the offer is applied even when this process dies right after;
     /// the answer's attempt is made inline and the job, finding its outcome recorded, does
     /// nothing. A refusal or decline is kept as the event's `offer_error`; an unavailable
@@ -277,7 +281,18 @@ impl Payments {
         access: &ProjectAccess,
         req: CancelReasonSubmission,
     ) -> Result<CancelReasonRecorded> {
+        access.authorize(Permission::CancelFlow)?;
+        self.check_customer_hash(
+            &access.project.id,
+            &req.customer_email,
+            req.provider_subscription_id.as_deref(),
+            req.customer_hash.as_deref(),
+        )
+        .await?;
         let submission = self.core.check_cancel_reason(access, req).await?;
+        if identity::is_demo_customer(&submission.record.customer_email) {
+            return Ok(demo_answer(&submission));
+        }
         let offer = submission
             .offer
             .clone()
@@ -293,6 +308,7 @@ impl Payments {
                 .await;
         };
         let event_id = submission.record.id.clone();
+        let customer_email = submission.record.customer_email.clone();
         let accepted_at = submission.record.created_at;
         let pause_months = submission.pause_months;
         let job = Job::ApplyOffer {
@@ -313,6 +329,7 @@ impl Payments {
             apply_offer(
                 &target.client,
                 &target.subscription_id,
+                &customer_email,
                 &offer,
                 pause_months,
                 &event_id,
@@ -333,6 +350,40 @@ impl Payments {
             view.applied = applied;
         }
         Ok(recorded)
+    }
+
+    /// The flow for the widget (decisions §16): a widget open is counted for
+    /// `customer_email` only with its matching `customer_hash` (over `subscription_id` too
+    /// when given); without one the flow is answered and nothing is counted.
+    pub async fn widget_config(
+        &self,
+        access: &ProjectAccess,
+        customer_email: Option<&str>,
+        subscription_id: Option<&str>,
+        customer_hash: Option<&str>,
+    ) -> Result<CancelFlow> {
+        let email = customer_email
+            .map(|e| Email::parse(e).map_err(|m| Error::invalid_field("customer_email", m)))
+            .transpose()?;
+        let verified = match (email, customer_hash) {
+            (Some(email), Some(_)) if !identity::is_demo_customer(email.as_str()) => {
+                let check = self
+                    .check_customer_hash(
+                        &access.project.id,
+                        email.as_str(),
+                        subscription_id,
+                        customer_hash,
+                    )
+                    .await;
+                match check {
+                    Ok(()) => Some(email),
+                    Err(Error::Unauthorized(_)) => None,
+                    Err(e) => return Err(e),
+                }
+            }
+            _ => None,
+        };
+        self.core.widget_config(access, verified.as_ref()).await
     }
 
     /// The client and subscription an accepted offer is applied to, when provider A is
@@ -371,17 +422,21 @@ impl Payments {
         &self,
         project_id: &str,
         event_id: &str,
-        attempt: std::result::Result<bool, CallError>,
+        attempt: std::result::Result<OfferApplied, CallError>,
         retry_after: Duration,
     ) -> Result<bool> {
         let now = self.core.now();
         let writer = self.core.store.writer();
         match attempt {
-            Ok(applied) => {
-                if applied {
-                    events::settle_offer(writer, project_id, event_id, Ok(()), now).await?;
-                }
-                Ok(applied)
+            Ok(OfferApplied::Applied) => {
+                events::settle_offer(writer, project_id, event_id, Ok(()), now).await?;
+                Ok(true)
+            }
+            Ok(OfferApplied::NotAtProvider) => Ok(false),
+            Ok(OfferApplied::ForeignSubscription) => {
+                self.offer_failed(project_id, event_id, FOREIGN_SUBSCRIPTION, now)
+                    .await?;
+                Ok(false)
             }
             Err(CallError::Unavailable(e)) => {
                 tracing::warn!(event_id, error = %e, ?retry_after, "the provider is unavailable; the cancel-flow offer is retried later");
@@ -464,6 +519,7 @@ impl Payments {
         let attempt = apply_offer(
             &client,
             subscription_id,
+            &event.customer_email,
             offer,
             pause_months,
             event_id,
@@ -508,20 +564,41 @@ fn at_provider(offer: &Offer) -> bool {
     matches!(offer, Offer::Discount { .. } | Offer::Pause { .. })
 }
 
-/// Applies an accepted offer to a subscription at provider A (decisions §11): a discount
-/// creates a coupon (`percent_off`, `duration=repeating`, `duration_in_months`) and puts it
-/// on the subscription (`discounts[0][coupon]`); a pause sets
-/// `pause_collection[behavior]=void` and `[resumes_at]` `pause_months` calendar months from
-/// `now`. `Ok(false)`: the offer is of a kind the provider is not asked to apply (a
-/// downgrade). The idempotency keys derive from the event, so a retry cannot apply it twice.
+/// What applying an accepted offer ended in, short of a provider error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OfferApplied {
+    Applied,
+    /// A kind the provider is not asked to apply (a downgrade): the business's to make.
+    NotAtProvider,
+    /// The provider says the subscription is another customer's: nothing was changed.
+    ForeignSubscription,
+}
+
+/// The event's `offer_error` when the subscription is not the signed customer's (§16).
+const FOREIGN_SUBSCRIPTION: &str = "subscription belongs to another customer";
+
+/// Applies an accepted offer to a subscription at provider A (decisions §11) once the
+/// provider confirms the subscription is `customer_email`'s (§16): a discount creates a
+/// coupon (`percent_off`, `duration=repeating`, `duration_in_months`) and puts it on the
+/// subscription (`discounts[0][coupon]`); a pause sets `pause_collection[behavior]=void` and
+/// `[resumes_at]` `pause_months` calendar months from `now`. The idempotency keys derive from
+/// the event, so a retry cannot apply it twice.
 pub async fn apply_offer(
     client: &ProviderA,
     subscription_id: &str,
+    customer_email: &str,
     offer: &Offer,
     pause_months: Option<i64>,
     event_id: &str,
     now: Timestamp,
-) -> std::result::Result<bool, CallError> {
+) -> std::result::Result<OfferApplied, CallError> {
+    if !at_provider(offer) {
+        return Ok(OfferApplied::NotAtProvider);
+    }
+    let owner = client.subscription_owner_email(subscription_id).await?;
+    if owner.is_none_or(|o| o.trim().to_lowercase() != customer_email) {
+        return Ok(OfferApplied::ForeignSubscription);
+    }
     match offer {
         Offer::Discount { percent, months } => {
             let coupon = NewCoupon {
@@ -540,7 +617,7 @@ pub async fn apply_offer(
                     &format!("churn-offer-{event_id}-discount"),
                 )
                 .await?;
-            Ok(true)
+            Ok(OfferApplied::Applied)
         }
         Offer::Pause { max_months } => {
             let months = pause_months.unwrap_or(*max_months);
@@ -552,9 +629,27 @@ pub async fn apply_offer(
                     &format!("churn-offer-{event_id}-pause"),
                 )
                 .await?;
-            Ok(true)
+            Ok(OfferApplied::Applied)
         }
-        Offer::Downgrade { .. } | Offer::None => Ok(false),
+        Offer::Downgrade { .. } | Offer::None => Ok(OfferApplied::NotAtProvider),
+    }
+}
+
+/// The answer to the demo customer's submission: what a real one would be told, marked
+/// `demo`, with no event behind it.
+fn demo_answer(submission: &Submission) -> CancelReasonRecorded {
+    CancelReasonRecorded {
+        churn_event_id: None,
+        status: if submission.accepted {
+            EventStatus::Recovered
+        } else {
+            EventStatus::New
+        },
+        offer: submission
+            .offer
+            .as_ref()
+            .map(|o| outcome(o, submission.pause_months, false)),
+        demo: true,
     }
 }
 

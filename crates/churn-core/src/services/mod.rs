@@ -48,6 +48,7 @@ mod delivery;
 pub mod events;
 mod generation;
 mod group;
+mod identity;
 mod idp;
 mod ingest;
 mod payments;

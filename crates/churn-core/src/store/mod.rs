@@ -18,6 +18,7 @@ pub mod dunning;
 pub mod email_settings;
 pub mod events;
 pub mod idempotency;
+pub mod identity_secrets;
 pub mod jobs;
 pub mod keys;
 pub mod payment_failures;

@@ -60,7 +60,7 @@ pub async fn put(
 
 #[utoipa::path(get, path = "/cancel-flow/config/{publicKey}", operation_id = "get_cancel_flow_config", tag = "cancel flow",
     params(("publicKey" = String, Path, description = "the project's public key"), ConfigQuery),
-    responses((status = 200, description = "the flow the widget shows; with `customer_email`, a widget open is counted for that customer", body = Data<CancelFlow>),
+    responses((status = 200, description = "the flow the widget shows; with `customer_email` and its matching `customer_hash`, a widget open is counted for that customer (nothing is counted without one)", body = Data<CancelFlow>),
         (status = 400, description = "VALIDATION_ERROR: a bad `customer_email`", body = ErrorBody),
         (status = 403, description = "FORBIDDEN: a browser origin that is not among the project's allowed origins", body = ErrorBody),
         (status = 404, description = "NOT_FOUND: no project has this public key", body = ErrorBody)))]
@@ -83,8 +83,13 @@ pub async fn config(
         let ApiQuery(query) = query?;
         let flow = s
             .churn
-            .core()
-            .widget_config(&access, query.customer_email.as_deref())
+            .payments()
+            .widget_config(
+                &access,
+                query.customer_email.as_deref(),
+                query.subscription_id.as_deref(),
+                query.customer_hash.as_deref(),
+            )
             .await?;
         Ok::<_, ApiError>(Json(Data::new(flow)))
     }
@@ -104,7 +109,7 @@ pub struct KeyQuery {
     request_body = CancelReasonSubmission,
     params(KeyQuery, ("X-Public-Key" = Option<String>, Header, description = "the project's public key")),
     responses((status = 201, description = "the cancellation is recorded (and recovered when an offer was accepted); an accepted offer is applied at provider A when it is connected and the subscription is known (`offer.applied`); when the provider is unavailable a background job retries it, and the event's `offer_applied_at` or `offer_error` (a refusal, or the last error once the retries run out) says how it ended", body = Data<CancelReasonRecorded>),
-        (status = 401, description = "UNAUTHORIZED: a missing, unknown, expired or secret key", body = ErrorBody),
+        (status = 401, description = "UNAUTHORIZED: a missing, unknown, expired or secret key, or `customer_hash is missing or does not match`; nothing is stored", body = ErrorBody),
         (status = 403, description = "FORBIDDEN: a browser origin that is not among the project's allowed origins; nothing is stored", body = ErrorBody),
         (status = 429, description = "RATE_LIMITED: more than 10 submissions in 15 seconds with this key", body = ErrorBody)))]
 pub async fn submit(

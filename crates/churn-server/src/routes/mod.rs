@@ -79,6 +79,8 @@ pub fn service(
         .routes(routes!(projects::rotate_keys))
         .routes(routes!(projects::webhook_secret))
         .routes(routes!(projects::rotate_webhook_secret))
+        .routes(routes!(projects::identity_secret))
+        .routes(routes!(projects::rotate_identity_secret))
         .routes(routes!(cancel_flow::get, cancel_flow::put))
         .routes(routes!(email_rules::list_suppressions))
         .routes(routes!(email_rules::delete_suppression))

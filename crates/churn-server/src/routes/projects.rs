@@ -4,8 +4,8 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use churn_core::api::projects::{
-    AllowedOrigins, CreateProject, Project, RotateKeysRequest, RotatedKeys, UpdateProject,
-    WebhookSecret,
+    AllowedOrigins, CreateProject, IdentitySecret, Project, RotateKeysRequest, RotatedKeys,
+    UpdateProject, WebhookSecret,
 };
 use churn_core::api::{Data, ErrorBody};
 
@@ -128,6 +128,30 @@ pub async fn webhook_secret(
     ProjectScope(access): AdminProject,
 ) -> ApiResult<Json<Data<WebhookSecret>>> {
     Ok(Json(Data::new(s.churn.core().webhook_secret(&access)?)))
+}
+
+#[utoipa::path(get, path = "/projects/{slug}/identity-secret", operation_id = "get_identity_secret", tag = "projects", security(("bearer" = [])),
+    params(("slug" = String, Path, description = "project slug or id")),
+    responses((status = 200, description = "the key your server signs `customer_hash` with (decisions §16)", body = Data<IdentitySecret>), (status = 403, body = ErrorBody)))]
+pub async fn identity_secret(
+    State(s): State<AppState>,
+    ProjectScope(access): AdminProject,
+) -> ApiResult<Json<Data<IdentitySecret>>> {
+    Ok(Json(Data::new(
+        s.churn.payments().identity_secret(&access).await?,
+    )))
+}
+
+#[utoipa::path(post, path = "/projects/{slug}/identity-secret/rotate", operation_id = "rotate_identity_secret", tag = "projects", security(("bearer" = [])),
+    params(("slug" = String, Path, description = "project slug or id")),
+    responses((status = 200, description = "a new identity secret; the old one keeps verifying for 24 hours", body = Data<IdentitySecret>), (status = 403, body = ErrorBody)))]
+pub async fn rotate_identity_secret(
+    State(s): State<AppState>,
+    ProjectScope(access): AdminProject,
+) -> ApiResult<Json<Data<IdentitySecret>>> {
+    Ok(Json(Data::new(
+        s.churn.payments().rotate_identity_secret(&access).await?,
+    )))
 }
 
 #[utoipa::path(post, path = "/projects/{slug}/webhook-secret/rotate", operation_id = "rotate_webhook_secret", tag = "projects", security(("bearer" = [])),

@@ -20,7 +20,7 @@ use crate::state::AppState;
 pub const SCRIPT: &str = include_str!("../../widget/cancel-flow.js");
 
 #[utoipa::path(get, path = "/widget/v1/cancel-flow.js", operation_id = "cancel_flow_widget", tag = "cancel flow",
-    responses((status = 200, description = "the widget: `ChurnCancelFlow.open({publicKey, customerEmail, customerName?, planName?, mrr?, subscriptionId?, apiBase?})`", body = String, content_type = "text/javascript")))]
+    responses((status = 200, description = "the widget: `ChurnCancelFlow.open({publicKey, customerEmail, customerHash, customerName?, planName?, mrr?, subscriptionId?, apiBase?})`", body = String, content_type = "text/javascript")))]
 pub async fn script() -> Response {
     (
         [
@@ -48,7 +48,7 @@ pub struct DemoQuery {
 }
 
 #[utoipa::path(get, path = "/widget/v1/demo", operation_id = "cancel_flow_demo", tag = "cancel flow", params(DemoQuery),
-    responses((status = 200, description = "a page that opens the widget for the key's project", body = String, content_type = "text/html"),
+    responses((status = 200, description = "a page that opens the widget for the key's project, as its demo customer `demo@<slug>.churn.invalid` (hash made by the server; its submissions are answered with `demo: true` and not stored)", body = String, content_type = "text/html"),
         (status = 400, description = "VALIDATION_ERROR: no key", body = ErrorBody),
         (status = 404, description = "NOT_FOUND: no project has this public key", body = ErrorBody)))]
 pub async fn demo(
@@ -62,6 +62,11 @@ pub async fn demo(
         }
         Err(e) => return Err(e.into()),
     };
+    let (demo_email, demo_hash) = s
+        .churn
+        .payments()
+        .demo_identity(&project.id, &project.slug)
+        .await?;
     let public_url = s.config.public_url();
     let listed =
         origin::normalize(&public_url).is_ok_and(|own| project.allowed_origins.contains(&own));
@@ -84,17 +89,22 @@ pub async fn demo(
          .note{{background:#fef3c7;padding:.75rem;border-radius:8px}}input,button{{font:inherit;padding:.5rem}}\
          pre{{background:#f3f4f6;padding:.75rem;border-radius:8px;white-space:pre-wrap}}</style></head>\
          <body><main><h1>Cancel flow demo: {name}</h1>{note}\
-         <p><label for=\"email\">Customer email</label><br><input id=\"email\" type=\"email\" value=\"customer@example.com\"></p>\
-         <p><button id=\"cancel\" type=\"button\" data-key=\"{key}\">Cancel my subscription</button></p>\
+         <p>The widget opens for the demo customer <code>{email}</code>: what it records is answered \
+         with <code>\"demo\": true</code> and kept out of your events and numbers.</p>\
+         <p><button id=\"cancel\" type=\"button\" data-key=\"{key}\" data-email=\"{email}\" \
+         data-hash=\"{hash}\">Cancel my subscription</button></p>\
          <pre id=\"result\" aria-live=\"polite\"></pre></main>\
          <script src=\"/widget/v1/cancel-flow.js\"></script>\
          <script>document.getElementById('cancel').addEventListener('click', async (e) => {{\
            const out = document.getElementById('result');\
-           try {{ const r = await ChurnCancelFlow.open({{publicKey: e.currentTarget.dataset.key, \
-             customerEmail: document.getElementById('email').value}}); out.textContent = JSON.stringify(r, null, 2); }}\
+           const d = e.currentTarget.dataset;\
+           try {{ const r = await ChurnCancelFlow.open({{publicKey: d.key, customerEmail: d.email, \
+             customerHash: d.hash}}); out.textContent = JSON.stringify(r, null, 2); }}\
            catch (err) {{ out.textContent = String(err); }} }});</script></body></html>",
         name = escape(&project.name),
         key = escape(&key),
+        email = escape(&demo_email),
+        hash = escape(&demo_hash),
     );
     Ok((
         StatusCode::OK,

@@ -1,12 +1,13 @@
 //! The cancel flow (decisions §11): configuration, the widget's public configuration and
-//! submissions by public key, browser origins, and the per-key limit; accepted offers
-//! applied at provider A (a loopback fake of its API).
+//! submissions by public key, signed customer identity (§16), browser origins, and the
+//! per-key limit; accepted offers applied at provider A (a loopback fake of its API), only to
+//! the signed customer's own subscription.
 
 use churn_core::config::DatabaseUrl;
 use churn_core::store::{Store, cancel_flows};
 use reqwest::Method;
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path};
+use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::helpers::{Backend, Options, TestApp, acme_owner};
@@ -18,6 +19,7 @@ both_backends!(
     flow_configuration_is_validated_with_a_default,
     public_config_counts_opens_per_customer,
     submissions_by_header_query_and_body,
+    submissions_act_only_for_the_signed_customer,
     submissions_need_a_public_key,
     browser_calls_only_from_allowed_origins,
     submissions_are_limited_per_key,
@@ -44,8 +46,34 @@ async fn acme_keys(app: &TestApp, token: &str) -> (String, String) {
     )
 }
 
+const DANA: &str = "dana@customer.example";
+
 fn submission(reason: &str) -> Value {
-    json!({"customer_email": "dana@customer.example", "reason": reason})
+    json!({"customer_email": DANA, "reason": reason})
+}
+
+/// A project's identity secret (decisions §16), as its admin reads it.
+pub async fn identity_secret(app: &TestApp, token: &str, slug: &str) -> String {
+    app.expect(
+        app.req(Method::GET, &format!("/projects/{slug}/identity-secret"))
+            .bearer_auth(token),
+        200,
+    )
+    .await["data"]["identity_secret"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// `body` with the `customer_hash` of its customer and subscription, made by the SDK as the
+/// founder's server would.
+pub fn signed(secret: &str, mut body: Value) -> Value {
+    body["customer_hash"] = json!(churn_sdk::identity::customer_hash(
+        secret,
+        body["customer_email"].as_str().unwrap(),
+        body["provider_subscription_id"].as_str(),
+    ));
+    body
 }
 
 async fn events(app: &TestApp, token: &str) -> Vec<Value> {
@@ -215,15 +243,47 @@ async fn public_config_counts_opens_per_customer(backend: Backend) {
         )
         .await;
     assert_eq!(config, own, "the widget sees the project's flow");
-    for _ in 0..2 {
-        app.expect(
-            app.req(
-                Method::GET,
-                &format!("/cancel-flow/config/{public}?customer_email=Dana@Customer.example"),
-            ),
-            200,
-        )
-        .await;
+    let secret = identity_secret(&app, &token, "acme").await;
+    let hash = churn_sdk::identity::customer_hash(&secret, "dana@customer.example", None);
+    let wrong = churn_sdk::identity::customer_hash(&secret, "eve@customer.example", None);
+    let with_sub =
+        churn_sdk::identity::customer_hash(&secret, "dana@customer.example", Some("sub_9"));
+    // Counted with the customer's hash (over the subscription too when one is named) ...
+    for query in [
+        format!("customer_email=Dana@Customer.example&customer_hash={hash}"),
+        format!(
+            "customer_email=dana@customer.example&customer_hash={with_sub}&subscription_id=sub_9"
+        ),
+    ] {
+        let answer = app
+            .expect(
+                app.req(
+                    Method::GET,
+                    &format!("/cancel-flow/config/{public}?{query}"),
+                ),
+                200,
+            )
+            .await;
+        assert_eq!(answer, own);
+    }
+    // ... and not without it, with another customer's, or a hash over another subscription:
+    // the flow is still answered.
+    for query in [
+        "customer_email=dana@customer.example".to_owned(),
+        format!("customer_email=dana@customer.example&customer_hash={wrong}"),
+        format!("customer_email=dana@customer.example&customer_hash={with_sub}"),
+        format!("customer_email=dana@customer.example&customer_hash={hash}&subscription_id=sub_9"),
+    ] {
+        let answer = app
+            .expect(
+                app.req(
+                    Method::GET,
+                    &format!("/cancel-flow/config/{public}?{query}"),
+                ),
+                200,
+            )
+            .await;
+        assert_eq!(answer, own, "{query}");
     }
     let bad = app
         .expect(
@@ -282,6 +342,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
     let (public, _) = acme_keys(&app, &token).await;
+    let secret = identity_secret(&app, &token, "acme").await;
 
     // By header: the discount accepted recovers the event.
     let mut body = submission("too_expensive");
@@ -294,7 +355,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
         .expect(
             app.req(Method::POST, "/cancel-flow/reasons")
                 .header("X-Public-Key", &public)
-                .json(&body),
+                .json(&signed(&secret, body.clone())),
             201,
         )
         .await["data"]
@@ -332,7 +393,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
                 Method::POST,
                 &format!("/cancel-flow/reasons?public_key={public}"),
             )
-            .json(&body),
+            .json(&signed(&secret, body.clone())),
             201,
         )
         .await["data"]
@@ -349,7 +410,8 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     body["offer_accepted"] = json!(true);
     let plain = app
         .expect(
-            app.req(Method::POST, "/cancel-flow/reasons").json(&body),
+            app.req(Method::POST, "/cancel-flow/reasons")
+                .json(&signed(&secret, body.clone())),
             201,
         )
         .await["data"]
@@ -386,7 +448,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
         .expect(
             app.req(Method::POST, "/cancel-flow/reasons")
                 .header("X-Public-Key", &public)
-                .json(&body),
+                .json(&signed(&secret, body.clone())),
             400,
         )
         .await;
@@ -395,7 +457,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
         .expect(
             app.req(Method::POST, "/cancel-flow/reasons")
                 .header("X-Public-Key", &public)
-                .json(&submission("too_expensive")),
+                .json(&signed(&secret, submission("too_expensive"))),
             400,
         )
         .await;
@@ -414,12 +476,95 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
         .expect(
             app.req(Method::POST, "/cancel-flow/reasons")
                 .header("X-Public-Key", &public)
-                .json(&body),
+                .json(&signed(&secret, body.clone())),
             400,
         )
         .await;
     assert_eq!(fields(&refused), ["pause_months"]);
     assert_eq!(events(&app, &token).await.len(), 3);
+}
+
+/// Decisions §16: a submission needs its customer's hash under a live identity secret;
+/// anything else is 401 and stores nothing. A rotated secret keeps verifying for 24 hours.
+async fn submissions_act_only_for_the_signed_customer(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let (public, _) = acme_keys(&app, &token).await;
+    let secret = identity_secret(&app, &token, "acme").await;
+    assert!(
+        secret.starts_with("idsec_") && secret.len() == 46,
+        "{secret}"
+    );
+    assert_eq!(identity_secret(&app, &token, "acme").await, secret, "kept");
+    let submit = |body: &Value| {
+        app.req(Method::POST, "/cancel-flow/reasons")
+            .header("X-Public-Key", &public)
+            .json(body)
+    };
+    let mut accepted = submission("too_expensive");
+    accepted["offer_accepted"] = json!(true);
+    accepted["mrr"] = json!(99_000);
+
+    let hash = |secret: &str, email: &str, sub: Option<&str>| {
+        json!(churn_sdk::identity::customer_hash(secret, email, sub))
+    };
+    // (the hash sent, the subscription named): none, malformed, another customer's, another
+    // secret's, one over no subscription when one is named, and one over another subscription.
+    let refused = [
+        (Value::Null, Value::Null),
+        (json!(""), Value::Null),
+        (json!("00"), Value::Null),
+        (json!("zz".repeat(32)), Value::Null),
+        (hash(&secret, "eve@customer.example", None), Value::Null),
+        (hash("idsec_not_the_secret", DANA, None), Value::Null),
+        (hash(&secret, DANA, None), json!("sub_theirs")),
+        (hash(&secret, DANA, Some("sub_mine")), json!("sub_theirs")),
+    ];
+    for (customer_hash, subscription) in refused {
+        let mut body = accepted.clone();
+        body["customer_hash"] = customer_hash;
+        body["provider_subscription_id"] = subscription;
+        let answer = app.expect(submit(&body), 401).await;
+        assert_eq!(answer["error"]["code"], "UNAUTHORIZED", "{body}");
+        assert_eq!(
+            answer["error"]["message"],
+            "customer_hash is missing or does not match"
+        );
+    }
+    assert!(events(&app, &token).await.is_empty(), "nothing stored");
+
+    // The hash the founder's server makes with the SDK is accepted, email case aside.
+    let mut body = signed(&secret, accepted.clone());
+    body["customer_email"] = json!("  Dana@Customer.Example ");
+    let saved = app.expect(submit(&body), 201).await;
+    assert_eq!(saved["data"]["status"], "recovered");
+
+    // Rotation: the old secret keeps verifying for 24 hours, then only the new one does.
+    let rotated = app
+        .expect(
+            app.req(Method::POST, "/projects/acme/identity-secret/rotate")
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]["identity_secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(rotated, secret);
+    assert_eq!(identity_secret(&app, &token, "acme").await, rotated);
+    let old = signed(&secret, submission("other"));
+    let new = signed(&rotated, submission("other"));
+    app.expect(submit(&old), 201).await;
+    app.expect(submit(&new), 201).await;
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"advance_seconds": 24 * 60 * 60 + 1})),
+        200,
+    )
+    .await;
+    app.expect(submit(&old), 401).await;
+    app.expect(submit(&new), 201).await;
+    assert_eq!(events(&app, &token).await.len(), 4);
 }
 
 async fn submissions_need_a_public_key(backend: Backend) {
@@ -454,13 +599,14 @@ async fn browser_calls_only_from_allowed_origins(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
     let (public, _) = acme_keys(&app, &token).await;
+    let secret = identity_secret(&app, &token, "acme").await;
     let submit = |origin: Option<&str>| {
         let mut req = app
             .req(
                 Method::POST,
                 &format!("/cancel-flow/reasons?public_key={public}"),
             )
-            .json(&submission("other"));
+            .json(&signed(&secret, submission("other")));
         if let Some(origin) = origin {
             req = req.header("Origin", origin);
         }
@@ -544,7 +690,7 @@ async fn browser_calls_only_from_allowed_origins(backend: Backend) {
         .req(Method::POST, "/cancel-flow/reasons")
         .header("X-Public-Key", &public)
         .header("Origin", SHOP)
-        .json(&submission("not_a_reason"))
+        .json(&signed(&secret, submission("not_a_reason")))
         .send()
         .await
         .unwrap();
@@ -637,10 +783,15 @@ async fn submissions_are_limited_per_key(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
+    let secrets = [
+        identity_secret(&app, &token, "acme").await,
+        identity_secret(&app, &token, "second").await,
+    ];
     let submit = |key: &str| {
+        let secret = &secrets[usize::from(key != public)];
         app.req(Method::POST, "/cancel-flow/reasons")
             .header("X-Public-Key", key)
-            .json(&submission("other"))
+            .json(&signed(secret, submission("other")))
     };
     for i in 0..10u32 {
         let response = submit(&public).send().await.unwrap();
@@ -684,15 +835,38 @@ async fn widget_script_and_demo_page(backend: Backend) {
             .get(format!("{}/widget/v1/demo{query}", app.address))
             .send()
     };
+    let secret = identity_secret(&app, &token, "acme").await;
+    let demo_customer = "demo@acme.churn.invalid";
+    let demo_hash = churn_sdk::identity::customer_hash(&secret, demo_customer, None);
     for query in [format!("?key={public}"), format!("?public_key={public}")] {
         let page = demo(&query).await.unwrap();
         assert_eq!(page.status(), 200);
         assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
         let html = page.text().await.unwrap();
         assert!(html.contains(&format!("data-key=\"{public}\"")));
+        assert!(html.contains(&format!("data-email=\"{demo_customer}\"")));
+        assert!(html.contains(&format!("data-hash=\"{demo_hash}\"")));
         assert!(html.contains("/widget/v1/cancel-flow.js"));
         assert!(html.contains("not among the project's allowed origins"));
     }
+    // What the demo customer submits is answered, marked demo, and not stored.
+    let answer = app
+        .expect(
+            app.req(Method::POST, "/cancel-flow/reasons")
+                .header("X-Public-Key", &public)
+                .json(
+                    &json!({"customer_email": demo_customer, "customer_hash": demo_hash,
+                    "reason": "too_expensive", "offer_accepted": true, "mrr": 4900}),
+                ),
+            201,
+        )
+        .await;
+    assert_eq!(
+        answer["data"],
+        json!({"churn_event_id": null, "status": "recovered", "demo": true,
+            "offer": {"kind": "discount", "percent": 20, "months": 3, "applied": false}})
+    );
+    assert!(events(&app, &token).await.is_empty());
     assert_eq!(demo("").await.unwrap().status(), 400);
     let unknown = demo("?key=pub_unknownkeyunknownkeyunknownke")
         .await
@@ -717,17 +891,38 @@ fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 impl Setup {
+    /// Submits `body` signed for its customer; 201.
     async fn submit(&self, body: Value) -> Value {
+        let secret = identity_secret(&self.app, &self.token, "acme").await;
         self.app
             .expect(
                 self.app
                     .req(Method::POST, "/cancel-flow/reasons")
                     .header("X-Public-Key", &self.public_key)
-                    .json(&body),
+                    .json(&signed(&secret, body)),
                 201,
             )
             .await["data"]
             .clone()
+    }
+
+    /// The changes the fake received: its POST requests (the ownership checks are GETs).
+    async fn posts(&self) -> Vec<wiremock::Request> {
+        let received = self.fake.mock.received_requests().await.unwrap();
+        received
+            .into_iter()
+            .filter(|r| r.method.as_str() == "POST")
+            .collect()
+    }
+
+    /// The subscriptions whose owner was read (`GET … ?expand[]=customer`), in order.
+    async fn checks(&self) -> Vec<String> {
+        let received = self.fake.mock.received_requests().await.unwrap();
+        received
+            .into_iter()
+            .filter(|r| r.method.as_str() == "GET")
+            .map(|r| r.url.path().to_owned())
+            .collect()
     }
 
     async fn event(&self, id: &Value) -> Value {
@@ -745,11 +940,10 @@ impl Setup {
             .clone()
     }
 
-    /// What the fake received since the `from`th request, as (path, sorted form pairs).
+    /// The changes the fake received since the `from`th, as (path, sorted form pairs).
     async fn calls_since(&self, from: usize) -> Vec<(String, Vec<(String, String)>)> {
-        let received = self.fake.mock.received_requests().await.unwrap();
+        let received = self.posts().await;
         for r in &received[from..] {
-            assert_eq!(r.method.as_str(), "POST");
             assert_eq!(
                 r.headers["authorization"].to_str().unwrap(),
                 format!("Bearer {A_KEY}")
@@ -762,13 +956,14 @@ impl Setup {
             .collect()
     }
 
+    /// How many changes the fake received.
     async fn received(&self) -> usize {
-        self.fake.mock.received_requests().await.unwrap().len()
+        self.posts().await.len()
     }
 
-    /// The path and `Idempotency-Key` of each request the fake received since the `from`th.
+    /// The path and `Idempotency-Key` of each change the fake received since the `from`th.
     async fn keys_since(&self, from: usize) -> Vec<(String, String)> {
-        self.fake.mock.received_requests().await.unwrap()[from..]
+        self.posts().await[from..]
             .iter()
             .map(|r| {
                 (
@@ -791,8 +986,23 @@ impl Setup {
     }
 }
 
-/// Answers `/v1/coupons` with a coupon, and `/v1/subscriptions/{sub}` with the subscription.
+/// Answers the ownership check of `sub` (`GET /v1/subscriptions/{sub}?expand[]=customer`)
+/// with a customer of `email`.
+async fn owned_by(s: &Setup, sub: &str, email: &str) {
+    Mock::given(method("GET"))
+        .and(path(format!("/v1/subscriptions/{sub}")))
+        .and(query_param("expand[]", "customer"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": sub, "object": "subscription", "status": "active",
+            "customer": {"id": "cus_1", "object": "customer", "email": email}})))
+        .mount(&s.fake.mock)
+        .await;
+}
+
+/// Answers `/v1/coupons` with a coupon, and `/v1/subscriptions/{sub}` with the subscription,
+/// Dana's.
 async fn mount_coupon_and_subscription(s: &Setup, sub: &str) {
+    owned_by(s, sub, DANA).await;
     Mock::given(method("POST"))
         .and(path("/v1/coupons"))
         .respond_with(
@@ -843,7 +1053,15 @@ async fn accepted_offers_are_applied_at_provider_a(backend: Backend) {
             .mount(&s.fake.mock)
             .await;
     }
-    Mock::given(method("POST"))
+    owned_by(&s, "sub_1", DANA).await;
+    owned_by(
+        &s,
+        "sub_1SVC89HOQNg4XnOMoa93kOB2",
+        "jenny.rosen@example.com",
+    )
+    .await;
+    owned_by(&s, "sub_someone_elses", "someone.else@example.com").await;
+    Mock::given(method("GET"))
         .and(path("/v1/subscriptions/sub_gone"))
         .respond_with(ResponseTemplate::new(404).set_body_json(json!({"error": {
             "type": "invalid_request_error", "code": "resource_missing", "param": "id",
@@ -917,6 +1135,26 @@ async fn accepted_offers_are_applied_at_provider_a(backend: Backend) {
         )]
     );
 
+    // Another customer's subscription, signed for by Dana: refused before any change.
+    let before = s.received().await;
+    let mut body = submission("dont_need_anymore");
+    body["offer_accepted"] = json!(true);
+    body["provider_subscription_id"] = json!("sub_someone_elses");
+    let foreign = s.submit(body).await;
+    assert_eq!(foreign["status"], "recovered");
+    assert_eq!(foreign["offer"]["applied"], false);
+    assert_eq!(s.received().await, before, "no pause, no coupon");
+    assert_eq!(
+        s.checks().await.last().map(String::as_str),
+        Some("/v1/subscriptions/sub_someone_elses")
+    );
+    let event = s.event(&foreign["churn_event_id"]).await;
+    assert_eq!(
+        event["offer_error"],
+        "subscription belongs to another customer"
+    );
+    assert_eq!(event["offer_applied_at"], Value::Null);
+
     // A provider error: the event stays recovered, not applied, with the error kept.
     let before = s.received().await;
     let mut body = submission("too_expensive");
@@ -927,8 +1165,8 @@ async fn accepted_offers_are_applied_at_provider_a(backend: Backend) {
     assert_eq!(failed["offer"]["applied"], false);
     assert_eq!(
         s.calls_since(before).await.len(),
-        2,
-        "coupon, then the update"
+        0,
+        "the subscription could not be read, so nothing was changed"
     );
     let event = s.event(&failed["churn_event_id"]).await;
     assert_eq!(event["status"], "recovered");
@@ -938,13 +1176,14 @@ async fn accepted_offers_are_applied_at_provider_a(backend: Backend) {
     );
     assert_eq!(event["offer_applied_at"], Value::Null);
     // A refusal is final: the job does not try again.
-    let before = s.received().await;
+    let before = (s.received().await, s.checks().await.len());
     s.advance(24 * 60 * 60).await;
     assert!(s.app.run_jobs().await >= 1);
-    assert_eq!(s.received().await, before);
+    assert_eq!((s.received().await, s.checks().await.len()), before);
 
     // Declined, or a customer without any known subscription: nothing is called.
     let before = s.received().await;
+    let checked = s.checks().await.len();
     let mut body = submission("too_expensive");
     body["provider_subscription_id"] = json!("sub_1");
     assert_eq!(s.submit(body).await["offer"]["applied"], false);
@@ -979,6 +1218,7 @@ async fn accepted_offers_are_applied_at_provider_a(backend: Backend) {
         Value::Null
     );
     assert_eq!(s.received().await, before, "no call after the declined one");
+    assert_eq!(s.checks().await.len(), checked);
 }
 
 /// The crash window: the submission's own attempt does not get through (the fake answers
@@ -1077,6 +1317,7 @@ async fn an_unavailable_provider_is_retried_then_its_error_kept(backend: Backend
         .respond_with(ResponseTemplate::new(503).set_body_string("unavailable"))
         .mount(&s.fake.mock)
         .await;
+    owned_by(&s, "sub_down", DANA).await;
     let mut body = submission("too_expensive");
     body["offer_accepted"] = json!(true);
     body["provider_subscription_id"] = json!("sub_down");

@@ -78,6 +78,8 @@ async fn openapi_covers_every_route(backend: Backend) {
         ("/api/v1/projects/{slug}/rotate-keys", "post"),
         ("/api/v1/projects/{slug}/webhook-secret", "get"),
         ("/api/v1/projects/{slug}/webhook-secret/rotate", "post"),
+        ("/api/v1/projects/{slug}/identity-secret", "get"),
+        ("/api/v1/projects/{slug}/identity-secret/rotate", "post"),
         ("/api/v1/projects/{slug}/suppressions", "get"),
         ("/api/v1/projects/{slug}/suppressions/{email}", "delete"),
         ("/api/v1/projects/{slug}/email-settings", "get"),

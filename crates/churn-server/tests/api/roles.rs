@@ -104,6 +104,22 @@ fn families() -> Vec<Family> {
             |_| (M::POST, format!("{P}/webhook-secret/rotate"), None),
         ),
         f(
+            "project: identity secret",
+            Role::Admin,
+            false,
+            200,
+            Nothing,
+            |_| (M::GET, format!("{P}/identity-secret"), None),
+        ),
+        f(
+            "project: rotate identity secret",
+            Role::Admin,
+            false,
+            200,
+            Nothing,
+            |_| (M::POST, format!("{P}/identity-secret/rotate"), None),
+        ),
+        f(
             "project: rotate keys",
             Role::Owner,
             false,
@@ -537,6 +553,7 @@ async fn every_role_against_every_route_family(backend: Backend) {
         ("owner", Some((Role::Owner, fx.owner.as_str()))),
     ];
     let mut failures = Vec::new();
+    let mut called = std::collections::HashSet::new();
     for (who, caller) in callers {
         for family in families() {
             let expected = match (caller, family.lowest) {
@@ -550,6 +567,7 @@ async fn every_role_against_every_route_family(backend: Backend) {
             };
             let objects = fx.objects(family.fresh).await;
             let (method, path, body) = (family.call)(&objects);
+            called.insert((method.clone(), path.clone()));
             let mut req = app.req(method.clone(), &path);
             req = match caller {
                 Some((_, token)) => req.bearer_auth(token),
@@ -570,4 +588,51 @@ async fn every_role_against_every_route_family(backend: Backend) {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_every_project_operation_called(app, &called).await;
+}
+
+/// Every operation of the OpenAPI document on a project (`{slug}`) is one of the calls the
+/// matrix made, so a new project route without a row here fails this test.
+async fn assert_every_project_operation_called(
+    app: &TestApp,
+    called: &std::collections::HashSet<(Method, String)>,
+) {
+    let doc = app
+        .expect(
+            app.client
+                .get(format!("{}/api/v1/openapi.json", app.address)),
+            200,
+        )
+        .await;
+    let matches = |template: &str, path: &str| {
+        let path = path.split('?').next().unwrap_or_default();
+        let (t, p): (Vec<&str>, Vec<&str>) =
+            (template.split('/').collect(), path.split('/').collect());
+        t.len() == p.len()
+            && t.iter()
+                .zip(&p)
+                .all(|(t, p)| t == p || (t.starts_with('{') && !p.is_empty()))
+    };
+    let mut missing = Vec::new();
+    for (template, operations) in doc["paths"].as_object().unwrap() {
+        let Some(template) = template.strip_prefix("/api/v1") else {
+            continue;
+        };
+        if !template.contains("{slug}") {
+            continue;
+        }
+        for method in operations.as_object().unwrap().keys() {
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            if !called
+                .iter()
+                .any(|(m, path)| *m == method && matches(template, path))
+            {
+                missing.push(format!("{method} {template}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "project operations without a row in the role matrix: {missing:?}"
+    );
 }

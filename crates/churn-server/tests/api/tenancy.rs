@@ -6,7 +6,8 @@ use churn_core::both_backends;
 
 both_backends!(
     another_tenant_gets_404_on_every_project_route,
-    api_keys_act_only_on_their_own_project
+    api_keys_act_only_on_their_own_project,
+    every_documented_route_answers_another_tenant_as_a_missing_object,
 );
 
 /// Every project route with a body it accepts.
@@ -32,6 +33,16 @@ fn project_routes(slug: &str) -> Vec<(Method, String, Option<Value>)> {
         (
             Method::GET,
             format!("/projects/{slug}/webhook-secret"),
+            None,
+        ),
+        (
+            Method::GET,
+            format!("/projects/{slug}/identity-secret"),
+            None,
+        ),
+        (
+            Method::POST,
+            format!("/projects/{slug}/identity-secret/rotate"),
             None,
         ),
         (
@@ -202,4 +213,133 @@ async fn revoked_keys_stop_working_on_every_process() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+/// The answer without what differs between any two requests (the request id).
+async fn comparable(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let mut body: Value = response.json().await.unwrap_or(Value::Null);
+    if let Some(error) = body.get_mut("error").and_then(Value::as_object_mut) {
+        error.remove("request_id");
+    }
+    (status, body)
+}
+
+/// The owner's view of the project, its secrets, settings, events and team: what a write by
+/// another tenant would change.
+async fn fingerprint(app: &TestApp, token: &str) -> Vec<Value> {
+    let mut seen = Vec::new();
+    for path in [
+        "/projects/acme",
+        "/projects/acme/webhook-secret",
+        "/projects/acme/identity-secret",
+        "/projects/acme/cancel-flow",
+        "/projects/acme/churn-events",
+        "/projects/acme/members",
+        "/projects/acme/invitations",
+        "/projects/acme/providers",
+        "/projects/acme/email-settings",
+        "/projects/acme/dunning-config",
+    ] {
+        seen.push(
+            app.expect(app.req(Method::GET, path).bearer_auth(token), 200)
+                .await,
+        );
+    }
+    seen
+}
+
+/// Issue 19 item 12: every operation the OpenAPI document lists that names a project (by
+/// slug) or an object (by id), called with another tenant's session, secret key and public
+/// key, answers exactly what the same call answers for an object that does not exist, and
+/// writes nothing.
+async fn every_documented_route_answers_another_tenant_as_a_missing_object(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let owner = app.register("ada@example.com").await;
+    app.create_project(&owner.token, "Acme").await;
+    let (event, variant) =
+        crate::helpers::event_with_variants(&app, &owner.token, "dana@example.com").await;
+    let intruder = app.register("mallory@example.com").await;
+    let elsewhere = app.create_project(&intruder.token, "Elsewhere").await;
+    let keys = &elsewhere["api_keys"];
+    let credentials: [(&str, &str, String); 3] = [
+        (
+            "session",
+            "authorization",
+            format!("Bearer {}", intruder.token),
+        ),
+        (
+            "secret key",
+            "x-api-key",
+            keys["secret_key"].as_str().unwrap().to_owned(),
+        ),
+        (
+            "public key",
+            "x-public-key",
+            keys["public_key"].as_str().unwrap().to_owned(),
+        ),
+    ];
+    let doc = app
+        .expect(
+            app.client
+                .get(format!("{}/api/v1/openapi.json", app.address)),
+            200,
+        )
+        .await;
+    let before = fingerprint(&app, &owner.token).await;
+    let unknown = "00000000-0000-7000-8000-000000000000";
+    let mut checked = 0;
+    let mut differences = Vec::new();
+    for (template, operations) in doc["paths"].as_object().unwrap() {
+        // Routes that name a tenant's object; token pages, the widget and provider webhooks
+        // are reached by what they carry, not by a credential, and dev routes are not served
+        // to tenants.
+        let names_object = template.contains("{slug}") || template.contains("{id}");
+        if !names_object || template.starts_with("/api/v1/dev/") {
+            continue;
+        }
+        let path = |slug: &str, own: bool| {
+            let mut path = template
+                .trim_start_matches("/api/v1")
+                .replace("{slug}", slug);
+            for (param, real) in [
+                ("{id}", event.as_str()),
+                ("{vid}", variant.as_str()),
+                ("{variant_id}", variant.as_str()),
+            ] {
+                path = path.replace(param, if own { real } else { unknown });
+            }
+            path.replace("{email}", "dana@example.com")
+                .replace("{provider}", "providerA")
+                .replace("{invitation_id}", unknown)
+                .replace("{user_id}", unknown)
+        };
+        for method in operations.as_object().unwrap().keys() {
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            for (who, header, value) in &credentials {
+                let call = |path: String| {
+                    let mut req = app.req(method.clone(), &path).header(*header, value);
+                    if [Method::POST, Method::PUT, Method::PATCH].contains(&method) {
+                        req = req.json(&json!({}));
+                    }
+                    req.send()
+                };
+                let foreign = comparable(call(path("acme", true)).await.unwrap()).await;
+                let missing = comparable(call(path("no-such-project", false)).await.unwrap()).await;
+                checked += 1;
+                if foreign != missing || foreign.0 / 100 != 4 {
+                    differences.push(format!(
+                        "{method} {template} with another tenant's {who}: {foreign:?}, missing: {missing:?}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(checked > 150, "only {checked} calls made");
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+    assert_eq!(
+        fingerprint(&app, &owner.token).await,
+        before,
+        "something was written"
+    );
 }

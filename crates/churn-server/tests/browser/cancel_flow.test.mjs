@@ -1,5 +1,6 @@
 // The cancel-flow widget in a real browser (Debian's chromium, driven by playwright-core):
-// a page served from an allowed origin opens the modal; choosing a reason and accepting the
+// a page served from an allowed origin opens the modal for a customer its server signed
+// (customerHash, decisions §16); choosing a reason and accepting the
 // offer records a recovered event (checked through the API); Escape closes without an event;
 // Tab stays inside the dialog; it fits a 360 px wide screen. Screenshots go to
 // <repo>/target/browser/.
@@ -10,6 +11,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { createHmac } from "node:crypto";
 import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
@@ -23,7 +25,7 @@ const SERVER_BIN = process.env.CHURN_SERVER_BIN || join(TARGET, "debug", "churn-
 const SHOTS = join(REPO, "target", "browser");
 const DEADLINE_MS = 15_000;
 
-let server, serverLog = "", work, api, page, browser, shop, shopOrigin, publicKey, token;
+let server, serverLog = "", work, api, page, browser, shop, shopOrigin, publicKey, token, identitySecret;
 
 async function call(method, path, body, headers = {}) {
   const response = await fetch(`${api}/api/v1${path}`, {
@@ -67,9 +69,13 @@ function startServer() {
   });
 }
 
-/** The customer's site: a page that embeds the widget from the service. */
+/** The customer's site: a page that embeds the widget from the service, with the hash its
+ * server makes for the signed-in customer (as the README shows in Node). */
 function startShop() {
   shop = createServer((req, res) => {
+    const customerHash = createHmac("sha256", identitySecret)
+      .update("dana@customer.example")
+      .digest("hex");
     res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
     res.end(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
       <meta name="viewport" content="width=device-width, initial-scale=1"><title>Shop</title></head>
@@ -79,7 +85,7 @@ function startShop() {
         document.getElementById("open").addEventListener("click", () => {
           window.result = null;
           ChurnCancelFlow.open({ publicKey: ${JSON.stringify(publicKey)}, customerEmail: "dana@customer.example",
-            customerName: "Dana", planName: "Pro", mrr: 4900 }).then((r) => { window.result = r; });
+            customerHash: ${JSON.stringify(customerHash)}, customerName: "Dana", planName: "Pro", mrr: 4900 }).then((r) => { window.result = r; });
         });
       </script></body></html>`);
   });
@@ -94,6 +100,7 @@ before(async () => {
   token = (await call("POST", "/auth/register", { name: "Owner", email: "owner@acme.example", password: "correct horse" })).data.token;
   const project = (await call("POST", "/projects", { name: "Acme" }, auth())).data;
   publicKey = project.api_keys.public_key;
+  identitySecret = (await call("GET", "/projects/acme/identity-secret", undefined, auth())).data.identity_secret;
   shopOrigin = await startShop();
   await call("PUT", "/projects/acme/allowed-origins", { allowed_origins: [shopOrigin] }, auth());
   await call("PUT", "/projects/acme/cancel-flow", {
