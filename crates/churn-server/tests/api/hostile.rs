@@ -44,6 +44,7 @@ async fn display_names_and_subjects_are_one_line_at_every_entry(backend: Backend
         .as_str()
         .unwrap()
         .to_owned();
+    let identity = crate::cancel_flow::identity_secret(&app, &owner, "acme").await;
     let (id, vid) = event_with_variants(&app, &owner, "dana@example.com").await;
     for name in HOSTILE {
         let with_name = |path: &str, method: Method, body: Value| {
@@ -63,7 +64,10 @@ async fn display_names_and_subjects_are_one_line_at_every_entry(backend: Backend
             &app,
             app.req(Method::POST, "/cancel-flow/reasons")
                 .header("X-Public-Key", &public_key)
-                .json(&json!({"customer_email": "c@example.com", "reason": "too_expensive", "customer_name": name})),
+                .json(&crate::cancel_flow::signed(
+                    &identity,
+                    json!({"customer_email": "c@example.com", "reason": "too_expensive", "customer_name": name}),
+                )),
             "customer_name",
         )
         .await;
