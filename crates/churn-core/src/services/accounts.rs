@@ -26,7 +26,7 @@ use crate::config::Registration;
 use crate::domain::email::Email;
 use crate::domain::password;
 use crate::domain::subscription::{SubscriptionStatus, trial_end};
-use crate::domain::validation::{Validator, required_text};
+use crate::domain::validation::{Validator, required_line};
 use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
@@ -66,7 +66,7 @@ pub struct CreatedAccount {
 impl Accounts {
     pub async fn register(&self, req: RegisterRequest) -> Result<Session> {
         let mut v = Validator::new();
-        let name = v.check("name", required_text(&req.name, 200));
+        let name = v.check("name", required_line(&req.name, 200));
         let email = v.check("email", Email::parse(&req.email));
         v.check("password", password::check(&req.password));
         v.finish()?;
@@ -443,7 +443,7 @@ pub(super) async fn create_with_password_link(
     email: &str,
 ) -> Result<CreatedAccount> {
     let mut v = Validator::new();
-    let name = v.check("name", required_text(name, 200));
+    let name = v.check("name", required_line(name, 200));
     let email = v.check("email", Email::parse(email));
     v.finish()?;
     let (Some(name), Some(email)) = (name, email) else {

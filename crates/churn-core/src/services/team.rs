@@ -22,7 +22,7 @@ use crate::ids::new_id;
 use crate::jobs::{Job, JobRun};
 use crate::store::projects;
 use crate::store::team::{self, InvitationRecord, MemberRecord};
-use crate::store::users::UserRecord;
+use crate::store::users::{self, UserRecord};
 
 fn invitation_not_found() -> Error {
     Error::NotFound("invitation not found".into())
@@ -158,8 +158,20 @@ impl Team {
             .ok_or_else(invitation_not_found)
     }
 
-    /// Joins the invitee (the signed-in user, whose address must be the invited one).
+    /// Joins the invitee: the signed-in user, whose address must be the invited one and
+    /// verified, since whoever holds the token could otherwise register the address and
+    /// join (decisions §20).
     pub async fn accept(&self, user: &UserRecord, token: &str) -> Result<Accepted> {
+        self.join(user, token, false).await
+    }
+
+    /// `accept` for an account just registered through the invitation page: the token came
+    /// by email to the invited address, so using it verifies the address.
+    pub async fn accept_registered(&self, user: &UserRecord, token: &str) -> Result<Accepted> {
+        self.join(user, token, true).await
+    }
+
+    async fn join(&self, user: &UserRecord, token: &str, proves_address: bool) -> Result<Accepted> {
         let invitation = self.by_token(token).await?;
         if invitation.email != user.email {
             return Err(Error::Forbidden(
@@ -168,9 +180,15 @@ impl Team {
         }
         let now = self.core.now();
         usable(&invitation, now)?;
+        if !proves_address && user.email_verified_at.is_none() {
+            return Err(Error::Forbidden("verify your email address first".into()));
+        }
         let mut tx = self.core.store.begin().await?;
         if !team::mark_accepted(&mut *tx, &invitation.id, now).await? {
             return Err(already_used());
+        }
+        if proves_address {
+            users::mark_email_verified(&mut *tx, &user.id, now).await?;
         }
         team::add_member(
             &mut *tx,

@@ -7,6 +7,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{StatusCode, header};
 use churn_core::api::FieldError;
+use churn_core::domain::validation::nul_field;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -154,36 +155,6 @@ fn data_error(path: &str, inner: &serde_json::Error) -> ApiError {
             }],
         ),
         None => ApiError::validation(message, Vec::new()),
-    }
-}
-
-/// The path (`a.b[2]`, as serde_path_to_error writes it) of the first string or key that
-/// holds a NUL character.
-fn nul_field(value: &serde_json::Value, path: String) -> Option<String> {
-    use serde_json::Value;
-    let join = |key: &str| {
-        if path.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{path}.{key}")
-        }
-    };
-    match value {
-        Value::String(s) if s.contains('\0') => {
-            Some(if path.is_empty() { ".".into() } else { path })
-        }
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .find_map(|(i, item)| nul_field(item, format!("{path}[{i}]"))),
-        Value::Object(map) => map.iter().find_map(|(key, item)| {
-            if key.contains('\0') {
-                Some(join(&key.replace('\0', "\\u0000")))
-            } else {
-                nul_field(item, join(key))
-            }
-        }),
-        _ => None,
     }
 }
 

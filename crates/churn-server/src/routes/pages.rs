@@ -170,6 +170,7 @@ async fn invitation_submit(
         Err(e) => return failure(e, JOIN_TITLE),
     };
     let accounts = s.churn.accounts();
+    let registering = form.mode == "register";
     let session = match form.mode.as_str() {
         "register" => {
             accounts
@@ -203,8 +204,10 @@ async fn invitation_submit(
         }
         Err(e) => return failure(e, JOIN_TITLE),
     };
+    let team = s.churn.team();
     let joined = match accounts.authenticate(&session.token).await {
-        Ok(user) => s.churn.team().accept(&user, &token).await,
+        Ok(user) if registering => team.accept_registered(&user, &token).await,
+        Ok(user) => team.accept(&user, &token).await,
         Err(e) => Err(e),
     };
     match joined {

@@ -79,6 +79,21 @@ impl TestApp {
         Self::try_serve(&db.url, &data_dir, options).await
     }
 
+    /// A handle on a server started some other way (the released binary) on `db`, at
+    /// `address` (`http://host:port`).
+    pub fn external(address: String, db: TestDatabase) -> Self {
+        Self {
+            address,
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            db: Some(db),
+            shutdown: CancellationToken::new(),
+            server: None,
+        }
+    }
+
     async fn serve(url: &str, data_dir: &std::path::Path, options: Options) -> Self {
         Self::try_serve(url, data_dir, options)
             .await

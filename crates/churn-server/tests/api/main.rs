@@ -15,6 +15,7 @@ mod dunning;
 mod email;
 mod events;
 mod fake_provider;
+mod hostile;
 mod idempotency;
 mod idp;
 mod limits;

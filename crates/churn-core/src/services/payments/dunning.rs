@@ -21,7 +21,7 @@ use crate::api::payments::{
 use crate::domain::dunning::{DeclineClass, DunningFacts, Tone, classify, render, tone_at};
 use crate::domain::provider::Provider;
 use crate::domain::role::Permission;
-use crate::domain::validation::Validator;
+use crate::domain::validation::{Validator, required_line};
 use crate::email::OutgoingEmail;
 use crate::error::{Error, Result};
 use crate::jobs::{Job, JobRun};
@@ -140,19 +140,11 @@ impl Payments {
                 v.add("tone_sequence", "must hold 1 to 10 tones");
             }
         }
-        if let Some(name) = req.sender_name {
-            let name = name.trim().to_owned();
-            if name.is_empty()
-                || name.chars().count() > MAX_SENDER_NAME
-                || name.contains(['\r', '\n'])
-            {
-                v.add(
-                    "sender_name",
-                    format!("must be one line of 1 to {MAX_SENDER_NAME} characters"),
-                );
-            } else {
-                config.sender_name = name;
-            }
+        if let Some(name) = req
+            .sender_name
+            .and_then(|n| v.check("sender_name", required_line(&n, MAX_SENDER_NAME)))
+        {
+            config.sender_name = name;
         }
         if let Some(enabled) = req.enabled {
             config.enabled = enabled;
@@ -259,8 +251,7 @@ impl Payments {
             revenue_recovered: totals
                 .iter()
                 .filter(|(s, c, ..)| s == "recovered" && *c == currency)
-                .map(|(_, _, _, sum)| sum)
-                .sum(),
+                .fold(0i64, |total, (.., sum)| total.saturating_add(*sum)),
             currency,
         })
     }
@@ -635,12 +626,8 @@ impl Payments {
             },
         );
         let address = super::super::sender_address(&sender.from);
-        let from = lettre::message::Mailbox::new(
-            Some(config.sender_name.clone()),
-            address
-                .parse()
-                .map_err(|e| Error::internal(format!("sender address {address:?}: {e}")))?,
-        );
+        let from = crate::email::mailbox(&config.sender_name, &address)
+            .map_err(|e| Error::internal(format!("sender {e}")))?;
         let html = format!(
             "<p>{}</p>",
             crate::generation::html::escape(&text)

@@ -18,6 +18,7 @@ use crate::domain::email::Email;
 use crate::domain::keys::KeyKind;
 use crate::domain::provider::Provider;
 use crate::domain::provider_events::{self, Mapped, Who};
+use crate::domain::validation::nul_field;
 use crate::error::{Error, Result};
 use crate::signature;
 use crate::store::payment_failures as failures;
@@ -112,6 +113,12 @@ impl Payments {
         }
         let event: Value = serde_json::from_slice(body)
             .map_err(|e| Error::validation(format!("the body is not JSON: {e}")))?;
+        if let Some(field) = nul_field(&event, String::new()) {
+            return Err(Error::invalid_field(
+                field,
+                "must not contain a NUL character",
+            ));
+        }
         let body_id = event.get("id").and_then(Value::as_str).map(str::to_owned);
         let (event_id, event_type, mapped) = match provider {
             Provider::ProviderA => (
@@ -155,6 +162,11 @@ impl Payments {
             event_id: event_id.clone(),
             action,
         };
+        // Answered, not refused: the provider would otherwise retry it for days.
+        if let Some(reason) = mapped.out_of_bounds() {
+            tracing::warn!(project = %project.id, event_id = %event_id, reason = %reason, "provider event ignored: a field is out of bounds");
+            return Ok(answer(WebhookAction::Ignored));
+        }
         let key = failures::EventKey {
             project_id: &project.id,
             provider,
