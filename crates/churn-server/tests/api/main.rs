@@ -9,6 +9,7 @@ mod analytics;
 mod autopilot;
 mod behavior;
 mod cancel_flow;
+mod contract;
 mod conventions;
 mod dunning;
 mod email;
