@@ -213,7 +213,11 @@ mod tests {
             },
         );
         assert!(body.contains("update your payment method"));
-        for link in ["http://invoice.example/i/1", "javascript:alert(1)", "invoice.example"] {
+        for link in [
+            "http://invoice.example/i/1",
+            "javascript:alert(1)",
+            "invoice.example",
+        ] {
             let (_, body) = render(
                 Tone::Friendly,
                 &DunningFacts {

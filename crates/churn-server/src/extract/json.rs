@@ -480,7 +480,8 @@ mod tests {
 
     #[test]
     fn every_unknown_field_is_named() {
-        let e = strict(r#"{"zeta": 1, "name": "a", "alpha": 2, "inner": {"colour": 1, "size": 1}}"#);
+        let e =
+            strict(r#"{"zeta": 1, "name": "a", "alpha": 2, "inner": {"colour": 1, "size": 1}}"#);
         for field in ["zeta", "alpha", "inner.colour"] {
             assert!(e.contains(&format!("field: \"{field}\"")), "{field}: {e}");
         }
@@ -494,7 +495,8 @@ mod tests {
             e.contains("field: \"name\"") && e.contains("is given more than once"),
             "{e}"
         );
-        let twice = parse::<serde_json::Value>(br#"{"events": [{"a": 1}, {"b": {"c": 1, "c": 2}}]}"#);
+        let twice =
+            parse::<serde_json::Value>(br#"{"events": [{"a": 1}, {"b": {"c": 1, "c": 2}}]}"#);
         let e = format!("{:?}", twice.err().unwrap());
         assert!(e.contains("field: \"events[1].b.c\""), "{e}");
         assert!(parse::<serde_json::Value>(br#"{"a": {"c": 1}, "b": {"c": 2}}"#).is_ok());
@@ -505,11 +507,17 @@ mod tests {
         let e = strict(r#"{"name": 5}"#);
         assert!(e.contains("expected a string"), "{e}");
         let e = strict(r#"{"name": "a", "inner": {"size": "big"}}"#);
-        assert!(e.contains("expected an integer from 0 to 4294967295"), "{e}");
+        assert!(
+            e.contains("expected an integer from 0 to 4294967295"),
+            "{e}"
+        );
         let e = strict(r#"{"name": "a", "inner": {"size": 1.5}}"#);
         assert!(e.contains("invalid type: number `1.5`"), "{e}");
         let e = strict(r#"{"name": "a", "inner": true}"#);
-        assert!(e.contains("invalid type: boolean `true`, expected an object"), "{e}");
+        assert!(
+            e.contains("invalid type: boolean `true`, expected an object"),
+            "{e}"
+        );
         let e = strict(r#"{"name": "a", "tags": {"x": 1}}"#);
         assert!(e.contains("invalid type: object, expected an array"), "{e}");
         let e = strict(r#"[]"#);

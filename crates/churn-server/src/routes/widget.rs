@@ -6,9 +6,9 @@ use std::sync::LazyLock;
 
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use axum::response::{IntoResponse, Response};
 use churn_core::api::ErrorBody;
 use churn_core::domain::keys::KeyKind;
 use churn_core::domain::origin;

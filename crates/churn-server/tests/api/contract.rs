@@ -46,7 +46,9 @@ async fn every_unknown_key_is_named(backend: Backend) {
         .expect(
             app.req(Method::PATCH, "/projects/acme")
                 .bearer_auth(&token)
-                .json(&json!({"colour": "red", "settings": {"tone": 1, "autopilot": {"speed": 2}}})),
+                .json(
+                    &json!({"colour": "red", "settings": {"tone": 1, "autopilot": {"speed": 2}}}),
+                ),
             400,
         )
         .await;
@@ -187,7 +189,13 @@ async fn origins_hold_to_the_documented_pattern(backend: Backend) {
         assert_eq!(fields(&refused), ["allowed_origins[0]"], "{bad}");
     }
     let set = app
-        .expect(put(json!(["HTTPS://Shop.example:443", "http://localhost:65535"])), 200)
+        .expect(
+            put(json!([
+                "HTTPS://Shop.example:443",
+                "http://localhost:65535"
+            ])),
+            200,
+        )
         .await;
     assert_eq!(
         set["data"]["allowed_origins"],
@@ -198,7 +206,12 @@ async fn origins_hold_to_the_documented_pattern(backend: Backend) {
 async fn addresses_the_mail_library_refuses_are_refused_at_entry(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
-    for bad in ["dana.@shop.io", ".dana@shop.io", "da..na@shop.io", "dana@-shop.io"] {
+    for bad in [
+        "dana.@shop.io",
+        ".dana@shop.io",
+        "da..na@shop.io",
+        "dana@-shop.io",
+    ] {
         let refused = app
             .expect(
                 app.req(Method::POST, "/projects/acme/churn-events")

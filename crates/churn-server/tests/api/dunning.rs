@@ -692,5 +692,9 @@ async fn a_payment_link_that_is_not_https_is_left_out(backend: Backend) {
     let mails = s.dunning_mails();
     assert_eq!(mails.len(), 1, "{mails:#?}");
     assert!(!mails[0].contains("invoice.stripe.com"), "{}", mails[0]);
-    assert!(mails[0].contains("update your payment method"), "{}", mails[0]);
+    assert!(
+        mails[0].contains("update your payment method"),
+        "{}",
+        mails[0]
+    );
 }
