@@ -36,7 +36,7 @@ pub fn normalize(raw: &str) -> Result<String, String> {
 /// The document's pattern for an origin: `http://` or `https://` (any case), DNS labels of
 /// ASCII letters, digits and inner hyphens, and a port from 1 to 65535 without leading zeros.
 /// (The URL parser alone would take `*` or `_` inside a host.)
-fn shaped_like_an_origin(raw: &str) -> bool {
+pub(crate) fn shaped_like_an_origin(raw: &str) -> bool {
     let lower = raw.get(..8).unwrap_or(raw).to_ascii_lowercase();
     let Some(rest) = ["https://", "http://"]
         .iter()

@@ -15,6 +15,7 @@ both_backends!(
     types_are_named_in_words,
     suppression_pages_beyond_u32_are_refused,
     origins_hold_to_the_documented_pattern,
+    urls_in_settings_hold_to_the_documented_pattern,
     addresses_the_mail_library_refuses_are_refused_at_entry,
     styles_that_load_something_are_stripped_from_edited_bodies,
 );
@@ -201,6 +202,52 @@ async fn origins_hold_to_the_documented_pattern(backend: Backend) {
         set["data"]["allowed_origins"],
         json!(["https://shop.example", "http://localhost:65535"])
     );
+}
+
+async fn urls_in_settings_hold_to_the_documented_pattern(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let patch = |settings: Value| {
+        app.req(Method::PATCH, "/projects/acme")
+            .bearer_auth(&token)
+            .json(&json!({"settings": settings}))
+    };
+    for bad in [
+        "https://acme.io/?ref=email",
+        "https://*.acme.io",
+        "https://u:p@acme.io",
+    ] {
+        let refused = app.expect(patch(json!({"product_url": bad})), 400).await;
+        assert_eq!(fields(&refused), ["settings.product_url"], "{bad}");
+    }
+    let set = app
+        .expect(
+            patch(json!({"product_url": "https://acme.io:8443/pricing", "reactivation_url": "https://acme.io/back"})),
+            200,
+        )
+        .await;
+    assert_eq!(
+        set["data"]["settings"]["product_url"],
+        "https://acme.io:8443/pricing"
+    );
+    // Empty clears, as the document's patterns now say.
+    let cleared = app
+        .expect(
+            patch(json!({"product_url": "", "reactivation_url": ""})),
+            200,
+        )
+        .await;
+    assert_eq!(cleared["data"]["settings"]["product_url"], Value::Null);
+    assert_eq!(cleared["data"]["settings"]["reactivation_url"], Value::Null);
+    let document = app.expect(app.req(Method::GET, "/openapi.json"), 200).await;
+    let patterns = &document["components"]["schemas"]["SettingsPatch"]["properties"];
+    let product = patterns["product_url"]["pattern"].as_str().unwrap();
+    assert!(
+        product.starts_with("^(") && product.ends_with(")?$"),
+        "{product}"
+    );
+    let reactivation = patterns["reactivation_url"]["pattern"].as_str().unwrap();
+    assert!(reactivation.ends_with("|$)"), "{reactivation}");
 }
 
 async fn addresses_the_mail_library_refuses_are_refused_at_entry(backend: Backend) {
