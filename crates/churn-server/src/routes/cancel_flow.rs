@@ -76,9 +76,9 @@ pub async fn config(
     let access = match s.churn.core().widget_access(&key, origin).await {
         Ok(access) => access,
         Err(churn_core::Error::Unauthorized(_)) => {
-            return ApiError::not_found("no cancel flow for this key").into_response();
+            return with_vary(ApiError::not_found("no cancel flow for this key").into_response());
         }
-        Err(e) => return ApiError::from(e).into_response(),
+        Err(e) => return with_vary(ApiError::from(e).into_response()),
     };
     let answer = async {
         let ApiQuery(query) = query?;
@@ -127,14 +127,16 @@ pub async fn submit(
         body.as_ref().ok().and_then(|b| b.0.public_key.as_deref()),
     );
     let Some(key) = key else {
-        return ApiError::unauthorized(
-            "a public key is required: X-Public-Key, ?public_key= or public_key in the body",
-        )
-        .into_response();
+        return with_vary(
+            ApiError::unauthorized(
+                "a public key is required: X-Public-Key, ?public_key= or public_key in the body",
+            )
+            .into_response(),
+        );
     };
     let access = match s.churn.core().widget_access(&key, origin).await {
         Ok(access) => access,
-        Err(e) => return ApiError::from(e).into_response(),
+        Err(e) => return with_vary(ApiError::from(e).into_response()),
     };
     let stamp = match limits
         .as_ref()
@@ -284,7 +286,7 @@ fn with_cors(mut response: Response, origin: Option<&str>) -> Response {
     with_vary(response)
 }
 
-/// The answers depend on `Origin`: caches must keep them apart.
+/// The answers depend on `Origin`, refusals included: caches must keep them apart.
 fn with_vary(mut response: Response) -> Response {
     response
         .headers_mut()

@@ -10,6 +10,7 @@ mod autopilot;
 mod background;
 mod behavior;
 mod cancel_flow;
+mod contract;
 mod conventions;
 mod dunning;
 mod email;
