@@ -214,14 +214,20 @@ async fn bad_keys_are_refused_and_answers_expire(backend: Backend) {
     assert!(headers.get(REPLAYED).is_none());
 }
 
-/// A cancel-flow submission under `Idempotency-Key: widget-1`, with the public key in
-/// `X-Public-Key` when given. Every widget repeat below is built here, so a field the route
-/// comes to require is added in one place.
-fn widget_submission(app: &TestApp, public_key: Option<&str>) -> reqwest::RequestBuilder {
+/// A cancel-flow submission under `Idempotency-Key: widget-1`, signed for its customer under
+/// `identity_secret` (decisions §16), with the public key in `X-Public-Key` when given. Every
+/// widget repeat below is built here, so a field the route comes to require is added in one
+/// place.
+fn widget_submission(
+    app: &TestApp,
+    public_key: Option<&str>,
+    identity_secret: &str,
+) -> reqwest::RequestBuilder {
+    let body = json!({"customer_email": "dana@customer.example", "reason": "too_expensive"});
     let mut request = app
         .req(Method::POST, "/cancel-flow/reasons")
         .header(KEY, "widget-1")
-        .json(&json!({"customer_email": "dana@customer.example", "reason": "too_expensive"}));
+        .json(&crate::cancel_flow::signed(identity_secret, body));
     if let Some(key) = public_key {
         request = request.header("x-public-key", key);
     }
@@ -261,29 +267,39 @@ async fn widget_repeats_are_checked_like_first_requests(backend: Backend) {
     app.create_project(&beta, "Beta").await;
     let (acme_public, acme_secret) = project_keys(&app, &acme, "acme").await;
     let (beta_public, _) = project_keys(&app, &beta, "beta").await;
+    let acme_identity = crate::cancel_flow::identity_secret(&app, &acme, "acme").await;
+    let beta_identity = crate::cancel_flow::identity_secret(&app, &beta, "beta").await;
+    let widget_submission = |key: Option<&str>| {
+        let identity = if key == Some(beta_public.as_str()) {
+            &beta_identity
+        } else {
+            &acme_identity
+        };
+        widget_submission(&app, key, identity)
+    };
 
-    let (status, headers, first) = send(widget_submission(&app, Some(&acme_public))).await;
+    let (status, headers, first) = send(widget_submission(Some(&acme_public))).await;
     assert_eq!((status, replayed(&headers)), (201, false), "{first}");
-    let (status, headers, again) = send(widget_submission(&app, Some(&acme_public))).await;
+    let (status, headers, again) = send(widget_submission(Some(&acme_public))).await;
     assert_eq!((status, replayed(&headers)), (201, true));
     assert_eq!(again, first);
 
     // Another project's key runs as its own first request: its submission is recorded.
-    let (status, headers, theirs) = send(widget_submission(&app, Some(&beta_public))).await;
+    let (status, headers, theirs) = send(widget_submission(Some(&beta_public))).await;
     assert_eq!((status, replayed(&headers)), (201, false), "{theirs}");
     assert_ne!(theirs, first, "acme's event id never reaches beta");
     assert_eq!(event_count(&app, &beta, "beta").await, 1);
 
     // No key, a secret key (either header) or a foreign origin: refused as a first request.
     let refusals = [
-        (widget_submission(&app, None), 401),
+        (widget_submission(None), 401),
         (
-            widget_submission(&app, None).header("x-api-key", &acme_secret),
+            widget_submission(None).header("x-api-key", &acme_secret),
             401,
         ),
-        (widget_submission(&app, Some(&acme_secret)), 401),
+        (widget_submission(Some(&acme_secret)), 401),
         (
-            widget_submission(&app, Some(&acme_public)).header("origin", "https://evil.example"),
+            widget_submission(Some(&acme_public)).header("origin", "https://evil.example"),
             403,
         ),
     ];
@@ -294,7 +310,7 @@ async fn widget_repeats_are_checked_like_first_requests(backend: Backend) {
 
     // A rotated-away key no longer replays its own answer.
     project_keys(&app, &acme, "acme").await;
-    let (status, headers, body) = send(widget_submission(&app, Some(&acme_public))).await;
+    let (status, headers, body) = send(widget_submission(Some(&acme_public))).await;
     assert_eq!((status, replayed(&headers)), (401, false), "{body}");
     assert_eq!(event_count(&app, &acme, "acme").await, 1);
 }
