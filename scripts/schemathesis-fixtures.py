@@ -188,5 +188,14 @@ common += "".join(
     f'"{param}" = {{ dictionary = "{name}", probability = 0.5 }}\n' for param, name in bindings.items()
 )
 (WORK / "schemathesis-api_key.toml").write_text(common + f'\n[auth.openapi.api_key]\napi_key = "{secret}"\n')
-(WORK / "schemathesis-bearer.toml").write_text(common + f'\n[auth.openapi.bearer]\nbearer = "{token}"\n')
+# Logging out everywhere would leave the rest of the JWT run with nothing but 401s (and test
+# nothing): that route is left to the API tests.
+keep_session = """
+[[operations]]
+include-operation-id = "logout_all"
+enabled = false
+"""
+(WORK / "schemathesis-bearer.toml").write_text(
+    common + keep_session + f'\n[auth.openapi.bearer]\nbearer = "{token}"\n'
+)
 print(json.dumps(dictionaries, indent=2))

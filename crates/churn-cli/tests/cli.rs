@@ -24,6 +24,7 @@ both_backends!(
     team_and_analytics_reports,
     payments_list_and_retry,
     alerts_list_and_redeliver,
+    hostile_names_and_overflowing_amounts,
 );
 
 /// The CLI on `db`, with the server's data folder unless `args` name another (its
@@ -704,7 +705,12 @@ async fn team_and_analytics_reports(backend: Backend) {
         .unwrap()
         .trim()
         .to_owned();
-    service.team().accept(&users[1], &token).await.unwrap();
+    // Bob has just registered, as through the invitation page (which verifies his address).
+    service
+        .team()
+        .accept_registered(&users[1], &token)
+        .await
+        .unwrap();
     let listed = churn(&db, &["team", "list", "--project", "acme"])
         .await
         .unwrap();
@@ -1102,4 +1108,90 @@ async fn alerts_list_and_redeliver(backend: Backend) {
     );
     let unknown = churn(&db, &["alerts", "redeliver", "nope"]).await;
     assert!(unknown.unwrap_err().to_string().contains("no alert"));
+}
+
+/// A user name with a line break or NUL is refused; payment failures stored before amounts
+/// were bounded (as large as `i64::MAX`) neither break `payments list` nor the stats.
+async fn hostile_names_and_overflowing_amounts(backend: Backend) {
+    use churn_core::domain::provider::Provider;
+    use churn_core::store::payment_failures::{self, FailureRecord};
+
+    let db = TestDatabase::new(backend).await;
+    for name in [
+        "Carol\r\nBcc: x@example.com",
+        "Carol\nB",
+        "Carol\rB",
+        "Car\0ol",
+    ] {
+        let refused = churn(
+            &db,
+            &["users", "create", "carol@example.com", "--name", name],
+        )
+        .await
+        .expect_err("a name on two lines");
+        assert!(refused.to_string().contains("name"), "{refused}");
+    }
+
+    let (service, user_id) = ada_with_acme(&db).await;
+    let project = service
+        .core()
+        .project_for_user(&user_id, "acme")
+        .await
+        .unwrap()
+        .project;
+    let at = churn_core::time::parse("2026-03-01T10:00:00Z").unwrap();
+    for i in 0..2 {
+        let record = FailureRecord {
+            id: format!("00000000-0000-4000-8000-00000000000{i}"),
+            project_id: project.id.clone(),
+            provider: Provider::Custom,
+            reference: format!("pay_{i}"),
+            customer_email: format!("customer{i}@example.com"),
+            amount: i64::MAX,
+            currency: "usd".into(),
+            status: "recovered".into(),
+            failure_reason: None,
+            decline_code: None,
+            attempts: 1,
+            max_retries: 3,
+            next_retry_at: None,
+            abandon_reason: None,
+            recovered_at: Some(at),
+            provider_invoice_id: None,
+            provider_payment_id: Some(format!("pay_{i}")),
+            provider_customer_id: None,
+            provider_subscription_id: None,
+            payment_link: None,
+            churn_event_id: None,
+            created_at: at,
+            updated_at: at,
+        };
+        let backend = service.store().backend();
+        payment_failures::insert(service.store().writer(), backend, &[&record])
+            .await
+            .unwrap();
+    }
+    let data_dir = db.data_dir.path().to_str().unwrap().to_owned();
+    let listed = churn(
+        &db,
+        &[
+            "--data-dir",
+            &data_dir,
+            "payments",
+            "list",
+            "--project",
+            "acme",
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(listed.contains("92233720368547758.07 USD"), "{listed}");
+    let view = service
+        .core()
+        .project_for_user(&user_id, "acme")
+        .await
+        .unwrap();
+    let stats = service.payments().failure_stats(&view).await.unwrap();
+    assert_eq!(stats.recovered, 2);
+    assert_eq!(stats.revenue_recovered, i64::MAX);
 }

@@ -167,7 +167,12 @@ pub fn render(tone: Tone, facts: &DunningFacts<'_>) -> (String, String) {
         .find(|(t, _, _)| *t == tone)
         .copied()
         .unwrap_or(TEMPLATES[0]);
-    let action = match facts.payment_link {
+    // The customer is asked to pay there: a link the provider sent that is not https is left
+    // out, as if there were none.
+    let link = facts
+        .payment_link
+        .filter(|link| url::Url::parse(link).is_ok_and(|u| u.scheme() == "https"));
+    let action = match link {
         Some(link) => format!("You can pay here: {link}"),
         None => "Please reply to this email or update your payment method.".to_owned(),
     };
@@ -208,6 +213,23 @@ mod tests {
             },
         );
         assert!(body.contains("update your payment method"));
+        for link in [
+            "http://invoice.example/i/1",
+            "javascript:alert(1)",
+            "invoice.example",
+        ] {
+            let (_, body) = render(
+                Tone::Friendly,
+                &DunningFacts {
+                    payment_link: Some(link),
+                    ..facts
+                },
+            );
+            assert!(
+                !body.contains(link) && body.contains("update your payment method"),
+                "{link}: {body}"
+            );
+        }
         assert_eq!(format_amount(500, "JPY"), "500 JPY");
         assert_eq!(format_amount(5, "eur"), "0.05 EUR");
     }

@@ -10,6 +10,12 @@ pub fn normalize(raw: &str) -> Result<String, String> {
     if raw == "*" {
         return Err("wildcard origins are not allowed".into());
     }
+    if !shaped_like_an_origin(raw) {
+        return Err(format!(
+            "{raw:?} is not an origin: http(s)://host[:port], the host of letters, digits, \
+             hyphens and dots"
+        ));
+    }
     let url = Url::parse(raw).map_err(|_| format!("{raw:?} is not an origin"))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err("origin must use http or https".into());
@@ -25,6 +31,34 @@ pub fn normalize(raw: &str) -> Result<String, String> {
         return Err("origin must not have a path, query or fragment".into());
     }
     Ok(url.origin().ascii_serialization())
+}
+
+/// The document's pattern for an origin: `http://` or `https://` (any case), DNS labels of
+/// ASCII letters, digits and inner hyphens, and a port from 1 to 65535 without leading zeros.
+/// (The URL parser alone would take `*` or `_` inside a host.)
+pub(crate) fn shaped_like_an_origin(raw: &str) -> bool {
+    let lower = raw.get(..8).unwrap_or(raw).to_ascii_lowercase();
+    let Some(rest) = ["https://", "http://"]
+        .iter()
+        .find_map(|scheme| lower.starts_with(scheme).then(|| &raw[scheme.len()..]))
+    else {
+        return false;
+    };
+    let (host, port) = match rest.split_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (rest, None),
+    };
+    let label_ok = |label: &str| {
+        label.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && label.ends_with(|c: char| c.is_ascii_alphanumeric())
+            && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    };
+    let port_ok = |port: &str| {
+        !port.starts_with('0')
+            && port.chars().all(|c| c.is_ascii_digit())
+            && port.parse::<u16>().is_ok_and(|p| p > 0)
+    };
+    host.split('.').all(label_ok) && port.is_none_or(port_ok)
 }
 
 /// Whether a request with this `Origin` header may use the widget of a project that allows
@@ -73,6 +107,10 @@ mod tests {
             normalize("http://localhost:3000").unwrap(),
             "http://localhost:3000"
         );
+        assert_eq!(
+            normalize("HTTP://127.0.0.1:65535").unwrap(),
+            "http://127.0.0.1:65535"
+        );
     }
 
     #[test]
@@ -86,6 +124,14 @@ mod tests {
             "https://u:p@example.com",
             "https://example.com?x=1",
             "",
+            "https://*.example.com",
+            "https://sh*p.example",
+            "https://shop_1.example",
+            "https://-shop.example",
+            "https://shop.example:0",
+            "https://shop.example:080",
+            "https://shop.example:65536",
+            "https://[::1]:3000",
         ] {
             assert!(normalize(bad).is_err(), "{bad:?}");
         }

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::behavior::{MAX_AHEAD_DAYS, MAX_BACK_DAYS};
 use super::strategy::{ReasonCode, classify};
+use crate::error::{Error, Result};
 use crate::time::{self, Timestamp};
 
 /// Who the event is about, as far as the payload says.
@@ -72,6 +73,115 @@ pub enum Mapped {
     /// `payment_method_expiring` event.
     CardExpiring(CardExpiring),
     Ignored,
+}
+
+/// The largest amount stored, in minor units: the bound of `mrr` everywhere. Sums over a
+/// project then stay far from `i64::MAX`.
+pub const MAX_AMOUNT: i64 = 1_000_000_000_000;
+/// Ids, codes and other single tokens of a payload.
+const MAX_ID: usize = 255;
+const MAX_LINK: usize = 2048;
+const MAX_PLAN: usize = 500;
+/// A cancellation's free text, as for `cancel_reason` through the API.
+const MAX_REASON: usize = 2000;
+
+impl Mapped {
+    /// What makes the event unfit to store, if anything: a field outside its bounds (an
+    /// amount beyond `MAX_AMOUNT` or negative, an id or code over 255 characters or holding
+    /// a control character, a currency that is not three letters, text too long).
+    pub fn out_of_bounds(&self) -> Option<String> {
+        // The email is checked where it is read (an invalid one counts as absent).
+        let mut fields: Vec<(&str, Field<'_>)> = Vec::new();
+        match self {
+            Mapped::Failure(f) => {
+                fields.extend([
+                    ("customer_id", Field::Id(f.who.customer_id.as_deref())),
+                    ("reference", Field::Id(Some(&f.reference))),
+                    ("invoice_id", Field::Id(f.invoice_id.as_deref())),
+                    ("payment_id", Field::Id(f.payment_id.as_deref())),
+                    ("subscription_id", Field::Id(f.subscription_id.as_deref())),
+                    ("amount", Field::Amount(Some(f.amount))),
+                    ("currency", Field::Currency(&f.currency)),
+                    ("failure_reason", Field::Id(Some(&f.failure_reason))),
+                    ("decline_code", Field::Id(f.decline_code.as_deref())),
+                    ("advice_code", Field::Id(f.advice_code.as_deref())),
+                    ("code", Field::Id(f.code.as_deref())),
+                    (
+                        "payment_link",
+                        Field::Line(f.payment_link.as_deref(), MAX_LINK),
+                    ),
+                    ("plan_name", Field::Line(f.plan_name.as_deref(), MAX_PLAN)),
+                    ("mrr", Field::Amount(f.mrr)),
+                    ("reason", Field::Text(f.reason.as_deref(), MAX_REASON)),
+                ]);
+            }
+            Mapped::Success(s) => {
+                fields.extend([
+                    ("customer_id", Field::Id(s.who.customer_id.as_deref())),
+                    ("invoice_id", Field::Id(s.invoice_id.as_deref())),
+                    ("payment_id", Field::Id(s.payment_id.as_deref())),
+                ]);
+            }
+            Mapped::Cancellation(c) => {
+                fields.extend([
+                    ("customer_id", Field::Id(c.who.customer_id.as_deref())),
+                    ("subscription_id", Field::Id(c.subscription_id.as_deref())),
+                    (
+                        "cancel_reason",
+                        Field::Text(Some(&c.cancel_reason), MAX_REASON),
+                    ),
+                    ("plan_name", Field::Line(c.plan_name.as_deref(), MAX_PLAN)),
+                    ("mrr", Field::Amount(c.mrr)),
+                ]);
+            }
+            Mapped::Halted(w) => fields.push(("customer_id", Field::Id(w.customer_id.as_deref()))),
+            Mapped::CardExpiring(c) => {
+                fields.extend([
+                    ("customer_id", Field::Id(c.who.customer_id.as_deref())),
+                    ("brand", Field::Id(c.brand.as_deref())),
+                    ("last4", Field::Id(c.last4.as_deref())),
+                ]);
+            }
+            Mapped::Ignored => {}
+        }
+        fields
+            .into_iter()
+            .find_map(|(name, field)| field.problem().map(|p| format!("{name} {p}")))
+    }
+}
+
+/// A stored field of an event and its bound.
+enum Field<'a> {
+    Id(Option<&'a str>),
+    Line(Option<&'a str>, usize),
+    Text(Option<&'a str>, usize),
+    Amount(Option<i64>),
+    Currency(&'a str),
+}
+
+impl Field<'_> {
+    fn problem(&self) -> Option<String> {
+        let line = |s: &str, max: usize| {
+            (s.chars().count() > max || s.chars().any(char::is_control))
+                .then(|| format!("must be one line of at most {max} characters"))
+        };
+        match *self {
+            Field::Id(Some(s)) => line(s, MAX_ID),
+            Field::Line(Some(s), max) => line(s, max),
+            // Free text may hold line breaks, as a cancellation comment does.
+            Field::Text(Some(s), max) => (s.chars().count() > max
+                || s.chars()
+                    .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')))
+            .then(|| format!("must be at most {max} characters of text")),
+            Field::Amount(Some(n)) => (!(0..=MAX_AMOUNT).contains(&n))
+                .then(|| format!("must be between 0 and {MAX_AMOUNT}")),
+            Field::Currency(c) => (c.len() != 3 || !c.chars().all(|ch| ch.is_ascii_alphabetic()))
+                .then(|| "must be a three-letter code".to_owned()),
+            Field::Id(None) | Field::Line(None, _) | Field::Text(None, _) | Field::Amount(None) => {
+                None
+            }
+        }
+    }
 }
 
 /// A card (or source) expiry notice.
@@ -312,6 +422,36 @@ pub fn provider_b(event: &Value) -> Mapped {
     }
 }
 
+/// Provider B's event id, made from the signed body alone (B signs no timestamp and no id
+/// header): `<event>:<entity id>:<created_at>`, the entity being the first of `payment`,
+/// `invoice`, `subscription` under `payload`. The same body is the same event, whatever
+/// header it comes with; a stale one is refused, so a captured body cannot be replayed later.
+pub fn provider_b_event_id(event: &Value, now_unix: i64) -> Result<String> {
+    let tolerance = crate::signature::TOLERANCE_SECONDS;
+    let created_at = event
+        .get("created_at")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| Error::invalid_field("created_at", "must be the event's Unix time"))?;
+    if (now_unix - created_at).abs() > tolerance {
+        return Err(Error::invalid_field(
+            "created_at",
+            format!("must be within {tolerance} seconds of now"),
+        ));
+    }
+    let name = text(event, "/event")
+        .ok_or_else(|| Error::invalid_field("event", "the event has no name"))?;
+    let entity = ["payment", "invoice", "subscription"]
+        .iter()
+        .find_map(|e| text(event, &format!("/payload/{e}/entity/id")))
+        .ok_or_else(|| {
+            Error::invalid_field(
+                "payload",
+                "must hold a payment, invoice or subscription entity with an id",
+            )
+        })?;
+    Ok(format!("{name}:{entity}:{created_at}"))
+}
+
 /// Churn's own format: `{"id", "type", "customer_email", "amount"?, "currency"?,
 /// "payment_id"?, "decline_code"?, "reason"?, "plan_name"?, "mrr"?, "occurred_at"?}`.
 /// The caller has checked `id` and `customer_email`.
@@ -370,5 +510,38 @@ pub fn custom(event: &Value) -> Mapped {
             })
         }
         _ => Mapped::Ignored,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_b_ids_come_from_the_signed_body_within_five_minutes() {
+        let mut event = json!({"event": "payment.failed", "created_at": 1_000,
+            "payload": {"subscription": {"entity": {"id": "sub_1"}},
+                        "payment": {"entity": {"id": "pay_1"}}}});
+        assert_eq!(
+            provider_b_event_id(&event, 1_000).unwrap(),
+            "payment.failed:pay_1:1000",
+            "the payment comes first"
+        );
+        assert!(provider_b_event_id(&event, 1_300).is_ok());
+        assert!(provider_b_event_id(&event, 700).is_ok());
+        for stale in [1_301, 699] {
+            let Err(Error::Validation { details, .. }) = provider_b_event_id(&event, stale) else {
+                panic!("{stale} is outside the window");
+            };
+            assert_eq!(details[0].field, "created_at");
+        }
+        event["payload"]["payment"] = Value::Null;
+        assert_eq!(
+            provider_b_event_id(&event, 1_000).unwrap(),
+            "payment.failed:sub_1:1000"
+        );
+        event["payload"] = json!({});
+        assert!(provider_b_event_id(&event, 1_000).is_err());
+        assert!(provider_b_event_id(&json!({"event": "x"}), 1_000).is_err());
     }
 }

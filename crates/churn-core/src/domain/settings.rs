@@ -93,17 +93,18 @@ pub struct SettingsPatch {
     #[serde(default, with = "double_option")]
     #[schema(value_type = Option<String>, max_length = 200)]
     pub founder_name: Option<Option<String>>,
-    /// An http or https URL.
+    /// An http or https URL: host, optional port and path, no query; empty (or null) clears it.
     #[serde(default, with = "double_option")]
     #[schema(
         value_type = Option<String>,
         max_length = 500,
-        pattern = r"^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:[1-9][0-9]{0,3})?(/[A-Za-z0-9._~-]*)*$"
+        pattern = r"^([Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(/[A-Za-z0-9._~-]*)*)?$"
     )]
     pub product_url: Option<Option<String>>,
-    /// Where a customer goes to come back (https only); unset, `product_url`.
+    /// Where a customer goes to come back (https only); unset, `product_url`. Empty (or null)
+    /// clears it.
     #[serde(default, with = "double_option")]
-    #[schema(value_type = Option<String>, max_length = 500, pattern = r"^[Hh][Tt][Tt][Pp][Ss]://")]
+    #[schema(value_type = Option<String>, max_length = 500, pattern = r"^([Hh][Tt][Tt][Pp][Ss]://|$)")]
     pub reactivation_url: Option<Option<String>>,
     /// An IETF language tag such as `en` or `pt-br`.
     #[schema(pattern = r"^[A-Za-z0-9-]{2,16}$")]
@@ -156,13 +157,11 @@ impl ProjectSettings {
         }
         if let Some(url) = patch.product_url {
             let checked = optional(url, 500).and_then(|url| match url {
-                Some(u)
-                    if url::Url::parse(&u)
-                        .map(|p| !matches!(p.scheme(), "http" | "https"))
-                        .unwrap_or(true) =>
-                {
-                    Err("must be an http or https URL".to_owned())
-                }
+                Some(u) if !product_url_ok(&u) => Err(
+                    "must be an http or https URL: host, optional port and a path of letters, \
+                     digits and ._~-"
+                        .to_owned(),
+                ),
                 other => Ok(other),
             });
             next.product_url = v
@@ -251,6 +250,17 @@ impl ProjectSettings {
     }
 }
 
+/// The document's pattern for `product_url`: an origin's shape, then a path of unreserved
+/// characters (the URL parser alone takes `*` in a host, queries, credentials).
+fn product_url_ok(raw: &str) -> bool {
+    let host_at = raw.find("://").map_or(0, |i| i + 3);
+    let (origin, path) = raw.split_at(raw[host_at..].find('/').map_or(raw.len(), |i| host_at + i));
+    super::origin::shaped_like_an_origin(origin)
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._~-".contains(c))
+}
+
 fn optional(value: Option<String>, max: usize) -> std::result::Result<Option<String>, String> {
     match value.map(|s| s.trim().to_owned()) {
         None => Ok(None),
@@ -322,6 +332,28 @@ mod tests {
             serde_json::json!({"autopilot": {"turbo": true}}),
         );
         assert!(unknown.is_err());
+    }
+
+    #[test]
+    fn product_urls_follow_the_documented_pattern() {
+        for good in [
+            "https://acme.io",
+            "HTTP://acme.io:8080/pricing/pro-plan_2.html",
+            "http://0",
+        ] {
+            assert!(product_url_ok(good), "{good}");
+        }
+        for bad in [
+            "https://acme.io/?ref=1",
+            "https://acme.io/#top",
+            "https://u:p@acme.io",
+            "https://*.acme.io",
+            "https://acme.io/a%20b",
+            "ftp://acme.io",
+            "acme.io",
+        ] {
+            assert!(!product_url_ok(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -69,6 +69,55 @@ pub fn optional_text(raw: &str, max: usize) -> std::result::Result<String, Strin
     Ok(value.to_owned())
 }
 
+/// Text that ends up in an email header (a display name, a subject): trimmed, one line of at
+/// most `max` characters. Every control character is refused, not only CR and LF: none
+/// belongs in a name, and PostgreSQL cannot store NUL.
+pub fn one_line(raw: &str, max: usize) -> std::result::Result<String, String> {
+    let value = raw.trim();
+    if value.chars().count() > max || value.chars().any(char::is_control) {
+        return Err(format!("must be one line of at most {max} characters"));
+    }
+    Ok(value.to_owned())
+}
+
+/// `one_line`, and not empty.
+pub fn required_line(raw: &str, max: usize) -> std::result::Result<String, String> {
+    if raw.trim().is_empty() {
+        return Err("must not be empty".into());
+    }
+    one_line(raw, max)
+}
+
+/// The path (`a.b[2]`, as serde_path_to_error writes it) of the first string or key that
+/// holds a NUL character.
+pub fn nul_field(value: &serde_json::Value, path: String) -> Option<String> {
+    use serde_json::Value;
+    let join = |key: &str| {
+        if path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    match value {
+        Value::String(s) if s.contains('\0') => {
+            Some(if path.is_empty() { ".".into() } else { path })
+        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| nul_field(item, format!("{path}[{i}]"))),
+        Value::Object(map) => map.iter().find_map(|(key, item)| {
+            if key.contains('\0') {
+                Some(join(&key.replace('\0', "\\u0000")))
+            } else {
+                nul_field(item, join(key))
+            }
+        }),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +134,23 @@ mod tests {
         assert_eq!(message, "b: must not be empty");
         let fields: Vec<_> = details.iter().map(|d| d.field.as_str()).collect();
         assert_eq!(fields, ["b", "c"]);
+    }
+
+    #[test]
+    fn a_line_holds_no_control_character() {
+        for hostile in [
+            "Dana\r\nBcc: x@y.z",
+            "Dana\rx",
+            "Dana\nx",
+            "Da\0na",
+            "Da\u{85}na",
+        ] {
+            assert!(one_line(hostile, 200).is_err(), "{hostile:?}");
+            assert!(required_line(hostile, 200).is_err(), "{hostile:?}");
+        }
+        assert_eq!(one_line("  Dana Ó  ", 200).as_deref(), Ok("Dana Ó"));
+        assert_eq!(one_line(" ", 200).as_deref(), Ok(""));
+        assert!(required_line(" ", 200).is_err());
+        assert!(one_line("abcd", 3).is_err());
     }
 }

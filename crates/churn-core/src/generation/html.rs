@@ -105,14 +105,30 @@ fn linkify(line: &str) -> String {
         .join(" ")
 }
 
-/// Strips scripts, event handlers and other active content from HTML a user edited.
+/// Strips scripts, event handlers and other active content from HTML a user edited, and
+/// `style` attributes that could load something (an image, a tracker) when the email is read.
 pub fn sanitize(html: &str) -> String {
     ammonia::Builder::default()
         .add_tags(["html", "body", "head", "style"])
         .rm_tags(["style"])
         .add_generic_attributes(["style"])
+        .attribute_filter(|_, attribute, value| {
+            if attribute == "style" && loads_something(value) {
+                None
+            } else {
+                Some(value.into())
+            }
+        })
         .clean(html)
         .to_string()
+}
+
+/// CSS that may fetch: `url(` and the image functions, and any escape (`u\72l(` is `url(`).
+fn loads_something(css: &str) -> bool {
+    let css = css.to_ascii_lowercase();
+    ["url(", "image(", "image-set(", "expression(", "\\"]
+        .iter()
+        .any(|needle| css.contains(needle))
 }
 
 /// A readable plain-text version of HTML, for the text part of an edited email.
@@ -192,6 +208,24 @@ mod tests {
         assert!(
             clean.contains("<b>there</b>") && clean.contains("https://ok.io"),
             "{clean}"
+        );
+    }
+
+    #[test]
+    fn styles_that_load_something_are_stripped() {
+        for style in [
+            "background: url(https://t.example/p.gif)",
+            "background-image: URL( 'https://t.example/p.gif' )",
+            "background: u\\72l(https://t.example/p.gif)",
+            "background: image-set('https://t.example/p.gif' 1x)",
+            "background: &#117;rl(https://t.example/p.gif)",
+        ] {
+            let clean = sanitize(&format!("<p style=\"{style}\">Hi</p>"));
+            assert_eq!(clean, "<p>Hi</p>", "{style}");
+        }
+        assert_eq!(
+            sanitize("<p style=\"color: red\">Hi</p>"),
+            "<p style=\"color: red\">Hi</p>"
         );
     }
 

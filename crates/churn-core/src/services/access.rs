@@ -10,8 +10,8 @@ use super::{Accounts, Core, cache};
 use crate::domain::keys::{KeyKind, PresentedKey};
 use crate::domain::role::{Actor, Permission, allows};
 use crate::error::{Error, Result};
-use crate::store::keys;
 use crate::store::projects::{self, ProjectRecord};
+use crate::store::{access_changes, keys};
 
 /// A project together with who is acting on it.
 #[derive(Debug, Clone)]
@@ -48,10 +48,23 @@ impl Accounts {
 }
 
 impl Core {
+    /// What the cache holds for `key`, once it is known to be current: on SQLite, where no
+    /// process can notify the others, a change counted since the last look drops it all.
+    pub(super) async fn cached(&self, key: &cache::Key) -> Result<Option<cache::Value>> {
+        if !self.cache.is_live() {
+            return Ok(None);
+        }
+        if !self.store.backend().shared() {
+            self.cache
+                .observe(access_changes::version(self.store.reader()).await?);
+        }
+        Ok(self.cache.get(key))
+    }
+
     /// The user's current session version; `None` when the user is gone.
     pub(super) async fn session_version(&self, user_id: &str) -> Result<Option<i64>> {
         let key = cache::Key::SessionVersion(user_id.to_owned());
-        if let Some(cache::Value::SessionVersion(version)) = self.cache.get(&key) {
+        if let Some(cache::Value::SessionVersion(version)) = self.cached(&key).await? {
             return Ok(Some(version));
         }
         let epoch = self.cache.epoch();
@@ -70,7 +83,7 @@ impl Core {
             user_id: user_id.to_owned(),
             slug_or_id: slug_or_id.to_owned(),
         };
-        let found = match self.cache.get(&key) {
+        let found = match self.cached(&key).await? {
             Some(cache::Value::Visible(found)) => found,
             _ => {
                 let epoch = self.cache.epoch();
@@ -135,21 +148,26 @@ impl Core {
             .filter(|k| k.kind == kind)
             .ok_or_else(unauthorized)?;
         let now = self.now();
-        let key = cache::Key::Credential(kind, presented.lookup());
-        if let Some(cache::Value::Credential(project, expires_at)) = self.cache.get(&key) {
+        let lookup = presented.lookup();
+        let key = cache::Key::Credential(kind, lookup.clone());
+        // A recent miss is trusted without reading the change counter (see `cache`).
+        if let Some(cache::Value::UnknownCredential) = self.cache.get(&key) {
+            return Err(unauthorized());
+        }
+        if let Some(cache::Value::Credential(project, expires_at)) = self.cached(&key).await? {
             return match expires_at {
                 Some(at) if at <= now => Err(unauthorized()),
                 _ => Ok((*project).clone()),
             };
         }
         let epoch = self.cache.epoch();
-        let lookup = match &key {
-            cache::Key::Credential(_, lookup) => lookup.as_str(),
-            _ => unreachable!("built above"),
+        let Some((project, expires_at)) =
+            projects::by_active_key(self.store.reader(), kind, &lookup, now).await?
+        else {
+            self.cache
+                .insert(key, cache::Value::UnknownCredential, epoch);
+            return Err(unauthorized());
         };
-        let (project, expires_at) = projects::by_active_key(self.store.reader(), kind, lookup, now)
-            .await?
-            .ok_or_else(unauthorized)?;
         self.cache.insert(
             key,
             cache::Value::Credential(Arc::new(project.clone()), expires_at),
@@ -164,7 +182,7 @@ impl Core {
         project_id: &str,
     ) -> Result<(Option<String>, Option<String>)> {
         let key = cache::Key::CurrentKeys(project_id.to_owned());
-        if let Some(cache::Value::CurrentKeys(public, hint)) = self.cache.get(&key) {
+        if let Some(cache::Value::CurrentKeys(public, hint)) = self.cached(&key).await? {
             return Ok((public, hint));
         }
         let epoch = self.cache.epoch();

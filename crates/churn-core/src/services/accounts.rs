@@ -26,11 +26,11 @@ use crate::config::Registration;
 use crate::domain::email::Email;
 use crate::domain::password;
 use crate::domain::subscription::{SubscriptionStatus, trial_end};
-use crate::domain::validation::{Validator, required_text};
+use crate::domain::validation::{Validator, required_line};
 use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
-use crate::jobs::Job;
+use crate::jobs::{Job, JobRun};
 use crate::store::Store;
 use crate::store::users::{self, OneTime, UserRecord};
 use crate::time::Timestamp;
@@ -66,7 +66,7 @@ pub struct CreatedAccount {
 impl Accounts {
     pub async fn register(&self, req: RegisterRequest) -> Result<Session> {
         let mut v = Validator::new();
-        let name = v.check("name", required_text(&req.name, 200));
+        let name = v.check("name", required_line(&req.name, 200));
         let email = v.check("email", Email::parse(&req.email));
         v.check("password", password::check(&req.password));
         v.finish()?;
@@ -300,6 +300,7 @@ impl Accounts {
         &self,
         email: &str,
         purpose: AccountEmail,
+        run: &JobRun,
     ) -> Result<()> {
         let now = self.core.now();
         for kind in [OneTime::Reset, OneTime::Verification] {
@@ -315,6 +316,13 @@ impl Accounts {
             );
             return Ok(());
         };
+        if !run.claim_email(now).await? {
+            tracing::warn!(
+                purpose = purpose.as_str(),
+                "an account email claimed by an earlier run that did not finish is not sent again"
+            );
+            return Ok(());
+        }
         let (kind, valid_for) = match purpose {
             AccountEmail::PasswordReset => {
                 let since = now - RESET_EMAIL_INTERVAL;
@@ -356,6 +364,9 @@ impl Accounts {
             Ok(()) => Ok(()),
             Err(failure) => {
                 users::delete_token(self.core.store.writer(), kind, &hash).await?;
+                if failure.is_some() {
+                    run.release_email().await?;
+                }
                 // A retry after a passing failure must not be throttled by this attempt; a
                 // refused address keeps the throttle.
                 if purpose == AccountEmail::PasswordReset && failure.is_some() {
@@ -432,7 +443,7 @@ pub(super) async fn create_with_password_link(
     email: &str,
 ) -> Result<CreatedAccount> {
     let mut v = Validator::new();
-    let name = v.check("name", required_text(name, 200));
+    let name = v.check("name", required_line(name, 200));
     let email = v.check("email", Email::parse(email));
     v.finish()?;
     let (Some(name), Some(email)) = (name, email) else {

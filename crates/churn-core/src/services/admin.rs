@@ -132,6 +132,7 @@ impl Admin {
             cache: Arc::new(AccessCache::new(false)),
             tracked: super::ingest::group(),
             encryption_key,
+            scoring: Arc::default(),
         }
     }
 

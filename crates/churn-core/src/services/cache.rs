@@ -6,12 +6,18 @@
 //! Correctness rests on invalidation, not on the TTL: every write that changes projects,
 //! memberships, keys, session versions, connections or dunning configurations clears the cache after it commits, and on PostgreSQL it also notifies
 //! the other server processes, which clear theirs. While a process is not listening (at
-//! start, or after losing the listener connection) it does not cache at all. An epoch
-//! counter keeps a lookup that raced with a change from storing what it read before it.
-//! The TTL only bounds staleness from writers that cannot notify (the admin CLI on SQLite).
+//! start, or after losing the listener connection) it does not cache at all. On SQLite, where
+//! nothing can notify, every change also counts itself in `access_changes`, and a process
+//! reads that counter before using what it cached (`observe`), so a change made by the admin
+//! CLI or another process holds on the next request. An epoch counter keeps a lookup that
+//! raced with a change from storing what it read before it.
+//!
+//! Keys found unknown are remembered too, so a stream of made-up keys costs one database read
+//! each, not one per request; that memory is used without reading the counter, as nothing
+//! makes an unknown key valid (new keys are random).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use moka::sync::Cache;
@@ -31,7 +37,7 @@ const CAPACITY: u64 = 100_000;
 pub(super) enum Key {
     /// Projects a user may see under a slug or id.
     Visible { user_id: String, slug_or_id: String },
-    /// The project of an active key (by its kind and lookup value).
+    /// The project of an active key (by its kind and lookup value), or that it has none.
     Credential(KeyKind, String),
     /// A project's current public key and secret key hint.
     CurrentKeys(String),
@@ -47,6 +53,8 @@ pub(super) enum Key {
 pub(super) enum Value {
     Visible(Arc<Vec<(ProjectRecord, Role)>>),
     Credential(Arc<ProjectRecord>, Option<Timestamp>),
+    /// No active key has this lookup value.
+    UnknownCredential,
     CurrentKeys(Option<String>, Option<String>),
     SessionVersion(i64),
     Connection(Option<Arc<ConnectionRecord>>),
@@ -57,6 +65,8 @@ pub(super) struct AccessCache {
     entries: Cache<Key, Value>,
     epoch: AtomicU64,
     live: AtomicBool,
+    /// The highest `access_changes` count observed (SQLite); -1 before the first.
+    seen_changes: AtomicI64,
 }
 
 impl AccessCache {
@@ -70,6 +80,19 @@ impl AccessCache {
                 .build(),
             epoch: AtomicU64::new(0),
             live: AtomicBool::new(live),
+            seen_changes: AtomicI64::new(-1),
+        }
+    }
+
+    pub(super) fn is_live(&self) -> bool {
+        self.live.load(Ordering::Acquire)
+    }
+
+    /// Drops everything when `changes` (the `access_changes` count just read) is newer than
+    /// any seen before: another process changed access since.
+    pub(super) fn observe(&self, changes: i64) {
+        if self.seen_changes.fetch_max(changes, Ordering::AcqRel) < changes {
+            self.invalidate();
         }
     }
 
@@ -148,6 +171,24 @@ mod tests {
         assert!(cache.get(&key).is_some());
         cache.invalidate();
         assert!(cache.get(&key).is_none());
+    }
+
+    #[test]
+    fn a_newer_change_count_drops_everything_once() {
+        let cache = AccessCache::new(true);
+        let key = Key::CurrentKeys("p1".into());
+        cache.observe(0);
+        cache.insert(key.clone(), value(), cache.epoch());
+        cache.observe(0);
+        assert!(cache.get(&key).is_some(), "no change since");
+        cache.observe(1);
+        assert!(cache.get(&key).is_none(), "another process changed access");
+        cache.insert(key.clone(), value(), cache.epoch());
+        cache.observe(0);
+        assert!(
+            cache.get(&key).is_some(),
+            "an older count read late changes nothing"
+        );
     }
 
     #[test]

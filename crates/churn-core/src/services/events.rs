@@ -16,7 +16,7 @@ use crate::domain::lifecycle::{Action, EventStatus, transition};
 use crate::domain::role::Permission;
 use crate::domain::settings::AutopilotSettings;
 use crate::domain::strategy::{ReasonCode, classify};
-use crate::domain::validation::{Validator, optional_text};
+use crate::domain::validation::{Validator, one_line, optional_text};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::jobs::Job;
@@ -145,7 +145,7 @@ impl Core {
         let name = new
             .customer_name
             .as_deref()
-            .and_then(|n| v.check("customer_name", optional_text(n, 200)));
+            .and_then(|n| v.check("customer_name", one_line(n, 200)));
         let event_type = match new.event_type.as_deref().map(str::trim) {
             Some(t) if EVENT_TYPES.contains(&t) => Some(t.to_owned()),
             Some("") | None => {

@@ -101,6 +101,8 @@ pub struct Core {
     tracked: group::Group<ingest::Batch, u64>,
     /// Seals and opens the projects' webhook secrets.
     encryption_key: Arc<EncryptionKey>,
+    /// The scoring run going on per project, which a second caller joins.
+    scoring: Arc<risk::Runs>,
 }
 
 impl Core {
@@ -248,6 +250,7 @@ impl Churn {
         let tracking = Arc::new(TrackingKeys::new(tracking_secret.as_bytes()));
         let core = Core {
             tracked: ingest::group(),
+            scoring: Arc::default(),
             store,
             clock,
             cache,

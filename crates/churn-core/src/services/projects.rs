@@ -13,7 +13,7 @@ use crate::domain::origin;
 use crate::domain::role::{Permission, Role};
 use crate::domain::settings::ProjectSettings;
 use crate::domain::slug;
-use crate::domain::validation::{Validator, optional_text, required_text};
+use crate::domain::validation::{Validator, optional_text, required_line};
 use crate::domain::webhook_secrets::{OVERLAP, WebhookSecrets};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
@@ -40,7 +40,7 @@ impl NewProject {
         support_email: Option<&str>,
     ) -> Result<Self> {
         let mut v = Validator::new();
-        let name = v.check("name", required_text(name, 200));
+        let name = v.check("name", required_line(name, 200));
         let product_type =
             product_type.and_then(|t| v.check("product_type", optional_text(t, 100)));
         let support_email = support_email
@@ -174,7 +174,7 @@ impl Core {
             .modify_project(&access.project.id, |next| {
                 let mut v = Validator::new();
                 if let Some(name) = &req.name
-                    && let Some(name) = v.check("name", required_text(name, 200))
+                    && let Some(name) = v.check("name", required_line(name, 200))
                 {
                     next.name = name;
                 }

@@ -10,7 +10,6 @@ use hickory_resolver::Resolver;
 use hickory_resolver::config::{NameServerConfig, ResolverConfig};
 use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::proto::rr::RData;
-use lettre::message::Mailbox;
 use rand::Rng;
 
 use super::Sending;
@@ -19,7 +18,7 @@ use crate::api::email_rules::{DnsRecord, EmailSettings, UpdateEmailSettings};
 use crate::domain::email::Email;
 use crate::domain::role::Permission;
 use crate::domain::sender::{domain_of, record_name, record_value};
-use crate::domain::validation::Validator;
+use crate::domain::validation::{Validator, one_line};
 use crate::error::{Error, Result};
 use crate::store::email_settings::{self, EmailSettingsRecord};
 use crate::store::projects::ProjectRecord;
@@ -72,10 +71,9 @@ fn view(s: Option<EmailSettingsRecord>) -> EmailSettings {
 }
 
 fn mailbox(name: &str, address: &str) -> Result<String> {
-    let address = address
-        .parse()
-        .map_err(|e| Error::internal(format!("sender address {address:?}: {e}")))?;
-    Ok(Mailbox::new(Some(name.to_owned()), address).to_string())
+    crate::email::mailbox(name, address)
+        .map(|m| m.to_string())
+        .map_err(|e| Error::internal(format!("sender {e}")))
 }
 
 impl Sending {
@@ -100,17 +98,10 @@ impl Sending {
         };
         let from_email = email("from_email", req.from_email);
         let reply_to = email("reply_to", req.reply_to);
-        let from_name = match req.from_name.as_deref().map(str::trim) {
-            None | Some("") => None,
-            Some(n) if n.chars().count() > MAX_FROM_NAME || n.contains(['\r', '\n']) => {
-                v.add(
-                    "from_name",
-                    format!("must be one line of at most {MAX_FROM_NAME} characters"),
-                );
-                None
-            }
-            Some(n) => Some(n.to_owned()),
-        };
+        let from_name = req
+            .from_name
+            .and_then(|n| v.check("from_name", one_line(&n, MAX_FROM_NAME)))
+            .filter(|n| !n.is_empty());
         v.finish()?;
 
         let mut tx = self.core.store.begin().await?;

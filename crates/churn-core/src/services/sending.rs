@@ -15,6 +15,7 @@ use crate::domain::cta::CallToAction;
 use crate::domain::lifecycle::{Action, EventStatus, transition};
 use crate::domain::role::Permission;
 use crate::domain::unsubscribe::SuppressionReason;
+use crate::domain::validation::one_line;
 use crate::domain::variant::{
     MAX_BODY_CHARS, MAX_SUBJECT_CHARS, VariantAction, VariantGuard, VariantStatus,
     transition as variant_transition,
@@ -51,13 +52,9 @@ impl Sending {
         let subject = match req.subject.as_deref().map(str::trim) {
             None => variant.subject.clone(),
             Some("") => return Err(Error::invalid_field("subject", "must not be empty")),
-            Some(s) if s.chars().count() > MAX_SUBJECT_CHARS || s.contains('\n') => {
-                return Err(Error::invalid_field(
-                    "subject",
-                    format!("must be one line of at most {MAX_SUBJECT_CHARS} characters"),
-                ));
+            Some(s) => {
+                one_line(s, MAX_SUBJECT_CHARS).map_err(|m| Error::invalid_field("subject", m))?
             }
-            Some(s) => s.to_owned(),
         };
         let (body, body_text) = match req.body.as_deref() {
             None => (variant.body.clone(), variant.body_text.clone()),

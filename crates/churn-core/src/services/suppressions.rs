@@ -4,6 +4,7 @@
 
 use super::Sending;
 use super::access::ProjectAccess;
+use super::behavior::{meta, paging};
 use crate::api::Meta;
 use crate::api::email_rules::{PageQuery, Suppression};
 use crate::domain::role::Permission;
@@ -11,9 +12,6 @@ use crate::domain::unsubscribe::SuppressionReason;
 use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
 use crate::store::{projects, suppressions};
-
-const DEFAULT_PER_PAGE: i64 = 20;
-const MAX_PER_PAGE: i64 = 100;
 
 /// Whose unsubscribe a token names, for the page that confirms it.
 #[derive(Debug, Clone)]
@@ -104,14 +102,7 @@ impl Sending {
     ) -> Result<(Vec<Suppression>, Meta)> {
         access.authorize(Permission::Read)?;
         let mut v = Validator::new();
-        let page = q.page.unwrap_or(1);
-        if page < 1 {
-            v.add("page", "must be at least 1");
-        }
-        let per_page = q.per_page.unwrap_or(DEFAULT_PER_PAGE);
-        if !(1..=MAX_PER_PAGE).contains(&per_page) {
-            v.add("per_page", format!("must be between 1 and {MAX_PER_PAGE}"));
-        }
+        let (page, per_page) = paging(&mut v, q.page, q.per_page);
         v.finish()?;
         let db = self.core.store.reader();
         let total = suppressions::count(db, &access.project.id).await?;
@@ -122,12 +113,7 @@ impl Sending {
             (page - 1).saturating_mul(per_page),
         )
         .await?;
-        let meta = Meta {
-            page: page as u32,
-            per_page: per_page as u32,
-            total,
-            total_pages: total.div_ceil(per_page as u64),
-        };
+        let meta = meta(page, per_page, total);
         let items = rows
             .into_iter()
             .map(|r| Suppression {

@@ -19,10 +19,10 @@ use crate::domain::role::{Permission, Role};
 use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
-use crate::jobs::Job;
+use crate::jobs::{Job, JobRun};
 use crate::store::projects;
 use crate::store::team::{self, InvitationRecord, MemberRecord};
-use crate::store::users::UserRecord;
+use crate::store::users::{self, UserRecord};
 
 fn invitation_not_found() -> Error {
     Error::NotFound("invitation not found".into())
@@ -158,8 +158,20 @@ impl Team {
             .ok_or_else(invitation_not_found)
     }
 
-    /// Joins the invitee (the signed-in user, whose address must be the invited one).
+    /// Joins the invitee: the signed-in user, whose address must be the invited one and
+    /// verified, since whoever holds the token could otherwise register the address and
+    /// join (decisions §20).
     pub async fn accept(&self, user: &UserRecord, token: &str) -> Result<Accepted> {
+        self.join(user, token, false).await
+    }
+
+    /// `accept` for an account just registered through the invitation page: the token came
+    /// by email to the invited address, so using it verifies the address.
+    pub async fn accept_registered(&self, user: &UserRecord, token: &str) -> Result<Accepted> {
+        self.join(user, token, true).await
+    }
+
+    async fn join(&self, user: &UserRecord, token: &str, proves_address: bool) -> Result<Accepted> {
         let invitation = self.by_token(token).await?;
         if invitation.email != user.email {
             return Err(Error::Forbidden(
@@ -168,9 +180,15 @@ impl Team {
         }
         let now = self.core.now();
         usable(&invitation, now)?;
+        if !proves_address && user.email_verified_at.is_none() {
+            return Err(Error::Forbidden("verify your email address first".into()));
+        }
         let mut tx = self.core.store.begin().await?;
         if !team::mark_accepted(&mut *tx, &invitation.id, now).await? {
             return Err(already_used());
+        }
+        if proves_address {
+            users::mark_email_verified(&mut *tx, &user.id, now).await?;
         }
         team::add_member(
             &mut *tx,
@@ -262,7 +280,11 @@ impl Team {
 
     /// Runs a `Job::InvitationEmail`: sends the link of an invitation still open. Email not
     /// configured: nothing to do (the inviter has the link from the answer).
-    pub(crate) async fn send_invitation_email(&self, invitation_id: &str) -> Result<()> {
+    pub(crate) async fn send_invitation_email(
+        &self,
+        invitation_id: &str,
+        run: &JobRun,
+    ) -> Result<()> {
         let Some(invitation) = team::open_by_id(self.core.store.reader(), invitation_id).await?
         else {
             return Ok(());
@@ -300,6 +322,12 @@ impl Team {
             ),
             message_id: format!("{}@churn", uuid::Uuid::new_v4()),
         };
+        if !run.claim_email(self.core.now()).await? {
+            tracing::warn!(
+                "an invitation email claimed by an earlier run that did not finish is not sent again"
+            );
+            return Ok(());
+        }
         match transport.send(&message).await {
             Ok(()) => Ok(()),
             // Refused for good: retrying cannot help.
@@ -307,10 +335,13 @@ impl Team {
                 tracing::warn!(error = %m, "invitation email refused");
                 Ok(())
             }
-            Err(SendError::Failed(m)) => Err(Error::upstream(
-                "the email server did not accept the invitation email",
-                m,
-            )),
+            Err(SendError::Failed(m)) => {
+                run.release_email().await?;
+                Err(Error::upstream(
+                    "the email server did not accept the invitation email",
+                    m,
+                ))
+            }
         }
     }
 }

@@ -6,6 +6,7 @@
 //! allows one writer at a time anyway, and queueing writers in the pool avoids `SQLITE_BUSY`
 //! on transactions that read before they write.
 
+pub mod access_changes;
 pub mod alerts;
 pub mod analytics;
 pub mod behavior;
@@ -147,9 +148,11 @@ impl Store {
     }
 
     /// Tells every server process sharing this database that projects, memberships or keys
-    /// changed, so they drop cached access decisions. Delivered when `tx` commits; SQLite is
-    /// served by one process, which invalidates its own cache.
+    /// changed, so they drop cached access decisions. Delivered when `tx` commits: on
+    /// PostgreSQL by NOTIFY; on SQLite (the admin CLI, a second server on the same file) by
+    /// the change counter each process reads before trusting its cache.
     pub async fn announce_access_change(&self, tx: &mut Tx) -> Result<()> {
+        access_changes::bump(tx).await?;
         if let Some(notify) = self.backend.notify(ACCESS_CHANNEL) {
             sqlx::query(&notify).execute(&mut **tx).await?;
         }

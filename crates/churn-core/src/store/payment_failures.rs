@@ -397,19 +397,26 @@ pub async fn list<'e>(
         .await?)
 }
 
-/// Counts by status: (status, records, amount sum, currency).
+/// Counts by status: (status, currency, records, amount sum). The sum is taken as a float,
+/// which cannot overflow (an integer SUM fails on SQLite and in the cast on PostgreSQL once
+/// it passes `i64::MAX`), and saturates on the way back.
 pub async fn totals<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Vec<(String, String, i64, i64)>> {
-    let rows: Vec<(String, String, i64, i64)> = sqlx::query_as(
-        "SELECT status, currency, CAST(COUNT(*) AS BIGINT), CAST(COALESCE(SUM(amount), 0) AS BIGINT) \
+    let rows: Vec<(String, String, i64, f64)> = sqlx::query_as(
+        "SELECT status, currency, CAST(COUNT(*) AS BIGINT), \
+         COALESCE(SUM(CAST(amount AS DOUBLE PRECISION)), 0.0) \
          FROM payment_failures WHERE project_id = $1 GROUP BY status, currency",
     )
     .bind(project_id)
     .fetch_all(db)
     .await?;
-    Ok(rows)
+    // `as` saturates a float beyond the range of i64.
+    Ok(rows
+        .into_iter()
+        .map(|(status, currency, n, sum)| (status, currency, n, sum as i64))
+        .collect())
 }
 
 /// What a settled step changes; guarded by the attempt count it started from.

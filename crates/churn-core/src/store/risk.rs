@@ -5,7 +5,8 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{Backend, Writes, json_array, ts, ts_opt};
+use super::{Backend, Store, Tx, Writes, json_array, ts, ts_opt};
+use crate::api::risk::Recomputed;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -386,6 +387,62 @@ pub async fn lock_scoring(
             .execute(&mut *db)
             .await?;
     }
+    Ok(())
+}
+
+/// Holds the lock of the project's scoring runs until the returned transaction ends, so that
+/// processes sharing PostgreSQL run one at a time; `None` where one process serves the
+/// database (SQLite), whose in-process single flight is enough.
+pub async fn lock_runs(store: &Store, project_id: &str) -> Result<Option<Tx>> {
+    let Some(sql) = store.backend().transaction_lock() else {
+        return Ok(None);
+    };
+    let mut tx = store.begin().await?;
+    sqlx::query(sql)
+        .bind(format!("risk_runs:{project_id}"))
+        .execute(&mut *tx)
+        .await?;
+    Ok(Some(tx))
+}
+
+/// How many scoring runs of the project finished, and the last one's result.
+pub async fn last_run<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<(i64, Recomputed)> {
+    let row: Option<(i64, i64, i64)> =
+        sqlx::query_as("SELECT finished, scored, alerts FROM risk_runs WHERE project_id = $1")
+            .bind(project_id)
+            .fetch_optional(db)
+            .await?;
+    let (finished, scored, alerts) = row.unwrap_or_default();
+    let count = |n: i64| u64::try_from(n).unwrap_or_default();
+    Ok((
+        finished,
+        Recomputed {
+            scored: count(scored),
+            alerts: count(alerts),
+        },
+    ))
+}
+
+/// Counts a finished run of the project, keeping its result.
+pub async fn record_run<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    result: &Recomputed,
+) -> Result<()> {
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    sqlx::query(
+        "INSERT INTO risk_runs (project_id, finished, scored, alerts) VALUES ($1, 1, $2, $3) \
+         ON CONFLICT (project_id) DO UPDATE SET finished = risk_runs.finished + 1, \
+         scored = excluded.scored, alerts = excluded.alerts",
+    )
+    .bind(project_id)
+    .bind(count(result.scored))
+    .bind(count(result.alerts))
+    .execute(db)
+    .await?;
     Ok(())
 }
 

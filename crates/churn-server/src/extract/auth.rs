@@ -4,13 +4,15 @@
 //! only while its session version is current (the services check it, from cache on project
 //! routes), so revoked tokens are refused everywhere.
 
-use axum::extract::{FromRequestParts, RawPathParams};
+use axum::extract::{FromRequestParts, MatchedPath, RawPathParams};
 use axum::http::header;
 use axum::http::request::Parts;
+use churn_core::domain::keys::PresentedKey;
 use churn_core::services::ProjectAccess;
 use churn_core::store::users::UserRecord;
 
 use crate::error::ApiError;
+use crate::routes::cancel_flow;
 use crate::state::AppState;
 
 pub const API_KEY_HEADER: &str = "x-api-key";
@@ -109,6 +111,59 @@ impl FromRequestParts<AppState> for SecretKeyProject {
             state.churn.core().project_for_secret_key(key, None).await?,
         ))
     }
+}
+
+/// Who an idempotent answer belongs to (decisions §3, §20): every credential the request
+/// presents, authenticated as the routes do and bound to the project it acts on, so a stored
+/// answer is only ever replayed to a caller that would be let in now, and never across
+/// projects. A role is part of it: after a role change a repeat runs as a first request and
+/// is authorized anew. `Some("")` when the request presents no credential at all; `None`
+/// when one does not authenticate (or not for the project in the path), as the route would
+/// then refuse the request.
+pub(crate) async fn idempotency_credential(
+    parts: &mut Parts,
+    state: &AppState,
+    body: &[u8],
+) -> Option<String> {
+    let core = state.churn.core();
+    let slug = path_slug(parts, state).await.ok();
+    let mut credential = Vec::new();
+    if let Some(token) = bearer(parts) {
+        let user_id = state.churn.accounts().verify_session(token).await.ok()?;
+        credential.push(match &slug {
+            Some(slug) => {
+                let access = core.project_for_user(&user_id, slug).await.ok()?;
+                format!(
+                    "project:{}:user:{user_id}:{:?}",
+                    access.project.id, access.actor
+                )
+            }
+            None => format!("user:{user_id}"),
+        });
+    }
+    if let Some(key) = api_key(parts) {
+        let access = core
+            .project_for_secret_key(key, slug.as_deref())
+            .await
+            .ok()?;
+        let lookup = PresentedKey::parse(key)?.lookup();
+        credential.push(format!("project:{}:secret:{lookup}", access.project.id));
+    }
+    let path = parts
+        .extensions
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str);
+    if path == Some(cancel_flow::SUBMIT_PATH) {
+        // The widget's key may also sit in the query or the body.
+        if let Some((project_id, lookup)) =
+            cancel_flow::submitter(state, &parts.headers, &parts.uri, body)
+                .await
+                .ok()?
+        {
+            credential.push(format!("project:{project_id}:public:{lookup}"));
+        }
+    }
+    Some(credential.join(" "))
 }
 
 fn session_required() -> ApiError {

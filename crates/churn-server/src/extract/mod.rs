@@ -6,6 +6,7 @@ mod json;
 mod legacy;
 mod query;
 
+pub(crate) use auth::idempotency_credential;
 pub use auth::{
     API_KEY_HEADER, AdminProject, ApiProject, Caller, ProjectScope, SecretKeyProject, SessionUser,
 };

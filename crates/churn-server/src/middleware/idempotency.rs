@@ -3,11 +3,16 @@
 //! request; the same key with another request, or while the first still runs, is 409. Answers
 //! of 5xx are not stored, so a retry runs again.
 //!
-//! The credential is the user of a verified session token, else the SHA-256 of the API key.
-//! Anonymous POSTs (register, login, password reset, identity-provider sign-in) have neither:
-//! their answers are keyed by the whole request (path and body) as well, so only a caller who
-//! sends the same bytes, credentials included, gets the stored answer, and the same key with
-//! another body simply runs as a new request.
+//! A repeat is authenticated and authorized like a first request before any stored answer is
+//! used (decisions §20): the credential is every credential the request presents (session
+//! user, secret key, the widget's public key with its origin), each checked now and bound to
+//! the project it acts on and, for a user, the role (`extract::idempotency_credential`). A
+//! request whose credential would be refused runs as a first request, unkeyed, and is refused
+//! by its route; a removed member or a rotated-away key thus never replays its old answers,
+//! and one project's answer never reaches another's key. Anonymous POSTs (register, login,
+//! password reset, identity-provider sign-in) present none: their answers are keyed by the
+//! whole request (path and body) as well, so only a caller who sends the same bytes gets the
+//! stored answer, and the same key with another body simply runs as a new request.
 //!
 //! A stored answer keeps its CORS headers: a browser that retries a cancel-flow submission
 //! reads the replay as it would have read the first answer. The first answer had them only
@@ -29,7 +34,7 @@ use churn_core::api::FieldError;
 use churn_core::store::idempotency::{self, Attempt, Claim, StoredAnswer};
 
 use crate::error::ApiError;
-use crate::extract::API_KEY_HEADER;
+use crate::extract::idempotency_credential;
 use crate::routes::MAX_BODY_BYTES;
 use crate::state::AppState;
 
@@ -70,7 +75,7 @@ pub async fn idempotency(
         .into_response_for(&path);
     };
     let key = key.to_owned();
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     // The body layer has read it already (at most the limit); this only takes it back.
     let bytes = match to_bytes(body, MAX_BODY_BYTES).await {
         Ok(bytes) => bytes,
@@ -81,10 +86,16 @@ pub async fn idempotency(
     };
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let fingerprint = idempotency::fingerprint("POST", target, &bytes);
-    let scope = idempotency::scope(
-        &credential(&state, &parts.headers, &fingerprint).await,
-        &key,
-    );
+    let credential = match idempotency_credential(&mut parts, &state, &bytes).await {
+        None => {
+            return next
+                .run(Request::from_parts(parts, Body::from(bytes)))
+                .await;
+        }
+        Some(none) if none.is_empty() => format!("anonymous:{fingerprint}"),
+        Some(credential) => credential,
+    };
+    let scope = idempotency::scope(&credential, &key);
     let owner = uuid::Uuid::new_v4().to_string();
     let attempt = Attempt {
         scope: &scope,
@@ -234,30 +245,6 @@ impl Drop for ReleaseOnDrop {
             });
         }
     }
-}
-
-/// Who the stored answer belongs to (see the module docs).
-async fn credential(state: &AppState, headers: &HeaderMap, fingerprint: &str) -> String {
-    let text = |name| {
-        headers
-            .get(name)
-            .and_then(|v: &HeaderValue| v.to_str().ok())
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-    };
-    let token = text(header::AUTHORIZATION.as_str())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token.trim());
-    if let Some(token) = token
-        && let Ok(user_id) = state.churn.accounts().verify_session(token).await
-    {
-        return format!("user:{user_id}");
-    }
-    if let Some(key) = text(API_KEY_HEADER) {
-        return format!("key:{}", idempotency::hash(&[key.as_bytes()]));
-    }
-    format!("anonymous:{fingerprint}")
 }
 
 /// 1–255 visible ASCII characters.

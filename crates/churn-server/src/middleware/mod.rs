@@ -76,16 +76,27 @@ pub async fn tag_route(path: MatchedPath, req: Request, next: Next) -> Response 
     response
 }
 
-/// The request path as logged: an invitation's token is a credential, so it is left out.
+/// Path prefixes whose next segment is a token, a credential: invitations (page and API),
+/// unsubscribe links, tracking pixels and links, card-update pages. Reset and verification
+/// links carry theirs in the query, which is never logged. A route whose path holds a token
+/// is added here; metric labels are route templates, which hold no values at all.
+const TOKEN_PREFIXES: &[&str] = &[
+    "/invitations/",
+    "/api/v1/invitations/",
+    "/u/",
+    "/t/",
+    "/pay/",
+];
+
+/// The request path as logged and traced: a token in it becomes `…` (decisions §20).
 pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
-    const INVITATIONS: &str = "/api/v1/invitations/";
-    match path.strip_prefix(INVITATIONS) {
-        Some(rest) => {
+    for prefix in TOKEN_PREFIXES {
+        if let Some(rest) = path.strip_prefix(prefix) {
             let tail = rest.find('/').map_or("", |i| &rest[i..]);
-            format!("{INVITATIONS}[token]{tail}").into()
+            return format!("{prefix}…{tail}").into();
         }
-        None => path.into(),
     }
+    path.into()
 }
 
 /// Outside every other layer: counts and times every request, including those refused
@@ -126,18 +137,25 @@ mod tests {
     use super::loggable_path;
 
     #[test]
-    fn invitation_tokens_stay_out_of_logged_paths() {
-        assert_eq!(
-            loggable_path("/api/v1/invitations/s3cr3t-T0ken/accept"),
-            "/api/v1/invitations/[token]/accept"
-        );
-        assert_eq!(
-            loggable_path("/api/v1/invitations/s3cr3t"),
-            "/api/v1/invitations/[token]"
-        );
-        assert_eq!(
-            loggable_path("/api/v1/projects/acme/invitations/123"),
-            "/api/v1/projects/acme/invitations/123"
-        );
+    fn tokens_stay_out_of_logged_paths() {
+        for (path, logged) in [
+            (
+                "/api/v1/invitations/s3cr3t-T0ken/accept",
+                "/api/v1/invitations/…/accept",
+            ),
+            ("/api/v1/invitations/s3cr3t", "/api/v1/invitations/…"),
+            ("/invitations/s3cr3t", "/invitations/…"),
+            ("/u/s3cr3t", "/u/…"),
+            ("/t/s3cr3t.gif", "/t/…"),
+            ("/t/s3cr3t/c", "/t/…/c"),
+            ("/pay/s3cr3t", "/pay/…"),
+            (
+                "/api/v1/projects/acme/invitations/123",
+                "/api/v1/projects/acme/invitations/123",
+            ),
+            ("/reset-password", "/reset-password"),
+        ] {
+            assert_eq!(loggable_path(path), logged);
+        }
     }
 }

@@ -1,10 +1,16 @@
 //! Rate limits with `X-RateLimit-Limit/Remaining/Reset` on every response: per IP, credential
-//! routes 5 rps (burst 10), everything else 10 rps (burst 30); `POST /track` with a key is
-//! outside those and limited per secret key instead, 100 rps (burst 200). Tokens refill continuously
-//! (GCRA); `Reset` is the seconds until the bucket is full again. An IPv6 client is keyed by
-//! its /64, the block one subscriber gets, so rotating addresses inside it gains nothing.
-//! Cancel-flow submissions are also limited per public key (10 per 15 s), checked by their
-//! handler once it knows the key; their answers carry that limit's headers instead.
+//! routes 5 rps (burst 10), everything else 10 rps (burst 30). Two kinds of route are limited
+//! per key instead, once the key has authenticated (decisions §20): `/track` per secret key,
+//! 100 rps (burst 200), and inbound provider webhooks per public key, 200 rps (burst 1,000),
+//! since a provider delivers for every tenant from a few addresses. A key that does not
+//! authenticate is charged to its IP's bucket, so made-up keys buy no buckets of their own
+//! (and, remembered as unknown, cost no database read after the first). Buckets are keyed
+//! by the key itself, not by its spelling (`sk_`/`cg_sk_`, `pub_`/`cg_pub_`).
+//! Tokens refill continuously (GCRA); `Reset` is the seconds until the bucket is full again.
+//! An IPv6 client is keyed by its /64, the block one subscriber gets, so rotating addresses
+//! inside it gains nothing. Cancel-flow submissions are also limited per public key (10 per
+//! 15 s), checked by their handler once it knows the key; their answers carry that limit's
+//! headers instead.
 
 use std::hash::Hash;
 use std::net::{IpAddr, Ipv6Addr};
@@ -98,8 +104,10 @@ impl Stamp {
 pub struct RateLimits {
     auth: Bucket,
     general: Bucket,
-    /// `POST /track`, keyed by the presented API key.
+    /// `/track`, keyed by an authenticated secret key.
     tracking: Bucket<String>,
+    /// Inbound provider webhooks, keyed by an authenticated public key.
+    webhooks: Bucket<String>,
     /// Cancel-flow submissions per public key: 10 per 15 s (decisions §11).
     cancel_flow: Bucket<String>,
     clock: DefaultClock,
@@ -109,6 +117,8 @@ const CANCEL_FLOW_BURST: u32 = 10;
 const CANCEL_FLOW_PERIOD: Duration = Duration::from_secs(15);
 
 const TRACK_ROUTE: &str = "/api/v1/track";
+/// Followed by `{provider}/{public_key}`.
+const WEBHOOKS_PREFIX: &str = "/api/v1/webhooks/";
 
 /// Routes that take credentials get the stricter limit.
 const CREDENTIAL_ROUTES: &[&str] = &[
@@ -129,6 +139,7 @@ impl RateLimits {
             auth: Bucket::new(5, 10),
             general: Bucket::new(10, 30),
             tracking: Bucket::new(100, 200),
+            webhooks: Bucket::new(200, 1_000),
             cancel_flow: Bucket::with_quota(
                 Quota::with_period(CANCEL_FLOW_PERIOD / CANCEL_FLOW_BURST)
                     .expect("non-zero period")
@@ -145,16 +156,17 @@ impl RateLimits {
             bucket.limiter.retain_recent();
             bucket.limiter.shrink_to_fit();
         }
-        for bucket in [&self.tracking, &self.cancel_flow] {
+        for bucket in [&self.tracking, &self.webhooks, &self.cancel_flow] {
             bucket.limiter.retain_recent();
             bucket.limiter.shrink_to_fit();
         }
     }
 
-    /// Counts a cancel-flow submission with this public key.
+    /// Counts a cancel-flow submission with this public key, whichever way it is spelled.
     pub fn check_cancel_flow(&self, public_key: &str, path: &str) -> Result<Stamp, Box<Response>> {
-        self.cancel_flow
-            .take(&public_key.to_owned(), &self.clock, path)
+        let key =
+            PresentedKey::parse(public_key).map_or_else(|| public_key.to_owned(), |k| k.lookup());
+        self.cancel_flow.take(&key, &self.clock, path)
     }
 }
 
@@ -181,19 +193,14 @@ impl RateLimits {
 pub struct RateLimitState {
     pub limits: Arc<RateLimits>,
     pub network: Arc<Network>,
+    /// Authenticates the keys of the routes limited per key (from its cache).
+    pub core: churn_core::services::Core,
 }
 
 pub async fn limit(State(state): State<Arc<RateLimitState>>, req: Request, next: Next) -> Response {
     let limits = &state.limits;
-    let key = (req.uri().path() == TRACK_ROUTE)
-        .then(|| req.headers().get(API_KEY_HEADER)?.to_str().ok())
-        .flatten()
-        .map(str::trim)
-        // Anything but a secret key is refused by the route; it stays under the IP limit.
-        .filter(|k| PresentedKey::parse(k).is_some_and(|p| p.kind == KeyKind::Secret))
-        .map(str::to_owned);
-    if let Some(key) = key {
-        return check(&limits.tracking, &key, &limits.clock, req, next).await;
+    if let Some((bucket, key)) = key_bucket(&state, req.uri().path(), req.headers()).await {
+        return check(bucket, &key, &limits.clock, req, next).await;
     }
     let bucket = if CREDENTIAL_ROUTES.contains(&req.uri().path()) {
         &limits.auth
@@ -202,6 +209,25 @@ pub async fn limit(State(state): State<Arc<RateLimitState>>, req: Request, next:
     };
     let client = limit_key(state.network.client_ip(&req));
     check(bucket, &client, &limits.clock, req, next).await
+}
+
+/// The per-key bucket of a request to `/track` or a webhook, and its key, when the key
+/// authenticates; `None` charges the request to its IP.
+async fn key_bucket<'s>(
+    state: &'s RateLimitState,
+    path: &str,
+    headers: &HeaderMap,
+) -> Option<(&'s Bucket<String>, String)> {
+    let (bucket, raw, kind) = if path == TRACK_ROUTE {
+        let raw = headers.get(API_KEY_HEADER)?.to_str().ok()?;
+        (&state.limits.tracking, raw, KeyKind::Secret)
+    } else {
+        let (_provider, raw) = path.strip_prefix(WEBHOOKS_PREFIX)?.split_once('/')?;
+        (&state.limits.webhooks, raw, KeyKind::Public)
+    };
+    let presented = PresentedKey::parse(raw).filter(|k| k.kind == kind)?;
+    state.core.project_for_key(raw, kind).await.ok()?;
+    Some((bucket, presented.lookup()))
 }
 
 /// Takes a token from `key`'s bucket and runs the request, or answers 429.
@@ -281,6 +307,29 @@ mod tests {
         assert!(limits.check_cancel_flow("pub_a", "/").is_err());
         assert!(limits.check_cancel_flow("pub_b", "/").is_ok(), "per key");
         assert_eq!(limits.cancel_flow.refill, Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn cancel_flow_counts_the_key_not_its_spelling() {
+        let limits = RateLimits::new();
+        for i in 0..10 {
+            let spelled = if i % 2 == 0 { "pub_a" } else { "cg_pub_a" };
+            assert!(limits.check_cancel_flow(spelled, "/").is_ok());
+        }
+        assert!(limits.check_cancel_flow("cg_pub_a", "/").is_err());
+        assert!(limits.check_cancel_flow("pub_a", "/").is_err());
+    }
+
+    #[test]
+    fn webhooks_get_a_thousand_per_key_then_two_hundred_a_second() {
+        let limits = RateLimits::new();
+        let key = "a".to_owned();
+        for _ in 0..1_000 {
+            assert!(limits.webhooks.limiter.check_key(&key).is_ok());
+        }
+        assert!(limits.webhooks.limiter.check_key(&key).is_err());
+        assert!(limits.webhooks.limiter.check_key(&"b".to_owned()).is_ok());
+        assert_eq!(limits.webhooks.refill, Duration::from_millis(5));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use churn_core::api::cancel_flow::{CancelReasonRecorded, CancelReasonSubmission, ConfigQuery};
 use churn_core::api::{Data, ErrorBody};
 use churn_core::domain::cancel_flow::{CancelFlow, CancelFlowInput};
+use churn_core::domain::keys::PresentedKey;
 use churn_core::services::ProjectAccess;
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -23,7 +24,7 @@ use crate::extract::{AdminProject, ApiJson, ApiQuery, ProjectScope};
 use crate::middleware::rate_limit::RateLimits;
 use crate::state::AppState;
 
-const SUBMIT_PATH: &str = "/api/v1/cancel-flow/reasons";
+pub(crate) const SUBMIT_PATH: &str = "/api/v1/cancel-flow/reasons";
 const PUBLIC_KEY_HEADER: &str = "x-public-key";
 /// Headers the widget may send, and those it may read, cross-origin.
 const ALLOW_HEADERS: &str = "content-type, x-public-key, idempotency-key, x-request-id";
@@ -75,9 +76,9 @@ pub async fn config(
     let access = match s.churn.core().widget_access(&key, origin).await {
         Ok(access) => access,
         Err(churn_core::Error::Unauthorized(_)) => {
-            return ApiError::not_found("no cancel flow for this key").into_response();
+            return with_vary(ApiError::not_found("no cancel flow for this key").into_response());
         }
-        Err(e) => return ApiError::from(e).into_response(),
+        Err(e) => return with_vary(ApiError::from(e).into_response()),
     };
     let answer = async {
         let ApiQuery(query) = query?;
@@ -120,23 +121,22 @@ pub async fn submit(
     body: Result<ApiJson<CancelReasonSubmission>, ApiError>,
 ) -> Response {
     let origin = origin_of(&headers);
-    let key = headers
-        .get(PUBLIC_KEY_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| query.as_ref().ok().and_then(|q| q.0.public_key.clone()))
-        .or_else(|| body.as_ref().ok().and_then(|b| b.0.public_key.clone()))
-        .map(|k| k.trim().to_owned())
-        .filter(|k| !k.is_empty());
+    let key = presented_key(
+        &headers,
+        query.as_ref().ok().and_then(|q| q.0.public_key.as_deref()),
+        body.as_ref().ok().and_then(|b| b.0.public_key.as_deref()),
+    );
     let Some(key) = key else {
-        return ApiError::unauthorized(
-            "a public key is required: X-Public-Key, ?public_key= or public_key in the body",
-        )
-        .into_response();
+        return with_vary(
+            ApiError::unauthorized(
+                "a public key is required: X-Public-Key, ?public_key= or public_key in the body",
+            )
+            .into_response(),
+        );
     };
     let access = match s.churn.core().widget_access(&key, origin).await {
         Ok(access) => access,
-        Err(e) => return ApiError::from(e).into_response(),
+        Err(e) => return with_vary(ApiError::from(e).into_response()),
     };
     let stamp = match limits
         .as_ref()
@@ -151,6 +151,47 @@ pub async fn submit(
         stamp.apply(response.headers_mut());
     }
     with_cors(response, origin)
+}
+
+/// The public key a submission presents: `X-Public-Key`, else `?public_key=`, else the body's.
+fn presented_key(headers: &HeaderMap, query: Option<&str>, body: Option<&str>) -> Option<String> {
+    headers
+        .get(PUBLIC_KEY_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .or(query)
+        .or(body)
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned)
+}
+
+/// The project a submission acts on and its key's lookup value, authenticated as `submit`
+/// does it (origin included): an idempotent repeat is checked this way before any stored
+/// answer is used. `Ok(None)` when no key is presented; an error when `submit` would refuse
+/// the key or the origin.
+pub(crate) async fn submitter(
+    s: &AppState,
+    headers: &HeaderMap,
+    uri: &axum::http::Uri,
+    body: &[u8],
+) -> churn_core::Result<Option<(String, String)>> {
+    let query: Option<KeyQuery> = serde_urlencoded::from_str(uri.query().unwrap_or("")).ok();
+    let body: Option<CancelReasonSubmission> = serde_json::from_slice(body).ok();
+    let Some(key) = presented_key(
+        headers,
+        query.as_ref().and_then(|q| q.public_key.as_deref()),
+        body.as_ref().and_then(|b| b.public_key.as_deref()),
+    ) else {
+        return Ok(None);
+    };
+    let access = s
+        .churn
+        .core()
+        .widget_access(&key, origin_of(headers))
+        .await?;
+    // `widget_access` accepted it, so it parses.
+    let lookup = PresentedKey::parse(&key).map(|k| k.lookup()).unwrap_or(key);
+    Ok(Some((access.project.id, lookup)))
 }
 
 async fn record(
@@ -245,7 +286,7 @@ fn with_cors(mut response: Response, origin: Option<&str>) -> Response {
     with_vary(response)
 }
 
-/// The answers depend on `Origin`: caches must keep them apart.
+/// The answers depend on `Origin`, refusals included: caches must keep them apart.
 fn with_vary(mut response: Response) -> Response {
     response
         .headers_mut()

@@ -3,7 +3,7 @@
 mod analytics;
 mod auth;
 mod behavior;
-mod cancel_flow;
+pub(crate) mod cancel_flow;
 mod dev;
 mod email_rules;
 mod events;
@@ -179,6 +179,7 @@ pub fn service(
             Arc::new(RateLimitState {
                 limits,
                 network: network.clone(),
+                core: state.churn.core().clone(),
             }),
             crate::middleware::rate_limit::limit,
         )

@@ -170,6 +170,7 @@ async fn invitation_submit(
         Err(e) => return failure(e, JOIN_TITLE),
     };
     let accounts = s.churn.accounts();
+    let registering = form.mode == "register";
     let session = match form.mode.as_str() {
         "register" => {
             accounts
@@ -203,8 +204,10 @@ async fn invitation_submit(
         }
         Err(e) => return failure(e, JOIN_TITLE),
     };
+    let team = s.churn.team();
     let joined = match accounts.authenticate(&session.token).await {
-        Ok(user) => s.churn.team().accept(&user, &token).await,
+        Ok(user) if registering => team.accept_registered(&user, &token).await,
+        Ok(user) => team.accept(&user, &token).await,
         Err(e) => Err(e),
     };
     match joined {
@@ -326,6 +329,16 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
          <body><main><h1>{title}</h1>{body}</main></body></html>",
         title = escape(title)
     );
+    html_page(status, html, HeaderValue::from_static(CSP))
+}
+
+/// The pages' content security policy: inline styles, forms to themselves, nothing else, and
+/// never in a frame. A page with scripts adds its own `script-src` and `connect-src`.
+pub(super) const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; \
+    form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// An HTML page that is not cached, sends no Referer and may not be framed.
+pub(super) fn html_page(status: StatusCode, html: String, csp: HeaderValue) -> Response {
     let mut response = (status, html).into_response();
     let headers = response.headers_mut();
     for (name, value) in [
@@ -333,14 +346,10 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
         (header::CACHE_CONTROL, "no-store"),
         (header::REFERRER_POLICY, "no-referrer"),
         (header::X_FRAME_OPTIONS, "DENY"),
-        (
-            header::CONTENT_SECURITY_POLICY,
-            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; \
-             frame-ancestors 'none'; base-uri 'none'",
-        ),
     ] {
         headers.insert(name, HeaderValue::from_static(value));
     }
+    headers.insert(header::CONTENT_SECURITY_POLICY, csp);
     response
 }
 

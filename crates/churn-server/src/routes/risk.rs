@@ -2,7 +2,6 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use churn_core::api::alerts::{Alert, AlertQuery};
 use churn_core::api::risk::{
     Recomputed, RiskConfig, RiskConfigPatch, RiskDetail, RiskModel, RiskQuery, RiskScore,
@@ -109,18 +108,15 @@ pub async fn alerts(
 /// minutes past its next attempt: its delivery job gave up).
 #[utoipa::path(post, path = "/projects/{slug}/churn-risk/alerts/{id}/redeliver", operation_id = "redeliver_churn_risk_alert", tag = "churn risk", security(("bearer" = [])),
     params(("slug" = String, Path), ("id" = String, Path)),
-    responses((status = 202, description = "pending again, its first attempt due now", body = Data<Alert>),
+    responses((status = 200, description = "pending again, its first attempt due now", body = Data<Alert>),
               (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 409, description = "the alert is pending (and not stuck)", body = ErrorBody)))]
 pub async fn redeliver(
     State(s): State<AppState>,
     ProjectScope(access): AdminProject,
     Path((_, id)): Path<(String, String)>,
-) -> ApiResult<(StatusCode, Json<Data<Alert>>)> {
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(Data::new(
-            s.churn.core().redeliver_alert(&access, &id).await?,
-        )),
-    ))
+) -> ApiResult<Json<Data<Alert>>> {
+    Ok(Json(Data::new(
+        s.churn.core().redeliver_alert(&access, &id).await?,
+    )))
 }

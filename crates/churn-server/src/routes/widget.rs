@@ -2,16 +2,21 @@
 //! `widget/cancel-flow.js` and compiled into the binary, and a demo page that opens it for the
 //! project of a public key.
 
+use std::sync::LazyLock;
+
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use churn_core::api::ErrorBody;
 use churn_core::domain::keys::KeyKind;
 use churn_core::domain::origin;
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 use utoipa::IntoParams;
 
-use super::pages::escape;
+use super::pages::{CSP, escape, html_page};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
 use crate::state::AppState;
@@ -95,27 +100,32 @@ pub async fn demo(
          data-hash=\"{hash}\">Cancel my subscription</button></p>\
          <pre id=\"result\" aria-live=\"polite\"></pre></main>\
          <script src=\"/widget/v1/cancel-flow.js\"></script>\
-         <script>document.getElementById('cancel').addEventListener('click', async (e) => {{\
-           const out = document.getElementById('result');\
-           const d = e.currentTarget.dataset;\
-           try {{ const r = await ChurnCancelFlow.open({{publicKey: d.key, customerEmail: d.email, \
-             customerHash: d.hash}}); out.textContent = JSON.stringify(r, null, 2); }}\
-           catch (err) {{ out.textContent = String(err); }} }});</script></body></html>",
+         <script>{DEMO_SCRIPT}</script></body></html>",
         name = escape(&project.name),
         key = escape(&key),
         email = escape(&demo_email),
         hash = escape(&demo_hash),
     );
-    Ok((
-        StatusCode::OK,
-        [
-            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-store"),
-        ],
-        html,
-    )
-        .into_response())
+    Ok(html_page(StatusCode::OK, html, DEMO_CSP.clone()))
 }
+
+/// The demo page's one inline script, allowed by its hash.
+const DEMO_SCRIPT: &str = "document.getElementById('cancel').addEventListener('click', async (e) => {\
+    const out = document.getElementById('result');\
+    const d = e.currentTarget.dataset;\
+    try { const r = await ChurnCancelFlow.open({publicKey: d.key, customerEmail: d.email, \
+    customerHash: d.hash}); out.textContent = JSON.stringify(r, null, 2); }\
+    catch (err) { out.textContent = String(err); } });";
+
+/// The account pages' policy, with the widget's script, the demo's own and calls to this
+/// service allowed.
+static DEMO_CSP: LazyLock<HeaderValue> = LazyLock::new(|| {
+    let hash = STANDARD.encode(Sha256::digest(DEMO_SCRIPT));
+    HeaderValue::try_from(format!(
+        "{CSP}; script-src 'self' 'sha256-{hash}'; connect-src 'self'"
+    ))
+    .expect("the policy is visible ASCII")
+});
 
 #[cfg(test)]
 mod tests {

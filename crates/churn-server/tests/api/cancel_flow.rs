@@ -722,7 +722,8 @@ async fn browser_calls_only_from_allowed_origins(backend: Backend) {
         again["data"]["churn_event_id"]
     );
 
-    // Any other origin: 403 without CORS headers, nothing stored, no open counted.
+    // Any other origin: 403 without CORS headers (but with `Vary: Origin`, since the answer
+    // depends on it), nothing stored, no open counted.
     for other in ["https://evil.example", "http://shop.example", "null"] {
         let response = submit(Some(other)).send().await.unwrap();
         assert_eq!(response.status(), 403, "{other}");
@@ -732,6 +733,7 @@ async fn browser_calls_only_from_allowed_origins(backend: Backend) {
                 .get("access-control-allow-origin")
                 .is_none()
         );
+        assert_eq!(response.headers()["vary"], "origin", "{other}");
         let response = preflight(other, Some(&public)).send().await.unwrap();
         assert_eq!(response.status(), 403, "{other}");
         assert!(
@@ -756,6 +758,7 @@ async fn browser_calls_only_from_allowed_origins(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(config.status(), 403);
+    assert_eq!(config.headers()["vary"], "origin");
     let config = app
         .req(Method::GET, &format!("/cancel-flow/config/{public}"))
         .header("Origin", SHOP)
@@ -842,6 +845,20 @@ async fn widget_script_and_demo_page(backend: Backend) {
         let page = demo(&query).await.unwrap();
         assert_eq!(page.status(), 200);
         assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+        // The account pages' headers, with the widget's script and the page's own allowed.
+        let h = page.headers();
+        assert_eq!(h["x-frame-options"], "DENY");
+        assert_eq!(h["referrer-policy"], "no-referrer");
+        let csp = h["content-security-policy"].to_str().unwrap();
+        for directive in [
+            "default-src 'none'",
+            "frame-ancestors 'none'",
+            "base-uri 'none'",
+            "script-src 'self' 'sha256-",
+            "connect-src 'self'",
+        ] {
+            assert!(csp.contains(directive), "{directive}: {csp}");
+        }
         let html = page.text().await.unwrap();
         assert!(html.contains(&format!("data-key=\"{public}\"")));
         assert!(html.contains(&format!("data-email=\"{demo_customer}\"")));

@@ -20,6 +20,7 @@ both_backends!(
     custom_retry_url_and_provider_b_reminders,
     custom_retry_calls_carry_both_signatures_after_a_rotation,
     emails_are_skipped_without_a_verified_sender_and_config_is_checked,
+    a_payment_link_that_is_not_https_is_left_out,
 );
 
 const INVOICE: &str = "in_1SXa2YHOQNg4XnOMkV3r8c2Q";
@@ -50,7 +51,7 @@ impl Setup {
     }
 
     /// A verified sender for `acme` (the DNS proof is tested with the email settings).
-    async fn verified_sender(&self) {
+    pub(crate) async fn verified_sender(&self) {
         self.app
             .expect(
                 self.app
@@ -65,7 +66,7 @@ impl Setup {
             .await;
     }
 
-    async fn only_failure(&self) -> Value {
+    pub(crate) async fn only_failure(&self) -> Value {
         let list = self
             .app
             .expect(
@@ -107,7 +108,7 @@ impl Setup {
     }
 
     /// The dunning emails in the outbox (the owner's verification email left out).
-    fn dunning_mails(&self) -> Vec<String> {
+    pub(crate) fn dunning_mails(&self) -> Vec<String> {
         self.app
             .outbox()
             .into_iter()
@@ -742,4 +743,22 @@ async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(back
     let r = s.only_failure().await;
     assert_eq!(r["emails"][2]["reason"], "send_emails is off");
     assert!(s.dunning_mails().is_empty());
+}
+
+async fn a_payment_link_that_is_not_https_is_left_out(backend: Backend) {
+    let s = setup(backend).await;
+    s.verified_sender().await;
+    let link = "https://invoice.stripe.com/i/acct_1SBE9vHOQNg4XnOM/test_YWNjdF8x";
+    let plain = link.replacen("https:", "http:", 1);
+    let body = fixture("a_basil_invoice_payment_failed").replace(link, &plain);
+    s.send_a(&body, 200).await;
+    s.app.run_jobs().await;
+    let mails = s.dunning_mails();
+    assert_eq!(mails.len(), 1, "{mails:#?}");
+    assert!(!mails[0].contains("invoice.stripe.com"), "{}", mails[0]);
+    assert!(
+        mails[0].contains("update your payment method"),
+        "{}",
+        mails[0]
+    );
 }

@@ -79,6 +79,21 @@ impl TestApp {
         Self::try_serve(&db.url, &data_dir, options).await
     }
 
+    /// A handle on a server started some other way (the released binary) on `db`, at
+    /// `address` (`http://host:port`).
+    pub fn external(address: String, db: TestDatabase) -> Self {
+        Self {
+            address,
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            db: Some(db),
+            shutdown: CancellationToken::new(),
+            server: None,
+        }
+    }
+
     async fn serve(url: &str, data_dir: &std::path::Path, options: Options) -> Self {
         Self::try_serve(url, data_dir, options)
             .await
@@ -144,6 +159,15 @@ impl TestApp {
             .await
             .unwrap();
         sqlx::query(sql).fetch_all(&mut conn).await.unwrap()
+    }
+
+    /// The database URL, for a second client of it (the admin CLI's services).
+    pub fn database_url(&self) -> &str {
+        &self
+            .db
+            .as_ref()
+            .expect("database present until stopped")
+            .url
     }
 
     pub fn data_dir(&self) -> &std::path::Path {

@@ -13,6 +13,8 @@ both_backends!(
     concurrent_repeats_never_run_twice,
     server_errors_are_not_stored,
     bad_keys_are_refused_and_answers_expire,
+    widget_repeats_are_checked_like_first_requests,
+    removed_members_and_rotated_keys_replay_nothing,
 );
 
 const KEY: &str = "Idempotency-Key";
@@ -210,4 +212,127 @@ async fn bad_keys_are_refused_and_answers_expire(backend: Backend) {
     let (status, headers, body) = send(create("daily", "Second")).await;
     assert_eq!(status, 201, "{body}");
     assert!(headers.get(REPLAYED).is_none());
+}
+
+/// A cancel-flow submission under `Idempotency-Key: widget-1`, with the public key in
+/// `X-Public-Key` when given. Every widget repeat below is built here, so a field the route
+/// comes to require is added in one place.
+fn widget_submission(app: &TestApp, public_key: Option<&str>) -> reqwest::RequestBuilder {
+    let mut request = app
+        .req(Method::POST, "/cancel-flow/reasons")
+        .header(KEY, "widget-1")
+        .json(&json!({"customer_email": "dana@customer.example", "reason": "too_expensive"}));
+    if let Some(key) = public_key {
+        request = request.header("x-public-key", key);
+    }
+    request
+}
+
+/// `slug`'s public key and secret key, fresh from a rotation.
+async fn project_keys(app: &TestApp, token: &str, slug: &str) -> (String, String) {
+    let rotated = app
+        .expect(
+            app.req(Method::POST, &format!("/projects/{slug}/rotate-keys"))
+                .bearer_auth(token),
+            200,
+        )
+        .await;
+    let key = |name: &str| rotated["data"][name].as_str().unwrap().to_owned();
+    (key("public_key"), key("secret_key"))
+}
+
+async fn event_count(app: &TestApp, token: &str, slug: &str) -> u64 {
+    app.expect(
+        app.req(Method::GET, &format!("/projects/{slug}/churn-events"))
+            .bearer_auth(token),
+        200,
+    )
+    .await["meta"]["total"]
+        .as_u64()
+        .unwrap()
+}
+
+/// Decisions §20: a widget repeat is authenticated like a first request (key, project and
+/// origin) before a stored answer is used, and a stored answer never crosses projects.
+async fn widget_repeats_are_checked_like_first_requests(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let acme = crate::helpers::acme_owner(&app).await;
+    let beta = app.register("owner@beta.io").await.token;
+    app.create_project(&beta, "Beta").await;
+    let (acme_public, acme_secret) = project_keys(&app, &acme, "acme").await;
+    let (beta_public, _) = project_keys(&app, &beta, "beta").await;
+
+    let (status, headers, first) = send(widget_submission(&app, Some(&acme_public))).await;
+    assert_eq!((status, replayed(&headers)), (201, false), "{first}");
+    let (status, headers, again) = send(widget_submission(&app, Some(&acme_public))).await;
+    assert_eq!((status, replayed(&headers)), (201, true));
+    assert_eq!(again, first);
+
+    // Another project's key runs as its own first request: its submission is recorded.
+    let (status, headers, theirs) = send(widget_submission(&app, Some(&beta_public))).await;
+    assert_eq!((status, replayed(&headers)), (201, false), "{theirs}");
+    assert_ne!(theirs, first, "acme's event id never reaches beta");
+    assert_eq!(event_count(&app, &beta, "beta").await, 1);
+
+    // No key, a secret key (either header) or a foreign origin: refused as a first request.
+    let refusals = [
+        (widget_submission(&app, None), 401),
+        (
+            widget_submission(&app, None).header("x-api-key", &acme_secret),
+            401,
+        ),
+        (widget_submission(&app, Some(&acme_secret)), 401),
+        (
+            widget_submission(&app, Some(&acme_public)).header("origin", "https://evil.example"),
+            403,
+        ),
+    ];
+    for (request, expected) in refusals {
+        let (status, headers, body) = send(request).await;
+        assert_eq!((status, replayed(&headers)), (expected, false), "{body}");
+    }
+
+    // A rotated-away key no longer replays its own answer.
+    project_keys(&app, &acme, "acme").await;
+    let (status, headers, body) = send(widget_submission(&app, Some(&acme_public))).await;
+    assert_eq!((status, replayed(&headers)), (401, false), "{body}");
+    assert_eq!(event_count(&app, &acme, "acme").await, 1);
+}
+
+/// Decisions §20: a removed member's or a rotated-away secret key's repeat is answered as a
+/// first request would be, not from the answers they stored before.
+async fn removed_members_and_rotated_keys_replay_nothing(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let owner = crate::helpers::acme_owner(&app).await;
+    let member = crate::team::join(&app, &owner, "member@acme.io", "member").await;
+    let (_, secret) = project_keys(&app, &owner, "acme").await;
+    let create = |email: &str| {
+        app.req(Method::POST, "/projects/acme/churn-events")
+            .header(KEY, format!("create-{email}"))
+            .json(&json!({"customer_email": email, "event_type": "cancellation"}))
+    };
+    for _ in 0..2 {
+        let (status, _, body) = send(create("m@example.com").bearer_auth(&member)).await;
+        assert_eq!(status, 201, "{body}");
+        let (status, _, body) = send(create("k@example.com").header("x-api-key", &secret)).await;
+        assert_eq!(status, 201, "{body}");
+    }
+
+    let member_id = crate::team::id_of(&crate::team::members(&app, &owner).await, "member@acme.io");
+    app.expect(
+        app.req(
+            Method::DELETE,
+            &format!("/projects/acme/members/{member_id}"),
+        )
+        .bearer_auth(&owner),
+        204,
+    )
+    .await;
+    let (status, headers, body) = send(create("m@example.com").bearer_auth(&member)).await;
+    assert_eq!((status, replayed(&headers)), (404, false), "{body}");
+
+    project_keys(&app, &owner, "acme").await;
+    let (status, headers, body) = send(create("k@example.com").header("x-api-key", &secret)).await;
+    assert_eq!((status, replayed(&headers)), (401, false), "{body}");
+    assert_eq!(event_count(&app, &owner, "acme").await, 2);
 }

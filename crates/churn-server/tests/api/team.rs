@@ -41,12 +41,46 @@ pub async fn accept(app: &TestApp, session: &str, token: &str, status: u16) -> V
     .await
 }
 
-/// Registers `email` and makes it a member of `acme` with `role`; its session token.
+/// Registers `email` through the invitation page (which verifies the address) as a member
+/// of `acme` with `role`; its session token.
 pub async fn join(app: &TestApp, owner: &str, email: &str, role: &str) -> String {
     let invitation = invite(app, owner, email, role).await;
-    let session = app.register(email).await.token;
-    accept(app, &session, &token_of(&invitation), 200).await;
-    session
+    let joined = app
+        .client
+        .post(invitation["accept_url"].as_str().unwrap())
+        .form(&[
+            ("mode", "register"),
+            ("name", "Test User"),
+            ("password", "correct horse"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(joined.status(), 200);
+    login(app, email).await
+}
+
+/// Verifies `email` with the link of its verification email (runs the due jobs).
+async fn verify_email(app: &TestApp, email: &str) {
+    app.run_jobs().await;
+    let mail = app
+        .outbox()
+        .into_iter()
+        .find(|m| m.contains(&format!("<{email}>")) && m.contains("/verify-email?token="))
+        .expect("a verification email");
+    let token: String = mail
+        .split("/verify-email?token=")
+        .nth(1)
+        .unwrap()
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    app.expect(
+        app.req(Method::POST, "/auth/verify-email")
+            .json(&json!({"token": token})),
+        200,
+    )
+    .await;
 }
 
 pub async fn members(app: &TestApp, token: &str) -> Vec<Value> {
@@ -147,6 +181,13 @@ async fn invitations_live_seven_days_and_open_once(backend: Backend) {
     let carol = app.register("carol@example.com").await.token;
     accept(&app, &carol, &token, 403).await;
     let bob = app.register("bob@example.com").await.token;
+    // Not before the address is verified: the token alone must not let its holder in.
+    let unverified = accept(&app, &bob, &token, 403).await;
+    assert_eq!(
+        unverified["error"]["message"],
+        "verify your email address first"
+    );
+    verify_email(&app, "bob@example.com").await;
     let joined = accept(&app, &bob, &token, 200).await;
     assert_eq!(joined["data"]["role"], "viewer");
     assert_eq!(joined["data"]["project"]["slug"], "acme");
@@ -353,8 +394,12 @@ async fn the_invitation_link_opens_a_page_to_join(backend: Backend) {
     let team = members(&app, &owner).await;
     let joined = team.iter().find(|m| m["email"] == "new@example.com");
     assert_eq!(joined.map(|m| m["role"].clone()), Some(json!("member")));
-    // The account is a real one, and the link is spent.
-    login(&app, "new@example.com").await;
+    // The account is a real one, verified by the emailed link, and the link is spent.
+    let newcomer = login(&app, "new@example.com").await;
+    let me = app
+        .expect(app.req(Method::GET, "/auth/me").bearer_auth(&newcomer), 200)
+        .await;
+    assert_eq!(me["data"]["email_verified"], true);
     assert_eq!(page(web.get(url)).await.0, 409);
 
     // An account made through the API (the invitation lets it register) signs in instead.
@@ -368,6 +413,10 @@ async fn the_invitation_link_opens_a_page_to_join(backend: Backend) {
     let (status, html) = page(sign_in("wrong horse")).await;
     assert_eq!(status, 401);
     assert!(html.contains("Invalid email or password."), "{html}");
+    let (status, html) = page(sign_in("correct horse")).await;
+    assert_eq!(status, 403);
+    assert!(html.contains("Verify your email address first."), "{html}");
+    verify_email(&app, "old@example.com").await;
     let (status, html) = page(sign_in("correct horse")).await;
     assert_eq!(status, 200, "{html}");
     assert!(html.contains("You are now a viewer of Acme"), "{html}");

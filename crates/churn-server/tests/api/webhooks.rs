@@ -19,6 +19,7 @@ both_backends!(
     provider_a_failures_in_both_shapes_then_recovery,
     provider_a_cancellations_signals_and_the_rest,
     provider_b_signatures_and_mappings,
+    provider_b_replays_under_new_header_ids_are_duplicates_and_stale_bodies_refused,
     custom_events_with_both_signature_forms,
     provider_events_feed_customers_autopilot_and_risk,
     provider_a_card_expiry_is_tracked_and_feeds_the_expiring_signal,
@@ -116,18 +117,33 @@ impl Setup {
             .clone()
     }
 
-    pub async fn send_b(&self, event_id: &str, body: &str) -> Value {
-        let sig = signature::sign_hex(B_WHSEC, body.as_bytes());
-        self.app
-            .expect(
-                self.hook("providerB")
-                    .header("X-Razorpay-Signature", sig)
-                    .header("X-Razorpay-Event-Id", event_id)
-                    .body(body.to_owned()),
-                200,
+    /// A provider-B event dated now (`created_at` is what B's freshness and id rest on),
+    /// sent with `header_id` in `X-Razorpay-Event-Id`; answers `data`.
+    pub async fn send_b(&self, header_id: &str, body: &str) -> Value {
+        let body = self.dated_b(body, 0).await;
+        self.send_b_as_is(Some(header_id), &body, 200).await["data"].clone()
+    }
+
+    /// `body` with its `created_at` set `offset` seconds from the service clock's now.
+    pub async fn dated_b(&self, body: &str, offset: i64) -> String {
+        let mut event: Value = serde_json::from_str(body).unwrap();
+        event["created_at"] = json!(self.now().await + offset);
+        event.to_string()
+    }
+
+    /// Signs and sends `body` unchanged; answers the whole body.
+    pub async fn send_b_as_is(&self, header_id: Option<&str>, body: &str, status: u16) -> Value {
+        let mut request = self
+            .hook("providerB")
+            .header(
+                "X-Razorpay-Signature",
+                signature::sign_hex(B_WHSEC, body.as_bytes()),
             )
-            .await["data"]
-            .clone()
+            .body(body.to_owned());
+        if let Some(id) = header_id {
+            request = request.header("X-Razorpay-Event-Id", id);
+        }
+        self.app.expect(request, status).await
     }
 
     pub async fn webhook_secret(&self) -> String {
@@ -485,17 +501,14 @@ async fn provider_a_cancellations_signals_and_the_rest(backend: Backend) {
 async fn provider_b_signatures_and_mappings(backend: Backend) {
     let s = setup(backend).await;
     let failed = fixture("b_payment_failed");
-    for (sig, id) in [
-        (None, Some("evt_b1")),
-        (Some("00".repeat(32)), Some("evt_b1")),
-        (Some(signature::sign_hex(B_WHSEC, failed.as_bytes())), None),
-    ] {
-        let mut request = s.hook("providerB").body(failed.clone());
+    let dated = s.dated_b(&failed, 0).await;
+    for sig in [None, Some("00".repeat(32))] {
+        let mut request = s
+            .hook("providerB")
+            .header("X-Razorpay-Event-Id", "evt_b1")
+            .body(dated.clone());
         if let Some(sig) = sig {
             request = request.header("X-Razorpay-Signature", sig);
-        }
-        if let Some(id) = id {
-            request = request.header("X-Razorpay-Event-Id", id);
         }
         s.app.expect(request, 400).await;
     }
@@ -571,6 +584,42 @@ async fn provider_b_signatures_and_mappings(backend: Backend) {
             &json!("gaurav.kumar@example.com")
         )
     );
+}
+
+/// Decisions §20: B's event id comes from the signed body, so a captured body re-sent under
+/// new header ids is a duplicate; a body whose `created_at` is not within 300 s of the
+/// service clock is refused and nothing is stored.
+async fn provider_b_replays_under_new_header_ids_are_duplicates_and_stale_bodies_refused(
+    backend: Backend,
+) {
+    let s = setup(backend).await;
+    let now = s.now().await;
+    let cancelled = fixture("b_subscription_cancelled");
+    let failed = fixture("b_payment_failed");
+    for offset in [-301, 301] {
+        for body in [&cancelled, &failed] {
+            let stale = s.dated_b(body, offset).await;
+            let refused = s.send_b_as_is(Some("evt_fresh_id"), &stale, 400).await;
+            assert_eq!(refused["error"]["details"][0]["field"], "created_at");
+        }
+    }
+    assert_eq!(s.stored_events().await, 0);
+    assert!(s.failures().await.is_empty());
+
+    let body = s.dated_b(&failed, -300).await;
+    let first = s.send_b_as_is(Some("evt_1"), &body, 200).await;
+    assert_eq!(first["data"]["action"], "payment_failure_created");
+    assert_eq!(
+        first["data"]["event_id"],
+        format!("payment.failed:pay_DEAU825sJlCbGa:{}", now - 300)
+    );
+    for header in [Some("evt_2"), Some("evt_3"), None] {
+        let again = s.send_b_as_is(header, &body, 200).await;
+        assert_eq!(again["data"]["action"], "duplicate");
+        assert_eq!(again["data"]["event_id"], first["data"]["event_id"]);
+    }
+    assert_eq!(s.stored_events().await, 1);
+    assert_eq!(s.failures().await.len(), 1);
 }
 
 async fn custom_events_with_both_signature_forms(backend: Backend) {

@@ -251,7 +251,7 @@ impl Payments {
         provider: Provider,
     ) -> Result<Option<Connection>> {
         let key = cache::Key::Connection(project_id.to_owned(), provider);
-        let record = match self.core.cache.get(&key) {
+        let record = match self.core.cached(&key).await? {
             Some(cache::Value::Connection(record)) => record,
             _ => {
                 let epoch = self.core.cache.epoch();

@@ -21,10 +21,10 @@ use crate::api::payments::{
 use crate::domain::dunning::{DeclineClass, DunningFacts, Tone, classify, render, tone_at};
 use crate::domain::provider::Provider;
 use crate::domain::role::Permission;
-use crate::domain::validation::Validator;
+use crate::domain::validation::{Validator, required_line};
 use crate::email::OutgoingEmail;
 use crate::error::{Error, Result};
-use crate::jobs::Job;
+use crate::jobs::{Job, JobRun};
 use crate::providers::CallError;
 use crate::providers::provider_a::PayOutcome;
 use crate::services::access::ProjectAccess;
@@ -140,19 +140,11 @@ impl Payments {
                 v.add("tone_sequence", "must hold 1 to 10 tones");
             }
         }
-        if let Some(name) = req.sender_name {
-            let name = name.trim().to_owned();
-            if name.is_empty()
-                || name.chars().count() > MAX_SENDER_NAME
-                || name.contains(['\r', '\n'])
-            {
-                v.add(
-                    "sender_name",
-                    format!("must be one line of 1 to {MAX_SENDER_NAME} characters"),
-                );
-            } else {
-                config.sender_name = name;
-            }
+        if let Some(name) = req
+            .sender_name
+            .and_then(|n| v.check("sender_name", required_line(&n, MAX_SENDER_NAME)))
+        {
+            config.sender_name = name;
         }
         if let Some(enabled) = req.enabled {
             config.enabled = enabled;
@@ -173,7 +165,7 @@ impl Payments {
         project_id: &str,
     ) -> Result<Arc<DunningConfig>> {
         let key = cache::Key::Dunning(project_id.to_owned());
-        if let Some(cache::Value::Dunning(config)) = self.core.cache.get(&key) {
+        if let Some(cache::Value::Dunning(config)) = self.core.cached(&key).await? {
             return Ok(config);
         }
         let epoch = self.core.cache.epoch();
@@ -259,8 +251,7 @@ impl Payments {
             revenue_recovered: totals
                 .iter()
                 .filter(|(s, c, ..)| s == "recovered" && *c == currency)
-                .map(|(_, _, _, sum)| sum)
-                .sum(),
+                .fold(0i64, |total, (.., sum)| total.saturating_add(*sum)),
             currency,
         })
     }
@@ -586,7 +577,12 @@ impl Payments {
     }
 
     /// Job `dunning_email`: the tone's email from the verified sender, or a logged skip.
-    pub(crate) async fn send_dunning_email(&self, failure_id: &str, tone: Tone) -> Result<()> {
+    pub(crate) async fn send_dunning_email(
+        &self,
+        failure_id: &str,
+        tone: Tone,
+        run: &JobRun,
+    ) -> Result<()> {
         let db = self.core.store.reader();
         let Some(record) = failures::by_id(db, failure_id).await? else {
             return Ok(());
@@ -630,12 +626,8 @@ impl Payments {
             },
         );
         let address = super::super::sender_address(&sender.from);
-        let from = lettre::message::Mailbox::new(
-            Some(config.sender_name.clone()),
-            address
-                .parse()
-                .map_err(|e| Error::internal(format!("sender address {address:?}: {e}")))?,
-        );
+        let from = crate::email::mailbox(&config.sender_name, &address)
+            .map_err(|e| Error::internal(format!("sender {e}")))?;
         let html = format!(
             "<p>{}</p>",
             crate::generation::html::escape(&text)
@@ -653,20 +645,27 @@ impl Payments {
             list_unsubscribe: format!("<mailto:{address}?subject=unsubscribe>"),
             message_id: format!("{}@churn", uuid::Uuid::new_v4()),
         };
-        transport.send(&message).await.map_err(|e| {
-            Error::upstream(
-                "the email server did not accept the dunning email",
-                e.to_string(),
-            )
-        })?;
-        failures::log_email(
-            self.core.store.writer(),
-            &record.id,
-            now,
-            tone.as_str(),
-            "sent",
-            None,
-        )
-        .await
+        // A claim left by an earlier run means that run stopped after, or during, the
+        // hand-over and before its record: recorded as sent, never sent again.
+        let reason = if run.claim_email(now).await? {
+            if let Err(e) = transport.send(&message).await {
+                run.release_email().await?;
+                return Err(Error::upstream(
+                    "the email server did not accept the dunning email",
+                    e.to_string(),
+                ));
+            }
+            None
+        } else {
+            tracing::warn!(failure = %id, tone = tone.as_str(), "a dunning email claimed by an earlier run that did not finish is not sent again");
+            Some("unconfirmed: the process stopped while handing it over")
+        };
+        // The record and the job's end commit together, so a restart cannot send it again.
+        let mut tx = self.core.store.begin().await?;
+        failures::log_email(&mut *tx, id, now, tone.as_str(), "sent", reason).await?;
+        if run.complete(&mut tx).await? {
+            tx.commit().await?;
+        }
+        Ok(())
     }
 }

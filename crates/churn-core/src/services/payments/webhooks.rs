@@ -1,6 +1,7 @@
 //! `POST /webhooks/{provider}/{public_key}`: inbound provider events. The signature is
 //! checked over the raw body before anything is read from it; refusals (unknown key,
-//! provider not connected, bad signature, no event id) store nothing. Customer lookups at the
+//! provider not connected, bad signature, no event id, a provider-B event older or newer
+//! than 5 minutes) store nothing. Customer lookups at the
 //! provider happen next, outside any transaction (not again for an event already stored);
 //! then the delivery goes to `intake`, which claims its id in `provider_events` in the
 //! transaction that applies it, so the same event delivered twice, even at once to two
@@ -17,6 +18,7 @@ use crate::domain::email::Email;
 use crate::domain::keys::KeyKind;
 use crate::domain::provider::Provider;
 use crate::domain::provider_events::{self, Mapped, Who};
+use crate::domain::validation::nul_field;
 use crate::error::{Error, Result};
 use crate::signature;
 use crate::store::payment_failures as failures;
@@ -111,6 +113,12 @@ impl Payments {
         }
         let event: Value = serde_json::from_slice(body)
             .map_err(|e| Error::validation(format!("the body is not JSON: {e}")))?;
+        if let Some(field) = nul_field(&event, String::new()) {
+            return Err(Error::invalid_field(
+                field,
+                "must not contain a NUL character",
+            ));
+        }
         let body_id = event.get("id").and_then(Value::as_str).map(str::to_owned);
         let (event_id, event_type, mapped) = match provider {
             Provider::ProviderA => (
@@ -118,13 +126,14 @@ impl Payments {
                 event.get("type"),
                 provider_events::provider_a(&event),
             ),
-            Provider::ProviderB => (
-                headers.razorpay_event_id.clone().ok_or_else(|| {
-                    Error::invalid_field("x-razorpay-event-id", "the event id header is required")
-                })?,
-                event.get("event"),
-                provider_events::provider_b(&event),
-            ),
+            Provider::ProviderB => {
+                let id = provider_events::provider_b_event_id(&event, now.timestamp())?;
+                // Unsigned, so only logged: the id that counts comes from the signed body.
+                if let Some(header_id) = &headers.razorpay_event_id {
+                    tracing::debug!(event_id = %id, header_id = %header_id, "provider B event");
+                }
+                (id, event.get("event"), provider_events::provider_b(&event))
+            }
             Provider::Custom => {
                 let id = body_id.ok_or_else(|| Error::invalid_field("id", "is required"))?;
                 let mapped = provider_events::custom(&event);
@@ -153,6 +162,11 @@ impl Payments {
             event_id: event_id.clone(),
             action,
         };
+        // Answered, not refused: the provider would otherwise retry it for days.
+        if let Some(reason) = mapped.out_of_bounds() {
+            tracing::warn!(project = %project.id, event_id = %event_id, reason = %reason, "provider event ignored: a field is out of bounds");
+            return Ok(answer(WebhookAction::Ignored));
+        }
         let key = failures::EventKey {
             project_id: &project.id,
             provider,
