@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use churn_core::api::auth::{
-    LoginRequest, Me, Onboarding, OnboardingRequest, RegisterRequest, Session,
+    LoginRequest, Me, Onboarding, OnboardingRequest, RegisterRequest, Session, StatusOk,
+    VerifyEmail,
 };
 use churn_core::api::cancel_flow::{CancelReasonRecorded, CancelReasonSubmission};
 use churn_core::api::events::{
@@ -151,6 +152,18 @@ impl Client {
             password: password.into(),
         };
         self.call(Method::POST, "/auth/register", Some(&body)).await
+    }
+
+    /// Confirms an address with the token of its verification email (needed, for one, to
+    /// accept an invitation).
+    pub async fn verify_email(&self, token: &str) -> Result<(), Error> {
+        let body = VerifyEmail {
+            token: token.into(),
+        };
+        let _: StatusOk = self
+            .call(Method::POST, "/auth/verify-email", Some(&body))
+            .await?;
+        Ok(())
     }
 
     pub async fn login(&self, email: &str, password: &str) -> Result<Session, Error> {

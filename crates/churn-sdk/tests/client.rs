@@ -50,6 +50,35 @@ impl Live {
     }
 }
 
+impl Live {
+    /// The token of the verification email sent to `email`, once the server's worker has
+    /// handed it to the outbox.
+    async fn verification_token(&self, email: &str) -> String {
+        let dir = self.db.data_dir.path().join("outbox");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let mails = std::fs::read_dir(&dir).into_iter().flatten().flatten();
+            let found = mails
+                .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+                .find(|m| m.contains(&format!("<{email}>")) && m.contains("/verify-email?token="));
+            if let Some(mail) = found {
+                return mail
+                    .split("/verify-email?token=")
+                    .nth(1)
+                    .unwrap()
+                    .chars()
+                    .take_while(char::is_ascii_alphanumeric)
+                    .collect();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no verification email for {email}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
 impl Drop for Live {
     fn drop(&mut self) {
         self.stop.cancel();
@@ -595,6 +624,11 @@ async fn team_and_analytics_round_trip(backend: Backend) {
         .await
         .unwrap();
     let bob = anonymous.clone().with_token(bob.token);
+    // Accepting needs a verified address (decisions §20).
+    let refused = bob.accept_invitation(&token).await.unwrap_err();
+    assert_eq!(refused.status(), Some(403));
+    let verification = server.verification_token("bob@example.com").await;
+    bob.verify_email(&verification).await.unwrap();
     let joined = bob.accept_invitation(&token).await.unwrap();
     assert_eq!(
         (joined.role, joined.project.slug.as_str()),

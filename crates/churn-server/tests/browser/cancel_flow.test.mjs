@@ -245,3 +245,27 @@ test("the dialog fits a 360 px wide screen", async () => {
   await page.keyboard.press("Escape");
   await outcome();
 });
+
+test("the demo page runs under its CSP for the demo customer and stores nothing", async () => {
+  await page.setViewportSize({ width: 1024, height: 768 });
+  // The demo page is served by the service itself: its origin must be listed to call it.
+  await call("PUT", "/projects/acme/allowed-origins", { allowed_origins: [shopOrigin, api] }, auth());
+  const refused = [];
+  page.on("console", (m) => /Content Security Policy/i.test(m.text()) && refused.push(m.text()));
+  const before = (await events()).length;
+  await page.goto(`${api}/widget/v1/demo?key=${publicKey}`);
+  await page.getByText("demo@acme.churn.invalid").first().waitFor();
+  await page.click("#cancel");
+  await page.getByRole("dialog", { name: "Before you cancel" }).waitFor();
+  await page.getByRole("radio", { name: "It costs too much" }).check();
+  await page.getByRole("button", { name: "Continue" }).click();
+  await page.getByRole("button", { name: "Accept offer" }).click();
+  await page.getByRole("status").filter({ hasText: "Thank you for staying" }).waitFor();
+  await page.screenshot({ path: join(SHOTS, "cancel-flow-demo.png") });
+  await page.getByRole("button", { name: "Close" }).click();
+  const shown = JSON.parse(await page.locator("#result").innerText());
+  assert.equal(shown.outcome, "saved");
+  assert.equal(shown.churnEventId, null, "the demo customer's answer has no event");
+  assert.deepEqual(refused, [], "nothing refused by the page's policy");
+  assert.equal((await events()).length, before, "nothing was recorded");
+});
