@@ -58,8 +58,14 @@ impl Live {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let mails = std::fs::read_dir(&dir).into_iter().flatten().flatten();
+            // The outbox keeps messages quoted-printable: undo soft breaks and `=3D`.
             let found = mails
-                .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+                .map(|e| {
+                    std::fs::read_to_string(e.path())
+                        .unwrap_or_default()
+                        .replace("=\r\n", "")
+                        .replace("=3D", "=")
+                })
                 .find(|m| m.contains(&format!("<{email}>")) && m.contains("/verify-email?token="));
             if let Some(mail) = found {
                 return mail
