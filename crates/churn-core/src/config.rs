@@ -56,6 +56,8 @@ pub struct Config {
     /// Recovery and check-in emails per project per UTC day, by the owner's subscription.
     pub send_quota_trial: i64,
     pub send_quota_paid: i64,
+    /// Background jobs run at once per process; no project holds more than half of them.
+    pub job_concurrency: usize,
     pub log: String,
     pub log_format: LogFormat,
 }
@@ -95,6 +97,7 @@ struct Defaults {
     webhook_allow_private: bool,
     send_quota_trial: i64,
     send_quota_paid: i64,
+    job_concurrency: usize,
     log: &'static str,
     log_format: LogFormat,
 }
@@ -111,6 +114,7 @@ const DEFAULTS: Defaults = Defaults {
     webhook_allow_private: false,
     send_quota_trial: 200,
     send_quota_paid: 20000,
+    job_concurrency: crate::jobs::DEFAULT_CONCURRENCY,
     log: "info",
     log_format: LogFormat::Text,
 };
@@ -145,6 +149,7 @@ const KNOWN_KEYS: &[&str] = &[
     "dns_resolver",
     "send_quota_trial",
     "send_quota_paid",
+    "job_concurrency",
     "log",
     "log_format",
 ];
@@ -244,6 +249,13 @@ impl Config {
             if quota < 0 {
                 return fail(format!("{name} must not be negative"));
             }
+        }
+        // One slot could not be shared: a project may hold at most half of them.
+        if self.job_concurrency < 2 {
+            return fail(format!(
+                "CHURN_JOB_CONCURRENCY must be at least 2 (it is {})",
+                self.job_concurrency
+            ));
         }
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log) {
             return fail(format!("CHURN_LOG is not a valid log filter: {e}"));
@@ -442,6 +454,13 @@ mod tests {
             assert!(Config::load(None, serde_json::json!({"jwt_secret": "x".repeat(32)})).is_ok());
             let err = Config::load(None, serde_json::json!({"registration": "maybe"})).unwrap_err();
             assert!(err.0.starts_with("CHURN_REGISTRATION"), "{}", err.0);
+            let err = Config::load(None, serde_json::json!({"job_concurrency": 1})).unwrap_err();
+            assert!(err.0.starts_with("CHURN_JOB_CONCURRENCY"), "{}", err.0);
+            let err =
+                Config::load(None, serde_json::json!({"job_concurrency": "many"})).unwrap_err();
+            assert!(err.0.starts_with("CHURN_JOB_CONCURRENCY"), "{}", err.0);
+            let defaults = Config::load(None, serde_json::json!({})).unwrap();
+            assert_eq!(defaults.job_concurrency, 8);
         });
     }
 

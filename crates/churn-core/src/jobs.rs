@@ -1,5 +1,5 @@
 //! The jobs runtime: typed jobs stored in the `jobs` table, a [`JobRunner`] that claims and
-//! runs them one at a time, and a worker loop that drives it until shutdown.
+//! runs them, and a worker that drives it until shutdown, several jobs at once.
 //!
 //! - A [`Job`] is stored as its serde tag (`kind`) and content (`payload`). A row whose kind or
 //!   payload no longer parses fails for good, with a logged error.
@@ -13,10 +13,20 @@
 //!   a crashed worker's job is claimed again once its lease runs out. Heartbeat and
 //!   settlement are guarded by the attempt number, so a worker that lost its lease cannot
 //!   settle an attempt another worker has claimed since.
+//! - Fair shares (decisions §20): the worker runs up to `CHURN_JOB_CONCURRENCY` jobs at once
+//!   and no project (nor the work of no project, account emails) holds more than half of
+//!   them; the last free slot goes only to a project with nothing running. One tenant's
+//!   hanging receivers or long scoring runs thus leave slots for everyone else. Each
+//!   outbound call bounds its own job by its timeout.
+//! - Emails go out once: a job claims its email on its row ([`JobRun::claim_email`]) before
+//!   handing it over, and settles what the email changes together with its own deletion
+//!   ([`JobRun::complete`]), so a job run again after a crash finds the claim and does not
+//!   send again.
 //!
-//! Adding a kind: a variant on [`Job`], its schedule in [`Job::retry_schedule`], and its arm in
-//! `impl RunJob for Churn`.
+//! Adding a kind: a variant on [`Job`], its schedule in [`Job::retry_schedule`], its owner in
+//! [`Job::owner`], and its arm in `impl RunJob for Churn`.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -24,11 +34,13 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use serde::{Deserialize, Serialize};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::lifecycle::{Action, transition};
 use crate::error::{Error, Result};
 use crate::services::{AccountEmail, Churn};
+use crate::store::jobs::Owner;
 use crate::store::{Backend, Store, Tx, events, jobs};
 use crate::time::{Clock, Timestamp};
 
@@ -121,6 +133,22 @@ impl Job {
         }
     }
 
+    /// The row the job works on, which names its project; `None` for work of no project.
+    fn owner(&self) -> Option<(Owner, &str)> {
+        match self {
+            Job::ExpireEvent { event_id }
+            | Job::Autopilot { event_id, .. }
+            | Job::ApplyOffer { event_id, .. } => Some((Owner::Event, event_id)),
+            Job::AccountEmail { .. } => None,
+            Job::ScoreProject { project_id, .. } => Some((Owner::Project, project_id)),
+            Job::DunningRetry { failure_id, .. } | Job::DunningEmail { failure_id, .. } => {
+                Some((Owner::Failure, failure_id))
+            }
+            Job::InvitationEmail { invitation_id } => Some((Owner::Invitation, invitation_id)),
+            Job::DeliverAlert { alert_id, .. } => Some((Owner::Alert, alert_id)),
+        }
+    }
+
     /// The wait before the next attempt after `attempt` (1-based) failed; `None`: give up.
     pub fn retry_delay(&self, attempt: u32) -> Option<Duration> {
         let index = usize::try_from(attempt.checked_sub(1)?).ok()?;
@@ -141,15 +169,16 @@ impl Job {
     pub async fn enqueue_all(tx: &mut Tx, due: &[(Job, Timestamp)], now: Timestamp) -> Result<()> {
         let stored = due
             .iter()
-            .map(|(job, at)| Ok((job.to_stored()?, *at, i64::from(job.max_attempts()))))
+            .map(|(job, at)| Ok((job.to_stored()?, *at, job)))
             .collect::<Result<Vec<_>>>()?;
         let new: Vec<jobs::NewJob> = stored
             .iter()
-            .map(|((kind, payload), run_at, max_attempts)| jobs::NewJob {
+            .map(|((kind, payload), run_at, job)| jobs::NewJob {
                 kind,
                 payload,
                 run_at: *run_at,
-                max_attempts: *max_attempts,
+                max_attempts: i64::from(job.max_attempts()),
+                owner: job.owner(),
             })
             .collect();
         let backend = Backend::of(tx);
@@ -178,11 +207,43 @@ impl Job {
 /// The work behind each kind. `Churn` implements it for production; tests plug in handlers
 /// that are slow or fail on purpose.
 pub trait RunJob: Send + Sync + 'static {
-    fn run(&self, job: &Job) -> impl Future<Output = Result<()>> + Send;
+    fn run(&self, job: &Job, run: &JobRun) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// The claimed attempt a handler runs in: what it needs to send an email once.
+pub struct JobRun {
+    store: Store,
+    record: jobs::JobRecord,
+}
+
+impl JobRun {
+    pub fn new(store: Store, record: jobs::JobRecord) -> Self {
+        Self { store, record }
+    }
+
+    /// Claims this job's email, in a committed write, before it is handed over. `false`: an
+    /// earlier attempt claimed it and never completed (the process died after, or during, the
+    /// hand-over), or this attempt lost the job; the email is then not sent. Of "sent twice"
+    /// and "claimed but maybe not sent" we choose the latter: the contract prefers emails
+    /// sent once, and the claim stays on the row for an operator to see.
+    pub async fn claim_email(&self, now: Timestamp) -> Result<bool> {
+        jobs::claim_email(self.store.writer(), &self.record, now).await
+    }
+
+    /// Gives the claim back when the email did not leave, so a retry may send it.
+    pub async fn release_email(&self) -> Result<()> {
+        jobs::release_email(self.store.writer(), &self.record).await
+    }
+
+    /// Deletes the job in the caller's transaction, so what the job changes and its end
+    /// commit together; `false` when this attempt no longer holds the job (roll back then).
+    pub async fn complete(&self, tx: &mut Tx) -> Result<bool> {
+        jobs::complete(&mut **tx, &self.record).await
+    }
 }
 
 impl RunJob for Churn {
-    async fn run(&self, job: &Job) -> Result<()> {
+    async fn run(&self, job: &Job, run: &JobRun) -> Result<()> {
         match job {
             Job::ExpireEvent { event_id } => {
                 let Some(event) = events::by_id(self.store().reader(), event_id).await? else {
@@ -201,7 +262,9 @@ impl RunJob for Churn {
                 Ok(())
             }
             Job::AccountEmail { email, purpose } => {
-                self.accounts().send_account_email(email, *purpose).await
+                self.accounts()
+                    .send_account_email(email, *purpose, run)
+                    .await
             }
             Job::ScoreProject { project_id, due } => {
                 self.core().run_scheduled_scoring(project_id, due).await
@@ -210,15 +273,17 @@ impl RunJob for Churn {
                 self.payments().run_scheduled_retry(failure_id, due).await
             }
             Job::DunningEmail { failure_id, tone } => {
-                self.payments().send_dunning_email(failure_id, *tone).await
+                self.payments()
+                    .send_dunning_email(failure_id, *tone, run)
+                    .await
             }
             Job::InvitationEmail { invitation_id } => {
-                self.team().send_invitation_email(invitation_id).await
+                self.team().send_invitation_email(invitation_id, run).await
             }
             Job::Autopilot {
                 event_id,
                 follow_up,
-            } => self.run_autopilot(event_id, *follow_up).await,
+            } => self.run_autopilot(event_id, *follow_up, run).await,
             Job::DeliverAlert {
                 alert_id,
                 attempt,
@@ -239,12 +304,13 @@ impl RunJob for Churn {
     }
 }
 
-/// Claims, runs and settles jobs one at a time with a handler.
+/// Claims, runs and settles jobs with a handler.
 pub struct JobRunner<H> {
     store: Store,
     clock: Arc<dyn Clock>,
     handler: H,
     lease: Duration,
+    concurrency: usize,
 }
 
 impl<H: RunJob> JobRunner<H> {
@@ -254,12 +320,19 @@ impl<H: RunJob> JobRunner<H> {
             clock,
             handler,
             lease: LEASE,
+            concurrency: DEFAULT_CONCURRENCY,
         }
     }
 
     /// Replaces the default [`LEASE`] (tests use a short one to make a job outlive it).
     pub fn with_lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
+        self
+    }
+
+    /// How many jobs the worker runs at once (`CHURN_JOB_CONCURRENCY`, at least 2).
+    pub fn with_concurrency(mut self, slots: usize) -> Self {
+        self.concurrency = slots.max(2);
         self
     }
 
@@ -274,27 +347,43 @@ impl<H: RunJob> JobRunner<H> {
 
     /// Claims the next due job, runs it and records the outcome; `false` when none was due.
     pub async fn try_run_one(&self) -> Result<bool> {
-        let now = self.clock.now();
-        let Some(record) = jobs::claim_next(&self.store, now, now + self.lease()).await? else {
+        let Some(record) = self.claim(&[]).await? else {
             return Ok(false);
         };
+        self.run_claimed(record).await?;
+        Ok(true)
+    }
+
+    /// Claims the next due job of a project not in `full`.
+    async fn claim(&self, full: &[Option<&str>]) -> Result<Option<jobs::JobRecord>> {
+        let now = self.clock.now();
+        jobs::claim_next(&self.store, now, now + self.lease(), full).await
+    }
+
+    /// Runs a claimed job and records the outcome.
+    async fn run_claimed(&self, record: jobs::JobRecord) -> Result<()> {
         let job = match Job::from_stored(&record.kind, &record.payload) {
             Ok(job) => job,
             Err(e) => {
                 // Written by another version, or by hand: retrying cannot make it parse.
                 tracing::error!(job = %record.id, kind = %record.kind, error = %e, "job cannot be read; failing it");
                 let error = format!("unreadable job: {e}");
-                jobs::fail(self.store.writer(), &record, &error, None, self.clock.now()).await?;
-                return Ok(true);
+                return jobs::fail(self.store.writer(), &record, &error, None, self.clock.now())
+                    .await;
             }
         };
-        let run = AssertUnwindSafe(self.handler.run(&job)).catch_unwind();
+        let run = JobRun::new(self.store.clone(), record);
         let outcome = tokio::select! {
-            outcome = run => outcome.unwrap_or_else(|_| Err(Error::internal("the job panicked"))),
-            never = self.keep_leased(&record) => match never {},
+            outcome = AssertUnwindSafe(self.handler.run(&job, &run)).catch_unwind() => {
+                outcome.unwrap_or_else(|_| Err(Error::internal("the job panicked")))
+            }
+            never = self.keep_leased(&run.record) => match never {},
         };
+        let record = run.record;
         match outcome {
-            Ok(()) => jobs::complete(self.store.writer(), &record).await?,
+            Ok(()) => {
+                jobs::complete(self.store.writer(), &record).await?;
+            }
             Err(e) => {
                 let now = self.clock.now();
                 let attempt = u32::try_from(record.attempts).unwrap_or(u32::MAX);
@@ -306,7 +395,7 @@ impl<H: RunJob> JobRunner<H> {
                 jobs::fail(self.store.writer(), &record, &e.to_string(), retry_at, now).await?;
             }
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Deletes failed jobs last touched more than [`FAILED_RETENTION`] ago; says how many.
@@ -343,6 +432,49 @@ impl<H: RunJob> JobRunner<H> {
     }
 }
 
+/// Jobs run at once by default (`CHURN_JOB_CONCURRENCY`).
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
+/// The slots each project holds in one worker; `None` is the work of no project.
+struct Shares {
+    cap: usize,
+    held: HashMap<Option<String>, usize>,
+}
+
+impl Shares {
+    /// No group may hold more than half of `slots`.
+    fn new(slots: usize) -> Self {
+        Self {
+            cap: (slots / 2).max(1),
+            held: HashMap::new(),
+        }
+    }
+
+    /// The groups that may not take one of `free` slots: those at their cap, and, for the
+    /// last free slot, every group already running something, so that a project (or an
+    /// account email) with nothing running finds a slot without waiting for one to end.
+    fn full(&self, free: usize) -> Vec<Option<&str>> {
+        self.held
+            .iter()
+            .filter(|(_, n)| **n >= self.cap || free <= 1)
+            .map(|(group, _)| group.as_deref())
+            .collect()
+    }
+
+    fn take(&mut self, group: Option<String>) {
+        *self.held.entry(group).or_default() += 1;
+    }
+
+    fn give_back(&mut self, group: Option<String>) {
+        if let Some(n) = self.held.get_mut(&group) {
+            *n -= 1;
+            if *n == 0 {
+                self.held.remove(&group);
+            }
+        }
+    }
+}
+
 impl Churn {
     /// The runner of the production handlers over this service's store and clock.
     pub fn job_runner(&self) -> JobRunner<Churn> {
@@ -355,14 +487,21 @@ impl Churn {
     }
 }
 
-/// Runs due jobs one at a time, polls every `interval` when none is due, purges old failed
-/// jobs hourly, and stops between jobs once `shutdown` is cancelled.
+/// Runs due jobs, up to the runner's concurrency at once, at most half of it per project and
+/// the last free slot kept for a project with nothing running (see `Shares::full`);
+/// looks for due work again when a job ends, or every `interval` when none was due; purges
+/// old failed jobs hourly. Once `shutdown` is cancelled it claims nothing more and waits for
+/// the jobs running (each bounded by its calls' timeouts).
 pub fn spawn_worker<H: RunJob>(
     runner: JobRunner<H>,
     shutdown: CancellationToken,
     interval: Duration,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
+        let runner = Arc::new(runner);
+        let mut shares = Shares::new(runner.concurrency);
+        let mut running = JoinSet::new();
+        let mut groups = HashMap::new();
         let mut last_purge: Option<tokio::time::Instant> = None;
         while !shutdown.is_cancelled() {
             if last_purge.is_none_or(|at| at.elapsed() >= PURGE_EVERY) {
@@ -373,16 +512,39 @@ pub fn spawn_worker<H: RunJob>(
                     Err(e) => tracing::error!(error = %e, "purging failed jobs failed"),
                 }
             }
-            match runner.try_run_one().await {
-                Ok(true) => continue,
-                Ok(false) => {}
-                Err(e) => tracing::error!(error = %e, "running due jobs failed"),
+            if running.len() < runner.concurrency {
+                match runner
+                    .claim(&shares.full(runner.concurrency - running.len()))
+                    .await
+                {
+                    Ok(Some(record)) => {
+                        shares.take(record.project_id.clone());
+                        let group = record.project_id.clone();
+                        let runner = runner.clone();
+                        let task = running.spawn(async move {
+                            if let Err(e) = runner.run_claimed(record).await {
+                                tracing::error!(error = %e, "settling a job failed");
+                            }
+                        });
+                        groups.insert(task.id(), group);
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(e) => tracing::error!(error = %e, "claiming a due job failed"),
+                }
             }
             tokio::select! {
                 _ = shutdown.cancelled() => break,
+                Some(done) = running.join_next_with_id() => {
+                    let id = done.map_or_else(|e| e.id(), |(id, ())| id);
+                    if let Some(group) = groups.remove(&id) {
+                        shares.give_back(group);
+                    }
+                }
                 _ = tokio::time::sleep(interval) => {}
             }
         }
+        while running.join_next().await.is_some() {}
     })
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use churn_core::both_backends;
 use churn_core::config::Config;
 use churn_core::error::{Error, Result};
-use churn_core::jobs::{Job, JobRunner, RunJob};
+use churn_core::jobs::{Job, JobRun, JobRunner, RunJob};
 use churn_core::services::Churn;
 use churn_core::store::jobs;
 use churn_core::testing::{Backend, TestDatabase};
@@ -22,6 +22,7 @@ both_backends!(
     a_job_slower_than_its_lease_runs_once,
     failing_jobs_retry_on_their_schedule_then_fail,
     unreadable_jobs_fail_at_once,
+    no_project_holds_more_than_half_of_the_slots,
 );
 
 async fn open(db: &TestDatabase, clock: Arc<dyn Clock>) -> Churn {
@@ -79,7 +80,7 @@ struct Slow {
 }
 
 impl RunJob for Slow {
-    async fn run(&self, _: &Job) -> Result<()> {
+    async fn run(&self, _: &Job, _: &JobRun) -> Result<()> {
         self.runs.fetch_add(1, Ordering::SeqCst);
         tokio::time::sleep(self.duration).await;
         Ok(())
@@ -148,7 +149,7 @@ struct Failing {
 }
 
 impl RunJob for Failing {
-    async fn run(&self, _: &Job) -> Result<()> {
+    async fn run(&self, _: &Job, _: &JobRun) -> Result<()> {
         if self.runs.fetch_add(1, Ordering::SeqCst) == 0 {
             panic!("the first attempt panics");
         }
@@ -226,6 +227,7 @@ async fn unreadable_jobs_fail_at_once(backend: Backend) {
             payload: &payload,
             run_at: now,
             max_attempts: 5,
+            owner: None,
         };
         let backend = churn.store().backend();
         jobs::enqueue(churn.store().writer(), backend, &[job], now)
@@ -239,4 +241,136 @@ async fn unreadable_jobs_fail_at_once(backend: Backend) {
     }
     clock.advance(chrono::Duration::days(1));
     assert_eq!(churn.run_due_jobs().await.unwrap(), 0, "never retried");
+}
+
+/// Holds each `ScoreProject` job of a project in `hang` until released; every other job
+/// returns at once. Counts the jobs running per project (`""`: no project), and their peak.
+#[derive(Clone, Default)]
+struct Gate {
+    hang: Arc<Vec<String>>,
+    released: Arc<tokio::sync::Notify>,
+    state: Arc<std::sync::Mutex<GateState>>,
+}
+
+#[derive(Default)]
+struct GateState {
+    running: std::collections::HashMap<String, usize>,
+    peak: std::collections::HashMap<String, usize>,
+    peak_total: usize,
+    done: Vec<String>,
+}
+
+impl RunJob for Gate {
+    async fn run(&self, job: &Job, _: &JobRun) -> Result<()> {
+        let project = match job {
+            Job::ScoreProject { project_id, .. } => project_id.clone(),
+            _ => String::new(),
+        };
+        {
+            let mut state = self.state.lock().unwrap();
+            *state.running.entry(project.clone()).or_default() += 1;
+            let now = state.running[&project];
+            let peak = state.peak.entry(project.clone()).or_default();
+            *peak = (*peak).max(now);
+            let total = state.running.values().sum();
+            state.peak_total = state.peak_total.max(total);
+        }
+        if self.hang.contains(&project) {
+            let released = self.released.notified();
+            released.await;
+        }
+        let mut state = self.state.lock().unwrap();
+        *state.running.get_mut(&project).unwrap() -= 1;
+        state.done.push(project);
+        Ok(())
+    }
+}
+
+async fn enqueue_scoring(churn: &Churn, project: &str, count: usize) {
+    let now = churn.now();
+    let mut tx = churn.store().begin().await.unwrap();
+    let due: Vec<_> = (0..count)
+        .map(|i| {
+            let job = Job::ScoreProject {
+                project_id: project.into(),
+                due: format!("{i}"),
+            };
+            (job, now)
+        })
+        .collect();
+    Job::enqueue_all(&mut tx, &due, now).await.unwrap();
+    tx.commit().await.unwrap();
+}
+
+/// Polls `check` until it holds, failing after 10 s.
+async fn eventually(what: &str, check: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn no_project_holds_more_than_half_of_the_slots(backend: Backend) {
+    let db = TestDatabase::new(backend).await;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let churn = open(&db, clock.clone()).await;
+    let gate = Gate {
+        hang: Arc::new(vec!["project-a".into(), "project-b".into()]),
+        ..Gate::default()
+    };
+    // Two projects with more slow work than the slots, enqueued before anyone else's.
+    enqueue_scoring(&churn, "project-a", 10).await;
+    enqueue_scoring(&churn, "project-b", 10).await;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let runner = JobRunner::new(churn.store().clone(), clock, gate.clone());
+    let worker = churn_core::jobs::spawn_worker(
+        runner.with_concurrency(churn_core::jobs::DEFAULT_CONCURRENCY),
+        shutdown.clone(),
+        Duration::from_millis(20),
+    );
+    let running = |project: &str| {
+        let state = gate.state.lock().unwrap();
+        state.running.get(project).copied().unwrap_or(0)
+    };
+    // Half of the 8 slots for the first; the last free slot is kept for a newcomer.
+    eventually("a holds 4 slots and b 3", || {
+        running("project-a") == 4 && running("project-b") == 3
+    })
+    .await;
+
+    // Another project's job and an account email run meanwhile.
+    enqueue_scoring(&churn, "project-c", 1).await;
+    let mut tx = churn.store().begin().await.unwrap();
+    Job::AccountEmail {
+        email: "ada@example.com".into(),
+        purpose: churn_core::services::AccountEmail::PasswordReset,
+    }
+    .enqueue(&mut tx, churn.now(), churn.now())
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let done = |project: &str| {
+        let state = gate.state.lock().unwrap();
+        state.done.iter().filter(|p| *p == project).count()
+    };
+    eventually("c's job and the account email ran", || {
+        done("project-c") == 1 && done("") == 1
+    })
+    .await;
+    assert_eq!((done("project-a"), done("project-b")), (0, 0));
+
+    // Released, every job runs, never more than half of the slots per project at once.
+    while done("project-a") + done("project-b") < 20 {
+        gate.released.notify_waiters();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    shutdown.cancel();
+    worker.await.unwrap();
+    let state = gate.state.lock().unwrap();
+    assert_eq!(state.peak["project-a"], 4, "half of 8 slots");
+    assert!(state.peak["project-b"] <= 4, "half of 8 slots at most");
+    assert_eq!(state.peak_total, 8, "eight jobs ran at once");
+    drop(state);
+    assert_no_rows(&churn).await;
 }

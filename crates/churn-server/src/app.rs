@@ -141,9 +141,14 @@ impl Application {
         // In dev mode time only moves when told, and due jobs run on `/dev/jobs/run`.
         let worker = self.state.test_clock.is_none().then(|| {
             churn_core::jobs::spawn_worker(
-                self.state.churn.job_runner(),
+                self.state
+                    .churn
+                    .job_runner()
+                    .with_concurrency(self.state.config.job_concurrency),
                 token.clone(),
-                Duration::from_secs(1),
+                // Polled this often when nothing is due, so that an email enqueued by a
+                // request leaves well within a second.
+                Duration::from_millis(250),
             )
         });
         let service = self.service;

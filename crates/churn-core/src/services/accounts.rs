@@ -30,7 +30,7 @@ use crate::domain::validation::{Validator, required_text};
 use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
-use crate::jobs::Job;
+use crate::jobs::{Job, JobRun};
 use crate::store::Store;
 use crate::store::users::{self, OneTime, UserRecord};
 use crate::time::Timestamp;
@@ -300,6 +300,7 @@ impl Accounts {
         &self,
         email: &str,
         purpose: AccountEmail,
+        run: &JobRun,
     ) -> Result<()> {
         let now = self.core.now();
         for kind in [OneTime::Reset, OneTime::Verification] {
@@ -315,6 +316,13 @@ impl Accounts {
             );
             return Ok(());
         };
+        if !run.claim_email(now).await? {
+            tracing::warn!(
+                purpose = purpose.as_str(),
+                "an account email claimed by an earlier run that did not finish is not sent again"
+            );
+            return Ok(());
+        }
         let (kind, valid_for) = match purpose {
             AccountEmail::PasswordReset => {
                 let since = now - RESET_EMAIL_INTERVAL;
@@ -356,6 +364,9 @@ impl Accounts {
             Ok(()) => Ok(()),
             Err(failure) => {
                 users::delete_token(self.core.store.writer(), kind, &hash).await?;
+                if failure.is_some() {
+                    run.release_email().await?;
+                }
                 // A retry after a passing failure must not be throttled by this attempt; a
                 // refused address keeps the throttle.
                 if purpose == AccountEmail::PasswordReset && failure.is_some() {

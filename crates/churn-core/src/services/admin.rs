@@ -110,6 +110,7 @@ impl Admin {
             clock: self.clock.clone(),
             cache: Arc::new(AccessCache::new(false)),
             tracked: super::ingest::group(),
+            scoring: Arc::default(),
         }
     }
 

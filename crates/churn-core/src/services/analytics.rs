@@ -146,31 +146,27 @@ impl Core {
         access.authorize(Permission::Read)?;
         let days = in_range("days", q.days, DEFAULT_DAYS, MAX_DAYS)?;
         let now = self.now();
-        let window = chrono::Duration::days(access.project.settings.recovery_window_days);
-        let rows = events::grouped_since(
+        let counts = events::uplift_counts(
             self.store.reader(),
+            self.store.backend(),
             &access.project.id,
             now - chrono::Duration::days(days),
+            access.project.settings.recovery_window_days,
+            now,
         )
         .await?;
         let outcome = |group: Group| {
-            let mut o = GroupOutcome {
-                events: 0,
-                recovered: 0,
-                lost: 0,
-                recovery_rate: 0.0,
-            };
-            for (_, created, recovered) in rows.iter().filter(|(g, _, _)| *g == group) {
-                o.events += 1;
-                let deadline = *created + window;
-                match recovered {
-                    Some(at) if *at <= deadline => o.recovered += 1,
-                    _ if deadline <= now => o.lost += 1,
-                    _ => {}
-                }
+            let c = counts
+                .iter()
+                .find(|(g, _)| *g == group)
+                .map(|(_, c)| *c)
+                .unwrap_or_default();
+            GroupOutcome {
+                events: c.events,
+                recovered: c.recovered,
+                lost: c.lost,
+                recovery_rate: analytics::recovery_rate(c.recovered, c.lost),
             }
-            o.recovery_rate = analytics::recovery_rate(o.recovered, o.lost);
-            o
         };
         let (treatment, control) = (outcome(Group::Treatment), outcome(Group::Control));
         Ok(uplift(treatment, control))

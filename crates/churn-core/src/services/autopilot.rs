@@ -5,6 +5,10 @@
 //! (recovered, lost, suppressed, quota, control group, …) is recorded on the event with its
 //! reason. Events in the control group are never emailed by autopilot.
 //!
+//! A job run again after a crash finds its email claimed ([`JobRun::claim_email`]) and
+//! decides from what was handed over, not from the drafts left: the email it sent is not
+//! sent again, and the first send's follow-up is planned from it.
+//!
 //! Autopilot acts with the rights of the project's secret key (a member): the same policy,
 //! subscription check, suppression list and daily quota as any send.
 
@@ -17,7 +21,7 @@ use crate::domain::role::Actor;
 use crate::domain::settings::AutopilotSettings;
 use crate::domain::variant::VariantStatus;
 use crate::error::{Error, Result};
-use crate::jobs::Job;
+use crate::jobs::{Job, JobRun};
 use crate::store::{events, projects, variants};
 use crate::time::Timestamp;
 
@@ -55,7 +59,12 @@ const CONTROL_GROUP: &str = "control_group";
 
 impl Churn {
     /// Runs a `Job::Autopilot`: the first send (`follow_up: false`) or the follow-up.
-    pub(crate) async fn run_autopilot(&self, event_id: &str, follow_up: bool) -> Result<()> {
+    pub(crate) async fn run_autopilot(
+        &self,
+        event_id: &str,
+        follow_up: bool,
+        run: &JobRun,
+    ) -> Result<()> {
         let reader = self.store().reader();
         let Some(event) = events::by_id(reader, event_id).await? else {
             return Ok(());
@@ -100,6 +109,19 @@ impl Churn {
             }
         }
         let drafts = variants::for_event(reader, &event.id).await?;
+        if !run.claim_email(self.now()).await? {
+            // An earlier run of this job stopped after claiming its email. What it handed over
+            // is on the variants (a send claims its variant before the email leaves); with
+            // nothing there, no email left and the send goes ahead.
+            let handed_over = handed_over(&drafts);
+            if handed_over.len() >= if follow_up { 2 } else { 1 } {
+                tracing::warn!(event = %event.id, follow_up, "an autopilot email claimed by an earlier run that did not finish is not sent again");
+                let last = handed_over.into_iter().max().unwrap_or_else(|| self.now());
+                return self
+                    .after_send(&event, follow_up, &settings, last, run)
+                    .await;
+            }
+        }
         let next = drafts
             .iter()
             .filter(|v| v.status == VariantStatus::Draft)
@@ -136,32 +158,51 @@ impl Churn {
             }
             Err(e) => return Err(e),
         };
-        if follow_up || settings.follow_up_days == 0 {
-            return record(AutopilotStatus::Sent, None).await;
-        }
-        let now = self.now();
+        self.after_send(&event, follow_up, &settings, sent.sent_at, run)
+            .await
+    }
+
+    /// Records a send handed over at `sent_at`: a follow-up (or a first send without one)
+    /// ends autopilot's work on the event; a first send plans its follow-up, in the
+    /// transaction that ends the job, so a restart can neither lose nor repeat the plan.
+    async fn after_send(
+        &self,
+        event: &events::EventRecord,
+        follow_up: bool,
+        settings: &AutopilotSettings,
+        sent_at: Timestamp,
+        run: &JobRun,
+    ) -> Result<()> {
         let mut tx = self.store().begin().await?;
-        events::set_autopilot(
-            &mut *tx,
-            &event.project_id,
-            &event.id,
-            AutopilotStatus::Scheduled,
-            None,
-        )
-        .await?;
-        Job::Autopilot {
-            event_id: event.id.clone(),
-            follow_up: true,
+        let follow_up_at = (!follow_up && settings.follow_up_days > 0)
+            .then(|| sent_at + chrono::Duration::days(settings.follow_up_days));
+        let status = match follow_up_at {
+            Some(_) => AutopilotStatus::Scheduled,
+            None => AutopilotStatus::Sent,
+        };
+        events::set_autopilot(&mut *tx, &event.project_id, &event.id, status, None).await?;
+        if let Some(at) = follow_up_at {
+            Job::Autopilot {
+                event_id: event.id.clone(),
+                follow_up: true,
+            }
+            .enqueue(&mut tx, at, self.now())
+            .await?;
         }
-        .enqueue(
-            &mut tx,
-            sent.sent_at + chrono::Duration::days(settings.follow_up_days),
-            now,
-        )
-        .await?;
-        tx.commit().await?;
+        if run.complete(&mut tx).await? {
+            tx.commit().await?;
+        }
         Ok(())
     }
+}
+
+/// When each email of an event was handed over: sent, or claimed by a send whose outcome is
+/// unknown.
+fn handed_over(variants: &[variants::VariantRecord]) -> Vec<Timestamp> {
+    variants
+        .iter()
+        .filter_map(|v| v.sent_at.or(v.claimed_at))
+        .collect()
 }
 
 #[cfg(test)]

@@ -98,6 +98,8 @@ pub struct Core {
     cache: Arc<cache::AccessCache>,
     /// The group-commit queue of tracked events.
     tracked: group::Group<ingest::Batch, u64>,
+    /// The scoring run going on per project, which a second caller joins.
+    scoring: Arc<risk::Runs>,
 }
 
 impl Core {
@@ -244,6 +246,7 @@ impl Churn {
         let tracking = Arc::new(TrackingKeys::new(tracking_secret.as_bytes()));
         let core = Core {
             tracked: ingest::group(),
+            scoring: Arc::default(),
             store,
             clock,
             cache,

@@ -4,7 +4,11 @@
 //! each project's chain of scheduled jobs and from `recompute`. A run with enough labelled
 //! customers first refits the project's learned model (`domain::model`) and scores with it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
 
 use chrono::NaiveDate;
 
@@ -61,6 +65,10 @@ async fn outside_counts(
     Ok(counts)
 }
 
+/// The scoring runs going on, by project id.
+pub(crate) type Runs = Mutex<HashMap<String, Shared<BoxFuture<'static, RunResult>>>>;
+type RunResult = std::result::Result<Recomputed, Arc<Error>>;
+
 impl Core {
     /// The scheduled run due at `due`: moves the schedule on and enqueues the next run (once,
     /// however often this one is retried), then scores.
@@ -78,14 +86,47 @@ impl Core {
             job.enqueue(&mut tx, next, now).await?;
         }
         tx.commit().await?;
-        self.score_project(project_id).await?;
+        self.score_once(project_id).await?;
         Ok(())
     }
 
-    /// `POST /projects/:slug/churn-risk/recompute`: scores the project now.
+    /// `POST /projects/:slug/churn-risk/recompute`: scores the project now, or waits for the
+    /// run going on and answers its result (decisions §20).
     pub async fn recompute_risk(&self, access: &ProjectAccess) -> Result<Recomputed> {
         access.authorize(Permission::Write)?;
-        self.score_project(&access.project.id).await
+        self.score_once(&access.project.id).await
+    }
+
+    /// Single flight per project in this process: the first caller starts a run in a task of
+    /// its own (so callers going away do not stop it), later callers wait for the same run.
+    /// Across processes runs are not joined; their slices take turns on `lock_scoring`.
+    async fn score_once(&self, project_id: &str) -> Result<Recomputed> {
+        let flight = {
+            let mut runs = self.scoring.lock().unwrap_or_else(|e| e.into_inner());
+            runs.entry(project_id.to_owned())
+                .or_insert_with(|| {
+                    let core = self.clone();
+                    let id = project_id.to_owned();
+                    let run = tokio::spawn(async move {
+                        let result = core.score_project(&id).await.map_err(Arc::new);
+                        core.scoring
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .remove(&id);
+                        result
+                    });
+                    async move {
+                        run.await
+                            .unwrap_or_else(|e| Err(Arc::new(Error::internal(e))))
+                    }
+                    .boxed()
+                    .shared()
+                })
+                .clone()
+        };
+        flight.await.map_err(|e| {
+            Arc::try_unwrap(e).unwrap_or_else(|shared| Error::internal(shared.to_string()))
+        })
     }
 
     /// Scores every customer with a tracked event in the last 90 days and raises the alerts;

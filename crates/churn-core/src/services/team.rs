@@ -19,7 +19,7 @@ use crate::domain::role::{Permission, Role};
 use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
-use crate::jobs::Job;
+use crate::jobs::{Job, JobRun};
 use crate::store::projects;
 use crate::store::team::{self, InvitationRecord, MemberRecord};
 use crate::store::users::UserRecord;
@@ -262,7 +262,11 @@ impl Team {
 
     /// Runs a `Job::InvitationEmail`: sends the link of an invitation still open. Email not
     /// configured: nothing to do (the inviter has the link from the answer).
-    pub(crate) async fn send_invitation_email(&self, invitation_id: &str) -> Result<()> {
+    pub(crate) async fn send_invitation_email(
+        &self,
+        invitation_id: &str,
+        run: &JobRun,
+    ) -> Result<()> {
         let Some(invitation) = team::open_by_id(self.core.store.reader(), invitation_id).await?
         else {
             return Ok(());
@@ -300,6 +304,12 @@ impl Team {
             ),
             message_id: format!("{}@churn", uuid::Uuid::new_v4()),
         };
+        if !run.claim_email(self.core.now()).await? {
+            tracing::warn!(
+                "an invitation email claimed by an earlier run that did not finish is not sent again"
+            );
+            return Ok(());
+        }
         match transport.send(&message).await {
             Ok(()) => Ok(()),
             // Refused for good: retrying cannot help.
@@ -307,10 +317,13 @@ impl Team {
                 tracing::warn!(error = %m, "invitation email refused");
                 Ok(())
             }
-            Err(SendError::Failed(m)) => Err(Error::upstream(
-                "the email server did not accept the invitation email",
-                m,
-            )),
+            Err(SendError::Failed(m)) => {
+                run.release_email().await?;
+                Err(Error::upstream(
+                    "the email server did not accept the invitation email",
+                    m,
+                ))
+            }
         }
     }
 }

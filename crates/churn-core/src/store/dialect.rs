@@ -1,5 +1,6 @@
 //! Where SQLite and PostgreSQL differ, and nowhere else: row locks, skipping rows other workers
-//! hold, telling other server processes about a change, and reading rows out of a JSON array.
+//! hold, telling other server processes about a change, reading rows out of a JSON array, and
+//! adding days to a stored timestamp.
 //! Everything else is portable SQL.
 
 use sqlx::AnyConnection;
@@ -67,6 +68,21 @@ impl Backend {
                 format!("jsonb_array_elements(CAST(${param} AS jsonb)) AS j(value)")
             }
             Backend::Sqlite => format!("json_each(${param}) AS j"),
+        }
+    }
+
+    /// Whether the stored timestamp `later` is at most the integer parameter `param` days
+    /// (of 24 hours) after the stored timestamp `earlier`.
+    pub fn within_days(self, later: &str, earlier: &str, param: usize) -> String {
+        match self {
+            Backend::Postgres => format!(
+                "CAST({later} AS timestamptz) <= CAST({earlier} AS timestamptz) \
+                 + make_interval(hours => CAST(${param} AS INTEGER) * 24)"
+            ),
+            // The stored format, so text order is time order.
+            Backend::Sqlite => format!(
+                "{later} <= strftime('%Y-%m-%dT%H:%M:%fZ', {earlier}, '+' || ${param} || ' days')"
+            ),
         }
     }
 

@@ -161,33 +161,51 @@ pub async fn set_autopilot<'e>(
     Ok(())
 }
 
-/// The group, creation and recovery times of the project's events with a group created since
-/// `since` (measured uplift).
-pub async fn grouped_since<'e>(
+/// Per holdout group, the project's events created since `since`: how many, how many were
+/// recovered within `window_days` of creation, and how many were not although that window
+/// ended by `now` (measured uplift). Counted by the database: one row per group.
+pub async fn uplift_counts<'e>(
     db: impl Executor<'e, Database = Any>,
+    backend: Backend,
     project_id: &str,
     since: Timestamp,
-) -> Result<Vec<(Group, Timestamp, Option<Timestamp>)>> {
-    let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
-        "SELECT holdout_group, created_at, recovered_at FROM churn_events \
-         WHERE project_id = $1 AND created_at >= $2 AND holdout_group IS NOT NULL",
-    )
+    window_days: i64,
+    now: Timestamp,
+) -> Result<Vec<(Group, GroupCounts)>> {
+    let within = backend.within_days("recovered_at", "created_at", 3);
+    let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(&format!(
+        "SELECT holdout_group, COUNT(*), \
+           SUM(CASE WHEN recovered_at IS NOT NULL AND {within} THEN 1 ELSE 0 END), \
+           SUM(CASE WHEN (recovered_at IS NULL OR NOT ({within})) AND created_at <= $4 \
+             THEN 1 ELSE 0 END) \
+         FROM churn_events WHERE project_id = $1 AND created_at >= $2 AND holdout_group IS NOT NULL \
+         GROUP BY holdout_group"
+    ))
     .bind(project_id)
     .bind(time::format(&since))
+    .bind(window_days)
+    .bind(time::format(&(now - chrono::Duration::days(window_days))))
     .fetch_all(db)
     .await?;
-    rows.into_iter()
-        .filter_map(|(group, created, recovered)| {
-            let group = Group::parse(&group)?;
-            Some((|| {
-                Ok((
-                    group,
-                    super::ts(&created)?,
-                    super::ts_opt(recovered.as_deref())?,
-                ))
-            })())
+    Ok(rows
+        .into_iter()
+        .filter_map(|(group, events, recovered, lost)| {
+            let counts = GroupCounts {
+                events: u64::try_from(events).ok()?,
+                recovered: u64::try_from(recovered).ok()?,
+                lost: u64::try_from(lost).ok()?,
+            };
+            Some((Group::parse(&group)?, counts))
         })
-        .collect()
+        .collect())
+}
+
+/// One holdout group's events in an uplift window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupCounts {
+    pub events: u64,
+    pub recovered: u64,
+    pub lost: u64,
 }
 
 pub async fn get<'e>(

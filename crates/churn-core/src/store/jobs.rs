@@ -1,6 +1,8 @@
 //! The `jobs` table: background work enqueued in the transaction of the change that needs
 //! it, claimed one at a time by any number of workers, deleted when done. The one difference
 //! between the backends is the claim's row lock (`Backend::skip_locked` in `dialect`).
+//! Each job records the project it works for, found at enqueue from the row it names, so a
+//! claim can pass over the projects that hold their share of a runner's slots.
 
 use super::Writes;
 use sqlx::FromRow;
@@ -17,6 +19,8 @@ pub struct JobRecord {
     pub payload: serde_json::Value,
     pub attempts: i64,
     pub run_at: Timestamp,
+    /// `None`: work of no project (account emails).
+    pub project_id: Option<String>,
 }
 
 #[derive(FromRow)]
@@ -26,6 +30,45 @@ struct Row {
     payload: String,
     attempts: i64,
     run_at: String,
+    project_id: Option<String>,
+}
+
+/// The row a job works on, through which its project is found when it is enqueued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    Project,
+    Event,
+    Failure,
+    Alert,
+    Invitation,
+}
+
+impl Owner {
+    const ALL: [Owner; 5] = [
+        Owner::Project,
+        Owner::Event,
+        Owner::Failure,
+        Owner::Alert,
+        Owner::Invitation,
+    ];
+
+    fn table(self) -> &'static str {
+        match self {
+            Owner::Project => "projects",
+            Owner::Event => "churn_events",
+            Owner::Failure => "payment_failures",
+            Owner::Alert => "risk_alerts",
+            Owner::Invitation => "invitations",
+        }
+    }
+
+    /// The project id of the row whose id is the SQL expression `id`.
+    fn project_of(self, id: &str) -> String {
+        match self {
+            Owner::Project => id.to_owned(),
+            other => format!("(SELECT project_id FROM {} WHERE id = {id})", other.table()),
+        }
+    }
 }
 
 /// A job on its way into the table. `max_attempts` is the kind's limit at enqueue time, kept
@@ -35,6 +78,8 @@ pub struct NewJob<'a> {
     pub payload: &'a serde_json::Value,
     pub run_at: Timestamp,
     pub max_attempts: i64,
+    /// The row the job works on; `None` for work of no project.
+    pub owner: Option<(Owner, &'a str)>,
 }
 
 /// Enqueues the jobs with one statement (a group's jobs travel as one parameter).
@@ -56,13 +101,25 @@ pub async fn enqueue<'e>(
                 j.payload.to_string(),
                 time::format(&j.run_at),
                 j.max_attempts,
+                j.owner.map(|(owner, _)| owner.table()),
+                j.owner.map(|(_, id)| id),
+            )
+        })
+        .collect();
+    let project: String = Owner::ALL
+        .iter()
+        .map(|o| {
+            format!(
+                " WHEN '{}' THEN {}",
+                o.table(),
+                o.project_of("j.value ->> 6")
             )
         })
         .collect();
     let sql = format!(
-        "INSERT INTO jobs (id, kind, payload, run_at, status, max_attempts, created_at, updated_at) \
+        "INSERT INTO jobs (id, kind, payload, run_at, status, max_attempts, created_at, updated_at, project_id) \
          SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, 'queued', \
-         CAST(j.value ->> 4 AS BIGINT), $2, $2 FROM {}",
+         CAST(j.value ->> 4 AS BIGINT), $2, $2, CASE j.value ->> 5{project} END FROM {}",
         backend.json_rows(1)
     );
     sqlx::query(&sql)
@@ -74,25 +131,32 @@ pub async fn enqueue<'e>(
 }
 
 /// Claims the next due job (queued, or running with an expired lease after a crash), counting
-/// the attempt and leasing it until `lease_until`. One job per claim, so a worker never holds
-/// a lease on work it has not started. The status condition repeats the `jobs_due` partial
-/// index's predicate word for word, so both backends use that index for the ORDER BY.
+/// the attempt and leasing it until `lease_until`, passing over the jobs of the projects in
+/// `full` (`None` standing for jobs of no project). One job per claim, so a worker never
+/// holds a lease on work it has not started. The status condition repeats the `jobs_due`
+/// partial index's predicate word for word, so both backends use that index for the ORDER BY.
 pub async fn claim_next(
     store: &Store,
     now: Timestamp,
     lease_until: Timestamp,
+    full: &[Option<&str>],
 ) -> Result<Option<JobRecord>> {
+    // '' is no project id (ids are never empty): jobs of no project form one group.
+    let full: Vec<(&str,)> = full.iter().map(|p| (p.unwrap_or(""),)).collect();
     let sql = format!(
         "UPDATE jobs SET status = 'running', attempts = attempts + 1, locked_until = $2, updated_at = $1 \
          WHERE id IN (SELECT id FROM jobs WHERE status IN ('queued', 'running') AND run_at <= $1 \
            AND (status = 'queued' OR locked_until < $1) \
+           AND COALESCE(project_id, '') NOT IN (SELECT j.value ->> 0 FROM {}) \
            ORDER BY run_at, id LIMIT 1{}) \
-         RETURNING id, kind, payload, attempts, run_at",
+         RETURNING id, kind, payload, attempts, run_at, project_id",
+        store.backend().json_rows(3),
         store.backend().skip_locked()
     );
     let row: Option<Row> = sqlx::query_as(&sql)
         .bind(time::format(&now))
         .bind(time::format(&lease_until))
+        .bind(json_array(&full))
         .fetch_optional(store.writer())
         .await?;
     row.map(|r| {
@@ -102,6 +166,7 @@ pub async fn claim_next(
             id: r.id,
             kind: r.kind,
             attempts: r.attempts,
+            project_id: r.project_id,
         })
     })
     .transpose()
@@ -128,13 +193,42 @@ pub async fn extend_lease<'e>(
 }
 
 /// Deletes the job its claimed attempt finished: done work is not kept. Guarded by the attempt
-/// number, so a worker whose lease ran out cannot settle a job another worker has claimed since.
-pub async fn complete<'e>(db: impl Writes<'e>, job: &JobRecord) -> Result<()> {
-    sqlx::query("DELETE FROM jobs WHERE id = $1 AND status = 'running' AND attempts = $2")
-        .bind(&job.id)
-        .bind(job.attempts)
-        .execute(db)
-        .await?;
+/// number, so a worker whose lease ran out cannot settle a job another worker has claimed
+/// since; `false` then (or when the job settled itself already).
+pub async fn complete<'e>(db: impl Writes<'e>, job: &JobRecord) -> Result<bool> {
+    let done =
+        sqlx::query("DELETE FROM jobs WHERE id = $1 AND status = 'running' AND attempts = $2")
+            .bind(&job.id)
+            .bind(job.attempts)
+            .execute(db)
+            .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Claims the email of the running attempt before it is handed over; `false` when an earlier
+/// attempt claimed it (and never completed), or this attempt no longer holds the job.
+pub async fn claim_email<'e>(db: impl Writes<'e>, job: &JobRecord, now: Timestamp) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE jobs SET email_claimed_at = $3 \
+         WHERE id = $1 AND status = 'running' AND attempts = $2 AND email_claimed_at IS NULL",
+    )
+    .bind(&job.id)
+    .bind(job.attempts)
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Gives back the claim of an email that did not leave, so a retry may send it.
+pub async fn release_email<'e>(db: impl Writes<'e>, job: &JobRecord) -> Result<()> {
+    sqlx::query(
+        "UPDATE jobs SET email_claimed_at = NULL WHERE id = $1 AND status = 'running' AND attempts = $2",
+    )
+    .bind(&job.id)
+    .bind(job.attempts)
+    .execute(db)
+    .await?;
     Ok(())
 }
 

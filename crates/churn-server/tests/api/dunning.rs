@@ -49,7 +49,7 @@ impl Setup {
     }
 
     /// A verified sender for `acme` (the DNS proof is tested with the email settings).
-    async fn verified_sender(&self) {
+    pub(crate) async fn verified_sender(&self) {
         self.app
             .expect(
                 self.app
@@ -64,7 +64,7 @@ impl Setup {
             .await;
     }
 
-    async fn only_failure(&self) -> Value {
+    pub(crate) async fn only_failure(&self) -> Value {
         let list = self
             .app
             .expect(
@@ -106,7 +106,7 @@ impl Setup {
     }
 
     /// The dunning emails in the outbox (the owner's verification email left out).
-    fn dunning_mails(&self) -> Vec<String> {
+    pub(crate) fn dunning_mails(&self) -> Vec<String> {
         self.app
             .outbox()
             .into_iter()

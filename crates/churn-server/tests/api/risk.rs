@@ -17,6 +17,7 @@ both_backends!(
     the_configuration_has_defaults_and_validates_every_field,
     private_webhooks_are_allowed_when_the_operator_says_so,
     the_model_is_learned_once_30_customers_churned_and_30_did_not,
+    concurrent_recomputes_share_one_run,
 );
 
 pub(crate) async fn advance(app: &TestApp, days: i64) {
@@ -590,4 +591,32 @@ async fn the_model_is_learned_once_30_customers_churned_and_30_did_not(backend: 
         assert!((0..=100).contains(&score));
     }
     assert_eq!(items[0]["signals"][0]["name"], "event:export_failed");
+}
+
+/// Two recomputes at once: one run, whose result both answer. Skipped alerts (webhook mode
+/// without a URL) start no quiet period, so a second run would log every alert again.
+async fn concurrent_recomputes_share_one_run(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let acme = acme_with_key(&app).await;
+    let customers: Vec<String> = (0..300).map(|i| format!("quiet{i}@shop.io")).collect();
+    let events: Vec<_> = customers
+        .iter()
+        .flat_map(|email| {
+            [
+                ("login", email.as_str(), 20, json!({})),
+                ("nps_response", email.as_str(), 20, json!({"score": 4})),
+            ]
+        })
+        .collect();
+    for batch in events.chunks(100) {
+        track(&app, &acme.key, batch).await;
+    }
+    let (first, second) = tokio::join!(recompute(&app, &acme), recompute(&app, &acme));
+    assert_eq!(first, json!({"scored": 300, "alerts": 300}));
+    assert_eq!(second, first, "both answered the one run");
+    let logged = app.query("SELECT id FROM risk_alerts").await.len();
+    assert_eq!(logged, 300, "one run logged the alerts");
+    // A later call starts a run of its own.
+    assert_eq!(recompute(&app, &acme).await, first);
+    assert_eq!(app.query("SELECT id FROM risk_alerts").await.len(), 600);
 }

@@ -24,7 +24,7 @@ use crate::domain::role::Permission;
 use crate::domain::validation::Validator;
 use crate::email::OutgoingEmail;
 use crate::error::{Error, Result};
-use crate::jobs::Job;
+use crate::jobs::{Job, JobRun};
 use crate::providers::CallError;
 use crate::providers::provider_a::PayOutcome;
 use crate::services::access::ProjectAccess;
@@ -580,7 +580,12 @@ impl Payments {
     }
 
     /// Job `dunning_email`: the tone's email from the verified sender, or a logged skip.
-    pub(crate) async fn send_dunning_email(&self, failure_id: &str, tone: Tone) -> Result<()> {
+    pub(crate) async fn send_dunning_email(
+        &self,
+        failure_id: &str,
+        tone: Tone,
+        run: &JobRun,
+    ) -> Result<()> {
         let db = self.core.store.reader();
         let Some(record) = failures::by_id(db, failure_id).await? else {
             return Ok(());
@@ -647,20 +652,27 @@ impl Payments {
             list_unsubscribe: format!("<mailto:{address}?subject=unsubscribe>"),
             message_id: format!("{}@churn", uuid::Uuid::new_v4()),
         };
-        transport.send(&message).await.map_err(|e| {
-            Error::upstream(
-                "the email server did not accept the dunning email",
-                e.to_string(),
-            )
-        })?;
-        failures::log_email(
-            self.core.store.writer(),
-            &record.id,
-            now,
-            tone.as_str(),
-            "sent",
-            None,
-        )
-        .await
+        // A claim left by an earlier run means that run stopped after, or during, the
+        // hand-over and before its record: recorded as sent, never sent again.
+        let reason = if run.claim_email(now).await? {
+            if let Err(e) = transport.send(&message).await {
+                run.release_email().await?;
+                return Err(Error::upstream(
+                    "the email server did not accept the dunning email",
+                    e.to_string(),
+                ));
+            }
+            None
+        } else {
+            tracing::warn!(failure = %id, tone = tone.as_str(), "a dunning email claimed by an earlier run that did not finish is not sent again");
+            Some("unconfirmed: the process stopped while handing it over")
+        };
+        // The record and the job's end commit together, so a restart cannot send it again.
+        let mut tx = self.core.store.begin().await?;
+        failures::log_email(&mut *tx, id, now, tone.as_str(), "sent", reason).await?;
+        if run.complete(&mut tx).await? {
+            tx.commit().await?;
+        }
+        Ok(())
     }
 }
