@@ -748,9 +748,14 @@ class KillTest:
                 stop.set()
                 for t in threads:
                     t.join()
+                t0 = time.time()
                 self.service.start()
+                t1 = time.time()
                 self.settle()
+                t2 = time.time()
                 counts = self.check()
+                counts["seconds"] = {"restart": round(t1 - t0, 1), "settle": round(t2 - t1, 1),
+                                     "check": round(time.time() - t2, 1)}
                 violations, self.violations = self.violations, []
                 if violations:
                     failed += 1
