@@ -722,6 +722,28 @@ class KillTest:
                     self.violation(f"the server panicked: {path}")
         return counts
 
+    def self_check(self):
+        """The checks see what they are for: after one cycle, a duplicate email, a second
+        payment, a second coupon, a tracked event removed and an alert delivered twice by one
+        process are planted; each must be reported."""
+        s = self.service
+        with self.smtp.lock:
+            self.smtp.mail.append(self.smtp.mail[0])
+        with self.fake.lock:
+            invoice = "in_planted"
+            self.fake.paid[invoice] += ["planted-1", "planted-2"]
+            self.fake.coupons.append(self.fake.coupons[0])
+            self.fake.alerts.append(self.fake.alerts[0])
+        gone = sorted(self.tracked)[0]
+        s.sql(f"DELETE FROM behavior_events WHERE project_id = '{self.project_id}' AND id = '{gone}'")
+        self.check()
+        found, self.violations = self.violations, []
+        expected = ["twice: 2 emails to", f"twice: invoice {invoice} paid 2 times", "twice: 2 coupons for churn event",
+                    f"lost: tracked event {gone}", "delivered 2 times by one process"]
+        missed = [e for e in expected if not any(e in v for v in found)]
+        print(json.dumps({"self_check": "missed" if missed else "ok", "missed": missed, "reported": found[:10]}))
+        return not missed
+
     # --- the cycles ---
     def run(self):
         args = self.args
@@ -766,6 +788,10 @@ class KillTest:
                                   "violations": violations[:20]}), flush=True)
                 if violations and args.stop_on_failure:
                     break
+            if args.self_check:
+                if not self.self_check():
+                    failed += 1
+                return failed == 0
             # One clean restart more: nothing may change.
             self.service.stop()
             self.service.start()
@@ -795,6 +821,8 @@ def main():
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, database) on failure")
     parser.add_argument("--stop-on-failure", action="store_true")
+    parser.add_argument("--self-check", action="store_true",
+                        help="after the cycles, plant a violation of each kind and fail unless all are reported")
     args = parser.parse_args()
     if args.seed is None:
         args.seed = random.randrange(1 << 31)
