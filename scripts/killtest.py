@@ -419,6 +419,7 @@ class KillTest:
         self.alerts_raised = 0
         self.counter = 0
         self.violations = []  # of the current cycle
+        self.settle_runs = []  # (jobs run, seconds) of each POST /dev/jobs/run while settling
         self.killed_holding = Counter()  # kills that fell while a fake held back an answer, by kind
 
     def next_n(self):
@@ -587,8 +588,11 @@ class KillTest:
         try:
             s.advance(61)
             quiet = 0
+            self.settle_runs = []
             for _ in range(30):
+                t = time.time()
                 ran = s.run_jobs()
+                self.settle_runs.append((ran, round(time.time() - t, 1)))
                 quiet = quiet + 1 if ran == 0 else 0
                 if quiet >= 2:
                     return
@@ -777,7 +781,7 @@ class KillTest:
                 t2 = time.time()
                 counts = self.check()
                 counts["seconds"] = {"restart": round(t1 - t0, 1), "settle": round(t2 - t1, 1),
-                                     "check": round(time.time() - t2, 1)}
+                                     "check": round(time.time() - t2, 1), "jobs_runs": self.settle_runs}
                 violations, self.violations = self.violations, []
                 if violations:
                     failed += 1
