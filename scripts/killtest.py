@@ -16,7 +16,8 @@ provider A's API and the alert receiver. Each cycle:
      identity secret) accepting a discount or a pause, or declining; churn events, which
      autopilot emails; churn-risk recomputes, whose alerts go to the receiver;
   2. `kill -9` at a random moment of the load, restart on the same database, the dev clock put
-     back where it was (it lives in the process) and moved an hour on; due jobs run
+     back where it was (it lives in the process); in half of the cycles a second kill while
+     the restarted server drains the due jobs, and a restart; then due jobs run
      (`POST /dev/jobs/run`) until none is left: dunning steps at the fake provider, dunning
      and autopilot emails, alert deliveries, offers left to their job;
   3. checks, over everything so far (a cycle fails when one of its checks finds a violation):
@@ -726,6 +727,21 @@ class KillTest:
                     self.violation(f"the server panicked: {path}")
         return counts
 
+    def kill(self):
+        """kill -9; says which fakes were holding an answer back at that moment."""
+        with HELD_LOCK:
+            held = {k: n for k, n in HELD.items() if n}
+        self.service.kill()
+        for k in held:
+            self.killed_holding[k] += 1
+        return held
+
+    def drain(self):
+        s = self.service
+        s.now += datetime.timedelta(seconds=61)
+        if call(s.base, "POST", "/dev/clock", {"set": iso(s.now)})[0] == 200:
+            call(s.base, "POST", "/dev/jobs/run", timeout=120)
+
     def self_check(self):
         """The checks see what they are for: after one cycle, a duplicate email, a second
         payment, a second coupon, a tracked event removed and an alert delivered twice by one
@@ -765,17 +781,24 @@ class KillTest:
                 for t in threads:
                     t.start()
                 time.sleep(self.rnd.uniform(0.2, 1.0) * args.seconds)
-                with HELD_LOCK:
-                    held = {k: n for k, n in HELD.items() if n}
-                self.service.kill()
+                held = self.kill()
                 kills += 1
-                for k, n in held.items():
-                    self.killed_holding[k] += 1
                 stop.set()
                 for t in threads:
                     t.join()
                 t0 = time.time()
                 self.service.start()
+                if self.rnd.random() < 0.5:
+                    # A second kill while the restarted server drains the due jobs: dunning and
+                    # autopilot emails, alert deliveries and offers left by the load.
+                    drain = threading.Thread(target=self.drain, daemon=True)
+                    drain.start()
+                    time.sleep(self.rnd.uniform(0.1, 2.0))
+                    for k, n in self.kill().items():
+                        held[k] = held.get(k, 0) + n
+                    kills += 1
+                    drain.join()
+                    self.service.start()
                 t1 = time.time()
                 self.settle()
                 t2 = time.time()
