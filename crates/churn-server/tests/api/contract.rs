@@ -6,7 +6,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, acme_owner, acme_with_key, event_with_variants};
+use crate::helpers::{Backend, TestApp, acme_owner, acme_with_key, event_with_variants, fields};
 use churn_core::both_backends;
 
 both_backends!(
@@ -19,15 +19,6 @@ both_backends!(
     addresses_the_mail_library_refuses_are_refused_at_entry,
     styles_that_load_something_are_stripped_from_edited_bodies,
 );
-
-fn fields(body: &Value) -> Vec<&str> {
-    body["error"]["details"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["field"].as_str().unwrap())
-        .collect()
-}
 
 async fn every_unknown_key_is_named(backend: Backend) {
     let app = TestApp::spawn(backend).await;

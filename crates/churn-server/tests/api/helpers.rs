@@ -363,3 +363,13 @@ pub async fn clock_now(app: &TestApp) -> chrono::DateTime<chrono::Utc> {
 pub fn wire_time(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
+
+/// The fields a validation error names, in order.
+pub fn fields(body: &Value) -> Vec<&str> {
+    body["error"]["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["field"].as_str().unwrap())
+        .collect()
+}
