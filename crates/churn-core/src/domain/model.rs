@@ -30,6 +30,9 @@ pub const EVEN_ODDS_SCORE: f64 = 50.0;
 pub const L2_ALPHA: f64 = 1.0;
 /// One customer in this many is held out of the fit to measure it.
 const HOLD_OUT_EVERY: usize = 5;
+/// A refit learns from at most about this many customers: past it, a stable sample
+/// ([`in_sample`]), so a project's size never sets the memory a refit holds.
+pub const MAX_EXAMPLES: usize = 50_000;
 const MAX_ITERATIONS: u64 = 500;
 
 /// The features of a project's model: the 18 signals in the table's order, then the custom
@@ -149,6 +152,20 @@ pub enum NotTrained {
     TooFewLabels,
     #[error("logistic regression failed: {0}")]
     Fit(String),
+}
+
+/// Whether a customer is among those a refit learns from when `labelled` customers qualify:
+/// all of them up to [`MAX_EXAMPLES`], else each with probability `MAX_EXAMPLES / labelled`,
+/// drawn from a hash of the email (so a run keeps the same customers, and the share of
+/// churned ones stays what it is).
+pub fn in_sample(email: &str, labelled: usize) -> bool {
+    if labelled <= MAX_EXAMPLES {
+        return true;
+    }
+    let digest = Sha256::digest([b"refit sample\0".as_slice(), email.as_bytes()].concat());
+    let draw = u64::from_be_bytes(digest[..8].try_into().expect("eight bytes"));
+    // draw / 2^64 < MAX_EXAMPLES / labelled, in integers.
+    u128::from(draw) * (labelled as u128) < (MAX_EXAMPLES as u128) << 64
 }
 
 /// Fits a model to `examples` (their `x` in the order of `features`) on four fifths and
@@ -454,5 +471,16 @@ mod tests {
         assert!(trained.model.base < 50);
         assert!(trained.model.base + w > 50);
         assert_eq!(trained.auc, 1.0);
+    }
+
+    #[test]
+    fn a_large_project_refits_on_a_stable_sample_of_bounded_size() {
+        let emails: Vec<String> = (0..200_000).map(|i| format!("c{i}@example.com")).collect();
+        assert!(emails[..1000].iter().all(|e| in_sample(e, MAX_EXAMPLES)));
+        let kept = emails.iter().filter(|e| in_sample(e, emails.len())).count();
+        // Expected 50,000; the binomial spread is about ±200.
+        assert!((49_000..=51_000).contains(&kept), "{kept}");
+        let again = emails.iter().filter(|e| in_sample(e, emails.len())).count();
+        assert_eq!(kept, again, "the same customers every run");
     }
 }

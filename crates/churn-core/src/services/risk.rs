@@ -246,9 +246,10 @@ impl Core {
         let min = i64::try_from(model::MIN_PER_CLASS).unwrap_or(i64::MAX);
         let (churned, others) =
             risk::label_counts(self.store.reader(), project_id, since, history_from).await?;
+        let labelled = usize::try_from(churned.saturating_add(others)).unwrap_or(usize::MAX);
         if churned >= min
             && others >= min
-            && let Some(m) = self.refit(project_id, now).await?
+            && let Some(m) = self.refit(project_id, labelled, now).await?
         {
             return Ok(m);
         }
@@ -258,10 +259,16 @@ impl Core {
         }
     }
 
-    /// Fits the project's model to the customers a run scores (those with enough history),
-    /// labelled by whether they have a churn event, and keeps it. `None` when no model could
-    /// be fitted: the previous one (or the default) keeps scoring, the next run tries again.
-    async fn refit(&self, project_id: &str, now: Timestamp) -> Result<Option<Model>> {
+    /// Fits the project's model to the customers a run scores (those with enough history,
+    /// `labelled` of them, sampled past [`model::MAX_EXAMPLES`]), labelled by whether they
+    /// have a churn event, and keeps it. `None` when no model could be fitted: the previous
+    /// one (or the default) keeps scoring, the next run tries again.
+    async fn refit(
+        &self,
+        project_id: &str,
+        labelled: usize,
+        now: Timestamp,
+    ) -> Result<Option<Model>> {
         let totals = risk::event_totals(
             self.store.reader(),
             project_id,
@@ -274,7 +281,7 @@ impl Core {
         while let Some((facts, mut inputs)) = self.read_slice(project_id, &after, now).await? {
             for f in &facts {
                 let a = inputs.aggregates(f, now);
-                if a.history_days() >= MIN_HISTORY_DAYS {
+                if a.history_days() >= MIN_HISTORY_DAYS && model::in_sample(&f.email, labelled) {
                     examples.push(model::Example {
                         email: f.email.clone(),
                         churned: f.churned,
