@@ -256,11 +256,15 @@ async fn provider_events_outside_the_bounds_are_ignored(backend: Backend) {
             outside.push(failed(field, json!(format!("a{c}b"))));
         }
     }
+    let long_id = failed("id", json!(long));
     for (i, mut event) in outside.into_iter().enumerate() {
         event["id"] = json!(format!("evt_out_{i}"));
         let answer = send_custom(&s, &event, 200).await;
         assert_eq!(answer["data"]["action"], "ignored", "{event}");
     }
+    // An id past 255 characters too (the provider must not retry it for ever).
+    let answer = send_custom(&s, &long_id, 200).await;
+    assert_eq!(answer["data"]["action"], "ignored");
     assert!(s.failures().await.is_empty());
 
     // Provider A's own shape: an invoice due for i64::MAX.

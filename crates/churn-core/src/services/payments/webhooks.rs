@@ -154,7 +154,7 @@ impl Payments {
             .chars()
             .take(200)
             .collect::<String>();
-        if event_id.is_empty() || event_id.chars().count() > 255 {
+        if event_id.is_empty() {
             return Err(Error::invalid_field("id", "must be 1–255 characters"));
         }
         let answer = |action| WebhookReceived {
@@ -163,7 +163,10 @@ impl Payments {
             action,
         };
         // Answered, not refused: the provider would otherwise retry it for days.
-        if let Some(reason) = mapped.out_of_bounds() {
+        let out_of_bounds = (event_id.chars().count() > 255)
+            .then(|| "id: longer than 255 characters".to_owned())
+            .or_else(|| mapped.out_of_bounds());
+        if let Some(reason) = out_of_bounds {
             tracing::warn!(project = %project.id, event_id = %event_id, reason = %reason, "provider event ignored: a field is out of bounds");
             return Ok(answer(WebhookAction::Ignored));
         }
