@@ -40,6 +40,14 @@ pub fn customer_hash(secret: &str, email: &str, subscription_id: Option<&str>) -
     hex::encode(mac.finalize().into_bytes())
 }
 
+/// Whether `hash` has the shape of a `customer_hash`: 64 hexadecimal characters.
+pub fn well_formed(hash: &str) -> bool {
+    hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The longest subscription id a hash may cover, as the submission's field allows.
+pub const MAX_SUBSCRIPTION_ID: usize = 500;
+
 /// Whether `presented` is the hash of the customer under any of `secrets` (the current one and
 /// one still in its rotation overlap). Length-checked and constant-time; case-insensitive in
 /// the hex, since some languages print it upper-case.

@@ -15,6 +15,7 @@ use super::{Core, Payments};
 use crate::api::cancel_flow::{CancelReasonRecorded, CancelReasonSubmission, OfferOutcome};
 use crate::domain::cancel_flow::{self, CancelFlow, CancelFlowInput, Offer};
 use crate::domain::email::Email;
+use crate::domain::identity as identity_rules;
 use crate::domain::keys::KeyKind;
 use crate::domain::lifecycle::EventStatus;
 use crate::domain::origin;
@@ -354,7 +355,8 @@ impl Payments {
 
     /// The flow for the widget (decisions §16): a widget open is counted for
     /// `customer_email` only with its matching `customer_hash` (over `subscription_id` too
-    /// when given); without one the flow is answered and nothing is counted.
+    /// when given); without one the flow is answered and nothing is counted. A hash or id
+    /// that could never match (not 64 hex characters, an id past 500) is a 400.
     pub async fn widget_config(
         &self,
         access: &ProjectAccess,
@@ -362,9 +364,22 @@ impl Payments {
         subscription_id: Option<&str>,
         customer_hash: Option<&str>,
     ) -> Result<CancelFlow> {
-        let email = customer_email
-            .map(|e| Email::parse(e).map_err(|m| Error::invalid_field("customer_email", m)))
-            .transpose()?;
+        let mut v = Validator::new();
+        let email = customer_email.and_then(|e| v.check("customer_email", Email::parse(e)));
+        if customer_hash.is_some_and(|h| !identity_rules::well_formed(h)) {
+            v.add("customer_hash", "must be 64 hexadecimal characters");
+        }
+        if subscription_id.is_some_and(|s| s.chars().count() > identity_rules::MAX_SUBSCRIPTION_ID)
+        {
+            v.add(
+                "subscription_id",
+                format!(
+                    "must be at most {} characters",
+                    identity_rules::MAX_SUBSCRIPTION_ID
+                ),
+            );
+        }
+        v.finish()?;
         let verified = match (email, customer_hash) {
             (Some(email), Some(_)) if !identity::is_demo_customer(email.as_str()) => {
                 let check = self

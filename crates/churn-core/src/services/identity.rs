@@ -22,7 +22,7 @@ pub fn demo_customer(slug: &str) -> String {
     format!("demo@{slug}.{DEMO_DOMAIN}")
 }
 
-/// Whether an email is a project's demo customer, whose events are left out of the numbers.
+/// Whether an email is a demo customer, whose submissions are answered but never stored.
 pub fn is_demo_customer(email: &str) -> bool {
     email
         .trim()
@@ -62,9 +62,9 @@ impl Payments {
         Ok(IdentitySecret { identity_secret })
     }
 
-    /// Makes the project's first identity secret (with the project, or on first use for
-    /// projects made before secrets existed).
-    pub(crate) async fn create_identity_secret(&self, project_id: &str) -> Result<()> {
+    /// Makes the project's first identity secret, on its first use (projects made before
+    /// secrets existed have none either).
+    async fn create_identity_secret(&self, project_id: &str) -> Result<()> {
         let sealed = self.seal_identity(project_id, &identity::generate_identity_secret())?;
         identity_secrets::insert_current(
             self.core.store.writer(),

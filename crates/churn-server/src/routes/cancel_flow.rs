@@ -62,7 +62,7 @@ pub async fn put(
 #[utoipa::path(get, path = "/cancel-flow/config/{publicKey}", operation_id = "get_cancel_flow_config", tag = "cancel flow",
     params(("publicKey" = String, Path, description = "the project's public key"), ConfigQuery),
     responses((status = 200, description = "the flow the widget shows; with `customer_email` and its matching `customer_hash`, a widget open is counted for that customer (nothing is counted without one)", body = Data<CancelFlow>),
-        (status = 400, description = "VALIDATION_ERROR: a bad `customer_email`", body = ErrorBody),
+        (status = 400, description = "VALIDATION_ERROR: a bad `customer_email`, a `customer_hash` that is not 64 hexadecimal characters, or a `subscription_id` past 500 characters", body = ErrorBody),
         (status = 403, description = "FORBIDDEN: a browser origin that is not among the project's allowed origins", body = ErrorBody),
         (status = 404, description = "NOT_FOUND: no project has this public key", body = ErrorBody)))]
 pub async fn config(

@@ -273,6 +273,18 @@ async fn public_config_counts_opens_per_customer(backend: Backend) {
         )
         .await;
     assert_eq!(fields(&bad), ["customer_email"]);
+    // A hash or subscription that could never match is refused, not silently uncounted.
+    let long = "s".repeat(501);
+    let bad = app
+        .expect(
+            app.req(
+                Method::GET,
+                &format!("/cancel-flow/config/{public}?customer_email=dana@customer.example&customer_hash=&subscription_id={long}"),
+            ),
+            400,
+        )
+        .await;
+    assert_eq!(fields(&bad), ["customer_hash", "subscription_id"]);
     app.expect(
         app.req(
             Method::GET,
