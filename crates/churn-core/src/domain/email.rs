@@ -16,7 +16,8 @@ impl Email {
         if email.is_empty() {
             return Err("must not be empty".into());
         }
-        if email.len() > MAX_EMAIL_LEN {
+        // Measured as sent, before trimming: the document's maxLength.
+        if email.len().max(raw.chars().count()) > MAX_EMAIL_LEN {
             return Err(format!("must be at most {MAX_EMAIL_LEN} characters"));
         }
         let Some((local, domain)) = email.split_once('@') else {

@@ -262,11 +262,11 @@ fn product_url_ok(raw: &str) -> bool {
 }
 
 fn optional(value: Option<String>, max: usize) -> std::result::Result<Option<String>, String> {
-    match value.map(|s| s.trim().to_owned()) {
+    match value {
         None => Ok(None),
-        Some(s) if s.is_empty() => Ok(None),
+        // The limit holds for the value as sent, before trimming (the document's maxLength).
         Some(s) if s.chars().count() > max => Err(format!("must be at most {max} characters")),
-        Some(s) => Ok(Some(s)),
+        Some(s) => Ok(Some(s.trim().to_owned()).filter(|s| !s.is_empty())),
     }
 }
 

@@ -53,17 +53,17 @@ impl Validator {
 
 /// A required, trimmed, non-empty string of at most `max` characters.
 pub fn required_text(raw: &str, max: usize) -> std::result::Result<String, String> {
-    let value = raw.trim();
-    if value.is_empty() {
+    if raw.trim().is_empty() {
         return Err("must not be empty".into());
     }
-    optional_text(value, max)
+    optional_text(raw, max)
 }
 
-/// A trimmed string of at most `max` characters; empty becomes `None`.
+/// A trimmed string of at most `max` characters. The limit holds for the value as sent, before
+/// trimming: that is the `maxLength` the OpenAPI document promises.
 pub fn optional_text(raw: &str, max: usize) -> std::result::Result<String, String> {
     let value = raw.trim();
-    if value.chars().count() > max {
+    if raw.chars().count() > max {
         return Err(format!("must be at most {max} characters"));
     }
     Ok(value.to_owned())
@@ -74,7 +74,7 @@ pub fn optional_text(raw: &str, max: usize) -> std::result::Result<String, Strin
 /// belongs in a name, and PostgreSQL cannot store NUL.
 pub fn one_line(raw: &str, max: usize) -> std::result::Result<String, String> {
     let value = raw.trim();
-    if value.chars().count() > max || value.chars().any(char::is_control) {
+    if raw.chars().count() > max || value.chars().any(char::is_control) {
         return Err(format!("must be one line of at most {max} characters"));
     }
     Ok(value.to_owned())
@@ -152,5 +152,18 @@ mod tests {
         assert_eq!(one_line(" ", 200).as_deref(), Ok(""));
         assert!(required_line(" ", 200).is_err());
         assert!(one_line("abcd", 3).is_err());
+    }
+
+    #[test]
+    fn the_limit_counts_what_was_sent_before_trimming() {
+        // schemathesis found "\t\r" + 99 characters accepted under a maxLength of 100.
+        let padded = format!("\t\r{}", "*".repeat(99));
+        assert!(optional_text(&padded, 100).is_err());
+        assert!(required_text(&padded, 100).is_err());
+        assert!(one_line(&format!("  {}", "*".repeat(99)), 100).is_err());
+        assert_eq!(
+            optional_text(&format!(" {}", "é".repeat(99)), 100).map(|s| s.chars().count()),
+            Ok(99)
+        );
     }
 }

@@ -141,12 +141,12 @@ impl Core {
                 true
             }
         };
+        if q.q.as_ref().is_some_and(|s| s.chars().count() > 254) {
+            v.add("q", "must be at most 254 characters");
+        }
         let needle =
             q.q.map(|s| s.trim().to_lowercase())
                 .filter(|s| !s.is_empty());
-        if needle.as_ref().is_some_and(|s| s.chars().count() > 254) {
-            v.add("q", "must be at most 254 characters");
-        }
         v.finish()?;
         let db = self.store.reader();
         let project_id = &access.project.id;
