@@ -25,6 +25,8 @@ pub mod keys;
 pub mod payment_failures;
 pub mod projects;
 pub mod providers;
+#[cfg(test)]
+mod released;
 pub mod risk;
 pub(crate) mod sealed;
 pub mod secrets;
