@@ -275,8 +275,10 @@ fn compose_trusts_caddy_alone_and_caddy_balances_both_processes() {
         let config = replica_config(service);
         assert!(trusted(&config, caddy_ip), "{name} trusts Caddy");
         assert!(
-            config.trusted_proxies.iter().all(|net| net.prefix_len()
-                == net.max_prefix_len()),
+            config
+                .trusted_proxies
+                .iter()
+                .all(|net| net.prefix_len() == net.max_prefix_len()),
             "{name} trusts single addresses only, not the network its peers share"
         );
         assert!(!config.allow_http(), "{name}: plain HTTP only from Caddy");
@@ -359,7 +361,11 @@ fn the_unit_runs_as_its_own_user_in_its_data_folder() {
     assert_eq!(one("WorkingDirectory"), data_dir);
     assert_eq!(one("ReadWritePaths"), data_dir, "the only writable folder");
     assert_eq!(format!("/var/lib/{}", one("StateDirectory")), data_dir);
-    let db = config.database_url.expose().strip_prefix("sqlite://").unwrap();
+    let db = config
+        .database_url
+        .expose()
+        .strip_prefix("sqlite://")
+        .unwrap();
     assert!(
         Path::new(db).starts_with(data_dir),
         "the database lives in the data folder: {db}"
@@ -416,4 +422,5 @@ fn every_churn_variable_named_in_the_shipping_files_is_a_setting() {
         }
     }
     assert!(named > 20, "the scan found the variables ({named})");
+    assert!(!Config::is_setting("CHURN_DOMAIN") && !Config::is_setting("BIND"));
 }

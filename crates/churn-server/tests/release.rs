@@ -61,7 +61,10 @@ fn released_migrations_never_change() {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .filter(|name| name.as_str() < "0071")
             .count();
-        assert_eq!(frozen, up_to_0070, "{backend}: every 0.2.0 migration listed");
+        assert_eq!(
+            frozen, up_to_0070,
+            "{backend}: every 0.2.0 migration listed"
+        );
     }
 }
 
