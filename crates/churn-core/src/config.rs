@@ -185,13 +185,19 @@ impl Config {
     /// `CHURN_*` variables that name no setting; the caller logs a warning for each.
     pub fn unknown_env_vars() -> Vec<String> {
         std::env::vars()
-            .filter_map(|(k, _)| {
-                k.strip_prefix(ENV_PREFIX)
-                    .map(|rest| (k.clone(), rest.to_lowercase()))
-            })
-            .filter(|(_, key)| !KNOWN_KEYS.contains(&key.as_str()) && !key.starts_with("test_"))
             .map(|(var, _)| var)
+            .filter(|var| {
+                var.strip_prefix(ENV_PREFIX).is_some_and(|rest| {
+                    !Self::is_setting(var) && !rest.to_lowercase().starts_with("test_")
+                })
+            })
             .collect()
+    }
+
+    /// Whether `var` (`CHURN_BIND`, …) names a setting.
+    pub fn is_setting(var: &str) -> bool {
+        var.strip_prefix(ENV_PREFIX)
+            .is_some_and(|rest| KNOWN_KEYS.contains(&rest.to_lowercase().as_str()))
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
