@@ -852,7 +852,7 @@ async fn payments_list_and_retry(backend: Backend) {
     let seeded = [
         // (provider, status, attempts, decline, abandon reason, created)
         (
-            Provider::ProviderB,
+            Provider::Razorpay,
             "failing",
             1,
             Some("insufficient_funds"),
@@ -868,7 +868,7 @@ async fn payments_list_and_retry(backend: Backend) {
             "2026-03-02T10:00:00Z",
         ),
         (
-            Provider::ProviderA,
+            Provider::Stripe,
             "abandoned",
             0,
             Some("stolen_card"),
@@ -876,7 +876,7 @@ async fn payments_list_and_retry(backend: Backend) {
             "2026-03-03T10:00:00Z",
         ),
         (
-            Provider::ProviderA,
+            Provider::Stripe,
             "failing",
             0,
             None,
@@ -960,7 +960,7 @@ async fn payments_list_and_retry(backend: Backend) {
             .is_err()
     );
 
-    // The route's 400 (the provider retries itself, or provider A is not connected), 409
+    // The route's 400 (the provider retries itself, or Stripe is not connected), 409
     // (not failing) and 404, as errors that say what to do.
     for (id, expected) in [
         (&ids[0], "its provider retries payments itself"),
