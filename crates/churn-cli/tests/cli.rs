@@ -162,7 +162,13 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
     assert!(
         churn(
             &db,
-            &["--subscriptions", "on", "subscription", "set", "bob@example.com"]
+            &[
+                "--subscriptions",
+                "on",
+                "subscription",
+                "set",
+                "bob@example.com"
+            ]
         )
         .await
         .is_err(),
@@ -266,7 +272,15 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
     let both = json(
         churn(
             &db,
-            &["--json", "keys", "rotate", "--project", id, "--secret", "--public"],
+            &[
+                "--json",
+                "keys",
+                "rotate",
+                "--project",
+                id,
+                "--secret",
+                "--public",
+            ],
         )
         .await
         .unwrap(),
@@ -279,7 +293,14 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
     assert!(public_works(both["public_key"].as_str().unwrap()).await);
     let refused = churn(
         &db,
-        &["keys", "rotate", "--project", id, "--expire-old-in-hours", "73"],
+        &[
+            "keys",
+            "rotate",
+            "--project",
+            id,
+            "--expire-old-in-hours",
+            "73",
+        ],
     )
     .await
     .unwrap_err();

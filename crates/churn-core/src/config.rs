@@ -464,7 +464,11 @@ mod tests {
             let err =
                 Config::load(None, serde_json::json!({"subscriptions": "maybe"})).unwrap_err();
             assert!(err.0.starts_with("CHURN_SUBSCRIPTIONS"), "{}", err.0);
-            assert!(err.0.contains("`off`") && err.0.contains("`on`"), "{}", err.0);
+            assert!(
+                err.0.contains("`off`") && err.0.contains("`on`"),
+                "{}",
+                err.0
+            );
             let on = Config::load(None, serde_json::json!({"subscriptions": "on"})).unwrap();
             assert_eq!(on.subscriptions, Subscriptions::On);
             let err = Config::load(None, serde_json::json!({"job_concurrency": 1})).unwrap_err();

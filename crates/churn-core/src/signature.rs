@@ -181,10 +181,7 @@ mod tests {
             "00".repeat(32),
             &header[16..]
         );
-        assert_eq!(
-            verify_stripe(secret, &rotated, body, 1767225900),
-            Ok(())
-        );
+        assert_eq!(verify_stripe(secret, &rotated, body, 1767225900), Ok(()));
         assert_eq!(
             verify_stripe(secret, header, body, 1767225901),
             Err(VerifyError::Timestamp)

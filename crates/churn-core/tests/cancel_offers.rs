@@ -103,17 +103,9 @@ async fn a_discount_creates_a_coupon_then_puts_it_on_the_subscription() {
         percent: 30,
         months: 3,
     };
-    let applied = apply_offer(
-        &stripe(&server),
-        "sub_42",
-        DANA,
-        &offer,
-        None,
-        "ev1",
-        now(),
-    )
-    .await
-    .unwrap();
+    let applied = apply_offer(&stripe(&server), "sub_42", DANA, &offer, None, "ev1", now())
+        .await
+        .unwrap();
     assert_eq!(applied, OfferApplied::Applied);
     assert_eq!(checks(&server).await, ["/v1/subscriptions/sub_42"]);
     assert_eq!(

@@ -149,8 +149,7 @@ fn stripe_success_cancellation_signal_and_the_rest() {
 #[test]
 fn card_expiry_notices_become_tracked_expiring_events() {
     let now = time::parse("2026-11-21T12:00:00Z").unwrap();
-    let Mapped::CardExpiring(card) = provider_events::stripe(&fixture("a_source_expiring"))
-    else {
+    let Mapped::CardExpiring(card) = provider_events::stripe(&fixture("a_source_expiring")) else {
         panic!()
     };
     assert_eq!(

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use churn_core::outbound::{Http, Outbound, Settings};
-use churn_core::providers::stripe::{NewCoupon, PauseBehavior, PayOutcome, Stripe};
 use churn_core::providers::razorpay::Razorpay;
+use churn_core::providers::stripe::{NewCoupon, PauseBehavior, PayOutcome, Stripe};
 use churn_core::providers::{CallError, Customer, ErrorObject};
 use secrecy::SecretString;
 use serde_json::json;

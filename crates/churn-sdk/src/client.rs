@@ -23,8 +23,8 @@ use churn_core::api::projects::{
     UpdateProject, WebhookSecret,
 };
 use churn_core::api::{Data, ErrorBody, LegacyErrorBody, Page};
-use churn_core::domain::keys::KeyKind;
 use churn_core::domain::cancel_flow::{CancelFlow, CancelFlowInput};
+use churn_core::domain::keys::KeyKind;
 use rand::Rng;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};

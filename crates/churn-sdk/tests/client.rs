@@ -177,7 +177,10 @@ async fn accounts_and_projects_round_trip(backend: Backend) {
         .rotate_keys("acme", Some(vec![KeyKind::Secret]), None)
         .await
         .unwrap();
-    assert_eq!(rotated.public_key, keys.public_key, "only the secret key rotated");
+    assert_eq!(
+        rotated.public_key, keys.public_key,
+        "only the secret key rotated"
+    );
     assert_eq!(
         by_key.project("acme").await.unwrap_err().status(),
         Some(401)

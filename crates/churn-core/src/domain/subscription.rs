@@ -100,7 +100,10 @@ mod tests {
         assert!(Paid.is_active() && Trial.is_active() && !Expired.is_active());
         let long_ago = trial_ends + day * 400;
         assert_eq!(Subscriptions::Off.status(trial_ends, None, long_ago), Paid);
-        assert_eq!(Subscriptions::On.status(trial_ends, None, long_ago), Expired);
+        assert_eq!(
+            Subscriptions::On.status(trial_ends, None, long_ago),
+            Expired
+        );
         assert_eq!(Subscriptions::default(), Subscriptions::Off);
     }
 }

@@ -9,8 +9,8 @@
 //! which is worth trying again later.
 
 pub mod form;
-pub mod stripe;
 pub mod razorpay;
+pub mod stripe;
 
 use std::time::Duration;
 

@@ -515,7 +515,6 @@ async fn verify_password(password: String, hash: String) -> Result<bool> {
     .await
 }
 
-
 /// An account's subscription as the API and the CLI show it; with subscriptions off, paid
 /// and without dates.
 pub fn subscription_view(mode: Subscriptions, user: &UserRecord, now: Timestamp) -> Subscription {

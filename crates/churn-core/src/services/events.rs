@@ -11,9 +11,9 @@ use crate::api::events::{
     CreateChurnEventLegacy, LegacyChurnEvent, LegacyList, LegacyListQuery, ListQuery, Recovered,
     Variant,
 };
-use crate::domain::provider::canonical_name;
 use crate::domain::email::Email;
 use crate::domain::lifecycle::{Action, EventStatus, transition};
+use crate::domain::provider::canonical_name;
 use crate::domain::role::Permission;
 use crate::domain::settings::AutopilotSettings;
 use crate::domain::strategy::{ReasonCode, classify};

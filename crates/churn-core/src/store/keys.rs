@@ -13,7 +13,7 @@ pub async fn insert_pair(
     pair: &KeyPair,
     now: Timestamp,
 ) -> Result<()> {
-    insert_keys(tx, project_id, pair, &[KeyKind::Public, KeyKind::Secret], now).await
+    insert_keys(tx, project_id, pair, &KeyKind::ALL, now).await
 }
 
 /// Stores the keys of `pair` of the given kinds.

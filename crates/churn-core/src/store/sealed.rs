@@ -80,9 +80,9 @@ pub(crate) const PROVIDER_CREDENTIALS: Column = Column {
     key: &["project_id", "provider"],
     rows: "1 = 1",
     was_plaintext: false,
-    scope: |k| {
-        let provider = Provider::parse(k[1]).map_or(k[1], Provider::sealing_name);
-        format!("provider:{}:{provider}", k[0])
+    scope: |k| match Provider::parse(k[1]) {
+        Some(provider) => format!("provider:{}:{}", k[0], provider.sealing_name()),
+        None => format!("provider:{}:{}", k[0], k[1]),
     },
 };
 

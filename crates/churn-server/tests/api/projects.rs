@@ -365,8 +365,14 @@ async fn rotate_keys_by_kind(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let s = app.register("ada@example.com").await;
     let created = app.create_project(&s.token, "Acme").await;
-    let public0 = created["api_keys"]["public_key"].as_str().unwrap().to_owned();
-    let secret0 = created["api_keys"]["secret_key"].as_str().unwrap().to_owned();
+    let public0 = created["api_keys"]["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let secret0 = created["api_keys"]["secret_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     let only_secret = rotate(
         &app,
@@ -389,9 +395,13 @@ async fn rotate_keys_by_kind(backend: Backend) {
     .await;
     get_with_key(&app, "acme", &secret0, 401).await;
     get_with_key(&app, "acme", &secret1, 200).await;
-    assert!(public_key_works(&app, &public0).await, "the public key was kept");
+    assert!(
+        public_key_works(&app, &public0).await,
+        "the public key was kept"
+    );
 
-    let only_public = rotate(&app, &s.token, json!({"keys": ["public"]}), 200).await["data"].clone();
+    let only_public =
+        rotate(&app, &s.token, json!({"keys": ["public"]}), 200).await["data"].clone();
     assert_eq!(only_public["secret_key"], Value::Null);
     let public1 = only_public["public_key"].as_str().unwrap().to_owned();
     assert_ne!(public1, public0);
@@ -400,7 +410,8 @@ async fn rotate_keys_by_kind(backend: Backend) {
     let detail = get_with_key(&app, "acme", &secret1, 200).await;
     assert_eq!(detail["data"]["public_key"], public1.as_str());
 
-    let both = rotate(&app, &s.token, json!({"keys": ["public", "secret"]}), 200).await["data"].clone();
+    let both =
+        rotate(&app, &s.token, json!({"keys": ["public", "secret"]}), 200).await["data"].clone();
     let (public2, secret2) = (
         both["public_key"].as_str().unwrap(),
         both["secret_key"].as_str().unwrap(),

@@ -92,7 +92,7 @@ async fn connections_show_hints_and_the_webhook_address(backend: Backend) {
         .iter()
         .map(|c| c["provider"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["custom", "stripe", "razorpay"]);
+    assert_eq!(names, ["custom", "razorpay", "stripe"]);
     // Reconnecting replaces the credentials and keeps the creation time.
     let again = put(
         &app,
@@ -336,8 +336,7 @@ async fn aliases_and_real_names_on_every_provider_route(backend: Backend) {
         ),
     ];
     for (alias, name, body) in connections {
-        let expected_url =
-            format!("http://127.0.0.1:{port}/api/v1/webhooks/{name}/{public_key}");
+        let expected_url = format!("http://127.0.0.1:{port}/api/v1/webhooks/{name}/{public_key}");
         let mut created_at = None;
         for path_name in [alias, name] {
             let answer = put(&app, &token, path_name, body.clone(), 200).await["data"].clone();
@@ -380,14 +379,20 @@ async fn aliases_and_real_names_on_every_provider_route(backend: Backend) {
                 request.header("X-Razorpay-Signature", sig).body(body)
             };
             let received = app.expect(request, 200).await;
-            assert_eq!(received["data"]["action"], "ignored", "{path_name}: {received}");
+            assert_eq!(
+                received["data"]["action"], "ignored",
+                "{path_name}: {received}"
+            );
         }
         let stored = app
             .query("SELECT DISTINCT provider FROM provider_events ORDER BY provider")
             .await;
         let stored: Vec<String> = stored.iter().map(|r| r.get("provider")).collect();
         assert!(stored.contains(&name.to_owned()), "{stored:?}");
-        assert!(!stored.iter().any(|p| p.starts_with("provider")), "{stored:?}");
+        assert!(
+            !stored.iter().any(|p| p.starts_with("provider")),
+            "{stored:?}"
+        );
 
         // DELETE under the alias removes the connection the real name shows.
         app.expect(

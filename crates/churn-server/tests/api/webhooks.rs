@@ -237,23 +237,11 @@ async fn stripe_signatures_are_checked_and_refusals_store_nothing(backend: Backe
     let now = s.now().await;
     let refused = [
         // stale
-        Some(signature::sign_stripe(
-            A_WHSEC,
-            now - 301,
-            body.as_bytes(),
-        )),
+        Some(signature::sign_stripe(A_WHSEC, now - 301, body.as_bytes())),
         // too far ahead
-        Some(signature::sign_stripe(
-            A_WHSEC,
-            now + 301,
-            body.as_bytes(),
-        )),
+        Some(signature::sign_stripe(A_WHSEC, now + 301, body.as_bytes())),
         // wrong secret
-        Some(signature::sign_stripe(
-            "whsec_wrong",
-            now,
-            body.as_bytes(),
-        )),
+        Some(signature::sign_stripe("whsec_wrong", now, body.as_bytes())),
         // another body
         Some(signature::sign_stripe(A_WHSEC, now, b"{}")),
         Some("garbage".to_owned()),

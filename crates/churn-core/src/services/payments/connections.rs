@@ -14,8 +14,8 @@ use crate::domain::provider::{Provider, hint};
 use crate::domain::role::Permission;
 use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
-use crate::providers::stripe::{self, Stripe};
 use crate::providers::razorpay::{self, Razorpay};
+use crate::providers::stripe::{self, Stripe};
 use crate::services::access::ProjectAccess;
 use crate::services::cache;
 use crate::store::providers::{self, ConnectionRecord};
@@ -62,9 +62,8 @@ fn not_connected() -> Error {
 }
 
 fn parse_provider(raw: &str) -> Result<Provider> {
-    Provider::parse(raw).ok_or_else(|| {
-        Error::NotFound("unknown provider: use stripe, razorpay or custom".into())
-    })
+    Provider::parse(raw)
+        .ok_or_else(|| Error::NotFound("unknown provider: use stripe, razorpay or custom".into()))
 }
 
 impl Payments {

@@ -363,42 +363,40 @@ impl Payments {
             + 1;
         let connection = self.connection(&record.project_id, record.provider).await?;
         let outcome = match (&connection, record.provider) {
-            (Some(c), Provider::Stripe) => {
-                match (self.stripe(c), &record.provider_invoice_id) {
-                    (Some(a), Some(invoice)) => {
-                        let key = format!("churn-{}-{attempt}", record.id);
-                        match a.pay_invoice(invoice, &key).await {
-                            Ok(PayOutcome::Paid | PayOutcome::AlreadyPaid) => Outcome::Succeeded,
-                            Ok(PayOutcome::NotPaid { status }) => Outcome::Failed {
-                                decline_code: None,
-                                hard: false,
-                                error: Some(format!("the invoice is {status}")),
-                            },
-                            Err(CallError::Declined(e)) => Outcome::Failed {
-                                hard: classify(
-                                    e.decline_code.as_deref(),
-                                    e.advice_code.as_deref(),
-                                    e.code.as_deref(),
-                                ) == DeclineClass::Hard,
-                                decline_code: e.decline_code.or(e.code),
-                                error: None,
-                            },
-                            Err(CallError::Refused { status, error }) => Outcome::Failed {
-                                decline_code: error.decline_code.or(error.code),
-                                hard: false,
-                                error: Some(format!(
-                                    "refused ({status}): {}",
-                                    error.message.unwrap_or_default()
-                                )),
-                            },
-                            Err(CallError::Unavailable(e)) => Outcome::Error(e),
-                        }
+            (Some(c), Provider::Stripe) => match (self.stripe(c), &record.provider_invoice_id) {
+                (Some(a), Some(invoice)) => {
+                    let key = format!("churn-{}-{attempt}", record.id);
+                    match a.pay_invoice(invoice, &key).await {
+                        Ok(PayOutcome::Paid | PayOutcome::AlreadyPaid) => Outcome::Succeeded,
+                        Ok(PayOutcome::NotPaid { status }) => Outcome::Failed {
+                            decline_code: None,
+                            hard: false,
+                            error: Some(format!("the invoice is {status}")),
+                        },
+                        Err(CallError::Declined(e)) => Outcome::Failed {
+                            hard: classify(
+                                e.decline_code.as_deref(),
+                                e.advice_code.as_deref(),
+                                e.code.as_deref(),
+                            ) == DeclineClass::Hard,
+                            decline_code: e.decline_code.or(e.code),
+                            error: None,
+                        },
+                        Err(CallError::Refused { status, error }) => Outcome::Failed {
+                            decline_code: error.decline_code.or(error.code),
+                            hard: false,
+                            error: Some(format!(
+                                "refused ({status}): {}",
+                                error.message.unwrap_or_default()
+                            )),
+                        },
+                        Err(CallError::Unavailable(e)) => Outcome::Error(e),
                     }
-                    _ => Outcome::Error(
-                        "the connection has no API key or the record no invoice".into(),
-                    ),
                 }
-            }
+                _ => {
+                    Outcome::Error("the connection has no API key or the record no invoice".into())
+                }
+            },
             (Some(c), Provider::Custom) if c.record.retry_url.is_some() => {
                 self.custom_retry(c, record, attempt).await?
             }
