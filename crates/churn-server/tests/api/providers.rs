@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, acme_with_key};
 use churn_core::{both_backends, signature};
 
 both_backends!(
@@ -15,6 +15,7 @@ both_backends!(
     api_base_and_retry_url_pass_the_address_check,
     only_admins_manage_providers,
     aliases_and_real_names_on_every_provider_route,
+    stored_aliases_become_real_names,
 );
 
 pub const A_KEY: &str = "sk_test_51Hx9stripekey4242";
@@ -423,4 +424,123 @@ async fn aliases_and_real_names_on_every_provider_route(backend: Backend) {
     }
     // Names are exact: another spelling is no provider.
     put(&app, &token, "Stripe", json!({}), 404).await;
+}
+
+/// Rows written under `providerA`/`providerB` read as the real names, and migration 0071
+/// rewrites them; the credentials sealed before it still open (their scope kept the old name).
+async fn stored_aliases_become_real_names(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let acme = acme_with_key(&app).await;
+    put(
+        &app,
+        &acme.token,
+        "stripe",
+        json!({"api_key": A_KEY, "webhook_secret": A_WHSEC}),
+        200,
+    )
+    .await;
+    // A churn event's free-text provider naming a known one is stored under its real name.
+    app.expect(
+        app.req(Method::POST, "/churn-events")
+            .header("X-API-Key", &acme.key)
+            .json(&json!({"customer_email": "c@x.io", "provider": "providerA"})),
+        201,
+    )
+    .await;
+    let provider_of_events = async |app: &TestApp, token: &str| -> Vec<String> {
+        let list = app
+            .expect(
+                app.req(Method::GET, "/projects/acme/churn-events")
+                    .bearer_auth(token),
+                200,
+            )
+            .await;
+        list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["provider"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(provider_of_events(&app, &acme.token).await, ["stripe"]);
+
+    // As a release before 0071 stored them.
+    app.query("UPDATE provider_connections SET provider = 'providerA'")
+        .await;
+    app.query("UPDATE churn_events SET provider = 'providerA'")
+        .await;
+    assert_eq!(provider_of_events(&app, &acme.token).await, ["stripe"]);
+    let db = app.stop().await;
+    sqlx::any::install_default_drivers();
+    let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&db.url)
+        .await
+        .unwrap();
+    let folder = match backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    };
+    let migration = std::fs::read_to_string(format!(
+        "{}/../../migrations/{folder}/0071_provider_names.sql",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let statements: String = migration
+        .lines()
+        .filter(|l| !l.starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for statement in statements.split(';').filter(|s| !s.trim().is_empty()) {
+        sqlx::query(statement).execute(&mut conn).await.unwrap();
+    }
+    let stored: Vec<String> = sqlx::query_scalar(
+        "SELECT provider FROM provider_connections UNION ALL SELECT provider FROM churn_events",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(stored, ["stripe", "stripe"]);
+
+    let app = TestApp::start(db, Options::default()).await;
+    let token = app
+        .expect(
+            app.req(Method::POST, "/auth/login")
+                .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
+            200,
+        )
+        .await["data"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let list = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/providers")
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    assert_eq!(list["data"][0]["provider"], "stripe");
+    assert_eq!(provider_of_events(&app, &token).await, ["stripe"]);
+    // The sealed webhook secret opens: a signed event is verified.
+    let public_key = list["data"][0]["webhook_url"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let clock = app.expect(app.req(Method::GET, "/dev/clock"), 200).await;
+    let now = churn_core::time::parse(clock["data"]["now"].as_str().unwrap())
+        .unwrap()
+        .timestamp();
+    let body = json!({"id": "evt_after_0071", "object": "event", "type": "customer.created",
+        "data": {"object": {"id": "cus_1"}}})
+    .to_string();
+    let header = signature::sign_stripe(A_WHSEC, now, body.as_bytes());
+    app.expect(
+        app.req(Method::POST, &format!("/webhooks/stripe/{public_key}"))
+            .header("Stripe-Signature", header)
+            .body(body),
+        200,
+    )
+    .await;
 }
