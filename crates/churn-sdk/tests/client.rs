@@ -127,10 +127,12 @@ async fn accounts_and_projects_round_trip(backend: Backend) {
 
     let ada = anonymous.clone().with_token(login.token);
     let me = ada.me().await.unwrap();
+    // Subscriptions are off by default: paid, without dates.
     assert_eq!(
         me.subscription.status,
-        churn_core::domain::subscription::SubscriptionStatus::Trial
+        churn_core::domain::subscription::SubscriptionStatus::Paid
     );
+    assert_eq!(me.subscription.trial_ends_at, None);
 
     let onboarding = ada.onboard(&OnboardingRequest::default()).await.unwrap();
     assert_eq!(onboarding.project.slug, "default");
