@@ -4,7 +4,7 @@
   sign     signed provider-A `invoice.payment_failed` deliveries, one per line:
            `<Stripe-Signature>\t<body>`, for webhook.lua to cycle through. Every event has its
            own id and invoice, so each one creates a payment-failure record.
-  provider a loopback fake of provider A's API over HTTPS, answering invoice pay calls:
+  provider a loopback fake of Stripe's API over HTTPS, answering invoice pay calls:
            3 in 10 paid, 1 in 10 a hard decline (expired_card), the rest a soft decline
            (insufficient_funds), by the invoice number; prints its port on stdout.
 """

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Payments benchmark of the release build (issue 9), on SQLite and PostgreSQL, each on a fresh
-# database with a loopback fake of provider A's API over HTTPS (bench/payments.py provider,
+# database with a loopback fake of Stripe's API over HTTPS (bench/payments.py provider,
 # certificate from a throw-away CA given as CHURN_EXTRA_CA_FILE; CHURN_WEBHOOK_ALLOW_PRIVATE
 # lets `api_base` be loopback):
 #  - a dunning run: RECORDS (default 10,000) failing provider-A records with their retry jobs,
@@ -41,7 +41,7 @@ seed() {
   local sql="BEGIN;
 $gen INSERT INTO payment_failures (id, project_id, provider, reference, customer_email, amount, currency, status,
   failure_reason, attempts, max_retries, next_retry_at, provider_invoice_id, provider_customer_id, created_at, updated_at)
-SELECT 'pf-' || n, '$1', 'providerA', 'in_dun_' || n, 'd' || n || '@example.com', 2900, 'usd', 'failing',
+SELECT 'pf-' || n, '$1', 'stripe', 'in_dun_' || n, 'd' || n || '@example.com', 2900, 'usd', 'failing',
   'card_declined', 0, 4, '$2', 'in_dun_' || n, 'cus_dun_' || n, '$now', '$now' FROM g;
 $gen INSERT INTO jobs (id, kind, payload, run_at, status, attempts, max_attempts, created_at, updated_at)
 SELECT 'job-dun-' || n, 'dunning_retry', '{\"failure_id\":\"pf-' || n || '\",\"due\":\"$2\"}', '$2', 'queued', 0, 5,
@@ -54,13 +54,13 @@ attempts() {
   if [ "$BACKEND" = postgres ]; then psql -tAq "$DB" -c "$sql"; else sqlite3 "$WORK/churn.db" "PRAGMA busy_timeout = 10000; $sql" | tail -n 1; fi
 }
 hwm() { awk '/VmHWM/ {printf "%.0f MiB", $2 / 1024}' "/proc/$SERVER/status"; }
-# connect <slug>: creates the project, connects provider A to the fake; sets PUB, PID.
+# connect <slug>: creates the project, connects Stripe to the fake; sets PUB, PID.
 connect() {
   local resp
   resp=$(curl -sf "$API/projects" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d "{\"name\":\"$1\"}")
   PUB=$(jq -r .data.api_keys.public_key <<<"$resp")
   PID=$(jq -r .data.id <<<"$resp")
-  curl -sf -X PUT "$API/projects/$1/providers/providerA" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \
+  curl -sf -X PUT "$API/projects/$1/providers/stripe" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \
     -d "{\"api_key\":\"sk_test_bench\",\"webhook_secret\":\"whsec_bench\",\"api_base\":\"$PROVIDER\"}" >/dev/null
 }
 
@@ -101,8 +101,8 @@ for BACKEND in "${BACKENDS[@]}"; do
   python3 bench/payments.py sign --secret whsec_bench --count "$DELIVERIES" --out "$TLS/bodies" \
     --now "$(curl -sf "$API/dev/clock" | jq -r .data.now)"
   if [ "$BACKEND" = postgres ]; then psql -tAq "$DB" <<<"$WAITS" >"$TLS/waits" 2>/dev/null & SAMPLER=$!; fi
-  WEBHOOK_BODIES="$TLS/bodies" WEBHOOK_PATH="/api/v1/webhooks/providerA/$PUB" WEBHOOK_THREADS=$THREADS \
-    row "POST /webhooks/providerA (invoice.payment_failed, $CONNS connections)" "http://$ADDR" -s bench/webhook.lua
+  WEBHOOK_BODIES="$TLS/bodies" WEBHOOK_PATH="/api/v1/webhooks/stripe/$PUB" WEBHOOK_THREADS=$THREADS \
+    row "POST /webhooks/stripe (invoice.payment_failed, $CONNS connections)" "http://$ADDR" -s bench/webhook.lua
   if [ "$BACKEND" = postgres ]; then
     kill "$SAMPLER"
     echo "$BACKEND: backends seen waiting on (samples): $(grep -v "^$" "$TLS/waits" | sort | uniq -c | sort -rn | awk '{n = $1; $1 = ""; printf "%s %s, ", substr($0, 2), n}')" >&2

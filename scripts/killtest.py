@@ -6,7 +6,7 @@
 One server (the debug build by default, KILLTEST_BIN overrides) in dev mode on one database,
 with loopback fakes as real servers: an SMTP sink, and one HTTPS server (a throw-away CA given
 as CHURN_EXTRA_CA_FILE; CHURN_WEBHOOK_ALLOW_PRIVATE lets tenant URLs be loopback) that plays
-provider A's API and the alert receiver. Each cycle:
+Stripe's API and the alert receiver. Each cycle:
 
   1. load, one client per path, each recording what the server acknowledged (a 2xx answer):
      /track batches with event ids (an acknowledged batch is sometimes sent again, as a
@@ -157,7 +157,7 @@ class SmtpSink:
 
 
 class Fake:
-    """Provider A's API (idempotent by `Idempotency-Key`, as the real one) and the alert
+    """Stripe's API (idempotent by `Idempotency-Key`, as the real one) and the alert
     receiver, over HTTPS. Records every effect: coupons, discounts, pauses, invoice payments,
     alert deliveries."""
 
@@ -448,7 +448,7 @@ class KillTest:
         self.public = body["data"]["api_keys"]["public_key"]
         fake = f"https://localhost:{self.fake.port}"
         for method, path, doc in [
-            ("PUT", f"/projects/{SLUG}/providers/providerA",
+            ("PUT", f"/projects/{SLUG}/providers/stripe",
              {"api_key": "sk_test_killtest", "webhook_secret": WHSEC, "api_base": fake}),
             ("PUT", f"/projects/{SLUG}/email-settings", {"from_name": "Acme", "from_email": "billing@acme.example"}),
             ("PUT", f"/projects/{SLUG}/dunning-config",
@@ -514,7 +514,7 @@ class KillTest:
                 base = self.service.base
                 t = int(self.service.now.timestamp())
                 mac = hmac.new(WHSEC.encode(), f"{t}.{body}".encode(), hashlib.sha256).hexdigest()
-                status, answer = call(base, "POST", f"/webhooks/providerA/{self.public}", raw=body.encode(),
+                status, answer = call(base, "POST", f"/webhooks/stripe/{self.public}", raw=body.encode(),
                                       headers={"stripe-signature": f"t={t},v1={mac}"})
                 if status == 200:
                     action = answer["data"]["action"]

@@ -7,7 +7,9 @@ use anyhow::Context;
 use chrono::NaiveDate;
 use churn_core::api::events::ProjectStats;
 use churn_core::config::Config;
+use churn_core::domain::keys::KeyKind;
 use churn_core::domain::lifecycle::EventStatus;
+use churn_core::domain::subscription::Subscriptions;
 use churn_core::services::Settlement;
 use churn_core::services::admin::{Admin, SubscriptionChange};
 use churn_core::services::events::event_view;
@@ -34,6 +36,10 @@ pub struct Cli {
     /// credentials (default: CHURN_DATA_DIR, then churn.toml, then ./data).
     #[arg(long, global = true)]
     pub data_dir: Option<String>,
+    /// `on` where churn is run as a service for others (trials, paid periods), `off` where
+    /// every account is paid (default: CHURN_SUBSCRIPTIONS, then churn.toml, then off).
+    #[arg(long, global = true, value_parser = ["off", "on"])]
+    pub subscriptions: Option<String>,
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
     pub json: bool,
@@ -94,7 +100,7 @@ pub enum UsersCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum SubscriptionCommand {
-    /// Mark an account paid through a date, or expire it now.
+    /// Mark an account paid through a date, or expire it now (subscriptions on only).
     Set(SubscriptionSet),
 }
 
@@ -122,11 +128,22 @@ pub enum ProjectsCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
-    /// Issue a new key pair for a project; the old keys stop working at once.
+    /// Issue a new secret key for a project (the public key stays), or with --public a new
+    /// public key, or with --secret --public both. A new public key breaks the widget on the
+    /// customer's site until the page carries it.
     Rotate {
         /// Project slug or id.
         #[arg(long)]
         project: String,
+        /// Rotate the secret key (the default when --public is not given).
+        #[arg(long)]
+        secret: bool,
+        /// Rotate the public key the widget and the webhook addresses use.
+        #[arg(long)]
+        public: bool,
+        /// Hours the replaced keys keep working (0–72).
+        #[arg(long, default_value_t = 0)]
+        expire_old_in_hours: i64,
     },
     /// Reseal everything stored encrypted with a new encryption key, in one transaction. Stop
     /// every server first: afterwards a process with the old key refuses to start. A key
@@ -219,6 +236,18 @@ fn parse_status(raw: &str) -> Result<EventStatus, String> {
     })
 }
 
+/// A command refused as given, whatever the database holds (`churn` exits with 2).
+#[derive(Debug)]
+pub struct Refused(pub String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
 /// Runs one command, writing its output to `out`.
 pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
     // Only the flags given override the file and the environment.
@@ -228,6 +257,9 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
     }
     if let Some(dir) = cli.data_dir {
         overrides.insert("data_dir".into(), dir.into());
+    }
+    if let Some(mode) = cli.subscriptions {
+        overrides.insert("subscriptions".into(), mode.into());
     }
     let config = Config::load(None, overrides)?;
     match cli.command {
@@ -240,8 +272,8 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             if cli.json {
                 let rows: Vec<_> = users
                     .iter()
-                    .map(|(u, status)| json!({"id": u.id, "name": u.name, "email": u.email, "subscription": status,
-                        "trial_ends_at": time::format(&u.trial_ends_at), "paid_until": u.paid_until.as_ref().map(time::format),
+                    .map(|(u, s)| json!({"id": u.id, "name": u.name, "email": u.email, "subscription": s.status,
+                        "trial_ends_at": s.trial_ends_at.as_ref().map(time::format), "paid_until": s.paid_until.as_ref().map(time::format),
                         "created_at": time::format(&u.created_at)}))
                     .collect();
                 writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
@@ -255,17 +287,17 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                     "paid until",
                     "created",
                 ]);
-                for (u, status) in &users {
+                let date = |t: &Option<time::Timestamp>| {
+                    t.as_ref().map(time::format).unwrap_or_else(|| "-".into())
+                };
+                for (u, s) in &users {
                     table.add_row(vec![
                         u.id.clone(),
                         u.email.clone(),
                         u.name.clone(),
-                        format!("{status:?}").to_lowercase(),
-                        time::format(&u.trial_ends_at),
-                        u.paid_until
-                            .as_ref()
-                            .map(time::format)
-                            .unwrap_or_else(|| "-".into()),
+                        format!("{:?}", s.status).to_lowercase(),
+                        date(&s.trial_ends_at),
+                        date(&s.paid_until),
                         time::format(&u.created_at),
                     ]);
                 }
@@ -295,6 +327,15 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             }
         }
         Command::Subscription(SubscriptionCommand::Set(set)) => {
+            if config.subscriptions == Subscriptions::Off {
+                return Err(Refused(
+                    "subscriptions are off (CHURN_SUBSCRIPTIONS=off): every account is paid and \
+                     never expires; set CHURN_SUBSCRIPTIONS=on to run churn as a service with \
+                     trials and paid periods"
+                        .into(),
+                )
+                .into());
+            }
             let change = match set.paid_until {
                 Some(day) => SubscriptionChange::PaidUntil(day),
                 None => SubscriptionChange::Expire,
@@ -347,25 +388,41 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                 writeln!(out, "{table}")?;
             }
         }
-        Command::Keys(KeysCommand::Rotate { project }) => {
+        Command::Keys(KeysCommand::Rotate {
+            project,
+            secret,
+            public,
+            expire_old_in_hours,
+        }) => {
+            let mut kinds = Vec::new();
+            if secret || !public {
+                kinds.push(KeyKind::Secret);
+            }
+            if public {
+                kinds.push(KeyKind::Public);
+            }
             let (project, keys) = open_admin(&config)
                 .await?
-                .rotate_keys_admin(&project)
+                .rotate_keys_admin(&project, &kinds, expire_old_in_hours)
                 .await?;
+            let expire_at = time::format(&keys.old_keys_expire_at);
             if cli.json {
+                let rotated: Vec<_> = kinds.iter().map(|k| k.as_str()).collect();
                 writeln!(
                     out,
                     "{}",
-                    json!({"project": project.slug, "public_key": keys.public_key, "secret_key": keys.secret_key})
+                    json!({"project": project.slug, "rotated": rotated, "public_key": keys.public_key,
+                        "secret_key": keys.secret_key, "old_keys_expire_at": expire_at})
                 )?;
             } else {
-                writeln!(
-                    out,
-                    "New keys for {} (the secret is shown only now):",
-                    project.slug
-                )?;
-                writeln!(out, "  public key: {}", keys.public_key)?;
-                writeln!(out, "  secret key: {}", keys.secret_key)?;
+                writeln!(out, "New keys for {}:", project.slug)?;
+                let kept = if public { "" } else { " (unchanged)" };
+                writeln!(out, "  public key: {}{kept}", keys.public_key)?;
+                match keys.secret_key {
+                    Some(secret) => writeln!(out, "  secret key: {secret} (shown only now)")?,
+                    None => writeln!(out, "  secret key: unchanged")?,
+                }
+                writeln!(out, "The replaced keys stop working at {expire_at}.")?;
             }
         }
         Command::Keys(KeysCommand::RotateEncryption { new_key }) => {

@@ -130,7 +130,7 @@ fn retry_error(id: &str, e: Error) -> anyhow::Error {
         ),
         Error::Validation { .. } => anyhow::anyhow!(
             "payment failure {id} cannot be retried from churn: its provider retries payments \
-             itself (provider B, or custom without a retry_url)"
+             itself (Razorpay, or custom without a retry_url)"
         ),
         Error::Upstream { source, .. } => anyhow::anyhow!(
             "the payment provider failed ({source}); the attempt was not counted, try again later"
@@ -215,7 +215,7 @@ mod tests {
             record: PaymentFailureDetail {
                 failure: PaymentFailure {
                     id: "f1".into(),
-                    provider: Provider::ProviderA,
+                    provider: Provider::Stripe,
                     customer_email: "jo@example.com".into(),
                     amount: 2990,
                     currency: "usd".into(),

@@ -9,6 +9,7 @@ use churn_core::api::events::CreateChurnEvent;
 use churn_core::api::projects::CreateProject;
 use churn_core::both_backends;
 use churn_core::config::Config;
+use churn_core::domain::keys::KeyKind;
 use churn_core::services::{Churn, ClaimsSettled};
 use churn_core::store::variants;
 use churn_core::testing::{Backend, TestDatabase};
@@ -92,12 +93,43 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
         "migrations applied\n"
     );
     let settings = masked();
-    let users = churn(&db, &["users", "list"]).await.unwrap();
+    let users = churn(&db, &["--subscriptions", "on", "users", "list"])
+        .await
+        .unwrap();
     settings.bind(|| insta::assert_snapshot!("users_list", users));
+
+    // Subscriptions off (the default): every account is paid, without dates, and there is
+    // nothing to set.
+    let off: serde_json::Value =
+        serde_json::from_str(&churn(&db, &["--json", "users", "list"]).await.unwrap()).unwrap();
+    for user in off.as_array().unwrap() {
+        assert_eq!(
+            (
+                &user["subscription"],
+                &user["trial_ends_at"],
+                &user["paid_until"]
+            ),
+            (&json!("paid"), &json!(null), &json!(null)),
+            "{user}"
+        );
+    }
+    let refused = churn(&db, &["subscription", "set", "ada@example.com", "--expire"])
+        .await
+        .unwrap_err();
+    assert!(
+        refused.downcast_ref::<churn_cli::Refused>().is_some(),
+        "exits with 2: {refused}"
+    );
+    assert!(
+        refused.to_string().contains("subscriptions are off"),
+        "{refused}"
+    );
 
     let paid = churn(
         &db,
         &[
+            "--subscriptions",
+            "on",
             "subscription",
             "set",
             "ada@example.com",
@@ -115,6 +147,8 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
         &db,
         &[
             "--json",
+            "--subscriptions",
+            "on",
             "subscription",
             "set",
             "bob@example.com",
@@ -126,15 +160,31 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
     let expired: serde_json::Value = serde_json::from_str(&expired).unwrap();
     assert_eq!(expired["status"], "expired");
     assert!(
-        churn(&db, &["subscription", "set", "bob@example.com"])
-            .await
-            .is_err(),
+        churn(
+            &db,
+            &[
+                "--subscriptions",
+                "on",
+                "subscription",
+                "set",
+                "bob@example.com"
+            ]
+        )
+        .await
+        .is_err(),
         "a change is required"
     );
     assert!(
         churn(
             &db,
-            &["subscription", "set", "nobody@example.com", "--expire"]
+            &[
+                "--subscriptions",
+                "on",
+                "subscription",
+                "set",
+                "nobody@example.com",
+                "--expire"
+            ]
         )
         .await
         .is_err()
@@ -170,13 +220,94 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
     let secret = rotated
         .lines()
         .find_map(|l| l.trim().strip_prefix("secret key: "))
-        .unwrap();
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    let public = rotated
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("public key: "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_owned();
     let project = service
         .core()
-        .project_for_secret_key(secret, Some("acme"))
+        .project_for_secret_key(&secret, Some("acme"))
         .await
         .unwrap();
     assert_eq!(project.project.id, id);
+    let core = service.core();
+    let public_works = async |key: &str| core.project_for_key(key, KeyKind::Public).await.is_ok();
+    assert!(public_works(&public).await, "the public key is kept");
+
+    // --public alone keeps the secret key; the old public key overlaps as asked.
+    let json = |out: String| serde_json::from_str::<serde_json::Value>(&out).unwrap();
+    let only_public = json(
+        churn(
+            &db,
+            &[
+                "--json",
+                "keys",
+                "rotate",
+                "--project",
+                id,
+                "--public",
+                "--expire-old-in-hours",
+                "2",
+            ],
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(only_public["rotated"], json!(["public"]));
+    assert_eq!(only_public["secret_key"], json!(null));
+    let new_public = only_public["public_key"].as_str().unwrap();
+    assert_ne!(new_public, public);
+    assert!(public_works(new_public).await && public_works(&public).await);
+    assert!(
+        core.project_for_secret_key(&secret, None).await.is_ok(),
+        "the secret key is kept"
+    );
+
+    // --secret --public: both, the old ones refused at once.
+    let both = json(
+        churn(
+            &db,
+            &[
+                "--json",
+                "keys",
+                "rotate",
+                "--project",
+                id,
+                "--secret",
+                "--public",
+            ],
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(both["rotated"], json!(["secret", "public"]));
+    assert!(core.project_for_secret_key(&secret, None).await.is_err());
+    assert!(!public_works(new_public).await);
+    let newest = both["secret_key"].as_str().unwrap();
+    assert!(core.project_for_secret_key(newest, None).await.is_ok());
+    assert!(public_works(both["public_key"].as_str().unwrap()).await);
+    let refused = churn(
+        &db,
+        &[
+            "keys",
+            "rotate",
+            "--project",
+            id,
+            "--expire-old-in-hours",
+            "73",
+        ],
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        refused.to_string().contains("expire_old_in_hours"),
+        "{refused}"
+    );
 }
 
 async fn users_create_prints_a_link_that_sets_the_password(backend: Backend) {
@@ -852,7 +983,7 @@ async fn payments_list_and_retry(backend: Backend) {
     let seeded = [
         // (provider, status, attempts, decline, abandon reason, created)
         (
-            Provider::ProviderB,
+            Provider::Razorpay,
             "failing",
             1,
             Some("insufficient_funds"),
@@ -868,7 +999,7 @@ async fn payments_list_and_retry(backend: Backend) {
             "2026-03-02T10:00:00Z",
         ),
         (
-            Provider::ProviderA,
+            Provider::Stripe,
             "abandoned",
             0,
             Some("stolen_card"),
@@ -876,7 +1007,7 @@ async fn payments_list_and_retry(backend: Backend) {
             "2026-03-03T10:00:00Z",
         ),
         (
-            Provider::ProviderA,
+            Provider::Stripe,
             "failing",
             0,
             None,
@@ -960,7 +1091,7 @@ async fn payments_list_and_retry(backend: Backend) {
             .is_err()
     );
 
-    // The route's 400 (the provider retries itself, or provider A is not connected), 409
+    // The route's 400 (the provider retries itself, or Stripe is not connected), 409
     // (not failing) and 404, as errors that say what to do.
     for (id, expected) in [
         (&ids[0], "its provider retries payments itself"),

@@ -11,6 +11,8 @@ use ipnet::IpNet;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::domain::subscription::Subscriptions;
+
 pub const ENV_PREFIX: &str = "CHURN_";
 
 #[derive(Debug, Clone, Deserialize)]
@@ -53,6 +55,8 @@ pub struct Config {
     pub registration: Option<Registration>,
     /// `ip:port` of the DNS server for sender-domain verification; `None`: the system's.
     pub dns_resolver: Option<SocketAddr>,
+    /// `off`: every account is paid; `on`: trials and paid periods (decisions §4, §15).
+    pub subscriptions: Subscriptions,
     /// Recovery and check-in emails per project per UTC day, by the owner's subscription.
     pub send_quota_trial: i64,
     pub send_quota_paid: i64,
@@ -95,6 +99,7 @@ struct Defaults {
     rate_limits: &'static str,
     dev_mode: bool,
     webhook_allow_private: bool,
+    subscriptions: Subscriptions,
     send_quota_trial: i64,
     send_quota_paid: i64,
     job_concurrency: usize,
@@ -112,6 +117,7 @@ const DEFAULTS: Defaults = Defaults {
     rate_limits: "on",
     dev_mode: false,
     webhook_allow_private: false,
+    subscriptions: Subscriptions::Off,
     send_quota_trial: 200,
     send_quota_paid: 20000,
     job_concurrency: crate::jobs::DEFAULT_CONCURRENCY,
@@ -147,6 +153,7 @@ const KNOWN_KEYS: &[&str] = &[
     "extra_ca_file",
     "registration",
     "dns_resolver",
+    "subscriptions",
     "send_quota_trial",
     "send_quota_paid",
     "job_concurrency",
@@ -460,6 +467,16 @@ mod tests {
             assert!(Config::load(None, serde_json::json!({"jwt_secret": "x".repeat(32)})).is_ok());
             let err = Config::load(None, serde_json::json!({"registration": "maybe"})).unwrap_err();
             assert!(err.0.starts_with("CHURN_REGISTRATION"), "{}", err.0);
+            let err =
+                Config::load(None, serde_json::json!({"subscriptions": "maybe"})).unwrap_err();
+            assert!(err.0.starts_with("CHURN_SUBSCRIPTIONS"), "{}", err.0);
+            assert!(
+                err.0.contains("`off`") && err.0.contains("`on`"),
+                "{}",
+                err.0
+            );
+            let on = Config::load(None, serde_json::json!({"subscriptions": "on"})).unwrap();
+            assert_eq!(on.subscriptions, Subscriptions::On);
             let err = Config::load(None, serde_json::json!({"job_concurrency": 1})).unwrap_err();
             assert!(err.0.starts_with("CHURN_JOB_CONCURRENCY"), "{}", err.0);
             let err =
@@ -467,6 +484,7 @@ mod tests {
             assert!(err.0.starts_with("CHURN_JOB_CONCURRENCY"), "{}", err.0);
             let defaults = Config::load(None, serde_json::json!({})).unwrap();
             assert_eq!(defaults.job_concurrency, 8);
+            assert_eq!(defaults.subscriptions, Subscriptions::Off);
         });
     }
 

@@ -103,7 +103,7 @@ pub enum Job {
         attempt: u32,
         due: String,
     },
-    /// Applying an offer accepted in the cancel flow at provider A, enqueued with the
+    /// Applying an offer accepted in the cancel flow at Stripe, enqueued with the
     /// submission that tried it inline (decisions §11); `failures` counts the earlier runs
     /// that found the provider unavailable.
     ApplyOffer {

@@ -1,6 +1,6 @@
 //! Signatures of outbound webhooks, shared with the SDK so receivers verify exactly what the
 //! server signs; and the payment providers' schemes, checked on their inbound webhooks
-//! ([`verify_provider_a`], [`verify_provider_b`]).
+//! ([`verify_stripe`], [`verify_razorpay`]).
 //!
 //! Two headers are sent: `X-Churn-Signature`, the lowercase hex HMAC-SHA256 of the raw body
 //! keyed with the webhook secret string; and the Standard Webhooks trio (`webhook-id`,
@@ -116,11 +116,11 @@ pub fn verify_standard(
     }
 }
 
-/// Provider A's `Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>…]`: lowercase hex
+/// Stripe's `Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>…]`: lowercase hex
 /// HMAC-SHA256 of `"{t}.{raw body}"` keyed with the whole `whsec_…` string. Any `v1` may
 /// match (secret rotation); other schemes are ignored; `t` must be within
 /// [`TOLERANCE_SECONDS`] of `now_unix` either way.
-pub fn verify_provider_a(
+pub fn verify_stripe(
     secret: &str,
     header: &str,
     body: &[u8],
@@ -152,14 +152,14 @@ pub fn verify_provider_a(
 }
 
 /// The `Stripe-Signature` value for `body` at `t` (tests and the SDK's examples).
-pub fn sign_provider_a(secret: &str, t: i64, body: &[u8]) -> String {
+pub fn sign_stripe(secret: &str, t: i64, body: &[u8]) -> String {
     let sig = mac(secret.as_bytes(), &[t.to_string().as_bytes(), b".", body]);
     format!("t={t},v1={}", hex::encode(sig))
 }
 
-/// Provider B's `X-Razorpay-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with
+/// Razorpay's `X-Razorpay-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with
 /// the webhook secret; no timestamp (replays are stopped by the event id).
-pub fn verify_provider_b(secret: &str, signature: &str, body: &[u8]) -> bool {
+pub fn verify_razorpay(secret: &str, signature: &str, body: &[u8]) -> bool {
     verify_hex(secret, body, signature)
 }
 
@@ -168,56 +168,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn provider_a_reference_vector_several_v1_and_tolerance() {
+    fn stripe_reference_vector_several_v1_and_tolerance() {
         // Computed with stripe-python 16's generate_signature_header (research notes).
         let body = br#"{"id":"evt_test_1","object":"event","type":"invoice.payment_failed"}"#;
         let secret = "whsec_churn_test_secret";
         let header =
             "t=1767225600,v1=52f383d62fc1e0676e7930aac01d7e27ed97f96f87e3fa738d18f4d81742c09a";
-        assert_eq!(sign_provider_a(secret, 1767225600, body), header);
-        assert_eq!(verify_provider_a(secret, header, body, 1767225600), Ok(()));
+        assert_eq!(sign_stripe(secret, 1767225600, body), header);
+        assert_eq!(verify_stripe(secret, header, body, 1767225600), Ok(()));
         let rotated = format!(
             "t=1767225600,v0=abc,v1={},v1={}",
             "00".repeat(32),
             &header[16..]
         );
+        assert_eq!(verify_stripe(secret, &rotated, body, 1767225900), Ok(()));
         assert_eq!(
-            verify_provider_a(secret, &rotated, body, 1767225900),
-            Ok(())
-        );
-        assert_eq!(
-            verify_provider_a(secret, header, body, 1767225901),
+            verify_stripe(secret, header, body, 1767225901),
             Err(VerifyError::Timestamp)
         );
         assert_eq!(
-            verify_provider_a(secret, header, body, 1767225299),
+            verify_stripe(secret, header, body, 1767225299),
             Err(VerifyError::Timestamp),
             "a timestamp too far ahead is refused too"
         );
         assert_eq!(
-            verify_provider_a("whsec_other", header, body, 1767225600),
+            verify_stripe("whsec_other", header, body, 1767225600),
             Err(VerifyError::Mismatch)
         );
         assert_eq!(
-            verify_provider_a(secret, &header[..header.len() - 2], body, 1767225600),
+            verify_stripe(secret, &header[..header.len() - 2], body, 1767225600),
             Err(VerifyError::Mismatch)
         );
         for garbage in ["", "v1=abc", "t=x,v1=abc", "nonsense"] {
-            assert!(verify_provider_a(secret, garbage, body, 1767225600).is_err());
+            assert!(verify_stripe(secret, garbage, body, 1767225600).is_err());
         }
     }
 
     #[test]
-    fn provider_b_reference_vector() {
+    fn razorpay_reference_vector() {
         let body = br#"{"entity":"event","event":"payment.failed"}"#;
         let sig = "c839046c08911dbfc23257b8787f5de2cc276cfa5936176c972f3fa01050a8a4";
-        assert!(verify_provider_b("churn_rzp_webhook_secret", sig, body));
-        assert!(!verify_provider_b(
+        assert!(verify_razorpay("churn_rzp_webhook_secret", sig, body));
+        assert!(!verify_razorpay(
             "churn_rzp_webhook_secret",
             &sig.to_uppercase()[..10],
             body
         ));
-        assert!(!verify_provider_b("other", sig, body));
+        assert!(!verify_razorpay("other", sig, body));
     }
 
     const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";

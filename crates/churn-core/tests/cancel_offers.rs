@@ -1,18 +1,18 @@
-//! Offers accepted in the cancel flow, applied at a loopback fake of provider A (wiremock):
+//! Offers accepted in the cancel flow, applied at a loopback fake of Stripe (wiremock):
 //! the ownership check first (decisions §16), the exact form parameters and idempotency keys
 //! of each call, and provider errors handed back.
 
 use churn_core::domain::cancel_flow::Offer;
 use churn_core::outbound::{Outbound, Settings};
 use churn_core::providers::CallError;
-use churn_core::providers::provider_a::ProviderA;
+use churn_core::providers::stripe::Stripe;
 use churn_core::services::cancel_flow::{OfferApplied, apply_offer};
 use secrecy::SecretString;
 use serde_json::json;
 use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-fn provider_a(server: &MockServer) -> ProviderA {
+fn stripe(server: &MockServer) -> Stripe {
     // The fake listens on loopback, which tenant URLs may reach only with allow-private.
     let http = Outbound::new(Settings {
         allow_private: true,
@@ -21,7 +21,7 @@ fn provider_a(server: &MockServer) -> ProviderA {
     .unwrap()
     .tenant()
     .clone();
-    ProviderA::new(http, &server.uri(), SecretString::from("sk_test_churn"))
+    Stripe::new(http, &server.uri(), SecretString::from("sk_test_churn"))
 }
 
 const DANA: &str = "dana@customer.example";
@@ -103,17 +103,9 @@ async fn a_discount_creates_a_coupon_then_puts_it_on_the_subscription() {
         percent: 30,
         months: 3,
     };
-    let applied = apply_offer(
-        &provider_a(&server),
-        "sub_42",
-        DANA,
-        &offer,
-        None,
-        "ev1",
-        now(),
-    )
-    .await
-    .unwrap();
+    let applied = apply_offer(&stripe(&server), "sub_42", DANA, &offer, None, "ev1", now())
+        .await
+        .unwrap();
     assert_eq!(applied, OfferApplied::Applied);
     assert_eq!(checks(&server).await, ["/v1/subscriptions/sub_42"]);
     assert_eq!(
@@ -152,7 +144,7 @@ async fn a_pause_voids_collection_until_the_calendar_months_pass() {
     let offer = Offer::Pause { max_months: 3 };
     assert_eq!(
         apply_offer(
-            &provider_a(&server),
+            &stripe(&server),
             "sub_42",
             DANA,
             &offer,
@@ -203,7 +195,7 @@ async fn provider_errors_come_back_and_downgrades_are_not_sent() {
         months: 1,
     };
     let error = apply_offer(
-        &provider_a(&server),
+        &stripe(&server),
         "sub_gone",
         DANA,
         &offer,
@@ -228,7 +220,7 @@ async fn provider_errors_come_back_and_downgrades_are_not_sent() {
     };
     assert_eq!(
         apply_offer(
-            &provider_a(&server),
+            &stripe(&server),
             "sub_42",
             DANA,
             &downgrade,
@@ -260,7 +252,7 @@ async fn another_customers_subscription_is_left_alone() {
             "message": "No such subscription: 'sub_missing'"}})))
         .mount(&server)
         .await;
-    let client = provider_a(&server);
+    let client = stripe(&server);
     for offer in [
         Offer::Discount {
             percent: 50,

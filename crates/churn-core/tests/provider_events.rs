@@ -1,5 +1,5 @@
-//! The mapping of real provider payloads (fixtures of both provider-A API versions and of
-//! provider B) onto what they mean for churn.
+//! The mapping of real provider payloads (fixtures of both Stripe API versions and of
+//! Razorpay) onto what they mean for churn.
 
 use churn_core::domain::provider_events::{self, Cancellation, CardExpiring, Mapped, Success, Who};
 use churn_core::domain::strategy::ReasonCode;
@@ -22,8 +22,8 @@ fn failure(mapped: Mapped) -> provider_events::Failure {
 }
 
 #[test]
-fn provider_a_invoice_failure_in_the_current_shape() {
-    let f = failure(provider_events::provider_a(&fixture(
+fn stripe_invoice_failure_in_the_current_shape() {
+    let f = failure(provider_events::stripe(&fixture(
         "a_basil_invoice_payment_failed",
     )));
     assert_eq!(f.reference, "in_1SXa2YHOQNg4XnOMkV3r8c2Q");
@@ -49,8 +49,8 @@ fn provider_a_invoice_failure_in_the_current_shape() {
 }
 
 #[test]
-fn provider_a_invoice_failure_in_the_older_shape() {
-    let f = failure(provider_events::provider_a(&fixture(
+fn stripe_invoice_failure_in_the_older_shape() {
+    let f = failure(provider_events::stripe(&fixture(
         "a_acacia_invoice_payment_failed",
     )));
     assert_eq!(
@@ -67,10 +67,10 @@ fn provider_a_invoice_failure_in_the_older_shape() {
 }
 
 #[test]
-fn provider_a_success_cancellation_signal_and_the_rest() {
+fn stripe_success_cancellation_signal_and_the_rest() {
     let paid = fixture("a_invoice_paid");
     assert_eq!(
-        provider_events::provider_a(&paid),
+        provider_events::stripe(&paid),
         Mapped::Success(Success {
             who: Who {
                 customer_id: Some("cus_TS6KX04w045BN9".into()),
@@ -83,12 +83,12 @@ fn provider_a_success_cancellation_signal_and_the_rest() {
     let mut succeeded = paid.clone();
     succeeded["type"] = json!("invoice.payment_succeeded");
     assert!(matches!(
-        provider_events::provider_a(&succeeded),
+        provider_events::stripe(&succeeded),
         Mapped::Success(_)
     ));
     let deleted = fixture("a_subscription_deleted");
     assert_eq!(
-        provider_events::provider_a(&deleted),
+        provider_events::stripe(&deleted),
         Mapped::Cancellation(Cancellation {
             who: Who {
                 customer_id: Some("cus_TS6KX04w045BN9".into()),
@@ -116,7 +116,7 @@ fn provider_a_success_cancellation_signal_and_the_rest() {
         let mut e = deleted.clone();
         e["data"]["object"]["cancellation_details"] =
             json!({"reason": "payment_failed", "feedback": option, "comment": null});
-        let Mapped::Cancellation(c) = provider_events::provider_a(&e) else {
+        let Mapped::Cancellation(c) = provider_events::stripe(&e) else {
             panic!()
         };
         assert_eq!(c.reason_code, code, "{option}");
@@ -134,14 +134,14 @@ fn provider_a_success_cancellation_signal_and_the_rest() {
         created: None,
     };
     assert_eq!(
-        provider_events::provider_a(&fixture("a_source_expiring")),
+        provider_events::stripe(&fixture("a_source_expiring")),
         Mapped::CardExpiring(expiring.clone())
     );
     let mut other = paid;
     other["type"] = json!("invoice.upcoming");
-    assert_eq!(provider_events::provider_a(&other), Mapped::Ignored);
+    assert_eq!(provider_events::stripe(&other), Mapped::Ignored);
     assert_eq!(
-        provider_events::provider_a(&json!({"type": "invoice.paid"})),
+        provider_events::stripe(&json!({"type": "invoice.paid"})),
         Mapped::Ignored
     );
 }
@@ -149,13 +149,12 @@ fn provider_a_success_cancellation_signal_and_the_rest() {
 #[test]
 fn card_expiry_notices_become_tracked_expiring_events() {
     let now = time::parse("2026-11-21T12:00:00Z").unwrap();
-    let Mapped::CardExpiring(card) = provider_events::provider_a(&fixture("a_source_expiring"))
-    else {
+    let Mapped::CardExpiring(card) = provider_events::stripe(&fixture("a_source_expiring")) else {
         panic!()
     };
     assert_eq!(
-        card.tracked_event("jenny@example.com", Some("providerA:evt_1"), now),
-        json!({"id": "providerA:evt_1", "event": "payment_method_expiring",
+        card.tracked_event("jenny@example.com", Some("stripe:evt_1"), now),
+        json!({"id": "stripe:evt_1", "event": "payment_method_expiring",
                "customer_email": "jenny@example.com", "timestamp": "2026-11-21T12:00:00.000Z",
                "properties": {"expires_at": "2030-08-31", "brand": "Visa", "last4": "4242"}})
     );
@@ -165,7 +164,7 @@ fn card_expiry_notices_become_tracked_expiring_events() {
     source["created"] = json!(1_763_640_000); // 2025-11-20T12:00:00Z
     source["data"]["object"] = json!({"id": "src_1", "object": "source", "customer": "cus_1",
         "card": {"exp_month": 12, "exp_year": 2026, "last4": "0005", "brand": "Amex"}});
-    let Mapped::CardExpiring(card) = provider_events::provider_a(&source) else {
+    let Mapped::CardExpiring(card) = provider_events::stripe(&source) else {
         panic!()
     };
     let tracked = card.tracked_event("a@example.com", None, now);
@@ -176,7 +175,7 @@ fn card_expiry_notices_become_tracked_expiring_events() {
     // Without an expiry: the end of the month it was sent in, which is what A announces.
     source["data"]["object"] = json!({"id": "src_2", "object": "source", "customer": "cus_1"});
     source["created"] = json!(9_999_999_999_i64); // beyond what tracking accepts: now
-    let Mapped::CardExpiring(card) = provider_events::provider_a(&source) else {
+    let Mapped::CardExpiring(card) = provider_events::stripe(&source) else {
         panic!()
     };
     let tracked = card.tracked_event("a@example.com", None, now);
@@ -185,18 +184,18 @@ fn card_expiry_notices_become_tracked_expiring_events() {
 }
 
 #[test]
-fn provider_b_mappings() {
-    let f = failure(provider_events::provider_b(&fixture("b_payment_failed")));
+fn razorpay_mappings() {
+    let f = failure(provider_events::razorpay(&fixture("b_payment_failed")));
     assert_eq!(f.reference, "pay_DEAU825sJlCbGa");
     assert_eq!(f.invoice_id.as_deref(), Some("inv_EpitssSmeINDJU"));
     assert_eq!((f.amount, f.currency.as_str()), (50000, "inr"));
     assert_eq!(f.failure_reason, "payment_failed");
     assert_eq!(f.who.email.as_deref(), Some("gaurav.kumar@example.com"));
-    let Mapped::Success(s) = provider_events::provider_b(&fixture("b_payment_captured")) else {
+    let Mapped::Success(s) = provider_events::razorpay(&fixture("b_payment_captured")) else {
         panic!()
     };
     assert_eq!(s.payment_id.as_deref(), Some("pay_DEAU825sJlCbGa"));
-    let Mapped::Success(s) = provider_events::provider_b(&fixture("b_invoice_paid")) else {
+    let Mapped::Success(s) = provider_events::razorpay(&fixture("b_invoice_paid")) else {
         panic!()
     };
     assert_eq!(
@@ -204,20 +203,20 @@ fn provider_b_mappings() {
         (Some("inv_DEWHZlfIcdVIXL"), Some("pay_DEWHsM9ByjCjYS"))
     );
     assert_eq!(
-        provider_events::provider_b(&fixture("b_subscription_halted")),
+        provider_events::razorpay(&fixture("b_subscription_halted")),
         Mapped::Halted(Who {
             customer_id: Some("cust_C0WlbKhp3aLA7W".into()),
             email: None
         })
     );
-    let Mapped::Cancellation(c) = provider_events::provider_b(&fixture("b_subscription_cancelled"))
+    let Mapped::Cancellation(c) = provider_events::razorpay(&fixture("b_subscription_cancelled"))
     else {
         panic!()
     };
     assert_eq!(c.subscription_id.as_deref(), Some("sub_DEX6xcJ1HSW4CR"));
     assert_eq!(c.who.email, None);
     assert_eq!(
-        provider_events::provider_b(&json!({"event": "order.paid"})),
+        provider_events::razorpay(&json!({"event": "order.paid"})),
         Mapped::Ignored
     );
 }

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use churn_core::outbound::{Http, Outbound, Settings};
-use churn_core::providers::provider_a::{NewCoupon, PauseBehavior, PayOutcome, ProviderA};
-use churn_core::providers::provider_b::ProviderB;
+use churn_core::providers::razorpay::Razorpay;
+use churn_core::providers::stripe::{NewCoupon, PauseBehavior, PayOutcome, Stripe};
 use churn_core::providers::{CallError, Customer, ErrorObject};
 use secrecy::SecretString;
 use serde_json::json;
@@ -22,8 +22,8 @@ fn tenant_http() -> Http {
     Outbound::new(settings).unwrap().tenant().clone()
 }
 
-fn provider_a(server: &MockServer) -> ProviderA {
-    ProviderA::new(
+fn stripe(server: &MockServer) -> Stripe {
+    Stripe::new(
         tenant_http(),
         &server.uri(),
         SecretString::from("sk_test_churn"),
@@ -67,7 +67,7 @@ async fn paying_an_invoice_posts_an_empty_form_with_the_attempt_key() {
         )
         .mount(&server)
         .await;
-    let outcome = provider_a(&server)
+    let outcome = stripe(&server)
         .pay_invoice("in_1SXa2Y", "churn-rec1-1")
         .await
         .unwrap();
@@ -119,7 +119,7 @@ async fn pay_outcomes_declines_refusals_and_errors() {
             .mount(&server)
             .await;
     }
-    let a = provider_a(&server);
+    let a = stripe(&server);
     let declined = a.pay_invoice("in_declined", "k1").await.unwrap_err();
     assert_eq!(
         declined,
@@ -175,7 +175,7 @@ async fn a_discount_offer_creates_a_coupon_then_applies_it_with_an_indexed_array
             "duration_in_months": 3})))
         .mount(&server)
         .await;
-    let a = provider_a(&server);
+    let a = stripe(&server);
     let coupon = a
         .create_coupon(
             &NewCoupon {
@@ -208,7 +208,7 @@ async fn a_discount_offer_creates_a_coupon_then_applies_it_with_an_indexed_array
             "id": "sub_1SVC89", "object": "subscription", "status": "active"})))
         .mount(&server)
         .await;
-    let subscription = provider_a(&server)
+    let subscription = stripe(&server)
         .apply_coupon("sub_1SVC89", "Z4OV52SU", "churn-offer-evt1-apply")
         .await
         .unwrap();
@@ -237,7 +237,7 @@ async fn a_pause_offer_sets_pause_collection() {
         .mount(&server)
         .await;
     let resumes = churn_core::time::parse("2027-02-23T10:00:00Z").unwrap();
-    provider_a(&server)
+    stripe(&server)
         .pause_collection("sub_1SVC89", PauseBehavior::Void, resumes, "churn-pause-1")
         .await
         .unwrap();
@@ -284,14 +284,14 @@ async fn customers_are_looked_up_with_each_providers_auth() {
         .mount(&server)
         .await;
     assert_eq!(
-        provider_a(&server).customer("cus_TS6K").await.unwrap(),
+        stripe(&server).customer("cus_TS6K").await.unwrap(),
         Customer {
             id: "cus_TS6K".into(),
             email: Some("jenny.rosen@example.com".into()),
             name: Some("Jenny Rosen".into()),
         }
     );
-    let b = ProviderB::new(
+    let b = Razorpay::new(
         tenant_http(),
         &server.uri(),
         "rzp_test_key",
@@ -315,7 +315,7 @@ async fn customers_are_looked_up_with_each_providers_auth() {
 async fn a_loopback_api_base_is_refused_without_allow_private() {
     let server = MockServer::start().await;
     let strict = Outbound::new(Settings::new()).unwrap().tenant().clone();
-    let a = ProviderA::new(strict, &server.uri(), SecretString::from("sk_test_churn"));
+    let a = Stripe::new(strict, &server.uri(), SecretString::from("sk_test_churn"));
     assert!(matches!(
         a.pay_invoice("in_1", "k").await.unwrap_err(),
         CallError::Unavailable(m) if m.contains("refused")

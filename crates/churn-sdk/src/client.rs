@@ -24,6 +24,7 @@ use churn_core::api::projects::{
 };
 use churn_core::api::{Data, ErrorBody, LegacyErrorBody, Page};
 use churn_core::domain::cancel_flow::{CancelFlow, CancelFlowInput};
+use churn_core::domain::keys::KeyKind;
 use rand::Rng;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
@@ -243,13 +244,17 @@ impl Client {
         Ok(set.allowed_origins)
     }
 
-    /// New key pair; the old one keeps working for `expire_old_in_hours` (0–72).
+    /// New keys of the given kinds (`None`: both); the ones they replace keep working for
+    /// `expire_old_in_hours` (0–72). A new public key breaks the widget until the customer's
+    /// page carries it.
     pub async fn rotate_keys(
         &self,
         slug: &str,
+        keys: Option<Vec<KeyKind>>,
         expire_old_in_hours: Option<i64>,
     ) -> Result<RotatedKeys, Error> {
         let body = RotateKeysRequest {
+            keys,
             expire_old_in_hours,
         };
         self.call(
@@ -427,7 +432,7 @@ impl Client {
         self.call(Method::GET, "/stats", None::<&()>).await
     }
 
-    /// Connects (or reconnects) a payment provider: `providerA`, `providerB` or `custom`.
+    /// Connects (or reconnects) a payment provider: `stripe`, `razorpay` or `custom` (`providerA` and `providerB` are accepted too).
     pub async fn connect_provider(
         &self,
         slug: &str,

@@ -17,5 +17,6 @@ pub mod identity;
 pub mod webhooks;
 
 pub use churn_core::api;
+pub use churn_core::domain::keys::KeyKind;
 pub use client::{Client, RetryPolicy};
 pub use error::{ApiError, Error};

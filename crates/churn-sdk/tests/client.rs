@@ -8,6 +8,7 @@ use churn_core::api::events::{CreateChurnEvent, EditVariant, ListQuery, Stats};
 use churn_core::api::projects::{CreateProject, UpdateProject};
 use churn_core::both_backends;
 use churn_core::config::Config;
+use churn_core::domain::keys::KeyKind;
 use churn_core::domain::lifecycle::EventStatus;
 use churn_core::domain::strategy::{ReasonCode, Strategy};
 use churn_core::domain::variant::VariantStatus;
@@ -126,10 +127,12 @@ async fn accounts_and_projects_round_trip(backend: Backend) {
 
     let ada = anonymous.clone().with_token(login.token);
     let me = ada.me().await.unwrap();
+    // Subscriptions are off by default: paid, without dates.
     assert_eq!(
         me.subscription.status,
-        churn_core::domain::subscription::SubscriptionStatus::Trial
+        churn_core::domain::subscription::SubscriptionStatus::Paid
     );
+    assert_eq!(me.subscription.trial_ends_at, None);
 
     let onboarding = ada.onboard(&OnboardingRequest::default()).await.unwrap();
     assert_eq!(onboarding.project.slug, "default");
@@ -172,14 +175,21 @@ async fn accounts_and_projects_round_trip(backend: Backend) {
     let secret = ada.webhook_secret("acme").await.unwrap();
     assert_ne!(ada.rotate_webhook_secret("acme").await.unwrap(), secret);
 
-    let rotated = ada.rotate_keys("acme", None).await.unwrap();
+    let rotated = ada
+        .rotate_keys("acme", Some(vec![KeyKind::Secret]), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        rotated.public_key, keys.public_key,
+        "only the secret key rotated"
+    );
     assert_eq!(
         by_key.project("acme").await.unwrap_err().status(),
         Some(401)
     );
     let by_new_key = Client::new(&server.base_url)
         .unwrap()
-        .with_secret_key(rotated.secret_key);
+        .with_secret_key(rotated.secret_key.unwrap());
     assert_eq!(by_new_key.project(&created.id).await.unwrap().slug, "acme");
 
     ada.delete_project("acme").await.unwrap();

@@ -83,9 +83,10 @@ pub struct Me {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Subscription {
     pub status: SubscriptionStatus,
-    #[serde(with = "wire")]
-    #[schema(value_type = String, format = DateTime)]
-    pub trial_ends_at: Timestamp,
+    /// Null when subscriptions are off (`CHURN_SUBSCRIPTIONS=off`): every account is paid.
+    #[serde(with = "wire::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub trial_ends_at: Option<Timestamp>,
     #[serde(with = "wire::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub paid_until: Option<Timestamp>,

@@ -8,7 +8,7 @@ use crate::domain::provider::Provider;
 use crate::time::{Timestamp, wire};
 
 /// `PUT /projects/:slug/providers/:provider`. Which fields apply depends on the provider:
-/// providerA `api_key`, `webhook_secret`, `api_base`?; providerB `key_id`, `key_secret`,
+/// stripe `api_key`, `webhook_secret`, `api_base`?; razorpay `key_id`, `key_secret`,
 /// `webhook_secret`, `api_base`?; custom `retry_url`?. Another provider's field is refused.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -17,7 +17,7 @@ pub struct PutProvider {
     pub key_id: Option<String>,
     pub key_secret: Option<String>,
     pub webhook_secret: Option<String>,
-    /// https; default `https://api.stripe.com` (A) or `https://api.razorpay.com` (B).
+    /// https; default `https://api.stripe.com` (Stripe) or `https://api.razorpay.com` (Razorpay).
     pub api_base: Option<String>,
     /// https; custom only: where churn asks the billing system to retry a payment.
     pub retry_url: Option<String>,
@@ -27,11 +27,11 @@ pub struct PutProvider {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ProviderConnection {
     pub provider: Provider,
-    /// Last four characters of the API key (A) or key secret (B).
+    /// Last four characters of the API key (Stripe) or key secret (Razorpay).
     pub api_key_hint: Option<String>,
-    /// Provider B's key id.
+    /// Razorpay's key id.
     pub key_id: Option<String>,
-    /// Last four characters of the provider's webhook secret (A, B).
+    /// Last four characters of the provider's webhook secret (Stripe, Razorpay).
     pub webhook_secret_hint: Option<String>,
     pub api_base: Option<String>,
     pub retry_url: Option<String>,

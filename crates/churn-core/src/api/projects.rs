@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::domain::keys::KeyKind;
 use crate::domain::role::Role;
 use crate::domain::settings::{ProjectSettings, SettingsPatch};
 use crate::time::{Timestamp, wire};
@@ -86,6 +87,10 @@ pub struct AllowedOrigins {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RotateKeysRequest {
+    /// The keys to replace; default both. A new public key breaks the widget on the
+    /// customer's site until the page carries it.
+    #[schema(min_items = 1)]
+    pub keys: Option<Vec<KeyKind>>,
     /// Hours the old keys keep working (0–72, default 0: revoked at once).
     #[schema(minimum = 0, maximum = 72)]
     pub expire_old_in_hours: Option<i64>,
@@ -93,8 +98,10 @@ pub struct RotateKeysRequest {
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct RotatedKeys {
+    /// The project's public key: the new one when it was rotated, else the unchanged one.
     pub public_key: String,
-    pub secret_key: String,
+    /// The new secret key, shown only now; null when only the public key was rotated.
+    pub secret_key: Option<String>,
     #[serde(with = "wire")]
     #[schema(value_type = String, format = DateTime)]
     pub old_keys_expire_at: Timestamp,

@@ -19,10 +19,13 @@ const SECRET_BODY_LEN: usize = 40;
 const PUBLIC_FORMS: [&str; 2] = ["cg_pub_", "pub_"];
 const SECRET_FORMS: [&str; 3] = ["cg_sk_", "sk_live_", "sk_"];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum KeyKind {
-    Public,
-    Secret,
+super::wire::wire_enum! {
+    /// The two keys of a project, by the names they are stored and rotated under.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, utoipa::ToSchema)]
+    pub enum KeyKind {
+        Public = "public",
+        Secret = "secret",
+    }
 }
 
 /// A presented key, split into its kind and body.

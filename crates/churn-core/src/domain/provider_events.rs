@@ -1,6 +1,6 @@
 //! What an inbound provider event means for churn (decisions §10), read from the payload
 //! alone: a payment failure, a recovered payment, a cancellation, halted dunning, a customer
-//! signal, or nothing. Provider A's invoices come in two shapes: since the 2025-03-31 API
+//! signal, or nothing. Stripe's invoices come in two shapes: since the 2025-03-31 API
 //! version the subscription id sits at `parent.subscription_details.subscription`, before it
 //! at `subscription`; both are read.
 
@@ -258,7 +258,7 @@ fn int(v: &Value, pointer: &str) -> Option<i64> {
     v.pointer(pointer)?.as_i64()
 }
 
-/// Provider A's feedback options onto churn's reason codes.
+/// Stripe's feedback options onto churn's reason codes.
 fn feedback_code(feedback: Option<&str>) -> ReasonCode {
     match feedback {
         Some("too_expensive") => ReasonCode::TooExpensive,
@@ -271,8 +271,8 @@ fn feedback_code(feedback: Option<&str>) -> ReasonCode {
     }
 }
 
-/// Provider A (Stripe conventions); `event` is the whole webhook body.
-pub fn provider_a(event: &Value) -> Mapped {
+/// Stripe; `event` is the whole webhook body.
+pub fn stripe(event: &Value) -> Mapped {
     let o = match event.pointer("/data/object") {
         Some(o) => o,
         None => return Mapped::Ignored,
@@ -363,8 +363,8 @@ pub fn provider_a(event: &Value) -> Mapped {
     }
 }
 
-/// Provider B (Razorpay conventions).
-pub fn provider_b(event: &Value) -> Mapped {
+/// Razorpay.
+pub fn razorpay(event: &Value) -> Mapped {
     let payment = event.pointer("/payload/payment/entity");
     let invoice = event.pointer("/payload/invoice/entity");
     let subscription = event.pointer("/payload/subscription/entity");
@@ -422,11 +422,11 @@ pub fn provider_b(event: &Value) -> Mapped {
     }
 }
 
-/// Provider B's event id, made from the signed body alone (B signs no timestamp and no id
+/// Razorpay's event id, made from the signed body alone (Razorpay signs no timestamp and no id
 /// header): `<event>:<entity id>:<created_at>`, the entity being the first of `payment`,
 /// `invoice`, `subscription` under `payload`. The same body is the same event, whatever
 /// header it comes with; a stale one is refused, so a captured body cannot be replayed later.
-pub fn provider_b_event_id(event: &Value, now_unix: i64) -> Result<String> {
+pub fn razorpay_event_id(event: &Value, now_unix: i64) -> Result<String> {
     let tolerance = crate::signature::TOLERANCE_SECONDS;
     let created_at = event
         .get("created_at")
@@ -518,30 +518,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn provider_b_ids_come_from_the_signed_body_within_five_minutes() {
+    fn razorpay_ids_come_from_the_signed_body_within_five_minutes() {
         let mut event = json!({"event": "payment.failed", "created_at": 1_000,
             "payload": {"subscription": {"entity": {"id": "sub_1"}},
                         "payment": {"entity": {"id": "pay_1"}}}});
         assert_eq!(
-            provider_b_event_id(&event, 1_000).unwrap(),
+            razorpay_event_id(&event, 1_000).unwrap(),
             "payment.failed:pay_1:1000",
             "the payment comes first"
         );
-        assert!(provider_b_event_id(&event, 1_300).is_ok());
-        assert!(provider_b_event_id(&event, 700).is_ok());
+        assert!(razorpay_event_id(&event, 1_300).is_ok());
+        assert!(razorpay_event_id(&event, 700).is_ok());
         for stale in [1_301, 699] {
-            let Err(Error::Validation { details, .. }) = provider_b_event_id(&event, stale) else {
+            let Err(Error::Validation { details, .. }) = razorpay_event_id(&event, stale) else {
                 panic!("{stale} is outside the window");
             };
             assert_eq!(details[0].field, "created_at");
         }
         event["payload"]["payment"] = Value::Null;
         assert_eq!(
-            provider_b_event_id(&event, 1_000).unwrap(),
+            razorpay_event_id(&event, 1_000).unwrap(),
             "payment.failed:sub_1:1000"
         );
         event["payload"] = json!({});
-        assert!(provider_b_event_id(&event, 1_000).is_err());
-        assert!(provider_b_event_id(&json!({"event": "x"}), 1_000).is_err());
+        assert!(razorpay_event_id(&event, 1_000).is_err());
+        assert!(razorpay_event_id(&json!({"event": "x"}), 1_000).is_err());
     }
 }

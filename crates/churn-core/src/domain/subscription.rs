@@ -1,4 +1,5 @@
-//! The customer's subscription to churn itself: derived from two dates whenever asked.
+//! The customer's subscription to churn itself: derived from two dates whenever asked, when
+//! the operator sells churn as a service (`CHURN_SUBSCRIPTIONS=on`).
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -29,6 +30,40 @@ impl SubscriptionStatus {
 
     pub fn is_active(self) -> bool {
         self != SubscriptionStatus::Expired
+    }
+}
+
+/// `CHURN_SUBSCRIPTIONS` (decisions §15): whether accounts subscribe to the service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Subscriptions {
+    /// Churn run for one's own business: every account is paid, without dates, so nothing
+    /// expires on the founder's own server.
+    #[default]
+    Off,
+    /// Churn run as a service for others: a trial, then paid periods (§4).
+    On,
+}
+
+impl Subscriptions {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subscriptions::Off => "off",
+            Subscriptions::On => "on",
+        }
+    }
+
+    /// The status of an account with these dates.
+    pub fn status(
+        self,
+        trial_ends_at: Timestamp,
+        paid_until: Option<Timestamp>,
+        now: Timestamp,
+    ) -> SubscriptionStatus {
+        match self {
+            Subscriptions::Off => SubscriptionStatus::Paid,
+            Subscriptions::On => SubscriptionStatus::derive(trial_ends_at, paid_until, now),
+        }
     }
 }
 
@@ -63,5 +98,12 @@ mod tests {
             Expired
         );
         assert!(Paid.is_active() && Trial.is_active() && !Expired.is_active());
+        let long_ago = trial_ends + day * 400;
+        assert_eq!(Subscriptions::Off.status(trial_ends, None, long_ago), Paid);
+        assert_eq!(
+            Subscriptions::On.status(trial_ends, None, long_ago),
+            Expired
+        );
+        assert_eq!(Subscriptions::default(), Subscriptions::Off);
     }
 }

@@ -1,6 +1,7 @@
 //! Enums whose wire name (JSON and storage alike) is written once per variant: the serde
 //! rename, `as_str`, `parse`, `TryFrom<String>` (rows decode through it) and `ALL` all come
-//! from the same list, so they cannot disagree.
+//! from the same list, so they cannot disagree. A variant may add older names after `|`:
+//! accepted on input (and from rows written before a rename), never sent.
 
 /// A stored or sent name that no variant has.
 #[derive(Debug, thiserror::Error)]
@@ -11,13 +12,13 @@ macro_rules! wire_enum {
     (
         $(#[$meta:meta])*
         $vis:vis enum $name:ident {
-            $( $(#[$vmeta:meta])* $variant:ident = $wire:tt, )+
+            $( $(#[$vmeta:meta])* $variant:ident = $wire:tt $(| $alias:tt)*, )+
         }
     ) => {
         $(#[$meta])*
         #[derive(serde::Serialize, serde::Deserialize)]
         $vis enum $name {
-            $( $(#[$vmeta])* #[serde(rename = $wire)] $variant, )+
+            $( $(#[$vmeta])* #[serde(rename = $wire $(, alias = $alias)*)] $variant, )+
         }
 
         impl $name {
@@ -31,7 +32,7 @@ macro_rules! wire_enum {
 
             pub fn parse(raw: &str) -> Option<Self> {
                 match raw {
-                    $( $wire => Some($name::$variant), )+
+                    $( $wire $(| $alias)* => Some($name::$variant), )+
                     _ => None,
                 }
             }

@@ -1,4 +1,4 @@
-//! Provider A's form encoding: nested objects as `key[sub]`, arrays always indexed
+//! Stripe's form encoding: nested objects as `key[sub]`, arrays always indexed
 //! (`discounts[0][coupon]`), booleans as `true`/`false`, and `null` as the empty string,
 //! which clears a field (`pause_collection=`).
 

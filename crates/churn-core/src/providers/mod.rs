@@ -1,7 +1,7 @@
 //! Clients of the payment providers' APIs, over the tenant outbound client (their `api_base`
-//! is tenant-given): provider A (Stripe conventions: form-encoded bodies with indexed
+//! is tenant-given): Stripe (form-encoded bodies with indexed
 //! arrays, bearer key, an `Idempotency-Key` on every POST, `{"error": {...}}` objects) and
-//! provider B (Razorpay conventions: HTTP Basic `key_id:key_secret`, JSON).
+//! Razorpay (HTTP Basic `key_id:key_secret`, JSON).
 //!
 //! A call either answers, or fails with a [`CallError`] that says what a caller can do about
 //! it: a declined payment (with the provider's codes), a request the provider refused, or a
@@ -9,8 +9,8 @@
 //! which is worth trying again later.
 
 pub mod form;
-pub mod provider_a;
-pub mod provider_b;
+pub mod razorpay;
+pub mod stripe;
 
 use std::time::Duration;
 
@@ -23,7 +23,7 @@ use crate::outbound::OutboundError;
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The provider's error object (`{"error": {...}}`); every field is optional because the
-/// providers fill different ones. Provider B's `description` reads as `message`.
+/// providers fill different ones. Razorpay's `description` reads as `message`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorObject {
     #[serde(rename = "type", default)]
@@ -43,7 +43,7 @@ pub struct ErrorObject {
 /// Why a provider call did not answer with what was asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {
-    /// The payment was declined (provider A's 402): the codes say why.
+    /// The payment was declined (Stripe's 402): the codes say why.
     #[error("the payment was declined ({})", .0.decline_code.as_deref().or(.0.code.as_deref()).unwrap_or("no code"))]
     Declined(Box<ErrorObject>),
     /// The provider refused the request (another 4xx): bad parameters, a bad key, an unknown

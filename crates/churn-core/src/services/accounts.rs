@@ -25,7 +25,7 @@ use crate::api::auth::{
 use crate::config::Registration;
 use crate::domain::email::Email;
 use crate::domain::password;
-use crate::domain::subscription::{SubscriptionStatus, trial_end};
+use crate::domain::subscription::{Subscriptions, trial_end};
 use crate::domain::validation::{Validator, required_line};
 use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
@@ -162,15 +162,7 @@ impl Accounts {
     }
 
     pub fn subscription(&self, user: &UserRecord) -> Subscription {
-        Subscription {
-            status: SubscriptionStatus::derive(
-                user.trial_ends_at,
-                user.paid_until,
-                self.core.now(),
-            ),
-            trial_ends_at: user.trial_ends_at,
-            paid_until: user.paid_until,
-        }
+        subscription_view(self.core.subscriptions, user, self.core.now())
     }
 
     /// Creates the user's default project, once.
@@ -521,6 +513,17 @@ async fn verify_password(password: String, hash: String) -> Result<bool> {
             .is_ok())
     })
     .await
+}
+
+/// An account's subscription as the API and the CLI show it; with subscriptions off, paid
+/// and without dates.
+pub fn subscription_view(mode: Subscriptions, user: &UserRecord, now: Timestamp) -> Subscription {
+    let on = mode == Subscriptions::On;
+    Subscription {
+        status: mode.status(user.trial_ends_at, user.paid_until, now),
+        trial_ends_at: on.then_some(user.trial_ends_at),
+        paid_until: user.paid_until.filter(|_| on),
+    }
 }
 
 #[cfg(test)]

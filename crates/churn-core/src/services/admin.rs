@@ -6,16 +6,18 @@ use std::sync::Arc;
 use chrono::NaiveDate;
 
 use super::access::ProjectAccess;
-use super::accounts::CreatedAccount;
+use super::accounts::{CreatedAccount, subscription_view};
 use super::cache::AccessCache;
 use super::quota::SendQuota;
 use super::sending::{self, Settlement};
 use super::{Core, EncryptionKey, KeyRotation, Mailer, Payments, Sending, Team};
+use crate::api::auth::Subscription;
 use crate::api::events::StuckVariant;
 use crate::api::projects::RotatedKeys;
 use crate::config::Config;
 use crate::domain::email::Email;
 use crate::domain::invitation::InvitationKeys;
+use crate::domain::keys::KeyKind;
 use crate::domain::lifecycle::EventStatus;
 use crate::domain::role::{Actor, Role};
 use crate::domain::subscription::SubscriptionStatus;
@@ -133,6 +135,7 @@ impl Admin {
             tracked: super::ingest::group(),
             encryption_key,
             scoring: Arc::default(),
+            subscriptions: self.config.subscriptions,
         }
     }
 
@@ -179,14 +182,14 @@ impl Admin {
             .ok_or_else(|| Error::NotFound(format!("no payment failure with id {failure_id:?}")))
     }
 
-    pub async fn list_users(&self) -> Result<Vec<(UserRecord, SubscriptionStatus)>> {
+    pub async fn list_users(&self) -> Result<Vec<(UserRecord, Subscription)>> {
         let now = self.now();
         let users = users::list(self.store.reader()).await?;
         Ok(users
             .into_iter()
             .map(|u| {
-                let status = SubscriptionStatus::derive(u.trial_ends_at, u.paid_until, now);
-                (u, status)
+                let subscription = subscription_view(self.config.subscriptions, &u, now);
+                (u, subscription)
             })
             .collect())
     }
@@ -204,6 +207,7 @@ impl Admin {
         .await
     }
 
+    /// Only with subscriptions on: the CLI refuses before calling it otherwise.
     pub async fn change_subscription(
         &self,
         email: &str,
@@ -234,7 +238,10 @@ impl Admin {
         // Servers cache the owner's subscription with each project.
         self.store.announce_access_change(&mut tx).await?;
         tx.commit().await?;
-        let status = SubscriptionStatus::derive(user.trial_ends_at, user.paid_until, now);
+        let status = self
+            .config
+            .subscriptions
+            .status(user.trial_ends_at, user.paid_until, now);
         Ok((user, status))
     }
 
@@ -249,11 +256,13 @@ impl Admin {
         projects::list_all(self.store.reader(), owner.as_ref().map(Email::as_str)).await
     }
 
-    /// Rotates the keys of the project with this slug or id; a slug several owners share is
-    /// refused so the operator names the id.
+    /// Rotates the keys of the given kinds of the project with this slug or id; a slug
+    /// several owners share is refused so the operator names the id.
     pub async fn rotate_keys_admin(
         &self,
         slug_or_id: &str,
+        kinds: &[KeyKind],
+        grace_hours: i64,
     ) -> Result<(ProjectRecord, RotatedKeys)> {
         let mut found = projects::any_by_slug_or_id(self.store.reader(), slug_or_id).await?;
         let project = match found.len() {
@@ -269,7 +278,14 @@ impl Admin {
                 )));
             }
         };
-        let keys = super::projects::rotate_keys_of(&self.store, &project.id, 0, self.now()).await?;
+        let keys = super::projects::rotate_keys_of(
+            &self.store,
+            &project.id,
+            kinds,
+            grace_hours,
+            self.now(),
+        )
+        .await?;
         Ok((project, keys))
     }
 

@@ -4,7 +4,7 @@
 //! only from the project's allowed origins, and a call acts for a customer only with that
 //! customer's `customer_hash` (decisions §16, `identity`): an offer is applied only to a
 //! subscription the provider says is the signed customer's. [`Payments::submit_cancel_reason`] applies an
-//! accepted offer at provider A ([`apply_offer`] makes the calls): inline for the answer, and
+//! accepted offer at Stripe ([`apply_offer`] makes the calls): inline for the answer, and
 //! by an `apply_offer` job stored with the event, so a process that dies in between, or a
 //! provider that is unavailable, leaves the work to the job rather than undone.
 
@@ -25,7 +25,7 @@ use crate::domain::validation::{Validator, optional_text};
 use crate::error::{Error, Result};
 use crate::jobs::Job;
 use crate::providers::CallError;
-use crate::providers::provider_a::{NewCoupon, PauseBehavior, ProviderA};
+use crate::providers::stripe::{NewCoupon, PauseBehavior, Stripe};
 use crate::store::events::{EventRecord, OfferLock};
 use crate::store::{cancel_flows, events};
 use crate::time::Timestamp;
@@ -259,17 +259,17 @@ const RETRIES: &[Duration] = &[
     Duration::from_secs(60 * 60),
 ];
 
-/// Provider A and the subscription an accepted offer is applied to.
+/// Stripe and the subscription an accepted offer is applied to.
 struct OfferTarget {
-    client: ProviderA,
+    client: Stripe,
     subscription_id: String,
 }
 
 impl Payments {
     /// A submission from the widget (decisions §11, §16): refused (401, nothing stored) without
     /// the customer's `customer_hash`; the cancellation is recorded, and an accepted offer is
-    /// applied at provider A when the project is connected to it and the subscription is known
-    /// (the signed one, else that of the customer's most recent provider-A event) and is the
+    /// applied at Stripe when the project is connected to it and the subscription is known
+    /// (the signed one, else that of the customer's most recent Stripe event) and is the
     /// customer's own. `applied` says whether it was. The demo customer's submissions are
     /// answered but neither stored nor applied, so they never reach the numbers. The event and an `apply_offer` job
     /// are stored together, so the offer is applied even when this process dies right after;
@@ -401,14 +401,14 @@ impl Payments {
         self.core.widget_config(access, verified.as_ref()).await
     }
 
-    /// The client and subscription an accepted offer is applied to, when provider A is
+    /// The client and subscription an accepted offer is applied to, when Stripe is
     /// connected and the subscription known (the event's, else that of the customer's most
-    /// recent provider-A event).
+    /// recent Stripe event).
     async fn offer_target(&self, record: &EventRecord) -> Result<Option<OfferTarget>> {
         let Some(client) = self
-            .connection(&record.project_id, Provider::ProviderA)
+            .connection(&record.project_id, Provider::Stripe)
             .await?
-            .and_then(|c| self.provider_a(&c))
+            .and_then(|c| self.stripe(&c))
         else {
             return Ok(None);
         };
@@ -419,7 +419,7 @@ impl Payments {
                     self.core.store.reader(),
                     &record.project_id,
                     &record.customer_email,
-                    Provider::ProviderA.as_str(),
+                    Provider::Stripe.as_str(),
                 )
                 .await?
             }
@@ -524,11 +524,11 @@ impl Payments {
             OfferLock::Taken => {}
         }
         let Some(client) = self
-            .connection(project_id, Provider::ProviderA)
+            .connection(project_id, Provider::Stripe)
             .await?
-            .and_then(|c| self.provider_a(&c))
+            .and_then(|c| self.stripe(&c))
         else {
-            let error = "provider A is no longer connected";
+            let error = "Stripe is no longer connected";
             return self.offer_failed(project_id, event_id, error, now).await;
         };
         let attempt = apply_offer(
@@ -592,14 +592,14 @@ pub enum OfferApplied {
 /// The event's `offer_error` when the subscription is not the signed customer's (§16).
 const FOREIGN_SUBSCRIPTION: &str = "subscription belongs to another customer";
 
-/// Applies an accepted offer to a subscription at provider A (decisions §11) once the
+/// Applies an accepted offer to a subscription at Stripe (decisions §11) once the
 /// provider confirms the subscription is `customer_email`'s (§16): a discount creates a
 /// coupon (`percent_off`, `duration=repeating`, `duration_in_months`) and puts it on the
 /// subscription (`discounts[0][coupon]`); a pause sets `pause_collection[behavior]=void` and
 /// `[resumes_at]` `pause_months` calendar months from `now`. The idempotency keys derive from
 /// the event, so a retry cannot apply it twice.
 pub async fn apply_offer(
-    client: &ProviderA,
+    client: &Stripe,
     subscription_id: &str,
     customer_email: &str,
     offer: &Offer,

@@ -13,6 +13,7 @@ use crate::api::events::{
 };
 use crate::domain::email::Email;
 use crate::domain::lifecycle::{Action, EventStatus, transition};
+use crate::domain::provider::canonical_name;
 use crate::domain::role::Permission;
 use crate::domain::settings::AutopilotSettings;
 use crate::domain::strategy::{ReasonCode, classify};
@@ -59,7 +60,7 @@ impl Core {
         permission: Permission,
     ) -> Result<()> {
         access.authorize(permission)?;
-        if access.project.subscription(self.now()).is_active() {
+        if self.subscription(&access.project).is_active() {
             Ok(())
         } else {
             Err(Error::SubscriptionExpired)
@@ -209,7 +210,7 @@ impl Core {
             status: EventStatus::New,
             provider: provider
                 .filter(|p| !p.is_empty())
-                .unwrap_or_else(|| "api".into()),
+                .map_or_else(|| "api".into(), canonical_name),
             provider_subscription_id: subscription_id.filter(|s| !s.is_empty()),
             provider_customer_id: customer_id.filter(|s| !s.is_empty()),
             recovered_via: None,

@@ -67,6 +67,7 @@ mod tracking;
 use std::sync::Arc;
 
 use crate::config::{Config, Registration};
+use crate::domain::subscription::{SubscriptionStatus, Subscriptions};
 use crate::domain::tracking::TrackingKeys;
 use crate::domain::unsubscribe::UnsubscribeKeys;
 use crate::email::{EmailTransport, Outbox, Smtp};
@@ -76,6 +77,7 @@ use crate::generation::Generator;
 use crate::generation::llm::LlmGenerator;
 use crate::generation::template::TemplateGenerator;
 use crate::outbound::Outbound;
+use crate::store::projects::ProjectRecord;
 use crate::store::{Store, Tx};
 use crate::time::{Clock, Timestamp};
 
@@ -103,6 +105,8 @@ pub struct Core {
     encryption_key: Arc<EncryptionKey>,
     /// The scoring run going on per project, which a second caller joins.
     scoring: Arc<risk::Runs>,
+    /// Whether accounts subscribe to the service (`CHURN_SUBSCRIPTIONS`).
+    subscriptions: Subscriptions,
 }
 
 impl Core {
@@ -112,6 +116,15 @@ impl Core {
 
     pub fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// The subscription that counts for the project: its owner's.
+    pub fn subscription(&self, project: &ProjectRecord) -> SubscriptionStatus {
+        self.subscriptions.status(
+            project.owner_trial_ends_at,
+            project.owner_paid_until,
+            self.now(),
+        )
     }
 
     pub(crate) fn clock(&self) -> Arc<dyn Clock> {
@@ -255,6 +268,7 @@ impl Churn {
             clock,
             cache,
             encryption_key: encryption_key.clone(),
+            subscriptions: config.subscriptions,
         };
         let mailer = Mailer {
             transport: email_transport(config)?,

@@ -8,7 +8,7 @@ use crate::api::projects::{
     ApiKeys, CreateProject, Project, RotateKeysRequest, RotatedKeys, UpdateProject, WebhookSecret,
 };
 use crate::domain::email::Email;
-use crate::domain::keys::{KeyPair, generate_webhook_secret};
+use crate::domain::keys::{KeyKind, KeyPair, generate_webhook_secret};
 use crate::domain::origin;
 use crate::domain::role::{Permission, Role};
 use crate::domain::settings::ProjectSettings;
@@ -289,8 +289,10 @@ impl Core {
         req: RotateKeysRequest,
     ) -> Result<RotatedKeys> {
         access.authorize(Permission::RotateKeys)?;
+        let kinds = req.keys.unwrap_or_else(|| KeyKind::ALL.to_vec());
         let grace = req.expire_old_in_hours.unwrap_or(0);
-        let rotated = rotate_keys_of(&self.store, &access.project.id, grace, self.now()).await;
+        let rotated =
+            rotate_keys_of(&self.store, &access.project.id, &kinds, grace, self.now()).await;
         self.cache.invalidate();
         rotated
     }
@@ -347,19 +349,26 @@ impl Core {
     }
 }
 
-/// Issues a new key pair; the old pair stops working now or after `grace_hours`.
+/// Issues new keys of the given kinds; the ones they replace stop working now or after
+/// `grace_hours`, the others are kept.
 pub(super) async fn rotate_keys_of(
     store: &Store,
     project_id: &str,
+    kinds: &[KeyKind],
     grace_hours: i64,
     now: Timestamp,
 ) -> Result<RotatedKeys> {
+    let mut v = Validator::new();
+    if kinds.is_empty() {
+        v.add("keys", "must name at least one of public, secret");
+    }
     if !(0..=MAX_GRACE_HOURS).contains(&grace_hours) {
-        return Err(Error::invalid_field(
+        v.add(
             "expire_old_in_hours",
             format!("must be between 0 and {MAX_GRACE_HOURS}"),
-        ));
+        );
     }
+    v.finish()?;
     let old_keys_expire_at = now + chrono::Duration::hours(grace_hours);
     let pair = KeyPair::generate();
     let mut tx = store.begin().await?;
@@ -367,13 +376,23 @@ pub(super) async fn rotate_keys_of(
     projects::lock(store, &mut tx, project_id)
         .await?
         .ok_or_else(super::access::project_not_found)?;
-    keys::expire_active(&mut tx, project_id, old_keys_expire_at).await?;
-    keys::insert_pair(&mut tx, project_id, &pair, now).await?;
+    for &kind in kinds {
+        keys::expire_active(&mut tx, project_id, kind, old_keys_expire_at).await?;
+    }
+    keys::insert_keys(&mut tx, project_id, &pair, kinds, now).await?;
+    let public_key = if kinds.contains(&KeyKind::Public) {
+        pair.public_key
+    } else {
+        keys::current(&mut *tx, project_id)
+            .await?
+            .0
+            .ok_or_else(|| Error::internal("a project without a public key"))?
+    };
     store.announce_access_change(&mut tx).await?;
     tx.commit().await?;
     Ok(RotatedKeys {
-        public_key: pair.public_key,
-        secret_key: pair.secret_key,
+        public_key,
+        secret_key: kinds.contains(&KeyKind::Secret).then_some(pair.secret_key),
         old_keys_expire_at,
     })
 }

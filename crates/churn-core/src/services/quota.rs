@@ -22,7 +22,7 @@ impl Sending {
     pub async fn count_send(&self, tx: &mut Tx, project: &ProjectRecord) -> Result<String> {
         let now = self.core.now();
         let quota = daily_quota(
-            project.subscription(now),
+            self.core.subscription(project),
             self.send_quota.trial,
             self.send_quota.paid,
         );

@@ -58,7 +58,8 @@ impl FromRow<'_, AnyRow> for EventRecord {
             plan_name: row.try_get("plan_name")?,
             tenure_days: row.try_get("tenure_days")?,
             status: decode::named(row, "status")?,
-            provider: row.try_get("provider")?,
+            // Rows written before migration 0071 may hold an alias.
+            provider: crate::domain::provider::canonical_name(row.try_get("provider")?),
             provider_subscription_id: row.try_get("provider_subscription_id")?,
             provider_customer_id: row.try_get("provider_customer_id")?,
             recovered_via: row.try_get("recovered_via")?,

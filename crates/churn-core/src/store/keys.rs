@@ -7,17 +7,21 @@ use crate::error::Result;
 use crate::ids::new_id;
 use crate::time::{self, Timestamp};
 
-pub(crate) fn kind_str(kind: KeyKind) -> &'static str {
-    match kind {
-        KeyKind::Public => "public",
-        KeyKind::Secret => "secret",
-    }
-}
-
 pub async fn insert_pair(
     tx: &mut super::Tx,
     project_id: &str,
     pair: &KeyPair,
+    now: Timestamp,
+) -> Result<()> {
+    insert_keys(tx, project_id, pair, &KeyKind::ALL, now).await
+}
+
+/// Stores the keys of `pair` of the given kinds.
+pub async fn insert_keys(
+    tx: &mut super::Tx,
+    project_id: &str,
+    pair: &KeyPair,
+    kinds: &[KeyKind],
     now: Timestamp,
 ) -> Result<()> {
     let rows = [
@@ -28,14 +32,14 @@ pub async fn insert_pair(
         ),
         (KeyKind::Secret, pair.secret_lookup(), pair.secret_hint()),
     ];
-    for (kind, lookup, hint) in rows {
+    for (kind, lookup, hint) in rows.into_iter().filter(|(k, ..)| kinds.contains(k)) {
         sqlx::query(
             "INSERT INTO api_keys (id, project_id, kind, lookup, hint, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(new_id())
         .bind(project_id)
-        .bind(kind_str(kind))
+        .bind(kind.as_str())
         .bind(lookup)
         .bind(hint)
         .bind(time::format(&now))
@@ -45,14 +49,20 @@ pub async fn insert_pair(
     Ok(())
 }
 
-/// Makes every key of the project expire at `at` at the latest (now, or after a grace
-/// period). Expiries only get shorter: an earlier rotation's shorter grace is kept.
-pub async fn expire_active(tx: &mut super::Tx, project_id: &str, at: Timestamp) -> Result<()> {
+/// Makes every key of the project of kind `kind` expire at `at` at the latest (now, or after
+/// a grace period). Expiries only get shorter: an earlier rotation's shorter grace is kept.
+pub async fn expire_active(
+    tx: &mut super::Tx,
+    project_id: &str,
+    kind: KeyKind,
+    at: Timestamp,
+) -> Result<()> {
     sqlx::query(
-        "UPDATE api_keys SET expires_at = $2 \
-         WHERE project_id = $1 AND (expires_at IS NULL OR expires_at > $2)",
+        "UPDATE api_keys SET expires_at = $3 \
+         WHERE project_id = $1 AND kind = $2 AND (expires_at IS NULL OR expires_at > $3)",
     )
     .bind(project_id)
+    .bind(kind.as_str())
     .bind(time::format(&at))
     .execute(&mut **tx)
     .await?;

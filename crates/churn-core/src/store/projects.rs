@@ -34,16 +34,6 @@ pub struct ProjectRecord {
     pub owner_paid_until: Option<Timestamp>,
 }
 
-impl ProjectRecord {
-    pub fn subscription(&self, now: Timestamp) -> crate::domain::subscription::SubscriptionStatus {
-        crate::domain::subscription::SubscriptionStatus::derive(
-            self.owner_trial_ends_at,
-            self.owner_paid_until,
-            now,
-        )
-    }
-}
-
 impl std::fmt::Debug for ProjectRecord {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProjectRecord")
@@ -182,7 +172,7 @@ pub async fn by_active_key<'e>(
     );
     let row: Option<KeyRow> = sqlx::query_as(&sql)
         .bind(lookup)
-        .bind(super::keys::kind_str(kind))
+        .bind(kind.as_str())
         .bind(time::format(&now))
         .fetch_optional(db)
         .await?;

@@ -9,6 +9,7 @@ use base64::engine::general_purpose::STANDARD;
 use rand::Rng;
 use sqlx::{Any, AnyConnection, Row};
 
+use crate::domain::provider::Provider;
 use crate::error::{Error, Result};
 
 /// Callers outside this module seal through a [`Column`] of [`SEALED`].
@@ -71,14 +72,18 @@ impl Column {
     }
 }
 
-/// Provider credentials (JSON), per project and provider.
+/// Provider credentials (JSON), per project and provider. The scope names the provider by
+/// its sealing name, which the rename of the stored names (migration 0071) left unchanged.
 pub(crate) const PROVIDER_CREDENTIALS: Column = Column {
     table: "provider_connections",
     column: "credentials",
     key: &["project_id", "provider"],
     rows: "1 = 1",
     was_plaintext: false,
-    scope: |k| format!("provider:{}:{}", k[0], k[1]),
+    scope: |k| match Provider::parse(k[1]) {
+        Some(provider) => format!("provider:{}:{}", k[0], provider.sealing_name()),
+        None => format!("provider:{}:{}", k[0], k[1]),
+    },
 };
 
 /// Stored answers of idempotent requests; the row's scope is already a hash of its owner.

@@ -109,7 +109,7 @@ pub struct KeyQuery {
 #[utoipa::path(post, path = "/cancel-flow/reasons", operation_id = "submit_cancel_reason", tag = "cancel flow",
     request_body = CancelReasonSubmission,
     params(KeyQuery, ("X-Public-Key" = Option<String>, Header, description = "the project's public key")),
-    responses((status = 201, description = "the cancellation is recorded (and recovered when an offer was accepted); an accepted offer is applied at provider A when it is connected and the subscription is known (`offer.applied`); when the provider is unavailable a background job retries it, and the event's `offer_applied_at` or `offer_error` (a refusal, or the last error once the retries run out) says how it ended", body = Data<CancelReasonRecorded>),
+    responses((status = 201, description = "the cancellation is recorded (and recovered when an offer was accepted); an accepted offer is applied at Stripe when it is connected and the subscription is known (`offer.applied`); when the provider is unavailable a background job retries it, and the event's `offer_applied_at` or `offer_error` (a refusal, or the last error once the retries run out) says how it ended", body = Data<CancelReasonRecorded>),
         (status = 401, description = "UNAUTHORIZED: a missing, unknown, expired or secret key, or `customer_hash is missing or does not match`; nothing is stored", body = ErrorBody),
         (status = 403, description = "FORBIDDEN: a browser origin that is not among the project's allowed origins; nothing is stored", body = ErrorBody),
         (status = 429, description = "RATE_LIMITED: more than 10 submissions in 15 seconds with this key", body = ErrorBody)))]

@@ -26,9 +26,9 @@ fn header(headers: &HeaderMap, name: &str) -> Option<String> {
     params(
         ("provider" = churn_core::domain::provider::Provider, Path),
         ("public_key" = String, Path, description = "the project's public key"),
-        ("Stripe-Signature" = Option<String>, Header, description = "providerA: t=<unix>,v1=<hex>[,v1=…]"),
-        ("X-Razorpay-Signature" = Option<String>, Header, description = "providerB: hex HMAC-SHA256 of the body"),
-        ("X-Razorpay-Event-Id" = Option<String>, Header, description = "providerB: logged only; the event id is `<event>:<entity id>:<created_at>` from the signed body"),
+        ("Stripe-Signature" = Option<String>, Header, description = "stripe: t=<unix>,v1=<hex>[,v1=…]"),
+        ("X-Razorpay-Signature" = Option<String>, Header, description = "razorpay: hex HMAC-SHA256 of the body"),
+        ("X-Razorpay-Event-Id" = Option<String>, Header, description = "razorpay: logged only; the event id is `<event>:<entity id>:<created_at>` from the signed body"),
         ("X-Churn-Signature" = Option<String>, Header, description = "custom: hex HMAC-SHA256 of the body with the project's webhook secret"),
         ("webhook-id" = Option<String>, Header, description = "custom, Standard Webhooks form"),
         ("webhook-timestamp" = Option<String>, Header, description = "custom, Standard Webhooks form"),
@@ -36,7 +36,7 @@ fn header(headers: &HeaderMap, name: &str) -> Option<String> {
     ),
     request_body(content = Object, content_type = "application/json", description = "the provider's event, exactly as signed"),
     responses((status = 200, body = Data<WebhookReceived>),
-              (status = 400, description = "provider not connected, signature missing or wrong, no event id, a providerB `created_at` more than 300 s from now", body = ErrorBody),
+              (status = 400, description = "provider not connected, signature missing or wrong, no event id, a razorpay `created_at` more than 300 s from now", body = ErrorBody),
               (status = 404, description = "unknown public key or provider", body = ErrorBody),
               (status = 429, description = "RATE_LIMITED: more than 200 requests a second (burst 1,000) for this public key", body = ErrorBody),
               (status = 502, description = "the provider's customer lookup failed", body = ErrorBody)))]

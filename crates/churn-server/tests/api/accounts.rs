@@ -9,12 +9,13 @@ both_backends!(
     registration_is_validated_and_unique,
     jwt_expires_after_seven_days_on_the_test_clock,
     subscription_follows_the_clock,
+    subscriptions_off_nothing_expires,
     onboarding_creates_the_default_project_once,
     auth_allowed_origins_set_the_default_project,
 );
 
 async fn register_login_and_me(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
+    let app = TestApp::spawn_with(backend, Options::default().with("subscriptions", "on")).await;
     let registered = app
         .expect(
             app.req(Method::POST, "/auth/register").json(
@@ -130,7 +131,7 @@ async fn jwt_expires_after_seven_days_on_the_test_clock(backend: Backend) {
 }
 
 async fn subscription_follows_the_clock(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
+    let app = TestApp::spawn_with(backend, Options::default().with("subscriptions", "on")).await;
     let session = app.register("ada@example.com").await;
     let me = app
         .expect(
@@ -170,6 +171,55 @@ async fn subscription_follows_the_clock(backend: Backend) {
         )
         .await;
     assert_eq!(me["data"]["subscription"]["status"], "expired");
+}
+
+/// `CHURN_SUBSCRIPTIONS=off`, the default: every account is paid, without dates, however
+/// long it has been, and no churn-event route answers 402.
+async fn subscriptions_off_nothing_expires(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let session = app.register("ada@example.com").await;
+    let paid = json!({"status": "paid", "trial_ends_at": null, "paid_until": null});
+    let me = app
+        .expect(
+            app.req(Method::GET, "/auth/me").bearer_auth(&session.token),
+            200,
+        )
+        .await;
+    assert_eq!(me["data"]["subscription"], paid);
+    let created = app.create_project(&session.token, "Acme").await;
+    let key = created["api_keys"]["secret_key"].as_str().unwrap();
+
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"advance_seconds": 400 * 86_400})),
+        200,
+    )
+    .await;
+    let login = app
+        .expect(
+            app.req(Method::POST, "/auth/login")
+                .json(&json!({"email": "ada@example.com", "password": "correct horse"})),
+            200,
+        )
+        .await;
+    let token = login["data"]["token"].as_str().unwrap();
+    let me = app
+        .expect(app.req(Method::GET, "/auth/me").bearer_auth(token), 200)
+        .await;
+    assert_eq!(me["data"]["subscription"], paid);
+    app.expect(
+        app.req(Method::POST, "/projects/acme/churn-events")
+            .header("X-API-Key", key)
+            .json(&json!({"customer_email": "c@x.io", "event_type": "cancellation"})),
+        201,
+    )
+    .await;
+    app.expect(
+        app.req(Method::GET, "/projects/acme/churn-events")
+            .bearer_auth(token),
+        200,
+    )
+    .await;
 }
 
 async fn onboarding_creates_the_default_project_once(backend: Backend) {

@@ -672,7 +672,7 @@ async fn direct_mode(app: &TestApp, acme: &Acme) -> String {
 }
 
 async fn direct_mode_emails_the_customer_unless_suppressed_or_over_quota(backend: Backend) {
-    let app = TestApp::spawn_with(backend, Options::default().with("send_quota_trial", 1)).await;
+    let app = TestApp::spawn_with(backend, Options::default().with("send_quota_paid", 1)).await;
     let acme = acme_with_key(&app).await;
     let project_id = direct_mode(&app, &acme).await;
     app.query(&format!(

@@ -219,7 +219,7 @@ async fn autopilot_records_every_skip(backend: Backend) {
 }
 
 async fn autopilot_stops_at_the_quota(backend: Backend) {
-    let app = TestApp::spawn_with(backend, Options::default().with("send_quota_trial", 1)).await;
+    let app = TestApp::spawn_with(backend, Options::default().with("send_quota_paid", 1)).await;
     let owner = acme_owner(&app).await;
     configure(
         &app,

@@ -1,6 +1,6 @@
 //! The cancel flow (decisions §11): configuration, the widget's public configuration and
 //! submissions by public key, signed customer identity (§16), browser origins, and the
-//! per-key limit; accepted offers applied at provider A (a loopback fake of its API), only to
+//! per-key limit; accepted offers applied at Stripe (a loopback fake of its API), only to
 //! the signed customer's own subscription.
 
 use churn_core::config::DatabaseUrl;
@@ -24,7 +24,7 @@ both_backends!(
     browser_calls_only_from_allowed_origins,
     submissions_are_limited_per_key,
     widget_script_and_demo_page,
-    accepted_offers_are_applied_at_provider_a,
+    accepted_offers_are_applied_at_stripe,
     an_offer_the_provider_missed_is_applied_by_its_job,
     an_unavailable_provider_is_retried_then_its_error_kept,
     a_slow_provider_does_not_hold_the_answer,
@@ -1028,7 +1028,7 @@ async fn mount_coupon_and_subscription(s: &Setup, sub: &str) {
         .await;
 }
 
-async fn accepted_offers_are_applied_at_provider_a(backend: Backend) {
+async fn accepted_offers_are_applied_at_stripe(backend: Backend) {
     let s = setup(backend).await;
     // The setup's own jobs (emails), so that those counted below are the offers'.
     s.app.run_jobs().await;
@@ -1114,7 +1114,7 @@ async fn accepted_offers_are_applied_at_provider_a(backend: Backend) {
     assert_eq!(s.app.run_jobs().await, 1);
     assert_eq!(s.received().await, before);
 
-    // A pause without a subscription in the body: the one of the customer's latest provider-A
+    // A pause without a subscription in the body: the one of the customer's latest Stripe
     // event (an invoice.payment_failed), paused until now + 2 calendar months.
     assert_eq!(
         s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
@@ -1205,11 +1205,11 @@ async fn accepted_offers_are_applied_at_provider_a(backend: Backend) {
         Value::Null
     );
 
-    // Without a provider-A connection: recovered, not applied, no error, no call.
+    // Without a Stripe connection: recovered, not applied, no error, no call.
     s.app
         .expect(
             s.app
-                .req(Method::DELETE, "/projects/acme/providers/providerA")
+                .req(Method::DELETE, "/projects/acme/providers/stripe")
                 .bearer_auth(&s.token),
             204,
         )

@@ -1,6 +1,6 @@
-//! Dunning on the test clock against a loopback fake of provider A's API: soft declines,
+//! Dunning on the test clock against a loopback fake of Stripe's API: soft declines,
 //! success on a later retry, hard declines and advice codes, provider errors, exhaustion,
-//! manual retries (200, 409, 400, 502), custom `retry_url`, provider B reminders, the tone
+//! manual retries (200, 409, 400, 502), custom `retry_url`, Razorpay reminders, the tone
 //! emails from the verified sender and their skips, the configuration, lists and statistics.
 
 use reqwest::Method;
@@ -17,7 +17,7 @@ both_backends!(
     a_soft_decline_an_error_then_success,
     hard_declines_advice_codes_and_exhaustion,
     manual_retries,
-    custom_retry_url_and_provider_b_reminders,
+    custom_retry_url_and_razorpay_reminders,
     custom_retry_calls_carry_both_signatures_after_a_rotation,
     emails_are_skipped_without_a_verified_sender_and_config_is_checked,
     a_payment_link_that_is_not_https_is_left_out,
@@ -440,7 +440,7 @@ async fn manual_retries(backend: Backend) {
         (&json!("abandoned"), &json!("retries_exhausted"))
     );
     assert_eq!(retry(409).await["error"]["code"], "CONFLICT");
-    // Another project's id is 404; provider B retries itself: 400.
+    // Another project's id is 404; Razorpay retries itself: 400.
     s.app
         .expect(
             s.app
@@ -505,7 +505,7 @@ async fn manual_retries(backend: Backend) {
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["provider"] == "providerA")
+        .find(|f| f["provider"] == "stripe")
         .unwrap()["id"]
         .as_str()
         .unwrap()
@@ -531,7 +531,7 @@ async fn manual_retries(backend: Backend) {
     );
 }
 
-async fn custom_retry_url_and_provider_b_reminders(backend: Backend) {
+async fn custom_retry_url_and_razorpay_reminders(backend: Backend) {
     let s = setup(backend).await;
     s.configure(json!({"max_retries": 2, "retry_interval_hours": 1}))
         .await;
@@ -572,7 +572,7 @@ async fn custom_retry_url_and_provider_b_reminders(backend: Backend) {
         json!({"payment_failure_id": r["id"], "customer_email": "ada@example.com", "amount": 1200,
             "currency": "eur", "payment_id": "p_9", "attempt": 1})
     );
-    // Provider B retries on its own: each step is a reminder that counts, no call.
+    // Razorpay retries on its own: each step is a reminder that counts, no call.
     s.send_b("evt_b1", &fixture("b_payment_failed")).await;
     let calls = s.fake.mock.received_requests().await.unwrap().len();
     for _ in 0..3 {
@@ -594,7 +594,7 @@ async fn custom_retry_url_and_provider_b_reminders(backend: Backend) {
     let b = &list["data"]["failures"][0];
     assert_eq!(
         (&b["provider"], &b["attempts"], &b["abandon_reason"]),
-        (&json!("providerB"), &json!(2), &json!("retries_exhausted"))
+        (&json!("razorpay"), &json!(2), &json!("retries_exhausted"))
     );
     assert_eq!(s.fake.mock.received_requests().await.unwrap().len(), calls);
 }

@@ -731,7 +731,7 @@ async fn statistics_count_and_sum(backend: Backend) {
 }
 
 async fn expired_subscription_is_402_on_every_event_route(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
+    let app = TestApp::spawn_with(backend, Options::default().with("subscriptions", "on")).await;
     let token = owner(&app).await;
     let event = create_event(
         &app,

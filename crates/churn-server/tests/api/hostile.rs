@@ -267,7 +267,7 @@ async fn provider_events_outside_the_bounds_are_ignored(backend: Backend) {
     assert_eq!(answer["data"]["action"], "ignored");
     assert!(s.failures().await.is_empty());
 
-    // Provider A's own shape: an invoice due for i64::MAX.
+    // Stripe's own shape: an invoice due for i64::MAX.
     let invoice = json!({"id": "evt_a_max", "type": "invoice.payment_failed",
         "data": {"object": {"id": "in_max", "customer": "cus_1",
             "customer_email": "dana@example.com", "amount_due": i64::MAX, "currency": "usd"}}});
@@ -294,7 +294,7 @@ async fn provider_events_outside_the_bounds_are_ignored(backend: Backend) {
         {"id": "pay_\u{0}", "amount": 100, "currency": "INR", "email": "dana@example.com"}}}})
     .to_string();
     let refused = s
-        .hook("providerB")
+        .hook("razorpay")
         .header(
             "X-Razorpay-Signature",
             signature::sign_hex("churn_rzp_webhook_secret", nul_b.as_bytes()),

@@ -118,7 +118,7 @@ async fn id_tokens_sign_in_or_create_users(backend: Backend) {
             200,
         )
         .await;
-    assert_eq!(me["data"]["subscription"]["status"], "trial");
+    assert_eq!(me["data"]["subscription"]["status"], "paid");
     // The same person again: the same user, with "true" as a string as some providers send it.
     let again = app
         .expect(

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use churn_core::both_backends;
 use churn_core::config::Config;
+use churn_core::domain::keys::KeyKind;
 use churn_core::services::admin::Admin;
 use churn_core::time::TestClock;
 use futures::StreamExt;
@@ -196,7 +197,10 @@ async fn cli_revocations_hold_on_the_next_request(backend: Backend) {
     // The CLI's clock is the server's (dev mode keeps it still), so "expired now" agrees.
     let clock = TestClock::new(clock_now(&app).await);
     let admin = Admin::open(&config, Arc::new(clock)).await.unwrap();
-    admin.rotate_keys_admin("acme").await.unwrap();
+    admin
+        .rotate_keys_admin("acme", &KeyKind::ALL, 0)
+        .await
+        .unwrap();
     refused_next(backend, 401, async || {
         track().await.unwrap().status().as_u16()
     })

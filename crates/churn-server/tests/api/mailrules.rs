@@ -287,7 +287,7 @@ async fn a_bounce_suppresses_and_gives_its_quota_back(backend: Backend) {
         backend,
         Options::default()
             .with("smtp_url", format!("smtp://127.0.0.1:{port}"))
-            .with("send_quota_trial", 1),
+            .with("send_quota_paid", 1),
     )
     .await;
     let token = owner(&app, json!({})).await;
@@ -398,7 +398,7 @@ async fn quota_resets_at_the_utc_day_boundary(backend: Backend) {
     let app = TestApp::spawn_with(
         backend,
         Options::default()
-            .with("send_quota_trial", 2)
+            .with("send_quota_paid", 2)
             .with("rate_limits", "off"),
     )
     .await;

@@ -12,6 +12,7 @@ both_backends!(
     allowed_origins_are_validated_and_normalised,
     rotate_keys_invalidates_old_keys,
     rotate_keys_with_grace_period,
+    rotate_keys_by_kind,
     webhook_secret_get_and_rotate,
     concurrent_changes_do_not_overwrite_each_other,
 );
@@ -331,6 +332,109 @@ async fn rotate_keys_with_grace_period(backend: Backend) {
     .await;
     get_with_key(&app, "acme", old_secret, 401).await;
     get_with_key(&app, "acme", rotated["secret_key"].as_str().unwrap(), 200).await;
+}
+
+/// Whether `public_key` opens the project: an unknown key is 404 at the webhook route, a
+/// known one 400 there (custom is not connected).
+async fn public_key_works(app: &TestApp, public_key: &str) -> bool {
+    let answer = app
+        .req(Method::POST, &format!("/webhooks/custom/{public_key}"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16();
+    assert!(answer == 400 || answer == 404, "{answer}");
+    answer == 400
+}
+
+async fn rotate(app: &TestApp, token: &str, body: Value, status: u16) -> Value {
+    app.expect(
+        app.req(Method::POST, "/projects/acme/rotate-keys")
+            .bearer_auth(token)
+            .json(&body),
+        status,
+    )
+    .await
+}
+
+/// `keys` names what is rotated: the secret key alone keeps the widget's public key, the
+/// public key alone keeps the server's secret, both replace both.
+async fn rotate_keys_by_kind(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let s = app.register("ada@example.com").await;
+    let created = app.create_project(&s.token, "Acme").await;
+    let public0 = created["api_keys"]["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let secret0 = created["api_keys"]["secret_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let only_secret = rotate(
+        &app,
+        &s.token,
+        json!({"keys": ["secret"], "expire_old_in_hours": 1}),
+        200,
+    )
+    .await["data"]
+        .clone();
+    assert_eq!(only_secret["public_key"], public0.as_str());
+    let secret1 = only_secret["secret_key"].as_str().unwrap().to_owned();
+    assert_ne!(secret1, secret0);
+    get_with_key(&app, "acme", &secret0, 200).await;
+    get_with_key(&app, "acme", &secret1, 200).await;
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"advance_seconds": 3600})),
+        200,
+    )
+    .await;
+    get_with_key(&app, "acme", &secret0, 401).await;
+    get_with_key(&app, "acme", &secret1, 200).await;
+    assert!(
+        public_key_works(&app, &public0).await,
+        "the public key was kept"
+    );
+
+    let only_public =
+        rotate(&app, &s.token, json!({"keys": ["public"]}), 200).await["data"].clone();
+    assert_eq!(only_public["secret_key"], Value::Null);
+    let public1 = only_public["public_key"].as_str().unwrap().to_owned();
+    assert_ne!(public1, public0);
+    assert!(!public_key_works(&app, &public0).await);
+    assert!(public_key_works(&app, &public1).await);
+    let detail = get_with_key(&app, "acme", &secret1, 200).await;
+    assert_eq!(detail["data"]["public_key"], public1.as_str());
+
+    let both =
+        rotate(&app, &s.token, json!({"keys": ["public", "secret"]}), 200).await["data"].clone();
+    let (public2, secret2) = (
+        both["public_key"].as_str().unwrap(),
+        both["secret_key"].as_str().unwrap(),
+    );
+    assert!(public2 != public1 && secret2 != secret1);
+    get_with_key(&app, "acme", &secret1, 401).await;
+    get_with_key(&app, "acme", secret2, 200).await;
+    assert!(!public_key_works(&app, &public1).await);
+    assert!(public_key_works(&app, public2).await);
+
+    for body in [
+        json!({"keys": []}),
+        json!({"keys": ["private"]}),
+        json!({"keys": "secret"}),
+    ] {
+        let refused = rotate(&app, &s.token, body.clone(), 400).await;
+        assert_eq!(refused["error"]["code"], "VALIDATION_ERROR", "{body}");
+        let field = refused["error"]["details"][0]["field"].as_str().unwrap();
+        assert!(field.starts_with("keys"), "{body}: {refused}");
+    }
+    // Nothing was rotated by the refusals.
+    get_with_key(&app, "acme", secret2, 200).await;
+    assert!(public_key_works(&app, public2).await);
 }
 
 async fn webhook_secret_get_and_rotate(backend: Backend) {

@@ -346,7 +346,7 @@ fn families() -> Vec<Family> {
             false,
             404,
             Nothing,
-            |_| (M::DELETE, format!("{P}/providers/providerB"), None),
+            |_| (M::DELETE, format!("{P}/providers/razorpay"), None),
         ),
         f("payments: list", Role::Viewer, true, 200, Nothing, |_| {
             (M::GET, format!("{P}/payment-failures"), None)

@@ -274,7 +274,7 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
         .await["data"]["identity_secret"]
         .clone();
     assert_eq!(current_identity, identity);
-    // Provider credentials: provider A's webhook secret verifies its events.
+    // Provider credentials: Stripe's webhook secret verifies its events.
     s.send_a(r#"{"id": "evt_1", "type": "customer.created"}"#, 200)
         .await;
     let replay = create_beta(app, &token).send().await.unwrap();

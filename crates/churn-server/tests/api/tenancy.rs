@@ -310,7 +310,7 @@ async fn every_documented_route_answers_another_tenant_as_a_missing_object(backe
                 path = path.replace(param, if own { real } else { unknown });
             }
             path.replace("{email}", "dana@example.com")
-                .replace("{provider}", "providerA")
+                .replace("{provider}", "stripe")
                 .replace("{invitation_id}", unknown)
                 .replace("{user_id}", unknown)
         };

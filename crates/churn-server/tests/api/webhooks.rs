@@ -1,6 +1,6 @@
 //! Inbound provider webhooks: each provider's signature scheme, refusals that store nothing,
 //! duplicates (also racing, on two server processes), and every mapping with fixtures of
-//! real payloads (both provider-A API versions, provider B, custom).
+//! real payloads (both Stripe API versions, Razorpay, custom).
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -15,14 +15,14 @@ use churn_core::both_backends;
 use churn_core::signature;
 
 both_backends!(
-    provider_a_signatures_are_checked_and_refusals_store_nothing,
-    provider_a_failures_in_both_shapes_then_recovery,
-    provider_a_cancellations_signals_and_the_rest,
-    provider_b_signatures_and_mappings,
-    provider_b_replays_under_new_header_ids_are_duplicates_and_stale_bodies_refused,
+    stripe_signatures_are_checked_and_refusals_store_nothing,
+    stripe_failures_in_both_shapes_then_recovery,
+    stripe_cancellations_signals_and_the_rest,
+    razorpay_signatures_and_mappings,
+    razorpay_replays_under_new_header_ids_are_duplicates_and_stale_bodies_refused,
     custom_events_with_both_signature_forms,
     provider_events_feed_customers_autopilot_and_risk,
-    provider_a_card_expiry_is_tracked_and_feeds_the_expiring_signal,
+    stripe_card_expiry_is_tracked_and_feeds_the_expiring_signal,
     the_same_event_racing_on_two_processes_is_processed_once,
     a_changed_connection_holds_at_once_on_every_process,
 );
@@ -54,11 +54,11 @@ pub async fn setup(backend: Backend) -> Setup {
     let token = acme_owner(&app).await;
     for (provider, body) in [
         (
-            "providerA",
+            "stripe",
             json!({"api_key": A_KEY, "webhook_secret": A_WHSEC, "api_base": fake.base}),
         ),
         (
-            "providerB",
+            "razorpay",
             json!({"key_id": "rzp_test_K1", "key_secret": "rzp_secret", "webhook_secret": B_WHSEC, "api_base": fake.base}),
         ),
         ("custom", json!({})),
@@ -103,12 +103,12 @@ impl Setup {
         )
     }
 
-    /// A provider-A event signed now; answers `data`.
+    /// A Stripe event signed now; answers `data`.
     pub async fn send_a(&self, body: &str, status: u16) -> Value {
-        let header = signature::sign_provider_a(A_WHSEC, self.now().await, body.as_bytes());
+        let header = signature::sign_stripe(A_WHSEC, self.now().await, body.as_bytes());
         self.app
             .expect(
-                self.hook("providerA")
+                self.hook("stripe")
                     .header("Stripe-Signature", header)
                     .body(body.to_owned()),
                 status,
@@ -117,7 +117,7 @@ impl Setup {
             .clone()
     }
 
-    /// A provider-B event dated now (`created_at` is what B's freshness and id rest on),
+    /// A Razorpay event dated now (`created_at` is what Razorpay's freshness and id rest on),
     /// sent with `header_id` in `X-Razorpay-Event-Id`; answers `data`.
     pub async fn send_b(&self, header_id: &str, body: &str) -> Value {
         let body = self.dated_b(body, 0).await;
@@ -134,7 +134,7 @@ impl Setup {
     /// Signs and sends `body` unchanged; answers the whole body.
     pub async fn send_b_as_is(&self, header_id: Option<&str>, body: &str, status: u16) -> Value {
         let mut request = self
-            .hook("providerB")
+            .hook("razorpay")
             .header(
                 "X-Razorpay-Signature",
                 signature::sign_hex(B_WHSEC, body.as_bytes()),
@@ -231,36 +231,24 @@ fn with_id(body: &str, id: &str) -> String {
     v.to_string()
 }
 
-async fn provider_a_signatures_are_checked_and_refusals_store_nothing(backend: Backend) {
+async fn stripe_signatures_are_checked_and_refusals_store_nothing(backend: Backend) {
     let s = setup(backend).await;
     let body = fixture("a_basil_invoice_payment_failed");
     let now = s.now().await;
     let refused = [
         // stale
-        Some(signature::sign_provider_a(
-            A_WHSEC,
-            now - 301,
-            body.as_bytes(),
-        )),
+        Some(signature::sign_stripe(A_WHSEC, now - 301, body.as_bytes())),
         // too far ahead
-        Some(signature::sign_provider_a(
-            A_WHSEC,
-            now + 301,
-            body.as_bytes(),
-        )),
+        Some(signature::sign_stripe(A_WHSEC, now + 301, body.as_bytes())),
         // wrong secret
-        Some(signature::sign_provider_a(
-            "whsec_wrong",
-            now,
-            body.as_bytes(),
-        )),
+        Some(signature::sign_stripe("whsec_wrong", now, body.as_bytes())),
         // another body
-        Some(signature::sign_provider_a(A_WHSEC, now, b"{}")),
+        Some(signature::sign_stripe(A_WHSEC, now, b"{}")),
         Some("garbage".to_owned()),
         None,
     ];
     for header in refused {
-        let mut request = s.hook("providerA").body(body.clone());
+        let mut request = s.hook("stripe").body(body.clone());
         if let Some(h) = &header {
             request = request.header("Stripe-Signature", h);
         }
@@ -273,7 +261,7 @@ async fn provider_a_signatures_are_checked_and_refusals_store_nothing(backend: B
             s.app
                 .req(
                     Method::POST,
-                    "/webhooks/providerA/pub_unknownunknownunknownunknown1",
+                    "/webhooks/stripe/pub_unknownunknownunknownunknown1",
                 )
                 .body(body.clone()),
             404,
@@ -282,7 +270,7 @@ async fn provider_a_signatures_are_checked_and_refusals_store_nothing(backend: B
     s.app
         .expect(
             s.app
-                .req(Method::DELETE, "/projects/acme/providers/providerB")
+                .req(Method::DELETE, "/projects/acme/providers/razorpay")
                 .bearer_auth(&s.token),
             204,
         )
@@ -290,7 +278,7 @@ async fn provider_a_signatures_are_checked_and_refusals_store_nothing(backend: B
     let b = fixture("b_payment_failed");
     s.app
         .expect(
-            s.hook("providerB")
+            s.hook("razorpay")
                 .header(
                     "X-Razorpay-Signature",
                     signature::sign_hex(B_WHSEC, b.as_bytes()),
@@ -304,7 +292,7 @@ async fn provider_a_signatures_are_checked_and_refusals_store_nothing(backend: B
     assert!(s.failures().await.is_empty() && s.events().await.is_empty());
 
     // Several v1 values (a secret being rotated): any one matching is enough.
-    let good = signature::sign_provider_a(A_WHSEC, now, body.as_bytes());
+    let good = signature::sign_stripe(A_WHSEC, now, body.as_bytes());
     let rotated = format!(
         "t={now},v1={},v0=ignored,{}",
         "ab".repeat(32),
@@ -313,7 +301,7 @@ async fn provider_a_signatures_are_checked_and_refusals_store_nothing(backend: B
     let answer = s
         .app
         .expect(
-            s.hook("providerA")
+            s.hook("stripe")
                 .header("Stripe-Signature", rotated)
                 .body(body.clone()),
             200,
@@ -325,7 +313,7 @@ async fn provider_a_signatures_are_checked_and_refusals_store_nothing(backend: B
     );
 }
 
-async fn provider_a_failures_in_both_shapes_then_recovery(backend: Backend) {
+async fn stripe_failures_in_both_shapes_then_recovery(backend: Backend) {
     let s = setup(backend).await;
     let basil = fixture("a_basil_invoice_payment_failed");
     assert_eq!(
@@ -355,7 +343,7 @@ async fn provider_a_failures_in_both_shapes_then_recovery(backend: Backend) {
         (
             &json!("payment_failed"),
             &json!("jenny.rosen@example.com"),
-            &json!("providerA"),
+            &json!("stripe"),
             &json!("cus_TS6KX04w045BN9"),
             &json!("sub_1SVC89HOQNg4XnOMoa93kOB2"),
             &json!("new"),
@@ -428,7 +416,7 @@ async fn provider_a_failures_in_both_shapes_then_recovery(backend: Backend) {
     );
 }
 
-async fn provider_a_cancellations_signals_and_the_rest(backend: Backend) {
+async fn stripe_cancellations_signals_and_the_rest(backend: Backend) {
     let s = setup(backend).await;
     s.lookup_answers("cus_TS6KX04w045BN9", "jenny.rosen@example.com")
         .await;
@@ -484,11 +472,11 @@ async fn provider_a_cancellations_signals_and_the_rest(backend: Backend) {
     down["id"] = json!("evt_lookup_down");
     down["data"]["object"]["customer"] = json!("cus_down");
     let before = s.stored_events().await;
-    let header = signature::sign_provider_a(A_WHSEC, s.now().await, down.to_string().as_bytes());
+    let header = signature::sign_stripe(A_WHSEC, s.now().await, down.to_string().as_bytes());
     let answer = s
         .app
         .expect(
-            s.hook("providerA")
+            s.hook("stripe")
                 .header("Stripe-Signature", header)
                 .body(down.to_string()),
             502,
@@ -498,13 +486,13 @@ async fn provider_a_cancellations_signals_and_the_rest(backend: Backend) {
     assert_eq!(s.stored_events().await, before);
 }
 
-async fn provider_b_signatures_and_mappings(backend: Backend) {
+async fn razorpay_signatures_and_mappings(backend: Backend) {
     let s = setup(backend).await;
     let failed = fixture("b_payment_failed");
     let dated = s.dated_b(&failed, 0).await;
     for sig in [None, Some("00".repeat(32))] {
         let mut request = s
-            .hook("providerB")
+            .hook("razorpay")
             .header("X-Razorpay-Event-Id", "evt_b1")
             .body(dated.clone());
         if let Some(sig) = sig {
@@ -579,7 +567,7 @@ async fn provider_b_signatures_and_mappings(backend: Backend) {
             &cancellation["customer_email"]
         ),
         (
-            &json!("providerB"),
+            &json!("razorpay"),
             &json!("other"),
             &json!("gaurav.kumar@example.com")
         )
@@ -589,7 +577,7 @@ async fn provider_b_signatures_and_mappings(backend: Backend) {
 /// Decisions §20: B's event id comes from the signed body, so a captured body re-sent under
 /// new header ids is a duplicate; a body whose `created_at` is not within 300 s of the
 /// service clock is refused and nothing is stored.
-async fn provider_b_replays_under_new_header_ids_are_duplicates_and_stale_bodies_refused(
+async fn razorpay_replays_under_new_header_ids_are_duplicates_and_stale_bodies_refused(
     backend: Backend,
 ) {
     let s = setup(backend).await;
@@ -753,8 +741,8 @@ async fn the_same_event_racing_on_two_processes_is_processed_once(backend: Backe
         Backend::Sqlite => None,
     };
     let body = fixture("a_basil_invoice_payment_failed");
-    let header = signature::sign_provider_a(A_WHSEC, s.now().await, body.as_bytes());
-    let path = format!("/webhooks/providerA/{}", s.public_key);
+    let header = signature::sign_stripe(A_WHSEC, s.now().await, body.as_bytes());
+    let path = format!("/webhooks/stripe/{}", s.public_key);
     let target = second.as_ref().unwrap_or(&s.app);
     let mut sends = Vec::new();
     for i in 0..8 {
@@ -869,7 +857,7 @@ async fn provider_events_feed_customers_autopilot_and_risk(backend: Backend) {
     );
 }
 
-async fn provider_a_card_expiry_is_tracked_and_feeds_the_expiring_signal(backend: Backend) {
+async fn stripe_card_expiry_is_tracked_and_feeds_the_expiring_signal(backend: Backend) {
     let mut s = setup(backend).await;
     let rotated = s
         .app
@@ -929,7 +917,7 @@ async fn provider_a_card_expiry_is_tracked_and_feeds_the_expiring_signal(backend
             &tracked["timestamp"]
         ),
         (
-            &json!("providerA:evt_1SZc1aHOQNg4XnOMexpire01"),
+            &json!("stripe:evt_1SZc1aHOQNg4XnOMexpire01"),
             &json!("payment_method_expiring"),
             &json!({"expires_at": "2030-08-31", "brand": "Visa", "last4": "4242"}),
             &json!("2030-07-01T09:00:00.000Z")
@@ -992,11 +980,11 @@ async fn a_changed_connection_holds_at_once_on_every_process(backend: Backend) {
         Backend::Sqlite => None,
     };
     let other = second.as_ref().unwrap_or(&s.app);
-    let path = format!("/webhooks/providerA/{}", s.public_key);
+    let path = format!("/webhooks/stripe/{}", s.public_key);
     let send = async |app: &TestApp, secret: &str, n: u32| {
         let body = json!({"id": format!("evt_rot_{n}"), "type": "ping", "data": {"object": {}}});
         let body = body.to_string();
-        let header = signature::sign_provider_a(secret, s.now().await, body.as_bytes());
+        let header = signature::sign_stripe(secret, s.now().await, body.as_bytes());
         let sent = app
             .req(Method::POST, &path)
             .header("Stripe-Signature", header);
@@ -1009,7 +997,7 @@ async fn a_changed_connection_holds_at_once_on_every_process(backend: Backend) {
     s.app
         .expect(
             s.app
-                .req(Method::PUT, "/projects/acme/providers/providerA")
+                .req(Method::PUT, "/projects/acme/providers/stripe")
                 .bearer_auth(&s.token)
                 .json(
                     &json!({"api_key": A_KEY, "webhook_secret": rotated, "api_base": s.fake.base}),
@@ -1031,7 +1019,7 @@ async fn a_changed_connection_holds_at_once_on_every_process(backend: Backend) {
     s.app
         .expect(
             s.app
-                .req(Method::DELETE, "/projects/acme/providers/providerA")
+                .req(Method::DELETE, "/projects/acme/providers/stripe")
                 .bearer_auth(&s.token),
             204,
         )

@@ -14,8 +14,8 @@ use crate::domain::provider::{Provider, hint};
 use crate::domain::role::Permission;
 use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
-use crate::providers::provider_a::{self, ProviderA};
-use crate::providers::provider_b::{self, ProviderB};
+use crate::providers::razorpay::{self, Razorpay};
+use crate::providers::stripe::{self, Stripe};
 use crate::services::access::ProjectAccess;
 use crate::services::cache;
 use crate::store::providers::{self, ConnectionRecord};
@@ -62,9 +62,8 @@ fn not_connected() -> Error {
 }
 
 fn parse_provider(raw: &str) -> Result<Provider> {
-    Provider::parse(raw).ok_or_else(|| {
-        Error::NotFound("unknown provider: use providerA, providerB or custom".into())
-    })
+    Provider::parse(raw)
+        .ok_or_else(|| Error::NotFound("unknown provider: use stripe, razorpay or custom".into()))
 }
 
 impl Payments {
@@ -143,8 +142,8 @@ impl Payments {
             }
         };
         let (a, b, custom) = (
-            provider == Provider::ProviderA,
-            provider == Provider::ProviderB,
+            provider == Provider::Stripe,
+            provider == Provider::Razorpay,
             provider == Provider::Custom,
         );
         let credentials = Credentials {
@@ -170,8 +169,8 @@ impl Payments {
         v.finish()?;
         let api_base = match api_base {
             Some(raw) => Some(self.checked_url("api_base", &raw).await?),
-            None if a => Some(provider_a::DEFAULT_API_BASE.to_owned()),
-            None if b => Some(provider_b::DEFAULT_API_BASE.to_owned()),
+            None if a => Some(stripe::DEFAULT_API_BASE.to_owned()),
+            None if b => Some(razorpay::DEFAULT_API_BASE.to_owned()),
             None => None,
         };
         let retry_url = match retry_url {
@@ -284,18 +283,18 @@ impl Payments {
         }))
     }
 
-    /// A provider-A client for the connection, when it is one.
-    pub fn provider_a(&self, c: &Connection) -> Option<ProviderA> {
-        Some(ProviderA::new(
+    /// A Stripe client for the connection, when it is one.
+    pub fn stripe(&self, c: &Connection) -> Option<Stripe> {
+        Some(Stripe::new(
             self.outbound.tenant().clone(),
             c.record.api_base.as_deref()?,
             c.credentials.api_key.clone()?.into(),
         ))
     }
 
-    /// A provider-B client for the connection, when it is one.
-    pub fn provider_b(&self, c: &Connection) -> Option<ProviderB> {
-        Some(ProviderB::new(
+    /// A Razorpay client for the connection, when it is one.
+    pub fn razorpay(&self, c: &Connection) -> Option<Razorpay> {
+        Some(Razorpay::new(
             self.outbound.tenant().clone(),
             c.record.api_base.as_deref()?,
             c.credentials.key_id.as_deref()?,

@@ -2,7 +2,7 @@
 //! retries), the tone emails, the configuration, and the lists and statistics.
 //!
 //! A step tries the payment through the provider (A: `POST /v1/invoices/{id}/pay` with the
-//! key `churn-<record>-<try>`, fresh for every try; custom: a signed POST to `retry_url`), or, for provider B and custom without a
+//! key `churn-<record>-<try>`, fresh for every try; custom: a signed POST to `retry_url`), or, for Razorpay and custom without a
 //! `retry_url`, which retry on their own, only sends the next reminder. A success recovers
 //! the record and the customer's churn events; a hard decline abandons it at once; a soft one
 //! counts, and the one that reaches `max_retries` abandons it; a timeout or 5xx is an error,
@@ -26,7 +26,7 @@ use crate::email::OutgoingEmail;
 use crate::error::{Error, Result};
 use crate::jobs::{Job, JobRun};
 use crate::providers::CallError;
-use crate::providers::provider_a::PayOutcome;
+use crate::providers::stripe::PayOutcome;
 use crate::services::access::ProjectAccess;
 use crate::services::cache;
 use crate::store::payment_failures::{self as failures, FailureRecord, Settle};
@@ -307,7 +307,7 @@ impl Payments {
         }
         let connection = self.connection(&access.project.id, record.provider).await?;
         let calls = match (record.provider, &connection) {
-            (Provider::ProviderA, Some(_)) => true,
+            (Provider::Stripe, Some(_)) => true,
             (Provider::Custom, Some(c)) => c.record.retry_url.is_some(),
             _ => false,
         };
@@ -363,46 +363,44 @@ impl Payments {
             + 1;
         let connection = self.connection(&record.project_id, record.provider).await?;
         let outcome = match (&connection, record.provider) {
-            (Some(c), Provider::ProviderA) => {
-                match (self.provider_a(c), &record.provider_invoice_id) {
-                    (Some(a), Some(invoice)) => {
-                        let key = format!("churn-{}-{attempt}", record.id);
-                        match a.pay_invoice(invoice, &key).await {
-                            Ok(PayOutcome::Paid | PayOutcome::AlreadyPaid) => Outcome::Succeeded,
-                            Ok(PayOutcome::NotPaid { status }) => Outcome::Failed {
-                                decline_code: None,
-                                hard: false,
-                                error: Some(format!("the invoice is {status}")),
-                            },
-                            Err(CallError::Declined(e)) => Outcome::Failed {
-                                hard: classify(
-                                    e.decline_code.as_deref(),
-                                    e.advice_code.as_deref(),
-                                    e.code.as_deref(),
-                                ) == DeclineClass::Hard,
-                                decline_code: e.decline_code.or(e.code),
-                                error: None,
-                            },
-                            Err(CallError::Refused { status, error }) => Outcome::Failed {
-                                decline_code: error.decline_code.or(error.code),
-                                hard: false,
-                                error: Some(format!(
-                                    "refused ({status}): {}",
-                                    error.message.unwrap_or_default()
-                                )),
-                            },
-                            Err(CallError::Unavailable(e)) => Outcome::Error(e),
-                        }
+            (Some(c), Provider::Stripe) => match (self.stripe(c), &record.provider_invoice_id) {
+                (Some(a), Some(invoice)) => {
+                    let key = format!("churn-{}-{attempt}", record.id);
+                    match a.pay_invoice(invoice, &key).await {
+                        Ok(PayOutcome::Paid | PayOutcome::AlreadyPaid) => Outcome::Succeeded,
+                        Ok(PayOutcome::NotPaid { status }) => Outcome::Failed {
+                            decline_code: None,
+                            hard: false,
+                            error: Some(format!("the invoice is {status}")),
+                        },
+                        Err(CallError::Declined(e)) => Outcome::Failed {
+                            hard: classify(
+                                e.decline_code.as_deref(),
+                                e.advice_code.as_deref(),
+                                e.code.as_deref(),
+                            ) == DeclineClass::Hard,
+                            decline_code: e.decline_code.or(e.code),
+                            error: None,
+                        },
+                        Err(CallError::Refused { status, error }) => Outcome::Failed {
+                            decline_code: error.decline_code.or(error.code),
+                            hard: false,
+                            error: Some(format!(
+                                "refused ({status}): {}",
+                                error.message.unwrap_or_default()
+                            )),
+                        },
+                        Err(CallError::Unavailable(e)) => Outcome::Error(e),
                     }
-                    _ => Outcome::Error(
-                        "the connection has no API key or the record no invoice".into(),
-                    ),
                 }
-            }
+                _ => {
+                    Outcome::Error("the connection has no API key or the record no invoice".into())
+                }
+            },
             (Some(c), Provider::Custom) if c.record.retry_url.is_some() => {
                 self.custom_retry(c, record, attempt).await?
             }
-            // Provider B and custom without retry_url retry on their own: a reminder only.
+            // Razorpay and custom without retry_url retry on their own: a reminder only.
             _ => Outcome::Failed {
                 decline_code: None,
                 hard: false,

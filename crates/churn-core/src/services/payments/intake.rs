@@ -247,9 +247,9 @@ async fn record_success(
         }
     }
     let email = super::webhooks::valid_email(s.who.email.as_deref());
-    // Provider B and custom may only name the customer.
+    // Razorpay and custom may only name the customer.
     if recovered.is_empty()
-        && provider != Provider::ProviderA
+        && provider != Provider::Stripe
         && s.invoice_id.is_none()
         && let Some(email) = &email
     {

@@ -1,6 +1,6 @@
 //! `POST /webhooks/{provider}/{public_key}`: inbound provider events. The signature is
 //! checked over the raw body before anything is read from it; refusals (unknown key,
-//! provider not connected, bad signature, no event id, a provider-B event older or newer
+//! provider not connected, bad signature, no event id, a Razorpay event older or newer
 //! than 5 minutes) store nothing. Customer lookups at the
 //! provider happen next, outside any transaction (not again for an event already stored);
 //! then the delivery goes to `intake`, which claims its id in `provider_events` in the
@@ -72,21 +72,21 @@ impl Payments {
             .ok_or_else(|| Error::validation("this provider is not connected to the project"))?;
         let now = self.core.now();
         let verified = match provider {
-            Provider::ProviderA => {
+            Provider::Stripe => {
                 let header = headers
                     .stripe_signature
                     .as_deref()
                     .ok_or_else(bad_signature)?;
                 let secret = connection.webhook_secret().unwrap_or_default();
-                signature::verify_provider_a(secret, header, body, now.timestamp()).is_ok()
+                signature::verify_stripe(secret, header, body, now.timestamp()).is_ok()
             }
-            Provider::ProviderB => {
+            Provider::Razorpay => {
                 let sig = headers
                     .razorpay_signature
                     .as_deref()
                     .ok_or_else(bad_signature)?;
                 let secret = connection.webhook_secret().unwrap_or_default();
-                signature::verify_provider_b(secret, sig, body)
+                signature::verify_razorpay(secret, sig, body)
             }
             Provider::Custom => {
                 let secrets = self.core.webhook_secrets(&project)?;
@@ -121,18 +121,18 @@ impl Payments {
         }
         let body_id = event.get("id").and_then(Value::as_str).map(str::to_owned);
         let (event_id, event_type, mapped) = match provider {
-            Provider::ProviderA => (
+            Provider::Stripe => (
                 body_id.ok_or_else(|| Error::invalid_field("id", "the event has no id"))?,
                 event.get("type"),
-                provider_events::provider_a(&event),
+                provider_events::stripe(&event),
             ),
-            Provider::ProviderB => {
-                let id = provider_events::provider_b_event_id(&event, now.timestamp())?;
+            Provider::Razorpay => {
+                let id = provider_events::razorpay_event_id(&event, now.timestamp())?;
                 // Unsigned, so only logged: the id that counts comes from the signed body.
                 if let Some(header_id) = &headers.razorpay_event_id {
-                    tracing::debug!(event_id = %id, header_id = %header_id, "provider B event");
+                    tracing::debug!(event_id = %id, header_id = %header_id, "Razorpay event");
                 }
-                (id, event.get("event"), provider_events::provider_b(&event))
+                (id, event.get("event"), provider_events::razorpay(&event))
             }
             Provider::Custom => {
                 let id = body_id.ok_or_else(|| Error::invalid_field("id", "is required"))?;
@@ -220,9 +220,9 @@ impl Payments {
         if failures::event_seen(self.core.store.reader(), key).await? {
             return Ok(None);
         }
-        let customer = if let Some(a) = self.provider_a(connection) {
+        let customer = if let Some(a) = self.stripe(connection) {
             a.customer(&customer_id).await.map_err(lookup_failed)?
-        } else if let Some(b) = self.provider_b(connection) {
+        } else if let Some(b) = self.razorpay(connection) {
             b.customer(&customer_id).await.map_err(lookup_failed)?
         } else {
             return Ok(Some(mapped));

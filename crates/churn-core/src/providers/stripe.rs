@@ -2,11 +2,11 @@
 //! POST bodies ([`super::form`]) each with an `Idempotency-Key`, errors as
 //! `{"error": {type, code, decline_code, advice_code, message}}` with 402 for declines.
 //!
-//! Dunning retries an invoice ([`ProviderA::pay_invoice`]); the cancel flow creates a coupon
-//! and applies it ([`ProviderA::create_coupon`], [`ProviderA::apply_coupon`]) or pauses
-//! collection ([`ProviderA::pause_collection`]) after checking whose subscription it is
-//! ([`ProviderA::subscription_owner_email`]); webhooks without an email look the customer
-//! up ([`ProviderA::customer`]).
+//! Dunning retries an invoice ([`Stripe::pay_invoice`]); the cancel flow creates a coupon
+//! and applies it ([`Stripe::create_coupon`], [`Stripe::apply_coupon`]) or pauses
+//! collection ([`Stripe::pause_collection`]) after checking whose subscription it is
+//! ([`Stripe::subscription_owner_email`]); webhooks without an email look the customer
+//! up ([`Stripe::customer`]).
 
 use reqwest::Method;
 use secrecy::{ExposeSecret, SecretString};
@@ -22,15 +22,15 @@ pub const DEFAULT_API_BASE: &str = "https://api.stripe.com";
 
 /// A client for one connection: its base URL and secret key.
 #[derive(Clone)]
-pub struct ProviderA {
+pub struct Stripe {
     http: Http,
     api_base: String,
     api_key: SecretString,
 }
 
-impl std::fmt::Debug for ProviderA {
+impl std::fmt::Debug for Stripe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderA")
+        f.debug_struct("Stripe")
             .field("api_base", &self.api_base)
             .finish_non_exhaustive()
     }
@@ -99,7 +99,7 @@ impl PauseBehavior {
     }
 }
 
-impl ProviderA {
+impl Stripe {
     /// `http` must be the tenant client: `api_base` is tenant-given.
     pub fn new(http: Http, api_base: &str, api_key: SecretString) -> Self {
         Self {

@@ -1,5 +1,5 @@
-//! Provider B's API (Razorpay conventions): HTTP Basic `key_id:key_secret`, JSON answers,
-//! errors as `{"error": {code, description, …}}`. Churn only looks customers up: provider B
+//! Razorpay's API: HTTP Basic `key_id:key_secret`, JSON answers,
+//! errors as `{"error": {code, description, …}}`. Churn only looks customers up: Razorpay
 //! retries failed payments on its own, and its subscription events carry no email.
 
 use reqwest::Method;
@@ -12,23 +12,23 @@ pub const DEFAULT_API_BASE: &str = "https://api.razorpay.com";
 
 /// A client for one connection: its base URL and key pair.
 #[derive(Clone)]
-pub struct ProviderB {
+pub struct Razorpay {
     http: Http,
     api_base: String,
     key_id: String,
     key_secret: SecretString,
 }
 
-impl std::fmt::Debug for ProviderB {
+impl std::fmt::Debug for Razorpay {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderB")
+        f.debug_struct("Razorpay")
             .field("api_base", &self.api_base)
             .field("key_id", &self.key_id)
             .finish_non_exhaustive()
     }
 }
 
-impl ProviderB {
+impl Razorpay {
     /// `http` must be the tenant client: `api_base` is tenant-given.
     pub fn new(http: Http, api_base: &str, key_id: &str, key_secret: SecretString) -> Self {
         Self {
