@@ -8,6 +8,6 @@ async fn main() {
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = churn_cli::run(cli, &mut stdout).await {
         eprintln!("error: {e:#}");
-        std::process::exit(1);
+        std::process::exit(churn_cli::exit_code(&e));
     }
 }

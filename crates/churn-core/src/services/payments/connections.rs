@@ -287,7 +287,7 @@ impl Payments {
     /// A provider-A client for the connection, when it is one.
     pub fn provider_a(&self, c: &Connection) -> Option<ProviderA> {
         Some(ProviderA::new(
-            self.outbound.tenant().clone(),
+            self.outbound.tenant().for_purpose("provider"),
             c.record.api_base.as_deref()?,
             c.credentials.api_key.clone()?.into(),
         ))
@@ -296,7 +296,7 @@ impl Payments {
     /// A provider-B client for the connection, when it is one.
     pub fn provider_b(&self, c: &Connection) -> Option<ProviderB> {
         Some(ProviderB::new(
-            self.outbound.tenant().clone(),
+            self.outbound.tenant().for_purpose("provider"),
             c.record.api_base.as_deref()?,
             c.credentials.key_id.as_deref()?,
             c.credentials.key_secret.clone()?.into(),
