@@ -209,8 +209,10 @@ impl Application {
 pub fn init_tracing(config: &Config) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_new(&config.log).unwrap_or_else(|_| EnvFilter::new("info"));
+    // Colour codes only for a terminal: a file or a journal would keep them as noise.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     let _ = match config.log_format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
