@@ -105,7 +105,7 @@ async fn a_public_bind_without_https_warns_that_every_request_is_refused(backend
     assert!(warning.contains("WARN"), "{warning}");
     assert!(log.contains("invite_only"), "{log}");
     let port = started.address.rsplit(':').next().unwrap();
-    let answer = reqwest::get(format!("http://127.0.0.1:{port}/health"))
+    let answer = reqwest::get(format!("http://127.0.0.1:{port}/api/v1/auth/me"))
         .await
         .unwrap();
     assert_eq!(answer.status(), 403, "as the warning says");
