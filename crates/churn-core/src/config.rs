@@ -199,15 +199,16 @@ impl Config {
             self.data_dir.clone()
         } else {
             match self.database_url.sqlite_path() {
-                Some(file) => match file.parent() {
-                    Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
-                    _ => PathBuf::from("."),
-                },
+                Some(file) => file.parent().map(PathBuf::from).unwrap_or_default(),
                 None => PathBuf::from("./data"),
             }
         };
-        std::path::absolute(&dir)
-            .map_err(|e| ConfigError(format!("CHURN_DATA_DIR: {}: {e}", dir.display())))
+        let absolute = if dir.as_os_str().is_empty() {
+            std::env::current_dir()
+        } else {
+            std::path::absolute(&dir)
+        };
+        absolute.map_err(|e| ConfigError(format!("CHURN_DATA_DIR: {}: {e}", dir.display())))
     }
 
     /// `CHURN_*` variables that name no setting; the caller logs a warning for each.
