@@ -182,6 +182,7 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
 
 async fn users_create_prints_a_link_that_sets_the_password(backend: Backend) {
     let db = TestDatabase::new(backend).await;
+    churn(&db, &["migrate"]).await.unwrap();
     let created = churn(
         &db,
         &["users", "create", "Carol@Example.com", "--name", "Carol"],
@@ -1118,6 +1119,7 @@ async fn hostile_names_and_overflowing_amounts(backend: Backend) {
     use churn_core::store::payment_failures::{self, FailureRecord};
 
     let db = TestDatabase::new(backend).await;
+    churn(&db, &["migrate"]).await.unwrap();
     for name in [
         "Carol\r\nBcc: x@example.com",
         "Carol\nB",
