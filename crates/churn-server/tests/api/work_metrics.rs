@@ -74,8 +74,16 @@ async fn work_is_counted_in_metrics(backend: Backend) {
         "amount": 1200, "currency": "EUR", "payment_id": "p_9"})
     .to_string();
     let sig = signature::sign_hex(&webhook_secret(&app).await, event.as_bytes());
+    let project = app
+        .expect(
+            app.req(Method::GET, "/projects/acme")
+                .bearer_auth(&acme.token),
+            200,
+        )
+        .await;
+    let public_key = project["data"]["public_key"].as_str().unwrap();
     app.expect(
-        app.req(Method::POST, &format!("/webhooks/custom/{}", acme.key))
+        app.req(Method::POST, &format!("/webhooks/custom/{public_key}"))
             .header("X-Churn-Signature", sig)
             .body(event),
         200,
