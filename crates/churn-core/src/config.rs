@@ -622,13 +622,16 @@ mod tests {
         isolated(|| {
             let load = |settings: serde_json::Value| Config::load(None, settings).unwrap();
             let here = std::env::current_dir().unwrap();
-            let beside = load(serde_json::json!({"database_url": "sqlite:///srv/churn/churn.db?mode=rwc"}));
+            let beside =
+                load(serde_json::json!({"database_url": "sqlite:///srv/churn/churn.db?mode=rwc"}));
             assert_eq!(beside.data_dir, PathBuf::from("/srv/churn"));
             let relative = load(serde_json::json!({"database_url": "sqlite://db/churn.db"}));
             assert_eq!(relative.data_dir, here.join("db"));
             let bare = load(serde_json::json!({"database_url": "sqlite:churn.db"}));
             assert_eq!(bare.data_dir, here);
-            let given = load(serde_json::json!({"database_url": "sqlite:///srv/churn.db", "data_dir": "/var/lib/churn"}));
+            let given = load(
+                serde_json::json!({"database_url": "sqlite:///srv/churn.db", "data_dir": "/var/lib/churn"}),
+            );
             assert_eq!(given.data_dir, PathBuf::from("/var/lib/churn"));
             let postgres = load(serde_json::json!({"database_url": "postgres://db/churn"}));
             assert_eq!(postgres.data_dir, here.join("data"));
@@ -641,14 +644,28 @@ mod tests {
             let load = |n: serde_json::Value| {
                 Config::load(None, serde_json::json!({"db_max_connections": n}))
             };
-            assert_eq!(load(serde_json::json!(1)).unwrap().db_max_connections, Some(1));
             assert_eq!(
-                load(serde_json::json!(MAX_DB_CONNECTIONS)).unwrap().db_max_connections,
+                load(serde_json::json!(1)).unwrap().db_max_connections,
+                Some(1)
+            );
+            assert_eq!(
+                load(serde_json::json!(MAX_DB_CONNECTIONS))
+                    .unwrap()
+                    .db_max_connections,
                 Some(MAX_DB_CONNECTIONS)
             );
-            for bad in [serde_json::json!(0), serde_json::json!(MAX_DB_CONNECTIONS + 1), serde_json::json!("many"), serde_json::json!(-1)] {
+            for bad in [
+                serde_json::json!(0),
+                serde_json::json!(MAX_DB_CONNECTIONS + 1),
+                serde_json::json!("many"),
+                serde_json::json!(-1),
+            ] {
                 let err = load(bad.clone()).unwrap_err();
-                assert!(err.0.starts_with("CHURN_DB_MAX_CONNECTIONS"), "{bad}: {}", err.0);
+                assert!(
+                    err.0.starts_with("CHURN_DB_MAX_CONNECTIONS"),
+                    "{bad}: {}",
+                    err.0
+                );
             }
         });
     }

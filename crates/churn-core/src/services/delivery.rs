@@ -314,19 +314,20 @@ impl Alerts {
             message_id: format!("{}@churn", uuid::Uuid::new_v4()),
         };
         let at = self.core.now();
-        let error = match super::send_counted(&self.core, transport.as_ref(), "check_in", &email).await {
-            Ok(()) => None,
-            Err(e) => {
-                // The mail server accepted nothing: the send does not count.
-                sending.release_send(&project.id, &day).await?;
-                if matches!(e, SendError::Rejected(_)) {
-                    sending
-                        .suppress(&project.id, &email.to, SuppressionReason::Bounced)
-                        .await?;
+        let error =
+            match super::send_counted(&self.core, transport.as_ref(), "check_in", &email).await {
+                Ok(()) => None,
+                Err(e) => {
+                    // The mail server accepted nothing: the send does not count.
+                    sending.release_send(&project.id, &day).await?;
+                    if matches!(e, SendError::Rejected(_)) {
+                        sending
+                            .suppress(&project.id, &email.to, SuppressionReason::Bounced)
+                            .await?;
+                    }
+                    Some(e.to_string())
                 }
-                Some(e.to_string())
-            }
-        };
+            };
         Ok(Step::Tried {
             succeeded: error.is_none(),
             attempt: AlertAttempt {

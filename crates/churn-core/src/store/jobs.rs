@@ -282,12 +282,11 @@ pub async fn backlog(store: &Store, now: Timestamp) -> Result<Backlog> {
     )
     .fetch_all(store.reader())
     .await?;
-    let oldest: Option<String> = sqlx::query_scalar(
-        "SELECT MIN(run_at) FROM jobs WHERE status = 'queued' AND run_at <= $1",
-    )
-    .bind(time::format(&now))
-    .fetch_one(store.reader())
-    .await?;
+    let oldest: Option<String> =
+        sqlx::query_scalar("SELECT MIN(run_at) FROM jobs WHERE status = 'queued' AND run_at <= $1")
+            .bind(time::format(&now))
+            .fetch_one(store.reader())
+            .await?;
     Ok(Backlog {
         queued,
         oldest_due: oldest.as_deref().map(ts).transpose()?,

@@ -99,7 +99,11 @@ async fn a_public_bind_without_https_warns_that_every_request_is_refused(backend
         .iter()
         .find(|line| line.contains("HTTPS is required"))
         .unwrap_or_else(|| panic!("a warning in {log}"));
-    for fix in ["CHURN_TLS_CERT", "CHURN_TRUSTED_PROXIES", "CHURN_ALLOW_HTTP"] {
+    for fix in [
+        "CHURN_TLS_CERT",
+        "CHURN_TRUSTED_PROXIES",
+        "CHURN_ALLOW_HTTP",
+    ] {
         assert!(warning.contains(fix), "{fix} in {warning}");
     }
     assert!(warning.contains("WARN"), "{warning}");
@@ -128,7 +132,12 @@ async fn the_root_sends_people_to_the_dashboard(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(page.status(), 200);
-    assert!(page.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
     let html = page.text().await.unwrap();
     for link in ["href=\"/docs\"", "/widget/v1/demo?key=", "README"] {
         assert!(html.contains(link), "{link} in {html}");
@@ -214,7 +223,11 @@ async fn a_restart_from_another_folder_opens_its_own_data(backend: Backend) {
             assert!(accepted(&again.address, &token).await);
         }
     }
-    assert!(files_in(&b).iter().all(|f| f != "data"), "{:?}", files_in(&b));
+    assert!(
+        files_in(&b).iter().all(|f| f != "data"),
+        "{:?}",
+        files_in(&b)
+    );
 }
 
 async fn a_start_refused_for_its_key_leaves_no_key_file(backend: Backend) {
@@ -240,10 +253,14 @@ async fn a_start_refused_for_its_key_leaves_no_key_file(backend: Backend) {
     assert!(!empty.join("encryption.key").exists());
 
     let other_key = "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE=";
-    let refused = start(json!({"database_url": db.url, "data_dir": empty, "encryption_key": other_key}))
-        .await
-        .unwrap_err();
-    assert!(format!("{refused:#}").contains("not the key"), "{refused:#}");
+    let refused =
+        start(json!({"database_url": db.url, "data_dir": empty, "encryption_key": other_key}))
+            .await
+            .unwrap_err();
+    assert!(
+        format!("{refused:#}").contains("not the key"),
+        "{refused:#}"
+    );
     assert_eq!(files_in(&empty), Vec::<String>::new());
     // The database's own folder still opens it.
     start(json!({"database_url": db.url, "data_dir": db.data_dir.path()}))

@@ -16,12 +16,7 @@ use churn_core::signature;
 both_backends!(work_is_counted_in_metrics);
 
 async fn scrape(app: &TestApp) -> String {
-    let answer = app
-        .client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap();
+    let answer = app.client.get(app.url("/metrics")).send().await.unwrap();
     assert_eq!(answer.status(), 200);
     answer.text().await.unwrap()
 }
@@ -46,11 +41,17 @@ async fn work_is_counted_in_metrics(backend: Backend) {
         Some(1.0),
         "{before}"
     );
-    assert!(value(&before, "churn_jobs_oldest_due_seconds").is_some(), "{before}");
+    assert!(
+        value(&before, "churn_jobs_oldest_due_seconds").is_some(),
+        "{before}"
+    );
     let in_use = value(&before, r#"churn_db_connections{state="in_use"}"#).unwrap();
     let idle = value(&before, r#"churn_db_connections{state="idle"}"#).unwrap();
     assert!(in_use + idle >= 1.0, "{before}");
-    assert!(before.contains("# TYPE churn_jobs_failed counter"), "{before}");
+    assert!(
+        before.contains("# TYPE churn_jobs_failed counter"),
+        "{before}"
+    );
 
     // A job run that sends an email, then an alert delivered by webhook (an outbound call).
     configure(

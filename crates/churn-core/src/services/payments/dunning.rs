@@ -653,7 +653,8 @@ impl Payments {
         // hand-over and before its record: recorded as sent, never sent again.
         let reason = if run.claim_email(now).await? {
             if let Err(e) =
-                super::super::send_counted(&self.core, transport.as_ref(), "dunning", &message).await
+                super::super::send_counted(&self.core, transport.as_ref(), "dunning", &message)
+                    .await
             {
                 run.release_email().await?;
                 return Err(Error::upstream(
