@@ -33,7 +33,8 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub database_url: Option<String>,
     /// Where the server keeps its files, among them the encryption key that opens provider
-    /// credentials (default: CHURN_DATA_DIR, then churn.toml, then ./data).
+    /// credentials (default: CHURN_DATA_DIR, then churn.toml, then the SQLite file's folder,
+    /// then ./data).
     #[arg(long, global = true)]
     pub data_dir: Option<String>,
     /// `on` where churn is run as a service for others (trials, paid periods), `off` where
@@ -248,6 +249,19 @@ impl std::fmt::Display for Refused {
 
 impl std::error::Error for Refused {}
 
+/// The exit status for an error: 2 when the command cannot run as given (refused, or the
+/// database is missing or unreachable), else 1.
+pub fn exit_code(error: &anyhow::Error) -> i32 {
+    if error.downcast_ref::<Refused>().is_some() {
+        return 2;
+    }
+    let unavailable = error.chain().any(|cause| {
+        matches!(cause.downcast_ref::<churn_core::Error>(),
+            Some(churn_core::Error::Internal(inner)) if inner.is::<churn_core::store::Unavailable>())
+    });
+    if unavailable { 2 } else { 1 }
+}
+
 /// Runs one command, writing its output to `out`.
 pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
     // Only the flags given override the file and the environment.
@@ -264,7 +278,9 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
     let config = Config::load(None, overrides)?;
     match cli.command {
         Command::Migrate => {
-            open_admin(&config).await?;
+            Admin::create(&config, Arc::new(SystemClock))
+                .await
+                .context("opening the database")?;
             writeln!(out, "migrations applied")?
         }
         Command::Users(UsersCommand::List) => {

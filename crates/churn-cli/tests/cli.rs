@@ -2,6 +2,7 @@
 //! driven command by command; tables are snapshotted with volatile values masked.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use churn_cli::{Cli, run};
 use churn_core::api::auth::{LoginRequest, RegisterRequest, ResetPassword};
@@ -312,6 +313,7 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
 
 async fn users_create_prints_a_link_that_sets_the_password(backend: Backend) {
     let db = TestDatabase::new(backend).await;
+    churn(&db, &["migrate"]).await.unwrap();
     let created = churn(
         &db,
         &["users", "create", "Carol@Example.com", "--name", "Carol"],
@@ -1248,6 +1250,7 @@ async fn hostile_names_and_overflowing_amounts(backend: Backend) {
     use churn_core::store::payment_failures::{self, FailureRecord};
 
     let db = TestDatabase::new(backend).await;
+    churn(&db, &["migrate"]).await.unwrap();
     for name in [
         "Carol\r\nBcc: x@example.com",
         "Carol\nB",
@@ -1325,4 +1328,65 @@ async fn hostile_names_and_overflowing_amounts(backend: Backend) {
     let stats = service.payments().failure_stats(&view).await.unwrap();
     assert_eq!(stats.recovered, 2);
     assert_eq!(stats.revenue_recovered, i64::MAX);
+}
+
+/// The released `churn` binary with `args`, outside any configured folder.
+fn churn_binary(folder: &std::path::Path, args: &[&str]) -> (std::process::Output, Duration) {
+    let started = Instant::now();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_churn"))
+        .current_dir(folder)
+        .env_remove("CHURN_DATABASE_URL")
+        .env_remove("CHURN_DATA_DIR")
+        .args(args)
+        .output()
+        .unwrap();
+    (output, started.elapsed())
+}
+
+/// A typo'd SQLite path is an error naming it (exit 2) and creates nothing; only
+/// `churn migrate` creates a database.
+#[test]
+fn a_missing_sqlite_database_is_refused_and_not_created() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("typo/churn.db");
+    let url = format!("sqlite://{}", path.display());
+    let (output, _) = churn_binary(folder.path(), &["--database-url", &url, "users", "list"]);
+    assert_eq!(output.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains(path.to_str().unwrap()), "{said}");
+    assert!(said.contains("churn migrate"), "{said}");
+    assert!(!folder.path().join("typo").exists(), "nothing created");
+    let (output, _) = churn_binary(folder.path(), &["--database-url", &url, "migrate"]);
+    assert!(output.status.success(), "{output:?}");
+    assert!(path.is_file());
+    let (output, _) = churn_binary(folder.path(), &["--database-url", &url, "users", "list"]);
+    assert!(output.status.success(), "{output:?}");
+}
+
+/// A PostgreSQL address nothing listens on is named at once (exit 2), not after the pool's
+/// 30 s of retries; one that never answers, within 5 s.
+#[test]
+fn an_unreachable_postgres_is_named_within_seconds() {
+    let folder = tempfile::tempdir().unwrap();
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    // Connects (the kernel accepts into the backlog) and then never says a word, like a
+    // firewall that swallows packets; a routed-nowhere address is not reliable everywhere.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    for (host_port, limit) in [
+        (format!("127.0.0.1:{closed}"), Duration::from_secs(2)),
+        (format!("127.0.0.1:{silent_port}"), Duration::from_secs(5)),
+    ] {
+        let url = format!("postgres://churn:secret@{host_port}/churn");
+        let (output, took) =
+            churn_binary(folder.path(), &["--database-url", &url, "users", "list"]);
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(said.contains(&host_port), "{said}");
+        assert!(!said.contains("secret"), "{said}");
+        assert!(took < limit, "{host_port}: {took:?}");
+    }
 }

@@ -20,7 +20,10 @@ pub struct Config {
     pub bind: SocketAddr,
     pub database_url: DatabaseUrl,
     pub public_url: Option<String>,
-    /// Where generated files live (SQLite file, outbox, encryption key).
+    /// Where generated files live (outbox, encryption key): `CHURN_DATA_DIR`, else the SQLite
+    /// file's folder, else `./data`; resolved to an absolute path by [`Config::load`], so a
+    /// restart from another working folder finds the same files.
+    #[serde(default)]
     pub data_dir: PathBuf,
     /// At least 32 bytes when given.
     pub jwt_secret: Option<SecretString>,
@@ -62,9 +65,16 @@ pub struct Config {
     pub send_quota_paid: i64,
     /// Background jobs run at once per process; no project holds more than half of them.
     pub job_concurrency: usize,
+    /// Connections a process may open to the database (PostgreSQL: the pool; SQLite: the
+    /// readers beside the one writer). `None`: 16 on PostgreSQL, 8 readers on SQLite.
+    pub db_max_connections: Option<u32>,
     pub log: String,
     pub log_format: LogFormat,
 }
+
+/// The largest `CHURN_DB_MAX_CONNECTIONS` accepted: beyond it a process would hold more
+/// connections than a PostgreSQL server allows by default several times over.
+pub const MAX_DB_CONNECTIONS: u32 = 500;
 
 /// Who may create an account with `POST /auth/register`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,7 +102,6 @@ pub enum LogFormat {
 struct Defaults {
     bind: &'static str,
     database_url: &'static str,
-    data_dir: &'static str,
     trusted_proxies: &'static str,
     email_from: &'static str,
     llm_timeout_secs: u64,
@@ -110,7 +119,6 @@ struct Defaults {
 const DEFAULTS: Defaults = Defaults {
     bind: "127.0.0.1:8080",
     database_url: "sqlite://./data/churn.db",
-    data_dir: "./data",
     trusted_proxies: "",
     email_from: "Churn <no-reply@localhost>",
     llm_timeout_secs: 20,
@@ -157,6 +165,7 @@ const KNOWN_KEYS: &[&str] = &[
     "send_quota_trial",
     "send_quota_paid",
     "job_concurrency",
+    "db_max_connections",
     "log",
     "log_format",
 ];
@@ -175,7 +184,7 @@ impl Config {
         let path = toml_path
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("churn.toml"));
-        let config: Config = Figment::from(Serialized::defaults(DEFAULTS))
+        let mut config: Config = Figment::from(Serialized::defaults(DEFAULTS))
             .merge(Toml::file(path))
             .merge(Env::prefixed(ENV_PREFIX).filter(|k| {
                 KNOWN_KEYS
@@ -186,7 +195,27 @@ impl Config {
             .extract()
             .map_err(|e| ConfigError(describe(e)))?;
         config.validate()?;
+        config.data_dir = config.resolved_data_dir()?;
         Ok(config)
+    }
+
+    /// `CHURN_DATA_DIR`, else the SQLite file's folder (the key then stays beside the data it
+    /// opens, wherever the process starts), else `./data`; absolute.
+    fn resolved_data_dir(&self) -> Result<PathBuf, ConfigError> {
+        let dir = if !self.data_dir.as_os_str().is_empty() {
+            self.data_dir.clone()
+        } else {
+            match self.database_url.sqlite_path() {
+                Some(file) => file.parent().map(PathBuf::from).unwrap_or_default(),
+                None => PathBuf::from("./data"),
+            }
+        };
+        let absolute = if dir.as_os_str().is_empty() {
+            std::env::current_dir()
+        } else {
+            std::path::absolute(&dir)
+        };
+        absolute.map_err(|e| ConfigError(format!("CHURN_DATA_DIR: {}: {e}", dir.display())))
     }
 
     /// `CHURN_*` variables that name no setting; the caller logs a warning for each.
@@ -270,6 +299,13 @@ impl Config {
                 self.job_concurrency
             ));
         }
+        if let Some(n) = self.db_max_connections
+            && !(1..=MAX_DB_CONNECTIONS).contains(&n)
+        {
+            return fail(format!(
+                "CHURN_DB_MAX_CONNECTIONS must be between 1 and {MAX_DB_CONNECTIONS} (it is {n})"
+            ));
+        }
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log) {
             return fail(format!("CHURN_LOG is not a valid log filter: {e}"));
         }
@@ -303,6 +339,17 @@ impl Config {
                 format!("{scheme}://{}", self.bind)
             }
         }
+    }
+
+    /// The SMTP relay as `host:port` (never its credentials), when one is set.
+    pub fn smtp_host(&self) -> Option<String> {
+        let url = url::Url::parse(self.smtp_url.as_ref()?.expose_secret()).ok();
+        let host = url.as_ref().and_then(|u| u.host_str());
+        Some(match (host, url.as_ref().and_then(url::Url::port)) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            (Some(host), None) => host.to_owned(),
+            (None, _) => "(CHURN_SMTP_URL names no host)".to_owned(),
+        })
     }
 
     pub fn email_outbox(&self) -> Option<PathBuf> {
@@ -386,17 +433,33 @@ impl DatabaseUrl {
     pub fn is_postgres(&self) -> bool {
         self.0.starts_with("postgres://") || self.0.starts_with("postgresql://")
     }
+
+    /// The SQLite file (`sqlite://path`, `sqlite:path`, a query after `?` left out); `None`
+    /// for PostgreSQL.
+    pub fn sqlite_path(&self) -> Option<PathBuf> {
+        let rest = self
+            .0
+            .strip_prefix("sqlite://")
+            .or_else(|| self.0.strip_prefix("sqlite:"))?;
+        let path = rest.split_once('?').map_or(rest, |(path, _)| path);
+        Some(PathBuf::from(path))
+    }
+
+    /// The URL with its password masked, for logs and messages.
+    pub fn redacted(&self) -> String {
+        match url::Url::parse(&self.0) {
+            Ok(mut url) if url.password().is_some() => {
+                let _ = url.set_password(Some("********"));
+                url.to_string()
+            }
+            _ => self.0.clone(),
+        }
+    }
 }
 
 impl fmt::Debug for DatabaseUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match url::Url::parse(&self.0) {
-            Ok(mut url) if url.password().is_some() => {
-                let _ = url.set_password(Some("********"));
-                write!(f, "{:?}", url.as_str())
-            }
-            _ => write!(f, "{:?}", self.0),
-        }
+        write!(f, "{:?}", self.redacted())
     }
 }
 
@@ -571,9 +634,63 @@ mod tests {
             )
             .unwrap();
             assert_eq!(closed.registration(), Registration::Closed);
-            assert_eq!(public.email_outbox(), Some(PathBuf::from("./data/outbox")));
+            let here = std::env::current_dir().unwrap();
+            assert_eq!(public.email_outbox(), Some(here.join("data/outbox")));
             let off = Config::load(None, serde_json::json!({"email_outbox": ""})).unwrap();
             assert_eq!(off.email_outbox(), None);
+        });
+    }
+
+    #[test]
+    fn the_data_folder_is_the_sqlite_files_unless_given() {
+        isolated(|| {
+            let load = |settings: serde_json::Value| Config::load(None, settings).unwrap();
+            let here = std::env::current_dir().unwrap();
+            let beside =
+                load(serde_json::json!({"database_url": "sqlite:///srv/churn/churn.db?mode=rwc"}));
+            assert_eq!(beside.data_dir, PathBuf::from("/srv/churn"));
+            let relative = load(serde_json::json!({"database_url": "sqlite://db/churn.db"}));
+            assert_eq!(relative.data_dir, here.join("db"));
+            let bare = load(serde_json::json!({"database_url": "sqlite:churn.db"}));
+            assert_eq!(bare.data_dir, here);
+            let given = load(
+                serde_json::json!({"database_url": "sqlite:///srv/churn.db", "data_dir": "/var/lib/churn"}),
+            );
+            assert_eq!(given.data_dir, PathBuf::from("/var/lib/churn"));
+            let postgres = load(serde_json::json!({"database_url": "postgres://db/churn"}));
+            assert_eq!(postgres.data_dir, here.join("data"));
+        });
+    }
+
+    #[test]
+    fn the_pool_size_is_bounded() {
+        isolated(|| {
+            let load = |n: serde_json::Value| {
+                Config::load(None, serde_json::json!({"db_max_connections": n}))
+            };
+            assert_eq!(
+                load(serde_json::json!(1)).unwrap().db_max_connections,
+                Some(1)
+            );
+            assert_eq!(
+                load(serde_json::json!(MAX_DB_CONNECTIONS))
+                    .unwrap()
+                    .db_max_connections,
+                Some(MAX_DB_CONNECTIONS)
+            );
+            for bad in [
+                serde_json::json!(0),
+                serde_json::json!(MAX_DB_CONNECTIONS + 1),
+                serde_json::json!("many"),
+                serde_json::json!(-1),
+            ] {
+                let err = load(bad.clone()).unwrap_err();
+                assert!(
+                    err.0.starts_with("CHURN_DB_MAX_CONNECTIONS"),
+                    "{bad}: {}",
+                    err.0
+                );
+            }
         });
     }
 }

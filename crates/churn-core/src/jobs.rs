@@ -311,6 +311,7 @@ pub struct JobRunner<H> {
     handler: H,
     lease: Duration,
     concurrency: usize,
+    metrics: crate::metrics::Metrics,
 }
 
 impl<H: RunJob> JobRunner<H> {
@@ -321,7 +322,14 @@ impl<H: RunJob> JobRunner<H> {
             handler,
             lease: LEASE,
             concurrency: DEFAULT_CONCURRENCY,
+            metrics: Default::default(),
         }
+    }
+
+    /// Counts failed attempts in `metrics`.
+    pub fn with_metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Replaces the default [`LEASE`] (tests use a short one to make a job outlive it).
@@ -367,6 +375,7 @@ impl<H: RunJob> JobRunner<H> {
             Err(e) => {
                 // Written by another version, or by hand: retrying cannot make it parse.
                 tracing::error!(job = %record.id, kind = %record.kind, error = %e, "job cannot be read; failing it");
+                self.metrics.job_failed(&record.kind);
                 let error = format!("unreadable job: {e}");
                 return jobs::fail(self.store.writer(), &record, &error, None, self.clock.now())
                     .await;
@@ -392,6 +401,7 @@ impl<H: RunJob> JobRunner<H> {
                     .and_then(|d| chrono::Duration::from_std(d).ok())
                     .map(|d| now + d);
                 tracing::warn!(job = %record.id, kind = %record.kind, attempt, error = %e, gives_up = retry_at.is_none(), "job failed");
+                self.metrics.job_failed(&record.kind);
                 jobs::fail(self.store.writer(), &record, &e.to_string(), retry_at, now).await?;
             }
         }
@@ -479,6 +489,7 @@ impl Churn {
     /// The runner of the production handlers over this service's store and clock.
     pub fn job_runner(&self) -> JobRunner<Churn> {
         JobRunner::new(self.store().clone(), self.core().clock(), self.clone())
+            .with_metrics(self.core().metrics().clone())
     }
 
     /// Runs every job due at the clock's now and says how many ran (`/dev/jobs/run`, tests).

@@ -17,6 +17,8 @@ pub mod generation;
 #[cfg(feature = "server")]
 pub mod jobs;
 #[cfg(feature = "server")]
+pub mod metrics;
+#[cfg(feature = "server")]
 pub mod outbound;
 #[cfg(feature = "server")]
 pub mod providers;

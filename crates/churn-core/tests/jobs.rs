@@ -170,7 +170,8 @@ async fn failing_jobs_retry_on_their_schedule_then_fail(backend: Backend) {
         Failing {
             runs: AtomicU32::new(0),
         },
-    );
+    )
+    .with_metrics(churn.core().metrics().clone());
     enqueue_expiries(&churn, 1).await;
     let state = || async {
         let (status, attempts, error) = rows(&churn).await.remove(0);
@@ -201,6 +202,14 @@ async fn failing_jobs_retry_on_their_schedule_then_fail(backend: Backend) {
         runner.run_due_jobs().await.unwrap(),
         0,
         "a failed job stays failed"
+    );
+    let mut registry = prometheus_client::registry::Registry::default();
+    churn.core().metrics().register(&mut registry);
+    let mut metrics = String::new();
+    prometheus_client::encoding::text::encode(&mut metrics, &registry).unwrap();
+    assert!(
+        metrics.contains("churn_jobs_failed_total{kind=\"expire_churn_event\"} 5\n"),
+        "every failed attempt counted: {metrics}"
     );
 
     // Failed jobs are kept for 30 days after their last attempt, then purged.

@@ -49,6 +49,21 @@ impl Application {
             };
             config.public_url = Some(format!("{scheme}://{addr}"));
         }
+        crate::startup::announce(&config);
+        // Before the database: a start refused here leaves no file behind.
+        let tls = match (&config.tls_cert, &config.tls_key) {
+            (Some(cert), Some(key)) => Some(
+                RustlsConfig::from_pem_file(cert, key)
+                    .await
+                    .with_context(|| {
+                        format!(
+                            "CHURN_TLS_CERT/CHURN_TLS_KEY: cannot load {}",
+                            cert.display()
+                        )
+                    })?,
+            ),
+            _ => None,
+        };
         let test_clock = config.dev_mode.then(TestClock::default);
         let clock: Arc<dyn Clock> = match &test_clock {
             Some(clock) => Arc::new(clock.clone()),
@@ -75,29 +90,17 @@ impl Application {
                 "sends of an earlier run have no recorded outcome; see `churn variants stuck`"
             );
         }
-        let tls = match (&config.tls_cert, &config.tls_key) {
-            (Some(cert), Some(key)) => Some(
-                RustlsConfig::from_pem_file(cert, key)
-                    .await
-                    .with_context(|| {
-                        format!(
-                            "CHURN_TLS_CERT/CHURN_TLS_KEY: cannot load {}",
-                            cert.display()
-                        )
-                    })?,
-            ),
-            _ => None,
-        };
         let network = Arc::new(Network {
             trusted_proxies: config.trusted_proxies.clone(),
             tls: tls.is_some(),
             allow_http: config.allow_http(),
         });
         let limits = config.rate_limits.then(|| Arc::new(RateLimits::new()));
+        let metrics = Arc::new(Metrics::new(churn.core().metrics()));
         let state = AppState {
             churn,
             config: Arc::new(config),
-            metrics: Arc::new(Metrics::new()),
+            metrics,
             test_clock,
         };
         let service = crate::routes::service(state.clone(), network, limits.clone());
@@ -206,8 +209,10 @@ impl Application {
 pub fn init_tracing(config: &Config) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_new(&config.log).unwrap_or_else(|_| EnvFilter::new("info"));
+    // Colour codes only for a terminal: a file or a journal would keep them as noise.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     let _ = match config.log_format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),

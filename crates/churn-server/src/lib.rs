@@ -9,6 +9,7 @@ mod metrics;
 mod middleware;
 mod openapi;
 mod routes;
+mod startup;
 mod state;
 
 pub use app::{Application, init_tracing};

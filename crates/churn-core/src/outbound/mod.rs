@@ -39,6 +39,7 @@ pub use resolve::{DnsServer, NonPublicName, StaticResolver, SystemResolver};
 use crate::config::Config;
 use crate::domain::webhook_secrets::WebhookSecrets;
 use crate::error::Error;
+use crate::metrics::Metrics;
 use crate::signature;
 
 pub const USER_AGENT: &str = concat!("churn/", env!("CARGO_PKG_VERSION"));
@@ -115,8 +116,8 @@ impl Outbound {
     pub fn new(settings: Settings) -> Result<Self, Error> {
         let public_only = !settings.allow_private;
         Ok(Self {
-            operator: Http::build(&settings, false)?,
-            tenant: Http::build(&settings, public_only)?,
+            operator: Http::build(&settings, false, "operator")?,
+            tenant: Http::build(&settings, public_only, "tenant")?,
             resolver: settings.resolver,
             allow_private: settings.allow_private,
         })
@@ -124,6 +125,13 @@ impl Outbound {
 
     pub fn from_config(config: &Config) -> Result<Self, Error> {
         Self::new(Settings::from_config(config)?)
+    }
+
+    /// Counts every call in `metrics`.
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.operator.metrics = metrics.clone();
+        self.tenant.metrics = metrics;
+        self
     }
 
     /// For URLs the operator configured (LLM, JWKS).
@@ -287,10 +295,13 @@ pub struct Http {
     client: reqwest::Client,
     /// Refuse IP-literal hosts that are not public (tenant client without allow-private).
     public_only: bool,
+    metrics: Metrics,
+    /// What the calls are for, as counted: `operator` and `tenant` until a caller names it.
+    purpose: &'static str,
 }
 
 impl Http {
-    fn build(settings: &Settings, public_only: bool) -> Result<Self, Error> {
+    fn build(settings: &Settings, public_only: bool, purpose: &'static str) -> Result<Self, Error> {
         let mut builder = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
             .timeout(DEFAULT_TIMEOUT)
@@ -312,7 +323,17 @@ impl Http {
         Ok(Self {
             client,
             public_only,
+            metrics: Metrics::default(),
+            purpose,
         })
+    }
+
+    /// This client, its calls counted under `purpose` (`llm`, `provider`, `alert_webhook`…).
+    pub fn for_purpose(&self, purpose: &'static str) -> Self {
+        Self {
+            purpose,
+            ..self.clone()
+        }
     }
 
     pub fn request(&self, method: Method, url: &str) -> Request {
@@ -445,8 +466,23 @@ impl Request {
         self
     }
 
-    /// Sends, reads the body up to the cap, and fails on any status outside 2xx.
+    /// Sends, reads the body up to the cap, and fails on any status outside 2xx; counted.
     pub async fn send(self) -> Result<Response, OutboundError> {
+        let http = self.http.clone();
+        let sent = self.send_uncounted().await;
+        let outcome = match &sent {
+            Ok(_) => "ok",
+            Err(OutboundError::Status { .. }) => "error_status",
+            Err(OutboundError::Timeout) => "timeout",
+            Err(OutboundError::Connect(_)) => "unreachable",
+            Err(OutboundError::Refused(_)) => "refused",
+            Err(_) => "error",
+        };
+        http.metrics.outbound(http.purpose, outcome);
+        sent
+    }
+
+    async fn send_uncounted(self) -> Result<Response, OutboundError> {
         let request = self
             .builder
             .build()

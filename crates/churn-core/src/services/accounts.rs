@@ -302,6 +302,9 @@ impl Accounts {
             return Ok(());
         };
         let Some(transport) = &self.mailer.transport else {
+            self.core
+                .metrics
+                .email("account", crate::metrics::EmailOutcome::Skipped);
             tracing::warn!(
                 purpose = purpose.as_str(),
                 "an account email is due but email is not configured"
@@ -340,7 +343,9 @@ impl Accounts {
             .await
             .map_err(Some)?;
             let message = self.account_email(&user, purpose, &token);
-            transport.send(&message).await.map_err(|e| match e {
+            super::send_counted(&self.core, transport.as_ref(), "account", &message)
+                .await
+                .map_err(|e| match e {
                 // Refused for good: retrying cannot help.
                 SendError::Rejected(m) => {
                     tracing::warn!(purpose = purpose.as_str(), error = %m, "account email refused");

@@ -62,9 +62,23 @@ pub enum SubscriptionChange {
 }
 
 impl Admin {
-    /// Connects and migrates.
+    /// Connects to the existing database and migrates it: a missing SQLite file or a
+    /// PostgreSQL server that does not answer is [`crate::store::Unavailable`].
     pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> Result<Self> {
-        let store = Store::connect(&config.database_url).await?;
+        Self::connect(config, clock, true).await
+    }
+
+    /// Connects, creating the SQLite file when missing (`churn migrate`), and migrates.
+    pub async fn create(config: &Config, clock: Arc<dyn Clock>) -> Result<Self> {
+        Self::connect(config, clock, false).await
+    }
+
+    async fn connect(config: &Config, clock: Arc<dyn Clock>, existing_only: bool) -> Result<Self> {
+        let opening = crate::store::Opening {
+            max_connections: config.db_max_connections,
+            existing_only,
+        };
+        let store = Store::open(&config.database_url, opening).await?;
         store.migrate().await?;
         Ok(Self {
             store,
@@ -136,6 +150,8 @@ impl Admin {
             encryption_key,
             scoring: Arc::default(),
             subscriptions: self.config.subscriptions,
+            // The CLI serves no /metrics.
+            metrics: Default::default(),
         }
     }
 

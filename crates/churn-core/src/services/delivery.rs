@@ -85,10 +85,32 @@ impl Alerts {
         let config = self.core.risk_config_of(&project_id).await?;
         let channel = AlertChannel::parse(&alert.channel)
             .ok_or_else(|| Error::internal("corrupt channel in risk_alerts"))?;
-        let step = match channel {
-            AlertChannel::Webhook => self.post_webhook(&project, &config, &alert).await?,
-            AlertChannel::Email => self.send_check_in(&project, &config, &alert, due).await?,
+        let (step, label) = match channel {
+            AlertChannel::Webhook => (
+                self.post_webhook(&project, &config, &alert).await?,
+                "webhook",
+            ),
+            AlertChannel::Email => (
+                self.send_check_in(&project, &config, &alert, due).await?,
+                "email",
+            ),
         };
+        let outcome = match &step {
+            Step::Skipped(_) => Some("skipped"),
+            Step::Tried {
+                succeeded: true, ..
+            } => Some("delivered"),
+            Step::Tried { .. } | Step::Unknown(_) => Some("failed"),
+            Step::Taken => None,
+        };
+        if let Some(outcome) = outcome {
+            self.core.metrics.delivery(label, outcome);
+        }
+        if let (Step::Skipped(_), AlertChannel::Email) = (&step, channel) {
+            self.core
+                .metrics
+                .email("check_in", crate::metrics::EmailOutcome::Skipped);
+        }
         self.record(&alert, due, attempt, step).await
     }
 
@@ -168,6 +190,7 @@ impl Alerts {
         let answer = self
             .outbound
             .tenant()
+            .for_purpose("alert_webhook")
             .post(url)
             .signed_json(&secrets, &alert.opaque_id, timestamp, body)?
             .timeout(WEBHOOK_TIMEOUT)
@@ -291,19 +314,20 @@ impl Alerts {
             message_id: format!("{}@churn", uuid::Uuid::new_v4()),
         };
         let at = self.core.now();
-        let error = match transport.send(&email).await {
-            Ok(()) => None,
-            Err(e) => {
-                // The mail server accepted nothing: the send does not count.
-                sending.release_send(&project.id, &day).await?;
-                if matches!(e, SendError::Rejected(_)) {
-                    sending
-                        .suppress(&project.id, &email.to, SuppressionReason::Bounced)
-                        .await?;
+        let error =
+            match super::send_counted(&self.core, transport.as_ref(), "check_in", &email).await {
+                Ok(()) => None,
+                Err(e) => {
+                    // The mail server accepted nothing: the send does not count.
+                    sending.release_send(&project.id, &day).await?;
+                    if matches!(e, SendError::Rejected(_)) {
+                        sending
+                            .suppress(&project.id, &email.to, SuppressionReason::Bounced)
+                            .await?;
+                    }
+                    Some(e.to_string())
                 }
-                Some(e.to_string())
-            }
-        };
+            };
         Ok(Step::Tried {
             succeeded: error.is_none(),
             attempt: AlertAttempt {

@@ -107,6 +107,8 @@ pub struct Core {
     scoring: Arc<risk::Runs>,
     /// Whether accounts subscribe to the service (`CHURN_SUBSCRIPTIONS`).
     subscriptions: Subscriptions,
+    /// Counters of the work done (jobs, emails, outbound calls, provider events, alerts).
+    metrics: crate::metrics::Metrics,
 }
 
 impl Core {
@@ -129,6 +131,10 @@ impl Core {
 
     pub(crate) fn clock(&self) -> Arc<dyn Clock> {
         self.clock.clone()
+    }
+
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
     }
 
     /// Commits a change to projects, memberships, keys, session versions, provider
@@ -247,11 +253,14 @@ impl Churn {
     /// Connects to the configured database, migrates it and loads (or creates once) the JWT
     /// secret and the encryption key; refuses an encryption key other than the database's.
     pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> Result<Self> {
-        let store = Store::connect(&config.database_url).await?;
+        let opening = crate::store::Opening {
+            max_connections: config.db_max_connections,
+            existing_only: false,
+        };
+        let store = Store::open(&config.database_url, opening).await?;
         store.migrate().await?;
         let now = clock.now();
-        let encryption_key = Arc::new(secrets::encryption_key(config)?);
-        secrets::check_encryption_key(&store, &encryption_key, now).await?;
+        let encryption_key = Arc::new(secrets::checked_encryption_key(&store, config, now).await?);
         secrets::seal_plaintext(&store, &encryption_key).await?;
         let jwt_secret = secrets::jwt_secret(&store, config, &encryption_key, now).await?;
         let cache = Arc::new(cache::AccessCache::new(!store.backend().shared()));
@@ -259,7 +268,8 @@ impl Churn {
             cache::follow_postgres(config.database_url.expose().to_owned(), cache.clone());
         }
         let tracking_secret = secrets::tracking_secret(&store, &encryption_key, now).await?;
-        let outbound = Outbound::from_config(config)?;
+        let metrics = crate::metrics::Metrics::default();
+        let outbound = Outbound::from_config(config)?.with_metrics(metrics.clone());
         let tracking = Arc::new(TrackingKeys::new(tracking_secret.as_bytes()));
         let core = Core {
             tracked: ingest::group(),
@@ -269,6 +279,7 @@ impl Churn {
             cache,
             encryption_key: encryption_key.clone(),
             subscriptions: config.subscriptions,
+            metrics,
         };
         let mailer = Mailer {
             transport: email_transport(config)?,
@@ -281,7 +292,7 @@ impl Churn {
             &config.idp_client_id,
         ) {
             (Some(url), Some(issuer), Some(client)) => Some(Arc::new(idp::Idp::new(
-                outbound.operator().clone(),
+                outbound.operator().for_purpose("jwks"),
                 url.clone(),
                 issuer.clone(),
                 client.clone(),
@@ -405,6 +416,24 @@ impl Churn {
     }
 }
 
+/// Hands `email` to the transport, counted as an email of `kind` sent or failed.
+async fn send_counted(
+    core: &Core,
+    transport: &dyn EmailTransport,
+    kind: &'static str,
+    email: &crate::email::OutgoingEmail,
+) -> std::result::Result<(), crate::email::SendError> {
+    use crate::metrics::EmailOutcome;
+    let sent = transport.send(email).await;
+    let outcome = if sent.is_ok() {
+        EmailOutcome::Sent
+    } else {
+        EmailOutcome::Failed
+    };
+    core.metrics.email(kind, outcome);
+    sent
+}
+
 /// The bare address of a configured sender (`Name <addr>` or `addr`).
 fn sender_address(email_from: &str) -> String {
     match email_from.rsplit_once('<') {
@@ -427,7 +456,7 @@ fn generator(config: &Config, outbound: &Outbound) -> Arc<dyn Generator> {
                 .as_ref()
                 .map(|k| k.expose_secret().to_owned());
             let timeout = std::time::Duration::from_secs(config.llm_timeout_secs);
-            let http = outbound.operator().clone();
+            let http = outbound.operator().for_purpose("llm");
             Arc::new(LlmGenerator::new(http, base, key, model, timeout))
         }
         None => Arc::new(TemplateGenerator::new()),

@@ -207,13 +207,58 @@ impl std::fmt::Debug for EncryptionKey {
     }
 }
 
+/// The server's key, refused unless it is the database's: the configured one, the data
+/// folder's file, or, for a database not set up yet, a new key written to that file. A start
+/// that fails here leaves no key file behind: none is made for a database set up with
+/// another key, and one made for a key the database then refuses is removed.
+pub(super) async fn checked_encryption_key(
+    store: &Store,
+    config: &Config,
+    now: Timestamp,
+) -> Result<EncryptionKey> {
+    let file = config.data_dir.join(ENCRYPTION_KEY_FILE);
+    if config.encryption_key.is_none()
+        && !file.exists()
+        && secrets::stored_at(store.reader(), ENCRYPTION_KEY_CHECK)
+            .await?
+            .is_some()
+    {
+        return Err(Error::validation(format!(
+            "CHURN_ENCRYPTION_KEY: the database was set up with an encryption key and {} holds \
+             no {ENCRYPTION_KEY_FILE}: set CHURN_ENCRYPTION_KEY, or CHURN_DATA_DIR to the \
+             folder holding the key file of the first start",
+            config.data_dir.display()
+        )));
+    }
+    let (key, created) = load_or_create(config)?;
+    if let Err(e) = check_encryption_key(store, &key, now).await {
+        if created {
+            let _ = std::fs::remove_file(&file);
+        }
+        return Err(e);
+    }
+    Ok(key)
+}
+
 pub(super) fn encryption_key(config: &Config) -> Result<EncryptionKey> {
+    load_or_create(config).map(|(key, _)| key)
+}
+
+/// The configured key, else the data folder's file, created when missing; `true` when this
+/// call created it.
+fn load_or_create(config: &Config) -> Result<(EncryptionKey, bool)> {
     if let Some(key) = &config.encryption_key {
-        return EncryptionKey::decode(key.expose_secret(), "CHURN_ENCRYPTION_KEY");
+        return Ok((
+            EncryptionKey::decode(key.expose_secret(), "CHURN_ENCRYPTION_KEY")?,
+            false,
+        ));
     }
     let path = config.data_dir.join(ENCRYPTION_KEY_FILE);
     match std::fs::read_to_string(&path) {
-        Ok(encoded) => EncryptionKey::decode(&encoded, &path.display().to_string()),
+        Ok(encoded) => Ok((
+            EncryptionKey::decode(&encoded, &path.display().to_string())?,
+            false,
+        )),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_key_file(&path),
         Err(e) => Err(Error::internal(e)),
     }
@@ -232,17 +277,20 @@ pub(super) fn existing_encryption_key(config: &Config) -> Result<EncryptionKey> 
     encryption_key(config)
 }
 
-fn create_key_file(path: &Path) -> Result<EncryptionKey> {
+fn create_key_file(path: &Path) -> Result<(EncryptionKey, bool)> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(Error::internal)?;
     }
     let key = EncryptionKey(rand::rng().random());
     match write_key_file(path, &key, true) {
-        Ok(()) => Ok(key),
+        Ok(()) => Ok((key, true)),
         // Another process created it first: use theirs.
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             let encoded = std::fs::read_to_string(path).map_err(Error::internal)?;
-            EncryptionKey::decode(&encoded, &path.display().to_string())
+            Ok((
+                EncryptionKey::decode(&encoded, &path.display().to_string())?,
+                false,
+            ))
         }
         Err(e) => Err(Error::internal(e)),
     }

@@ -195,7 +195,7 @@ impl Sending {
         claim: &Claim,
         taken: &Taken,
     ) -> Result<SentVariant> {
-        if let Err(e) = transport.send(email).await {
+        if let Err(e) = super::send_counted(&self.core, transport, "recovery", email).await {
             // The mail server accepted nothing: the send does not count.
             self.release_send(&taken.project_id, &taken.quota_day)
                 .await?;

@@ -298,6 +298,9 @@ impl Team {
             return Ok(());
         }
         let Some(transport) = &self.mailer.transport else {
+            self.core
+                .metrics
+                .email("invitation", crate::metrics::EmailOutcome::Skipped);
             tracing::warn!("an invitation email is due but email is not configured");
             return Ok(());
         };
@@ -328,7 +331,7 @@ impl Team {
             );
             return Ok(());
         }
-        match transport.send(&message).await {
+        match super::send_counted(&self.core, transport.as_ref(), "invitation", &message).await {
             Ok(()) => Ok(()),
             // Refused for good: retrying cannot help.
             Err(SendError::Rejected(m)) => {

@@ -267,3 +267,28 @@ pub async fn fail<'e>(
     .await?;
     Ok(())
 }
+
+/// What waits in the queue: queued jobs by kind, and the `run_at` of the oldest one due.
+#[derive(Debug, Default)]
+pub struct Backlog {
+    pub queued: Vec<(String, i64)>,
+    pub oldest_due: Option<Timestamp>,
+}
+
+/// The backlog at `now`, for the metrics.
+pub async fn backlog(store: &Store, now: Timestamp) -> Result<Backlog> {
+    let queued: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT kind, COUNT(*) FROM jobs WHERE status = 'queued' GROUP BY kind ORDER BY kind",
+    )
+    .fetch_all(store.reader())
+    .await?;
+    let oldest: Option<String> =
+        sqlx::query_scalar("SELECT MIN(run_at) FROM jobs WHERE status = 'queued' AND run_at <= $1")
+            .bind(time::format(&now))
+            .fetch_one(store.reader())
+            .await?;
+    Ok(Backlog {
+        queued,
+        oldest_due: oldest.as_deref().map(ts).transpose()?,
+    })
+}

@@ -35,6 +35,7 @@ pub mod team;
 pub mod users;
 pub mod variants;
 
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -75,12 +76,46 @@ impl std::fmt::Debug for Store {
 
 pub type Tx = Transaction<'static, Any>;
 
+/// How a process opens the database.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Opening {
+    /// `CHURN_DB_MAX_CONNECTIONS`; `None`: 16 on PostgreSQL, 8 readers on SQLite.
+    pub max_connections: Option<u32>,
+    /// Refuse a missing SQLite file, and give up on a PostgreSQL server that does not answer
+    /// within [`REACH_TIMEOUT`] instead of waiting for it to come up (the admin CLI).
+    pub existing_only: bool,
+}
+
+/// How long an `existing_only` opening waits for PostgreSQL to answer.
+pub const REACH_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Why the database named by the URL cannot be opened as it is; the admin CLI exits 2.
+#[derive(Debug, thiserror::Error)]
+pub enum Unavailable {
+    #[error(
+        "no database at {0}: check CHURN_DATABASE_URL or --database-url (`churn migrate` creates a new one)"
+    )]
+    Missing(PathBuf),
+    #[error("cannot connect to PostgreSQL at {host}:{port}: {reason}")]
+    Unreachable {
+        host: String,
+        port: u16,
+        reason: String,
+    },
+}
+
 impl Store {
-    /// Connects (creating the SQLite file and its folder when missing). Does not migrate.
+    /// Connects with the default pool sizes, creating the SQLite file and its folder when
+    /// missing. Does not migrate.
     pub async fn connect(url: &DatabaseUrl) -> Result<Self> {
+        Self::open(url, Opening::default()).await
+    }
+
+    /// Connects as `opening` says. Does not migrate.
+    pub async fn open(url: &DatabaseUrl, opening: Opening) -> Result<Self> {
         sqlx::any::install_default_drivers();
         if url.is_sqlite() {
-            let url = sqlite_url(url.expose())?;
+            let url = sqlite_url(url, opening.existing_only)?;
             let options = AnyConnectOptions::from_str(&url)?;
             let pool = |max| {
                 AnyPoolOptions::new()
@@ -101,17 +136,21 @@ impl Store {
                     .connect_with(options.clone())
             };
             let write = pool(1).await?;
-            let read = pool(8).await?;
+            let read = pool(opening.max_connections.unwrap_or(8)).await?;
             Ok(Self {
                 read,
                 write,
                 backend: Backend::Sqlite,
             })
         } else {
+            let options = AnyConnectOptions::from_str(url.expose())?;
+            if opening.existing_only {
+                reach_postgres(url, &options).await?;
+            }
             let pool = AnyPoolOptions::new()
-                .max_connections(16)
+                .max_connections(opening.max_connections.unwrap_or(16))
                 .acquire_timeout(Duration::from_secs(30))
-                .connect(url.expose())
+                .connect_with(options)
                 .await?;
             Ok(Self {
                 read: pool.clone(),
@@ -166,37 +205,88 @@ impl Store {
         Ok(())
     }
 
+    /// Connections open now: `(in use, idle)`, over both pools on SQLite.
+    pub fn connections(&self) -> (u32, u32) {
+        let pools: &[&AnyPool] = match self.backend {
+            Backend::Sqlite => &[&self.read, &self.write],
+            Backend::Postgres => &[&self.read],
+        };
+        pools.iter().fold((0, 0), |(busy, idle), pool| {
+            let open = pool.size();
+            let free = u32::try_from(pool.num_idle()).unwrap_or(open).min(open);
+            (busy + open - free, idle + free)
+        })
+    }
+
     pub async fn close(&self) {
         self.read.close().await;
         self.write.close().await;
     }
 }
 
-/// Makes sure the folder exists and the file is created on first start.
-fn sqlite_url(raw: &str) -> Result<String> {
-    let rest = raw
-        .strip_prefix("sqlite://")
-        .or_else(|| raw.strip_prefix("sqlite:"))
-        .unwrap_or(raw);
-    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
-    if path.is_empty() || path.starts_with(":memory:") {
+/// The sqlx URL of the SQLite file: created with its folder when missing, unless
+/// `existing_only`, which refuses a missing file instead.
+fn sqlite_url(url: &DatabaseUrl, existing_only: bool) -> Result<String> {
+    let path = url.sqlite_path().unwrap_or_default();
+    let raw = url.expose();
+    let query = raw.split_once('?').map_or("", |(_, query)| query);
+    if path.as_os_str().is_empty() || path.starts_with(":memory:") {
         return Err(Error::validation(
             "CHURN_DATABASE_URL: in-memory SQLite is not supported; give a file path",
         ));
     }
-    if let Some(dir) = std::path::Path::new(path).parent()
-        && !dir.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(dir).map_err(Error::internal)?;
-    }
+    let mode = if existing_only {
+        if !path.is_file() {
+            let shown = std::path::absolute(&path).unwrap_or(path);
+            return Err(Error::internal(Unavailable::Missing(shown)));
+        }
+        "mode=rw"
+    } else {
+        if let Some(dir) = path.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir).map_err(Error::internal)?;
+        }
+        "mode=rwc"
+    };
     let query = if query.contains("mode=") {
         query.to_owned()
     } else if query.is_empty() {
-        "mode=rwc".to_owned()
+        mode.to_owned()
     } else {
-        format!("{query}&mode=rwc")
+        format!("{query}&{mode}")
     };
-    Ok(format!("sqlite://{path}?{query}"))
+    Ok(format!("sqlite://{}?{query}", path.display()))
+}
+
+/// One connection attempt within [`REACH_TIMEOUT`], without the pool's retries, so an
+/// unreachable server is named at once.
+async fn reach_postgres(url: &DatabaseUrl, options: &AnyConnectOptions) -> Result<()> {
+    use sqlx::{ConnectOptions, Connection};
+    let parsed = url::Url::parse(url.expose()).ok();
+    let host = parsed
+        .as_ref()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_else(|| "localhost".to_owned());
+    let port = parsed.as_ref().and_then(url::Url::port).unwrap_or(5432);
+    let unreachable = |reason: String| {
+        Error::internal(Unavailable::Unreachable {
+            host: host.clone(),
+            port,
+            reason,
+        })
+    };
+    match tokio::time::timeout(REACH_TIMEOUT, options.connect()).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            Ok(())
+        }
+        Ok(Err(e)) => Err(unreachable(e.to_string())),
+        Err(_) => Err(unreachable(format!(
+            "no answer within {} s",
+            REACH_TIMEOUT.as_secs()
+        ))),
+    }
 }
 
 /// Turns a unique-constraint violation into a 409-style conflict; everything else is internal.

@@ -7,6 +7,7 @@ pub(crate) mod cancel_flow;
 mod dev;
 mod email_rules;
 mod events;
+mod home;
 mod legacy;
 mod ops;
 mod pages;
@@ -46,6 +47,8 @@ use crate::openapi::ApiDoc;
 use crate::state::AppState;
 
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+pub use home::DASHBOARD_PATH;
 
 /// Every request and answer of the server, whatever the transport.
 pub type HttpService = BoxCloneSyncService<axum::extract::Request, Response, Infallible>;
@@ -162,6 +165,7 @@ pub fn service(
 
     let router = router
         .merge(pages::router())
+        .merge(home::router())
         .merge(SwaggerUi::new("/docs").url("/api/v1/openapi.json", openapi))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -1,7 +1,5 @@
 //! Operational routes outside `/api/v1`.
 
-use std::sync::Arc;
-
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -10,7 +8,6 @@ use churn_core::api::ops::Health;
 use churn_core::api::{Data, ErrorBody};
 
 use crate::error::{ApiError, ApiResult};
-use crate::metrics::Metrics;
 use crate::state::AppState;
 
 #[utoipa::path(get, path = "/health", operation_id = "health", tag = "operations", responses((status = 200, body = Data<Health>)))]
@@ -39,12 +36,12 @@ pub async fn ready(State(s): State<AppState>) -> ApiResult<Json<Data<Health>>> {
 #[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations",
     responses((status = 200, description = "Prometheus metrics in the OpenMetrics text format", body = String,
         content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8")))]
-pub async fn metrics(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
-    (
+pub async fn metrics(State(s): State<AppState>) -> ApiResult<impl IntoResponse> {
+    Ok((
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        metrics.render(),
-    )
+        s.metrics.render(&s.churn).await?,
+    ))
 }

@@ -321,7 +321,7 @@ const STYLE: &str = "body{font-family:-apple-system,Segoe UI,Helvetica,Arial,san
     input:not([type=hidden]){width:100%;box-sizing:border-box;padding:8px;font-size:16px}\
     button{margin-top:16px;padding:10px 16px;font-size:16px}.error{color:#b00020}";
 
-fn page(status: StatusCode, title: &str, body: &str) -> Response {
+pub(super) fn page(status: StatusCode, title: &str, body: &str) -> Response {
     let html = format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\

@@ -30,7 +30,7 @@ both_backends!(
 );
 
 /// The owner's token, logged in afresh (the test clock moves on days).
-async fn login(app: &TestApp) -> String {
+pub(crate) async fn login(app: &TestApp) -> String {
     app.expect(
         app.req(Method::POST, "/auth/login")
             .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
@@ -43,7 +43,7 @@ async fn login(app: &TestApp) -> String {
 }
 
 /// Changes the configuration as the owner.
-async fn configure(app: &TestApp, patch: Value) {
+pub(crate) async fn configure(app: &TestApp, patch: Value) {
     app.expect(
         app.req(Method::PUT, "/projects/acme/churn-risk/config")
             .bearer_auth(login(app).await)
@@ -133,7 +133,7 @@ async fn scoring_runs_raise_alerts_by_the_rules(backend: Backend) {
 
 /// A server trusting the receiver's test CA, private addresses allowed (the receiver is on
 /// loopback).
-async fn with_receiver(backend: Backend, receiver: &FakeProvider) -> TestApp {
+pub(crate) async fn with_receiver(backend: Backend, receiver: &FakeProvider) -> TestApp {
     TestApp::spawn_with(
         backend,
         Options::default()
@@ -146,7 +146,7 @@ async fn with_receiver(backend: Backend, receiver: &FakeProvider) -> TestApp {
 /// Customers at 80 (critical): gone quiet for 20 days, and detractors. The jobs due so far
 /// (the owner's verification email, the first scheduled scoring run) run with alerts off,
 /// so that every job run afterwards is a delivery.
-async fn quiet_customers(app: &TestApp, acme: &Acme, emails: &[&str]) {
+pub(crate) async fn quiet_customers(app: &TestApp, acme: &Acme, emails: &[&str]) {
     configure(app, json!({"enabled": false})).await;
     for email in emails {
         track(
@@ -172,7 +172,7 @@ async fn advance_seconds(app: &TestApp, seconds: i64) {
     .await;
 }
 
-async fn answer(receiver: &FakeProvider, template: ResponseTemplate) {
+pub(crate) async fn answer(receiver: &FakeProvider, template: ResponseTemplate) {
     receiver.mock.reset().await;
     Mock::given(method("POST"))
         .and(path("/alerts"))
@@ -288,7 +288,7 @@ async fn webhooks_are_signed_both_ways_and_verified_by_the_sdk(backend: Backend)
 }
 
 /// The project's webhook secret, read as the owner.
-async fn webhook_secret(app: &TestApp) -> String {
+pub(crate) async fn webhook_secret(app: &TestApp) -> String {
     app.expect(
         app.req(Method::GET, "/projects/acme/webhook-secret")
             .bearer_auth(login(app).await),

@@ -17,24 +17,31 @@ use churn_core::testing::{Backend, TestDatabase};
 
 both_backends!(json_logs_carry_the_request_id, no_token_reaches_the_log);
 
-/// The binary on `db`, logging JSON to a pipe read line by line.
-struct Server {
+/// The binary, its log read line by line from a pipe.
+pub(crate) struct Server {
     child: Child,
     lines: Receiver<String>,
-    address: String,
+    pub(crate) address: String,
+    /// The lines logged up to and including the one saying where it listens.
+    pub(crate) start_lines: Vec<String>,
 }
 
 impl Server {
+    /// The binary on `db`, logging JSON.
     fn start(db: &TestDatabase, env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_churn-server"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_churn-server"));
+        command
             .env("CHURN_BIND", "127.0.0.1:0")
             .env("CHURN_DATABASE_URL", &db.url)
             .env("CHURN_DATA_DIR", db.data_dir.path())
             .env("CHURN_LOG_FORMAT", "json")
-            .envs(env.iter().copied())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .envs(env.iter().copied());
+        Self::spawn(command)
+    }
+
+    /// Starts `command` and reads its log until it says where it listens (JSON or text).
+    pub(crate) fn spawn(mut command: Command) -> Self {
+        let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
         let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
         let stderr = child.stderr.take().unwrap();
         std::thread::spawn(move || {
@@ -44,19 +51,32 @@ impl Server {
                 }
             }
         });
-        let mut server = Self {
-            child,
-            lines,
-            address: String::new(),
-        };
         let deadline = Instant::now() + Duration::from_secs(30);
-        server.address = loop {
-            let line = server.next_json(deadline);
-            if let Some(address) = line["address"].as_str() {
-                break address.to_owned();
+        let mut start_lines = Vec::new();
+        let address = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no address logged; the log so far: {start_lines:#?}"));
+            let json = serde_json::from_str::<serde_json::Value>(&line).ok();
+            let address = match json {
+                Some(json) => json["address"].as_str().map(str::to_owned),
+                None => line
+                    .split_whitespace()
+                    .find_map(|word| word.strip_prefix("address="))
+                    .map(str::to_owned),
+            };
+            start_lines.push(line);
+            if let Some(address) = address {
+                break address;
             }
         };
-        server
+        Self {
+            child,
+            lines,
+            address,
+            start_lines,
+        }
     }
 
     /// The next line that is JSON, waiting until `deadline`.

@@ -286,7 +286,7 @@ impl Payments {
     /// A Stripe client for the connection, when it is one.
     pub fn stripe(&self, c: &Connection) -> Option<Stripe> {
         Some(Stripe::new(
-            self.outbound.tenant().clone(),
+            self.outbound.tenant().for_purpose("provider"),
             c.record.api_base.as_deref()?,
             c.credentials.api_key.clone()?.into(),
         ))
@@ -295,7 +295,7 @@ impl Payments {
     /// A Razorpay client for the connection, when it is one.
     pub fn razorpay(&self, c: &Connection) -> Option<Razorpay> {
         Some(Razorpay::new(
-            self.outbound.tenant().clone(),
+            self.outbound.tenant().for_purpose("provider"),
             c.record.api_base.as_deref()?,
             c.credentials.key_id.as_deref()?,
             c.credentials.key_secret.clone()?.into(),

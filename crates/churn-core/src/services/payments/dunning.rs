@@ -435,6 +435,7 @@ impl Payments {
         let answer = self
             .outbound
             .tenant()
+            .for_purpose("payment_retry")
             .post(url)
             .signed_json(
                 &secrets,
@@ -593,6 +594,9 @@ impl Payments {
         let id = record.id.as_str();
         let skip = |reason: &'static str| async move {
             tracing::info!(failure = %id, tone = tone.as_str(), reason, "dunning email skipped");
+            self.core
+                .metrics
+                .email("dunning", crate::metrics::EmailOutcome::Skipped);
             failures::log_email(
                 self.core.store.writer(),
                 id,
@@ -646,7 +650,10 @@ impl Payments {
         // A claim left by an earlier run means that run stopped after, or during, the
         // hand-over and before its record: recorded as sent, never sent again.
         let reason = if run.claim_email(now).await? {
-            if let Err(e) = transport.send(&message).await {
+            if let Err(e) =
+                super::super::send_counted(&self.core, transport.as_ref(), "dunning", &message)
+                    .await
+            {
                 run.release_email().await?;
                 return Err(Error::upstream(
                     "the email server did not accept the dunning email",

@@ -49,6 +49,7 @@ pub(super) fn valid_email(raw: Option<&str>) -> Option<String> {
 }
 
 impl Payments {
+    /// Receives one event, counted by provider and what was done with it.
     pub async fn receive_webhook(
         &self,
         provider: &str,
@@ -58,6 +59,20 @@ impl Payments {
     ) -> Result<WebhookReceived> {
         let provider =
             Provider::parse(provider).ok_or_else(|| Error::NotFound("unknown provider".into()))?;
+        let received = self.receive(provider, public_key, headers, body).await?;
+        self.core
+            .metrics
+            .provider_event(provider.as_str(), received.action.as_str());
+        Ok(received)
+    }
+
+    async fn receive(
+        &self,
+        provider: Provider,
+        public_key: &str,
+        headers: &InboundHeaders,
+        body: &[u8],
+    ) -> Result<WebhookReceived> {
         let project = self
             .core
             .project_for_key(public_key, KeyKind::Public)
