@@ -6,7 +6,9 @@
 //! and applies it ([`ProviderA::create_coupon`], [`ProviderA::apply_coupon`]) or pauses
 //! collection ([`ProviderA::pause_collection`]) after checking whose subscription it is
 //! ([`ProviderA::subscription_owner_email`]); webhooks without an email look the customer
-//! up ([`ProviderA::customer`]).
+//! up ([`ProviderA::customer`]); a discount email's code is made real as a one-customer
+//! promotion code of a new coupon ([`ProviderA::create_coupon`],
+//! [`ProviderA::create_promotion_code`]).
 
 use reqwest::Method;
 use secrecy::{ExposeSecret, SecretString};
@@ -60,6 +62,13 @@ pub struct Invoice {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Coupon {
     pub id: String,
+}
+
+/// A promotion code as the create call answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PromotionCode {
+    pub id: String,
+    pub code: String,
 }
 
 /// A subscription as the update call answers it.
@@ -165,6 +174,23 @@ impl ProviderA {
             params["metadata"] = Value::Object(metadata);
         }
         self.post(&["v1", "coupons"], &params, idempotency_key)
+            .await
+    }
+
+    /// `POST /v1/promotion_codes` with `coupon`, `code`, `customer` when known and
+    /// `max_redemptions=1`: a code of `coupon` that one customer can redeem once.
+    pub async fn create_promotion_code(
+        &self,
+        coupon_id: &str,
+        code: &str,
+        customer_id: Option<&str>,
+        idempotency_key: &str,
+    ) -> Result<PromotionCode, CallError> {
+        let mut params = json!({"coupon": coupon_id, "code": code, "max_redemptions": 1});
+        if let Some(customer) = customer_id {
+            params["customer"] = json!(customer);
+        }
+        self.post(&["v1", "promotion_codes"], &params, idempotency_key)
             .await
     }
 
