@@ -461,6 +461,49 @@ mod tests {
     }
 
     #[test]
+    fn email_material_is_checked_and_named_by_field() {
+        let patch = |v| serde_json::from_value::<SettingsPatch>(v).unwrap();
+        let next = ProjectSettings::default()
+            .apply(patch(serde_json::json!({
+                "coupon_code": "COMEBACK-20",
+                "testimonials": [{"quote": " Setup took an afternoon. ", "author": "Tom"}],
+                "features": [" Scheduled reports"],
+            })))
+            .unwrap();
+        assert_eq!(next.coupon_code.as_deref(), Some("COMEBACK-20"));
+        assert_eq!(next.testimonials[0].quote, "Setup took an afternoon.");
+        assert_eq!(next.features, ["Scheduled reports"]);
+        let cleared = next
+            .apply(patch(serde_json::json!({"coupon_code": null, "features": []})))
+            .unwrap();
+        assert_eq!(cleared.coupon_code, None);
+        assert!(cleared.features.is_empty() && cleared.testimonials.len() == 1);
+
+        let bad = patch(serde_json::json!({
+            "coupon_code": " PADDED",
+            "testimonials": [{"quote": "Fine.", "author": "A"}, {"quote": "\nFine.", "author": ""}],
+            "features": ["x".repeat(101)],
+        }));
+        let Err(Error::Validation { details, .. }) = next.apply(bad) else {
+            panic!("expected validation error");
+        };
+        let fields: Vec<_> = details.iter().map(|d| d.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "settings.coupon_code",
+                "settings.testimonials[1].quote",
+                "settings.testimonials[1].author",
+                "settings.features[0]"
+            ]
+        );
+        let too_many = patch(serde_json::json!({"features": vec!["a"; 21]}));
+        assert!(next.apply(too_many).is_err());
+        let long_code = patch(serde_json::json!({"coupon_code": "X".repeat(65)}));
+        assert!(next.apply(long_code).is_err());
+    }
+
+    #[test]
     fn product_urls_follow_the_documented_pattern() {
         for good in [
             "https://acme.io",
