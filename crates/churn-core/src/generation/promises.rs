@@ -189,7 +189,7 @@ fn quotes(facts: &Facts, body: &str) -> Result<(), String> {
         if quoted.split(' ').count() >= 4 && !facts.quotes.iter().any(|q| q.contains(&quoted)) {
             return Err(format!("quotes words no testimonial holds ({quoted})"));
         }
-        rest = &after[close + 1..];
+        rest = &after[close + after[close..].chars().next().map_or(1, char::len_utf8)..];
     }
     for line in body.lines().map(str::trim) {
         if let Some(name) = line.strip_prefix(['—', '–']) {
@@ -310,6 +310,8 @@ mod tests {
         let bare = EmailContext {
             coupon_code: None,
             founder_name: None,
+            testimonials: Vec::new(),
+            features: Vec::new(),
             ..context()
         };
         for strategy in Strategy::ALL {

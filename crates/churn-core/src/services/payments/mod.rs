@@ -8,7 +8,7 @@
 mod connections;
 mod dunning;
 pub(super) mod intake;
-pub(super) mod promotions;
+mod promotions;
 mod webhooks;
 
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use crate::api::payments::WebhookAction;
 use crate::outbound::Outbound;
 
 pub use connections::Connection;
-pub(crate) use promotions::Promotion;
+pub(super) use promotions::Promotion;
 pub use webhooks::InboundHeaders;
 
 #[derive(Clone)]
