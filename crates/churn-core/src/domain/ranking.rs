@@ -306,7 +306,12 @@ mod tests {
     #[test]
     fn a_strategy_lacking_its_material_is_never_recommended() {
         for reason in ReasonCode::ALL {
-            let lacking = vec![reason.strategy(), Strategy::SocialProof];
+            let other = if reason.strategy() == Strategy::SocialProof {
+                Strategy::FounderEmail
+            } else {
+                Strategy::SocialProof
+            };
+            let lacking = vec![reason.strategy(), other];
             let ranked = rank(&RankingInput {
                 reason: Some(reason),
                 tenure_days: Some(400),

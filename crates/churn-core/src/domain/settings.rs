@@ -52,14 +52,10 @@ pub struct Testimonial {
     pub author: String,
 }
 
-/// A feature's name as customers know it: one line, 1–100 characters.
+/// A feature's name as customers know it: one line, 1–100 characters (the pattern holds the
+/// length: a container schema takes no `maxLength`).
 #[derive(ToSchema)]
-#[schema(
-    value_type = String,
-    min_length = 1,
-    max_length = 100,
-    pattern = r"^[^\x00-\x1f\x7f-\x9f]*$"
-)]
+#[schema(value_type = String, pattern = r"^[^\x00-\x1f\x7f-\x9f]{1,100}$")]
 pub struct FeatureName(pub String);
 
 /// Autopilot: for each new event, the recommended email `delay_minutes` after its creation,

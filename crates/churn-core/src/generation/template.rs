@@ -275,7 +275,7 @@ pub(crate) mod tests {
         ),
         (
             ReasonCode::SwitchingCompetitor,
-            &["switch", "another tool", "comparing"],
+            &["switching", "another tool", "comparing"],
         ),
         (
             ReasonCode::TechnicalIssues,
@@ -337,7 +337,10 @@ pub(crate) mod tests {
                         let text = format!("{}\n{}", draft.subject, draft.text);
                         let lowered = text.to_lowercase();
                         for sentence in sentences(&text) {
-                            let first = sentence.chars().find(|c| c.is_alphabetic());
+                            let first = sentence
+                                .trim_start_matches(['“', '"', '\'', '‘', '(', '—', '–', '-', ' '])
+                                .chars()
+                                .next();
                             assert!(
                                 !first.is_some_and(char::is_lowercase),
                                 "{case}: a sentence starts in lower case: {sentence:?}"
