@@ -182,7 +182,11 @@ pub fn rank(input: &RankingInput) -> Vec<Ranked> {
     }
 
     for strategy in &input.lacking {
-        s.add(*strategy, 0.0, "lacks its material: ranked last, never recommended");
+        s.add(
+            *strategy,
+            0.0,
+            "lacks its material: ranked last, never recommended",
+        );
     }
     let mut ranked: Vec<_> = s.0.into_iter().collect();
     for (_, (_, reasons)) in ranked
@@ -321,8 +325,16 @@ mod tests {
             });
             assert!(!lacking.contains(&ranked[0].strategy), "{reason:?}");
             let last: Vec<_> = ranked[7..].iter().map(|r| r.strategy).collect();
-            assert!(last.iter().all(|s| lacking.contains(s)), "{reason:?}: {last:?}");
-            assert!(ranked[7].reasons.iter().any(|r| r.contains("never recommended")));
+            assert!(
+                last.iter().all(|s| lacking.contains(s)),
+                "{reason:?}: {last:?}"
+            );
+            assert!(
+                ranked[7]
+                    .reasons
+                    .iter()
+                    .any(|r| r.contains("never recommended"))
+            );
         }
     }
 

@@ -45,10 +45,18 @@ pub const MAX_FEATURE_NAME: usize = 100;
 #[serde(deny_unknown_fields)]
 pub struct Testimonial {
     /// One line, 1–500 characters.
-    #[schema(min_length = 1, max_length = 500, pattern = r"^[^\x00-\x1f\x7f-\x9f]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 500,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub quote: String,
     /// Who said it ("Priya, Head of Ops at Lumen"), one line, 1–200 characters.
-    #[schema(min_length = 1, max_length = 200, pattern = r"^[^\x00-\x1f\x7f-\x9f]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub author: String,
 }
 
@@ -284,9 +292,9 @@ impl ProjectSettings {
         }
         if let Some(code) = patch.coupon_code {
             let checked = match code {
-                Some(c) if c.chars().count() > MAX_COUPON_CODE => Err(format!(
-                    "must be at most {MAX_COUPON_CODE} characters"
-                )),
+                Some(c) if c.chars().count() > MAX_COUPON_CODE => {
+                    Err(format!("must be at most {MAX_COUPON_CODE} characters"))
+                }
                 Some(c) if !c.chars().all(|ch| ch.is_ascii_graphic()) => {
                     Err("must be printable ASCII without spaces".to_owned())
                 }
@@ -470,7 +478,9 @@ mod tests {
         assert_eq!(next.testimonials[0].quote, "Setup took an afternoon.");
         assert_eq!(next.features, ["Scheduled reports"]);
         let cleared = next
-            .apply(patch(serde_json::json!({"coupon_code": null, "features": []})))
+            .apply(patch(
+                serde_json::json!({"coupon_code": null, "features": []}),
+            ))
             .unwrap();
         assert_eq!(cleared.coupon_code, None);
         assert!(cleared.features.is_empty() && cleared.testimonials.len() == 1);

@@ -74,11 +74,7 @@ impl Facts {
         }
         Self {
             text: parts.join("\n").to_lowercase(),
-            quotes: ctx
-                .testimonials
-                .iter()
-                .map(|t| squash(&t.quote))
-                .collect(),
+            quotes: ctx.testimonials.iter().map(|t| squash(&t.quote)).collect(),
         }
     }
 }
@@ -106,9 +102,15 @@ fn codes(facts: &Facts, ctx: &EmailContext, text: &str) -> Result<(), String> {
     }
     let lower = text.to_lowercase();
     if ctx.coupon_code.is_none()
-        && ["coupon", "promo", "discount code", "promotion code", "code:"]
-            .iter()
-            .any(|w| lower.contains(w))
+        && [
+            "coupon",
+            "promo",
+            "discount code",
+            "promotion code",
+            "code:",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
     {
         return Err("mentions a code while there is none".into());
     }
@@ -273,7 +275,10 @@ mod tests {
         let ctx = with_material();
         let refused = |strategy, body: &str| check_draft(&ctx, strategy, "Hi", body).is_err();
         let sign = |s: &str| format!("Hi Dana,\n\n{s}\n\nBest,\nAda");
-        assert!(refused(Strategy::Discount, &sign("Use code SAVE50NOW today.")));
+        assert!(refused(
+            Strategy::Discount,
+            &sign("Use code SAVE50NOW today.")
+        ));
         assert!(refused(Strategy::Discount, &sign("Take 50% off.")));
         assert!(refused(Strategy::Discount, &sign("Only $19.99 a month.")));
         assert!(refused(Strategy::Discount, &sign("Only 19 USD a month.")));
@@ -322,8 +327,15 @@ mod tests {
                     | Strategy::UnusedFeature
                     | Strategy::FounderEmail
             );
-            assert_eq!(!warnings(&bare, strategy).is_empty(), expected, "{strategy:?}");
-            assert!(warnings(&with_material(), strategy).is_empty(), "{strategy:?}");
+            assert_eq!(
+                !warnings(&bare, strategy).is_empty(),
+                expected,
+                "{strategy:?}"
+            );
+            assert!(
+                warnings(&with_material(), strategy).is_empty(),
+                "{strategy:?}"
+            );
         }
     }
 }

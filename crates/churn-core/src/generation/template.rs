@@ -271,7 +271,12 @@ pub(crate) mod tests {
         ),
         (
             ReasonCode::NotUsingEnough,
-            &["weren't using", "much use", "sitting unused", "small part of"],
+            &[
+                "weren't using",
+                "much use",
+                "sitting unused",
+                "small part of",
+            ],
         ),
         (
             ReasonCode::SwitchingCompetitor,
@@ -279,7 +284,13 @@ pub(crate) mod tests {
         ),
         (
             ReasonCode::TechnicalIssues,
-            &["ran into", "didn't work", "bug", "trouble with", "technical"],
+            &[
+                "ran into",
+                "didn't work",
+                "bug",
+                "trouble with",
+                "technical",
+            ],
         ),
         (
             ReasonCode::PoorSupport,
@@ -360,7 +371,11 @@ pub(crate) mod tests {
                             }
                         }
                         let warned = !promises::warnings(&ctx, strategy).is_empty();
-                        assert_eq!(warned, !has_material && lacks_without_material(strategy), "{case}");
+                        assert_eq!(
+                            warned,
+                            !has_material && lacks_without_material(strategy),
+                            "{case}"
+                        );
                         if !has_material {
                             assert!(
                                 !lowered.contains("code") && !lowered.contains('“'),
@@ -373,11 +388,22 @@ pub(crate) mod tests {
                         } else if strategy == Strategy::Discount {
                             assert!(text.contains("WINBACK20-019A2B"), "{case}");
                         } else if strategy == Strategy::SocialProof {
-                            assert!(text.contains("“Setup took one afternoon.”\n— Tom, founder of Fieldnote"), "{case}");
+                            assert!(
+                                text.contains(
+                                    "“Setup took one afternoon.”\n— Tom, founder of Fieldnote"
+                                ),
+                                "{case}"
+                            );
                         } else if strategy == Strategy::UnusedFeature {
-                            assert!(text.contains("- Scheduled reports\n- Slack alerts"), "{case}");
+                            assert!(
+                                text.contains("- Scheduled reports\n- Slack alerts"),
+                                "{case}"
+                            );
                         } else {
-                            assert!(!lowered.contains("code"), "{case}: a code where none is offered");
+                            assert!(
+                                !lowered.contains("code"),
+                                "{case}: a code where none is offered"
+                            );
                         }
                     }
                 }

@@ -13,11 +13,11 @@ use super::access::ProjectAccess;
 use super::events::{event_not_found, variant_view};
 use crate::api::events::Generated;
 use crate::domain::lifecycle::{Action, EventStatus, transition};
+use crate::domain::provider::Provider;
 use crate::domain::ranking::{self, RankingInput};
 use crate::domain::role::Permission;
 use crate::domain::strategy::{ReasonCode, Strategy};
 use crate::error::{Error, Result};
-use crate::domain::provider::Provider;
 use crate::generation::{EmailContext, promises};
 use crate::ids::new_id;
 use crate::store::events::{self, EventRecord};
@@ -103,11 +103,7 @@ impl Generation {
                 .find(|r| r.strategy == *strategy)
                 .expect("every strategy is ranked");
             let (coupon_code, coupon_percent, offer) = match strategy {
-                Strategy::Discount => (
-                    ctx.coupon_code.clone(),
-                    Some(ctx.discount_percent),
-                    None,
-                ),
+                Strategy::Discount => (ctx.coupon_code.clone(), Some(ctx.discount_percent), None),
                 Strategy::DowngradeOffer => (
                     None,
                     None,

@@ -9,8 +9,8 @@
 
 use super::access::ProjectAccess;
 use super::payments::Promotion;
-use super::{Payments, Sending};
 use super::sender::Sender;
+use super::{Payments, Sending};
 use crate::api::events::{EditVariant, EditedVariant, SentVariant};
 use crate::domain::cta::CallToAction;
 use crate::domain::lifecycle::{Action, EventStatus, transition};
@@ -27,8 +27,8 @@ use crate::email::{EmailTransport, OutgoingEmail, SendError, compose};
 use crate::error::{Error, Result};
 use crate::generation::html;
 use crate::jobs::Job;
-use crate::store::variants::{self, ClaimRow, VariantRecord};
 use crate::store::events::EventRecord;
+use crate::store::variants::{self, ClaimRow, VariantRecord};
 use crate::store::{Store, events, projects};
 use crate::time::Timestamp;
 
@@ -480,9 +480,7 @@ fn promotion(
             project_id: variant.project_id.clone(),
             variant_id: variant.id.clone(),
             code: code.clone(),
-            percent_off: variant
-                .coupon_percent
-                .unwrap_or(settings.discount_percent),
+            percent_off: variant.coupon_percent.unwrap_or(settings.discount_percent),
             months: settings.discount_months,
             customer_id: event.provider_customer_id.clone(),
         },

@@ -158,7 +158,10 @@ async fn autopilot_never_sends_a_variant_with_warnings(backend: Backend) {
     assert_eq!(warned.len(), 4);
     assert!(warned.iter().all(|r| *r >= 6), "{warned:?}");
     // The founder sends the other drafts by hand; only warned ones are left.
-    for v in variants.iter().filter(|v| (2..=5).contains(&v["rank"].as_i64().unwrap())) {
+    for v in variants
+        .iter()
+        .filter(|v| (2..=5).contains(&v["rank"].as_i64().unwrap()))
+    {
         app.expect(
             app.req(
                 Method::POST,
@@ -175,7 +178,11 @@ async fn autopilot_never_sends_a_variant_with_warnings(backend: Backend) {
     advance(&app, 86_400).await;
     app.run_jobs().await;
     let after = event(&app, &owner, &id).await;
-    assert_eq!(sent_strategies(&after).len(), 5, "the follow-up sent nothing");
+    assert_eq!(
+        sent_strategies(&after).len(),
+        5,
+        "the follow-up sent nothing"
+    );
     assert_eq!(
         after["autopilot"],
         json!({"status": "skipped", "reason": "nothing_left_to_send"})

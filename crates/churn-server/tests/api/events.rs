@@ -490,9 +490,11 @@ async fn with_material(app: &TestApp, token: &str) {
     app.expect(
         app.req(Method::PATCH, "/projects/acme")
             .bearer_auth(token)
-            .json(&json!({"settings": {"coupon_code": "COMEBACK20", "founder_name": "Ada Lovelace",
+            .json(
+                &json!({"settings": {"coupon_code": "COMEBACK20", "founder_name": "Ada Lovelace",
                 "testimonials": [{"quote": "Setup took one afternoon.", "author": "Tom"}],
-                "features": ["Scheduled reports"]}})),
+                "features": ["Scheduled reports"]}}),
+            ),
         200,
     )
     .await;

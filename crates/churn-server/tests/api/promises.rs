@@ -81,9 +81,8 @@ async fn posts(s: &Setup) -> Vec<(String, Vec<(String, String)>, String)> {
                 r.headers["authorization"].to_str().unwrap(),
                 format!("Bearer {A_KEY}")
             );
-            let mut pairs: Vec<(String, String)> = url::form_urlencoded::parse(&r.body)
-                .into_owned()
-                .collect();
+            let mut pairs: Vec<(String, String)> =
+                url::form_urlencoded::parse(&r.body).into_owned().collect();
             pairs.sort();
             (
                 r.url.path().to_owned(),
@@ -244,8 +243,13 @@ async fn without_material_strategies_warn_and_are_not_recommended(backend: Backe
         .await;
         let variants = generate(&app, &token, &id).await;
         for v in &variants {
-            let lacking = ["discount", "social_proof", "unused_feature", "founder_email"]
-                .contains(&v["strategy"].as_str().unwrap());
+            let lacking = [
+                "discount",
+                "social_proof",
+                "unused_feature",
+                "founder_email",
+            ]
+            .contains(&v["strategy"].as_str().unwrap());
             let warnings = v["warnings"].as_array().unwrap();
             assert_eq!(!warnings.is_empty(), lacking, "{reason}: {v}");
             if lacking {
@@ -256,7 +260,10 @@ async fn without_material_strategies_warn_and_are_not_recommended(backend: Backe
         let discount = variant(&variants, "discount");
         assert_eq!(discount["coupon_code"], Value::Null);
         let text = discount["body_text"].as_str().unwrap();
-        assert!(!text.contains("code") && !text.contains("WINBACK"), "{text}");
+        assert!(
+            !text.contains("code") && !text.contains("WINBACK"),
+            "{text}"
+        );
         assert!(
             discount["warnings"][0]
                 .as_str()
@@ -328,7 +335,10 @@ async fn settings_material_is_validated_field_by_field(backend: Backend) {
     let quote = |q: &str| json!({"quote": q, "author": "Priya"});
     let cases = [
         (json!({"coupon_code": "HAS SPACE"}), "settings.coupon_code"),
-        (json!({"coupon_code": "X".repeat(65)}), "settings.coupon_code"),
+        (
+            json!({"coupon_code": "X".repeat(65)}),
+            "settings.coupon_code",
+        ),
         (
             json!({"testimonials": [quote("Fine."), quote("Fine."), quote("Fine."), quote("  ")]}),
             "settings.testimonials[3].quote",
