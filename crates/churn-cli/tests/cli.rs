@@ -479,7 +479,7 @@ async fn events_list_and_stats_report(backend: Backend) {
         let best = generated.variants.iter().find(|v| v.recommended).unwrap();
         service
             .sending()
-            .send_variant(ada, id, &best.id)
+            .send_variant(ada, id, &best.id, service.payments())
             .await
             .unwrap();
     }

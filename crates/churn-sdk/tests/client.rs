@@ -10,6 +10,7 @@ use churn_core::both_backends;
 use churn_core::config::Config;
 use churn_core::domain::keys::KeyKind;
 use churn_core::domain::lifecycle::EventStatus;
+use churn_core::domain::settings::SettingsPatch;
 use churn_core::domain::strategy::{ReasonCode, Strategy};
 use churn_core::domain::variant::VariantStatus;
 use churn_core::testing::{Backend, TestDatabase};
@@ -212,6 +213,19 @@ async fn churn_event_from_creation_to_recovery(backend: Backend) {
         product_type: None,
         support_email: Some("support@acme.io".into()),
     })
+    .await
+    .unwrap();
+    // The founder's own code, so the discount email has one to offer (decisions §15).
+    ada.update_project(
+        "acme",
+        &UpdateProject {
+            settings: Some(SettingsPatch {
+                coupon_code: Some(Some("COMEBACK20".into())),
+                ..SettingsPatch::default()
+            }),
+            ..UpdateProject::default()
+        },
+    )
     .await
     .unwrap();
 

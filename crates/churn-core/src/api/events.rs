@@ -224,6 +224,11 @@ pub struct Variant {
     pub rank: i64,
     pub rank_score: f64,
     pub rank_reasons: Vec<String>,
+    /// What the email lacks to keep its promises (no code, no testimonials, …), as sentences
+    /// for the founder; usually empty. A variant with warnings is never recommended nor sent
+    /// by autopilot. Fixed when the variants are generated.
+    #[serde(default)]
+    pub warnings: Vec<String>,
     #[schema(value_type = Generator)]
     pub generator: String,
     pub coupon_code: Option<String>,

@@ -10,7 +10,9 @@
 //!    difference between its posterior mean and the prior is added, weighted by how much
 //!    evidence there is. A strategy that keeps winning customers back rises above the mapping.
 //!
-//! Every adjustment leaves a short reason, so the ranking explains itself.
+//! Every adjustment leaves a short reason, so the ranking explains itself. A strategy whose
+//! email lacks its material (no code, no testimonials, …) ranks after every other whatever
+//! its score, so it is never the recommendation (decisions §15).
 
 use std::collections::HashMap;
 
@@ -46,6 +48,8 @@ pub struct RankingInput {
     pub payment_failed: bool,
     pub behaviour: Option<Behaviour>,
     pub outcomes: HashMap<Strategy, Outcome>,
+    /// Strategies whose email lacks its material: ranked last.
+    pub lacking: Vec<Strategy>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -177,6 +181,13 @@ pub fn rank(input: &RankingInput) -> Vec<Ranked> {
         );
     }
 
+    for strategy in &input.lacking {
+        s.add(
+            *strategy,
+            0.0,
+            "lacks its material: ranked last, never recommended",
+        );
+    }
     let mut ranked: Vec<_> = s.0.into_iter().collect();
     for (_, (_, reasons)) in ranked
         .iter_mut()
@@ -184,7 +195,13 @@ pub fn rank(input: &RankingInput) -> Vec<Ranked> {
     {
         reasons.push("baseline: nothing about this customer points to this strategy".to_owned());
     }
-    ranked.sort_by(|(a, (sa, _)), (b, (sb, _))| sb.total_cmp(sa).then(a.cmp(b)));
+    let lacking = |s: &Strategy| input.lacking.contains(s);
+    ranked.sort_by(|(a, (sa, _)), (b, (sb, _))| {
+        lacking(a)
+            .cmp(&lacking(b))
+            .then(sb.total_cmp(sa))
+            .then(a.cmp(b))
+    });
     ranked
         .into_iter()
         .enumerate()
@@ -288,6 +305,37 @@ mod tests {
             }),
             Strategy::Discount
         );
+    }
+
+    #[test]
+    fn a_strategy_lacking_its_material_is_never_recommended() {
+        for reason in ReasonCode::ALL {
+            let other = if reason.strategy() == Strategy::SocialProof {
+                Strategy::FounderEmail
+            } else {
+                Strategy::SocialProof
+            };
+            let lacking = vec![reason.strategy(), other];
+            let ranked = rank(&RankingInput {
+                reason: Some(reason),
+                tenure_days: Some(400),
+                mrr_cents: Some(50_000),
+                lacking: lacking.clone(),
+                ..Default::default()
+            });
+            assert!(!lacking.contains(&ranked[0].strategy), "{reason:?}");
+            let last: Vec<_> = ranked[7..].iter().map(|r| r.strategy).collect();
+            assert!(
+                last.iter().all(|s| lacking.contains(s)),
+                "{reason:?}: {last:?}"
+            );
+            assert!(
+                ranked[7]
+                    .reasons
+                    .iter()
+                    .any(|r| r.contains("never recommended"))
+            );
+        }
     }
 
     #[test]

@@ -24,7 +24,47 @@ pub struct ProjectSettings {
     pub language: String,
     /// Recovery on its own (decisions §13).
     pub autopilot: AutopilotSettings,
+    /// A promotion code the founder made in their billing system: the discount email offers
+    /// it as is when Stripe is not connected (with Stripe, each email gets its own code).
+    pub coupon_code: Option<String>,
+    /// What customers said, the only quotes the social_proof email may use.
+    pub testimonials: Vec<Testimonial>,
+    /// Feature names the unused_feature email may point to (beside the customer's tracked ones).
+    pub features: Vec<String>,
 }
+
+pub const MAX_COUPON_CODE: usize = 64;
+pub const MAX_TESTIMONIALS: usize = 10;
+pub const MAX_QUOTE: usize = 500;
+pub const MAX_AUTHOR: usize = 200;
+pub const MAX_FEATURES: usize = 20;
+pub const MAX_FEATURE_NAME: usize = 100;
+
+/// A customer's words and who said them, as the founder wants them quoted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Testimonial {
+    /// One line, 1–500 characters.
+    #[schema(
+        min_length = 1,
+        max_length = 500,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*$"
+    )]
+    pub quote: String,
+    /// Who said it ("Priya, Head of Ops at Lumen"), one line, 1–200 characters.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*$"
+    )]
+    pub author: String,
+}
+
+/// A feature's name as customers know it: one line, 1–100 characters (the pattern holds the
+/// length: a container schema takes no `maxLength`).
+#[derive(ToSchema)]
+#[schema(value_type = String, pattern = r"^[^\x00-\x1f\x7f-\x9f]{1,100}$")]
+pub struct FeatureName(pub String);
 
 /// Autopilot: for each new event, the recommended email `delay_minutes` after its creation,
 /// and the next-ranked one `follow_up_days` after that if nothing was clicked; a
@@ -76,6 +116,9 @@ impl Default for ProjectSettings {
             reactivation_url: None,
             language: "en".to_owned(),
             autopilot: AutopilotSettings::default(),
+            coupon_code: None,
+            testimonials: Vec::new(),
+            features: Vec::new(),
         }
     }
 }
@@ -110,6 +153,17 @@ pub struct SettingsPatch {
     #[schema(pattern = r"^[A-Za-z0-9-]{2,16}$")]
     pub language: Option<String>,
     pub autopilot: Option<AutopilotPatch>,
+    /// A code made in the founder's billing system: printable ASCII, no spaces, at most 64
+    /// characters; empty (or null) clears it.
+    #[serde(default, with = "double_option")]
+    #[schema(value_type = Option<String>, max_length = 64, pattern = r"^[!-~]*$")]
+    pub coupon_code: Option<Option<String>>,
+    /// Replaces the list (at most 10; `[]` clears it).
+    #[schema(max_items = 10)]
+    pub testimonials: Option<Vec<Testimonial>>,
+    /// Replaces the list (at most 20 names; `[]` clears it).
+    #[schema(max_items = 20, value_type = Option<Vec<FeatureName>>)]
+    pub features: Option<Vec<String>>,
 }
 
 impl ProjectSettings {
@@ -236,8 +290,84 @@ impl ProjectSettings {
                 &mut a.holdout_percent,
             );
         }
+        if let Some(code) = patch.coupon_code {
+            let checked = match code {
+                Some(c) if c.chars().count() > MAX_COUPON_CODE => {
+                    Err(format!("must be at most {MAX_COUPON_CODE} characters"))
+                }
+                Some(c) if !c.chars().all(|ch| ch.is_ascii_graphic()) => {
+                    Err("must be printable ASCII without spaces".to_owned())
+                }
+                Some(c) => Ok(Some(c).filter(|c| !c.is_empty())),
+                None => Ok(None),
+            };
+            next.coupon_code = v
+                .check("settings.coupon_code", checked)
+                .unwrap_or(next.coupon_code);
+        }
+        if let Some(testimonials) = patch.testimonials {
+            if testimonials.len() > MAX_TESTIMONIALS {
+                v.add(
+                    "settings.testimonials",
+                    format!("must hold at most {MAX_TESTIMONIALS} testimonials"),
+                );
+            } else {
+                let before = v.error_count();
+                let checked: Vec<Testimonial> = testimonials
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(i, t)| {
+                        let field = |f: &str| format!("settings.testimonials[{i}].{f}");
+                        let quote = v.check(&field("quote"), line(&t.quote, MAX_QUOTE));
+                        let author = v.check(&field("author"), line(&t.author, MAX_AUTHOR));
+                        Some(Testimonial {
+                            quote: quote?,
+                            author: author?,
+                        })
+                    })
+                    .collect();
+                if v.error_count() == before {
+                    next.testimonials = checked;
+                }
+            }
+        }
+        if let Some(features) = patch.features {
+            if features.len() > MAX_FEATURES {
+                v.add(
+                    "settings.features",
+                    format!("must hold at most {MAX_FEATURES} names"),
+                );
+            } else {
+                let before = v.error_count();
+                let checked: Vec<String> = features
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, f)| {
+                        v.check(
+                            &format!("settings.features[{i}]"),
+                            line(f, MAX_FEATURE_NAME),
+                        )
+                    })
+                    .collect();
+                if v.error_count() == before {
+                    next.features = checked;
+                }
+            }
+        }
         v.finish()?;
         Ok(next)
+    }
+}
+
+/// A required line of text, trimmed: not blank, and as sent (the document's pattern and
+/// maxLength) no control character and at most `max` characters.
+fn line(raw: &str, max: usize) -> std::result::Result<String, String> {
+    if raw.chars().count() > max || raw.chars().any(char::is_control) {
+        return Err(format!("must be one line of at most {max} characters"));
+    }
+    match raw.trim() {
+        "" => Err("must not be empty".into()),
+        value => Ok(value.to_owned()),
     }
 }
 
@@ -332,6 +462,51 @@ mod tests {
             serde_json::json!({"autopilot": {"turbo": true}}),
         );
         assert!(unknown.is_err());
+    }
+
+    #[test]
+    fn email_material_is_checked_and_named_by_field() {
+        let patch = |v| serde_json::from_value::<SettingsPatch>(v).unwrap();
+        let next = ProjectSettings::default()
+            .apply(patch(serde_json::json!({
+                "coupon_code": "COMEBACK-20",
+                "testimonials": [{"quote": " Setup took an afternoon. ", "author": "Tom"}],
+                "features": [" Scheduled reports"],
+            })))
+            .unwrap();
+        assert_eq!(next.coupon_code.as_deref(), Some("COMEBACK-20"));
+        assert_eq!(next.testimonials[0].quote, "Setup took an afternoon.");
+        assert_eq!(next.features, ["Scheduled reports"]);
+        let cleared = next
+            .apply(patch(
+                serde_json::json!({"coupon_code": null, "features": []}),
+            ))
+            .unwrap();
+        assert_eq!(cleared.coupon_code, None);
+        assert!(cleared.features.is_empty() && cleared.testimonials.len() == 1);
+
+        let bad = patch(serde_json::json!({
+            "coupon_code": " PADDED",
+            "testimonials": [{"quote": "Fine.", "author": "A"}, {"quote": "\nFine.", "author": ""}],
+            "features": ["x".repeat(101)],
+        }));
+        let Err(Error::Validation { details, .. }) = next.apply(bad) else {
+            panic!("expected validation error");
+        };
+        let fields: Vec<_> = details.iter().map(|d| d.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "settings.coupon_code",
+                "settings.testimonials[1].quote",
+                "settings.testimonials[1].author",
+                "settings.features[0]"
+            ]
+        );
+        let too_many = patch(serde_json::json!({"features": vec!["a"; 21]}));
+        assert!(next.apply(too_many).is_err());
+        let long_code = patch(serde_json::json!({"coupon_code": "X".repeat(65)}));
+        assert!(next.apply(long_code).is_err());
     }
 
     #[test]

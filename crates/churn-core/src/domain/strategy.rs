@@ -48,6 +48,20 @@ impl ReasonCode {
             ReasonCode::Other => Strategy::FeedbackRequest,
         }
     }
+
+    /// The reason in an email's words ("it came down to the price"); none for `other`.
+    pub fn phrase(self) -> Option<&'static str> {
+        Some(match self {
+            ReasonCode::TooExpensive => "the price",
+            ReasonCode::MissingFeatures => "missing features",
+            ReasonCode::NotUsingEnough => "not using it enough",
+            ReasonCode::SwitchingCompetitor => "switching to another tool",
+            ReasonCode::TechnicalIssues => "technical problems",
+            ReasonCode::PoorSupport => "our support",
+            ReasonCode::DontNeedAnymore => "no longer needing it",
+            ReasonCode::Other => return None,
+        })
+    }
 }
 
 /// Phrases that point at each reason, strongest evidence first within a code.

@@ -1,6 +1,8 @@
 //! An OpenAI-compatible chat-completions generator. Each variant is one request through the
 //! operator client of [`crate::outbound`]; a failed, slow or malformed answer falls back to
-//! the template for that variant, so generation never fails because of the model.
+//! the template for that variant, so generation never fails because of the model. The prompt
+//! carries only the facts the project and the event gave; a draft naming a code, an amount, a
+//! feature or a person outside them is refused ([`promises::check_draft`]) and falls back too.
 //!
 //! At most [`MAX_CONCURRENT_CALLS`] requests run at once in a process, whatever the number of
 //! generations: the rest wait for a slot. Waiting counts against the variant's time limit, so
@@ -14,7 +16,7 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 
 use super::template::TemplateGenerator;
-use super::{Draft, EmailContext, GenerateError, Generator, GeneratorKind, html};
+use super::{Draft, EmailContext, GenerateError, Generator, GeneratorKind, html, promises};
 use crate::domain::strategy::Strategy;
 use crate::domain::variant::{MAX_BODY_CHARS, MAX_SUBJECT_CHARS};
 use crate::outbound::Http;
@@ -106,6 +108,8 @@ impl LlmGenerator {
         if text.contains("{{") || text.contains('<') {
             return Err(fail("body contains markup or placeholders"));
         }
+        promises::check_draft(ctx, strategy, subject, text)
+            .map_err(|why| GenerateError(format!("LLM draft {why}")))?;
         let (text, html) = html::with_call_to_action(text, &ctx.call_to_action(strategy));
         Ok(Draft {
             subject: subject.to_owned(),
@@ -145,27 +149,30 @@ const SYSTEM_PROMPT: &str = "You write short, warm, honest win-back emails for a
 Plain text only, no markdown, no HTML, no placeholders. Answer with a JSON object \
 {\"subject\": string, \"body\": string}. The subject is one line under 90 characters. The body \
 greets the customer by first name, has 3 to 6 short paragraphs, and ends with the sender's signature. \
-Write no URLs: a button to come back is added before the signature.";
+Write no URLs: a button to come back is added before the signature. Use only the facts given: \
+name no code, price, percentage, feature, customer or person that is not in them, quote only the \
+testimonials given, word for word, and sign as the founder given (else as the product's team). \
+When a fact the strategy needs is missing, write around it without inventing one. Mention the \
+customer's reason only if it is given, and never ask again for a reason already given. Start \
+every sentence with a capital letter.";
 
 fn prompt(ctx: &EmailContext, strategy: Strategy) -> String {
     let goal = match strategy {
         Strategy::ValueRecap => "remind them of the value they received",
-        Strategy::UnusedFeature => "point out useful features they have probably not tried",
+        Strategy::UnusedFeature => "point out the features given that they may not have tried",
         Strategy::DowngradeOffer => "offer a cheaper plan instead of cancelling",
         Strategy::PauseOption => "offer to pause the subscription instead of cancelling",
         Strategy::FounderEmail => "write a personal note from the founder asking what went wrong",
         Strategy::PainPointFix => {
             "acknowledge the problem that made them leave and offer to fix it"
         }
-        Strategy::SocialProof => "share why similar teams stay",
-        Strategy::FeedbackRequest => {
-            "ask for one sentence of feedback, with a thank-you discount code"
-        }
-        Strategy::Discount => "offer a time-limited discount",
+        Strategy::SocialProof => "share what other customers said (the testimonials given)",
+        Strategy::FeedbackRequest => "ask for one sentence of feedback",
+        Strategy::Discount => "offer the discount given, with its code when one is given",
     };
     let facts = serde_json::to_string_pretty(ctx).unwrap_or_default();
     format!(
-        "Strategy: {} — {goal}.\nFacts you may use (use the coupon code and numbers exactly as given):\n{facts}",
+        "Strategy: {} — {goal}.\nThe only facts you may use (codes, amounts and names exactly as given):\n{facts}",
         strategy.as_str()
     )
 }

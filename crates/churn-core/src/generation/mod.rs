@@ -7,6 +7,7 @@
 
 pub mod html;
 pub mod llm;
+pub mod promises;
 pub mod template;
 
 use std::time::Duration;
@@ -15,9 +16,11 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 
 use crate::domain::cta::CallToAction;
+use crate::domain::settings::Testimonial;
 use crate::domain::strategy::Strategy;
 
-/// Everything an email may mention, already formatted for reading.
+/// Everything an email may mention, already formatted for reading: the facts the project and
+/// the event gave, and nothing else (decisions §15).
 #[derive(Debug, Clone, Serialize)]
 pub struct EmailContext {
     pub first_name: String,
@@ -26,8 +29,11 @@ pub struct EmailContext {
     pub customer_email: String,
     pub product: String,
     pub plan: String,
+    /// The signature: "Ada Lovelace, founder of Acme", or "The Acme team" without a name.
     pub founder: String,
     pub founder_first: String,
+    /// `settings.founder_name`.
+    pub founder_name: Option<String>,
     pub support_email: String,
     pub product_url: Option<String>,
     /// Where the button leads: `settings.reactivation_url`, else `product_url`.
@@ -40,10 +46,18 @@ pub struct EmailContext {
     pub downgrade_price: Option<String>,
     pub discount_percent: i64,
     pub discount_months: i64,
-    pub coupon_code: String,
+    /// The discount's code: made at Stripe when the email is sent, else
+    /// `settings.coupon_code`; absent when there is neither.
+    pub coupon_code: Option<String>,
     pub pause_months: i64,
-    /// The customer's reason in words ("too expensive"), absent when unknown.
+    /// The event's reason code (`other` when unknown), which picks the reason's sentences.
+    pub reason_code: String,
+    /// The customer's reason in words ("the price"), absent for `other`.
     pub reason: Option<String>,
+    /// `settings.testimonials`: the only quotes an email may use.
+    pub testimonials: Vec<Testimonial>,
+    /// `settings.features`: the only feature names an email may use.
+    pub features: Vec<String>,
     pub payment_failed: bool,
     pub language: String,
 }
@@ -54,7 +68,7 @@ impl EmailContext {
         CallToAction::new(
             strategy,
             self.reactivation_url.as_deref(),
-            Some(&self.coupon_code),
+            self.coupon_code.as_deref(),
             &self.support_email,
             self.discount_percent,
         )

@@ -127,7 +127,11 @@ fn tidy(body: &str) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::domain::settings::Testimonial;
+    use crate::domain::strategy::ReasonCode;
+    use crate::generation::promises;
 
+    /// An event of a customer who left over the price, with every material given.
     pub(crate) fn context() -> EmailContext {
         EmailContext {
             first_name: "Dana".into(),
@@ -136,6 +140,7 @@ pub(crate) mod tests {
             plan: "the Growth plan".into(),
             founder: "Ada Lovelace, founder of Acme Analytics".into(),
             founder_first: "Ada".into(),
+            founder_name: Some("Ada Lovelace".into()),
             support_email: "support@acme.example".into(),
             product_url: Some("https://acme.example".into()),
             reactivation_url: Some("https://acme.example/welcome-back".into()),
@@ -145,11 +150,45 @@ pub(crate) mod tests {
             downgrade_price: Some("$24.50/month".into()),
             discount_percent: 20,
             discount_months: 3,
-            coupon_code: "WINBACK20-019A2B".into(),
+            coupon_code: Some("WINBACK20-019A2B".into()),
             pause_months: 3,
+            reason_code: "too_expensive".into(),
             reason: Some("the price".into()),
+            testimonials: vec![
+                Testimonial {
+                    quote: "We cut our weekly reporting from a day to an hour.".into(),
+                    author: "Priya Shah, Head of Operations at Lumen".into(),
+                },
+                Testimonial {
+                    quote: "Setup took one afternoon.".into(),
+                    author: "Tom, founder of Fieldnote".into(),
+                },
+            ],
+            features: vec!["Scheduled reports".into(), "Slack alerts".into()],
             payment_failed: false,
             language: "en".into(),
+        }
+    }
+
+    /// `context()` for another reason.
+    fn for_reason(ctx: &EmailContext, reason: ReasonCode) -> EmailContext {
+        EmailContext {
+            reason_code: reason.as_str().to_owned(),
+            reason: reason.phrase().map(str::to_owned),
+            ..ctx.clone()
+        }
+    }
+
+    /// The same event with no material at all: no code, testimonials, features or founder.
+    fn bare() -> EmailContext {
+        EmailContext {
+            founder: "The Acme Analytics team".into(),
+            founder_first: "the founder".into(),
+            founder_name: None,
+            coupon_code: None,
+            testimonials: Vec::new(),
+            features: Vec::new(),
+            ..context()
         }
     }
 
@@ -194,6 +233,192 @@ pub(crate) mod tests {
             );
             insta::assert_snapshot!(format!("email_{}", strategy.as_str()), shown);
         }
+    }
+
+    /// Every template for every reason code, with the material and without: one snapshot a
+    /// template, to read as the customer would.
+    #[test]
+    fn every_template_for_every_reason() {
+        let generator = TemplateGenerator::new();
+        for strategy in Strategy::ALL {
+            let mut shown = String::new();
+            for (material, base) in [("with material", context()), ("without material", bare())] {
+                for reason in ReasonCode::ALL {
+                    let draft = generator
+                        .render(&for_reason(&base, reason), strategy)
+                        .unwrap();
+                    shown.push_str(&format!(
+                        "==== {} ({material}) ====\nSubject: {}\n\n{}\n\n",
+                        reason.as_str(),
+                        draft.subject,
+                        draft.text
+                    ));
+                }
+            }
+            insta::assert_snapshot!(format!("reasons_{}", strategy.as_str()), shown);
+        }
+    }
+
+    /// Phrases that presume a reason: only an email for that reason may hold them.
+    const PRESUMES: [(ReasonCode, &[&str]); 7] = [
+        (
+            ReasonCode::TooExpensive,
+            &["the price", "costs more", "money is tight", "budget"],
+        ),
+        (
+            ReasonCode::MissingFeatures,
+            &["missing", "specific you needed"],
+        ),
+        (
+            ReasonCode::NotUsingEnough,
+            &[
+                "weren't using",
+                "much use",
+                "sitting unused",
+                "small part of",
+            ],
+        ),
+        (
+            ReasonCode::SwitchingCompetitor,
+            &["switching", "another tool", "comparing"],
+        ),
+        (
+            ReasonCode::TechnicalIssues,
+            &[
+                "ran into",
+                "didn't work",
+                "bug",
+                "trouble with",
+                "technical",
+            ],
+        ),
+        (
+            ReasonCode::PoorSupport,
+            &["our support", "better help", "answer it properly"],
+        ),
+        (
+            ReasonCode::DontNeedAnymore,
+            &["don't need", "no longer need", "now and then"],
+        ),
+    ];
+
+    /// Questions that ask why the customer left.
+    const ASKS_WHY: [&str; 4] = ["what made you", "why you", "why did you", "reason for"];
+
+    /// The sentences of a text: split at line and paragraph breaks and after `.`, `!`, `?`.
+    fn sentences(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let mut current = String::new();
+            let mut chars = line.chars().peekable();
+            while let Some(c) = chars.next() {
+                current.push(c);
+                if matches!(c, '.' | '!' | '?') && chars.peek() == Some(&' ') {
+                    out.push(std::mem::take(&mut current).trim().to_owned());
+                }
+            }
+            out.push(current.trim().to_owned());
+        }
+        out.retain(|s| !s.is_empty());
+        out
+    }
+
+    /// The mechanical rules of decisions §15, on every template × reason × material × payment
+    /// state, with lower-case names so that a sentence starting with one shows.
+    #[test]
+    fn every_email_keeps_the_rules() {
+        let generator = TemplateGenerator::new();
+        let lower = |ctx: EmailContext| EmailContext {
+            first_name: "dana".into(),
+            product: "acme".into(),
+            ..ctx
+        };
+        for (has_material, base) in [(true, lower(context())), (false, lower(bare()))] {
+            for payment_failed in [false, true] {
+                for reason in ReasonCode::ALL {
+                    let ctx = EmailContext {
+                        payment_failed,
+                        ..for_reason(&base, reason)
+                    };
+                    for strategy in Strategy::ALL {
+                        let draft = generator.render(&ctx, strategy).unwrap();
+                        let case = format!(
+                            "{strategy:?} for {reason:?} (material: {has_material}, payment failed: {payment_failed})"
+                        );
+                        let text = format!("{}\n{}", draft.subject, draft.text);
+                        let lowered = text.to_lowercase();
+                        for sentence in sentences(&text) {
+                            let first = sentence
+                                .trim_start_matches(['“', '"', '\'', '‘', '(', '—', '–', '-', ' '])
+                                .chars()
+                                .next();
+                            assert!(
+                                !first.is_some_and(char::is_lowercase),
+                                "{case}: a sentence starts in lower case: {sentence:?}"
+                            );
+                        }
+                        for (other, phrases) in PRESUMES.iter().filter(|(r, _)| *r != reason) {
+                            for phrase in *phrases {
+                                assert!(
+                                    !lowered.contains(phrase),
+                                    "{case}: {phrase:?} presumes {other:?}:\n{text}"
+                                );
+                            }
+                        }
+                        if strategy == Strategy::FeedbackRequest && reason != ReasonCode::Other {
+                            for ask in ASKS_WHY {
+                                assert!(!lowered.contains(ask), "{case}: asks again:\n{text}");
+                            }
+                        }
+                        let warned = !promises::warnings(&ctx, strategy).is_empty();
+                        assert_eq!(
+                            warned,
+                            !has_material && lacks_without_material(strategy),
+                            "{case}"
+                        );
+                        if !has_material {
+                            assert!(
+                                !lowered.contains("code") && !lowered.contains('“'),
+                                "{case}: names a code or quotes without material:\n{text}"
+                            );
+                            assert!(
+                                !text.lines().any(|l| l.starts_with("- ")),
+                                "{case}: lists features without material:\n{text}"
+                            );
+                        } else if strategy == Strategy::Discount {
+                            assert!(text.contains("WINBACK20-019A2B"), "{case}");
+                        } else if strategy == Strategy::SocialProof {
+                            assert!(
+                                text.contains(
+                                    "“Setup took one afternoon.”\n— Tom, founder of Fieldnote"
+                                ),
+                                "{case}"
+                            );
+                        } else if strategy == Strategy::UnusedFeature {
+                            assert!(
+                                text.contains("- Scheduled reports\n- Slack alerts"),
+                                "{case}"
+                            );
+                        } else {
+                            assert!(
+                                !lowered.contains("code"),
+                                "{case}: a code where none is offered"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn lacks_without_material(strategy: Strategy) -> bool {
+        matches!(
+            strategy,
+            Strategy::Discount
+                | Strategy::SocialProof
+                | Strategy::UnusedFeature
+                | Strategy::FounderEmail
+        )
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Provider A's API (Stripe conventions): `Authorization: Bearer <api_key>`, form-encoded
+//! Stripe's API: `Authorization: Bearer <api_key>`, form-encoded
 //! POST bodies ([`super::form`]) each with an `Idempotency-Key`, errors as
 //! `{"error": {type, code, decline_code, advice_code, message}}` with 402 for declines.
 //!
@@ -6,7 +6,9 @@
 //! and applies it ([`Stripe::create_coupon`], [`Stripe::apply_coupon`]) or pauses
 //! collection ([`Stripe::pause_collection`]) after checking whose subscription it is
 //! ([`Stripe::subscription_owner_email`]); webhooks without an email look the customer
-//! up ([`Stripe::customer`]).
+//! up ([`Stripe::customer`]); a discount email's code is made real as a one-customer
+//! promotion code of a new coupon ([`Stripe::create_coupon`],
+//! [`Stripe::create_promotion_code`]).
 
 use reqwest::Method;
 use secrecy::{ExposeSecret, SecretString};
@@ -60,6 +62,13 @@ pub struct Invoice {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Coupon {
     pub id: String,
+}
+
+/// A promotion code as the create call answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PromotionCode {
+    pub id: String,
+    pub code: String,
 }
 
 /// A subscription as the update call answers it.
@@ -165,6 +174,23 @@ impl Stripe {
             params["metadata"] = Value::Object(metadata);
         }
         self.post(&["v1", "coupons"], &params, idempotency_key)
+            .await
+    }
+
+    /// `POST /v1/promotion_codes` with `coupon`, `code`, `customer` when known and
+    /// `max_redemptions=1`: a code of `coupon` that one customer can redeem once.
+    pub async fn create_promotion_code(
+        &self,
+        coupon_id: &str,
+        code: &str,
+        customer_id: Option<&str>,
+        idempotency_key: &str,
+    ) -> Result<PromotionCode, CallError> {
+        let mut params = json!({"coupon": coupon_id, "code": code, "max_redemptions": 1});
+        if let Some(customer) = customer_id {
+            params["customer"] = json!(customer);
+        }
+        self.post(&["v1", "promotion_codes"], &params, idempotency_key)
             .await
     }
 

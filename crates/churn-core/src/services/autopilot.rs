@@ -3,7 +3,8 @@
 //! recommended one; `follow_up_days` after that send, if the event is still `email_sent` and
 //! nothing was clicked, a second job sends the next-ranked unsent variant, once. Every skip
 //! (recovered, lost, suppressed, quota, control group, …) is recorded on the event with its
-//! reason. Events in the control group are never emailed by autopilot.
+//! reason. Events in the control group are never emailed by autopilot, nor is a variant with
+//! `warnings`.
 //!
 //! A job run again after a crash finds its email claimed ([`JobRun::claim_email`]) and
 //! decides from what was handed over, not from the drafts left: the email it sent is not
@@ -122,9 +123,11 @@ impl Churn {
                     .await;
             }
         }
+        // A variant lacking its material (decisions §15) is the founder's to finish, never
+        // autopilot's to send.
         let next = drafts
             .iter()
-            .filter(|v| v.status == VariantStatus::Draft)
+            .filter(|v| v.status == VariantStatus::Draft && v.warnings.is_empty())
             .filter(|v| follow_up || v.recommended)
             .min_by_key(|v| v.rank);
         let Some(next) = next else {
@@ -140,7 +143,7 @@ impl Churn {
         }
         let sent = match self
             .sending()
-            .send_variant(&access, &event.id, &next.id)
+            .send_variant(&access, &event.id, &next.id, self.payments())
             .await
         {
             Ok(sent) => sent,

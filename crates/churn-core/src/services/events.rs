@@ -554,6 +554,7 @@ pub(super) fn variant_view(v: VariantRecord) -> Variant {
         rank: v.rank,
         rank_score: v.rank_score,
         rank_reasons: v.rank_reasons,
+        warnings: v.warnings,
         generator: v.generator,
         coupon_code: v.coupon_code,
         coupon_percent: v.coupon_percent,

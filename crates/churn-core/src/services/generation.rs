@@ -13,14 +13,16 @@ use super::access::ProjectAccess;
 use super::events::{event_not_found, variant_view};
 use crate::api::events::Generated;
 use crate::domain::lifecycle::{Action, EventStatus, transition};
+use crate::domain::provider::Provider;
 use crate::domain::ranking::{self, RankingInput};
 use crate::domain::role::Permission;
 use crate::domain::strategy::{ReasonCode, Strategy};
 use crate::error::{Error, Result};
-use crate::generation::EmailContext;
+use crate::generation::{EmailContext, promises};
 use crate::ids::new_id;
 use crate::store::events::{self, EventRecord};
 use crate::store::projects::ProjectRecord;
+use crate::store::providers;
 use crate::store::variants::{self, VariantRecord};
 
 const PAUSE_MONTHS: i64 = 3;
@@ -53,7 +55,19 @@ impl Generation {
             return Err(Error::Conflict("generation is already in progress".into()));
         }
 
-        let ctx = self.email_context(&access.project, &event);
+        // With Stripe connected, each discount email gets its own code, made there at send.
+        let stripe = providers::get(
+            self.core.store.reader(),
+            &access.project.id,
+            Provider::Stripe,
+        )
+        .await?
+        .is_some();
+        let ctx = self.email_context(&access.project, &event, stripe);
+        let warnings: Vec<Vec<String>> = Strategy::ALL
+            .iter()
+            .map(|s| promises::warnings(&ctx, *s))
+            .collect();
         let drafts = futures::future::join_all(
             Strategy::ALL
                 .iter()
@@ -72,10 +86,16 @@ impl Generation {
             payment_failed: event.event_type == "payment_failed",
             behaviour,
             outcomes,
+            lacking: Strategy::ALL
+                .iter()
+                .zip(&warnings)
+                .filter(|(_, w)| !w.is_empty())
+                .map(|(s, _)| *s)
+                .collect(),
         });
         let now = self.core.now();
         let mut records = Vec::with_capacity(Strategy::ALL.len());
-        for (strategy, draft) in Strategy::ALL.iter().zip(drafts) {
+        for ((strategy, draft), warnings) in Strategy::ALL.iter().zip(drafts).zip(warnings) {
             let draft = draft
                 .map_err(|e| Error::internal(format!("generating {}: {e}", strategy.as_str())))?;
             let rank = ranked
@@ -83,11 +103,7 @@ impl Generation {
                 .find(|r| r.strategy == *strategy)
                 .expect("every strategy is ranked");
             let (coupon_code, coupon_percent, offer) = match strategy {
-                Strategy::Discount => (
-                    Some(ctx.coupon_code.clone()),
-                    Some(ctx.discount_percent),
-                    None,
-                ),
+                Strategy::Discount => (ctx.coupon_code.clone(), Some(ctx.discount_percent), None),
                 Strategy::DowngradeOffer => (
                     None,
                     None,
@@ -116,6 +132,7 @@ impl Generation {
                 rank: i64::from(rank.rank),
                 rank_score: rank.score,
                 rank_reasons: rank.reasons.clone(),
+                warnings,
                 generator: draft.generator.as_str().to_owned(),
                 coupon_code,
                 coupon_percent,
@@ -160,11 +177,13 @@ impl Generation {
         })
     }
 
-    /// What the emails of this event may say, formatted for reading.
+    /// What the emails of this event may say, formatted for reading. `stripe`: the discount's
+    /// code is made at Stripe when sent, else it is the project's `coupon_code` (if any).
     pub(super) fn email_context(
         &self,
         project: &ProjectRecord,
         event: &EventRecord,
+        stripe: bool,
     ) -> EmailContext {
         let settings = &project.settings;
         let first_name = event
@@ -195,6 +214,7 @@ impl Generation {
                 .map_or_else(|| "your plan".to_owned(), |p| format!("the {p} plan")),
             founder,
             founder_first,
+            founder_name: settings.founder_name.clone(),
             support_email: project
                 .support_email
                 .clone()
@@ -210,9 +230,21 @@ impl Generation {
             downgrade_price: event.mrr.filter(|m| *m > 0).map(|m| money(m / 2)),
             discount_percent: discount,
             discount_months: settings.discount_months,
-            coupon_code: coupon_code(discount, &event.id),
+            coupon_code: if stripe {
+                Some(coupon_code(discount, &event.id))
+            } else {
+                settings.coupon_code.clone()
+            },
             pause_months: PAUSE_MONTHS,
-            reason: ReasonCode::parse(&event.reason_code).and_then(reason_phrase),
+            reason_code: ReasonCode::parse(&event.reason_code)
+                .unwrap_or(ReasonCode::Other)
+                .as_str()
+                .to_owned(),
+            reason: ReasonCode::parse(&event.reason_code)
+                .and_then(ReasonCode::phrase)
+                .map(str::to_owned),
+            testimonials: settings.testimonials.clone(),
+            features: settings.features.clone(),
             payment_failed: event.event_type == "payment_failed",
             language: settings.language.clone(),
         }
@@ -252,20 +284,6 @@ fn tenure_phrase(days: i64) -> String {
         d if d < 730 => plural(d / 30, "month"),
         d => plural(d / 365, "year"),
     }
-}
-
-fn reason_phrase(code: ReasonCode) -> Option<String> {
-    let phrase = match code {
-        ReasonCode::TooExpensive => "the price",
-        ReasonCode::MissingFeatures => "missing features",
-        ReasonCode::NotUsingEnough => "not using it enough",
-        ReasonCode::SwitchingCompetitor => "switching to another tool",
-        ReasonCode::TechnicalIssues => "technical problems",
-        ReasonCode::PoorSupport => "our support",
-        ReasonCode::DontNeedAnymore => "no longer needing it",
-        ReasonCode::Other => return None,
-    };
-    Some(phrase.to_owned())
 }
 
 #[cfg(test)]

@@ -7,13 +7,16 @@
 //! never recorded (the process died) is not sent again: at start-up the file outbox's `.eml`
 //! files settle it; otherwise an operator does (`churn variants stuck` / `settle`).
 
-use super::Sending;
 use super::access::ProjectAccess;
+use super::payments::Promotion;
 use super::sender::Sender;
+use super::{Payments, Sending};
 use crate::api::events::{EditVariant, EditedVariant, SentVariant};
 use crate::domain::cta::CallToAction;
 use crate::domain::lifecycle::{Action, EventStatus, transition};
 use crate::domain::role::Permission;
+use crate::domain::settings::ProjectSettings;
+use crate::domain::strategy::Strategy;
 use crate::domain::unsubscribe::SuppressionReason;
 use crate::domain::validation::one_line;
 use crate::domain::variant::{
@@ -24,6 +27,7 @@ use crate::email::{EmailTransport, OutgoingEmail, SendError, compose};
 use crate::error::{Error, Result};
 use crate::generation::html;
 use crate::jobs::Job;
+use crate::store::events::EventRecord;
 use crate::store::variants::{self, ClaimRow, VariantRecord};
 use crate::store::{Store, events, projects};
 use crate::time::Timestamp;
@@ -104,12 +108,14 @@ impl Sending {
     /// counted (429) before anything is claimed. The variant is claimed, with the message id
     /// and recipient, before the email leaves, so a second send of it — concurrent or later —
     /// is a conflict; delivery and its record then run in a task of their own, which finishes
-    /// even if the caller goes away (decisions §7, "A send survives its caller").
+    /// even if the caller goes away (decisions §7, "A send survives its caller"). A discount
+    /// code written for Stripe is created there first, through `payments` (§15).
     pub async fn send_variant(
         &self,
         access: &ProjectAccess,
         event_id: &str,
         variant_id: &str,
+        payments: &Payments,
     ) -> Result<SentVariant> {
         self.core.authorize_events(access, Permission::Write)?;
         let event = self.core.load_event(access, event_id).await?;
@@ -164,6 +170,7 @@ impl Sending {
             quota_day,
         };
 
+        let promotion = promotion(&access.project.settings, &variant, &event);
         let claim = Claim {
             project_id: access.project.id.clone(),
             variant_id: variant.id,
@@ -174,13 +181,39 @@ impl Sending {
         // Awaiting the task does not tie it to this future: when the caller is dropped
         // (client gone, timeout), the task still delivers and records.
         let this = self.clone();
+        let payments = payments.clone();
         self.deliveries
             .spawn(async move {
+                if let Some(promotion) = promotion
+                    && let Err(e) = payments.issue(&promotion).await
+                {
+                    // No code, no email: the draft and the quota are as they were.
+                    this.release(&claim, &taken, VariantAction::Release).await?;
+                    return Err(e);
+                }
                 this.deliver(transport.as_ref(), &email, &claim, &taken)
                     .await
             })
             .await
             .map_err(Error::internal)?
+    }
+
+    /// Ends a claim whose email did not leave: the quota is given back and the variant is a
+    /// draft again (`Release`) or bounced (`Bounce`).
+    async fn release(&self, claim: &Claim, taken: &Taken, action: VariantAction) -> Result<()> {
+        self.release_send(&taken.project_id, &taken.quota_day)
+            .await?;
+        let released = variant_transition(VariantStatus::Sending, action)
+            .map_err(|g| Error::internal(g.to_string()))?;
+        variants::release_claim(
+            self.core.store.writer(),
+            &claim.variant_id,
+            claim.message_id.as_deref(),
+            released,
+            self.core.now(),
+        )
+        .await?;
+        Ok(())
     }
 
     /// Hands the claimed email over and records the outcome. An email that did not leave
@@ -197,8 +230,6 @@ impl Sending {
     ) -> Result<SentVariant> {
         if let Err(e) = super::send_counted(&self.core, transport, "recovery", email).await {
             // The mail server accepted nothing: the send does not count.
-            self.release_send(&taken.project_id, &taken.quota_day)
-                .await?;
             if matches!(e, SendError::Rejected(_)) {
                 self.suppress(&taken.project_id, &email.to, SuppressionReason::Bounced)
                     .await?;
@@ -213,16 +244,7 @@ impl Sending {
                     "the email could not be handed to the email server",
                 ),
             };
-            let released = variant_transition(VariantStatus::Sending, action)
-                .map_err(|g| Error::internal(g.to_string()))?;
-            variants::release_claim(
-                self.core.store.writer(),
-                &claim.variant_id,
-                claim.message_id.as_deref(),
-                released,
-                self.core.now(),
-            )
-            .await?;
+            self.release(claim, taken, action).await?;
             return Err(Error::upstream(public, e));
         }
         let sent_at = self.core.now();
@@ -443,6 +465,26 @@ pub(super) async fn settle(
             .await
         }
     }
+}
+
+/// The code a discount variant must have made at Stripe before it is sent: its own code,
+/// unless that is the project's `coupon_code` (made by the founder, used as is).
+fn promotion(
+    settings: &ProjectSettings,
+    variant: &VariantRecord,
+    event: &EventRecord,
+) -> Option<Promotion> {
+    let code = variant.coupon_code.as_ref()?;
+    (variant.strategy == Strategy::Discount && settings.coupon_code.as_ref() != Some(code)).then(
+        || Promotion {
+            project_id: variant.project_id.clone(),
+            variant_id: variant.id.clone(),
+            code: code.clone(),
+            percent_off: variant.coupon_percent.unwrap_or(settings.discount_percent),
+            months: settings.discount_months,
+            customer_id: event.provider_customer_id.clone(),
+        },
+    )
 }
 
 fn looks_like_html(body: &str) -> bool {

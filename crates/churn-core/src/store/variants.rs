@@ -30,6 +30,8 @@ pub struct VariantRecord {
     pub rank: i64,
     pub rank_score: f64,
     pub rank_reasons: Vec<String>,
+    /// What it lacks to keep its promises; any keeps it from recommendation and autopilot.
+    pub warnings: Vec<String>,
     pub generator: String,
     pub coupon_code: Option<String>,
     pub coupon_percent: Option<i64>,
@@ -60,6 +62,7 @@ struct Row {
     rank: i64,
     rank_score: f64,
     rank_reasons: String,
+    warnings: String,
     generator: String,
     coupon_code: Option<String>,
     coupon_percent: Option<i64>,
@@ -85,6 +88,7 @@ impl TryFrom<Row> for VariantRecord {
             status: VariantStatus::parse(&r.status).ok_or_else(|| corrupt("status"))?,
             claimed_at: ts_opt(r.claimed_at.as_deref())?,
             rank_reasons: serde_json::from_str(&r.rank_reasons).map_err(Error::internal)?,
+            warnings: serde_json::from_str(&r.warnings).map_err(Error::internal)?,
             offer: r
                 .offer
                 .as_deref()
@@ -117,7 +121,7 @@ impl TryFrom<Row> for VariantRecord {
 }
 
 const COLUMNS: &str = "id, churn_event_id, project_id, strategy, subject, body, body_text, status, claimed_at, recommended, rank, \
-    rank_score, rank_reasons, generator, coupon_code, coupon_percent, offer, recipient, message_id, sent_at, \
+    rank_score, rank_reasons, warnings, generator, coupon_code, coupon_percent, offer, recipient, message_id, sent_at, \
     opened_at, clicked_at, open_count, click_count, created_at, updated_at";
 
 /// Replaces the event's drafts (an interrupted earlier generation) with `variants`.
@@ -134,8 +138,8 @@ pub async fn replace_drafts(
         sqlx::query(
             "INSERT INTO recovery_variants (id, churn_event_id, project_id, strategy, subject, body, body_text, \
              status, recommended, rank, rank_score, rank_reasons, generator, coupon_code, coupon_percent, offer, \
-             created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'draft', $8, $9, $10, $11, $12, $13, $14, $15, $16, $16)",
+             created_at, updated_at, warnings) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'draft', $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $17)",
         )
         .bind(&v.id)
         .bind(&v.churn_event_id)
@@ -153,6 +157,7 @@ pub async fn replace_drafts(
         .bind(v.coupon_percent)
         .bind(v.offer.as_ref().map(|o| o.to_string()))
         .bind(time::format(&v.created_at))
+        .bind(serde_json::to_string(&v.warnings).map_err(Error::internal)?)
         .execute(&mut **tx)
         .await?;
     }

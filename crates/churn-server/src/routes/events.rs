@@ -131,7 +131,10 @@ pub async fn send(
     Path((_, id, vid)): Path<(String, String, String)>,
 ) -> ApiResult<Json<Data<SentVariant>>> {
     Ok(Json(Data::new(
-        s.churn.sending().send_variant(&access, &id, &vid).await?,
+        s.churn
+            .sending()
+            .send_variant(&access, &id, &vid, s.churn.payments())
+            .await?,
     )))
 }
 

@@ -134,7 +134,7 @@ pub async fn send(
     match s
         .churn
         .sending()
-        .send_variant(&access, &id, &variant_id)
+        .send_variant(&access, &id, &variant_id, s.churn.payments())
         .await
     {
         Ok(sent) => Ok(Json(Data::new(sent))),

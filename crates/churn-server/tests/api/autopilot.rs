@@ -17,6 +17,7 @@ both_backends!(
     autopilot_records_every_skip,
     autopilot_stops_at_the_quota,
     a_click_makes_the_follow_up_unnecessary,
+    autopilot_never_sends_a_variant_with_warnings,
     uplift_compares_treatment_with_the_holdout
 );
 
@@ -127,6 +128,65 @@ async fn autopilot_sends_after_the_delay_and_follows_up_once(backend: Backend) {
     app.run_jobs().await;
     assert_eq!(mails_to(&app, "dana@example.com"), 2, "once");
     assert_eq!(mails_to(&app, "erin@example.com"), 0);
+}
+
+/// A variant lacking its material (decisions §15) is left for the founder: when only such
+/// variants remain, the follow-up is skipped.
+async fn autopilot_never_sends_a_variant_with_warnings(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let owner = acme_owner(&app).await;
+    configure(
+        &app,
+        &owner,
+        json!({"autopilot": {"enabled": true, "delay_minutes": 0, "follow_up_days": 1}}),
+    )
+    .await;
+    let id = create(&app, &owner, "dana@example.com").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.run_jobs().await;
+    let first = event(&app, &owner, &id).await;
+    assert_eq!(sent_strategies(&first), [(1, true)]);
+    let variants = first["variants"].as_array().unwrap();
+    // No code, testimonials, features or founder's name: four variants warn, ranked last.
+    let warned: Vec<i64> = variants
+        .iter()
+        .filter(|v| v["warnings"] != json!([]))
+        .map(|v| v["rank"].as_i64().unwrap())
+        .collect();
+    assert_eq!(warned.len(), 4);
+    assert!(warned.iter().all(|r| *r >= 6), "{warned:?}");
+    // The founder sends the other drafts by hand; only warned ones are left.
+    for v in variants
+        .iter()
+        .filter(|v| (2..=5).contains(&v["rank"].as_i64().unwrap()))
+    {
+        app.expect(
+            app.req(
+                Method::POST,
+                &format!(
+                    "/projects/acme/churn-events/{id}/variants/{}/send",
+                    v["id"].as_str().unwrap()
+                ),
+            )
+            .bearer_auth(&owner),
+            200,
+        )
+        .await;
+    }
+    advance(&app, 86_400).await;
+    app.run_jobs().await;
+    let after = event(&app, &owner, &id).await;
+    assert_eq!(
+        sent_strategies(&after).len(),
+        5,
+        "the follow-up sent nothing"
+    );
+    assert_eq!(
+        after["autopilot"],
+        json!({"status": "skipped", "reason": "nothing_left_to_send"})
+    );
 }
 
 async fn autopilot_records_every_skip(backend: Backend) {

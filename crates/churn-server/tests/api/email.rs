@@ -233,6 +233,8 @@ pub(crate) async fn start_llm() -> FakeLlm {
                     }
                     "social_proof" => "this is not JSON".to_owned(),
                     "founder_email" => json!({"subject": "", "body": "Hi Dana"}).to_string(),
+                    // Well-formed, but promising what the project never gave.
+                    "downgrade_offer" => json!({"subject": "Stay for less", "body": "Hi Dana,\n\nUse code SAVE50NOW for 50% off.\n\n“Best tool we ever used, hands down.”\n— Jane Doe, CTO at Initech\n\nThe Acme team"}).to_string(),
                     _ => json!({"subject": format!("LLM {strategy}"), "body": format!("Hi Dana,\n\nA note about {strategy}.\n\nThe Acme team")}).to_string(),
                 };
                 flight.fetch_sub(1, Ordering::SeqCst);
@@ -287,8 +289,14 @@ async fn llm_answers_are_used_and_failures_fall_back(backend: Backend) {
     assert_eq!(variants.len(), 9);
     for v in variants {
         let strategy = v["strategy"].as_str().unwrap();
-        let failing =
-            ["pause_option", "social_proof", "founder_email", "discount"].contains(&strategy);
+        let failing = [
+            "pause_option",
+            "social_proof",
+            "founder_email",
+            "discount",
+            "downgrade_offer",
+        ]
+        .contains(&strategy);
         let expected = if failing { "template" } else { "llm" };
         assert_eq!(v["generator"], expected, "{strategy}");
         if !failing {
@@ -300,11 +308,29 @@ async fn llm_answers_are_used_and_failures_fall_back(backend: Backend) {
         "the nine requests overlap"
     );
     assert_eq!(generated["data"]["status"], "variants_generated");
-    // The model is told what the email may say, never who the customer is.
+    // A draft naming a code, a percentage and a person the project never gave is refused:
+    // the template writes that email.
+    let downgrade = variants
+        .iter()
+        .find(|v| v["strategy"] == "downgrade_offer")
+        .unwrap();
+    let text = downgrade["body_text"].as_str().unwrap();
+    assert!(
+        !text.contains("SAVE50NOW") && !text.contains("Jane Doe") && !text.contains("50%"),
+        "{text}"
+    );
+    // The model is told what the email may say, never who the customer is; without material
+    // the facts hold no code, testimonial or feature to repeat.
     let prompts = llm.prompts.lock().unwrap();
     assert_eq!(prompts.len(), 9);
     for prompt in prompts.iter() {
         assert!(prompt.contains("Dana"), "{prompt}");
         assert!(!prompt.contains("dana@x.io"), "{prompt}");
+        assert!(
+            prompt.contains("\"coupon_code\": null")
+                && prompt.contains("\"testimonials\": []")
+                && prompt.contains("\"features\": []"),
+            "{prompt}"
+        );
     }
 }

@@ -111,7 +111,12 @@ async fn suppressions(app: &TestApp, token: &str) -> Value {
 
 async fn every_email_has_a_button_and_an_unsubscribe_link(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = owner(&app, json!({"reactivation_url": "https://acme.io/back"})).await;
+    // The founder's own code: the discount button carries it (decisions §15).
+    let token = owner(
+        &app,
+        json!({"reactivation_url": "https://acme.io/back", "coupon_code": "COMEBACK20"}),
+    )
+    .await;
     let (id, variants) = event(&app, &token, "dana@northwind.example").await;
     assert_eq!(variants.len(), 9);
     for variant in &variants {

@@ -24,6 +24,7 @@ mod logging;
 mod mailrules;
 mod operations;
 mod projects;
+mod promises;
 mod providers;
 mod restarts;
 mod risk;

@@ -8,6 +8,7 @@
 mod connections;
 mod dunning;
 pub(super) mod intake;
+mod promotions;
 mod webhooks;
 
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use crate::api::payments::WebhookAction;
 use crate::outbound::Outbound;
 
 pub use connections::Connection;
+pub(super) use promotions::Promotion;
 pub use webhooks::InboundHeaders;
 
 #[derive(Clone)]
