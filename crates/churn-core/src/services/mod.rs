@@ -52,6 +52,7 @@ mod identity;
 mod idp;
 mod ingest;
 mod payments;
+pub mod overview;
 pub mod projects;
 mod quota;
 mod risk;

@@ -20,6 +20,8 @@ mod unsubscribe;
 mod webhooks;
 mod widget;
 
+pub(crate) use pages::{escape, reason};
+
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -162,6 +164,7 @@ pub fn service(
 
     let router = router
         .merge(pages::router())
+        .merge(crate::dashboard::router(state.clone(), network.clone()))
         .merge(SwaggerUi::new("/docs").url("/api/v1/openapi.json", openapi))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
