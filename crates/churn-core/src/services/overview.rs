@@ -74,7 +74,8 @@ impl Core {
         if !PERIODS.contains(&days) {
             return Err(Error::invalid_field("period", "must be 7, 30 or 90"));
         }
-        let now = self.now();
+        // Periods end just after now, so that what happened this millisecond counts.
+        let now = self.now() + chrono::Duration::milliseconds(1);
         let span = chrono::Duration::days(days);
         let start = now - span;
         let (current, previous) = futures::try_join!(
