@@ -245,7 +245,9 @@ impl Core {
         if q.q.as_ref().is_some_and(|s| s.chars().count() > 254) {
             v.add("q", "must be at most 254 characters");
         }
-        filter.q = q.q.map(|s| s.trim().to_lowercase()).filter(|s| !s.is_empty());
+        filter.q =
+            q.q.map(|s| s.trim().to_lowercase())
+                .filter(|s| !s.is_empty());
         let sort = match q.sort.as_deref() {
             None => Some(SortColumn::CreatedAt),
             Some(s) => v.check(

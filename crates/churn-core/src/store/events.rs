@@ -545,7 +545,12 @@ fn where_clause(filter: &ListFilter) -> (String, Vec<String>) {
         sql.push_str(&format!(" AND e.event_type = ${}", params.len() + 1));
     }
     if let Some(q) = &filter.q {
-        let pattern = format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+        let pattern = format!(
+            "%{}%",
+            q.replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
         params.push(pattern);
         params.push(q.clone());
         sql.push_str(&format!(

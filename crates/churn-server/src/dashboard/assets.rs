@@ -38,7 +38,9 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         .iter()
         .map(|(name, content_type, bytes)| {
             let hash = hex(&Sha256::digest(bytes)[..6]);
-            let (stem, ext) = name.rsplit_once('.').expect("asset names have an extension");
+            let (stem, ext) = name
+                .rsplit_once('.')
+                .expect("asset names have an extension");
             Asset {
                 name,
                 hashed: format!("{stem}.{hash}.{ext}"),

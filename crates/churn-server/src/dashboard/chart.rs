@@ -69,9 +69,16 @@ pub fn monthly(title: &str, currency: &str, labels: &[String], series: &[Series]
     let every = n.div_ceil(8).max(1);
     for (i, label) in labels.iter().enumerate() {
         if i % every == 0 || i + 1 == n {
+            // The end labels align inwards, so they are not cut off at the edges.
+            let anchor = match i {
+                _ if n == 1 => "middle",
+                0 => "start",
+                i if i + 1 == n => "end",
+                _ => "middle",
+            };
             let _ = write!(
                 svg,
-                r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                r#"<text x="{:.1}" y="{}" text-anchor="{anchor}">{}</text>"#,
                 x(i),
                 HEIGHT - 12.0,
                 escape(label)
@@ -127,6 +134,14 @@ pub fn monthly(title: &str, currency: &str, labels: &[String], series: &[Series]
             s.class,
             join(&points)
         );
+        // Known months as dots, so a single month still shows.
+        for (px, py) in &points {
+            let _ = write!(
+                svg,
+                r#"<circle class="{}" cx="{px:.1}" cy="{py:.1}" r="3"/>"#,
+                s.class
+            );
+        }
     }
     svg.push_str("</svg>");
     svg
@@ -188,7 +203,6 @@ fn join(points: &[(f64, f64)]) -> String {
         .join(" ")
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,8 +235,12 @@ mod tests {
         let band = svg.split("band-churned\" points=\"").nth(1).unwrap();
         let band = band.split('"').next().unwrap();
         assert_eq!(band.split(' ').count(), 5);
-        // The axis tops out at a round number above the largest bound: $250.00.
-        assert!(svg.contains(">$250.00</text>"), "{svg}");
+        // The axis tops out at a round number above the largest bound ($230.00), in four
+        // round steps.
+        assert!(
+            svg.contains(">$400.00</text>") && svg.contains(">$100.00</text>"),
+            "{svg}"
+        );
         assert!(!svg.contains("NaN"));
     }
 
@@ -248,7 +266,10 @@ mod tests {
         // 0 sits on the baseline, the maximum on the top line, first and last month at the edges.
         let bottom = HEIGHT - BOTTOM;
         assert!(
-            svg.contains(&format!("points=\"{LEFT:.1},{bottom:.1} {:.1},{TOP:.1}\"", WIDTH - RIGHT)),
+            svg.contains(&format!(
+                "points=\"{LEFT:.1},{bottom:.1} {:.1},{TOP:.1}\"",
+                WIDTH - RIGHT
+            )),
             "{svg}"
         );
     }

@@ -52,11 +52,14 @@ impl IntoResponse for PageError {
             s if s.is_server_error() => "Something went wrong",
             _ => "That did not work",
         };
-        let mut response = super::layout::html(parts.status, ErrorPage {
+        let mut response = super::layout::html(
+            parts.status,
+            ErrorPage {
                 lone: super::layout::Lone::default(),
                 title,
                 message,
-            });
+            },
+        );
         response.extensions_mut().extend(parts.extensions);
         response
     }

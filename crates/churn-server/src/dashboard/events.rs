@@ -40,9 +40,7 @@ impl ListParams {
     fn query(&self, page: Option<i64>, per_page: i64) -> ListQuery {
         let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
         ListQuery {
-            page: page.or_else(|| {
-                given(&self.page).map(|p| p.trim().parse().unwrap_or(0))
-            }),
+            page: page.or_else(|| given(&self.page).map(|p| p.trim().parse().unwrap_or(0))),
             per_page: Some(per_page),
             status: given(&self.status),
             q: given(&self.q),
@@ -310,8 +308,10 @@ pub async fn page(
     Query(params): Query<EventParams>,
 ) -> Result<Response, PageError> {
     let core = s.churn.core();
-    let (event, projects) =
-        futures::try_join!(core.event(&access, &id), core.list_projects(&signed.user.id))?;
+    let (event, projects) = futures::try_join!(
+        core.event(&access, &id),
+        core.list_projects(&signed.user.id)
+    )?;
     let frame = Frame::new(&signed, &access, &projects, "events", None);
     let action = format!("{}/events/{}", frame.base(), event.id);
     let mut variants: Vec<&Variant> = event.variants.iter().flatten().collect();
@@ -367,8 +367,7 @@ pub async fn page(
             })
             .collect(),
         can_write,
-        can_generate: can_write
-            && matches!(status, EventStatus::New | EventStatus::Processing),
+        can_generate: can_write && matches!(status, EventStatus::New | EventStatus::Processing),
         can_recover: can_write && !status.is_terminal(),
         can_change_reason: can_write && !status.is_terminal(),
         notice,
@@ -393,7 +392,10 @@ fn timeline(e: &ChurnEvent) -> Vec<Moment> {
     )];
     let variants = e.variants.as_deref().unwrap_or_default();
     if let Some(first) = variants.iter().map(|v| v.created_at).min() {
-        moments.push((first, format!("{} emails drafted and ranked", variants.len())));
+        moments.push((
+            first,
+            format!("{} emails drafted and ranked", variants.len()),
+        ));
     }
     for v in variants {
         let strategy = v.strategy.as_str().replace('_', " ");
@@ -409,7 +411,11 @@ fn timeline(e: &ChurnEvent) -> Vec<Moment> {
         }
     }
     if let Some(at) = e.recovered_at {
-        let via = e.recovered_via.as_deref().unwrap_or("manual").replace('_', " ");
+        let via = e
+            .recovered_via
+            .as_deref()
+            .unwrap_or("manual")
+            .replace('_', " ");
         moments.push((at, format!("Recovered (via {via})")));
     }
     if let Some(at) = e.lost_at {

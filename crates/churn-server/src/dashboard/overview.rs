@@ -90,10 +90,8 @@ pub async fn page(
         Some(p) => p.parse().unwrap_or(0),
     };
     let core = s.churn.core();
-    let (checklist, projects) = futures::try_join!(
-        core.checklist(&access),
-        core.list_projects(&signed.user.id)
-    )?;
+    let (checklist, projects) =
+        futures::try_join!(core.checklist(&access), core.list_projects(&signed.user.id))?;
     if !checklist.has_data {
         let frame = Frame::new(&signed, &access, &projects, "overview", None);
         return checklist_page(&s, frame, &access, checklist).await;
@@ -242,7 +240,12 @@ fn tiles(now: &PeriodFigures, before: &PeriodFigures, currency: &str) -> Vec<Til
             label: "Recovered MRR",
             value: money(now.recovered_mrr_cents, currency),
             previous: money(before.recovered_mrr_cents, currency),
-            change: money_change(now.recovered_mrr_cents, before.recovered_mrr_cents, currency, true),
+            change: money_change(
+                now.recovered_mrr_cents,
+                before.recovered_mrr_cents,
+                currency,
+                true,
+            ),
         },
         Tile {
             label: "Recovery rate",
@@ -260,7 +263,12 @@ fn tiles(now: &PeriodFigures, before: &PeriodFigures, currency: &str) -> Vec<Til
             label: "MRR at risk",
             value: money(now.mrr_at_risk_cents, currency),
             previous: money(before.mrr_at_risk_cents, currency),
-            change: money_change(now.mrr_at_risk_cents, before.mrr_at_risk_cents, currency, false),
+            change: money_change(
+                now.mrr_at_risk_cents,
+                before.mrr_at_risk_cents,
+                currency,
+                false,
+            ),
         },
         Tile {
             label: "Dunning recovery rate",

@@ -131,7 +131,8 @@ pub async fn csrf(State(state): State<AppState>, req: Request, next: Next) -> Re
         });
     match presented {
         Some(presented) if state.churn.accounts().csrf_matches(&token, &presented) => {
-            next.run(Request::from_parts(parts, Body::from(bytes))).await
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
         }
         _ => refused(),
     }
@@ -139,8 +140,7 @@ pub async fn csrf(State(state): State<AppState>, req: Request, next: Next) -> Re
 
 fn refused() -> Response {
     PageError::Failed(churn_core::Error::Forbidden(
-        "the form has expired or did not come from this site; reload the page and try again"
-            .into(),
+        "the form has expired or did not come from this site; reload the page and try again".into(),
     ))
     .into_response()
 }

@@ -76,7 +76,16 @@ async fn sign_in(app: &TestApp, email: &str) -> Browser {
         .unwrap();
     assert_eq!(r.status(), 303);
     let (cookie, _) = session_cookie(&r);
-    let html = get(app, &Browser { cookie: cookie.clone(), csrf: String::new() }, "/app/p/acme", 200).await;
+    let html = get(
+        app,
+        &Browser {
+            cookie: cookie.clone(),
+            csrf: String::new(),
+        },
+        "/app/p/acme",
+        200,
+    )
+    .await;
     Browser {
         csrf: csrf_of(&html),
         cookie,
@@ -167,9 +176,15 @@ async fn root_redirects_and_assets_are_hashed_and_cached(backend: Backend) {
         header(r.headers(), "cache-control"),
         "public, max-age=31536000, immutable"
     );
-    assert_eq!(header(r.headers(), "content-type"), "text/css; charset=utf-8");
+    assert_eq!(
+        header(r.headers(), "content-type"),
+        "text/css; charset=utf-8"
+    );
     assert!(r.text().await.unwrap().contains("--accent"));
-    for stale in ["/app/assets/dashboard.css", "/app/assets/dashboard.000000000000.css"] {
+    for stale in [
+        "/app/assets/dashboard.css",
+        "/app/assets/dashboard.000000000000.css",
+    ] {
         let r = app.client.get(page(&app, stale)).send().await.unwrap();
         assert_eq!(r.status(), 404, "{stale}");
     }
@@ -196,7 +211,10 @@ async fn pages_carry_the_security_headers(backend: Backend) {
         let csp = header(h, "content-security-policy");
         assert!(csp.contains("default-src 'self'"), "{path}: {csp}");
         assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
-        assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{path}: {csp}");
+        assert!(
+            csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+            "{path}: {csp}"
+        );
         assert_eq!(header(h, "x-frame-options"), "DENY", "{path}");
         assert_eq!(header(h, "x-content-type-options"), "nosniff", "{path}");
         assert_eq!(header(h, "cache-control"), "no-store", "{path}");
@@ -205,7 +223,10 @@ async fn pages_carry_the_security_headers(backend: Backend) {
         assert!(header(h, "content-type").starts_with("text/html"), "{path}");
         let html = r.text().await.unwrap();
         // No inline script or handler: every script is a file of ours.
-        assert!(!html.contains("<script>") && !html.contains(" onclick="), "{path}");
+        assert!(
+            !html.contains("<script>") && !html.contains(" onclick="),
+            "{path}"
+        );
     }
 }
 
@@ -221,7 +242,13 @@ async fn sign_in_sets_a_strict_cookie_that_the_api_ignores(backend: Backend) {
         .unwrap();
     assert_eq!(wrong.status(), 401);
     assert!(wrong.headers().get(SET_COOKIE).is_none());
-    assert!(wrong.text().await.unwrap().contains("Invalid email or password."));
+    assert!(
+        wrong
+            .text()
+            .await
+            .unwrap()
+            .contains("Invalid email or password.")
+    );
 
     let r = app
         .client
@@ -236,7 +263,10 @@ async fn sign_in_sets_a_strict_cookie_that_the_api_ignores(backend: Backend) {
         assert!(set.contains(flag), "{set}");
     }
     assert!(!set.contains("Secure"), "plain HTTP on loopback: {set}");
-    let browser = Browser { cookie: cookie.clone(), csrf: String::new() };
+    let browser = Browser {
+        cookie: cookie.clone(),
+        csrf: String::new(),
+    };
     let r = app
         .client
         .get(page(&app, "/app"))
@@ -249,8 +279,13 @@ async fn sign_in_sets_a_strict_cookie_that_the_api_ignores(backend: Backend) {
     assert!(html.contains("owner@acme.io"));
     // The cookie's token is a session token, but the API reads only Authorization.
     let token = cookie.trim_start_matches("churn_session=");
-    app.expect(app.req(Method::GET, "/auth/me").bearer_auth(token), 200).await;
-    app.expect(app.req(Method::GET, "/auth/me").header("cookie", &cookie), 401).await;
+    app.expect(app.req(Method::GET, "/auth/me").bearer_auth(token), 200)
+        .await;
+    app.expect(
+        app.req(Method::GET, "/auth/me").header("cookie", &cookie),
+        401,
+    )
+    .await;
 }
 
 async fn sessions_expire_and_sign_out_everywhere_revokes_them(backend: Backend) {
@@ -261,12 +296,18 @@ async fn sessions_expire_and_sign_out_everywhere_revokes_them(backend: Backend) 
 
     // A session lasts 7 days of service time, as the API's.
     app.expect(
-        app.req(Method::POST, "/dev/clock").json(&json!({"advance_seconds": 7 * 86_400 - 60})),
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"advance_seconds": 7 * 86_400 - 60})),
         200,
     )
     .await;
     get(&app, &first, "/app/p/acme", 200).await;
-    app.expect(app.req(Method::POST, "/dev/clock").json(&json!({"advance_seconds": 120})), 200).await;
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"advance_seconds": 120})),
+        200,
+    )
+    .await;
     let r = app
         .client
         .get(page(&app, "/app/p/acme"))
@@ -301,7 +342,11 @@ async fn sessions_expire_and_sign_out_everywhere_revokes_them(backend: Backend) 
         .await
         .unwrap();
     assert_eq!((r.status().as_u16(), location(&r)), (303, "/app/sign-in"));
-    app.expect(app.req(Method::GET, "/auth/me").bearer_auth(&api_token), 401).await;
+    app.expect(
+        app.req(Method::GET, "/auth/me").bearer_auth(&api_token),
+        401,
+    )
+    .await;
 }
 
 async fn the_cookie_is_secure_behind_an_https_proxy(backend: Backend) {
@@ -336,13 +381,17 @@ async fn writes_need_the_csrf_token_and_change_nothing_without_it(backend: Backe
     let path = format!("/app/p/acme/events/{id}/recovered");
     // Another session's token (another user: two sign-ins of one user in the same second
     // are the same token).
-    app.create_project(&app.register("eve2@acme.io").await.token, "Acme").await;
+    app.create_project(&app.register("eve2@acme.io").await.token, "Acme")
+        .await;
     let other = sign_in(&app, "eve2@acme.io").await;
     for csrf in ["", "00", other.csrf.as_str(), &browser.csrf[..32]] {
         let (status, _) = post(&app, &browser, &path, &[], Some(csrf)).await;
         assert_eq!(status, 403, "token {csrf:?}");
     }
-    assert_eq!(event_json(&app, &token, &id).await["status"], "variants_generated");
+    assert_eq!(
+        event_json(&app, &token, &id).await["status"],
+        "variants_generated"
+    );
     // Sign-out is a write too.
     let (status, _) = post(&app, &browser, "/app/sign-out", &[], Some("")).await;
     assert_eq!(status, 403);
@@ -369,15 +418,27 @@ async fn a_viewer_sees_no_write_controls_and_is_refused_every_write(backend: Bac
     let viewer = sign_in(&app, "viewer@acme.io").await;
     let html = get(&app, &viewer, &format!("/app/p/acme/events/{id}"), 200).await;
     assert!(html.contains("viewer"), "the role badge");
-    for control in ["Mark recovered", "Change the reason", "Save the draft", "Send to", "Draft the nine"] {
+    for control in [
+        "Mark recovered",
+        "Change the reason",
+        "Save the draft",
+        "Send to",
+        "Draft the nine",
+    ] {
         assert!(!html.contains(control), "a viewer sees no {control:?}");
     }
     let base = format!("/app/p/acme/events/{id}");
     for (path, form) in [
         (format!("{base}/recovered"), vec![]),
-        (format!("{base}/reason"), vec![("cancel_reason", "too_expensive")]),
+        (
+            format!("{base}/reason"),
+            vec![("cancel_reason", "too_expensive")],
+        ),
         (format!("{base}/generate"), vec![]),
-        (format!("{base}/variants/{vid}"), vec![("subject", "Hi"), ("body", "Hello")]),
+        (
+            format!("{base}/variants/{vid}"),
+            vec![("subject", "Hi"), ("body", "Hello")],
+        ),
         (format!("{base}/variants/{vid}/send"), vec![]),
     ] {
         let (status, _) = post(&app, &viewer, &path, &form, None).await;
@@ -385,7 +446,13 @@ async fn a_viewer_sees_no_write_controls_and_is_refused_every_write(backend: Bac
     }
     let event = event_json(&app, &token, &id).await;
     assert_eq!(event["status"], "variants_generated");
-    assert!(event["variants"].as_array().unwrap().iter().all(|v| v["status"] == "draft" && v["subject"] != "Hi"));
+    assert!(
+        event["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v["status"] == "draft" && v["subject"] != "Hi")
+    );
     assert!(app.outbox().iter().all(|m| !m.contains("dana@example.com")));
 }
 
@@ -398,25 +465,49 @@ async fn another_tenants_event_is_not_found_as_in_the_api(backend: Backend) {
     let mallory = sign_in(&app, "mallory@evil.io").await;
     // Mallory's own "acme" is another project: acme's event is not in it.
     app.expect(
-        app.req(Method::GET, &format!("/projects/acme/churn-events/{id}")).bearer_auth(&other.token),
+        app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
+            .bearer_auth(&other.token),
         404,
     )
     .await;
     get(&app, &mallory, &format!("/app/p/acme/events/{id}"), 404).await;
-    get(&app, &mallory, &format!("/app/p/acme/events/{id}/variants/{vid}/preview"), 404).await;
-    let (status, _) = post(&app, &mallory, &format!("/app/p/acme/events/{id}/recovered"), &[], None).await;
+    get(
+        &app,
+        &mallory,
+        &format!("/app/p/acme/events/{id}/variants/{vid}/preview"),
+        404,
+    )
+    .await;
+    let (status, _) = post(
+        &app,
+        &mallory,
+        &format!("/app/p/acme/events/{id}/recovered"),
+        &[],
+        None,
+    )
+    .await;
     assert_eq!(status, 404);
     // Someone else's project is not found at all.
-    let project = event_json(&app, &token, &id).await["project_id"].as_str().unwrap().to_owned();
+    let project = event_json(&app, &token, &id).await["project_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     get(&app, &mallory, &format!("/app/p/{project}"), 404).await;
-    assert_eq!(event_json(&app, &token, &id).await["status"], "variants_generated");
+    assert_eq!(
+        event_json(&app, &token, &id).await["status"],
+        "variants_generated"
+    );
 }
 
 async fn csv_export_quotes_cells_and_keeps_formulas_text(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
     for (email, name, reason) in [
-        ("dana@example.com", "Doe, \"Jr\"", "=HYPERLINK(\"http://evil\")"),
+        (
+            "dana@example.com",
+            "Doe, \"Jr\"",
+            "=HYPERLINK(\"http://evil\")",
+        ),
         ("eve@example.com", "@eve", "+1 too pricey\nreally"),
     ] {
         app.expect(
@@ -437,7 +528,10 @@ async fn csv_export_quotes_cells_and_keeps_formulas_text(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    assert_eq!(header(r.headers(), "content-type"), "text/csv; charset=utf-8");
+    assert_eq!(
+        header(r.headers(), "content-type"),
+        "text/csv; charset=utf-8"
+    );
     assert!(header(r.headers(), "content-disposition").contains("acme-churn-events.csv"));
     let csv = r.text().await.unwrap();
     let mut lines = csv.split("\r\n");
@@ -446,15 +540,37 @@ async fn csv_export_quotes_cells_and_keeps_formulas_text(backend: Backend) {
         "id,created_at,customer_email,customer_name,event_type,status,reason_code,cancel_reason,mrr_cents,currency,plan_name,recovered_at,lost_at"
     );
     let row = lines.next().unwrap();
-    assert!(row.contains(",dana@example.com,\"Doe, \"\"Jr\"\"\",cancellation,new,"), "{row}");
-    assert!(row.contains(",\"'=HYPERLINK(\"\"http://evil\"\")\",4900,usd,'-pro,,"), "{row}");
-    assert!(!csv.contains("eve@example.com"), "the search selects one customer");
+    assert!(
+        row.contains(",dana@example.com,\"Doe, \"\"Jr\"\"\",cancellation,new,"),
+        "{row}"
+    );
+    assert!(
+        row.contains(",\"'=HYPERLINK(\"\"http://evil\"\")\",4900,usd,'-pro,,"),
+        "{row}"
+    );
+    assert!(
+        !csv.contains("eve@example.com"),
+        "the search selects one customer"
+    );
     assert_eq!(lines.next(), Some(""), "one row and the final line end");
 
     let all = get(&app, &browser, "/app/p/acme/events?format=csv", 200).await;
-    assert!(all.contains(",'@eve,") && all.contains(",\"'+1 too pricey\nreally\","), "{all}");
-    assert_eq!(all.matches("\r\n").count(), 3, "a newline inside a quoted cell is not a row");
-    let none = get(&app, &browser, "/app/p/acme/events?format=csv&status=recovered", 200).await;
+    assert!(
+        all.contains(",'@eve,") && all.contains(",\"'+1 too pricey\nreally\","),
+        "{all}"
+    );
+    assert_eq!(
+        all.matches("\r\n").count(),
+        3,
+        "a newline inside a quoted cell is not a row"
+    );
+    let none = get(
+        &app,
+        &browser,
+        "/app/p/acme/events?format=csv&status=recovered",
+        200,
+    )
+    .await;
     assert_eq!(none.matches("\r\n").count(), 1);
     // The same filters as the API: a bad status is a 400 page.
     get(&app, &browser, "/app/p/acme/events?status=bogus", 400).await;
@@ -478,31 +594,67 @@ async fn a_draft_is_edited_and_sent_from_the_event_page(backend: Backend) {
         .unwrap();
     assert_eq!(preview.status(), 200);
     let csp = header(preview.headers(), "content-security-policy").to_owned();
-    assert!(csp.contains("sandbox") && csp.contains("frame-ancestors 'self'"), "{csp}");
+    assert!(
+        csp.contains("sandbox") && csp.contains("frame-ancestors 'self'"),
+        "{csp}"
+    );
 
     let (status, to) = post(
         &app,
         &browser,
         &format!("{base}/variants/{vid}"),
-        &[("subject", "A note from the dashboard"), ("body", "<p>Come back, Dana.</p>")],
+        &[
+            ("subject", "A note from the dashboard"),
+            ("body", "<p>Come back, Dana.</p>"),
+        ],
         None,
     )
     .await;
-    assert_eq!((status, to.as_str()), (303, format!("{base}?done=edited").as_str()));
+    assert_eq!(
+        (status, to.as_str()),
+        (303, format!("{base}?done=edited").as_str())
+    );
     let html = get(&app, &browser, &format!("{base}?done=edited"), 200).await;
     assert!(html.contains("The draft is saved.") && html.contains("A note from the dashboard"));
-    let (status, _) = post(&app, &browser, &format!("{base}/variants/{vid}/send"), &[], None).await;
+    let (status, _) = post(
+        &app,
+        &browser,
+        &format!("{base}/variants/{vid}/send"),
+        &[],
+        None,
+    )
+    .await;
     assert_eq!(status, 303);
     let event = event_json(&app, &token, &id).await;
     assert_eq!(event["status"], "email_sent");
-    let sent = event["variants"].as_array().unwrap().iter().find(|v| v["id"] == vid).unwrap().clone();
+    let sent = event["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == vid)
+        .unwrap()
+        .clone();
     assert_eq!(sent["status"], "sent");
-    assert!(app.outbox().iter().any(|m| m.contains("A note from the dashboard")));
+    assert!(
+        app.outbox()
+            .iter()
+            .any(|m| m.contains("A note from the dashboard"))
+    );
     // Sent twice: the service's 409, as a page.
-    let (status, _) = post(&app, &browser, &format!("{base}/variants/{vid}/send"), &[], None).await;
+    let (status, _) = post(
+        &app,
+        &browser,
+        &format!("{base}/variants/{vid}/send"),
+        &[],
+        None,
+    )
+    .await;
     assert_eq!(status, 409);
     let html = get(&app, &browser, &base, 200).await;
-    assert!(html.contains("Sent “A note from the dashboard”"), "the timeline shows the send");
+    assert!(
+        html.contains("Sent “A note from the dashboard”"),
+        "the timeline shows the send"
+    );
 }
 
 async fn an_empty_project_shows_the_checklist_then_the_overview(backend: Backend) {
@@ -512,23 +664,39 @@ async fn an_empty_project_shows_the_checklist_then_the_overview(backend: Backend
     let html = get(&app, &browser, "/app/p/acme", 200).await;
     assert!(html.contains("Set up Acme"));
     let public_key = app
-        .expect(app.req(Method::GET, "/projects/acme").bearer_auth(&token), 200)
+        .expect(
+            app.req(Method::GET, "/projects/acme").bearer_auth(&token),
+            200,
+        )
         .await["data"]["public_key"]
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(html.contains(&public_key), "the snippets hold the project's public key");
+    assert!(
+        html.contains(&public_key),
+        "the snippets hold the project's public key"
+    );
     assert!(html.contains("X-API-Key") && html.contains("customerHash"));
     assert_eq!(html.matches("(to do)").count(), 5);
 
     let (id, _) = event_with_variants(&app, &token, "dana@example.com").await;
     app.expect(
-        app.req(Method::POST, &format!("/projects/acme/churn-events/{id}/recovered")).bearer_auth(&token),
+        app.req(
+            Method::POST,
+            &format!("/projects/acme/churn-events/{id}/recovered"),
+        )
+        .bearer_auth(&token),
         200,
     )
     .await;
     let html = get(&app, &browser, "/app/p/acme?period=7", 200).await;
-    for part in ["Recovered MRR", "Recovery rate", "Open churn events", "MRR at risk", "Dunning recovery rate"] {
+    for part in [
+        "Recovered MRR",
+        "Recovery rate",
+        "Open churn events",
+        "MRR at risk",
+        "Dunning recovery rate",
+    ] {
         assert!(html.contains(part), "{part}");
     }
     assert!(html.contains("<svg class=\"chart\""));
@@ -542,20 +710,38 @@ async fn registration_opens_the_new_project(backend: Backend) {
     let r = app
         .client
         .post(page(&app, "/app/register"))
-        .form(&[("name", "Ada"), ("email", "ada@example.com"), ("password", "correct horse"), ("project_name", "Ada's App")])
+        .form(&[
+            ("name", "Ada"),
+            ("email", "ada@example.com"),
+            ("password", "correct horse"),
+            ("project_name", "Ada's App"),
+        ])
         .send()
         .await
         .unwrap();
-    assert_eq!((r.status().as_u16(), location(&r)), (303, "/app/p/ada-s-app"));
+    assert_eq!(
+        (r.status().as_u16(), location(&r)),
+        (303, "/app/p/ada-s-app")
+    );
     let (cookie, _) = session_cookie(&r);
-    let browser = Browser { cookie, csrf: String::new() };
+    let browser = Browser {
+        cookie,
+        csrf: String::new(),
+    };
     let html = get(&app, &browser, "/app/p/ada-s-app", 200).await;
-    assert!(html.contains("Set up Ada&#39;s App") || html.contains("Set up Ada&#x27;s App"), "{html}");
+    assert!(
+        html.contains("Set up Ada&#39;s App") || html.contains("Set up Ada&#x27;s App"),
+        "{html}"
+    );
     // A second registration of the address is the service's 409, shown on the form.
     let r = app
         .client
         .post(page(&app, "/app/register"))
-        .form(&[("name", "Ada"), ("email", "ada@example.com"), ("password", "correct horse")])
+        .form(&[
+            ("name", "Ada"),
+            ("email", "ada@example.com"),
+            ("password", "correct horse"),
+        ])
         .send()
         .await
         .unwrap();
