@@ -68,7 +68,7 @@ pub fn monthly(title: &str, currency: &str, labels: &[String], series: &[Series]
     // At most about eight month labels, always the first and the last.
     let every = n.div_ceil(8).max(1);
     for (i, label) in labels.iter().enumerate() {
-        if i % every == 0 || i + 1 == n {
+        if i.is_multiple_of(every) || i + 1 == n {
             // The end labels align inwards, so they are not cut off at the edges.
             let anchor = match i {
                 _ if n == 1 => "middle",
@@ -219,8 +219,8 @@ mod tests {
             &months(5),
             &[Series {
                 class: "churned",
-                history: vec![100_00, 200_00, 150_00],
-                forecast: vec![(160_00, 120_00, 200_00), (170_00, 110_00, 230_00)],
+                history: vec![10_000, 20_000, 15_000],
+                forecast: vec![(16_000, 12_000, 20_000), (17_000, 11_000, 23_000)],
             }],
         );
         assert!(svg.starts_with("<svg"), "{svg}");
