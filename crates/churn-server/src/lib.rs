@@ -3,6 +3,7 @@
 
 mod app;
 mod connection;
+mod dashboard;
 mod error;
 mod extract;
 mod metrics;

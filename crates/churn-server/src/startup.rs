@@ -7,7 +7,7 @@ use churn_core::config::{Config, Registration};
 /// served because every one would need HTTPS.
 pub fn announce(config: &Config) {
     let public = config.public_url();
-    tracing::info!(url = %format!("{public}{}", crate::routes::DASHBOARD_PATH), "dashboard");
+    tracing::info!(url = %format!("{public}{}", crate::dashboard::PATH), "dashboard");
     tracing::info!(url = %format!("{public}/docs"), "API reference");
     tracing::info!(url = %config.database_url.redacted(), "database");
     tracing::info!(folder = %config.data_dir.display(), "data folder");

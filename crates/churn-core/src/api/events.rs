@@ -352,6 +352,9 @@ pub struct ListQuery {
     /// Default desc.
     #[param(value_type = Option<SortOrder>, inline)]
     pub order: Option<String>,
+    /// A part of the customer's email, or an event id.
+    #[param(max_length = 254)]
+    pub q: Option<String>,
 }
 
 /// Query of the unscoped list.

@@ -150,6 +150,16 @@ impl Accounts {
             .ok_or_else(invalid_session)
     }
 
+    /// The dashboard's CSRF token for a session token (decisions §17).
+    pub fn csrf_token(&self, session_token: &str) -> String {
+        self.tokens.csrf(session_token)
+    }
+
+    /// Whether `presented` is the CSRF token of this session token.
+    pub fn csrf_matches(&self, session_token: &str, presented: &str) -> bool {
+        self.tokens.csrf_matches(session_token, presented)
+    }
+
     pub fn me(&self, user: &UserRecord) -> Me {
         Me {
             id: user.id.clone(),

@@ -375,6 +375,7 @@ impl Admin {
         let filter = ListFilter {
             status,
             event_type: None,
+            q: None,
         };
         let db = self.store.reader();
         let total = events::count(db, project_id, &filter).await?;

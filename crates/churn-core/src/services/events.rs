@@ -242,7 +242,13 @@ impl Core {
         if !(1..=MAX_PER_PAGE).contains(&per_page) {
             v.add("per_page", format!("must be between 1 and {MAX_PER_PAGE}"));
         }
-        let filter = self.list_filter(&mut v, q.status.as_deref(), q.event_type.as_deref());
+        let mut filter = self.list_filter(&mut v, q.status.as_deref(), q.event_type.as_deref());
+        if q.q.as_ref().is_some_and(|s| s.chars().count() > 254) {
+            v.add("q", "must be at most 254 characters");
+        }
+        filter.q =
+            q.q.map(|s| s.trim().to_lowercase())
+                .filter(|s| !s.is_empty());
         let sort = match q.sort.as_deref() {
             None => Some(SortColumn::CreatedAt),
             Some(s) => v.check(
@@ -350,6 +356,7 @@ impl Core {
                         .ok_or("must be cancellation or payment_failed"),
                 )
             }),
+            q: None,
         }
     }
 

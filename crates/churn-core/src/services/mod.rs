@@ -51,6 +51,7 @@ mod group;
 mod identity;
 mod idp;
 mod ingest;
+pub mod overview;
 mod payments;
 pub mod projects;
 mod quota;

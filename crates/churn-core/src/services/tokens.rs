@@ -32,6 +32,8 @@ pub(super) struct TokenKeys {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
+    /// Keys the dashboard's CSRF tokens; derived from the signing secret, never the secret.
+    csrf_key: Vec<u8>,
 }
 
 impl TokenKeys {
@@ -44,7 +46,26 @@ impl TokenKeys {
             encoding: EncodingKey::from_secret(secret),
             decoding: DecodingKey::from_secret(secret),
             validation,
+            csrf_key: hmac_sha256(secret, b"churn dashboard csrf key").to_vec(),
         }
+    }
+
+    /// The CSRF token of a session: an HMAC of the whole session token, so it needs no
+    /// storage, differs for every session and dies with it (expiry, `ver` revocation).
+    pub(super) fn csrf(&self, session_token: &str) -> String {
+        hex::encode(hmac_sha256(&self.csrf_key, session_token.as_bytes()))
+    }
+
+    /// Whether `presented` is the session's CSRF token (length-checked, constant time).
+    pub(super) fn csrf_matches(&self, session_token: &str, presented: &str) -> bool {
+        use hmac::Mac;
+        let Ok(presented) = hex::decode(presented.trim()) else {
+            return false;
+        };
+        let mut mac = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(&self.csrf_key)
+            .expect("HMAC takes any key length");
+        mac.update(session_token.as_bytes());
+        mac.verify_slice(&presented).is_ok()
     }
 
     pub(super) fn issue(&self, user_id: &str, version: i64, now: Timestamp) -> Result<String> {
@@ -71,6 +92,14 @@ impl TokenKeys {
             version: data.claims.ver,
         })
     }
+}
+
+fn hmac_sha256(key: &[u8], data: &[u8]) -> [u8; 32] {
+    use hmac::Mac;
+    let mut mac =
+        <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+    mac.update(data);
+    mac.finalize().into_bytes().into()
 }
 
 /// One answer for every refused session token: bad, expired or revoked.
@@ -114,5 +143,20 @@ mod tests {
         );
         assert!(TokenKeys::new(b"other").verify(&token, now).is_err());
         assert!(keys.verify("not.a.jwt", now).is_err());
+    }
+
+    #[test]
+    fn csrf_tokens_belong_to_one_session() {
+        let keys = TokenKeys::new(b"test-secret");
+        let now = parse("2026-01-01T00:00:00Z").unwrap();
+        let one = keys.issue("user-1", 0, now).unwrap();
+        let other = keys.issue("user-1", 1, now).unwrap();
+        let csrf = keys.csrf(&one);
+        assert_eq!(csrf.len(), 64);
+        assert!(keys.csrf_matches(&one, &csrf));
+        assert!(!keys.csrf_matches(&other, &csrf), "another session's token");
+        assert!(!keys.csrf_matches(&one, &csrf[..32]), "a truncated token");
+        assert!(!keys.csrf_matches(&one, ""));
+        assert!(!TokenKeys::new(b"other").csrf_matches(&one, &csrf));
     }
 }

@@ -497,6 +497,8 @@ pub async fn set_reason<'e>(
 pub struct ListFilter {
     pub status: Option<EventStatus>,
     pub event_type: Option<String>,
+    /// Part of the customer's email (lower case), or an event id.
+    pub q: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -542,6 +544,21 @@ fn where_clause(filter: &ListFilter) -> (String, Vec<String>) {
     if let Some(event_type) = &filter.event_type {
         params.push(event_type.clone());
         sql.push_str(&format!(" AND e.event_type = ${}", params.len() + 1));
+    }
+    if let Some(q) = &filter.q {
+        let pattern = format!(
+            "%{}%",
+            q.replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
+        params.push(pattern);
+        params.push(q.clone());
+        sql.push_str(&format!(
+            " AND (e.customer_email LIKE ${} ESCAPE '\\' OR e.id = ${})",
+            params.len(),
+            params.len() + 1
+        ));
     }
     (sql, params)
 }
@@ -595,12 +612,22 @@ pub async fn list<'e>(
     Ok(events)
 }
 
-/// How many events match, from the counts the triggers keep (no scan of the events).
+/// How many events match, from the counts the triggers keep (no scan of the events) unless
+/// a search needs the events themselves.
 pub async fn count<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
     filter: &ListFilter,
 ) -> Result<u64> {
+    if filter.q.is_some() {
+        let (clause, params) = where_clause(filter);
+        let sql = format!("SELECT CAST(COUNT(*) AS BIGINT) FROM churn_events e WHERE {clause}");
+        let mut query = sqlx::query_scalar::<_, i64>(&sql).bind(project_id);
+        for p in params {
+            query = query.bind(p);
+        }
+        return Ok(query.fetch_one(db).await?.max(0) as u64);
+    }
     let mut sql = String::from(
         "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM churn_event_counts WHERE project_id = $1",
     );

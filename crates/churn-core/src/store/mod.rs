@@ -22,6 +22,7 @@ pub mod idempotency;
 pub mod identity_secrets;
 pub mod jobs;
 pub mod keys;
+pub mod overview;
 pub mod payment_failures;
 pub mod projects;
 pub mod providers;

@@ -7,7 +7,6 @@ pub(crate) mod cancel_flow;
 mod dev;
 mod email_rules;
 mod events;
-mod home;
 mod legacy;
 mod ops;
 mod pages;
@@ -20,6 +19,8 @@ mod tracking;
 mod unsubscribe;
 mod webhooks;
 mod widget;
+
+pub(crate) use pages::{escape, reason};
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -47,8 +48,6 @@ use crate::openapi::ApiDoc;
 use crate::state::AppState;
 
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-
-pub use home::DASHBOARD_PATH;
 
 /// Every request and answer of the server, whatever the transport.
 pub type HttpService = BoxCloneSyncService<axum::extract::Request, Response, Infallible>;
@@ -165,7 +164,7 @@ pub fn service(
 
     let router = router
         .merge(pages::router())
-        .merge(home::router())
+        .merge(crate::dashboard::router(state.clone(), network.clone()))
         .merge(SwaggerUi::new("/docs").url("/api/v1/openapi.json", openapi))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

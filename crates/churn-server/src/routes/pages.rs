@@ -290,7 +290,7 @@ fn failure(e: churn_core::Error, title: &str) -> Response {
 
 /// What a page says of an error: the service's message for client errors (a validation's
 /// first detail when there is one), a generic one for internal ones.
-fn reason(e: &churn_core::Error) -> String {
+pub(crate) fn reason(e: &churn_core::Error) -> String {
     let text = match e {
         churn_core::Error::Internal(_) => {
             return "Something went wrong on our side. Please try again later.".to_owned();
@@ -353,7 +353,7 @@ pub(super) fn html_page(status: StatusCode, html: String, csp: HeaderValue) -> R
     response
 }
 
-pub(super) fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

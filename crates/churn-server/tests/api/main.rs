@@ -12,6 +12,7 @@ mod behavior;
 mod cancel_flow;
 mod contract;
 mod conventions;
+mod dashboard;
 mod dunning;
 mod email;
 mod events;

@@ -1,6 +1,5 @@
 //! A start that explains itself (decisions §15): the first lines of the log, the warning of a
-//! server that would refuse every request, `/` sending people to the dashboard's path, the
-//! data folder beside the SQLite file wherever the process starts, and a failed start that
+//! server that would refuse every request, the data folder beside the SQLite file wherever the process starts, and a failed start that
 //! leaves no key file behind.
 
 use std::path::{Path, PathBuf};
@@ -19,7 +18,6 @@ use crate::logging::Server;
 both_backends!(
     the_first_lines_say_where_and_how_it_runs,
     a_public_bind_without_https_warns_that_every_request_is_refused,
-    the_root_sends_people_to_the_dashboard,
     a_restart_from_another_folder_opens_its_own_data,
     a_start_refused_for_its_key_leaves_no_key_file,
 );
@@ -73,7 +71,10 @@ async fn the_first_lines_say_where_and_how_it_runs(backend: Backend) {
             assert!(log.contains(&expected), "{format}: {expected:?} in {log}");
         }
         let subscriptions = lines.iter().find(|l| l.contains("subscriptions")).unwrap();
-        assert!(subscriptions.contains("off"), "off by default: {subscriptions}");
+        assert!(
+            subscriptions.contains("off"),
+            "off by default: {subscriptions}"
+        );
         assert!(!log.contains("hunter2"), "{log}");
         if backend == Backend::Postgres {
             assert!(log.contains("postgres:********@"), "{log}");
@@ -115,35 +116,6 @@ async fn a_public_bind_without_https_warns_that_every_request_is_refused(backend
         .await
         .unwrap();
     assert_eq!(answer.status(), 403, "as the warning says");
-}
-
-async fn the_root_sends_people_to_the_dashboard(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let root = app
-        .client
-        .get(format!("{}/", app.address))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(root.status(), 303);
-    assert_eq!(root.headers()["location"], "/app");
-    let page = app
-        .client
-        .get(format!("{}/app", app.address))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(page.status(), 200);
-    assert!(
-        page.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/html")
-    );
-    let html = page.text().await.unwrap();
-    for link in ["href=\"/docs\"", "/widget/v1/demo?key=", "README"] {
-        assert!(html.contains(link), "{link} in {html}");
-    }
 }
 
 /// Registers an account on the server at `address` and answers its session token.

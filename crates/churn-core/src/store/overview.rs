@@ -1,0 +1,149 @@
+//! Reads behind the dashboard's overview (decisions §17): what happened to a project's churn
+//! events, payment failures and risk scores within a period, in portable SQL. Timestamps are
+//! stored in a fixed-width text form, so ranges compare as text on both backends.
+
+use sqlx::{Any, Executor, FromRow};
+
+use crate::error::Result;
+use crate::time::{self, Timestamp};
+
+/// Churn events resolved within `[from, to)`, and those still open at `to`.
+#[derive(Debug, Clone, Copy, Default, FromRow)]
+pub struct EventPeriod {
+    pub recovered: i64,
+    pub recovered_mrr_cents: i64,
+    pub lost: i64,
+    pub open_at_end: i64,
+}
+
+pub async fn events<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    from: Timestamp,
+    to: Timestamp,
+) -> Result<EventPeriod> {
+    Ok(sqlx::query_as(
+        "SELECT \
+         CAST(COALESCE(SUM(CASE WHEN recovered_at >= $2 AND recovered_at < $3 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recovered, \
+         CAST(COALESCE(SUM(CASE WHEN recovered_at >= $2 AND recovered_at < $3 THEN COALESCE(mrr, 0) ELSE 0 END), 0) AS BIGINT) AS recovered_mrr_cents, \
+         CAST(COALESCE(SUM(CASE WHEN lost_at >= $2 AND lost_at < $3 THEN 1 ELSE 0 END), 0) AS BIGINT) AS lost, \
+         CAST(COALESCE(SUM(CASE WHEN created_at < $3 AND (recovered_at IS NULL OR recovered_at >= $3) \
+              AND (lost_at IS NULL OR lost_at >= $3) THEN 1 ELSE 0 END), 0) AS BIGINT) AS open_at_end \
+         FROM churn_events WHERE project_id = $1",
+    )
+    .bind(project_id)
+    .bind(time::format(&from))
+    .bind(time::format(&to))
+    .fetch_one(db)
+    .await?)
+}
+
+/// Payment failures recovered and abandoned within `[from, to)`.
+pub async fn dunning<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    from: Timestamp,
+    to: Timestamp,
+) -> Result<(i64, i64)> {
+    Ok(sqlx::query_as(
+        "SELECT \
+         CAST(COALESCE(SUM(CASE WHEN recovered_at >= $2 AND recovered_at < $3 THEN 1 ELSE 0 END), 0) AS BIGINT), \
+         CAST(COALESCE(SUM(CASE WHEN status = 'abandoned' AND updated_at >= $2 AND updated_at < $3 THEN 1 ELSE 0 END), 0) AS BIGINT) \
+         FROM payment_failures WHERE project_id = $1",
+    )
+    .bind(project_id)
+    .bind(time::format(&from))
+    .bind(time::format(&to))
+    .fetch_one(db)
+    .await?)
+}
+
+/// Customers whose latest score on or before `day` (`YYYY-MM-DD`) was high or critical, and
+/// the MRR of their latest churn event (a customer without one counts with none).
+pub async fn at_risk<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    day: &str,
+) -> Result<(i64, i64)> {
+    Ok(sqlx::query_as(
+        "SELECT CAST(COUNT(*) AS BIGINT), CAST(COALESCE(SUM(COALESCE((SELECT e.mrr FROM churn_events e \
+              WHERE e.project_id = r.project_id AND e.customer_email = r.customer_email \
+              ORDER BY e.created_at DESC, e.id DESC LIMIT 1), 0)), 0) AS BIGINT) \
+         FROM risk_scores r WHERE r.project_id = $1 AND r.level IN ('high', 'critical') \
+         AND r.day = (SELECT MAX(l.day) FROM risk_scores l WHERE l.project_id = r.project_id \
+              AND l.customer_email = r.customer_email AND l.day <= $2)",
+    )
+    .bind(project_id)
+    .bind(day)
+    .fetch_one(db)
+    .await?)
+}
+
+/// Events created within `[from, to)` by reason: (reason code, events, MRR).
+pub async fn reasons<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    from: Timestamp,
+    to: Timestamp,
+) -> Result<Vec<(String, i64, i64)>> {
+    Ok(sqlx::query_as(
+        "SELECT reason_code, CAST(COUNT(*) AS BIGINT), CAST(COALESCE(SUM(COALESCE(mrr, 0)), 0) AS BIGINT) \
+         FROM churn_events WHERE project_id = $1 AND created_at >= $2 AND created_at < $3 \
+         GROUP BY reason_code",
+    )
+    .bind(project_id)
+    .bind(time::format(&from))
+    .bind(time::format(&to))
+    .fetch_all(db)
+    .await?)
+}
+
+/// Emails sent within `[from, to)` by strategy: (strategy, sends, sends whose event was
+/// recovered after them).
+pub async fn strategies<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    from: Timestamp,
+    to: Timestamp,
+) -> Result<Vec<(String, i64, i64)>> {
+    Ok(sqlx::query_as(
+        "SELECT v.strategy, CAST(COUNT(*) AS BIGINT), \
+         CAST(COALESCE(SUM(CASE WHEN e.recovered_at IS NOT NULL AND e.recovered_at >= v.sent_at THEN 1 ELSE 0 END), 0) AS BIGINT) \
+         FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id \
+         WHERE v.project_id = $1 AND v.sent_at >= $2 AND v.sent_at < $3 GROUP BY v.strategy",
+    )
+    .bind(project_id)
+    .bind(time::format(&from))
+    .bind(time::format(&to))
+    .fetch_all(db)
+    .await?)
+}
+
+/// Whether the project has any churn event, tracked event or provider event at all.
+pub async fn has_data<'e>(db: impl Executor<'e, Database = Any>, project_id: &str) -> Result<bool> {
+    let n: i64 = sqlx::query_scalar(
+        "SELECT CAST((SELECT COUNT(*) FROM (SELECT 1 FROM churn_events WHERE project_id = $1 LIMIT 1) a) \
+         + (SELECT COUNT(*) FROM (SELECT 1 FROM behavior_events WHERE project_id = $1 LIMIT 1) b) AS BIGINT)",
+    )
+    .bind(project_id)
+    .fetch_one(db)
+    .await?;
+    Ok(n > 0)
+}
+
+/// Whether the project has tracked any behaviour, and whether its widget was ever opened by
+/// a signed customer or took a cancellation.
+pub async fn setup_facts<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<(bool, bool)> {
+    let (tracked, widget): (i64, i64) = sqlx::query_as(
+        "SELECT CAST((SELECT COUNT(*) FROM (SELECT 1 FROM behavior_events WHERE project_id = $1 LIMIT 1) a) AS BIGINT), \
+         CAST((SELECT COUNT(*) FROM (SELECT 1 FROM cancel_flow_opens WHERE project_id = $1 LIMIT 1) b) \
+              + (SELECT COUNT(*) FROM (SELECT 1 FROM churn_events WHERE project_id = $1 AND provider = 'cancel_flow' LIMIT 1) c) AS BIGINT)",
+    )
+    .bind(project_id)
+    .fetch_one(db)
+    .await?;
+    Ok((tracked > 0, widget > 0))
+}

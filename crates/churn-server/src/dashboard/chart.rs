@@ -1,0 +1,292 @@
+//! SVG charts drawn on the server (decisions §17): a line chart of monthly series with dashed
+//! forecast segments and their interval bands, and an interval across zero. Plain SVG with
+//! class names (the stylesheet colours them, also in dark mode) and presentation attributes
+//! only, since the CSP allows no inline style. Every chart has a `<title>`; the numbers are
+//! shown as a table beside it by the page.
+
+use std::fmt::Write;
+
+use super::layout::money;
+use crate::routes::escape;
+
+const WIDTH: f64 = 720.0;
+const HEIGHT: f64 = 260.0;
+const LEFT: f64 = 72.0;
+const RIGHT: f64 = 16.0;
+const TOP: f64 = 16.0;
+const BOTTOM: f64 = 36.0;
+
+/// One series: its class (`churned`, `recovered`), known values, then forecast values with
+/// their bounds.
+pub struct Series<'a> {
+    pub class: &'a str,
+    pub history: Vec<i64>,
+    pub forecast: Vec<(i64, i64, i64)>,
+}
+
+/// Monthly money series over `labels` (history months, then forecast months).
+pub fn monthly(title: &str, currency: &str, labels: &[String], series: &[Series]) -> String {
+    let n = labels.len();
+    let max = series
+        .iter()
+        .flat_map(|s| {
+            s.history
+                .iter()
+                .copied()
+                .chain(s.forecast.iter().map(|f| f.0.max(f.2)))
+        })
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let top = nice_ceiling(max);
+    let x = |i: usize| {
+        if n <= 1 {
+            LEFT + (WIDTH - LEFT - RIGHT) / 2.0
+        } else {
+            LEFT + (WIDTH - LEFT - RIGHT) * i as f64 / (n - 1) as f64
+        }
+    };
+    let y = |v: i64| TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - v.max(0) as f64 / top as f64);
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-labelledby="chart-title"><title id="chart-title">{}</title>"#,
+        escape(title)
+    );
+    for step in 0..=4 {
+        let value = top * step / 4;
+        let yy = y(value);
+        let _ = write!(
+            svg,
+            r#"<line class="axis" x1="{LEFT}" x2="{}" y1="{yy:.1}" y2="{yy:.1}"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+            WIDTH - RIGHT,
+            LEFT - 6.0,
+            yy + 4.0,
+            escape(&money(value, currency))
+        );
+    }
+    // At most about eight month labels, always the first and the last.
+    let every = n.div_ceil(8).max(1);
+    for (i, label) in labels.iter().enumerate() {
+        if i.is_multiple_of(every) || i + 1 == n {
+            // The end labels align inwards, so they are not cut off at the edges.
+            let anchor = match i {
+                _ if n == 1 => "middle",
+                0 => "start",
+                i if i + 1 == n => "end",
+                _ => "middle",
+            };
+            let _ = write!(
+                svg,
+                r#"<text x="{:.1}" y="{}" text-anchor="{anchor}">{}</text>"#,
+                x(i),
+                HEIGHT - 12.0,
+                escape(label)
+            );
+        }
+    }
+    for s in series {
+        let h = s.history.len();
+        if !s.forecast.is_empty() {
+            // The band: upper bounds left to right, lower bounds back, from the last known point.
+            let mut points = Vec::new();
+            if h > 0 {
+                points.push((x(h - 1), y(s.history[h - 1])));
+            }
+            for (i, f) in s.forecast.iter().enumerate() {
+                points.push((x(h + i), y(f.2)));
+            }
+            for (i, f) in s.forecast.iter().enumerate().rev() {
+                points.push((x(h + i), y(f.1)));
+            }
+            let _ = write!(
+                svg,
+                r#"<polygon class="band-{}" points="{}"/>"#,
+                s.class,
+                join(&points)
+            );
+            let mut line = Vec::new();
+            if h > 0 {
+                line.push((x(h - 1), y(s.history[h - 1])));
+            }
+            line.extend(
+                s.forecast
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| (x(h + i), y(f.0))),
+            );
+            let _ = write!(
+                svg,
+                r#"<polyline class="{} forecast" points="{}"/>"#,
+                s.class,
+                join(&line)
+            );
+        }
+        let points: Vec<_> = s
+            .history
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (x(i), y(*v)))
+            .collect();
+        let _ = write!(
+            svg,
+            r#"<polyline class="{}" points="{}"/>"#,
+            s.class,
+            join(&points)
+        );
+        // Known months as dots, so a single month still shows.
+        for (px, py) in &points {
+            let _ = write!(
+                svg,
+                r#"<circle class="{}" cx="{px:.1}" cy="{py:.1}" r="3"/>"#,
+                s.class
+            );
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// An interval `[low, high]` with its point estimate, in percentage points, on an axis that
+/// always shows zero.
+pub fn interval(title: &str, point: f64, low: f64, high: f64) -> String {
+    let (w, h) = (480.0, 56.0);
+    let reach = low.abs().max(high.abs()).max(point.abs()).max(1.0) * 1.1;
+    let x = |v: f64| 16.0 + (w - 32.0) * (v + reach) / (2.0 * reach);
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="chart" viewBox="0 0 {w} {h}" role="img" aria-labelledby="uplift-title"><title id="uplift-title">{}</title>"#,
+        escape(title)
+    );
+    let _ = write!(
+        svg,
+        r#"<line class="zero" x1="{0:.1}" x2="{0:.1}" y1="4" y2="36"/><text x="{0:.1}" y="50" text-anchor="middle">0</text>"#,
+        x(0.0)
+    );
+    let _ = write!(
+        svg,
+        r#"<line class="interval" x1="{:.1}" x2="{:.1}" y1="20" y2="20"/><circle class="point" cx="{:.1}" cy="20" r="5"/>"#,
+        x(low),
+        x(high),
+        x(point)
+    );
+    let _ = write!(
+        svg,
+        r#"<text x="{:.1}" y="50" text-anchor="middle">{low:.1}</text><text x="{:.1}" y="50" text-anchor="middle">{high:.1}</text></svg>"#,
+        x(low),
+        x(high)
+    );
+    svg
+}
+
+/// The smallest 1, 2 or 5 × 10ⁿ at or above `v`, so axis steps are round numbers.
+fn nice_ceiling(v: i64) -> i64 {
+    let mut magnitude = 1i64;
+    while magnitude.saturating_mul(10) <= v {
+        magnitude *= 10;
+    }
+    for factor in [1, 2, 4, 5, 10] {
+        let candidate = magnitude.saturating_mul(factor);
+        if candidate >= v {
+            return candidate;
+        }
+    }
+    v
+}
+
+fn join(points: &[(f64, f64)]) -> String {
+    points
+        .iter()
+        .map(|(x, y)| format!("{x:.1},{y:.1}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn months(n: usize) -> Vec<String> {
+        (1..=n).map(|m| format!("2026-{m:02}")).collect()
+    }
+
+    #[test]
+    fn a_monthly_chart_draws_history_forecast_and_band() {
+        let svg = monthly(
+            "Churned <and> recovered",
+            "usd",
+            &months(5),
+            &[Series {
+                class: "churned",
+                history: vec![10_000, 20_000, 15_000],
+                forecast: vec![(16_000, 12_000, 20_000), (17_000, 11_000, 23_000)],
+            }],
+        );
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(
+            svg.contains("<title id=\"chart-title\">Churned &lt;and&gt; recovered</title>"),
+            "{svg}"
+        );
+        assert_eq!(svg.matches("<polyline class=\"churned\"").count(), 1);
+        assert_eq!(svg.matches("class=\"churned forecast\"").count(), 1);
+        assert_eq!(svg.matches("<polygon class=\"band-churned\"").count(), 1);
+        // The band holds the last known point, two upper bounds and two lower bounds.
+        let band = svg.split("band-churned\" points=\"").nth(1).unwrap();
+        let band = band.split('"').next().unwrap();
+        assert_eq!(band.split(' ').count(), 5);
+        // The axis tops out at a round number above the largest bound ($230.00), in four
+        // round steps.
+        assert!(
+            svg.contains(">$400.00</text>") && svg.contains(">$100.00</text>"),
+            "{svg}"
+        );
+        assert!(!svg.contains("NaN"));
+    }
+
+    #[test]
+    fn an_empty_chart_is_still_valid() {
+        let svg = monthly("Nothing yet", "usd", &[], &[]);
+        assert!(svg.ends_with("</svg>"));
+        assert!(!svg.contains("NaN") && !svg.contains("inf"));
+    }
+
+    #[test]
+    fn values_map_to_the_plot_area() {
+        let svg = monthly(
+            "t",
+            "usd",
+            &months(2),
+            &[Series {
+                class: "recovered",
+                history: vec![0, 1_000],
+                forecast: vec![],
+            }],
+        );
+        // 0 sits on the baseline, the maximum on the top line, first and last month at the edges.
+        let bottom = HEIGHT - BOTTOM;
+        assert!(
+            svg.contains(&format!(
+                "points=\"{LEFT:.1},{bottom:.1} {:.1},{TOP:.1}\"",
+                WIDTH - RIGHT
+            )),
+            "{svg}"
+        );
+    }
+
+    #[test]
+    fn round_axis_tops() {
+        assert_eq!(nice_ceiling(1), 1);
+        assert_eq!(nice_ceiling(7), 10);
+        assert_eq!(nice_ceiling(130), 200);
+        assert_eq!(nice_ceiling(350), 400);
+        assert_eq!(nice_ceiling(450), 500);
+    }
+
+    #[test]
+    fn the_interval_shows_zero() {
+        let svg = interval("Uplift", 4.0, -2.0, 10.0);
+        assert!(svg.contains("class=\"zero\""));
+        assert!(svg.contains(">-2.0</text>") && svg.contains(">10.0</text>"));
+    }
+}

@@ -1,0 +1,70 @@
+//! How a dashboard request fails: without a valid session, to the sign-in page; otherwise a
+//! page saying why, with the status the API would answer (taken from `ApiError`, the one
+//! mapping of errors to HTTP) and, for internal errors, the log entry it carries.
+
+use askama::Template;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+
+use crate::error::ApiError;
+
+pub enum PageError {
+    /// No valid session.
+    SignIn,
+    Failed(churn_core::Error),
+}
+
+impl PageError {
+    pub fn not_found() -> Self {
+        PageError::Failed(churn_core::Error::NotFound("page not found".into()))
+    }
+}
+
+impl From<churn_core::Error> for PageError {
+    fn from(e: churn_core::Error) -> Self {
+        match e {
+            churn_core::Error::Unauthorized(_) => PageError::SignIn,
+            e => PageError::Failed(e),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/error.html")]
+struct ErrorPage {
+    lone: super::layout::Lone,
+    title: &'static str,
+    message: String,
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let e = match self {
+            PageError::SignIn => return Redirect::to("/app/sign-in").into_response(),
+            PageError::Failed(e) => e,
+        };
+        let message = crate::routes::reason(&e);
+        let (parts, _) = ApiError::from(e).into_response().into_parts();
+        let title = match parts.status {
+            StatusCode::NOT_FOUND => "Not found",
+            StatusCode::FORBIDDEN => "Not allowed",
+            StatusCode::CONFLICT => "Not possible now",
+            s if s.is_server_error() => "Something went wrong",
+            _ => "That did not work",
+        };
+        let mut response = super::layout::html(
+            parts.status,
+            ErrorPage {
+                lone: super::layout::Lone::default(),
+                title,
+                message,
+            },
+        );
+        response.extensions_mut().extend(parts.extensions);
+        response
+    }
+}
+
+pub async fn not_found() -> PageError {
+    PageError::not_found()
+}

@@ -1,0 +1,101 @@
+//! The dashboard (decisions §17): `/app` and below, HTML rendered by the server.
+//!
+//! Built as Kanidm's web UI is: askama templates, compiled and type-checked with the crate
+//! (a template that names a missing field does not build) and escaped by default — chosen over
+//! minijinja, which stays for the email copy founders edit at run time, because these pages are
+//! ours and fixed; htmx, vendored, for the few places a partial beats a page load (the events
+//! list answers just its table to `HX-Request`, with `Vary: HX-Request`). Every control is a
+//! real link or form, so every page works without script.
+//!
+//! A page family is a module (`auth`, `overview`, `events`), a template under
+//! `templates/dashboard/`, and, for pages inside a project, an entry of [`layout::NAV`].
+//! Handlers call the same services as the API routes beside them; the role checks are the
+//! services' own. Sessions and CSRF are in `session`; every answer here carries the headers of
+//! [`security_headers`].
+
+mod assets;
+mod auth;
+mod chart;
+mod csv;
+mod error;
+mod events;
+mod layout;
+mod overview;
+mod session;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderValue, header};
+use axum::middleware::{Next, from_fn, from_fn_with_state};
+use axum::response::{Redirect, Response};
+use axum::routing::{get, post};
+
+use crate::middleware::network::Network;
+use crate::state::AppState;
+
+/// The policy of every dashboard page: nothing from another host, no inline script or style,
+/// never framed. (Email previews, framed by the event page, set their own.)
+pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+    object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// Where the dashboard lives; `/` sends people there and the start-up lines name it.
+pub const PATH: &str = "/app";
+
+pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
+    let project = Router::new()
+        .route("/", get(overview::page))
+        .route("/events", get(events::list))
+        .route("/events/{id}", get(events::page))
+        .route("/events/{id}/generate", post(events::generate))
+        .route("/events/{id}/recovered", post(events::recovered))
+        .route("/events/{id}/reason", post(events::reason))
+        .route("/events/{id}/variants/{vid}", post(events::edit))
+        .route("/events/{id}/variants/{vid}/send", post(events::send))
+        .route("/events/{id}/variants/{vid}/preview", get(events::preview));
+    let app = Router::new()
+        .route("/", get(auth::home))
+        .route("/sign-in", get(auth::sign_in_page).post(auth::sign_in))
+        .route("/register", get(auth::register_page).post(auth::register))
+        .route(
+            "/forgot-password",
+            get(auth::forgot_page).post(auth::forgot),
+        )
+        .route("/onboarding", post(auth::onboard))
+        .route("/sign-out", post(auth::sign_out))
+        .route("/sign-out-everywhere", post(auth::sign_out_everywhere))
+        .route("/assets/{file}", get(assets::serve))
+        .nest("/p/{slug}", project)
+        .fallback(error::not_found)
+        .layer(from_fn_with_state(state, session::csrf))
+        .layer(from_fn_with_state(network, session::transport))
+        .layer(from_fn(security_headers));
+    Router::new()
+        .route("/", get(|| async { Redirect::to(PATH) }))
+        .nest(PATH, app)
+}
+
+/// Every dashboard answer: its CSP unless it set one, no framing, no Referer beyond the
+/// origin, and `Vary: HX-Request` since a page may answer a partial to htmx. Pages are not
+/// cached (they hold a CSRF token); assets set their own cache.
+async fn security_headers(req: Request, next: Next) -> Response {
+    let mut response = next.run(req).await;
+    let headers = response.headers_mut();
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CSP),
+        );
+        headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    }
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    headers.append(header::VARY, HeaderValue::from_static("HX-Request"));
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}

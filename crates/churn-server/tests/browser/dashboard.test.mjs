@@ -1,0 +1,193 @@
+// The dashboard in a real browser (Debian's chromium, driven by playwright-core): a first
+// session (register → the checklist → sign out → sign in), an event journey (open an event
+// seeded through the API, read the ranked variants, edit a draft, send it, see it sent), the
+// overview at desktop and phone (390 px) width. axe-core checks every page for serious or
+// critical violations, and no page may trip its Content-Security-Policy. Screenshots go to
+// <repo>/target/browser/.
+//
+// Needs a built server: CHURN_SERVER_BIN, else $CARGO_TARGET_DIR/debug/churn-server, else
+// <repo>/target/debug/churn-server. Chromium: CHROMIUM_BIN, else /usr/bin/chromium.
+
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
+const TARGET = process.env.CARGO_TARGET_DIR || join(REPO, "target");
+const SERVER_BIN = process.env.CHURN_SERVER_BIN || join(TARGET, "debug", "churn-server");
+const SHOTS = join(REPO, "target", "browser");
+const DEADLINE_MS = 15_000;
+const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+let server, serverLog = "", work, base, browser, page;
+const cspViolations = [];
+
+function startServer() {
+  work = mkdtempSync(join(tmpdir(), "churn-dashboard-"));
+  server = spawn(SERVER_BIN, [], {
+    env: {
+      ...process.env,
+      CHURN_BIND: "127.0.0.1:0",
+      CHURN_DATA_DIR: join(work, "data"),
+      CHURN_DATABASE_URL: `sqlite://${join(work, "churn.db")}`,
+      CHURN_LOG_FORMAT: "json",
+      CHURN_RATE_LIMITS: "off",
+    },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  return new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${serverLog}`)), DEADLINE_MS);
+    server.stderr.on("data", (chunk) => {
+      serverLog += chunk;
+      const match = serverLog.match(/"address":"([^"]+)"/);
+      if (match) {
+        clearTimeout(timer);
+        resolvePromise(`http://${match[1]}`);
+      }
+    });
+    server.on("exit", (code) => reject(new Error(`server exited (${code}):\n${serverLog}`)));
+  });
+}
+
+async function call(method, path, body, token) {
+  const response = await fetch(`${base}/api/v1${path}`, {
+    method,
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  assert.ok(response.ok, `${method} ${path}: ${response.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+/** axe-core in the page (evaluated through the DevTools protocol, which the page's CSP does
+ * not govern): no serious or critical violation. */
+async function checkA11y(name) {
+  await page.evaluate(AXE);
+  const result = await page.evaluate(() => window.axe.run(document));
+  const bad = result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  assert.deepEqual(
+    bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`),
+    [],
+    `axe on ${name}`,
+  );
+}
+
+async function shot(name) {
+  await page.screenshot({ path: join(SHOTS, `dashboard-${name}.png`), fullPage: true });
+}
+
+before(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  base = await startServer();
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_BIN || "/usr/bin/chromium",
+    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  page.setDefaultTimeout(DEADLINE_MS);
+  page.on("console", (message) => {
+    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.kill();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+test("a first session: register, the checklist, sign out, sign in", async () => {
+  await page.goto(`${base}/`);
+  assert.match(page.url(), /\/app\/sign-in$/);
+  await checkA11y("sign-in");
+  await shot("sign-in");
+  await page.getByRole("link", { name: "Create an account" }).click();
+  await checkA11y("register");
+  await page.getByLabel("Your name").fill("Ada Founder");
+  await page.getByLabel("Email").fill("ada@acme.example");
+  await page.getByLabel(/^Password/).fill("correct horse");
+  await page.getByLabel("Your product's name").fill("Acme");
+  await page.getByRole("button", { name: "Create the account" }).click();
+  await page.getByRole("heading", { name: "Set up Acme" }).waitFor();
+  assert.match(page.url(), /\/app\/p\/acme$/);
+  assert.equal(await page.locator(".checklist > li.done").count(), 0);
+  await checkA11y("checklist");
+  await shot("checklist");
+
+  await page.getByRole("button", { name: "Sign out", exact: true }).click();
+  await page.getByText("You are signed out.").waitFor();
+  await page.goto(`${base}/app/forgot-password`);
+  await checkA11y("forgot-password");
+  await page.goto(`${base}/app/sign-in`);
+  await page.getByLabel("Email").fill("ada@acme.example");
+  await page.getByLabel("Password").fill("correct horse");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Set up Acme" }).waitFor();
+});
+
+test("an event: ranked variants, edit a draft, send it, see it sent", async () => {
+  const { data: session } = await call("POST", "/auth/login", { email: "ada@acme.example", password: "correct horse" });
+  const { data: event } = await call("POST", "/projects/acme/churn-events", {
+    customer_email: "dana@customer.example", customer_name: "Dana", event_type: "cancellation",
+    cancel_reason: "too_expensive", mrr: 4900, currency: "usd", plan_name: "Pro",
+  }, session.token);
+  await call("POST", `/projects/acme/churn-events/${event.id}/generate`, undefined, session.token);
+
+  await page.getByRole("link", { name: "Churn events" }).click();
+  await page.getByRole("link", { name: "dana@customer.example" }).waitFor();
+  await checkA11y("events");
+  await shot("events");
+  await page.getByRole("link", { name: "dana@customer.example" }).click();
+  const cards = page.locator("article.variant");
+  assert.equal(await cards.count(), 9);
+  const ranks = await cards.locator("h3").allTextContents();
+  assert.deepEqual(ranks.map((r) => Number(r.match(/#(\d)/)[1])), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  await checkA11y("event");
+  await shot("event");
+
+  const first = cards.first();
+  await first.getByText("Edit the draft").click();
+  await first.getByLabel("Subject").fill("Dana, a better price for you");
+  await first.getByRole("button", { name: "Save the draft" }).click();
+  await page.getByText("The draft is saved.").waitFor();
+  await page.locator("article.variant").first().getByRole("button", { name: /^Send to/ }).click();
+  await page.getByText("The email is sent.").waitFor();
+  const sent = page.locator("article.variant").first();
+  assert.equal(await sent.locator("header .badge").last().textContent(), "sent");
+  await page.getByText("Sent “Dana, a better price for you”").waitFor();
+  await shot("event-sent");
+});
+
+test("the overview at desktop and phone width", async () => {
+  await page.getByRole("link", { name: "Overview" }).click();
+  await page.getByRole("heading", { name: /Overview/ }).waitFor();
+  await page.getByRole("link", { name: "90 days" }).click();
+  assert.match(page.url(), /period=90$/);
+  assert.equal(await page.locator(".tile").count(), 5);
+  await checkA11y("overview");
+  await shot("overview");
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.reload();
+  await shot("overview-phone");
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  const wide = await page.evaluate(() => [...document.querySelectorAll("body *")]
+    .filter((e) => e.getBoundingClientRect().right > 390)
+    .slice(0, 5)
+    .map((e) => `${e.tagName.toLowerCase()}.${e.className}`));
+  assert.ok(width <= 390, `no sideways scrolling at 390 px (page is ${width} px wide: ${wide.join(", ")})`);
+  assert.equal(await page.locator("#rail").isVisible(), false, "the rail is folded");
+  await checkA11y("overview-phone");
+  await page.getByRole("link", { name: "Menu" }).click();
+  await page.getByRole("link", { name: "Churn events" }).waitFor();
+  await shot("menu-phone");
+  await page.setViewportSize({ width: 1280, height: 860 });
+  assert.deepEqual(cspViolations, [], "no page trips its Content-Security-Policy");
+});
