@@ -217,6 +217,20 @@ impl Payments {
         })
     }
 
+    /// A customer's payment failures (by email), newest first, at most 100: the customer's
+    /// page in the dashboard.
+    pub async fn customer_failures(
+        &self,
+        access: &ProjectAccess,
+        email: &str,
+    ) -> Result<Vec<PaymentFailure>> {
+        access.authorize(Permission::Read)?;
+        let email = email.trim().to_lowercase();
+        let rows = failures::of_customer(self.core.store.reader(), &access.project.id, &email, 100)
+            .await?;
+        Ok(rows.iter().map(view).collect())
+    }
+
     pub async fn failure_stats(&self, access: &ProjectAccess) -> Result<PaymentFailureStats> {
         access.authorize(Permission::Read)?;
         let totals = failures::totals(self.core.store.reader(), &access.project.id).await?;
