@@ -214,7 +214,7 @@ pub fn scores(title: &str, points: &[(String, Option<i64>)]) -> String {
             yy + 4.0,
         );
     }
-    let every = n.div_ceil(6).max(1);
+    let every = n.div_ceil(4).max(1);
     for (i, (label, _)) in points.iter().enumerate() {
         if i.is_multiple_of(every) || i + 1 == n {
             let anchor = match i {
