@@ -341,9 +341,7 @@ pub async fn page(
     let frame = Frame::new(&signed, &access, &projects, "payments", None);
     let base = frame.base();
     let f = &detail.failure;
-    let can_retry = access.authorize(Permission::Write).is_ok()
-        && f.status == "failing"
-        && f.attempts < f.max_retries;
+    let can_retry = s.churn.payments().can_retry_now(&access, f).await?;
     let notice = match params.done.as_deref() {
         Some("succeeded") => Some("The retry succeeded: the payment is recovered.".to_owned()),
         Some("failed") => Some("The retry was made and the payment failed again.".to_owned()),

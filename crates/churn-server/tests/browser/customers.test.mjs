@@ -212,6 +212,8 @@ test("payments: statistics, the failures, a failure's page, the dunning configur
   await shot("payments");
   await page.goto(`${base}/app/p/acme/payments/${failureId}`);
   await page.getByRole("heading", { name: `$49.00 from ${PAYER}` }).waitFor();
+  // The custom provider without a retry URL retries on its own: no button.
+  assert.equal(await page.getByRole("button", { name: "Retry the payment now" }).count(), 0);
   await checkA11y("payment");
   await shot("payment");
   await page.getByRole("link", { name: "← Payments" }).click();
