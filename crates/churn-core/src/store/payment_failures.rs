@@ -397,6 +397,25 @@ pub async fn list<'e>(
         .await?)
 }
 
+/// A customer's records (by email), newest first, at most `limit`.
+pub async fn of_customer<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    email: &str,
+    limit: i64,
+) -> Result<Vec<FailureRecord>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM payment_failures WHERE project_id = $1 AND customer_email = $2 \
+         ORDER BY created_at DESC, id DESC LIMIT $3"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(project_id)
+        .bind(email)
+        .bind(limit)
+        .fetch_all(db)
+        .await?)
+}
+
 /// Counts by status: (status, currency, records, amount sum). The sum is taken as a float,
 /// which cannot overflow (an integer SUM fails on SQLite and in the cast on PostgreSQL once
 /// it passes `i64::MAX`), and saturates on the way back.

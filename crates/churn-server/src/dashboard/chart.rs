@@ -180,6 +180,134 @@ pub fn interval(title: &str, point: f64, low: f64, high: f64) -> String {
     svg
 }
 
+/// Daily scores (0–100) over `points` (date, score; no score where data was insufficient):
+/// the line breaks at a missing day, and a lone day shows as a dot. Bands mark the risk levels'
+/// thresholds (40, 60, 80).
+pub fn scores(title: &str, points: &[(String, Option<i64>)]) -> String {
+    let n = points.len();
+    let x = |i: usize| {
+        if n <= 1 {
+            LEFT + (WIDTH - LEFT - RIGHT) / 2.0
+        } else {
+            LEFT + (WIDTH - LEFT - RIGHT) * i as f64 / (n - 1) as f64
+        }
+    };
+    let y = |v: i64| TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - v.clamp(0, 100) as f64 / 100.0);
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-labelledby="scores-title"><title id="scores-title">{}</title>"#,
+        escape(title)
+    );
+    for value in [0, 20, 40, 60, 80, 100] {
+        let yy = y(value);
+        let class = if [40, 60, 80].contains(&value) {
+            "axis level"
+        } else {
+            "axis"
+        };
+        let _ = write!(
+            svg,
+            r#"<line class="{class}" x1="{LEFT}" x2="{}" y1="{yy:.1}" y2="{yy:.1}"/><text x="{}" y="{:.1}" text-anchor="end">{value}</text>"#,
+            WIDTH - RIGHT,
+            LEFT - 6.0,
+            yy + 4.0,
+        );
+    }
+    let every = n.div_ceil(4).max(1);
+    for (i, (label, _)) in points.iter().enumerate() {
+        if i.is_multiple_of(every) || i + 1 == n {
+            let anchor = match i {
+                _ if n == 1 => "middle",
+                0 => "start",
+                i if i + 1 == n => "end",
+                _ => "middle",
+            };
+            let _ = write!(
+                svg,
+                r#"<text x="{:.1}" y="{}" text-anchor="{anchor}">{}</text>"#,
+                x(i),
+                HEIGHT - 12.0,
+                escape(label)
+            );
+        }
+    }
+    // Runs of consecutive scored days, each one polyline.
+    let mut run: Vec<(f64, f64)> = Vec::new();
+    let flush = |run: &mut Vec<(f64, f64)>, svg: &mut String| {
+        match run.len() {
+            0 => {}
+            1 => {
+                let _ = write!(
+                    svg,
+                    r#"<circle class="score" cx="{:.1}" cy="{:.1}" r="3"/>"#,
+                    run[0].0, run[0].1
+                );
+            }
+            _ => {
+                let _ = write!(svg, r#"<polyline class="score" points="{}"/>"#, join(run));
+            }
+        }
+        run.clear();
+    };
+    for (i, (_, score)) in points.iter().enumerate() {
+        match score {
+            Some(v) => run.push((x(i), y(*v))),
+            None => flush(&mut run, &mut svg),
+        }
+    }
+    flush(&mut run, &mut svg);
+    svg.push_str("</svg>");
+    svg
+}
+
+/// Signed contributions as horizontal bars from a centre line: positive (raising) to the
+/// right, negative (lowering) to the left, each labelled with its name and signed value.
+pub fn signed_bars(title: &str, bars: &[(String, i64)]) -> String {
+    let (w, row, label_w) = (720.0, 28.0, 220.0);
+    let h = row * bars.len().max(1) as f64 + 8.0;
+    let reach = bars
+        .iter()
+        .map(|(_, v)| v.unsigned_abs())
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let centre = label_w + (w - label_w) / 2.0;
+    let half = (w - label_w) / 2.0 - 48.0;
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="chart bars" viewBox="0 0 {w} {h}" role="img" aria-labelledby="signals-title"><title id="signals-title">{}</title>"#,
+        escape(title)
+    );
+    let _ = write!(
+        svg,
+        r#"<line class="zero" x1="{centre:.1}" x2="{centre:.1}" y1="0" y2="{h:.1}"/>"#
+    );
+    for (i, (name, value)) in bars.iter().enumerate() {
+        let top = 4.0 + row * i as f64;
+        let len = half * value.unsigned_abs() as f64 / reach;
+        let (class, x, text_x, anchor, sign) = if *value >= 0 {
+            ("raises", centre, centre + len + 6.0, "start", "+")
+        } else {
+            ("lowers", centre - len, centre - len - 6.0, "end", "−")
+        };
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text><rect class="{class}" x="{x:.1}" y="{:.1}" width="{len:.1}" height="{:.1}"/><text x="{text_x:.1}" y="{:.1}" text-anchor="{anchor}">{sign}{}</text>"#,
+            label_w - 8.0,
+            top + 16.0,
+            escape(name),
+            top + 4.0,
+            row - 10.0,
+            top + 16.0,
+            value.unsigned_abs()
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
 /// The smallest 1, 2 or 5 × 10ⁿ at or above `v`, so axis steps are round numbers.
 fn nice_ceiling(v: i64) -> i64 {
     let mut magnitude = 1i64;
@@ -272,6 +400,34 @@ mod tests {
             )),
             "{svg}"
         );
+    }
+
+    #[test]
+    fn scores_break_at_missing_days() {
+        let day = |d: u32, s: Option<i64>| (format!("2026-11-{d:02}"), s);
+        let svg = scores(
+            "Risk",
+            &[
+                day(1, Some(10)),
+                day(2, Some(20)),
+                day(3, None),
+                day(4, Some(90)),
+            ],
+        );
+        assert_eq!(svg.matches("<polyline class=\"score\"").count(), 1);
+        assert_eq!(svg.matches("<circle class=\"score\"").count(), 1);
+        assert!(!svg.contains("NaN"));
+        assert!(scores("Nothing", &[]).ends_with("</svg>"));
+    }
+
+    #[test]
+    fn signed_bars_go_both_ways() {
+        let svg = signed_bars(
+            "Signals",
+            &[("login_drop".into(), 30), ("nps_high".into(), -15)],
+        );
+        assert!(svg.contains("class=\"raises\"") && svg.contains("class=\"lowers\""));
+        assert!(svg.contains(">+30</text>") && svg.contains(">−15</text>"));
     }
 
     #[test]

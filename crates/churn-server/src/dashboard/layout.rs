@@ -17,6 +17,9 @@ use super::session::Signed;
 pub const NAV: &[(&str, &str, &str)] = &[
     ("overview", "Overview", ""),
     ("events", "Churn events", "/events"),
+    ("customers", "Customers", "/customers"),
+    ("risk", "Churn risk", "/risk"),
+    ("payments", "Payments", "/payments"),
 ];
 
 pub struct NavItem {

@@ -17,10 +17,13 @@ mod assets;
 mod auth;
 mod chart;
 mod csv;
+mod customers;
 mod error;
 mod events;
 mod layout;
 mod overview;
+mod payments;
+mod risk;
 mod session;
 
 use std::sync::Arc;
@@ -53,7 +56,16 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
         .route("/events/{id}/reason", post(events::reason))
         .route("/events/{id}/variants/{vid}", post(events::edit))
         .route("/events/{id}/variants/{vid}/send", post(events::send))
-        .route("/events/{id}/variants/{vid}/preview", get(events::preview));
+        .route("/events/{id}/variants/{vid}/preview", get(events::preview))
+        .route("/customers", get(customers::list))
+        .route("/customers/{email}", get(customers::page))
+        .route("/risk", get(risk::page))
+        .route("/risk/config", post(risk::save))
+        .route("/risk/alerts/{id}/redeliver", post(risk::redeliver))
+        .route("/payments", get(payments::list))
+        .route("/payments/config", post(payments::save))
+        .route("/payments/{id}", get(payments::page))
+        .route("/payments/{id}/retry", post(payments::retry));
     let app = Router::new()
         .route("/", get(auth::home))
         .route("/sign-in", get(auth::sign_in_page).post(auth::sign_in))

@@ -50,6 +50,11 @@ enum Outcome {
     Error(String),
 }
 
+/// A record a manual retry may still try: failing, with retries left.
+fn retryable(status: &str, attempts: i64, max_retries: i64) -> bool {
+    status == "failing" && attempts < max_retries
+}
+
 fn not_found() -> Error {
     Error::NotFound("payment failure not found".into())
 }
@@ -217,6 +222,20 @@ impl Payments {
         })
     }
 
+    /// A customer's payment failures (by email), newest first, at most 100: the customer's
+    /// page in the dashboard.
+    pub async fn customer_failures(
+        &self,
+        access: &ProjectAccess,
+        email: &str,
+    ) -> Result<Vec<PaymentFailure>> {
+        access.authorize(Permission::Read)?;
+        let email = email.trim().to_lowercase();
+        let rows = failures::of_customer(self.core.store.reader(), &access.project.id, &email, 100)
+            .await?;
+        Ok(rows.iter().map(view).collect())
+    }
+
     pub async fn failure_stats(&self, access: &ProjectAccess) -> Result<PaymentFailureStats> {
         access.authorize(Permission::Read)?;
         let totals = failures::totals(self.core.store.reader(), &access.project.id).await?;
@@ -294,24 +313,46 @@ impl Payments {
         })
     }
 
+    /// Whether churn retries this provider's payments by calling it (Stripe; custom with a
+    /// retry URL); the others retry on their own.
+    async fn calls_to_retry(&self, project_id: &str, provider: Provider) -> Result<bool> {
+        let connection = self.connection(project_id, provider).await?;
+        Ok(match (provider, &connection) {
+            (Provider::Stripe, Some(_)) => true,
+            (Provider::Custom, Some(c)) => c.record.retry_url.is_some(),
+            _ => false,
+        })
+    }
+
+    /// Whether [`retry_now`](Self::retry_now) would try the payment for this caller now: the
+    /// dashboard shows its button only then.
+    pub async fn can_retry_now(
+        &self,
+        access: &ProjectAccess,
+        failure: &PaymentFailure,
+    ) -> Result<bool> {
+        Ok(access.authorize(Permission::Write).is_ok()
+            && retryable(&failure.status, failure.attempts, failure.max_retries)
+            && self
+                .calls_to_retry(&access.project.id, failure.provider)
+                .await?)
+    }
+
     /// `POST …/payment-failures/:id/retry`: one attempt now, counted like a scheduled one.
     pub async fn retry_now(&self, access: &ProjectAccess, id: &str) -> Result<RetryResult> {
         access.authorize(Permission::Write)?;
         let record = failures::get(self.core.store.reader(), &access.project.id, id)
             .await?
             .ok_or_else(not_found)?;
-        if record.status != "failing" || record.attempts >= record.max_retries {
+        if !retryable(&record.status, record.attempts, record.max_retries) {
             return Err(Error::Conflict(
                 "this payment is not failing, or its retries are used up".into(),
             ));
         }
-        let connection = self.connection(&access.project.id, record.provider).await?;
-        let calls = match (record.provider, &connection) {
-            (Provider::Stripe, Some(_)) => true,
-            (Provider::Custom, Some(c)) => c.record.retry_url.is_some(),
-            _ => false,
-        };
-        if !calls {
+        if !self
+            .calls_to_retry(&access.project.id, record.provider)
+            .await?
+        {
             return Err(Error::validation("this provider retries payments itself"));
         }
         let (at, outcome) = self.step(&record).await?;

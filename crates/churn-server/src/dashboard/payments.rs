@@ -1,0 +1,465 @@
+//! Payments: the statistics, the failures (filtered with the API's `status` and `page`,
+//! exported as CSV with `?format=csv`), the dunning configuration (a form for those the
+//! service lets change it), and a failure's page with its attempts, its emails and a manual
+//! retry. Reads and writes go through the services of `/projects/{slug}/payment-failures`
+//! and `…/dunning-config`.
+
+use askama::Template;
+use axum::extract::{Form, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use churn_core::api::payments::{PaymentFailure, PaymentFailureQuery, UpdateDunningConfig};
+use churn_core::domain::dunning::Tone;
+use churn_core::domain::role::Permission;
+use churn_core::services::ProjectAccess;
+use serde::Deserialize;
+
+use super::csv;
+use super::customers;
+use super::error::PageError;
+use super::layout::{Frame, exact, html, money, trim_number, when};
+use super::session::InProject;
+use crate::state::AppState;
+
+const PER_PAGE: i64 = 25;
+const EXPORT_PAGE: i64 = 100;
+const STATUSES: [&str; 3] = ["failing", "recovered", "abandoned"];
+
+#[derive(Deserialize, Default)]
+pub struct ListParams {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    page: Option<String>,
+    #[serde(default)]
+    format: Option<String>,
+    #[serde(default)]
+    done: Option<String>,
+}
+
+impl ListParams {
+    fn query(&self, page: Option<i64>, per_page: i64) -> PaymentFailureQuery {
+        let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+        PaymentFailureQuery {
+            status: given(&self.status),
+            page: page.or_else(|| given(&self.page).map(|p| p.trim().parse().unwrap_or(0))),
+            per_page: Some(per_page),
+        }
+    }
+
+    fn href(&self, base: &str, page: Option<i64>, format: Option<&str>) -> String {
+        let mut pairs = Vec::new();
+        if let Some(v) = self.status.as_deref().filter(|v| !v.trim().is_empty()) {
+            pairs.push(("status", v.to_owned()));
+        }
+        if let Some(page) = page {
+            pairs.push(("page", page.to_string()));
+        }
+        if let Some(format) = format {
+            pairs.push(("format", format.to_owned()));
+        }
+        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
+        if query.is_empty() {
+            format!("{base}/payments")
+        } else {
+            format!("{base}/payments?{query}")
+        }
+    }
+}
+
+pub struct FailureRow {
+    pub href: String,
+    pub customer: String,
+    pub customer_href: String,
+    pub amount: String,
+    pub status: String,
+    pub status_class: &'static str,
+    pub reason: String,
+    pub attempts: String,
+    pub next_retry: String,
+    pub created: String,
+}
+
+pub struct Choice {
+    pub value: &'static str,
+    pub selected: bool,
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/payments.html")]
+struct PaymentsPage {
+    frame: Frame,
+    notice: Option<&'static str>,
+    total_failures: i64,
+    active: i64,
+    recovered: i64,
+    abandoned: i64,
+    recovery_rate: String,
+    revenue_recovered: String,
+    statuses: Vec<Choice>,
+    rows: Vec<FailureRow>,
+    total: u64,
+    page: i64,
+    total_pages: u64,
+    prev: Option<String>,
+    next: Option<String>,
+    csv: String,
+    can_admin: bool,
+    enabled: bool,
+    max_retries: i64,
+    interval: i64,
+    tones: String,
+    all_tones: String,
+    send_emails: bool,
+    sender_name: String,
+}
+
+fn status_class(status: &str) -> &'static str {
+    match status {
+        "recovered" => "good",
+        "abandoned" => "bad",
+        "failing" => "warn",
+        _ => "",
+    }
+}
+
+fn tones(sequence: &[Tone]) -> String {
+    sequence
+        .iter()
+        .map(|t| t.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub async fn list(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Query(params): Query<ListParams>,
+) -> Result<Response, PageError> {
+    if params.format.as_deref() == Some("csv") {
+        return export(&s, &access, &params).await;
+    }
+    let payments = s.churn.payments();
+    let core = s.churn.core();
+    let (list, stats, config, projects) = futures::try_join!(
+        payments.list_failures(&access, params.query(None, PER_PAGE)),
+        payments.failure_stats(&access),
+        payments.dunning_config(&access),
+        core.list_projects(&signed.user.id),
+    )?;
+    let frame = Frame::new(&signed, &access, &projects, "payments", None);
+    let base = frame.base();
+    let page = params.query(None, PER_PAGE).page.unwrap_or(1).max(1);
+    let total_pages = list.total.div_ceil(PER_PAGE as u64).max(1);
+    let status = params.status.clone().unwrap_or_default();
+    let rows = list
+        .failures
+        .iter()
+        .map(|f| FailureRow {
+            href: format!("{base}/payments/{}", f.id),
+            customer_href: customers::href(&base, &f.customer_email),
+            customer: f.customer_email.clone(),
+            amount: money(f.amount, &f.currency),
+            status_class: status_class(&f.status),
+            status: f.status.clone(),
+            reason: reason(f),
+            attempts: format!("{} of {}", f.attempts, f.max_retries),
+            next_retry: f.next_retry_at.as_ref().map(when).unwrap_or_default(),
+            created: when(&f.created_at),
+        })
+        .collect();
+    let notice = match params.done.as_deref() {
+        Some("saved") => Some("The dunning configuration is saved."),
+        _ => None,
+    };
+    Ok(html(
+        StatusCode::OK,
+        PaymentsPage {
+            notice,
+            total_failures: stats.total_failures,
+            active: stats.active,
+            recovered: stats.recovered,
+            abandoned: stats.abandoned,
+            recovery_rate: format!("{}%", trim_number(stats.recovery_rate * 100.0)),
+            revenue_recovered: money(stats.revenue_recovered, &stats.currency),
+            statuses: STATUSES
+                .iter()
+                .map(|s| Choice {
+                    value: s,
+                    selected: *s == status,
+                })
+                .collect(),
+            rows,
+            total: list.total,
+            page,
+            total_pages,
+            prev: (page > 1).then(|| params.href(&base, Some(page - 1), None)),
+            next: ((page as u64) < total_pages).then(|| params.href(&base, Some(page + 1), None)),
+            csv: params.href(&base, None, Some("csv")),
+            can_admin: access.authorize(Permission::Administer).is_ok(),
+            enabled: config.enabled,
+            max_retries: config.max_retries,
+            interval: config.retry_interval_hours,
+            tones: tones(&config.tone_sequence),
+            all_tones: tones(&Tone::ALL),
+            send_emails: config.send_emails,
+            sender_name: config.sender_name,
+            frame,
+        },
+    ))
+}
+
+fn reason(f: &PaymentFailure) -> String {
+    let mut text = f
+        .failure_reason
+        .clone()
+        .or_else(|| f.decline_code.clone())
+        .unwrap_or_default();
+    if let Some(abandoned) = &f.abandon_reason {
+        if !text.is_empty() {
+            text.push_str("; ");
+        }
+        text.push_str("abandoned: ");
+        text.push_str(&abandoned.replace('_', " "));
+    }
+    text
+}
+
+const CSV_HEADER: &[&str] = &[
+    "id",
+    "created_at",
+    "provider",
+    "customer_email",
+    "amount_cents",
+    "currency",
+    "status",
+    "failure_reason",
+    "decline_code",
+    "attempts",
+    "max_retries",
+    "next_retry_at",
+    "abandon_reason",
+    "recovered_at",
+];
+
+async fn export(
+    s: &AppState,
+    access: &ProjectAccess,
+    params: &ListParams,
+) -> Result<Response, PageError> {
+    let payments = s.churn.payments();
+    let mut rows = Vec::new();
+    let mut page = 1;
+    loop {
+        let list = payments
+            .list_failures(access, params.query(Some(page), EXPORT_PAGE))
+            .await?;
+        let done = list.failures.len() < EXPORT_PAGE as usize;
+        rows.extend(list.failures.iter().map(csv_row));
+        if done {
+            break;
+        }
+        page += 1;
+    }
+    Ok(csv::download(
+        &format!("{}-payment-failures.csv", access.project.slug),
+        csv::table(CSV_HEADER, rows),
+    ))
+}
+
+fn csv_row(f: &PaymentFailure) -> Vec<String> {
+    let time = |t: &Option<churn_core::time::Timestamp>| t.as_ref().map(exact).unwrap_or_default();
+    vec![
+        f.id.clone(),
+        exact(&f.created_at),
+        f.provider.as_str().to_owned(),
+        f.customer_email.clone(),
+        f.amount.to_string(),
+        f.currency.clone(),
+        f.status.clone(),
+        f.failure_reason.clone().unwrap_or_default(),
+        f.decline_code.clone().unwrap_or_default(),
+        f.attempts.to_string(),
+        f.max_retries.to_string(),
+        time(&f.next_retry_at),
+        f.abandon_reason.clone().unwrap_or_default(),
+        time(&f.recovered_at),
+    ]
+}
+
+pub struct AttemptRow {
+    pub at: String,
+    pub outcome: String,
+    pub detail: String,
+}
+
+pub struct EmailRow {
+    pub at: String,
+    pub tone: &'static str,
+    pub status: String,
+    pub reason: String,
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/payment.html")]
+struct FailurePage {
+    frame: Frame,
+    notice: Option<String>,
+    customer: String,
+    customer_href: String,
+    amount: String,
+    status: String,
+    status_class: &'static str,
+    provider: &'static str,
+    reason: String,
+    retries: String,
+    next_retry: String,
+    created: String,
+    recovered: String,
+    invoice: String,
+    attempts: Vec<AttemptRow>,
+    emails: Vec<EmailRow>,
+    retry: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct FailureParams {
+    #[serde(default)]
+    done: Option<String>,
+}
+
+pub async fn page(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Path((_, id)): Path<(String, String)>,
+    Query(params): Query<FailureParams>,
+) -> Result<Response, PageError> {
+    let (detail, projects) = futures::try_join!(
+        s.churn.payments().failure(&access, &id),
+        s.churn.core().list_projects(&signed.user.id),
+    )?;
+    let frame = Frame::new(&signed, &access, &projects, "payments", None);
+    let base = frame.base();
+    let f = &detail.failure;
+    let can_retry = s.churn.payments().can_retry_now(&access, f).await?;
+    let notice = match params.done.as_deref() {
+        Some("succeeded") => Some("The retry succeeded: the payment is recovered.".to_owned()),
+        Some("failed") => Some("The retry was made and the payment failed again.".to_owned()),
+        _ => None,
+    };
+    let page = FailurePage {
+        notice,
+        customer_href: customers::href(&base, &f.customer_email),
+        customer: f.customer_email.clone(),
+        amount: money(f.amount, &f.currency),
+        status_class: status_class(&f.status),
+        status: f.status.clone(),
+        provider: f.provider.as_str(),
+        reason: reason(f),
+        retries: format!("{} of {}", f.attempts, f.max_retries),
+        next_retry: f.next_retry_at.as_ref().map(when).unwrap_or_default(),
+        created: when(&f.created_at),
+        recovered: f.recovered_at.as_ref().map(when).unwrap_or_default(),
+        invoice: detail.provider_invoice_id.clone().unwrap_or_default(),
+        attempts: detail
+            .attempt_history
+            .iter()
+            .map(|a| AttemptRow {
+                at: when(&a.at),
+                outcome: a.outcome.clone(),
+                detail: a
+                    .decline_code
+                    .clone()
+                    .or_else(|| a.error.clone())
+                    .unwrap_or_default(),
+            })
+            .collect(),
+        emails: detail
+            .emails
+            .iter()
+            .map(|e| EmailRow {
+                at: when(&e.at),
+                tone: e.tone.as_str(),
+                status: e.status.clone(),
+                reason: e.reason.clone().unwrap_or_default().replace('_', " "),
+            })
+            .collect(),
+        retry: can_retry.then(|| format!("{base}/payments/{}/retry", f.id)),
+        frame,
+    };
+    Ok(html(StatusCode::OK, page))
+}
+
+pub async fn retry(
+    State(s): State<AppState>,
+    InProject { access, .. }: InProject,
+    Path((_, id)): Path<(String, String)>,
+) -> Result<Response, PageError> {
+    let result = s.churn.payments().retry_now(&access, &id).await?;
+    Ok(Redirect::to(&format!(
+        "/app/p/{}/payments/{id}?done={}",
+        access.project.slug,
+        if result.last_attempt.outcome == "succeeded" {
+            "succeeded"
+        } else {
+            "failed"
+        }
+    ))
+    .into_response())
+}
+
+#[derive(Deserialize)]
+pub struct ConfigForm {
+    #[serde(default)]
+    enabled: Option<String>,
+    #[serde(default)]
+    max_retries: String,
+    #[serde(default)]
+    retry_interval_hours: String,
+    #[serde(default)]
+    tone_sequence: String,
+    #[serde(default)]
+    send_emails: Option<String>,
+    #[serde(default)]
+    sender_name: String,
+}
+
+pub async fn save(
+    State(s): State<AppState>,
+    InProject { access, .. }: InProject,
+    Form(form): Form<ConfigForm>,
+) -> Result<Response, PageError> {
+    let number = |raw: &str| {
+        let raw = raw.trim();
+        // A value that is not a number stays out of range, so the service names the field.
+        (!raw.is_empty()).then(|| raw.parse().unwrap_or(i64::MIN))
+    };
+    let mut sequence = Vec::new();
+    for name in form
+        .tone_sequence
+        .split([',', ' '])
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        sequence.push(Tone::parse(&name.to_ascii_lowercase()).ok_or_else(|| {
+            churn_core::Error::invalid_field(
+                "tone_sequence",
+                "must list tones among friendly, professional, urgent, final",
+            )
+        })?);
+    }
+    let req = UpdateDunningConfig {
+        enabled: Some(form.enabled.is_some()),
+        max_retries: number(&form.max_retries),
+        retry_interval_hours: number(&form.retry_interval_hours),
+        tone_sequence: Some(sequence),
+        send_emails: Some(form.send_emails.is_some()),
+        sender_name: Some(form.sender_name),
+    };
+    s.churn.payments().put_dunning_config(&access, req).await?;
+    Ok(Redirect::to(&format!(
+        "/app/p/{}/payments?done=saved",
+        access.project.slug
+    ))
+    .into_response())
+}
