@@ -12,7 +12,7 @@ use crate::api::behavior::{
     AnalyticsQuery, Customer, CustomerDetail, CustomerEvent, CustomerEventsQuery, CustomerQuery,
     EventNameCount, TrackResponse, Tracked, TrackedBatch,
 };
-use crate::domain::behavior::{MAX_BATCH, day_key, parse_event};
+use crate::domain::behavior::{MAX_BATCH, MAX_EVENT_NAME, day_key, parse_event};
 use crate::domain::email::Email;
 use crate::domain::ranking::Behaviour;
 use crate::domain::role::Permission;
@@ -194,6 +194,13 @@ impl Core {
         access.authorize(Permission::Read)?;
         let mut v = Validator::new();
         let (page, per_page) = paging(&mut v, q.page, q.per_page);
+        if q
+            .event
+            .as_ref()
+            .is_some_and(|e| e.is_empty() || e.chars().count() > MAX_EVENT_NAME)
+        {
+            v.add("event", format!("must be 1 to {MAX_EVENT_NAME} characters"));
+        }
         v.finish()?;
         let email = Email::parse(email).map_err(|_| customer_not_found())?;
         let db = self.store.reader();

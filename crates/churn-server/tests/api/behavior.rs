@@ -485,6 +485,14 @@ async fn a_customer_shows_its_counts_and_timeline(backend: Backend) {
     .await;
     assert_eq!(logins["meta"]["total"], 3);
     assert_eq!(logins["data"].as_array().unwrap().len(), 2);
+    // The documented 1 to 64 characters (schemathesis found a longer name answered 200).
+    for name in ["".to_owned(), "x".repeat(65)] {
+        let path = format!("/projects/acme/customers/dana@shop.io/events?event={name}");
+        let answer = app
+            .expect(app.req(Method::GET, &path).bearer_auth(&acme.token), 400)
+            .await;
+        assert_eq!(answer["error"]["details"][0]["field"], "event", "{answer}");
+    }
     for path in [
         "/projects/acme/customers/nobody@shop.io",
         "/projects/acme/customers/nobody@shop.io/events",
