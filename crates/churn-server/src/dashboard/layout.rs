@@ -17,6 +17,8 @@ use super::session::Signed;
 pub const NAV: &[(&str, &str, &str)] = &[
     ("overview", "Overview", ""),
     ("events", "Churn events", "/events"),
+    ("settings", "Settings", "/settings"),
+    ("team", "Team", "/team"),
 ];
 
 pub struct NavItem {

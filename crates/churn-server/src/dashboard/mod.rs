@@ -13,6 +13,7 @@
 //! services' own. Sessions and CSRF are in `session`; every answer here carries the headers of
 //! [`security_headers`].
 
+mod account;
 mod assets;
 mod auth;
 mod chart;
@@ -22,6 +23,8 @@ mod events;
 mod layout;
 mod overview;
 mod session;
+mod settings;
+mod team;
 
 use std::sync::Arc;
 
@@ -53,7 +56,33 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
         .route("/events/{id}/reason", post(events::reason))
         .route("/events/{id}/variants/{vid}", post(events::edit))
         .route("/events/{id}/variants/{vid}/send", post(events::send))
-        .route("/events/{id}/variants/{vid}/preview", get(events::preview));
+        .route("/events/{id}/variants/{vid}/preview", get(events::preview))
+        // Settings and team (slice 3).
+        .route("/settings", get(settings::page))
+        .route("/settings/project", post(settings::save_project))
+        .route("/settings/keys/rotate", post(settings::rotate_keys))
+        .route(
+            "/settings/identity-secret/rotate",
+            post(settings::rotate_identity_secret),
+        )
+        .route(
+            "/settings/webhook-secret/rotate",
+            post(settings::rotate_webhook_secret),
+        )
+        .route("/settings/providers/{provider}", post(settings::connect))
+        .route(
+            "/settings/providers/{provider}/disconnect",
+            post(settings::disconnect),
+        )
+        .route("/settings/sender", post(settings::save_sender))
+        .route("/settings/sender/verify", post(settings::verify_sender))
+        .route("/settings/suppressions", get(settings::suppressions))
+        .route("/team", get(team::page))
+        .route("/team/invitations", post(team::invite))
+        .route("/team/invitations/{id}/revoke", post(team::revoke))
+        .route("/team/members/{user}/role", post(team::change_role))
+        .route("/team/members/{user}/remove", post(team::remove))
+        .route("/team/leave", post(team::leave));
     let app = Router::new()
         .route("/", get(auth::home))
         .route("/sign-in", get(auth::sign_in_page).post(auth::sign_in))
@@ -66,6 +95,8 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
         .route("/sign-out", post(auth::sign_out))
         .route("/sign-out-everywhere", post(auth::sign_out_everywhere))
         .route("/assets/{file}", get(assets::serve))
+        .route("/account", get(account::page))
+        .route("/account/password", post(account::change_password))
         .nest("/p/{slug}", project)
         .fallback(error::not_found)
         .layer(from_fn_with_state(state, session::csrf))
