@@ -35,6 +35,9 @@ use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{Redirect, Response};
 use axum::routing::{get, post};
 
+pub(crate) use auth::signed_in;
+pub(crate) use session::{Transport, transport};
+
 use crate::middleware::network::Network;
 use crate::state::AppState;
 
