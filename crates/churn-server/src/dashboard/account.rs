@@ -91,10 +91,10 @@ pub async fn change_password(
             StatusCode::BAD_REQUEST,
             account(signed, None, Some(reason(&e))),
         )),
-        Err(e @ churn_core::Error::Validation { .. }) => {
-            let status = crate::error::ApiError::from(churn_core::Error::validation("")).status();
-            Ok(html(status, account(signed, None, Some(reason(&e)))))
-        }
+        Err(e @ churn_core::Error::Validation { .. }) => Ok(html(
+            StatusCode::BAD_REQUEST,
+            account(signed, None, Some(reason(&e))),
+        )),
         Err(e) => Err(e.into()),
     }
 }

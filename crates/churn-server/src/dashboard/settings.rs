@@ -64,6 +64,11 @@ impl SettingsPage {
     fn opt<'a>(&self, v: &'a Option<String>) -> &'a str {
         v.as_deref().unwrap_or_default()
     }
+
+    /// A value to read, or that it is not set.
+    fn or_unset<'a>(&self, v: &'a Option<String>) -> &'a str {
+        v.as_deref().filter(|v| !v.is_empty()).unwrap_or("not set")
+    }
 }
 
 const STRIPE_EVENTS: &[(&str, &str)] = &[
@@ -141,7 +146,7 @@ async fn render(
     let providers = [
         (Provider::Stripe, "Stripe", STRIPE_EVENTS),
         (Provider::Razorpay, "Razorpay", RAZORPAY_EVENTS),
-        (Provider::Custom, "Another billing system (custom)", &[][..]),
+        (Provider::Custom, "Custom billing system", &[][..]),
     ]
     .into_iter()
     .map(|(p, label, events)| {
@@ -294,7 +299,7 @@ fn number(field: &str, raw: &str) -> churn_core::Result<Option<i64>> {
         return Ok(None);
     }
     raw.parse().map(Some).map_err(|_| {
-        churn_core::Error::invalid_field(&format!("settings.{field}"), "must be a whole number")
+        churn_core::Error::invalid_field(format!("settings.{field}"), "must be a whole number")
     })
 }
 
