@@ -214,6 +214,20 @@ impl Accounts {
     /// Sets a new password with a reset token, ending every session. The link went to the
     /// address, so using it also proves the address.
     pub async fn reset_password(&self, req: ResetPassword) -> Result<()> {
+        self.reset(req).await.map(|_| ())
+    }
+
+    /// Resets the password as [`Self::reset_password`] and answers a session of the new one:
+    /// the reset link's page signs its user in.
+    pub async fn reset_password_and_sign_in(&self, req: ResetPassword) -> Result<Session> {
+        let user_id = self.reset(req).await?;
+        let user = users::by_id(self.core.store.reader(), &user_id)
+            .await?
+            .ok_or_else(|| Error::invalid_field("token", BAD_RESET))?;
+        self.session(user)
+    }
+
+    async fn reset(&self, req: ResetPassword) -> Result<String> {
         password::check(&req.password).map_err(|m| Error::invalid_field("password", m))?;
         let hash = hash_password(req.password).await?;
         let now = self.core.now();
@@ -223,7 +237,8 @@ impl Accounts {
             .ok_or_else(|| Error::invalid_field("token", BAD_RESET))?;
         users::set_password(&mut *tx, &user_id, &hash, now).await?;
         users::mark_email_verified(&mut *tx, &user_id, now).await?;
-        self.core.commit_access_change(tx).await
+        self.core.commit_access_change(tx).await?;
+        Ok(user_id)
     }
 
     /// Changes the password of a signed-in user, ending every session; answers a fresh one.

@@ -194,8 +194,7 @@ impl Core {
         access.authorize(Permission::Read)?;
         let mut v = Validator::new();
         let (page, per_page) = paging(&mut v, q.page, q.per_page);
-        if q
-            .event
+        if q.event
             .as_ref()
             .is_some_and(|e| e.is_empty() || e.chars().count() > MAX_EVENT_NAME)
         {

@@ -31,6 +31,11 @@ const FILES: &[(&str, &str, &[u8])] = &[
         "text/javascript; charset=utf-8",
         include_bytes!("assets/htmx.min.js"),
     ),
+    (
+        "copy.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("assets/copy.js"),
+    ),
 ];
 
 static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {

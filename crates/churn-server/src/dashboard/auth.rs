@@ -1,6 +1,7 @@
 //! Signing in and out, registering, and asking for a password reset: pages that call the
 //! same account services as `/api/v1/auth/*` and end inside the dashboard. (The reset,
-//! verification and invitation links of emails open the pages of `routes::pages`.)
+//! verification and invitation links of emails open the pages of `routes::pages`, which end
+//! here too: signed in through [`signed_in`].)
 
 use askama::Template;
 use axum::extract::{Form, Query, State};
@@ -142,7 +143,7 @@ pub async fn sign_in(
 }
 
 /// A redirect that sets the session cookie.
-fn signed_in(token: &str, transport: Transport, to: &str) -> Response {
+pub(crate) fn signed_in(token: &str, transport: Transport, to: &str) -> Response {
     let mut response = Redirect::to(to).into_response();
     response
         .headers_mut()

@@ -20,6 +20,8 @@ pub const NAV: &[(&str, &str, &str)] = &[
     ("customers", "Customers", "/customers"),
     ("risk", "Churn risk", "/risk"),
     ("payments", "Payments", "/payments"),
+    ("settings", "Settings", "/settings"),
+    ("team", "Team", "/team"),
 ];
 
 pub struct NavItem {

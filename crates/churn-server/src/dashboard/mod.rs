@@ -13,6 +13,7 @@
 //! services' own. Sessions and CSRF are in `session`; every answer here carries the headers of
 //! [`security_headers`].
 
+mod account;
 mod assets;
 mod auth;
 mod chart;
@@ -25,6 +26,8 @@ mod overview;
 mod payments;
 mod risk;
 mod session;
+mod settings;
+mod team;
 
 use std::sync::Arc;
 
@@ -34,6 +37,9 @@ use axum::http::{HeaderValue, header};
 use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{Redirect, Response};
 use axum::routing::{get, post};
+
+pub(crate) use auth::signed_in;
+pub(crate) use session::{Transport, transport};
 
 use crate::middleware::network::Network;
 use crate::state::AppState;
@@ -65,7 +71,32 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
         .route("/payments", get(payments::list))
         .route("/payments/config", post(payments::save))
         .route("/payments/{id}", get(payments::page))
-        .route("/payments/{id}/retry", post(payments::retry));
+        .route("/payments/{id}/retry", post(payments::retry))
+        .route("/settings", get(settings::page))
+        .route("/settings/project", post(settings::save_project))
+        .route("/settings/keys/rotate", post(settings::rotate_keys))
+        .route(
+            "/settings/identity-secret/rotate",
+            post(settings::rotate_identity_secret),
+        )
+        .route(
+            "/settings/webhook-secret/rotate",
+            post(settings::rotate_webhook_secret),
+        )
+        .route("/settings/providers/{provider}", post(settings::connect))
+        .route(
+            "/settings/providers/{provider}/disconnect",
+            post(settings::disconnect),
+        )
+        .route("/settings/sender", post(settings::save_sender))
+        .route("/settings/sender/verify", post(settings::verify_sender))
+        .route("/settings/suppressions", get(settings::suppressions))
+        .route("/team", get(team::page))
+        .route("/team/invitations", post(team::invite))
+        .route("/team/invitations/{id}/revoke", post(team::revoke))
+        .route("/team/members/{user}/role", post(team::change_role))
+        .route("/team/members/{user}/remove", post(team::remove))
+        .route("/team/leave", post(team::leave));
     let app = Router::new()
         .route("/", get(auth::home))
         .route("/sign-in", get(auth::sign_in_page).post(auth::sign_in))
@@ -78,6 +109,8 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
         .route("/sign-out", post(auth::sign_out))
         .route("/sign-out-everywhere", post(auth::sign_out_everywhere))
         .route("/assets/{file}", get(assets::serve))
+        .route("/account", get(account::page))
+        .route("/account/password", post(account::change_password))
         .nest("/p/{slug}", project)
         .fallback(error::not_found)
         .layer(from_fn_with_state(state, session::csrf))

@@ -163,7 +163,7 @@ pub fn service(
     crate::openapi::complete(&mut openapi);
 
     let router = router
-        .merge(pages::router())
+        .merge(pages::router(network.clone()))
         .merge(crate::dashboard::router(state.clone(), network.clone()))
         .merge(SwaggerUi::new("/docs").url("/api/v1/openapi.json", openapi))
         .fallback(not_found)

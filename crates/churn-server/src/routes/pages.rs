@@ -2,25 +2,29 @@
 //! `/reset-password`, `/verify-email` and `/invitations/<token>`. Each is a small HTML form
 //! that works without JavaScript. Opening a page
 //! changes nothing; its form posts (form-encoded, since a plain form cannot send JSON) to the
-//! same path, which calls the same service as the API route and answers a page saying what
-//! happened. Everything echoed is escaped; the pages are not cached, send no Referer (the
+//! same path, which calls the same service as the API route. Success ends in the dashboard
+//! (decisions §17): a reset signs its user in and opens `/app`, a confirmed address opens
+//! `/app`, an accepted invitation signs in and opens the project; a failure answers a page
+//! saying why. Everything echoed is escaped; the pages are not cached, send no Referer (the
 //! token is in the URL) and may not be framed.
 
+use axum::Extension;
 use axum::Router;
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use churn_core::api::auth::{LoginRequest, RegisterRequest, ResetPassword, VerifyEmail};
 use churn_core::api::team::InvitationLink;
 use churn_core::domain::password::{MAX_PASSWORD_LEN, MIN_PASSWORD_LEN};
 use serde::Deserialize;
 
+use crate::dashboard::Transport;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
+pub fn router(network: std::sync::Arc<crate::middleware::network::Network>) -> Router<AppState> {
     Router::new()
         .route("/reset-password", get(reset_page).post(reset_submit))
         .route("/verify-email", get(verify_page).post(verify_submit))
@@ -28,6 +32,10 @@ pub fn router() -> Router<AppState> {
             "/invitations/{token}",
             get(invitation_page).post(invitation_submit),
         )
+        .layer(axum::middleware::from_fn_with_state(
+            network,
+            crate::dashboard::transport,
+        ))
 }
 
 #[derive(Default, Deserialize)]
@@ -75,6 +83,7 @@ async fn reset_page(query: Result<Query<TokenQuery>, QueryRejection>) -> Respons
 
 async fn reset_submit(
     State(s): State<AppState>,
+    Extension(transport): Extension<Transport>,
     form: Result<Form<ResetForm>, FormRejection>,
 ) -> Response {
     let Ok(Form(form)) = form else {
@@ -84,18 +93,14 @@ async fn reset_submit(
     let done = s
         .churn
         .accounts()
-        .reset_password(ResetPassword {
+        .reset_password_and_sign_in(ResetPassword {
             token: form.token,
             password: form.password,
         })
         .await;
     match done {
-        Ok(()) => message(
-            StatusCode::OK,
-            "Password changed",
-            "Your new password is set and every earlier session is signed out. You can sign in with it now.",
-        ),
-        // A weak password leaves the token unused: show the form again.
+        // Signed in with the new password, in the dashboard.
+        Ok(session) => crate::dashboard::signed_in(&session.token, transport, "/app"),
         Err(churn_core::Error::Validation { details, .. })
             if !details.is_empty() && details.iter().all(|d| d.field == "password") =>
         {
@@ -139,11 +144,8 @@ async fn verify_submit(
         .verify_email(VerifyEmail { token: form.token })
         .await
     {
-        Ok(()) => message(
-            StatusCode::OK,
-            "Email address confirmed",
-            "Thank you: your email address is confirmed.",
-        ),
+        // Confirmed: on to the dashboard (the sign-in page when this browser has no session).
+        Ok(()) => Redirect::to(crate::dashboard::PATH).into_response(),
         Err(e) => failure(e, title),
     }
 }
@@ -159,6 +161,7 @@ async fn invitation_page(State(s): State<AppState>, Path(token): Path<String>) -
 
 async fn invitation_submit(
     State(s): State<AppState>,
+    Extension(transport): Extension<Transport>,
     Path(token): Path<String>,
     form: Result<Form<JoinForm>, FormRejection>,
 ) -> Response {
@@ -211,15 +214,11 @@ async fn invitation_submit(
         Err(e) => Err(e),
     };
     match joined {
-        Ok(accepted) => message(
-            StatusCode::OK,
-            "Invitation accepted",
-            &format!(
-                "You are now {} of {} on churn, signed in as {}.",
-                with_article(accepted.role.as_str()),
-                accepted.project.name,
-                link.email
-            ),
+        // Signed in and on the project.
+        Ok(accepted) => crate::dashboard::signed_in(
+            &session.token,
+            transport,
+            &format!("/app/p/{}", accepted.project.slug),
         ),
         Err(e) => failure(e, JOIN_TITLE),
     }

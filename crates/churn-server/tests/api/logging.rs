@@ -193,7 +193,7 @@ async fn no_token_reaches_the_log(backend: Backend) {
         .send()
         .await
         .unwrap();
-    assert_eq!(joined.status(), 200);
+    assert_eq!(joined.status(), 303);
 
     // Verification and reset links.
     app.expect(

@@ -14,6 +14,7 @@ mod contract;
 mod conventions;
 mod dashboard;
 mod dashboard_customers;
+mod dashboard_settings;
 mod dunning;
 mod email;
 mod events;

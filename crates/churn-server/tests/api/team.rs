@@ -56,7 +56,8 @@ pub async fn join(app: &TestApp, owner: &str, email: &str, role: &str) -> String
         .send()
         .await
         .unwrap();
-    assert_eq!(joined.status(), 200);
+    assert_eq!(joined.status(), 303, "signed in and on the project");
+    assert_eq!(joined.headers()["location"], "/app/p/acme");
     login(app, email).await
 }
 
@@ -388,9 +389,16 @@ async fn the_invitation_link_opens_a_page_to_join(backend: Backend) {
     let (status, html) = page(register("short")).await;
     assert_eq!(status, 400);
     assert!(html.contains("role=\"alert\">The password"), "{html}");
-    let (status, html) = page(register("correct horse")).await;
-    assert_eq!(status, 200, "{html}");
-    assert!(html.contains("You are now a member of Acme"), "{html}");
+    // Joined: signed in and on the project, in the dashboard.
+    let joined = register("correct horse").send().await.unwrap();
+    assert_eq!(joined.status(), 303);
+    assert_eq!(joined.headers()["location"], "/app/p/acme");
+    assert!(
+        joined.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .starts_with("churn_session=")
+    );
     let team = members(&app, &owner).await;
     let joined = team.iter().find(|m| m["email"] == "new@example.com");
     assert_eq!(joined.map(|m| m["role"].clone()), Some(json!("member")));
@@ -417,9 +425,9 @@ async fn the_invitation_link_opens_a_page_to_join(backend: Backend) {
     assert_eq!(status, 403);
     assert!(html.contains("Verify your email address first."), "{html}");
     verify_email(&app, "old@example.com").await;
-    let (status, html) = page(sign_in("correct horse")).await;
-    assert_eq!(status, 200, "{html}");
-    assert!(html.contains("You are now a viewer of Acme"), "{html}");
+    let joined = sign_in("correct horse").send().await.unwrap();
+    assert_eq!(joined.status(), 303);
+    assert_eq!(joined.headers()["location"], "/app/p/acme");
 
     let unknown = format!("{}/invitations/nothing-here", app.address);
     assert_eq!(page(web.get(&unknown)).await.0, 404);

@@ -1,0 +1,100 @@
+//! The account (decisions §17): who is signed in, changing the password (which ends every
+//! other session and keeps this one, as `POST /auth/change-password` answers a fresh token),
+//! and signing out everywhere (`auth::sign_out_everywhere`).
+
+use askama::Template;
+use axum::extract::{Form, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use churn_core::api::auth::ChangePassword;
+use churn_core::domain::password::{MAX_PASSWORD_LEN, MIN_PASSWORD_LEN};
+use serde::Deserialize;
+
+use super::error::PageError;
+use super::layout::{Lone, html};
+use super::session::{Signed, Transport, set_cookie};
+use crate::routes::reason;
+use crate::state::AppState;
+
+#[derive(Template)]
+#[template(path = "dashboard/account.html")]
+struct AccountPage {
+    lone: Lone,
+    name: String,
+    email: String,
+    csrf: String,
+    min_password: usize,
+    max_password: usize,
+    notice: Option<&'static str>,
+    error: Option<String>,
+}
+
+fn account(signed: Signed, notice: Option<&'static str>, error: Option<String>) -> AccountPage {
+    AccountPage {
+        lone: Lone::default(),
+        name: signed.user.name,
+        email: signed.user.email,
+        csrf: signed.csrf,
+        min_password: MIN_PASSWORD_LEN,
+        max_password: MAX_PASSWORD_LEN,
+        notice,
+        error,
+    }
+}
+
+#[derive(Deserialize, Default)]
+pub struct Done {
+    #[serde(default)]
+    done: Option<String>,
+}
+
+pub async fn page(signed: Signed, Query(q): Query<Done>) -> Response {
+    let notice = (q.done.as_deref() == Some("password"))
+        .then_some("Your password is changed; every other session is signed out.");
+    html(StatusCode::OK, account(signed, notice, None))
+}
+
+#[derive(Deserialize, Default)]
+pub struct PasswordForm {
+    #[serde(default)]
+    current_password: String,
+    #[serde(default)]
+    new_password: String,
+}
+
+pub async fn change_password(
+    State(s): State<AppState>,
+    axum::Extension(transport): axum::Extension<Transport>,
+    signed: Signed,
+    Form(form): Form<PasswordForm>,
+) -> Result<Response, PageError> {
+    let changed = s
+        .churn
+        .accounts()
+        .change_password(
+            &signed.user,
+            ChangePassword {
+                current_password: form.current_password,
+                new_password: form.new_password,
+            },
+        )
+        .await;
+    match changed {
+        Ok(session) => {
+            let mut response = Redirect::to("/app/account?done=password").into_response();
+            response
+                .headers_mut()
+                .insert(header::SET_COOKIE, set_cookie(&session.token, transport));
+            Ok(response)
+        }
+        Err(e @ churn_core::Error::Unauthorized(_)) => Ok(html(
+            StatusCode::BAD_REQUEST,
+            account(signed, None, Some(reason(&e))),
+        )),
+        Err(e @ churn_core::Error::Validation { .. }) => Ok(html(
+            StatusCode::BAD_REQUEST,
+            account(signed, None, Some(reason(&e))),
+        )),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,313 @@
+//! The team of a project (decisions §17): members with their roles, changing a role, removing
+//! a member, invitations (send, revoke) and leaving. Every write calls the `Team` service the
+//! `/projects/{slug}/members` and `/invitations` routes call, whose role checks apply.
+
+use askama::Template;
+use axum::extract::{Form, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use churn_core::api::team::{ChangeRole, CreateInvitation};
+use churn_core::domain::role::{Permission, Role};
+use churn_core::services::ProjectAccess;
+use serde::Deserialize;
+
+use super::error::PageError;
+use super::layout::{Frame, html, when};
+use super::session::{InProject, Signed};
+use crate::routes::reason;
+use crate::state::AppState;
+
+pub struct MemberRow {
+    pub id: String,
+    pub name: String,
+    pub email: String,
+    pub role: &'static str,
+    pub joined: String,
+    pub me: bool,
+    /// The roles this viewer may give the member; empty: no controls.
+    pub roles: Vec<&'static str>,
+    pub removable: bool,
+}
+
+pub struct InvitationRow {
+    pub id: String,
+    pub email: String,
+    pub role: &'static str,
+    pub expires: String,
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/team.html")]
+struct TeamPage {
+    frame: Frame,
+    members: Vec<MemberRow>,
+    invitations: Vec<InvitationRow>,
+    admin: bool,
+    /// Roles this viewer may invite as.
+    invite_roles: Vec<&'static str>,
+    can_leave: bool,
+    notice: Option<&'static str>,
+    error: Option<String>,
+    /// An invitation's link, shown once after it was made.
+    link: Option<(String, String)>,
+    copy_js: String,
+}
+
+const GRANTABLE: [Role; 3] = [Role::Viewer, Role::Member, Role::Admin];
+
+#[derive(Default)]
+struct Outcome {
+    notice: Option<&'static str>,
+    error: Option<String>,
+    link: Option<(String, String)>,
+}
+
+async fn render(
+    s: &AppState,
+    signed: &Signed,
+    access: &ProjectAccess,
+    status: StatusCode,
+    outcome: Outcome,
+) -> Result<Response, PageError> {
+    let team = s.churn.team();
+    let (members, projects) = futures::try_join!(
+        team.members(access),
+        s.churn.core().list_projects(&signed.user.id)
+    )?;
+    let admin = access.authorize(Permission::Administer).is_ok();
+    let invitations = if admin {
+        team.invitations(access).await?
+    } else {
+        Vec::new()
+    };
+    let assignable = |r: &Role| access.authorize(Permission::AssignRole(*r)).is_ok();
+    let members = members
+        .into_iter()
+        .map(|m| {
+            let me = m.id == signed.user.id;
+            let manageable = admin
+                && !me
+                && m.role != Role::Owner
+                && access.authorize(Permission::RemoveMember(m.role)).is_ok();
+            MemberRow {
+                roles: if manageable {
+                    GRANTABLE
+                        .iter()
+                        .filter(|r| assignable(r))
+                        .map(|r| r.as_str())
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+                removable: manageable,
+                joined: when(&m.joined_at),
+                role: m.role.as_str(),
+                id: m.id,
+                name: m.name,
+                email: m.email,
+                me,
+            }
+        })
+        .collect();
+    let owner = matches!(
+        access.actor,
+        churn_core::domain::role::Actor::User(Role::Owner)
+    );
+    Ok(html(
+        status,
+        TeamPage {
+            frame: Frame::new(signed, access, &projects, "team", None),
+            members,
+            invitations: invitations
+                .into_iter()
+                .map(|i| InvitationRow {
+                    id: i.id,
+                    email: i.email,
+                    role: i.role.as_str(),
+                    expires: when(&i.expires_at),
+                })
+                .collect(),
+            invite_roles: if admin {
+                GRANTABLE
+                    .iter()
+                    .filter(|r| assignable(r))
+                    .map(|r| r.as_str())
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            admin,
+            can_leave: !owner,
+            notice: outcome.notice,
+            error: outcome.error,
+            link: outcome.link,
+            copy_js: super::assets::url("copy.js"),
+        },
+    ))
+}
+
+#[derive(Deserialize, Default)]
+pub struct Done {
+    #[serde(default)]
+    done: Option<String>,
+}
+
+pub async fn page(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Query(q): Query<Done>,
+) -> Result<Response, PageError> {
+    let notice = match q.done.as_deref() {
+        Some("revoked") => Some("The invitation is revoked: its link opens nothing now."),
+        Some("role") => Some("The role is changed."),
+        Some("removed") => Some("The member is removed."),
+        _ => None,
+    };
+    render(
+        &s,
+        &signed,
+        &access,
+        StatusCode::OK,
+        Outcome {
+            notice,
+            ..Default::default()
+        },
+    )
+    .await
+}
+
+async fn refused(
+    s: &AppState,
+    signed: &Signed,
+    access: &ProjectAccess,
+    e: churn_core::Error,
+) -> Result<Response, PageError> {
+    match e {
+        e @ (churn_core::Error::Validation { .. } | churn_core::Error::Conflict(_)) => {
+            let error = Some(reason(&e));
+            let status = crate::error::ApiError::from(e).status();
+            render(
+                s,
+                signed,
+                access,
+                status,
+                Outcome {
+                    error,
+                    ..Default::default()
+                },
+            )
+            .await
+        }
+        e => Err(e.into()),
+    }
+}
+
+fn done(access: &ProjectAccess, what: &str) -> Response {
+    Redirect::to(&format!("/app/p/{}/team?done={what}", access.project.slug)).into_response()
+}
+
+#[derive(Deserialize, Default)]
+pub struct InviteForm {
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    role: String,
+}
+
+pub async fn invite(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Form(form): Form<InviteForm>,
+) -> Result<Response, PageError> {
+    let invited = s
+        .churn
+        .team()
+        .invite(
+            &access,
+            &signed.user,
+            CreateInvitation {
+                email: form.email,
+                role: Some(form.role).filter(|r| !r.is_empty()),
+            },
+        )
+        .await;
+    match invited {
+        Ok(invitation) => {
+            render(
+                &s,
+                &signed,
+                &access,
+                StatusCode::OK,
+                Outcome {
+                    notice: Some("The invitation is sent."),
+                    link: invitation
+                        .accept_url
+                        .map(|url| (invitation.email.clone(), url)),
+                    ..Default::default()
+                },
+            )
+            .await
+        }
+        Err(e) => refused(&s, &signed, &access, e).await,
+    }
+}
+
+pub async fn revoke(
+    State(s): State<AppState>,
+    InProject { access, .. }: InProject,
+    Path((_, id)): Path<(String, String)>,
+) -> Result<Response, PageError> {
+    s.churn.team().revoke(&access, &id).await?;
+    Ok(done(&access, "revoked"))
+}
+
+#[derive(Deserialize, Default)]
+pub struct RoleForm {
+    #[serde(default)]
+    role: String,
+}
+
+pub async fn change_role(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Path((_, user)): Path<(String, String)>,
+    Form(form): Form<RoleForm>,
+) -> Result<Response, PageError> {
+    match s
+        .churn
+        .team()
+        .change_role(&access, &user, ChangeRole { role: form.role })
+        .await
+    {
+        Ok(_) => Ok(done(&access, "role")),
+        Err(e) => refused(&s, &signed, &access, e).await,
+    }
+}
+
+pub async fn remove(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Path((_, user)): Path<(String, String)>,
+) -> Result<Response, PageError> {
+    match s.churn.team().remove(&access, &signed.user, &user).await {
+        Ok(()) if user == signed.user.id => Ok(Redirect::to("/app").into_response()),
+        Ok(()) => Ok(done(&access, "removed")),
+        Err(e) => refused(&s, &signed, &access, e).await,
+    }
+}
+
+/// Leaves the project: the member removes themself, as `DELETE …/members/<own id>`.
+pub async fn leave(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+) -> Result<Response, PageError> {
+    match s
+        .churn
+        .team()
+        .remove(&access, &signed.user, &signed.user.id)
+        .await
+    {
+        Ok(()) => Ok(Redirect::to("/app").into_response()),
+        Err(e) => refused(&s, &signed, &access, e).await,
+    }
+}

@@ -1,0 +1,857 @@
+//! The dashboard's Settings, Team and Account pages and the emailed pages that end in the
+//! dashboard (decisions §17): each page with real content, every write through the service
+//! its API route calls (allowed for the role the API allows, 403 otherwise, 403 without the
+//! CSRF token, 404 on another tenant's project), the secret key shown once, invitations
+//! accepted into the project, and a password reset that signs in.
+
+use reqwest::{Method, Response};
+use serde_json::{Value, json};
+
+use crate::helpers::{Backend, TestApp, acme_owner};
+use crate::team::{invite, join};
+use churn_core::both_backends;
+
+both_backends!(
+    settings_team_and_account_pages_show_their_content,
+    project_settings_are_saved_by_admins_and_refused_to_others,
+    the_secret_key_is_shown_once_and_the_public_key_stays,
+    providers_connect_and_the_sender_domain_shows_its_record,
+    secrets_and_keys_are_for_admins_and_the_owner,
+    another_tenants_settings_and_team_are_not_found,
+    team_invitations_roles_and_leaving_from_the_page,
+    an_invitation_accepted_from_its_page_lands_in_the_project,
+    the_password_reset_page_signs_in,
+    the_account_page_changes_the_password,
+);
+
+struct Browser {
+    cookie: String,
+    csrf: String,
+}
+
+fn url(app: &TestApp, path: &str) -> String {
+    format!("{}{path}", app.address)
+}
+
+fn location(r: &Response) -> String {
+    r.headers()
+        .get("location")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default()
+}
+
+fn session_cookie(r: &Response) -> String {
+    r.headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .find(|v| v.starts_with("churn_session="))
+        .expect("a session cookie is set")
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+fn csrf_of(html: &str) -> String {
+    html.split("name=\"csrf_token\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page has a form with a CSRF token")
+        .to_owned()
+}
+
+async fn browser(app: &TestApp, cookie: String) -> Browser {
+    let html = get(
+        app,
+        &Browser {
+            cookie: cookie.clone(),
+            csrf: String::new(),
+        },
+        "/app/account",
+        200,
+    )
+    .await;
+    Browser {
+        csrf: csrf_of(&html),
+        cookie,
+    }
+}
+
+async fn sign_in(app: &TestApp, email: &str) -> Browser {
+    let r = app
+        .client
+        .post(url(app, "/app/sign-in"))
+        .form(&[("email", email), ("password", "correct horse")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    browser(app, session_cookie(&r)).await
+}
+
+async fn get(app: &TestApp, browser: &Browser, path: &str, status: u16) -> String {
+    let r = app
+        .client
+        .get(url(app, path))
+        .header("cookie", &browser.cookie)
+        .send()
+        .await
+        .unwrap();
+    let got = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    assert_eq!(got, status, "GET {path}: {text}");
+    text
+}
+
+/// Posts a form with the session's CSRF token, or `csrf` when given: status, `Location`, body.
+async fn post(
+    app: &TestApp,
+    browser: &Browser,
+    path: &str,
+    form: &[(&str, &str)],
+    csrf: Option<&str>,
+) -> (u16, String, String) {
+    let mut fields: Vec<(&str, &str)> = form.to_vec();
+    let token = csrf.unwrap_or(&browser.csrf);
+    if !token.is_empty() {
+        fields.push(("csrf_token", token));
+    }
+    let r = app
+        .client
+        .post(url(app, path))
+        .header("cookie", &browser.cookie)
+        .form(&fields)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let to = location(&r);
+    (status, to, r.text().await.unwrap())
+}
+
+async fn project_json(app: &TestApp, token: &str) -> Value {
+    app.expect(
+        app.req(Method::GET, "/projects/acme").bearer_auth(token),
+        200,
+    )
+    .await["data"]
+        .clone()
+}
+
+const PROJECT_FORM: &[(&str, &str)] = &[
+    ("name", "Acme Inc"),
+    ("support_email", "help@acme.io"),
+    ("founder_name", "Ada"),
+    ("product_url", "https://acme.io"),
+    ("reactivation_url", "https://acme.io/billing"),
+    ("coupon_code", "COMEBACK20"),
+    ("discount_percent", "20"),
+    ("discount_months", "3"),
+    ("recovery_window_days", "30"),
+    ("language", "en"),
+    (
+        "testimonials",
+        "It saved our quarter | Priya, Head of Ops at Lumen\n",
+    ),
+    ("features", "Exports\nTeam seats\n"),
+];
+
+async fn settings_team_and_account_pages_show_their_content(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let owner = sign_in(&app, "owner@acme.io").await;
+    let project = project_json(&app, &token).await;
+    let public = project["public_key"].as_str().unwrap();
+
+    let html = get(&app, &owner, "/app/p/acme/settings", 200).await;
+    for text in [
+        "<h1>Settings</h1>",
+        "aria-current=\"page\">Settings",
+        public,
+        "Identity secret",
+        "idsec_",
+        "Webhook secret",
+        &format!("/api/v1/webhooks/stripe/{public}"),
+        "invoice.payment_failed",
+        "customer.subscription.deleted",
+        "subscription.halted",
+        "Sender domain",
+        "data-copy=\"public-key\"",
+        "/app/assets/copy.",
+    ] {
+        assert!(html.contains(text), "settings shows {text:?}");
+    }
+    assert!(!html.contains("style=\""), "no inline style");
+    assert!(!html.contains("<script>"), "no inline script");
+
+    let html = get(&app, &owner, "/app/p/acme/team", 200).await;
+    assert!(html.contains("owner@acme.io") && html.contains("Invite someone"));
+    assert!(html.contains("aria-current=\"page\">Team"));
+    let html = get(&app, &owner, "/app/account", 200).await;
+    assert!(html.contains("owner@acme.io") && html.contains("Change the password"));
+    let html = get(&app, &owner, "/app/p/acme/settings/suppressions", 200).await;
+    assert!(html.contains("No suppressed addresses"));
+
+    let csv = get(
+        &app,
+        &owner,
+        "/app/p/acme/settings/suppressions?format=csv",
+        200,
+    )
+    .await;
+    assert_eq!(csv, "email,reason,created_at\r\n");
+}
+
+async fn project_settings_are_saved_by_admins_and_refused_to_others(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    join(&app, &token, "viewer@acme.io", "viewer").await;
+    join(&app, &token, "member@acme.io", "member").await;
+    let owner = sign_in(&app, "owner@acme.io").await;
+    for who in ["viewer@acme.io", "member@acme.io"] {
+        let b = sign_in(&app, who).await;
+        let html = get(&app, &b, "/app/p/acme/settings", 200).await;
+        assert!(
+            !html.contains("Save the project settings") && !html.contains("Connect Stripe"),
+            "{who} sees no write controls"
+        );
+        let (status, _, _) =
+            post(&app, &b, "/app/p/acme/settings/project", PROJECT_FORM, None).await;
+        assert_eq!(status, 403, "{who}");
+    }
+    // Without the CSRF token nothing changes.
+    let (status, _, _) = post(
+        &app,
+        &owner,
+        "/app/p/acme/settings/project",
+        PROJECT_FORM,
+        Some("forged"),
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert_eq!(project_json(&app, &token).await["name"], "Acme");
+
+    let (status, to, _) = post(
+        &app,
+        &owner,
+        "/app/p/acme/settings/project",
+        PROJECT_FORM,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, to.as_str()),
+        (303, "/app/p/acme/settings?done=project")
+    );
+    let project = project_json(&app, &token).await;
+    assert_eq!(project["name"], "Acme Inc");
+    assert_eq!(project["support_email"], "help@acme.io");
+    let settings = &project["settings"];
+    assert_eq!(settings["coupon_code"], "COMEBACK20");
+    assert_eq!(settings["founder_name"], "Ada");
+    assert_eq!(settings["reactivation_url"], "https://acme.io/billing");
+    assert_eq!(settings["discount_percent"], 20);
+    assert_eq!(
+        settings["testimonials"],
+        json!([{"quote": "It saved our quarter", "author": "Priya, Head of Ops at Lumen"}])
+    );
+    assert_eq!(settings["features"], json!(["Exports", "Team seats"]));
+    let html = get(&app, &owner, "/app/p/acme/settings?done=project", 200).await;
+    assert!(html.contains("It saved our quarter | Priya") && html.contains("COMEBACK20"));
+
+    // The service's own rules answer, on the page.
+    let (status, _, html) = post(
+        &app,
+        &owner,
+        "/app/p/acme/settings/project",
+        &[("name", "Acme"), ("reactivation_url", "http://acme.io")],
+        None,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(html.contains("reactivation_url"), "{html}");
+}
+
+async fn the_secret_key_is_shown_once_and_the_public_key_stays(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let owner = sign_in(&app, "owner@acme.io").await;
+    let before = project_json(&app, &token).await;
+    let (status, _, html) = post(&app, &owner, "/app/p/acme/settings/keys/rotate", &[], None).await;
+    assert_eq!(status, 200);
+    let secret = html
+        .split("<code id=\"shown-value\">")
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .expect("the new secret is on the page")
+        .to_owned();
+    let after = project_json(&app, &token).await;
+    assert_eq!(
+        after["public_key"], before["public_key"],
+        "the public key stays"
+    );
+    assert_ne!(after["secret_key_hint"], before["secret_key_hint"]);
+    assert!(secret.ends_with(after["secret_key_hint"].as_str().unwrap()));
+    app.expect(
+        app.req(Method::GET, "/projects/acme/churn-events")
+            .header("x-api-key", &secret),
+        200,
+    )
+    .await;
+    let again = get(&app, &owner, "/app/p/acme/settings", 200).await;
+    assert!(!again.contains(&secret), "shown once");
+
+    // Asked for, the public key is replaced too.
+    let (status, _, html) = post(
+        &app,
+        &owner,
+        "/app/p/acme/settings/keys/rotate",
+        &[("public", "on")],
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let last = project_json(&app, &token).await;
+    assert_ne!(last["public_key"], after["public_key"]);
+    assert!(html.contains(last["public_key"].as_str().unwrap()));
+}
+
+async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let owner = sign_in(&app, "owner@acme.io").await;
+    let (status, to, _) = post(
+        &app,
+        &owner,
+        "/app/p/acme/settings/providers/stripe",
+        &[
+            ("api_key", "rk_test_abcd1234"),
+            ("webhook_secret", "whsec_wxyz9876"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, to.as_str()),
+        (303, "/app/p/acme/settings?done=provider")
+    );
+    let providers = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/providers")
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    let stripe = &providers["data"][0];
+    assert_eq!(stripe["provider"], "stripe");
+    assert_eq!(stripe["api_key_hint"], "1234");
+    let html = get(&app, &owner, "/app/p/acme/settings?done=provider", 200).await;
+    assert!(html.contains("Update Stripe") && html.contains("Disconnect Stripe"));
+    assert!(html.contains(stripe["webhook_url"].as_str().unwrap()));
+    assert!(
+        !html.contains("rk_test_abcd1234"),
+        "never the credential itself"
+    );
+    // Missing fields are the service's validation, shown on the page.
+    let (status, _, html) = post(
+        &app,
+        &owner,
+        "/app/p/acme/settings/providers/razorpay",
+        &[("key_id", "rzp_test_1")],
+        None,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(html.contains("key_secret"), "{html}");
+    let (status, _, _) = post(
+        &app,
+        &owner,
+        "/app/p/acme/settings/providers/stripe/disconnect",
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(status, 303);
+
+    let (status, _, _) = post(
+        &app,
+        &owner,
+        "/app/p/acme/settings/sender",
+        &[
+            ("from_name", "Ada at Acme"),
+            ("from_email", "ada@mail.acme.io"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(status, 303);
+    let sender = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/email-settings")
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]
+        .clone();
+    let html = get(&app, &owner, "/app/p/acme/settings", 200).await;
+    assert!(html.contains("_churn.mail.acme.io"), "{html}");
+    assert!(html.contains(sender["dns_record"]["value"].as_str().unwrap()));
+    assert!(html.contains("Verify the domain") && html.contains("not verified"));
+    // Verifying looks the record up; without it the page says so, and nothing is verified.
+    let (status, _, _) = post(
+        &app,
+        &owner,
+        "/app/p/acme/settings/sender/verify",
+        &[],
+        None,
+    )
+    .await;
+    assert_ne!(status, 403);
+    assert_ne!(status, 500);
+}
+
+async fn secrets_and_keys_are_for_admins_and_the_owner(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    join(&app, &token, "viewer@acme.io", "viewer").await;
+    join(&app, &token, "member@acme.io", "member").await;
+    join(&app, &token, "admin@acme.io", "admin").await;
+    let writes: &[(&str, &[(&str, &str)])] = &[
+        ("/app/p/acme/settings/keys/rotate", &[]),
+        ("/app/p/acme/settings/identity-secret/rotate", &[]),
+        ("/app/p/acme/settings/webhook-secret/rotate", &[]),
+        (
+            "/app/p/acme/settings/providers/custom",
+            &[("retry_url", "")],
+        ),
+        (
+            "/app/p/acme/settings/sender",
+            &[("from_email", "a@acme.io")],
+        ),
+        ("/app/p/acme/settings/sender/verify", &[]),
+    ];
+    for who in ["viewer@acme.io", "member@acme.io"] {
+        let b = sign_in(&app, who).await;
+        let html = get(&app, &b, "/app/p/acme/settings", 200).await;
+        assert!(
+            !html.contains("idsec_") && !html.contains("Replace the"),
+            "{who}"
+        );
+        for (path, form) in writes {
+            let (status, _, _) = post(&app, &b, path, form, None).await;
+            assert_eq!(status, 403, "{who} {path}");
+        }
+    }
+    // An admin administers but does not replace the keys (the owner's alone, as in the API).
+    let admin = sign_in(&app, "admin@acme.io").await;
+    let html = get(&app, &admin, "/app/p/acme/settings", 200).await;
+    assert!(html.contains("idsec_") && !html.contains("Replace the secret key"));
+    let (status, _, _) = post(&app, &admin, "/app/p/acme/settings/keys/rotate", &[], None).await;
+    assert_eq!(status, 403);
+    let before = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/identity-secret")
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    let (status, _, html) = post(
+        &app,
+        &admin,
+        "/app/p/acme/settings/identity-secret/rotate",
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let after = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/identity-secret")
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    assert_ne!(before, after);
+    assert!(html.contains(after["data"]["identity_secret"].as_str().unwrap()));
+    let webhook = || async {
+        app.expect(
+            app.req(Method::GET, "/projects/acme/webhook-secret")
+                .bearer_auth(&token),
+            200,
+        )
+        .await
+    };
+    let old = webhook().await;
+    let (status, _, _) = post(
+        &app,
+        &admin,
+        "/app/p/acme/settings/webhook-secret/rotate",
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(status, 303);
+    assert_ne!(webhook().await, old);
+    let (status, _, _) = post(
+        &app,
+        &admin,
+        "/app/p/acme/settings/providers/custom",
+        &[("retry_url", "")],
+        None,
+    )
+    .await;
+    assert_eq!(status, 303);
+}
+
+async fn another_tenants_settings_and_team_are_not_found(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let id = project_json(&app, &token).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let other = app.register("mallory@evil.io").await;
+    app.create_project(&other.token, "Evil").await;
+    let mallory = sign_in(&app, "mallory@evil.io").await;
+    for path in ["settings", "team", "settings/suppressions"] {
+        get(&app, &mallory, &format!("/app/p/{id}/{path}"), 404).await;
+    }
+    for path in [
+        "settings/keys/rotate",
+        "settings/project",
+        "settings/webhook-secret/rotate",
+        "team/invitations",
+        "team/leave",
+    ] {
+        let (status, _, _) = post(
+            &app,
+            &mallory,
+            &format!("/app/p/{id}/{path}"),
+            &[("name", "x"), ("email", "m@evil.io")],
+            None,
+        )
+        .await;
+        assert_eq!(status, 404, "{path}");
+    }
+    assert_eq!(project_json(&app, &token).await["name"], "Acme");
+}
+
+async fn team_invitations_roles_and_leaving_from_the_page(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    join(&app, &token, "viewer@acme.io", "viewer").await;
+    join(&app, &token, "member@acme.io", "member").await;
+    let owner = sign_in(&app, "owner@acme.io").await;
+
+    let (status, _, html) = post(
+        &app,
+        &owner,
+        "/app/p/acme/team/invitations",
+        &[("email", "new@acme.io"), ("role", "viewer")],
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(html.contains("/invitations/") && html.contains("Invitation link for new@acme.io"));
+    let pending = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/invitations")
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]
+        .clone();
+    let invitation = pending[0]["id"].as_str().unwrap().to_owned();
+    let members = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/members")
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]
+        .clone();
+    let id_of = |email: &str| {
+        members
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["email"] == email)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (viewer_id, member_id) = (id_of("viewer@acme.io"), id_of("member@acme.io"));
+
+    // The viewer and the member see the team and no write controls, and are refused.
+    for who in ["viewer@acme.io", "member@acme.io"] {
+        // Removing another member (removing oneself is leaving, always allowed).
+        let other = if who == "viewer@acme.io" {
+            &member_id
+        } else {
+            &viewer_id
+        };
+        let b = sign_in(&app, who).await;
+        let html = get(&app, &b, "/app/p/acme/team", 200).await;
+        assert!(html.contains("owner@acme.io"));
+        for control in ["Change the role", "Remove ", "Invite someone", "Revoke"] {
+            assert!(!html.contains(control), "{who} sees no {control:?}");
+        }
+        assert!(html.contains("Leave Acme"));
+        for (path, form) in [
+            (
+                "/app/p/acme/team/invitations".to_owned(),
+                vec![("email", "x@acme.io")],
+            ),
+            (
+                format!("/app/p/acme/team/invitations/{invitation}/revoke"),
+                vec![],
+            ),
+            (
+                format!("/app/p/acme/team/members/{viewer_id}/role"),
+                vec![("role", "admin")],
+            ),
+            (format!("/app/p/acme/team/members/{other}/remove"), vec![]),
+        ] {
+            let (status, _, _) = post(&app, &b, &path, &form, None).await;
+            assert_eq!(status, 403, "{who} {path}");
+        }
+    }
+    let (status, _, _) = post(
+        &app,
+        &owner,
+        &format!("/app/p/acme/team/members/{viewer_id}/role"),
+        &[("role", "member")],
+        Some("forged"),
+    )
+    .await;
+    assert_eq!(status, 403, "CSRF");
+
+    let (status, to, _) = post(
+        &app,
+        &owner,
+        &format!("/app/p/acme/team/members/{viewer_id}/role"),
+        &[("role", "member")],
+        None,
+    )
+    .await;
+    assert_eq!((status, to.as_str()), (303, "/app/p/acme/team?done=role"));
+    let (status, _, _) = post(
+        &app,
+        &owner,
+        &format!("/app/p/acme/team/invitations/{invitation}/revoke"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(status, 303);
+    let (status, _, _) = post(
+        &app,
+        &owner,
+        &format!("/app/p/acme/team/members/{member_id}/remove"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(status, 303);
+    let members = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/members")
+                .bearer_auth(&token),
+            200,
+        )
+        .await["data"]
+        .clone();
+    let roles: Vec<(String, String)> = members
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["email"].as_str().unwrap().into(),
+                m["role"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert!(roles.contains(&("viewer@acme.io".into(), "member".into())));
+    assert!(!roles.iter().any(|(e, _)| e == "member@acme.io"));
+    let pending = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/invitations")
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    assert_eq!(pending["data"], json!([]));
+
+    // Leaving: the former viewer goes, and lands on /app.
+    let leaver = sign_in(&app, "viewer@acme.io").await;
+    let (status, to, _) = post(&app, &leaver, "/app/p/acme/team/leave", &[], None).await;
+    assert_eq!((status, to.as_str()), (303, "/app"));
+    get(&app, &leaver, "/app/p/acme/team", 404).await;
+    // The owner cannot leave.
+    let (status, _, _) = post(&app, &owner, "/app/p/acme/team/leave", &[], None).await;
+    assert_eq!(status, 400);
+}
+
+async fn an_invitation_accepted_from_its_page_lands_in_the_project(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let invitation = invite(&app, &token, "nell@example.com", "viewer").await;
+    let link = invitation["accept_url"].as_str().unwrap();
+    let r = app.client.get(link).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let r = app
+        .client
+        .post(link)
+        .form(&[
+            ("mode", "register"),
+            ("name", "Nell"),
+            ("password", "correct horse"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(location(&r), "/app/p/acme");
+    let nell = browser(&app, session_cookie(&r)).await;
+    let html = get(&app, &nell, "/app/p/acme", 200).await;
+    assert!(html.contains("viewer"), "the role badge");
+
+    // An existing account signs in on the page and lands in the project as well.
+    // (Its address confirmed through the verification page, which ends in the dashboard.)
+    app.register("bo@example.com").await;
+    app.run_jobs().await;
+    let mail = app
+        .outbox()
+        .into_iter()
+        .find(|m| m.contains("<bo@example.com>") && m.contains("/verify-email?token="))
+        .expect("a verification email");
+    let verification: String = mail
+        .split("/verify-email?token=")
+        .nth(1)
+        .unwrap()
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    let r = app
+        .client
+        .post(url(&app, "/verify-email"))
+        .form(&[("token", verification.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((r.status().as_u16(), location(&r).as_str()), (303, "/app"));
+    let invitation = invite(&app, &token, "bo@example.com", "member").await;
+    let r = app
+        .client
+        .post(invitation["accept_url"].as_str().unwrap())
+        .form(&[("mode", "signin"), ("password", "correct horse")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(location(&r), "/app/p/acme");
+    let bo = browser(&app, session_cookie(&r)).await;
+    get(&app, &bo, "/app/p/acme/team", 200).await;
+}
+
+async fn the_password_reset_page_signs_in(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    app.expect(
+        app.req(Method::POST, "/auth/forgot-password")
+            .json(&json!({"email": "owner@acme.io"})),
+        200,
+    )
+    .await;
+    app.run_jobs().await;
+    let mails = app.outbox().join("\n");
+    let reset: String = mails
+        .split("/reset-password?token=")
+        .nth(1)
+        .expect("a reset email")
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    let r = app
+        .client
+        .post(url(&app, "/reset-password"))
+        .form(&[("token", reset.as_str()), ("password", "a brand new one")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(location(&r), "/app");
+    let signed = browser(&app, session_cookie(&r)).await;
+    let r = app
+        .client
+        .get(url(&app, "/app"))
+        .header("cookie", &signed.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.status().as_u16(), location(&r).as_str()),
+        (303, "/app/p/acme")
+    );
+    // Earlier sessions are over.
+    app.expect(app.req(Method::GET, "/auth/me").bearer_auth(&token), 401)
+        .await;
+}
+
+async fn the_account_page_changes_the_password(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    acme_owner(&app).await;
+    let owner = sign_in(&app, "owner@acme.io").await;
+    let (status, _, html) = post(
+        &app,
+        &owner,
+        "/app/account/password",
+        &[
+            ("current_password", "wrong"),
+            ("new_password", "another good one"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(html.contains("role=\"alert\""), "{html}");
+    let (status, _, _) = post(
+        &app,
+        &owner,
+        "/app/account/password",
+        &[
+            ("current_password", "correct horse"),
+            ("new_password", "another good one"),
+        ],
+        Some("forged"),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let r = app
+        .client
+        .post(url(&app, "/app/account/password"))
+        .header("cookie", &owner.cookie)
+        .form(&[
+            ("current_password", "correct horse"),
+            ("new_password", "another good one"),
+            ("csrf_token", owner.csrf.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let fresh = browser(&app, session_cookie(&r)).await;
+    get(&app, &fresh, "/app/account?done=password", 200).await;
+    // The old cookie is signed out.
+    let r = app
+        .client
+        .get(url(&app, "/app/account"))
+        .header("cookie", &owner.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(location(&r), "/app/sign-in");
+}

@@ -1,0 +1,191 @@
+// Settings, Team and Account in a real browser (Debian's chromium, driven by playwright-core):
+// the owner connects Stripe (connecting stores the credentials and shows the webhook URL and
+// the events to enable; churn calls Stripe only later, so no fake of it is needed here),
+// replaces the secret key and sees it once, invites a teammate as a viewer, who accepts in a
+// second browser context and lands in the project, where the viewer sees no write controls.
+// axe-core checks every new page; no page may trip its Content-Security-Policy. Screenshots
+// go to <repo>/target/browser/settings-*.png.
+//
+// Needs a built server: CHURN_SERVER_BIN, else $CARGO_TARGET_DIR/debug/churn-server, else
+// <repo>/target/debug/churn-server. Chromium: CHROMIUM_BIN, else /usr/bin/chromium.
+
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
+const TARGET = process.env.CARGO_TARGET_DIR || join(REPO, "target");
+const SERVER_BIN = process.env.CHURN_SERVER_BIN || join(TARGET, "debug", "churn-server");
+const SHOTS = join(REPO, "target", "browser");
+const DEADLINE_MS = 15_000;
+const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+let server, serverLog = "", work, base, browser, page;
+const cspViolations = [];
+
+function startServer() {
+  work = mkdtempSync(join(tmpdir(), "churn-settings-"));
+  server = spawn(SERVER_BIN, [], {
+    env: {
+      ...process.env,
+      CHURN_BIND: "127.0.0.1:0",
+      CHURN_DATA_DIR: join(work, "data"),
+      CHURN_DATABASE_URL: `sqlite://${join(work, "churn.db")}`,
+      CHURN_LOG_FORMAT: "json",
+      CHURN_RATE_LIMITS: "off",
+    },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  return new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${serverLog}`)), DEADLINE_MS);
+    server.stderr.on("data", (chunk) => {
+      serverLog += chunk;
+      const match = serverLog.match(/"address":"([^"]+)"/);
+      if (match) {
+        clearTimeout(timer);
+        resolvePromise(`http://${match[1]}`);
+      }
+    });
+    server.on("exit", (code) => reject(new Error(`server exited (${code}):\n${serverLog}`)));
+  });
+}
+
+async function call(method, path, body, token) {
+  const response = await fetch(`${base}/api/v1${path}`, {
+    method,
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  assert.ok(response.ok, `${method} ${path}: ${response.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+/** axe-core in the page (evaluated through the DevTools protocol, which the page's CSP does
+ * not govern): no serious or critical violation. */
+async function checkA11y(name) {
+  await page.evaluate(AXE);
+  const result = await page.evaluate(() => window.axe.run(document));
+  const bad = result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  assert.deepEqual(
+    bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`),
+    [],
+    `axe on ${name}`,
+  );
+}
+
+async function shot(name) {
+  await page.screenshot({ path: join(SHOTS, `settings-${name}.png`), fullPage: true });
+}
+
+before(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  base = await startServer();
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_BIN || "/usr/bin/chromium",
+    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  page.setDefaultTimeout(DEADLINE_MS);
+  page.on("console", (message) => {
+    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.kill();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+
+test("settings: connect Stripe, replace the secret key once, copy buttons", async () => {
+  await page.goto(`${base}/app/register`);
+  await page.getByLabel("Your name").fill("Ada Founder");
+  await page.getByLabel("Email").fill("ada@acme.example");
+  await page.getByLabel(/^Password/).fill("correct horse");
+  await page.getByLabel("Your product's name").fill("Acme");
+  await page.getByRole("button", { name: "Create the account" }).click();
+  await page.getByRole("heading", { name: "Set up Acme" }).waitFor();
+
+  await page.getByRole("link", { name: "Settings", exact: true }).click();
+  await page.getByRole("heading", { name: "Settings", level: 1 }).waitFor();
+  assert.equal(await page.locator("button[data-copy='public-key']").isVisible(), true, "copy.js shows the copy buttons");
+  const stripe = page.locator("article.provider").first();
+  await stripe.getByText("Events to enable there").click();
+  await stripe.getByText("invoice.payment_failed").waitFor();
+  await checkA11y("settings");
+  await shot("page");
+
+  await stripe.getByLabel(/Restricted API key/).fill("rk_test_51Hxyz1234");
+  await stripe.getByLabel(/Webhook signing secret/).fill("whsec_test_abcd");
+  await stripe.getByRole("button", { name: "Connect Stripe" }).click();
+  await page.getByText("The provider is connected.").waitFor();
+  const connected = page.locator("article.provider").first();
+  await connected.getByText("connected", { exact: true }).waitFor();
+  assert.match(await connected.locator("code[id^=webhook-url]").textContent(), /\/api\/v1\/webhooks\/stripe\/pub_/);
+
+  const publicKey = await page.locator("#public-key").textContent();
+  await page.getByRole("button", { name: "Replace the secret key" }).click();
+  await page.getByRole("heading", { name: "New secret key" }).waitFor();
+  const secret = await page.locator("#shown-value").textContent();
+  assert.match(secret, /^(sk|sec)_/);
+  assert.equal(await page.locator("#public-key").textContent(), publicKey, "the public key stays");
+  await checkA11y("settings-rotated");
+  await shot("secret-shown");
+  await page.goto(`${base}/app/p/acme/settings`);
+  assert.equal(await page.getByText(secret).count(), 0, "the secret is shown once");
+
+  await page.getByRole("link", { name: "Suppressions" }).click();
+  await page.getByRole("heading", { name: "Suppressions" }).waitFor();
+  await checkA11y("suppressions");
+  await page.goto(`${base}/app/account`);
+  await page.getByRole("heading", { name: "Your account" }).waitFor();
+  await checkA11y("account");
+  await shot("account");
+});
+
+test("team: invite a viewer, who accepts in another browser and sees no write controls", async () => {
+  await page.goto(`${base}/app/p/acme/team`);
+  await page.getByLabel("Email", { exact: true }).fill("vic@acme.example");
+  await page.getByLabel("Role").selectOption("viewer");
+  await page.getByRole("button", { name: "Send the invitation" }).click();
+  await page.getByText("Invitation link for vic@acme.example").waitFor();
+  const link = await page.locator("#invitation-link").textContent();
+  await checkA11y("team");
+  await shot("team");
+
+  const other = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const vic = await other.newPage();
+  vic.setDefaultTimeout(DEADLINE_MS);
+  vic.on("console", (message) => {
+    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+  });
+  await vic.goto(link);
+  await vic.getByLabel("Your name").fill("Vic Viewer");
+  await vic.getByLabel(/Choose a password/).fill("correct horse");
+  await vic.getByRole("button", { name: "Create my account and join" }).click();
+  await vic.waitForURL(/\/app\/p\/acme$/).catch(async (e) => { throw new Error(`${vic.url()}: ${(await vic.content()).slice(0, 1500)}`); });
+  await vic.locator(".switcher .badge", { hasText: "viewer" }).waitFor();
+  await vic.goto(`${base}/app/p/acme/team`);
+  for (const control of ["Change the role", "Send the invitation", "Revoke"]) {
+    assert.equal(await vic.getByRole("button", { name: new RegExp(control) }).count(), 0, `no ${control}`);
+  }
+  await vic.getByRole("cell", { name: "Vic Viewer" }).waitFor();
+  await vic.goto(`${base}/app/p/acme/settings`);
+  assert.equal(await vic.getByRole("button").filter({ hasText: /Save|Connect|Replace|Verify/ }).count(), 0,
+    "the viewer sees no write controls in settings");
+  await vic.screenshot({ path: join(SHOTS, "settings-viewer.png"), fullPage: true });
+  await other.close();
+
+  await page.reload();
+  await page.getByRole("cell", { name: "vic@acme.example", exact: true }).waitFor();
+  assert.deepEqual(cspViolations, [], "no page trips its Content-Security-Policy");
+});
