@@ -2,7 +2,7 @@
 //! JSON, 413 over the body limit, 400 naming where malformed JSON or a bad field is, with
 //! types in JSON's words. Data after the JSON value, unknown fields (every request type denies
 //! them; all of them are named), a key given twice in one object and a NUL character in any
-//! string are 400 as well, naming the field.
+//! string are 400 as well, naming the field; so is a body that is valid JSON but no object.
 
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -90,6 +90,17 @@ async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Api
 }
 
 fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // Every request body is an object; serde would read a struct from an array too
+    // (`[null, null]` as every field left out), so an array or a scalar is refused here.
+    if let Some(first) = bytes.iter().find(|b| !b.is_ascii_whitespace())
+        && *first != b'{'
+        && serde_json::from_slice::<de::IgnoredAny>(bytes).is_ok()
+    {
+        return Err(ApiError::validation(
+            "the request body must be a JSON object",
+            Vec::new(),
+        ));
+    }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().clone();
@@ -444,6 +455,15 @@ mod tests {
 
     fn strict(raw: &str) -> String {
         format!("{:?}", parse::<Strict>(raw.as_bytes()).unwrap_err())
+    }
+
+    #[test]
+    fn only_an_object_is_a_body() {
+        // schemathesis: `[null, null]` was read as a struct with every field left out.
+        for raw in ["[null, null]", "[]", " 1", "\"a\"", "null"] {
+            assert!(strict(raw).contains("must be a JSON object"), "{raw}");
+        }
+        assert!(strict("[1,").contains("malformed JSON"));
     }
 
     #[test]
