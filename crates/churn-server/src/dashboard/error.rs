@@ -20,6 +20,18 @@ impl PageError {
     }
 }
 
+/// A write refused for what was typed (a validation error or a conflict): its message and
+/// status, for the page to show beside its form. Any other error is the error page.
+pub fn typed(e: churn_core::Error) -> Result<(String, StatusCode), PageError> {
+    match e {
+        e @ (churn_core::Error::Validation { .. } | churn_core::Error::Conflict(_)) => {
+            let message = crate::routes::reason(&e);
+            Ok((message, ApiError::from(e).status()))
+        }
+        e => Err(e.into()),
+    }
+}
+
 impl From<churn_core::Error> for PageError {
     fn from(e: churn_core::Error) -> Self {
         match e {

@@ -14,7 +14,6 @@ use serde::Deserialize;
 use super::error::PageError;
 use super::layout::{Frame, html, when};
 use super::session::{InProject, Signed};
-use crate::routes::reason;
 use crate::state::AppState;
 
 pub struct MemberRow {
@@ -182,24 +181,18 @@ async fn refused(
     access: &ProjectAccess,
     e: churn_core::Error,
 ) -> Result<Response, PageError> {
-    match e {
-        e @ (churn_core::Error::Validation { .. } | churn_core::Error::Conflict(_)) => {
-            let error = Some(reason(&e));
-            let status = crate::error::ApiError::from(e).status();
-            render(
-                s,
-                signed,
-                access,
-                status,
-                Outcome {
-                    error,
-                    ..Default::default()
-                },
-            )
-            .await
-        }
-        e => Err(e.into()),
-    }
+    let (error, status) = super::error::typed(e)?;
+    render(
+        s,
+        signed,
+        access,
+        status,
+        Outcome {
+            error: Some(error),
+            ..Default::default()
+        },
+    )
+    .await
 }
 
 fn done(access: &ProjectAccess, what: &str) -> Response {
