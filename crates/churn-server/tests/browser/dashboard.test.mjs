@@ -147,6 +147,9 @@ test("an event: ranked variants, edit a draft, send it, see it sent", async () =
   await shot("events");
   await page.getByRole("link", { name: "dana@customer.example" }).click();
   const cards = page.locator("article.variant");
+  // count() does not wait: let the page finish arriving first.
+  await cards.nth(8).waitFor();
+  await page.waitForLoadState("load");
   assert.equal(await cards.count(), 9);
   const ranks = await cards.locator("h3").allTextContents();
   assert.deepEqual(ranks.map((r) => Number(r.match(/#(\d)/)[1])), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
