@@ -5,6 +5,24 @@
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
+/// Every item a paginated list service answers for the same filters, page after page: an
+/// export holds what the filters select, not the page on screen.
+pub async fn all_pages<T, Fut>(mut fetch: impl FnMut(i64) -> Fut) -> churn_core::Result<Vec<T>>
+where
+    Fut: std::future::Future<Output = churn_core::Result<(Vec<T>, churn_core::api::Meta)>>,
+{
+    let mut items = Vec::new();
+    let mut page = 1;
+    loop {
+        let (mut batch, meta) = fetch(page).await?;
+        items.append(&mut batch);
+        if page as u64 >= meta.total_pages {
+            return Ok(items);
+        }
+        page += 1;
+    }
+}
+
 /// One CSV cell.
 pub fn cell(value: &str) -> String {
     let guarded = if value.starts_with(['=', '+', '-', '@', '\t', '\r']) {

@@ -233,21 +233,13 @@ async fn export(
     params: &ListParams,
 ) -> Result<Response, PageError> {
     let behavior = s.churn.core();
-    let mut rows = Vec::new();
-    let mut page = 1;
-    loop {
-        let (customers, meta) = behavior
-            .list_customers(access, params.query(Some(page), EXPORT_PAGE))
-            .await?;
-        rows.extend(customers.iter().map(csv_row));
-        if page as u64 >= meta.total_pages {
-            break;
-        }
-        page += 1;
-    }
+    let customers = csv::all_pages(|page| {
+        behavior.list_customers(access, params.query(Some(page), EXPORT_PAGE))
+    })
+    .await?;
     Ok(csv::download(
         &format!("{}-customers.csv", access.project.slug),
-        csv::table(CSV_HEADER, rows),
+        csv::table(CSV_HEADER, customers.iter().map(csv_row)),
     ))
 }
 

@@ -212,21 +212,12 @@ async fn export(
     params: &ListParams,
 ) -> Result<Response, PageError> {
     let core = s.churn.core();
-    let mut rows = Vec::new();
-    let mut page = 1;
-    loop {
-        let (events, meta) = core
-            .list_events(access, params.query(Some(page), EXPORT_PAGE))
+    let events =
+        csv::all_pages(|page| core.list_events(access, params.query(Some(page), EXPORT_PAGE)))
             .await?;
-        rows.extend(events.iter().map(csv_row));
-        if page as u64 >= meta.total_pages {
-            break;
-        }
-        page += 1;
-    }
     Ok(csv::download(
         &format!("{}-churn-events.csv", access.project.slug),
-        csv::table(CSV_HEADER, rows),
+        csv::table(CSV_HEADER, events.iter().map(csv_row)),
     ))
 }
 

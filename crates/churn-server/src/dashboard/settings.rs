@@ -579,27 +579,19 @@ pub async fn suppressions(
 ) -> Result<Response, PageError> {
     let sending = s.churn.sending();
     if params.format.as_deref() == Some("csv") {
-        let mut rows = Vec::new();
-        let mut page = 1;
-        loop {
-            let (list, meta) = sending
-                .list_suppressions(
-                    &access,
-                    PageQuery {
-                        page: Some(page),
-                        per_page: Some(100),
-                    },
-                )
-                .await?;
-            rows.extend(
-                list.into_iter()
-                    .map(|x| vec![x.email, x.reason.as_str().to_owned(), exact(&x.created_at)]),
-            );
-            if page as u64 >= meta.total_pages {
-                break;
-            }
-            page += 1;
-        }
+        let list = csv::all_pages(|page| {
+            sending.list_suppressions(
+                &access,
+                PageQuery {
+                    page: Some(page),
+                    per_page: Some(100),
+                },
+            )
+        })
+        .await?;
+        let rows = list
+            .into_iter()
+            .map(|x| vec![x.email, x.reason.as_str().to_owned(), exact(&x.created_at)]);
         return Ok(csv::download(
             &format!("{}-suppressions.csv", access.project.slug),
             csv::table(&["email", "reason", "created_at"], rows),
