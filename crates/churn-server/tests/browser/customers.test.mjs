@@ -6,61 +6,20 @@
 // event. A customer page with its risk history, redelivering the failed alert, and axe-core
 // on every page; screenshots go to <repo>/target/browser/.
 //
-// Needs a built server: CHURN_SERVER_BIN, else $CARGO_TARGET_DIR/debug/churn-server, else
-// <repo>/target/debug/churn-server. Chromium: CHROMIUM_BIN, else /usr/bin/chromium.
+// The server, chromium, axe-core and screenshots: harness.mjs.
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { DEADLINE_MS, checkA11y as axe, openBrowser, screenshot, startServer } from "./harness.mjs";
 
-const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
-const TARGET = process.env.CARGO_TARGET_DIR || join(REPO, "target");
-const SERVER_BIN = process.env.CHURN_SERVER_BIN || join(TARGET, "debug", "churn-server");
-const SHOTS = join(REPO, "target", "browser");
-const DEADLINE_MS = 15_000;
-const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const QUIET = "quiet@shop.example";
 const STEADY = "steady@shop.example";
 const PAYER = "payer@shop.example";
 
-let server, serverLog = "", work, base, browser, page, token, failureId;
-const cspViolations = [];
-
-function startServer() {
-  work = mkdtempSync(join(tmpdir(), "churn-customers-"));
-  server = spawn(SERVER_BIN, [], {
-    env: {
-      ...process.env,
-      CHURN_BIND: "127.0.0.1:0",
-      CHURN_DATA_DIR: join(work, "data"),
-      CHURN_DATABASE_URL: `sqlite://${join(work, "churn.db")}`,
-      CHURN_LOG_FORMAT: "json",
-      CHURN_RATE_LIMITS: "off",
-      CHURN_DEV_MODE: "true",
-      CHURN_WEBHOOK_ALLOW_PRIVATE: "true",
-    },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${serverLog}`)), DEADLINE_MS);
-    server.stderr.on("data", (chunk) => {
-      serverLog += chunk;
-      const match = serverLog.match(/"address":"([^"]+)"/);
-      if (match) {
-        clearTimeout(timer);
-        resolvePromise(`http://${match[1]}`);
-      }
-    });
-    server.on("exit", (code) => reject(new Error(`server exited (${code}):\n${serverLog}`)));
-  });
-}
+let server, base, browser, page, cspViolations, token, failureId;
+const checkA11y = (name) => axe(page, name);
+const shot = (name) => screenshot(page, `dashboard-${name}`);
 
 async function call(method, path, body, headers = {}) {
   const all = { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers };
@@ -74,21 +33,6 @@ async function call(method, path, body, headers = {}) {
   const text = await response.text();
   assert.ok(response.ok, `${method} ${path}: ${response.status} ${text}`);
   return text ? JSON.parse(text) : null;
-}
-
-async function checkA11y(name) {
-  await page.evaluate(AXE);
-  const result = await page.evaluate(() => window.axe.run(document));
-  const bad = result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-  assert.deepEqual(
-    bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`),
-    [],
-    `axe on ${name}`,
-  );
-}
-
-async function shot(name) {
-  await page.screenshot({ path: join(SHOTS, `dashboard-${name}.png`), fullPage: true });
 }
 
 /** The API's seed: customers, a failed alert, a payment failure. */
@@ -138,19 +82,10 @@ async function seed() {
 }
 
 before(async () => {
-  mkdirSync(SHOTS, { recursive: true });
-  base = await startServer();
+  server = await startServer("customers", { CHURN_DEV_MODE: "true", CHURN_WEBHOOK_ALLOW_PRIVATE: "true" });
+  base = server.base;
   await seed();
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_BIN || "/usr/bin/chromium",
-    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
-  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
-  page.setDefaultTimeout(DEADLINE_MS);
-  page.on("console", (message) => {
-    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
-  });
+  ({ browser, page, cspViolations } = await openBrowser());
   await page.goto(`${base}/app/sign-in`);
   await page.getByLabel("Email").fill("ada@acme.example");
   await page.getByLabel("Password").fill("correct horse");
@@ -160,8 +95,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  server?.kill();
-  if (work) rmSync(work, { recursive: true, force: true });
+  server?.stop();
 });
 
 test("customers: the list, a customer's risk history and signals", async () => {

@@ -6,55 +6,15 @@
 // axe-core checks every new page; no page may trip its Content-Security-Policy. Screenshots
 // go to <repo>/target/browser/settings-*.png.
 //
-// Needs a built server: CHURN_SERVER_BIN, else $CARGO_TARGET_DIR/debug/churn-server, else
-// <repo>/target/debug/churn-server. Chromium: CHROMIUM_BIN, else /usr/bin/chromium.
+// The server, chromium, axe-core and screenshots: harness.mjs.
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { DEADLINE_MS, checkA11y as axe, openBrowser, screenshot, startServer } from "./harness.mjs";
 
-const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
-const TARGET = process.env.CARGO_TARGET_DIR || join(REPO, "target");
-const SERVER_BIN = process.env.CHURN_SERVER_BIN || join(TARGET, "debug", "churn-server");
-const SHOTS = join(REPO, "target", "browser");
-const DEADLINE_MS = 15_000;
-const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-
-let server, serverLog = "", work, base, browser, page;
-const cspViolations = [];
-
-function startServer() {
-  work = mkdtempSync(join(tmpdir(), "churn-settings-"));
-  server = spawn(SERVER_BIN, [], {
-    env: {
-      ...process.env,
-      CHURN_BIND: "127.0.0.1:0",
-      CHURN_DATA_DIR: join(work, "data"),
-      CHURN_DATABASE_URL: `sqlite://${join(work, "churn.db")}`,
-      CHURN_LOG_FORMAT: "json",
-      CHURN_RATE_LIMITS: "off",
-    },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${serverLog}`)), DEADLINE_MS);
-    server.stderr.on("data", (chunk) => {
-      serverLog += chunk;
-      const match = serverLog.match(/"address":"([^"]+)"/);
-      if (match) {
-        clearTimeout(timer);
-        resolvePromise(`http://${match[1]}`);
-      }
-    });
-    server.on("exit", (code) => reject(new Error(`server exited (${code}):\n${serverLog}`)));
-  });
-}
+let server, base, browser, page, cspViolations;
+const checkA11y = (name) => axe(page, name);
+const shot = (name) => screenshot(page, `settings-${name}`);
 
 async function call(method, path, body, token) {
   const response = await fetch(`${base}/api/v1${path}`, {
@@ -67,42 +27,15 @@ async function call(method, path, body, token) {
   return text ? JSON.parse(text) : null;
 }
 
-/** axe-core in the page (evaluated through the DevTools protocol, which the page's CSP does
- * not govern): no serious or critical violation. */
-async function checkA11y(name) {
-  await page.evaluate(AXE);
-  const result = await page.evaluate(() => window.axe.run(document));
-  const bad = result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-  assert.deepEqual(
-    bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`),
-    [],
-    `axe on ${name}`,
-  );
-}
-
-async function shot(name) {
-  await page.screenshot({ path: join(SHOTS, `settings-${name}.png`), fullPage: true });
-}
-
 before(async () => {
-  mkdirSync(SHOTS, { recursive: true });
-  base = await startServer();
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_BIN || "/usr/bin/chromium",
-    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
-  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
-  page.setDefaultTimeout(DEADLINE_MS);
-  page.on("console", (message) => {
-    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
-  });
+  server = await startServer("settings");
+  base = server.base;
+  ({ browser, page, cspViolations } = await openBrowser());
 });
 
 after(async () => {
   await browser?.close();
-  server?.kill();
-  if (work) rmSync(work, { recursive: true, force: true });
+  server?.stop();
 });
 
 
@@ -182,7 +115,7 @@ test("team: invite a viewer, who accepts in another browser and sees no write co
   await vic.goto(`${base}/app/p/acme/settings`);
   assert.equal(await vic.getByRole("button").filter({ hasText: /Save|Connect|Replace|Verify/ }).count(), 0,
     "the viewer sees no write controls in settings");
-  await vic.screenshot({ path: join(SHOTS, "settings-viewer.png"), fullPage: true });
+  await screenshot(vic, "settings-viewer");
   await other.close();
 
   await page.reload();

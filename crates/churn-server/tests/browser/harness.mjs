@@ -1,0 +1,91 @@
+// What the dashboard's browser tests share: a churn server on a fresh SQLite file, Debian's
+// chromium with a page that records Content-Security-Policy violations, axe-core, and
+// screenshots under <repo>/target/browser/.
+//
+// The server: CHURN_SERVER_BIN, else $CARGO_TARGET_DIR/debug/churn-server, else
+// <repo>/target/debug/churn-server. Chromium: CHROMIUM_BIN, else /usr/bin/chromium.
+
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
+const TARGET = process.env.CARGO_TARGET_DIR || join(REPO, "target");
+const SERVER_BIN = process.env.CHURN_SERVER_BIN || join(TARGET, "debug", "churn-server");
+const SHOTS = join(REPO, "target", "browser");
+const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+export const DEADLINE_MS = 15_000;
+
+/** A server on a fresh SQLite file with `env` added; answers `{ base, stop }` once it listens. */
+export function startServer(name, env = {}) {
+  const work = mkdtempSync(join(tmpdir(), `churn-${name}-`));
+  const server = spawn(SERVER_BIN, [], {
+    env: {
+      ...process.env,
+      CHURN_BIND: "127.0.0.1:0",
+      CHURN_DATA_DIR: join(work, "data"),
+      CHURN_DATABASE_URL: `sqlite://${join(work, "churn.db")}`,
+      CHURN_LOG_FORMAT: "json",
+      CHURN_RATE_LIMITS: "off",
+      ...env,
+    },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const stop = () => {
+    server.kill();
+    rmSync(work, { recursive: true, force: true });
+  };
+  let log = "";
+  return new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${log}`)), DEADLINE_MS);
+    server.stderr.on("data", (chunk) => {
+      log += chunk;
+      const match = log.match(/"address":"([^"]+)"/);
+      if (match) {
+        clearTimeout(timer);
+        resolvePromise({ base: `http://${match[1]}`, stop });
+      }
+    });
+    server.on("exit", (code) => reject(new Error(`server exited (${code}):\n${log}`)));
+  });
+}
+
+/** Chromium and a desktop-sized page; `cspViolations` collects what the page's CSP refused. */
+export async function openBrowser() {
+  mkdirSync(SHOTS, { recursive: true });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_BIN || "/usr/bin/chromium",
+    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  page.setDefaultTimeout(DEADLINE_MS);
+  const cspViolations = [];
+  page.on("console", (message) => {
+    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+  });
+  return { browser, page, cspViolations };
+}
+
+/** axe-core in the page (evaluated through the DevTools protocol, which the page's CSP does
+ * not govern): no serious or critical violation. */
+export async function checkA11y(page, name) {
+  await page.evaluate(AXE);
+  const result = await page.evaluate(() => window.axe.run(document));
+  const bad = result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  assert.deepEqual(
+    bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`),
+    [],
+    `axe on ${name}`,
+  );
+}
+
+/** A full-page screenshot, `<repo>/target/browser/<file>.png`. */
+export async function screenshot(page, file) {
+  await page.screenshot({ path: join(SHOTS, `${file}.png`), fullPage: true });
+}
