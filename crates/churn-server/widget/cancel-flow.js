@@ -14,6 +14,10 @@
  * The dialog lives in a shadow root (the page's styles do not reach it, its styles do not
  * leak), takes the focus when it opens and keeps it inside (Tab and Shift+Tab cycle), closes
  * on Escape and gives the focus back. Texts and colours come from the project's flow.
+ *
+ * ChurnCancelFlow.preview(flow, reason?) shows a flow handed to it instead, for churn's
+ * dashboard: nothing is fetched or stored, the focus is left where it is, and the next call
+ * replaces the dialog; with `reason` it opens on that reason's offer.
  */
 (() => {
   "use strict";
@@ -26,6 +30,8 @@
     'button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
 
   let current = null;
+  // Closes the dialog a preview shows.
+  let previewed = null;
 
   /** Builds an element: h("button", {type: "button", onclick}, "text", child…). */
   function h(tag, attrs, ...children) {
@@ -124,15 +130,28 @@
     const who = new URLSearchParams({ customer_email: o.customerEmail, customer_hash: o.customerHash });
     if (o.subscriptionId) who.set("subscription_id", o.subscriptionId);
     const configUrl = `${base}/cancel-flow/config/${key}?${who}`;
+    const send = (body) =>
+      request(`${base}/cancel-flow/reasons?public_key=${key}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
     current = request(configUrl)
-      .then((flow) => show(flow, o, base, key))
+      .then((flow) => show(flow, o, send))
       .finally(() => {
         current = null;
       });
     return current;
   }
 
-  function show(flow, o, base, key) {
+  /** Shows `flow` without the service: answers are acknowledged, never sent. */
+  function preview(flow, reason) {
+    if (previewed) previewed();
+    const send = (body) => Promise.resolve({ status: body.offer_accepted ? "recovered" : "new" });
+    show(flow, { preview: true, reason }, send);
+  }
+
+  function show(flow, o, send) {
     return new Promise((resolve) => {
       const copy = flow.copy;
       const opener = document.activeElement;
@@ -153,9 +172,10 @@
       let busy = false;
 
       function close() {
+        if (previewed === close) previewed = null;
         host.remove();
         document.removeEventListener("keydown", onPageKey, true);
-        if (opener && typeof opener.focus === "function") opener.focus();
+        if (!o.preview && opener && typeof opener.focus === "function") opener.focus();
         resolve(result);
       }
 
@@ -199,6 +219,7 @@
         }
       }
 
+      if (o.preview) previewed = close;
       dialog.addEventListener("keydown", onKey);
       document.addEventListener("keydown", onPageKey, true);
 
@@ -206,7 +227,8 @@
         const parts = children.filter((child) => child !== null && child !== undefined);
         dialog.replaceChildren(h("h2", { id: titleId, text: copy.title }), ...parts);
         const first = dialog.querySelector("[data-autofocus]") || focusables()[0];
-        if (first) first.focus();
+        // A preview must not take the focus from the editor typing into it.
+        if (first && !o.preview) first.focus();
       }
 
       function actions(...buttons) {
@@ -234,11 +256,7 @@
         if (o.subscriptionId) body.provider_subscription_id = o.subscriptionId;
         if (pauseMonths) body.pause_months = pauseMonths;
         try {
-          const data = await request(`${base}/cancel-flow/reasons?public_key=${key}`, {
-            method: "POST",
-            headers: { "content-type": "application/json" },
-            body: JSON.stringify(body),
-          });
+          const data = await send(body);
           result = {
             outcome: data.status === "recovered" ? "saved" : "cancelled",
             churnEventId: data.churn_event_id,
@@ -327,9 +345,11 @@
         );
       }
 
-      reasonsScreen();
+      const start = o.reason && flow.reasons.some((r) => r.code === o.reason) && (flow.offers || {})[o.reason];
+      if (start && start.kind !== "none") offerScreen(o.reason, "", start);
+      else reasonsScreen();
     });
   }
 
-  window.ChurnCancelFlow = Object.freeze({ open });
+  window.ChurnCancelFlow = Object.freeze({ open, preview });
 })();

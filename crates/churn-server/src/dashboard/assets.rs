@@ -36,6 +36,16 @@ const FILES: &[(&str, &str, &[u8])] = &[
         "text/javascript; charset=utf-8",
         include_bytes!("assets/copy.js"),
     ),
+    (
+        "cancel-flow-editor.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("assets/cancel-flow-editor.js"),
+    ),
+    (
+        "cancel-flow-preview.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("assets/cancel-flow-preview.js"),
+    ),
 ];
 
 static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {

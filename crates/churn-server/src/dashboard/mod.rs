@@ -7,7 +7,7 @@
 //! list answers just its table to `HX-Request`, with `Vary: HX-Request`). Every control is a
 //! real link or form, so every page works without script.
 //!
-//! A page family is a module (`auth`, `overview`, `events`), a template under
+//! A page family is a module (`auth`, `overview`, `events`, `cancel_flow`), a template under
 //! `templates/dashboard/`, and, for pages inside a project, an entry of [`layout::NAV`].
 //! Handlers call the same services as the API routes beside them; the role checks are the
 //! services' own. Sessions and CSRF are in `session`; every answer here carries the headers of
@@ -16,6 +16,7 @@
 mod account;
 mod assets;
 mod auth;
+mod cancel_flow;
 mod chart;
 mod csv;
 mod customers;
@@ -45,7 +46,8 @@ use crate::middleware::network::Network;
 use crate::state::AppState;
 
 /// The policy of every dashboard page: nothing from another host, no inline script or style,
-/// never framed. (Email previews, framed by the event page, set their own.)
+/// never framed. (Email previews, framed by the event page, and the cancel-flow preview set
+/// their own.)
 pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
     object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
@@ -72,6 +74,12 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
         .route("/payments/config", post(payments::save))
         .route("/payments/{id}", get(payments::page))
         .route("/payments/{id}/retry", post(payments::retry))
+        .route(
+            "/cancel-flow",
+            get(cancel_flow::page).post(cancel_flow::save),
+        )
+        .route("/cancel-flow/origins", post(cancel_flow::save_origins))
+        .route("/cancel-flow/preview", get(cancel_flow::preview))
         .route("/settings", get(settings::page))
         .route("/settings/project", post(settings::save_project))
         .route("/settings/keys/rotate", post(settings::rotate_keys))

@@ -8,11 +8,10 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use churn_core::api::analytics::{ForecastQuery, Forecasting, Uplift, UpliftQuery};
-use churn_core::domain::identity::customer_hash;
-use churn_core::domain::role::Permission;
 use churn_core::services::overview::{Checklist, Overview, PeriodFigures};
 use serde::Deserialize;
 
+use super::cancel_flow::WidgetSnippet;
 use super::chart;
 use super::error::PageError;
 use super::layout::{Change, Frame, change, html, money, trim_number};
@@ -71,13 +70,10 @@ pub struct Step {
 struct ChecklistPage {
     frame: Frame,
     steps: Vec<Step>,
-    public_key: String,
     secret_key_hint: String,
-    public_url: String,
     webhook_base: String,
     api_base: String,
-    /// An example hash from the real identity secret (admins only: the secret is theirs).
-    example_hash: Option<String>,
+    snippet: WidgetSnippet,
 }
 
 pub async fn page(
@@ -300,17 +296,8 @@ async fn checklist_page(
     checklist: Checklist,
 ) -> Result<Response, PageError> {
     let detail = s.churn.core().project_detail(access).await?;
-    let example_hash = if access.authorize(Permission::Administer).is_ok() {
-        let secret = s.churn.payments().identity_secret(access).await?;
-        Some(customer_hash(
-            &secret.identity_secret,
-            "jane@example.com",
-            None,
-        ))
-    } else {
-        None
-    };
-    let public_url = s.config.public_url.clone().unwrap_or_default();
+    let snippet = WidgetSnippet::of(s, access, detail.public_key.unwrap_or_default()).await?;
+    let public_url = &snippet.public_url;
     let steps = vec![
         Step {
             done: checklist.provider_connected,
@@ -338,12 +325,10 @@ async fn checklist_page(
         ChecklistPage {
             frame,
             steps,
-            public_key: detail.public_key.unwrap_or_default(),
             secret_key_hint: detail.secret_key_hint.unwrap_or_default(),
             webhook_base: format!("{public_url}/api/v1/webhooks"),
             api_base: format!("{public_url}/api/v1"),
-            public_url,
-            example_hash,
+            snippet,
         },
     ))
 }

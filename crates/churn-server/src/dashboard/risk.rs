@@ -203,7 +203,7 @@ pub struct ConfigForm {
 
 /// A number field as the service's input: a value it refuses stays out of range, so the
 /// service names the field.
-fn number(raw: &str) -> Option<i64> {
+pub(super) fn number(raw: &str) -> Option<i64> {
     let raw = raw.trim();
     (!raw.is_empty()).then(|| raw.parse().unwrap_or(i64::MIN))
 }

@@ -24,8 +24,8 @@ both_backends!(
     the_account_page_changes_the_password,
 );
 
-struct Browser {
-    cookie: String,
+pub(crate) struct Browser {
+    pub(crate) cookie: String,
     csrf: String,
 }
 
@@ -78,7 +78,7 @@ async fn browser(app: &TestApp, cookie: String) -> Browser {
     }
 }
 
-async fn sign_in(app: &TestApp, email: &str) -> Browser {
+pub(crate) async fn sign_in(app: &TestApp, email: &str) -> Browser {
     let r = app
         .client
         .post(url(app, "/app/sign-in"))
@@ -90,7 +90,7 @@ async fn sign_in(app: &TestApp, email: &str) -> Browser {
     browser(app, session_cookie(&r)).await
 }
 
-async fn get(app: &TestApp, browser: &Browser, path: &str, status: u16) -> String {
+pub(crate) async fn get(app: &TestApp, browser: &Browser, path: &str, status: u16) -> String {
     let r = app
         .client
         .get(url(app, path))
@@ -105,7 +105,7 @@ async fn get(app: &TestApp, browser: &Browser, path: &str, status: u16) -> Strin
 }
 
 /// Posts a form with the session's CSRF token, or `csrf` when given: status, `Location`, body.
-async fn post(
+pub(crate) async fn post(
     app: &TestApp,
     browser: &Browser,
     path: &str,
@@ -130,7 +130,7 @@ async fn post(
     (status, to, r.text().await.unwrap())
 }
 
-async fn project_json(app: &TestApp, token: &str) -> Value {
+pub(crate) async fn project_json(app: &TestApp, token: &str) -> Value {
     app.expect(
         app.req(Method::GET, "/projects/acme").bearer_auth(token),
         200,

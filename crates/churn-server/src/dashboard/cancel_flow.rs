@@ -1,0 +1,593 @@
+//! The cancel flow (decisions §17, §11, §16): the flow editor beside a live preview, the
+//! allowed origins the widget's calls are checked against, and the snippet to paste. Writes
+//! go through the services of `PUT /projects/{slug}/cancel-flow` and
+//! `PUT /projects/{slug}/allowed-origins`, whose validation and role checks apply: a field
+//! the service refuses comes back beside its input with what was typed kept, and a viewer
+//! sees the flow without write controls and is refused anyway.
+//!
+//! The preview is the widget itself, not a second drawing of it: a page of its own, framed
+//! in a sandbox, runs `ChurnCancelFlow.preview` on the saved flow, then on every flow the
+//! editor's script posts to it from the unsaved form. Its policy lets it call nothing.
+
+use std::collections::BTreeMap;
+
+use askama::Template;
+use axum::extract::{Form, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use churn_core::domain::cancel_flow::{
+    CancelFlow, CancelFlowInput, ColorsInput, CopyInput, FlowCopy, MAX_REASONS, Offer,
+    OfferInput, ReasonInput,
+};
+use churn_core::domain::identity::customer_hash;
+use churn_core::domain::role::Permission;
+use churn_core::domain::strategy::ReasonCode;
+use churn_core::services::ProjectAccess;
+use serde::Deserialize;
+
+use super::assets;
+use super::error::PageError;
+use super::layout::{Frame, html};
+use super::risk::number;
+use super::session::{InProject, Signed};
+use crate::state::AppState;
+
+/// The preview page's policy: the widget's script and the preview's own, the widget's
+/// inline `<style>`, no connections at all, framed only by the dashboard, and sandboxed
+/// even when opened on its own.
+const PREVIEW_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+    base-uri 'none'; form-action 'none'; frame-ancestors 'self'; sandbox allow-scripts";
+
+/// The widget's texts in the order the editor shows them, with what each is for. A test
+/// keeps this list equal to the fields of `FlowCopy`.
+const COPY: &[(&str, &str)] = &[
+    ("title", "Heading"),
+    ("reason_prompt", "Question above the reasons"),
+    ("feedback_label", "Feedback box label"),
+    ("continue_button", "Continue button"),
+    ("close_button", "Keep-subscription button"),
+    ("offer_title", "Heading above an offer"),
+    ("discount_text", "Discount offer ({percent}, {months})"),
+    ("pause_text", "Pause offer ({max_months})"),
+    ("downgrade_text", "Downgrade offer ({plan})"),
+    ("pause_months_label", "Pause length label"),
+    ("accept_button", "Accept button"),
+    ("decline_button", "Decline button"),
+    ("saved_message", "Message after an accepted offer"),
+    ("cancelled_message", "Message after a cancellation"),
+    ("done_button", "Close button at the end"),
+    ("error_message", "Message when sending failed"),
+];
+
+const COLORS: &[(&str, &str)] = &[
+    ("primary", "Buttons and focus ring"),
+    ("background", "Background"),
+    ("text", "Text"),
+];
+
+const OFFER_KINDS: &[(&str, &str)] = &[
+    ("none", "No offer"),
+    ("discount", "Discount"),
+    ("pause", "Pause"),
+    ("downgrade", "Downgrade"),
+];
+
+/// One input of the editor: its name (also its id), what it holds, the service's complaint.
+pub struct Field {
+    pub name: String,
+    pub value: String,
+    /// Shown when empty: the default a blank input stands for.
+    pub placeholder: String,
+    pub label: &'static str,
+    pub error: Option<String>,
+}
+
+impl Field {
+    fn new(name: String, label: &'static str, value: String) -> Self {
+        Field {
+            name,
+            value,
+            placeholder: String::new(),
+            label,
+            error: None,
+        }
+    }
+}
+
+/// A reason slot: the reason, and the offer made for it.
+pub struct Row {
+    pub n: usize,
+    pub code: Field,
+    pub label: Field,
+    pub kind: Field,
+    pub percent: Field,
+    pub months: Field,
+    pub max_months: Field,
+    pub plan: Field,
+}
+
+/// The editor's inputs, from the saved flow or from what was posted.
+pub struct FlowForm {
+    pub rows: Vec<Row>,
+    pub copy: Vec<Field>,
+    pub colors: Vec<Field>,
+    pub language: Field,
+    /// A complaint about the reasons as a whole (their number).
+    pub reasons_error: Option<String>,
+}
+
+impl FlowForm {
+    fn from_flow(flow: &CancelFlow) -> Self {
+        let copy = serde_json::to_value(&flow.copy).unwrap_or_default();
+        let colors = serde_json::to_value(&flow.colors).unwrap_or_default();
+        Self::build(
+            |name| {
+                let (n, field) = row_field(name);
+                let reason = flow.reasons.get(n)?;
+                let offer = flow.offers.get(reason.code.as_str());
+                Some(match (field, offer) {
+                    ("code", _) => reason.code.as_str().to_owned(),
+                    ("label", _) => reason.label.clone(),
+                    ("kind", Some(offer)) => kind_name(offer),
+                    ("percent", Some(Offer::Discount { percent, .. })) => percent.to_string(),
+                    ("months", Some(Offer::Discount { months, .. })) => months.to_string(),
+                    ("max_months", Some(Offer::Pause { max_months })) => max_months.to_string(),
+                    ("plan", Some(Offer::Downgrade { plan })) => plan.clone(),
+                    _ => return None,
+                })
+            },
+            |key| copy[key].as_str().map(str::to_owned),
+            |key| colors[key].as_str().map(full_hex),
+            flow.language.clone(),
+        )
+    }
+
+    fn from_posted(posted: &[(String, String)]) -> Self {
+        let get = |name: &str| {
+            posted
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        Self::build(
+            |name| get(name),
+            |key| get(&format!("copy_{key}")),
+            |key| get(&format!("color_{key}")),
+            get("language").unwrap_or_default(),
+        )
+    }
+
+    fn build(
+        row: impl Fn(&str) -> Option<String>,
+        copy: impl Fn(&str) -> Option<String>,
+        color: impl Fn(&str) -> Option<String>,
+        language: String,
+    ) -> Self {
+        let defaults = serde_json::to_value(FlowCopy::default()).unwrap_or_default();
+        let field = |n: usize, key: &str, label| {
+            let name = format!("{key}_{n}");
+            Field::new(name.clone(), label, row(&name).unwrap_or_default())
+        };
+        FlowForm {
+            rows: (0..MAX_REASONS)
+                .map(|n| Row {
+                    n,
+                    code: field(n, "code", "Reason"),
+                    label: field(n, "label", "Label"),
+                    kind: field(n, "kind", "Offer"),
+                    percent: field(n, "percent", "Percent off"),
+                    months: field(n, "months", "For months"),
+                    max_months: field(n, "max_months", "Up to months"),
+                    plan: field(n, "plan", "Plan"),
+                })
+                .collect(),
+            copy: COPY
+                .iter()
+                .map(|(key, label)| Field {
+                    placeholder: defaults[*key].as_str().unwrap_or_default().to_owned(),
+                    ..Field::new(format!("copy_{key}"), *label, copy(key).unwrap_or_default())
+                })
+                .collect(),
+            colors: COLORS
+                .iter()
+                .map(|(key, label)| {
+                    Field::new(format!("color_{key}"), *label, color(key).unwrap_or_default())
+                })
+                .collect(),
+            language: Field::new("language".into(), "Language", language),
+            reasons_error: None,
+        }
+    }
+
+    /// The service's input, and which input each of its field names refers to.
+    fn input(&self) -> (CancelFlowInput, Vec<(String, String)>) {
+        let mut names = vec![("language".to_owned(), "language".to_owned())];
+        let mut reasons = Vec::new();
+        let mut offers = BTreeMap::new();
+        for row in &self.rows {
+            let code = row.code.value.trim();
+            if code.is_empty() && row.label.value.trim().is_empty() {
+                continue;
+            }
+            let i = reasons.len();
+            names.push((format!("reasons[{i}].code"), row.code.name.clone()));
+            names.push((format!("reasons[{i}].label"), row.label.name.clone()));
+            reasons.push(ReasonInput {
+                code: code.to_owned(),
+                label: row.label.value.clone(),
+            });
+            let kind = row.kind.value.trim();
+            if kind.is_empty() || kind == "none" {
+                continue;
+            }
+            let offer = format!("offers.{code}");
+            names.push((offer.clone(), row.kind.name.clone()));
+            names.push((format!("{offer}.kind"), row.kind.name.clone()));
+            for f in [&row.percent, &row.months, &row.max_months, &row.plan] {
+                let (_, key) = row_field(&f.name);
+                names.push((format!("{offer}.{key}"), f.name.clone()));
+            }
+            // Only the fields of the chosen kind: the others stay on the page unused.
+            let of = |wanted: &str, f: &Field| (kind == wanted).then(|| number(&f.value)).flatten();
+            offers.insert(
+                code.to_owned(),
+                OfferInput {
+                    kind: kind.to_owned(),
+                    percent: of("discount", &row.percent),
+                    months: of("discount", &row.months),
+                    max_months: of("pause", &row.max_months),
+                    plan: (kind == "downgrade").then(|| row.plan.value.clone()),
+                },
+            );
+        }
+        // A blank text or colour is the default.
+        let given = |f: &Field| Some(f.value.trim()).filter(|v| !v.is_empty()).map(str::to_owned);
+        let copy: serde_json::Map<String, serde_json::Value> = self
+            .copy
+            .iter()
+            .filter_map(|f| {
+                names.push((f.name.replacen("copy_", "copy.", 1), f.name.clone()));
+                Some((f.name["copy_".len()..].to_owned(), given(f)?.into()))
+            })
+            .collect();
+        let mut color = |i: usize| {
+            let f = &self.colors[i];
+            names.push((f.name.replacen("color_", "colors.", 1), f.name.clone()));
+            given(f)
+        };
+        let colors = ColorsInput {
+            primary: color(0),
+            background: color(1),
+            text: color(2),
+        };
+        let input = CancelFlowInput {
+            reasons,
+            offers,
+            copy: serde_json::from_value::<CopyInput>(copy.into()).ok(),
+            colors: Some(colors),
+            language: given(&self.language),
+        };
+        (input, names)
+    }
+
+    /// Puts each of the service's complaints beside its input; whether every one found its
+    /// place.
+    fn complain(&mut self, details: &[churn_core::api::FieldError], names: &[(String, String)]) -> bool {
+        let mut placed = true;
+        for d in details {
+            if d.field == "reasons" {
+                self.reasons_error = Some(d.message.clone());
+                continue;
+            }
+            let Some((_, name)) = names.iter().find(|(field, _)| *field == d.field) else {
+                placed = false;
+                continue;
+            };
+            let field = self
+                .rows
+                .iter_mut()
+                .flat_map(|r| {
+                    [
+                        &mut r.code,
+                        &mut r.label,
+                        &mut r.kind,
+                        &mut r.percent,
+                        &mut r.months,
+                        &mut r.max_months,
+                        &mut r.plan,
+                    ]
+                })
+                .chain(self.copy.iter_mut())
+                .chain(self.colors.iter_mut())
+                .chain([&mut self.language])
+                .find(|f| f.name == *name);
+            match field {
+                Some(field) => _ = field.error.get_or_insert_with(|| d.message.clone()),
+                None => placed = false,
+            }
+        }
+        placed
+    }
+}
+
+/// `label_3` → (3, "label"); `max_months_0` → (0, "max_months").
+fn row_field(name: &str) -> (usize, &str) {
+    match name.rsplit_once('_') {
+        Some((field, n)) => (n.parse().unwrap_or(usize::MAX), field),
+        None => (usize::MAX, name),
+    }
+}
+
+/// The offer's kind as the API names it.
+fn kind_name(offer: &Offer) -> String {
+    serde_json::to_value(offer.kind())
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// `#abc` → `#aabbcc`: a colour input holds only the long form.
+fn full_hex(color: &str) -> String {
+    match color.strip_prefix('#') {
+        Some(short) if short.len() == 3 => {
+            let long: String = short.chars().flat_map(|c| [c, c]).collect();
+            format!("#{long}")
+        }
+        _ => color.to_owned(),
+    }
+}
+
+/// The widget's snippet with the project's public key and, for admins (the identity secret
+/// is theirs to see), the hash of an example customer to check their code against. The
+/// set-up checklist shows it too.
+pub struct WidgetSnippet {
+    pub public_url: String,
+    pub public_key: String,
+    pub example_hash: Option<String>,
+    pub copy_js: String,
+}
+
+impl WidgetSnippet {
+    pub async fn of(
+        s: &AppState,
+        access: &ProjectAccess,
+        public_key: String,
+    ) -> Result<Self, PageError> {
+        let example_hash = if access.authorize(Permission::Administer).is_ok() {
+            let secret = s.churn.payments().identity_secret(access).await?;
+            Some(customer_hash(
+                &secret.identity_secret,
+                "jane@example.com",
+                None,
+            ))
+        } else {
+            None
+        };
+        Ok(WidgetSnippet {
+            public_url: s.config.public_url.clone().unwrap_or_default(),
+            public_key,
+            example_hash,
+            copy_js: assets::url("copy.js"),
+        })
+    }
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/cancel_flow.html")]
+struct CancelFlowPage {
+    frame: Frame,
+    can_admin: bool,
+    notice: Option<&'static str>,
+    /// A complaint no input owns.
+    error: Option<String>,
+    form: FlowForm,
+    codes: Vec<&'static str>,
+    kinds: &'static [(&'static str, &'static str)],
+    origins: String,
+    origins_error: Option<String>,
+    snippet: WidgetSnippet,
+    editor_js: String,
+}
+
+/// What a page shows besides the flow form; the parts a failed write keeps.
+struct Shown {
+    form: Option<FlowForm>,
+    origins: Option<String>,
+    error: Option<String>,
+    origins_error: Option<String>,
+    notice: Option<&'static str>,
+}
+
+async fn render(
+    s: &AppState,
+    signed: &Signed,
+    access: &ProjectAccess,
+    status: StatusCode,
+    shown: Shown,
+) -> Result<Response, PageError> {
+    let core = s.churn.core();
+    let (flow, detail, projects) = futures::try_join!(
+        core.cancel_flow(access),
+        core.project_detail(access),
+        core.list_projects(&signed.user.id),
+    )?;
+    let snippet = WidgetSnippet::of(s, access, detail.public_key.unwrap_or_default()).await?;
+    Ok(html(
+        status,
+        CancelFlowPage {
+            frame: Frame::new(signed, access, &projects, "cancel-flow", None),
+            can_admin: access.authorize(Permission::Administer).is_ok(),
+            notice: shown.notice,
+            error: shown.error,
+            form: shown.form.unwrap_or_else(|| FlowForm::from_flow(&flow)),
+            codes: ReasonCode::ALL.iter().map(|c| c.as_str()).collect(),
+            kinds: OFFER_KINDS,
+            origins: shown
+                .origins
+                .unwrap_or_else(|| detail.allowed_origins.join("\n")),
+            origins_error: shown.origins_error,
+            snippet,
+            editor_js: assets::url("cancel-flow-editor.js"),
+        },
+    ))
+}
+
+#[derive(Deserialize, Default)]
+pub struct Params {
+    #[serde(default)]
+    done: Option<String>,
+}
+
+pub async fn page(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Query(params): Query<Params>,
+) -> Result<Response, PageError> {
+    let notice = match params.done.as_deref() {
+        Some("saved") => Some("The cancel flow is saved: the widget shows it from now on."),
+        Some("origins") => Some("The allowed origins are saved."),
+        _ => None,
+    };
+    let shown = Shown {
+        form: None,
+        origins: None,
+        error: None,
+        origins_error: None,
+        notice,
+    };
+    render(&s, &signed, &access, StatusCode::OK, shown).await
+}
+
+pub async fn save(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Form(posted): Form<Vec<(String, String)>>,
+) -> Result<Response, PageError> {
+    let mut form = FlowForm::from_posted(&posted);
+    let (input, names) = form.input();
+    let e = match s.churn.core().set_cancel_flow(&access, input).await {
+        Ok(_) => return Ok(done(&access, "saved")),
+        Err(e) => e,
+    };
+    let beside = match &e {
+        churn_core::Error::Validation { details, .. } => form.complain(details, &names),
+        _ => false,
+    };
+    let (message, status) = super::error::typed(e)?;
+    let shown = Shown {
+        form: Some(form),
+        origins: None,
+        error: Some(match beside {
+            true => "The flow is not saved: see the messages beside the inputs.".to_owned(),
+            false => message,
+        }),
+        origins_error: None,
+        notice: None,
+    };
+    render(&s, &signed, &access, status, shown).await
+}
+
+#[derive(Deserialize)]
+pub struct OriginsForm {
+    #[serde(default)]
+    allowed_origins: String,
+}
+
+pub async fn save_origins(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Form(form): Form<OriginsForm>,
+) -> Result<Response, PageError> {
+    let origins: Vec<String> = form
+        .allowed_origins
+        .lines()
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let e = match s.churn.core().set_allowed_origins(&access, &origins).await {
+        Ok(_) => return Ok(done(&access, "origins")),
+        Err(e) => e,
+    };
+    let (message, status) = super::error::typed(e)?;
+    let shown = Shown {
+        form: None,
+        origins: Some(form.allowed_origins),
+        error: None,
+        origins_error: Some(message),
+        notice: None,
+    };
+    render(&s, &signed, &access, status, shown).await
+}
+
+fn done(access: &ProjectAccess, what: &str) -> Response {
+    Redirect::to(&format!(
+        "/app/p/{}/cancel-flow?done={what}",
+        access.project.slug
+    ))
+    .into_response()
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/cancel_flow_preview.html")]
+struct PreviewPage {
+    css: String,
+    preview_js: String,
+    /// The saved flow, as the widget's configuration route answers it.
+    flow: String,
+}
+
+/// The frame the editor shows the widget in: the saved flow until the editor hands it another.
+pub async fn preview(
+    State(s): State<AppState>,
+    InProject { access, .. }: InProject,
+) -> Result<Response, PageError> {
+    let flow = s.churn.core().cancel_flow(&access).await?;
+    let page = PreviewPage {
+        css: assets::url("dashboard.css"),
+        preview_js: assets::url("cancel-flow-preview.js"),
+        flow: serde_json::to_string(&flow).map_err(churn_core::Error::internal)?,
+    };
+    let mut response = html(StatusCode::OK, page);
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(PREVIEW_CSP),
+    );
+    headers.insert(
+        header::X_FRAME_OPTIONS,
+        HeaderValue::from_static("SAMEORIGIN"),
+    );
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_editor_shows_every_text_of_the_widget() {
+        let fields = serde_json::to_value(FlowCopy::default()).unwrap();
+        let mut known: Vec<&str> = fields.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        let mut shown: Vec<&str> = COPY.iter().map(|(k, _)| *k).collect();
+        known.sort_unstable();
+        shown.sort_unstable();
+        assert_eq!(shown, known);
+    }
+
+    #[test]
+    fn a_saved_flow_fills_the_form_and_reads_back_the_same() {
+        let flow = CancelFlow::default_for(&Default::default());
+        let form = FlowForm::from_flow(&flow);
+        assert_eq!(form.rows[0].code.value, "too_expensive");
+        assert_eq!(form.rows[0].kind.value, "discount");
+        let (input, _) = form.input();
+        assert_eq!(input.validate(&Default::default()).unwrap(), flow);
+    }
+
+    #[test]
+    fn short_colours_become_long_ones() {
+        assert_eq!(full_hex("#a1c"), "#aa11cc");
+        assert_eq!(full_hex("#4f46e5"), "#4f46e5");
+    }
+}
