@@ -66,8 +66,7 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
         .unwrap()
         .to_owned();
     assert!(
-        html.contains(&format!("publicKey: &#34;{public_key}&#34;"))
-            || html.contains(&format!("publicKey: &quot;{public_key}&quot;")),
+        html.contains(&format!(r#"publicKey: "{public_key}""#)),
         "the snippet holds the project's public key"
     );
     assert!(html.contains("this project's identity secret gives"));
@@ -98,12 +97,12 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
     let html = get(&app, &owner, &format!("{PAGE}?done=saved"), 200).await;
     assert!(html.contains("The cancel flow is saved"));
     assert!(html.contains(r#"value="Too pricey""#));
-    assert!(html.contains(r#"value="#ff0000""#));
+    assert!(html.contains(r##"value="#ff0000""##));
 
     // The allowed origins, through the service of PUT /projects/{slug}/allowed-origins.
     let origins = [(
         "allowed_origins",
-        "https://shop.acme.io\n\n  https://App.acme.io/ \n",
+        "https://shop.acme.io\n\n  https://app.acme.io \n",
     )];
     let (status, to, _) = post(&app, &owner, &format!("{PAGE}/origins"), &origins, None).await;
     assert_eq!((status, to.as_str()), (303, "/app/p/acme/cancel-flow?done=origins"));

@@ -62,10 +62,10 @@ test("a first session: Stripe, an allowed origin, the cancel flow with its live 
   assert.equal(await page.getByRole("button", { name: "Copy the snippet" }).isVisible(), true);
 
   // Allow this server's origin, where the widget will be used below.
-  await page.getByLabel("Allowed origins").fill(base);
+  await page.getByRole("textbox", { name: "Allowed origins" }).fill(base);
   await page.getByRole("button", { name: "Save the origins" }).click();
   await page.getByText("The allowed origins are saved.").waitFor();
-  assert.equal(await page.getByLabel("Allowed origins").inputValue(), base);
+  assert.equal(await page.getByRole("textbox", { name: "Allowed origins" }).inputValue(), base);
 
   // The preview runs the widget on the saved flow, then follows the form before any save.
   const preview = page.frameLocator("#preview");
