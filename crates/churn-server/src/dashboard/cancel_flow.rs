@@ -16,8 +16,8 @@ use axum::extract::{Form, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use churn_core::domain::cancel_flow::{
-    CancelFlow, CancelFlowInput, ColorsInput, CopyInput, FlowCopy, MAX_REASONS, Offer,
-    OfferInput, ReasonInput,
+    CancelFlow, CancelFlowInput, ColorsInput, CopyInput, FlowCopy, MAX_REASONS, Offer, OfferInput,
+    ReasonInput,
 };
 use churn_core::domain::identity::customer_hash;
 use churn_core::domain::role::Permission;
@@ -191,7 +191,11 @@ impl FlowForm {
             colors: COLORS
                 .iter()
                 .map(|(key, label)| {
-                    Field::new(format!("color_{key}"), *label, color(key).unwrap_or_default())
+                    Field::new(
+                        format!("color_{key}"),
+                        *label,
+                        color(key).unwrap_or_default(),
+                    )
                 })
                 .collect(),
             language: Field::new("language".into(), "Language", language),
@@ -241,7 +245,11 @@ impl FlowForm {
             );
         }
         // A blank text or colour is the default.
-        let given = |f: &Field| Some(f.value.trim()).filter(|v| !v.is_empty()).map(str::to_owned);
+        let given = |f: &Field| {
+            Some(f.value.trim())
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        };
         let copy: serde_json::Map<String, serde_json::Value> = self
             .copy
             .iter()
@@ -272,7 +280,11 @@ impl FlowForm {
 
     /// Puts each of the service's complaints beside its input; whether every one found its
     /// place.
-    fn complain(&mut self, details: &[churn_core::api::FieldError], names: &[(String, String)]) -> bool {
+    fn complain(
+        &mut self,
+        details: &[churn_core::api::FieldError],
+        names: &[(String, String)],
+    ) -> bool {
         let mut placed = true;
         for d in details {
             if d.field == "reasons" {
@@ -568,7 +580,12 @@ mod tests {
     #[test]
     fn the_editor_shows_every_text_of_the_widget() {
         let fields = serde_json::to_value(FlowCopy::default()).unwrap();
-        let mut known: Vec<&str> = fields.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        let mut known: Vec<&str> = fields
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
         let mut shown: Vec<&str> = COPY.iter().map(|(k, _)| *k).collect();
         known.sort_unstable();
         shown.sort_unstable();

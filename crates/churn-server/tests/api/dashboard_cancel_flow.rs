@@ -92,7 +92,10 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
         })
     );
     assert_eq!(flow["copy"]["title"], "Wait a moment");
-    assert_eq!(flow["copy"]["accept_button"], "Accept offer", "blank is the default");
+    assert_eq!(
+        flow["copy"]["accept_button"], "Accept offer",
+        "blank is the default"
+    );
     assert_eq!(flow["colors"]["primary"], "#ff0000");
     let html = get(&app, &owner, &format!("{PAGE}?done=saved"), 200).await;
     assert!(html.contains("The cancel flow is saved"));
@@ -105,16 +108,25 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
         "https://shop.acme.io\n\n  https://app.acme.io \n",
     )];
     let (status, to, _) = post(&app, &owner, &format!("{PAGE}/origins"), &origins, None).await;
-    assert_eq!((status, to.as_str()), (303, "/app/p/acme/cancel-flow?done=origins"));
+    assert_eq!(
+        (status, to.as_str()),
+        (303, "/app/p/acme/cancel-flow?done=origins")
+    );
     assert_eq!(
         project_json(&app, &token).await["allowed_origins"],
         serde_json::json!(["https://shop.acme.io", "https://app.acme.io"])
     );
-    let bad = [("allowed_origins", "https://shop.acme.io\nftp://files.acme.io")];
+    let bad = [(
+        "allowed_origins",
+        "https://shop.acme.io\nftp://files.acme.io",
+    )];
     let (status, _, html) = post(&app, &owner, &format!("{PAGE}/origins"), &bad, None).await;
     assert_eq!(status, 400);
     assert!(html.contains(r#"id="allowed_origins-error""#), "{html}");
-    assert!(html.contains("ftp://files.acme.io"), "what was typed is kept");
+    assert!(
+        html.contains("ftp://files.acme.io"),
+        "what was typed is kept"
+    );
     assert_eq!(
         project_json(&app, &token).await["allowed_origins"],
         serde_json::json!(["https://shop.acme.io", "https://app.acme.io"])
@@ -133,7 +145,9 @@ async fn a_refused_field_is_shown_beside_it_and_nothing_changes(backend: Backend
     let (status, _, html) = post(&app, &owner, PAGE, &form, None).await;
     assert_eq!(status, 400);
     assert!(
-        html.contains(r#"<p class="field-error" id="percent_0-error">must be between 1 and 90</p>"#),
+        html.contains(
+            r#"<p class="field-error" id="percent_0-error">must be between 1 and 90</p>"#
+        ),
         "{html}"
     );
     assert!(html.contains(r#"aria-invalid="true" aria-describedby="percent_0-error""#));
@@ -153,11 +167,17 @@ async fn a_refused_field_is_shown_beside_it_and_nothing_changes(backend: Backend
     ];
     let (status, _, html) = post(&app, &owner, PAGE, &twice, None).await;
     assert_eq!(status, 400);
-    assert!(html.contains(r#"id="code_3-error">appears more than once"#), "{html}");
+    assert!(
+        html.contains(r#"id="code_3-error">appears more than once"#),
+        "{html}"
+    );
     // No reason at all.
     let (status, _, html) = post(&app, &owner, PAGE, &[("code_0", "")], None).await;
     assert_eq!(status, 400);
-    assert!(html.contains("The reasons must hold 1 to 8 reasons"), "{html}");
+    assert!(
+        html.contains("The reasons must hold 1 to 8 reasons"),
+        "{html}"
+    );
     assert_eq!(flow_json(&app, &token).await, before);
 }
 
@@ -178,7 +198,10 @@ async fn writes_need_the_csrf_token_and_an_admin(backend: Backend) {
     for who in ["viewer@acme.io", "member@acme.io"] {
         let b = sign_in(&app, who).await;
         let html = get(&app, &b, PAGE, 200).await;
-        assert!(html.contains(r#"value="It is too expensive""#), "{who} sees the flow");
+        assert!(
+            html.contains(r#"value="It is too expensive""#),
+            "{who} sees the flow"
+        );
         assert!(html.contains(r#"<fieldset class="plain" disabled>"#));
         assert!(html.contains(r#"id="preview""#), "{who} sees the preview");
         assert!(
@@ -266,7 +289,10 @@ async fn the_preview_is_sandboxed_and_calls_nothing(backend: Backend) {
     let body = r.text().await.unwrap();
     assert!(body.contains(r#"<script src="/widget/v1/cancel-flow.js"></script>"#));
     // The saved flow, escaped into an attribute, for the widget to show.
-    assert!(body.contains("data-flow=\"{&#34;reasons&#34;:[{&#34;code&#34;:&#34;too_expensive&#34;"), "{body}");
+    assert!(
+        body.contains("data-flow=\"{&#34;reasons&#34;:[{&#34;code&#34;:&#34;too_expensive&#34;"),
+        "{body}"
+    );
     // Its scripts are the dashboard's own files, none inline.
     assert!(!body.contains("<script>"));
 }

@@ -100,6 +100,9 @@ test("a first session: Stripe, an allowed origin, the cancel flow with its live 
 
   await page.setViewportSize({ width: 390, height: 844 });
   await page.reload();
+  // Frames of another origin are painted once in view: show the preview, then take the page.
+  await page.locator("#preview").scrollIntoViewIfNeeded();
+  await preview.getByText("Too pricey for us").waitFor();
   await checkA11y("cancel-flow-phone");
   await shot("cancel-flow-phone");
   assert.equal(
