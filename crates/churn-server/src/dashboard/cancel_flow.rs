@@ -185,7 +185,7 @@ impl FlowForm {
                 .iter()
                 .map(|(key, label)| Field {
                     placeholder: defaults[*key].as_str().unwrap_or_default().to_owned(),
-                    ..Field::new(format!("copy_{key}"), *label, copy(key).unwrap_or_default())
+                    ..Field::new(format!("copy_{key}"), label, copy(key).unwrap_or_default())
                 })
                 .collect(),
             colors: COLORS
@@ -193,7 +193,7 @@ impl FlowForm {
                 .map(|(key, label)| {
                     Field::new(
                         format!("color_{key}"),
-                        *label,
+                        label,
                         color(key).unwrap_or_default(),
                     )
                 })
