@@ -6,8 +6,8 @@
 
 use std::fmt::Write;
 
+use super::layout::escape;
 use super::layout::money;
-use crate::routes::escape;
 
 const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 260.0;

@@ -536,7 +536,7 @@ pub async fn preview(
         .ok_or_else(PageError::not_found)?;
     let page = format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title></head><body>{}</body></html>",
-        crate::routes::escape(&variant.subject),
+        super::layout::escape(&variant.subject),
         variant.body
     );
     let mut response = (StatusCode::OK, page).into_response();
