@@ -79,7 +79,9 @@ pub struct EventRow {
     pub reason: String,
     pub mrr: String,
     pub created: String,
+    /// For `<time datetime>`; `created_at` is the same instant for people, on hover.
     pub created_exact: String,
+    pub created_at: String,
 }
 
 pub struct StatusOption {
@@ -153,7 +155,8 @@ pub async fn list(
                 reason: e.reason_code.as_str().replace('_', " "),
                 mrr: e.mrr.map(|m| money(m, &e.currency)).unwrap_or_default(),
                 created: ago(&e.created_at, &now),
-                created_exact: when(&e.created_at),
+                created_exact: exact(&e.created_at),
+                created_at: when(&e.created_at),
             })
             .collect(),
         total: meta.total,

@@ -13,6 +13,8 @@ use churn_core::domain::role::Permission;
 use churn_core::services::overview::{Checklist, Overview, PeriodFigures};
 use serde::Deserialize;
 
+use churn_core::services::INSUFFICIENT_HISTORY;
+
 use super::chart;
 use super::error::PageError;
 use super::layout::{Change, Frame, change, html, money, trim_number};
@@ -224,7 +226,12 @@ fn overview_page(
         tiles,
         chart,
         chart_rows,
-        forecast_method: forecast.method,
+        // The service's code for "no model yet" is not for founders to decode.
+        forecast_method: if forecast.method == INSUFFICIENT_HISTORY {
+            "the mean of the months so far (a model needs 3 complete months)".to_owned()
+        } else {
+            forecast.method
+        },
         reasons,
         max_reason,
         strategies,

@@ -161,9 +161,20 @@ pub fn snapshot_filters() -> insta::Settings {
             r#"name="csrf_token" value="[csrf]""#,
         ),
         (r"\.[0-9a-f]{12}\.(css|js)\b", ".[hash].$1"),
-        (r"127\.0\.0\.1:\d+", "127.0.0.1:[port]"),
+        (r"(127\.0\.0\.1|localhost):\d+", "$1:[port]"),
         (r"/invitations/[A-Za-z0-9_-]{16,}", "/invitations/[token]"),
-        (r"\b(pk|sk|whsec|idsec)_[A-Za-z0-9_]{8,}", "$1_[key]"),
+        (r"\b(pub|sec|sk|idsec|whsec)_[A-Za-z0-9_/+=-]{16,}", "${1}_[key]"),
+        (
+            r"(ends in|ending in) <code>[^<]{4}</code>",
+            "$1 <code>[last 4]</code>",
+        ),
+        (r"\b[0-9a-f]{64}\b", "[hmac]"),
+        (r"\b([A-Z]+\d+)-[0-9A-F]{6}\b", "${1}-[code]"),
+        // Made before the test set the service clock: the time the test ran.
+        (
+            r"\b20[2-9]\d-\d\d-\d\d[T ][0-9:.]+(Z| UTC)?",
+            "[time of the run]",
+        ),
     ] {
         settings.add_filter(pattern, placeholder);
     }
