@@ -134,6 +134,7 @@ async function assertFocusRing(what) {
 }
 
 test("the keyboard alone reaches the rail, the period picker, the search and Export CSV", async () => {
+  await page.setViewportSize({ width: 1280, height: 860 });
   await page.goto(`${base}/app/p/acme`);
   await page.locator("body").focus();
   for (const [what, target] of [
