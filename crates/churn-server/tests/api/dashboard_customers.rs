@@ -56,7 +56,7 @@ pub async fn seed(s: &Setup) -> (String, String) {
         .await;
     s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
         .await;
-    let failure = api(&s, "/projects/acme/payment-failures").await["failures"][0]["id"]
+    let failure = api(s, "/projects/acme/payment-failures").await["failures"][0]["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -77,7 +77,7 @@ pub async fn seed(s: &Setup) -> (String, String) {
         token: s.token.clone(),
         key,
     };
-    Mock503::mount(&s).await;
+    Mock503::mount(s).await;
     s.app
         .expect(
             s.app
@@ -113,7 +113,7 @@ pub async fn seed(s: &Setup) -> (String, String) {
                 .await;
         }
     }
-    let alert = api(&s, "/projects/acme/churn-risk/alerts").await[0].clone();
+    let alert = api(s, "/projects/acme/churn-risk/alerts").await[0].clone();
     assert_eq!(alert["status"], "failed");
     (failure, alert["id"].as_str().unwrap().to_owned())
 }
