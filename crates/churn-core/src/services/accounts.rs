@@ -35,6 +35,11 @@ use crate::store::Store;
 use crate::store::users::{self, OneTime, UserRecord};
 use crate::time::Timestamp;
 
+/// A person's name: one line, at most 200 characters, not blank.
+fn user_name(raw: &str) -> std::result::Result<String, String> {
+    required_line(raw, 200)
+}
+
 const BAD_LOGIN: &str = "invalid email or password";
 const BAD_CURRENT_PASSWORD: &str = "the current password is wrong";
 const RESET_VALID_FOR: chrono::Duration = chrono::Duration::hours(1);
@@ -66,7 +71,7 @@ pub struct CreatedAccount {
 impl Accounts {
     pub async fn register(&self, req: RegisterRequest) -> Result<Session> {
         let mut v = Validator::new();
-        let name = v.check("name", required_line(&req.name, 200));
+        let name = v.check("name", user_name(&req.name));
         let email = v.check("email", Email::parse(&req.email));
         v.check("password", password::check(&req.password));
         v.finish()?;
@@ -259,6 +264,16 @@ impl Accounts {
         self.session(UserRecord {
             password_hash: Some(hash),
             session_version: version,
+            ..user.clone()
+        })
+    }
+
+    /// Changes the user's name (the dashboard's account page; the API has no route for it).
+    pub async fn rename(&self, user: &UserRecord, name: &str) -> Result<UserRecord> {
+        let name = user_name(name).map_err(|m| Error::invalid_field("name", m))?;
+        users::set_name(self.core.store.writer(), &user.id, &name, self.core.now()).await?;
+        Ok(UserRecord {
+            name,
             ..user.clone()
         })
     }
@@ -465,7 +480,7 @@ pub(super) async fn create_with_password_link(
     email: &str,
 ) -> Result<CreatedAccount> {
     let mut v = Validator::new();
-    let name = v.check("name", required_line(name, 200));
+    let name = v.check("name", user_name(name));
     let email = v.check("email", Email::parse(email));
     v.finish()?;
     let (Some(name), Some(email)) = (name, email) else {

@@ -163,6 +163,21 @@ pub async fn bump_session_version<'e>(
     .await?)
 }
 
+pub async fn set_name<'e>(
+    db: impl Writes<'e>,
+    user_id: &str,
+    name: &str,
+    now: Timestamp,
+) -> Result<()> {
+    sqlx::query("UPDATE users SET name = $2, updated_at = $3 WHERE id = $1")
+        .bind(user_id)
+        .bind(name)
+        .bind(time::format(&now))
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
 /// Sets the password and ends every session; the new session version.
 pub async fn set_password<'e>(
     db: impl Writes<'e>,

@@ -1,6 +1,7 @@
-//! The account (decisions §17): who is signed in, changing the password (which ends every
-//! other session and keeps this one, as `POST /auth/change-password` answers a fresh token),
-//! and signing out everywhere (`auth::sign_out_everywhere`).
+//! The account (decisions §17): who is signed in, changing the name (the accounts service's
+//! `rename`; the API has no route for it), changing the password (which ends every other
+//! session and keeps this one, as `POST /auth/change-password` answers a fresh token), and
+//! signing out everywhere (`auth::sign_out_everywhere`).
 
 use askama::Template;
 use axum::extract::{Form, Query, State};
@@ -10,10 +11,9 @@ use churn_core::api::auth::ChangePassword;
 use churn_core::domain::password::{MAX_PASSWORD_LEN, MIN_PASSWORD_LEN};
 use serde::Deserialize;
 
-use super::error::PageError;
+use super::error::{PageError, reason};
 use super::layout::{Lone, html};
 use super::session::{Signed, Transport, set_cookie};
-use crate::routes::reason;
 use crate::state::AppState;
 
 #[derive(Template)]
@@ -49,9 +49,33 @@ pub struct Done {
 }
 
 pub async fn page(signed: Signed, Query(q): Query<Done>) -> Response {
-    let notice = (q.done.as_deref() == Some("password"))
-        .then_some("Your password is changed; every other session is signed out.");
+    let notice = match q.done.as_deref() {
+        Some("password") => Some("Your password is changed; every other session is signed out."),
+        Some("name") => Some("Your name is changed."),
+        _ => None,
+    };
     html(StatusCode::OK, account(signed, notice, None))
+}
+
+#[derive(Deserialize, Default)]
+pub struct NameForm {
+    #[serde(default)]
+    name: String,
+}
+
+pub async fn rename(
+    State(s): State<AppState>,
+    signed: Signed,
+    Form(form): Form<NameForm>,
+) -> Result<Response, PageError> {
+    match s.churn.accounts().rename(&signed.user, &form.name).await {
+        Ok(_) => Ok(Redirect::to("/app/account?done=name").into_response()),
+        Err(e @ churn_core::Error::Validation { .. }) => Ok(html(
+            StatusCode::BAD_REQUEST,
+            account(signed, None, Some(reason(&e))),
+        )),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[derive(Deserialize, Default)]

@@ -1,7 +1,7 @@
 //! Signing in and out, registering, and asking for a password reset: pages that call the
 //! same account services as `/api/v1/auth/*` and end inside the dashboard. (The reset,
-//! verification and invitation links of emails open the pages of `routes::pages`, which end
-//! here too: signed in through [`signed_in`].)
+//! verification and invitation links of emails open the pages of `links`, which end here
+//! too: signed in through [`signed_in`].)
 
 use askama::Template;
 use axum::extract::{Form, Query, State};
@@ -11,11 +11,10 @@ use churn_core::api::auth::{ForgotPassword, LoginRequest, OnboardingRequest, Reg
 use churn_core::domain::password::{MAX_PASSWORD_LEN, MIN_PASSWORD_LEN};
 use serde::Deserialize;
 
-use super::error::PageError;
+use super::error::{PageError, reason};
 use super::layout::{Lone, html};
 use super::session::{Signed, Transport, clear_cookie, set_cookie};
 use crate::error::ApiError;
-use crate::routes::reason;
 use crate::state::AppState;
 
 #[derive(Template)]

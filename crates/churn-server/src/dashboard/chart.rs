@@ -6,8 +6,8 @@
 
 use std::fmt::Write;
 
+use super::layout::escape;
 use super::layout::money;
-use crate::routes::escape;
 
 const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 260.0;
@@ -37,7 +37,8 @@ pub fn monthly(title: &str, currency: &str, labels: &[String], series: &[Series]
         })
         .max()
         .unwrap_or(0)
-        .max(1);
+        // At least $4.00, so that an empty chart's axis reads $0, $1 … not four $0.00s.
+        .max(400);
     let top = nice_ceiling(max);
     let x = |i: usize| {
         if n <= 1 {

@@ -103,7 +103,9 @@ pub struct CustomerRow {
     pub churn_events: u64,
     pub open_failures: u64,
     pub last_seen: String,
+    /// For `<time datetime>`; `last_seen_at` is the same instant for people, on hover.
     pub last_seen_exact: String,
+    pub last_seen_at: String,
 }
 
 pub struct Choice {
@@ -180,7 +182,8 @@ pub async fn list(
             churn_events: c.churn_events,
             open_failures: c.open_payment_failures,
             last_seen: ago(&c.last_seen_at, &now),
-            last_seen_exact: when(&c.last_seen_at),
+            last_seen_exact: exact(&c.last_seen_at),
+            last_seen_at: when(&c.last_seen_at),
         })
         .collect();
     Ok(html(

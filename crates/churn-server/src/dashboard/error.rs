@@ -25,7 +25,7 @@ impl PageError {
 pub fn typed(e: churn_core::Error) -> Result<(String, StatusCode), PageError> {
     match e {
         e @ (churn_core::Error::Validation { .. } | churn_core::Error::Conflict(_)) => {
-            let message = crate::routes::reason(&e);
+            let message = reason(&e);
             Ok((message, ApiError::from(e).status()))
         }
         e => Err(e.into()),
@@ -51,30 +51,62 @@ struct ErrorPage {
 
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
-        let e = match self {
-            PageError::SignIn => return Redirect::to("/app/sign-in").into_response(),
-            PageError::Failed(e) => e,
-        };
-        let message = crate::routes::reason(&e);
-        let (parts, _) = ApiError::from(e).into_response().into_parts();
-        let title = match parts.status {
-            StatusCode::NOT_FOUND => "Not found",
-            StatusCode::FORBIDDEN => "Not allowed",
-            StatusCode::CONFLICT => "Not possible now",
-            s if s.is_server_error() => "Something went wrong",
-            _ => "That did not work",
-        };
-        let mut response = super::layout::html(
-            parts.status,
-            ErrorPage {
-                lone: super::layout::Lone::default(),
-                title,
-                message,
-            },
-        );
-        response.extensions_mut().extend(parts.extensions);
-        response
+        match self {
+            PageError::SignIn => Redirect::to("/app/sign-in").into_response(),
+            PageError::Failed(e) => failure(e, None),
+        }
     }
+}
+
+/// The page for an error: its reason, under `title` or one that names the status, with the
+/// status and (for internal errors) the log entry the API would give it.
+pub fn failure(e: churn_core::Error, title: Option<&'static str>) -> Response {
+    let text = reason(&e);
+    let (parts, _) = ApiError::from(e).into_response().into_parts();
+    let title = title.unwrap_or(match parts.status {
+        StatusCode::NOT_FOUND => "Not found",
+        StatusCode::FORBIDDEN => "Not allowed",
+        StatusCode::CONFLICT => "Not possible now",
+        s if s.is_server_error() => "Something went wrong",
+        _ => "That did not work",
+    });
+    let mut response = message(parts.status, title, text);
+    response.extensions_mut().extend(parts.extensions);
+    response
+}
+
+/// A page that says one thing.
+pub fn message(status: StatusCode, title: &'static str, message: String) -> Response {
+    super::layout::html(
+        status,
+        ErrorPage {
+            lone: super::layout::Lone::default(),
+            title,
+            message,
+        },
+    )
+}
+
+/// What a page says of an error: the service's message for client errors (a validation's
+/// first detail when there is one), a generic one for internal ones.
+pub fn reason(e: &churn_core::Error) -> String {
+    let mut text = match e {
+        churn_core::Error::Internal(_) => {
+            return "Something went wrong on our side. Please try again later.".to_owned();
+        }
+        churn_core::Error::Validation { message, details } => match details.first() {
+            Some(d) => format!("The {} {}", d.field, d.message),
+            None => message.clone(),
+        },
+        other => other.to_string(),
+    };
+    if let Some(first) = text.get_mut(0..1) {
+        first.make_ascii_uppercase();
+    }
+    if !text.ends_with('.') {
+        text.push('.');
+    }
+    text
 }
 
 pub async fn not_found() -> PageError {

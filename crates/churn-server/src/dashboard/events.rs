@@ -79,7 +79,9 @@ pub struct EventRow {
     pub reason: String,
     pub mrr: String,
     pub created: String,
+    /// For `<time datetime>`; `created_at` is the same instant for people, on hover.
     pub created_exact: String,
+    pub created_at: String,
 }
 
 pub struct StatusOption {
@@ -153,7 +155,8 @@ pub async fn list(
                 reason: e.reason_code.as_str().replace('_', " "),
                 mrr: e.mrr.map(|m| money(m, &e.currency)).unwrap_or_default(),
                 created: ago(&e.created_at, &now),
-                created_exact: when(&e.created_at),
+                created_exact: exact(&e.created_at),
+                created_at: when(&e.created_at),
             })
             .collect(),
         total: meta.total,
@@ -536,7 +539,7 @@ pub async fn preview(
         .ok_or_else(PageError::not_found)?;
     let page = format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title></head><body>{}</body></html>",
-        crate::routes::escape(&variant.subject),
+        super::layout::escape(&variant.subject),
         variant.body
     );
     let mut response = (StatusCode::OK, page).into_response();

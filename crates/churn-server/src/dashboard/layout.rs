@@ -147,6 +147,23 @@ pub fn html(status: StatusCode, page: impl Template) -> Response {
     }
 }
 
+/// Text escaped for HTML, for the markup built outside templates (the charts' SVG, a
+/// preview's title).
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Cents as money: `$1,234.50`, `€12.00`, `1,234.50 SEK`.
 pub fn money(cents: i64, currency: &str) -> String {
     let negative = cents < 0;
@@ -232,6 +249,14 @@ pub fn trim_number(n: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escape_covers_markup_and_quotes() {
+        assert_eq!(
+            escape(r#"<a href="x" onclick='y'>&</a>"#),
+            "&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;"
+        );
+    }
 
     #[test]
     fn money_groups_and_names_the_currency() {

@@ -7,6 +7,9 @@
 //! list answers just its table to `HX-Request`, with `Vary: HX-Request`). Every control is a
 //! real link or form, so every page works without script.
 //!
+//! The pages behind emailed links (`links`) live at the paths those emails name, outside
+//! `/app`, with the same layout and headers.
+//!
 //! A page family is a module (`auth`, `overview`, `events`, `cancel_flow`), a template under
 //! `templates/dashboard/`, and, for pages inside a project, an entry of [`layout::NAV`].
 //! Handlers call the same services as the API routes beside them; the role checks are the
@@ -23,6 +26,7 @@ mod customers;
 mod error;
 mod events;
 mod layout;
+mod links;
 mod overview;
 mod payments;
 mod risk;
@@ -39,8 +43,7 @@ use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{Redirect, Response};
 use axum::routing::{get, post};
 
-pub(crate) use auth::signed_in;
-pub(crate) use session::{Transport, transport};
+pub(crate) use layout::escape;
 
 use crate::middleware::network::Network;
 use crate::state::AppState;
@@ -118,14 +121,16 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
         .route("/sign-out-everywhere", post(auth::sign_out_everywhere))
         .route("/assets/{file}", get(assets::serve))
         .route("/account", get(account::page))
+        .route("/account/name", post(account::rename))
         .route("/account/password", post(account::change_password))
         .nest("/p/{slug}", project)
         .fallback(error::not_found)
         .layer(from_fn_with_state(state, session::csrf))
-        .layer(from_fn_with_state(network, session::transport))
+        .layer(from_fn_with_state(network.clone(), session::transport))
         .layer(from_fn(security_headers));
     Router::new()
         .route("/", get(|| async { Redirect::to(PATH) }))
+        .merge(links::router(network))
         .nest(PATH, app)
 }
 

@@ -11,6 +11,8 @@ use churn_core::api::analytics::{ForecastQuery, Forecasting, Uplift, UpliftQuery
 use churn_core::services::overview::{Checklist, Overview, PeriodFigures};
 use serde::Deserialize;
 
+use churn_core::services::INSUFFICIENT_HISTORY;
+
 use super::cancel_flow::WidgetSnippet;
 use super::chart;
 use super::error::PageError;
@@ -220,7 +222,12 @@ fn overview_page(
         tiles,
         chart,
         chart_rows,
-        forecast_method: forecast.method,
+        // The service's code for "no model yet" is not for founders to decode.
+        forecast_method: if forecast.method == INSUFFICIENT_HISTORY {
+            "the mean of the months so far (a model needs 3 complete months)".to_owned()
+        } else {
+            forecast.method
+        },
         reasons,
         max_reason,
         strategies,

@@ -9,7 +9,6 @@ mod email_rules;
 mod events;
 mod legacy;
 mod ops;
-mod pages;
 mod payments;
 mod projects;
 mod providers;
@@ -19,8 +18,6 @@ mod tracking;
 mod unsubscribe;
 mod webhooks;
 mod widget;
-
-pub(crate) use pages::{escape, reason};
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -163,7 +160,6 @@ pub fn service(
     crate::openapi::complete(&mut openapi);
 
     let router = router
-        .merge(pages::router(network.clone()))
         .merge(crate::dashboard::router(state.clone(), network.clone()))
         .merge(SwaggerUi::new("/docs").url("/api/v1/openapi.json", openapi))
         .fallback(not_found)

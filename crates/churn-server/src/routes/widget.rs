@@ -16,7 +16,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use utoipa::IntoParams;
 
-use super::pages::{CSP, escape, html_page};
+use crate::dashboard::escape;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
 use crate::state::AppState;
@@ -117,15 +117,33 @@ const DEMO_SCRIPT: &str = "document.getElementById('cancel').addEventListener('c
     customerHash: d.hash}); out.textContent = JSON.stringify(r, null, 2); }\
     catch (err) { out.textContent = String(err); } });";
 
-/// The account pages' policy, with the widget's script, the demo's own and calls to this
-/// service allowed.
+/// The demo page's policy: its inline styles, the widget's script and its own, calls to this
+/// service, forms to itself, never in a frame.
 static DEMO_CSP: LazyLock<HeaderValue> = LazyLock::new(|| {
     let hash = STANDARD.encode(Sha256::digest(DEMO_SCRIPT));
     HeaderValue::try_from(format!(
-        "{CSP}; script-src 'self' 'sha256-{hash}'; connect-src 'self'"
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; \
+         frame-ancestors 'none'; base-uri 'none'; script-src 'self' 'sha256-{hash}'; \
+         connect-src 'self'"
     ))
     .expect("the policy is visible ASCII")
 });
+
+/// The demo page: not cached, no Referer (the public key is in the URL), never framed.
+fn html_page(status: StatusCode, html: String, csp: HeaderValue) -> Response {
+    let mut response = (status, html).into_response();
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+        (header::CACHE_CONTROL, "no-store"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    headers.insert(header::CONTENT_SECURITY_POLICY, csp);
+    response
+}
 
 #[cfg(test)]
 mod tests {

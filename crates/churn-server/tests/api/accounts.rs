@@ -637,7 +637,7 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
     assert_eq!(status, 200);
     assert!(!html.contains("<script>"), "{html}");
     assert!(
-        html.contains("&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"),
+        html.contains("&#34;&#62;&#60;script&#62;alert(1)&#60;/script&#62;"),
         "{html}"
     );
     let (status, _) = page(

@@ -2,10 +2,11 @@
 //! security headers, cookie sessions (flags, expiry, `ver` revocation), CSRF, roles, tenancy,
 //! CSV export, and the pages calling the same services as the API.
 
+use reqwest::Method;
 use reqwest::header::{HeaderMap, SET_COOKIE};
-use reqwest::{Method, Response};
 use serde_json::json;
 
+use crate::dashboard_client::{Browser, location, session_cookie, set_session_cookie, url as page};
 use crate::helpers::{Backend, Options, TestApp, acme_owner, event_with_variants};
 use crate::team::join;
 use churn_core::both_backends;
@@ -25,110 +26,11 @@ both_backends!(
     registration_opens_the_new_project,
 );
 
-/// A browser's session: its cookie and the CSRF token of its pages.
-struct Browser {
-    cookie: String,
-    csrf: String,
-}
-
-fn page(app: &TestApp, path: &str) -> String {
-    format!("{}{path}", app.address)
-}
-
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
     headers
         .get(name)
         .map(|v| v.to_str().unwrap())
         .unwrap_or_default()
-}
-
-fn location(r: &Response) -> &str {
-    header(r.headers(), "location")
-}
-
-/// The `churn_session=<value>` pair of a `Set-Cookie` answer, and the whole header.
-fn session_cookie(r: &Response) -> (String, String) {
-    let set = r
-        .headers()
-        .get_all(SET_COOKIE)
-        .iter()
-        .map(|v| v.to_str().unwrap().to_owned())
-        .find(|v| v.starts_with("churn_session="))
-        .expect("a session cookie is set");
-    (set.split(';').next().unwrap().to_owned(), set)
-}
-
-fn csrf_of(html: &str) -> String {
-    html.split("name=\"csrf_token\" value=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("the page has a form with a CSRF token")
-        .to_owned()
-}
-
-async fn sign_in(app: &TestApp, email: &str) -> Browser {
-    let r = app
-        .client
-        .post(page(app, "/app/sign-in"))
-        .form(&[("email", email), ("password", "correct horse")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 303);
-    let (cookie, _) = session_cookie(&r);
-    let html = get(
-        app,
-        &Browser {
-            cookie: cookie.clone(),
-            csrf: String::new(),
-        },
-        "/app/p/acme",
-        200,
-    )
-    .await;
-    Browser {
-        csrf: csrf_of(&html),
-        cookie,
-    }
-}
-
-async fn get(app: &TestApp, browser: &Browser, path: &str, status: u16) -> String {
-    let r = app
-        .client
-        .get(page(app, path))
-        .header("cookie", &browser.cookie)
-        .send()
-        .await
-        .unwrap();
-    let got = r.status().as_u16();
-    let text = r.text().await.unwrap();
-    assert_eq!(got, status, "GET {path}: {text}");
-    text
-}
-
-/// Posts a form with the session's CSRF token (unless `csrf` is given) and answers the
-/// status and `Location`.
-async fn post(
-    app: &TestApp,
-    browser: &Browser,
-    path: &str,
-    form: &[(&str, &str)],
-    csrf: Option<&str>,
-) -> (u16, String) {
-    let mut fields: Vec<(&str, &str)> = form.to_vec();
-    let token = csrf.unwrap_or(&browser.csrf);
-    if !token.is_empty() {
-        fields.push(("csrf_token", token));
-    }
-    let r = app
-        .client
-        .post(page(app, path))
-        .header("cookie", &browser.cookie)
-        .form(&fields)
-        .send()
-        .await
-        .unwrap();
-    (r.status().as_u16(), location(&r).to_owned())
 }
 
 async fn event_json(app: &TestApp, token: &str, id: &str) -> serde_json::Value {
@@ -193,7 +95,7 @@ async fn root_redirects_and_assets_are_hashed_and_cached(backend: Backend) {
 async fn pages_carry_the_security_headers(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     acme_owner(&app).await;
-    let browser = sign_in(&app, "owner@acme.io").await;
+    let browser = Browser::sign_in(&app, "owner@acme.io").await;
     for (path, signed) in [
         ("/app/sign-in", false),
         ("/app/register", false),
@@ -258,15 +160,12 @@ async fn sign_in_sets_a_strict_cookie_that_the_api_ignores(backend: Backend) {
         .await
         .unwrap();
     assert_eq!((r.status().as_u16(), location(&r)), (303, "/app"));
-    let (cookie, set) = session_cookie(&r);
+    let (cookie, set) = (session_cookie(&r), set_session_cookie(&r));
     for flag in ["HttpOnly", "SameSite=Lax", "Path=/app", "Max-Age=604800"] {
         assert!(set.contains(flag), "{set}");
     }
     assert!(!set.contains("Secure"), "plain HTTP on loopback: {set}");
-    let browser = Browser {
-        cookie: cookie.clone(),
-        csrf: String::new(),
-    };
+    let browser = Browser::with_cookie(&app, cookie.clone()).await;
     let r = app
         .client
         .get(page(&app, "/app"))
@@ -275,7 +174,7 @@ async fn sign_in_sets_a_strict_cookie_that_the_api_ignores(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(location(&r), "/app/p/acme");
-    let html = get(&app, &browser, "/app/p/acme", 200).await;
+    let html = browser.get("/app/p/acme", 200).await;
     assert!(html.contains("owner@acme.io"));
     // The cookie's token is a session token, but the API reads only Authorization.
     let token = cookie.trim_start_matches("churn_session=");
@@ -291,8 +190,8 @@ async fn sign_in_sets_a_strict_cookie_that_the_api_ignores(backend: Backend) {
 async fn sessions_expire_and_sign_out_everywhere_revokes_them(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let api_token = acme_owner(&app).await;
-    let first = sign_in(&app, "owner@acme.io").await;
-    let second = sign_in(&app, "owner@acme.io").await;
+    let first = Browser::sign_in(&app, "owner@acme.io").await;
+    let second = Browser::sign_in(&app, "owner@acme.io").await;
 
     // A session lasts 7 days of service time, as the API's.
     app.expect(
@@ -301,7 +200,7 @@ async fn sessions_expire_and_sign_out_everywhere_revokes_them(backend: Backend) 
         200,
     )
     .await;
-    get(&app, &first, "/app/p/acme", 200).await;
+    first.get("/app/p/acme", 200).await;
     app.expect(
         app.req(Method::POST, "/dev/clock")
             .json(&json!({"advance_seconds": 120})),
@@ -318,7 +217,7 @@ async fn sessions_expire_and_sign_out_everywhere_revokes_them(backend: Backend) 
     assert_eq!((r.status().as_u16(), location(&r)), (303, "/app/sign-in"));
 
     // Signing out everywhere bumps `ver`: every other cookie and API token stops working.
-    let third = sign_in(&app, "owner@acme.io").await;
+    let third = Browser::sign_in(&app, "owner@acme.io").await;
     let _ = second;
     let r = app
         .client
@@ -332,7 +231,7 @@ async fn sessions_expire_and_sign_out_everywhere_revokes_them(backend: Backend) 
         (r.status().as_u16(), location(&r)),
         (303, "/app/sign-in?signed_out=everywhere")
     );
-    let (_, cleared) = session_cookie(&r);
+    let cleared = set_session_cookie(&r);
     assert!(cleared.contains("Max-Age=0"), "{cleared}");
     let r = app
         .client
@@ -368,7 +267,7 @@ async fn the_cookie_is_secure_behind_an_https_proxy(backend: Backend) {
             .await
             .unwrap();
         assert_eq!(r.status(), 303);
-        let (_, set) = session_cookie(&r);
+        let set = set_session_cookie(&r);
         assert_eq!(set.ends_with("; Secure"), secure, "{proto}: {set}");
     }
 }
@@ -377,25 +276,23 @@ async fn writes_need_the_csrf_token_and_change_nothing_without_it(backend: Backe
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
     let (id, _) = event_with_variants(&app, &token, "dana@example.com").await;
-    let browser = sign_in(&app, "owner@acme.io").await;
+    let browser = Browser::sign_in(&app, "owner@acme.io").await;
     let path = format!("/app/p/acme/events/{id}/recovered");
     // Another session's token (another user: two sign-ins of one user in the same second
     // are the same token).
     app.create_project(&app.register("eve2@acme.io").await.token, "Acme")
         .await;
-    let other = sign_in(&app, "eve2@acme.io").await;
+    let other = Browser::sign_in(&app, "eve2@acme.io").await;
     for csrf in ["", "00", other.csrf.as_str(), &browser.csrf[..32]] {
-        let (status, _) = post(&app, &browser, &path, &[], Some(csrf)).await;
-        assert_eq!(status, 403, "token {csrf:?}");
+        browser.post_with_csrf(&path, &[], csrf, 403).await;
     }
     assert_eq!(
         event_json(&app, &token, &id).await["status"],
         "variants_generated"
     );
     // Sign-out is a write too.
-    let (status, _) = post(&app, &browser, "/app/sign-out", &[], Some("")).await;
-    assert_eq!(status, 403);
-    get(&app, &browser, "/app/p/acme", 200).await;
+    browser.post_with_csrf("/app/sign-out", &[], "", 403).await;
+    browser.get("/app/p/acme", 200).await;
 
     // A scripted request sends the token in a header.
     let r = app
@@ -415,8 +312,8 @@ async fn a_viewer_sees_no_write_controls_and_is_refused_every_write(backend: Bac
     let token = acme_owner(&app).await;
     let (id, vid) = event_with_variants(&app, &token, "dana@example.com").await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
-    let viewer = sign_in(&app, "viewer@acme.io").await;
-    let html = get(&app, &viewer, &format!("/app/p/acme/events/{id}"), 200).await;
+    let viewer = Browser::sign_in(&app, "viewer@acme.io").await;
+    let html = viewer.get(&format!("/app/p/acme/events/{id}"), 200).await;
     assert!(html.contains("viewer"), "the role badge");
     for control in [
         "Mark recovered",
@@ -441,8 +338,7 @@ async fn a_viewer_sees_no_write_controls_and_is_refused_every_write(backend: Bac
         ),
         (format!("{base}/variants/{vid}/send"), vec![]),
     ] {
-        let (status, _) = post(&app, &viewer, &path, &form, None).await;
-        assert_eq!(status, 403, "{path}");
+        viewer.post(&path, &form, 403).await;
     }
     let event = event_json(&app, &token, &id).await;
     assert_eq!(event["status"], "variants_generated");
@@ -462,7 +358,7 @@ async fn another_tenants_event_is_not_found_as_in_the_api(backend: Backend) {
     let (id, vid) = event_with_variants(&app, &token, "dana@example.com").await;
     let other = app.register("mallory@evil.io").await;
     app.create_project(&other.token, "Acme").await;
-    let mallory = sign_in(&app, "mallory@evil.io").await;
+    let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
     // Mallory's own "acme" is another project: acme's event is not in it.
     app.expect(
         app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
@@ -470,29 +366,22 @@ async fn another_tenants_event_is_not_found_as_in_the_api(backend: Backend) {
         404,
     )
     .await;
-    get(&app, &mallory, &format!("/app/p/acme/events/{id}"), 404).await;
-    get(
-        &app,
-        &mallory,
-        &format!("/app/p/acme/events/{id}/variants/{vid}/preview"),
-        404,
-    )
-    .await;
-    let (status, _) = post(
-        &app,
-        &mallory,
-        &format!("/app/p/acme/events/{id}/recovered"),
-        &[],
-        None,
-    )
-    .await;
-    assert_eq!(status, 404);
+    mallory.get(&format!("/app/p/acme/events/{id}"), 404).await;
+    mallory
+        .get(
+            &format!("/app/p/acme/events/{id}/variants/{vid}/preview"),
+            404,
+        )
+        .await;
+    mallory
+        .post(&format!("/app/p/acme/events/{id}/recovered"), &[], 404)
+        .await;
     // Someone else's project is not found at all.
     let project = event_json(&app, &token, &id).await["project_id"]
         .as_str()
         .unwrap()
         .to_owned();
-    get(&app, &mallory, &format!("/app/p/{project}"), 404).await;
+    mallory.get(&format!("/app/p/{project}"), 404).await;
     assert_eq!(
         event_json(&app, &token, &id).await["status"],
         "variants_generated"
@@ -519,7 +408,7 @@ async fn csv_export_quotes_cells_and_keeps_formulas_text(backend: Backend) {
         )
         .await;
     }
-    let browser = sign_in(&app, "owner@acme.io").await;
+    let browser = Browser::sign_in(&app, "owner@acme.io").await;
     let r = app
         .client
         .get(page(&app, "/app/p/acme/events?format=csv&q=dana"))
@@ -554,7 +443,7 @@ async fn csv_export_quotes_cells_and_keeps_formulas_text(backend: Backend) {
     );
     assert_eq!(lines.next(), Some(""), "one row and the final line end");
 
-    let all = get(&app, &browser, "/app/p/acme/events?format=csv", 200).await;
+    let all = browser.get("/app/p/acme/events?format=csv", 200).await;
     assert!(
         all.contains(",'@eve,") && all.contains(",\"'+1 too pricey\nreally\","),
         "{all}"
@@ -564,25 +453,21 @@ async fn csv_export_quotes_cells_and_keeps_formulas_text(backend: Backend) {
         3,
         "a newline inside a quoted cell is not a row"
     );
-    let none = get(
-        &app,
-        &browser,
-        "/app/p/acme/events?format=csv&status=recovered",
-        200,
-    )
-    .await;
+    let none = browser
+        .get("/app/p/acme/events?format=csv&status=recovered", 200)
+        .await;
     assert_eq!(none.matches("\r\n").count(), 1);
     // The same filters as the API: a bad status is a 400 page.
-    get(&app, &browser, "/app/p/acme/events?status=bogus", 400).await;
+    browser.get("/app/p/acme/events?status=bogus", 400).await;
 }
 
 async fn a_draft_is_edited_and_sent_from_the_event_page(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
     let (id, vid) = event_with_variants(&app, &token, "dana@example.com").await;
-    let browser = sign_in(&app, "owner@acme.io").await;
+    let browser = Browser::sign_in(&app, "owner@acme.io").await;
     let base = format!("/app/p/acme/events/{id}");
-    let html = get(&app, &browser, &base, 200).await;
+    let html = browser.get(&base, 200).await;
     assert_eq!(html.matches("<article class=\"card variant\"").count(), 9);
     assert!(html.contains("recommended"));
     // The project gave no testimonials: the social-proof email says so (§15).
@@ -604,32 +489,25 @@ async fn a_draft_is_edited_and_sent_from_the_event_page(backend: Backend) {
         "{csp}"
     );
 
-    let (status, to) = post(
-        &app,
-        &browser,
-        &format!("{base}/variants/{vid}"),
-        &[
-            ("subject", "A note from the dashboard"),
-            ("body", "<p>Come back, Dana.</p>"),
-        ],
-        None,
-    )
-    .await;
     assert_eq!(
-        (status, to.as_str()),
-        (303, format!("{base}?done=edited").as_str())
+        browser
+            .post(
+                &format!("{base}/variants/{vid}"),
+                &[
+                    ("subject", "A note from the dashboard"),
+                    ("body", "<p>Come back, Dana.</p>"),
+                ],
+                303
+            )
+            .await
+            .location,
+        format!("{base}?done=edited").as_str()
     );
-    let html = get(&app, &browser, &format!("{base}?done=edited"), 200).await;
+    let html = browser.get(&format!("{base}?done=edited"), 200).await;
     assert!(html.contains("The draft is saved.") && html.contains("A note from the dashboard"));
-    let (status, _) = post(
-        &app,
-        &browser,
-        &format!("{base}/variants/{vid}/send"),
-        &[],
-        None,
-    )
-    .await;
-    assert_eq!(status, 303);
+    browser
+        .post(&format!("{base}/variants/{vid}/send"), &[], 303)
+        .await;
     let event = event_json(&app, &token, &id).await;
     assert_eq!(event["status"], "email_sent");
     let sent = event["variants"]
@@ -646,16 +524,10 @@ async fn a_draft_is_edited_and_sent_from_the_event_page(backend: Backend) {
             .any(|m| m.contains("A note from the dashboard"))
     );
     // Sent twice: the service's 409, as a page.
-    let (status, _) = post(
-        &app,
-        &browser,
-        &format!("{base}/variants/{vid}/send"),
-        &[],
-        None,
-    )
-    .await;
-    assert_eq!(status, 409);
-    let html = get(&app, &browser, &base, 200).await;
+    browser
+        .post(&format!("{base}/variants/{vid}/send"), &[], 409)
+        .await;
+    let html = browser.get(&base, 200).await;
     assert!(
         html.contains("Sent “A note from the dashboard”"),
         "the timeline shows the send"
@@ -665,8 +537,8 @@ async fn a_draft_is_edited_and_sent_from_the_event_page(backend: Backend) {
 async fn an_empty_project_shows_the_checklist_then_the_overview(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
-    let browser = sign_in(&app, "owner@acme.io").await;
-    let html = get(&app, &browser, "/app/p/acme", 200).await;
+    let browser = Browser::sign_in(&app, "owner@acme.io").await;
+    let html = browser.get("/app/p/acme", 200).await;
     assert!(html.contains("Set up Acme"));
     let public_key = app
         .expect(
@@ -694,7 +566,7 @@ async fn an_empty_project_shows_the_checklist_then_the_overview(backend: Backend
         200,
     )
     .await;
-    let html = get(&app, &browser, "/app/p/acme?period=7", 200).await;
+    let html = browser.get("/app/p/acme?period=7", 200).await;
     for part in [
         "Recovered MRR",
         "Recovery rate",
@@ -707,7 +579,7 @@ async fn an_empty_project_shows_the_checklist_then_the_overview(backend: Backend
     assert!(html.contains("<svg class=\"chart\""));
     assert!(html.contains("aria-current=\"true\">7 days"));
     assert!(html.contains(">100%<"), "one recovered, none lost: {html}");
-    get(&app, &browser, "/app/p/acme?period=12", 400).await;
+    browser.get("/app/p/acme?period=12", 400).await;
 }
 
 async fn registration_opens_the_new_project(backend: Backend) {
@@ -728,12 +600,8 @@ async fn registration_opens_the_new_project(backend: Backend) {
         (r.status().as_u16(), location(&r)),
         (303, "/app/p/ada-s-app")
     );
-    let (cookie, _) = session_cookie(&r);
-    let browser = Browser {
-        cookie,
-        csrf: String::new(),
-    };
-    let html = get(&app, &browser, "/app/p/ada-s-app", 200).await;
+    let browser = Browser::with_cookie(&app, session_cookie(&r)).await;
+    let html = browser.get("/app/p/ada-s-app", 200).await;
     assert!(
         html.contains("Set up Ada&#39;s App") || html.contains("Set up Ada&#x27;s App"),
         "{html}"

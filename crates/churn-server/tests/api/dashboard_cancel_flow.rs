@@ -7,7 +7,8 @@
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::dashboard_settings::{get, post, project_json, sign_in};
+use crate::dashboard_client::Browser;
+use crate::dashboard_settings::project_json;
 use crate::helpers::{Backend, TestApp, acme_owner};
 use crate::team::join;
 use churn_core::both_backends;
@@ -57,8 +58,8 @@ async fn flow_json(app: &TestApp, token: &str) -> Value {
 async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
-    let owner = sign_in(&app, "owner@acme.io").await;
-    let html = get(&app, &owner, PAGE, 200).await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let html = owner.get(PAGE, 200).await;
     assert!(html.contains(r#"href="/app/p/acme/cancel-flow" aria-current="page">Cancel flow"#));
     assert!(html.contains("Save the cancel flow"));
     let public_key = project_json(&app, &token).await["public_key"]
@@ -73,8 +74,7 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
     // The default flow fills the form.
     assert!(html.contains(r#"value="It is too expensive""#));
 
-    let (status, to, _) = post(&app, &owner, PAGE, FLOW_FORM, None).await;
-    assert_eq!(status, 303);
+    let to = owner.post(PAGE, FLOW_FORM, 303).await.location;
     assert_eq!(to, format!("{PAGE}?done=saved"));
     let flow = flow_json(&app, &token).await;
     assert_eq!(
@@ -97,7 +97,7 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
         "blank is the default"
     );
     assert_eq!(flow["colors"]["primary"], "#ff0000");
-    let html = get(&app, &owner, &format!("{PAGE}?done=saved"), 200).await;
+    let html = owner.get(&format!("{PAGE}?done=saved"), 200).await;
     assert!(html.contains("The cancel flow is saved"));
     assert!(html.contains(r#"value="Too pricey""#));
     assert!(html.contains(r##"value="#ff0000""##));
@@ -107,11 +107,11 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
         "allowed_origins",
         "https://shop.acme.io\n\n  https://app.acme.io \n",
     )];
-    let (status, to, _) = post(&app, &owner, &format!("{PAGE}/origins"), &origins, None).await;
-    assert_eq!(
-        (status, to.as_str()),
-        (303, "/app/p/acme/cancel-flow?done=origins")
-    );
+    let to = owner
+        .post(&format!("{PAGE}/origins"), &origins, 303)
+        .await
+        .location;
+    assert_eq!(to, "/app/p/acme/cancel-flow?done=origins");
     assert_eq!(
         project_json(&app, &token).await["allowed_origins"],
         serde_json::json!(["https://shop.acme.io", "https://app.acme.io"])
@@ -120,8 +120,7 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
         "allowed_origins",
         "https://shop.acme.io\nftp://files.acme.io",
     )];
-    let (status, _, html) = post(&app, &owner, &format!("{PAGE}/origins"), &bad, None).await;
-    assert_eq!(status, 400);
+    let html = owner.post(&format!("{PAGE}/origins"), &bad, 400).await.body;
     assert!(html.contains(r#"id="allowed_origins-error""#), "{html}");
     assert!(
         html.contains("ftp://files.acme.io"),
@@ -136,14 +135,13 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
 async fn a_refused_field_is_shown_beside_it_and_nothing_changes(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
-    let owner = sign_in(&app, "owner@acme.io").await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
     let before = flow_json(&app, &token).await;
     let mut form = FLOW_FORM.to_vec();
     form.retain(|(k, _)| *k != "percent_0");
     form.push(("percent_0", "95"));
     form.push(("color_text", "red"));
-    let (status, _, html) = post(&app, &owner, PAGE, &form, None).await;
-    assert_eq!(status, 400);
+    let html = owner.post(PAGE, &form, 400).await.body;
     assert!(
         html.contains(
             r#"<p class="field-error" id="percent_0-error">must be between 1 and 90</p>"#
@@ -165,15 +163,13 @@ async fn a_refused_field_is_shown_beside_it_and_nothing_changes(backend: Backend
         ("code_3", "other"),
         ("label_3", "Two"),
     ];
-    let (status, _, html) = post(&app, &owner, PAGE, &twice, None).await;
-    assert_eq!(status, 400);
+    let html = owner.post(PAGE, &twice, 400).await.body;
     assert!(
         html.contains(r#"id="code_3-error">appears more than once"#),
         "{html}"
     );
     // No reason at all.
-    let (status, _, html) = post(&app, &owner, PAGE, &[("code_0", "")], None).await;
-    assert_eq!(status, 400);
+    let html = owner.post(PAGE, &[("code_0", "")], 400).await.body;
     assert!(
         html.contains("The reasons must hold 1 to 8 reasons"),
         "{html}"
@@ -186,18 +182,18 @@ async fn writes_need_the_csrf_token_and_an_admin(backend: Backend) {
     let token = acme_owner(&app).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     join(&app, &token, "member@acme.io", "member").await;
-    let owner = sign_in(&app, "owner@acme.io").await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
     let before = flow_json(&app, &token).await;
     let origins = [("allowed_origins", "https://shop.acme.io")];
 
     for path in [PAGE.to_owned(), format!("{PAGE}/origins")] {
         let form = if path == PAGE { FLOW_FORM } else { &origins };
-        let (status, _, _) = post(&app, &owner, &path, form, Some("forged")).await;
-        assert_eq!(status, 403, "{path} without the CSRF token");
+        // Refused without the session's CSRF token.
+        owner.post_with_csrf(&path, form, "forged", 403).await;
     }
     for who in ["viewer@acme.io", "member@acme.io"] {
-        let b = sign_in(&app, who).await;
-        let html = get(&app, &b, PAGE, 200).await;
+        let b = Browser::sign_in(&app, who).await;
+        let html = b.get(PAGE, 200).await;
         assert!(
             html.contains(r#"value="It is too expensive""#),
             "{who} sees the flow"
@@ -212,8 +208,7 @@ async fn writes_need_the_csrf_token_and_an_admin(backend: Backend) {
         );
         for path in [PAGE.to_owned(), format!("{PAGE}/origins")] {
             let form = if path == PAGE { FLOW_FORM } else { &origins };
-            let (status, _, _) = post(&app, &b, &path, form, None).await;
-            assert_eq!(status, 403, "{who} {path}");
+            b.post(&path, form, 403).await;
         }
     }
     assert_eq!(flow_json(&app, &token).await, before);
@@ -233,22 +228,19 @@ async fn another_tenants_cancel_flow_is_not_found(backend: Backend) {
     let before = flow_json(&app, &token).await;
     let other = app.register("mallory@evil.io").await;
     app.create_project(&other.token, "Evil").await;
-    let mallory = sign_in(&app, "mallory@evil.io").await;
+    let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
     for project in ["acme", id.as_str()] {
         let page = format!("/app/p/{project}/cancel-flow");
-        get(&app, &mallory, &page, 404).await;
-        get(&app, &mallory, &format!("{page}/preview"), 404).await;
-        let (status, _, _) = post(&app, &mallory, &page, FLOW_FORM, None).await;
-        assert_eq!(status, 404);
-        let (status, _, _) = post(
-            &app,
-            &mallory,
-            &format!("{page}/origins"),
-            &[("allowed_origins", "https://evil.io")],
-            None,
-        )
-        .await;
-        assert_eq!(status, 404);
+        mallory.get(&page, 404).await;
+        mallory.get(&format!("{page}/preview"), 404).await;
+        mallory.post(&page, FLOW_FORM, 404).await;
+        mallory
+            .post(
+                &format!("{page}/origins"),
+                &[("allowed_origins", "https://evil.io")],
+                404,
+            )
+            .await;
     }
     assert_eq!(flow_json(&app, &token).await, before);
     assert_eq!(
@@ -260,18 +252,12 @@ async fn another_tenants_cancel_flow_is_not_found(backend: Backend) {
 async fn the_preview_is_sandboxed_and_calls_nothing(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     acme_owner(&app).await;
-    let owner = sign_in(&app, "owner@acme.io").await;
-    let html = get(&app, &owner, PAGE, 200).await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let html = owner.get(PAGE, 200).await;
     assert!(html.contains(
         r#"<iframe id="preview" class="widget-frame" src="/app/p/acme/cancel-flow/preview" sandbox="allow-scripts""#
     ));
-    let r = app
-        .client
-        .get(format!("{}{PAGE}/preview", app.address))
-        .header("cookie", &owner.cookie)
-        .send()
-        .await
-        .unwrap();
+    let r = owner.open(&format!("{PAGE}/preview")).await;
     assert_eq!(r.status(), 200);
     let header = |name: &str| {
         r.headers()

@@ -8,6 +8,7 @@ use wiremock::ResponseTemplate;
 use wiremock::matchers::{method, path};
 
 use crate::alerts::quiet_customers;
+use crate::dashboard_client::Browser;
 use crate::helpers::{Acme, Backend};
 use crate::risk::{recompute, track};
 use crate::team::join;
@@ -24,92 +25,6 @@ both_backends!(
 const CUSTOMER: &str = "jenny.rosen@example.com";
 const QUIET: &str = "quiet@shop.io";
 
-struct Browser {
-    cookie: String,
-    csrf: String,
-}
-
-async fn sign_in(s: &Setup, email: &str, slug: &str) -> Browser {
-    let r = s
-        .app
-        .client
-        .post(format!("{}/app/sign-in", s.app.address))
-        .form(&[("email", email), ("password", "correct horse")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 303);
-    let cookie = r
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_owned())
-        .find(|v| v.starts_with("churn_session="))
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    let mut browser = Browser {
-        cookie,
-        csrf: String::new(),
-    };
-    let html = get(s, &browser, &format!("/app/p/{slug}"), 200).await;
-    browser.csrf = html
-        .split("name=\"csrf_token\" value=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap()
-        .to_owned();
-    browser
-}
-
-async fn get(s: &Setup, browser: &Browser, path: &str, status: u16) -> String {
-    let r = s
-        .app
-        .client
-        .get(format!("{}{path}", s.app.address))
-        .header("cookie", &browser.cookie)
-        .send()
-        .await
-        .unwrap();
-    let got = r.status().as_u16();
-    let text = r.text().await.unwrap();
-    assert_eq!(got, status, "GET {path}: {text}");
-    text
-}
-
-/// Posts a form with the session's CSRF token unless `csrf` is `Some("")`; answers the status
-/// and `Location`.
-async fn post(
-    s: &Setup,
-    browser: &Browser,
-    path: &str,
-    form: &[(&str, &str)],
-    csrf: Option<&str>,
-) -> (u16, String) {
-    let mut fields = form.to_vec();
-    let token = csrf.unwrap_or(&browser.csrf);
-    if !token.is_empty() {
-        fields.push(("csrf_token", token));
-    }
-    let r = s
-        .app
-        .client
-        .post(format!("{}{path}", s.app.address))
-        .header("cookie", &browser.cookie)
-        .form(&fields)
-        .send()
-        .await
-        .unwrap();
-    let location = r
-        .headers()
-        .get("location")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    (r.status().as_u16(), location)
-}
-
 async fn api(s: &Setup, path: &str) -> Value {
     s.app
         .expect(s.app.req(Method::GET, path).bearer_auth(&s.token), 200)
@@ -123,6 +38,13 @@ async fn api(s: &Setup, path: &str) -> Value {
 /// the alert's id.
 async fn seeded(backend: Backend) -> (Setup, String, String) {
     let s = setup(backend).await;
+    let (failure, alert) = seed(&s).await;
+    (s, failure, alert)
+}
+
+/// The data of [`seeded`] in a project made by `webhooks::setup`: the failure's id and the
+/// alert's id.
+pub async fn seed(s: &Setup) -> (String, String) {
     s.app
         .expect(
             s.app
@@ -134,7 +56,7 @@ async fn seeded(backend: Backend) -> (Setup, String, String) {
         .await;
     s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
         .await;
-    let failure = api(&s, "/projects/acme/payment-failures").await["failures"][0]["id"]
+    let failure = api(s, "/projects/acme/payment-failures").await["failures"][0]["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -155,7 +77,7 @@ async fn seeded(backend: Backend) -> (Setup, String, String) {
         token: s.token.clone(),
         key,
     };
-    Mock503::mount(&s).await;
+    Mock503::mount(s).await;
     s.app
         .expect(
             s.app
@@ -191,9 +113,9 @@ async fn seeded(backend: Backend) -> (Setup, String, String) {
                 .await;
         }
     }
-    let alert = api(&s, "/projects/acme/churn-risk/alerts").await[0].clone();
+    let alert = api(s, "/projects/acme/churn-risk/alerts").await[0].clone();
     assert_eq!(alert["status"], "failed");
-    (s, failure, alert["id"].as_str().unwrap().to_owned())
+    (failure, alert["id"].as_str().unwrap().to_owned())
 }
 
 struct Mock503;
@@ -212,18 +134,20 @@ async fn the_pages_show_customers_alerts_and_payments_and_write_through_the_serv
     backend: Backend,
 ) {
     let (s, failure, alert) = seeded(backend).await;
-    let owner = sign_in(&s, "owner@acme.io", "acme").await;
+    let owner = Browser::sign_in(&s.app, "owner@acme.io").await;
 
     // Customers: the list and its CSV, searched with the API's `q`.
-    let list = get(&s, &owner, "/app/p/acme/customers", 200).await;
+    let list = owner.get("/app/p/acme/customers", 200).await;
     assert!(list.contains(CUSTOMER) && list.contains(QUIET), "{list}");
     assert!(
         list.contains("critical"),
         "the quiet customer's level: {list}"
     );
-    let found = get(&s, &owner, "/app/p/acme/customers?q=jenny", 200).await;
+    let found = owner.get("/app/p/acme/customers?q=jenny", 200).await;
     assert!(found.contains(CUSTOMER) && !found.contains(QUIET));
-    let csv = get(&s, &owner, "/app/p/acme/customers?q=quiet&format=csv", 200).await;
+    let csv = owner
+        .get("/app/p/acme/customers?q=quiet&format=csv", 200)
+        .await;
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
@@ -235,7 +159,9 @@ async fn the_pages_show_customers_alerts_and_payments_and_write_through_the_serv
     // A customer: the score and its history as the API answers them, the signals as signed
     // bars, the tracked events by day, the payment failure.
     let risk = api(&s, &format!("/projects/acme/churn-risk/customers/{QUIET}")).await;
-    let page = get(&s, &owner, &format!("/app/p/acme/customers/{QUIET}"), 200).await;
+    let page = owner
+        .get(&format!("/app/p/acme/customers/{QUIET}"), 200)
+        .await;
     assert!(page.contains("<svg class=\"chart\""), "{page}");
     assert!(page.contains("<polyline class=\"score\"") || page.contains("<circle class=\"score\""));
     for point in risk["history"].as_array().unwrap() {
@@ -247,34 +173,30 @@ async fn the_pages_show_customers_alerts_and_payments_and_write_through_the_serv
     }
     assert!(page.contains("class=\"raises\""), "{page}");
     assert!(page.contains("nps_response"), "tracked events: {page}");
-    let jenny = get(
-        &s,
-        &owner,
-        &format!("/app/p/acme/customers/{CUSTOMER}"),
-        200,
-    )
-    .await;
+    let jenny = owner
+        .get(&format!("/app/p/acme/customers/{CUSTOMER}"), 200)
+        .await;
     assert!(
         jenny.contains(&format!("/app/p/acme/payments/{failure}")),
         "{jenny}"
     );
     assert!(jenny.contains("feature_used × 1"), "{jenny}");
-    get(&s, &owner, "/app/p/acme/customers/nobody@shop.io", 404).await;
+    owner.get("/app/p/acme/customers/nobody@shop.io", 404).await;
 
     // Churn risk: the configuration and the alert log with its attempts; redeliver.
-    let risk_page = get(&s, &owner, "/app/p/acme/risk", 200).await;
+    let risk_page = owner.get("/app/p/acme/risk", 200).await;
     assert!(risk_page.contains(QUIET) && risk_page.contains("HTTP 503"));
     assert!(risk_page.contains("4 attempts"), "{risk_page}");
     let redeliver = format!("/app/p/acme/risk/alerts/{alert}/redeliver");
     assert!(risk_page.contains(&redeliver));
     assert_eq!(
-        post(&s, &owner, &redeliver, &[], None).await,
-        (303, "/app/p/acme/risk?done=redelivered".into())
+        owner.post(&redeliver, &[], 303).await.location,
+        "/app/p/acme/risk?done=redelivered"
     );
     let again = api(&s, "/projects/acme/churn-risk/alerts").await[0].clone();
     assert_eq!(again["status"], "pending");
     // The same rule as the API: a pending alert is not redelivered.
-    assert_eq!(post(&s, &owner, &redeliver, &[], None).await.0, 409);
+    owner.post(&redeliver, &[], 409).await;
     let form = [
         ("enabled", "true"),
         ("delivery_mode", "webhook"),
@@ -284,8 +206,11 @@ async fn the_pages_show_customers_alerts_and_payments_and_write_through_the_serv
         ("check_interval_hours", "12"),
     ];
     assert_eq!(
-        post(&s, &owner, "/app/p/acme/risk/config", &form, None).await,
-        (303, "/app/p/acme/risk?done=saved".into())
+        owner
+            .post("/app/p/acme/risk/config", &form, 303)
+            .await
+            .location,
+        "/app/p/acme/risk?done=saved"
     );
     let config = api(&s, "/projects/acme/churn-risk/config").await;
     assert_eq!(
@@ -299,26 +224,19 @@ async fn the_pages_show_customers_alerts_and_payments_and_write_through_the_serv
     // The service's validation answers: a threshold out of range is refused.
     let mut bad = form;
     bad[2] = ("risk_threshold", "101");
-    assert_eq!(
-        post(&s, &owner, "/app/p/acme/risk/config", &bad, None)
-            .await
-            .0,
-        400
-    );
+    owner.post("/app/p/acme/risk/config", &bad, 400).await;
 
     // Payments: statistics, the list and its CSV, a failure's page, a manual retry.
-    let payments = get(&s, &owner, "/app/p/acme/payments?status=failing", 200).await;
+    let payments = owner.get("/app/p/acme/payments?status=failing", 200).await;
     assert!(payments.contains(CUSTOMER) && payments.contains("Revenue recovered"));
     assert!(payments.contains("/app/p/acme/payments/config"));
-    let none = get(&s, &owner, "/app/p/acme/payments?status=recovered", 200).await;
+    let none = owner
+        .get("/app/p/acme/payments?status=recovered", 200)
+        .await;
     assert!(none.contains("0 payment failures"), "{none}");
-    let csv = get(
-        &s,
-        &owner,
-        "/app/p/acme/payments?status=failing&format=csv",
-        200,
-    )
-    .await;
+    let csv = owner
+        .get("/app/p/acme/payments?status=failing&format=csv", 200)
+        .await;
     let lines: Vec<&str> = csv.lines().collect();
     assert!(
         lines[0].starts_with("id,created_at,provider,customer_email,amount_cents,currency,status")
@@ -329,18 +247,16 @@ async fn the_pages_show_customers_alerts_and_payments_and_write_through_the_serv
         "{csv}"
     );
     assert_eq!(
-        get(
-            &s,
-            &owner,
-            "/app/p/acme/payments?status=recovered&format=csv",
-            200
-        )
-        .await
-        .lines()
-        .count(),
+        owner
+            .get("/app/p/acme/payments?status=recovered&format=csv", 200)
+            .await
+            .lines()
+            .count(),
         1
     );
-    let detail = get(&s, &owner, &format!("/app/p/acme/payments/{failure}"), 200).await;
+    let detail = owner
+        .get(&format!("/app/p/acme/payments/{failure}"), 200)
+        .await;
     assert!(
         detail.contains(CUSTOMER) && detail.contains("0 of 3"),
         "{detail}"
@@ -356,16 +272,12 @@ async fn the_pages_show_customers_alerts_and_payments_and_write_through_the_serv
         .mount(&s.fake.mock)
         .await;
     assert_eq!(
-        post(&s, &owner, &retry, &[], None).await,
-        (303, format!("/app/p/acme/payments/{failure}?done=failed"))
+        owner.post(&retry, &[], 303).await.location,
+        format!("/app/p/acme/payments/{failure}?done=failed")
     );
-    let detail = get(
-        &s,
-        &owner,
-        &format!("/app/p/acme/payments/{failure}?done=failed"),
-        200,
-    )
-    .await;
+    let detail = owner
+        .get(&format!("/app/p/acme/payments/{failure}?done=failed"), 200)
+        .await;
     assert!(
         detail.contains("insufficient_funds") && detail.contains("1 of 3"),
         "{detail}"
@@ -379,8 +291,11 @@ async fn the_pages_show_customers_alerts_and_payments_and_write_through_the_serv
         ("sender_name", "Acme Billing"),
     ];
     assert_eq!(
-        post(&s, &owner, "/app/p/acme/payments/config", &dunning, None).await,
-        (303, "/app/p/acme/payments?done=saved".into())
+        owner
+            .post("/app/p/acme/payments/config", &dunning, 303)
+            .await
+            .location,
+        "/app/p/acme/payments?done=saved"
     );
     let config = api(&s, "/projects/acme/dunning-config").await;
     assert_eq!(
@@ -400,25 +315,23 @@ async fn the_pages_show_customers_alerts_and_payments_and_write_through_the_serv
 async fn a_viewer_sees_no_write_controls_and_is_refused_every_write(backend: Backend) {
     let (s, failure, alert) = seeded(backend).await;
     join(&s.app, &s.token, "viewer@acme.io", "viewer").await;
-    let viewer = sign_in(&s, "viewer@acme.io", "acme").await;
-    let risk = get(&s, &viewer, "/app/p/acme/risk", 200).await;
+    let viewer = Browser::sign_in(&s.app, "viewer@acme.io").await;
+    let risk = viewer.get("/app/p/acme/risk", 200).await;
     assert!(risk.contains(QUIET) && risk.contains("HTTP 503"));
     assert!(
         !risk.contains("/risk/config") && !risk.contains("Redeliver"),
         "{risk}"
     );
-    let payments = get(&s, &viewer, "/app/p/acme/payments", 200).await;
+    let payments = viewer.get("/app/p/acme/payments", 200).await;
     assert!(payments.contains(CUSTOMER) && payments.contains("Sender name"));
     assert!(!payments.contains("/payments/config"), "{payments}");
-    let detail = get(&s, &viewer, &format!("/app/p/acme/payments/{failure}"), 200).await;
+    let detail = viewer
+        .get(&format!("/app/p/acme/payments/{failure}"), 200)
+        .await;
     assert!(!detail.contains("/retry"), "{detail}");
-    get(
-        &s,
-        &viewer,
-        &format!("/app/p/acme/customers/{CUSTOMER}"),
-        200,
-    )
-    .await;
+    viewer
+        .get(&format!("/app/p/acme/customers/{CUSTOMER}"), 200)
+        .await;
     for (path, form) in [
         (format!("/app/p/acme/risk/alerts/{alert}/redeliver"), vec![]),
         (format!("/app/p/acme/payments/{failure}/retry"), vec![]),
@@ -431,7 +344,7 @@ async fn a_viewer_sees_no_write_controls_and_is_refused_every_write(backend: Bac
             vec![("max_retries", "1"), ("tone_sequence", "final")],
         ),
     ] {
-        assert_eq!(post(&s, &viewer, &path, &form, None).await.0, 403, "{path}");
+        viewer.post(&path, &form, 403).await;
     }
     assert_eq!(
         api(&s, "/projects/acme/churn-risk/alerts").await[0]["status"],
@@ -463,34 +376,28 @@ async fn another_tenants_customer_alert_and_failure_are_not_found(backend: Backe
             201,
         )
         .await;
-    let globex = sign_in(&s, "owner@globex.io", "globex").await;
-    get(&s, &globex, "/app/p/globex/customers", 200).await;
-    get(
-        &s,
-        &globex,
-        &format!("/app/p/globex/customers/{CUSTOMER}"),
-        404,
-    )
-    .await;
-    get(
-        &s,
-        &globex,
-        &format!("/app/p/globex/payments/{failure}"),
-        404,
-    )
-    .await;
-    let risk = get(&s, &globex, "/app/p/globex/risk", 200).await;
+    let globex = Browser::sign_in(&s.app, "owner@globex.io").await;
+    globex.get("/app/p/globex/customers", 200).await;
+    globex
+        .get(&format!("/app/p/globex/customers/{CUSTOMER}"), 404)
+        .await;
+    globex
+        .get(&format!("/app/p/globex/payments/{failure}"), 404)
+        .await;
+    let risk = globex.get("/app/p/globex/risk", 200).await;
     assert!(!risk.contains(QUIET));
-    let payments = get(&s, &globex, "/app/p/globex/payments", 200).await;
+    let payments = globex.get("/app/p/globex/payments", 200).await;
     assert!(!payments.contains(CUSTOMER));
     for path in [
         format!("/app/p/globex/risk/alerts/{alert}/redeliver"),
         format!("/app/p/globex/payments/{failure}/retry"),
     ] {
-        assert_eq!(post(&s, &globex, &path, &[], None).await.0, 404, "{path}");
+        globex.post(&path, &[], 404).await;
     }
     // Nor through acme's address, which is not theirs.
-    get(&s, &globex, &format!("/app/p/acme/payments/{failure}"), 404).await;
+    globex
+        .get(&format!("/app/p/acme/payments/{failure}"), 404)
+        .await;
     assert_eq!(
         api(&s, "/projects/acme/churn-risk/alerts").await[0]["status"],
         "failed"
@@ -499,7 +406,7 @@ async fn another_tenants_customer_alert_and_failure_are_not_found(backend: Backe
 
 async fn writes_without_the_csrf_token_are_refused_and_change_nothing(backend: Backend) {
     let (s, failure, alert) = seeded(backend).await;
-    let owner = sign_in(&s, "owner@acme.io", "acme").await;
+    let owner = Browser::sign_in(&s.app, "owner@acme.io").await;
     for path in [
         format!("/app/p/acme/risk/alerts/{alert}/redeliver"),
         format!("/app/p/acme/payments/{failure}/retry"),
@@ -508,11 +415,7 @@ async fn writes_without_the_csrf_token_are_refused_and_change_nothing(backend: B
     ] {
         for token in ["", "forged"] {
             let form = [("risk_threshold", "10"), ("max_retries", "1")];
-            assert_eq!(
-                post(&s, &owner, &path, &form, Some(token)).await.0,
-                403,
-                "{path} with {token:?}"
-            );
+            owner.post_with_csrf(&path, &form, token, 403).await;
         }
     }
     assert_eq!(

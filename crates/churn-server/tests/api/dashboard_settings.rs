@@ -4,9 +4,10 @@
 //! CSRF token, 404 on another tenant's project), the secret key shown once, invitations
 //! accepted into the project, and a password reset that signs in.
 
-use reqwest::{Method, Response};
+use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::dashboard_client::{Browser, Posted, location, session_cookie, url};
 use crate::helpers::{Backend, TestApp, acme_owner};
 use crate::team::{invite, join};
 use churn_core::both_backends;
@@ -22,113 +23,8 @@ both_backends!(
     an_invitation_accepted_from_its_page_lands_in_the_project,
     the_password_reset_page_signs_in,
     the_account_page_changes_the_password,
+    the_account_page_changes_the_name,
 );
-
-pub(crate) struct Browser {
-    pub(crate) cookie: String,
-    csrf: String,
-}
-
-fn url(app: &TestApp, path: &str) -> String {
-    format!("{}{path}", app.address)
-}
-
-fn location(r: &Response) -> String {
-    r.headers()
-        .get("location")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default()
-}
-
-fn session_cookie(r: &Response) -> String {
-    r.headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_owned())
-        .find(|v| v.starts_with("churn_session="))
-        .expect("a session cookie is set")
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned()
-}
-
-fn csrf_of(html: &str) -> String {
-    html.split("name=\"csrf_token\" value=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("the page has a form with a CSRF token")
-        .to_owned()
-}
-
-async fn browser(app: &TestApp, cookie: String) -> Browser {
-    let html = get(
-        app,
-        &Browser {
-            cookie: cookie.clone(),
-            csrf: String::new(),
-        },
-        "/app/account",
-        200,
-    )
-    .await;
-    Browser {
-        csrf: csrf_of(&html),
-        cookie,
-    }
-}
-
-pub(crate) async fn sign_in(app: &TestApp, email: &str) -> Browser {
-    let r = app
-        .client
-        .post(url(app, "/app/sign-in"))
-        .form(&[("email", email), ("password", "correct horse")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 303);
-    browser(app, session_cookie(&r)).await
-}
-
-pub(crate) async fn get(app: &TestApp, browser: &Browser, path: &str, status: u16) -> String {
-    let r = app
-        .client
-        .get(url(app, path))
-        .header("cookie", &browser.cookie)
-        .send()
-        .await
-        .unwrap();
-    let got = r.status().as_u16();
-    let text = r.text().await.unwrap();
-    assert_eq!(got, status, "GET {path}: {text}");
-    text
-}
-
-/// Posts a form with the session's CSRF token, or `csrf` when given: status, `Location`, body.
-pub(crate) async fn post(
-    app: &TestApp,
-    browser: &Browser,
-    path: &str,
-    form: &[(&str, &str)],
-    csrf: Option<&str>,
-) -> (u16, String, String) {
-    let mut fields: Vec<(&str, &str)> = form.to_vec();
-    let token = csrf.unwrap_or(&browser.csrf);
-    if !token.is_empty() {
-        fields.push(("csrf_token", token));
-    }
-    let r = app
-        .client
-        .post(url(app, path))
-        .header("cookie", &browser.cookie)
-        .form(&fields)
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    let to = location(&r);
-    (status, to, r.text().await.unwrap())
-}
 
 pub(crate) async fn project_json(app: &TestApp, token: &str) -> Value {
     app.expect(
@@ -160,11 +56,11 @@ const PROJECT_FORM: &[(&str, &str)] = &[
 async fn settings_team_and_account_pages_show_their_content(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
-    let owner = sign_in(&app, "owner@acme.io").await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
     let project = project_json(&app, &token).await;
     let public = project["public_key"].as_str().unwrap();
 
-    let html = get(&app, &owner, "/app/p/acme/settings", 200).await;
+    let html = owner.get("/app/p/acme/settings", 200).await;
     for text in [
         "<h1>Settings</h1>",
         "aria-current=\"page\">Settings",
@@ -185,21 +81,17 @@ async fn settings_team_and_account_pages_show_their_content(backend: Backend) {
     assert!(!html.contains("style=\""), "no inline style");
     assert!(!html.contains("<script>"), "no inline script");
 
-    let html = get(&app, &owner, "/app/p/acme/team", 200).await;
+    let html = owner.get("/app/p/acme/team", 200).await;
     assert!(html.contains("owner@acme.io") && html.contains("Invite someone"));
     assert!(html.contains("aria-current=\"page\">Team"));
-    let html = get(&app, &owner, "/app/account", 200).await;
+    let html = owner.get("/app/account", 200).await;
     assert!(html.contains("owner@acme.io") && html.contains("Change the password"));
-    let html = get(&app, &owner, "/app/p/acme/settings/suppressions", 200).await;
+    let html = owner.get("/app/p/acme/settings/suppressions", 200).await;
     assert!(html.contains("No suppressed addresses"));
 
-    let csv = get(
-        &app,
-        &owner,
-        "/app/p/acme/settings/suppressions?format=csv",
-        200,
-    )
-    .await;
+    let csv = owner
+        .get("/app/p/acme/settings/suppressions?format=csv", 200)
+        .await;
     assert_eq!(csv, "email,reason,created_at\r\n");
 }
 
@@ -208,41 +100,29 @@ async fn project_settings_are_saved_by_admins_and_refused_to_others(backend: Bac
     let token = acme_owner(&app).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     join(&app, &token, "member@acme.io", "member").await;
-    let owner = sign_in(&app, "owner@acme.io").await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
     for who in ["viewer@acme.io", "member@acme.io"] {
-        let b = sign_in(&app, who).await;
-        let html = get(&app, &b, "/app/p/acme/settings", 200).await;
+        let b = Browser::sign_in(&app, who).await;
+        let html = b.get("/app/p/acme/settings", 200).await;
         assert!(
             !html.contains("Save the project settings") && !html.contains("Connect Stripe"),
             "{who} sees no write controls"
         );
-        let (status, _, _) =
-            post(&app, &b, "/app/p/acme/settings/project", PROJECT_FORM, None).await;
-        assert_eq!(status, 403, "{who}");
+        b.post("/app/p/acme/settings/project", PROJECT_FORM, 403)
+            .await;
     }
     // Without the CSRF token nothing changes.
-    let (status, _, _) = post(
-        &app,
-        &owner,
-        "/app/p/acme/settings/project",
-        PROJECT_FORM,
-        Some("forged"),
-    )
-    .await;
-    assert_eq!(status, 403);
+    owner
+        .post_with_csrf("/app/p/acme/settings/project", PROJECT_FORM, "forged", 403)
+        .await;
     assert_eq!(project_json(&app, &token).await["name"], "Acme");
 
-    let (status, to, _) = post(
-        &app,
-        &owner,
-        "/app/p/acme/settings/project",
-        PROJECT_FORM,
-        None,
-    )
-    .await;
     assert_eq!(
-        (status, to.as_str()),
-        (303, "/app/p/acme/settings?done=project")
+        owner
+            .post("/app/p/acme/settings/project", PROJECT_FORM, 303)
+            .await
+            .location,
+        "/app/p/acme/settings?done=project"
     );
     let project = project_json(&app, &token).await;
     assert_eq!(project["name"], "Acme Inc");
@@ -257,29 +137,28 @@ async fn project_settings_are_saved_by_admins_and_refused_to_others(backend: Bac
         json!([{"quote": "It saved our quarter", "author": "Priya, Head of Ops at Lumen"}])
     );
     assert_eq!(settings["features"], json!(["Exports", "Team seats"]));
-    let html = get(&app, &owner, "/app/p/acme/settings?done=project", 200).await;
+    let html = owner.get("/app/p/acme/settings?done=project", 200).await;
     assert!(html.contains("It saved our quarter | Priya") && html.contains("COMEBACK20"));
 
     // The service's own rules answer, on the page.
-    let (status, _, html) = post(
-        &app,
-        &owner,
-        "/app/p/acme/settings/project",
-        &[("name", "Acme"), ("reactivation_url", "http://acme.io")],
-        None,
-    )
-    .await;
-    assert_eq!(status, 400);
+    let Posted { body: html, .. } = owner
+        .post(
+            "/app/p/acme/settings/project",
+            &[("name", "Acme"), ("reactivation_url", "http://acme.io")],
+            400,
+        )
+        .await;
     assert!(html.contains("reactivation_url"), "{html}");
 }
 
 async fn the_secret_key_is_shown_once_and_the_public_key_stays(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
-    let owner = sign_in(&app, "owner@acme.io").await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
     let before = project_json(&app, &token).await;
-    let (status, _, html) = post(&app, &owner, "/app/p/acme/settings/keys/rotate", &[], None).await;
-    assert_eq!(status, 200);
+    let Posted { body: html, .. } = owner
+        .post("/app/p/acme/settings/keys/rotate", &[], 200)
+        .await;
     let secret = html
         .split("<code id=\"shown-value\">")
         .nth(1)
@@ -299,19 +178,13 @@ async fn the_secret_key_is_shown_once_and_the_public_key_stays(backend: Backend)
         200,
     )
     .await;
-    let again = get(&app, &owner, "/app/p/acme/settings", 200).await;
+    let again = owner.get("/app/p/acme/settings", 200).await;
     assert!(!again.contains(&secret), "shown once");
 
     // Asked for, the public key is replaced too.
-    let (status, _, html) = post(
-        &app,
-        &owner,
-        "/app/p/acme/settings/keys/rotate",
-        &[("public", "on")],
-        None,
-    )
-    .await;
-    assert_eq!(status, 200);
+    let Posted { body: html, .. } = owner
+        .post("/app/p/acme/settings/keys/rotate", &[("public", "on")], 200)
+        .await;
     let last = project_json(&app, &token).await;
     assert_ne!(last["public_key"], after["public_key"]);
     assert!(html.contains(last["public_key"].as_str().unwrap()));
@@ -320,21 +193,20 @@ async fn the_secret_key_is_shown_once_and_the_public_key_stays(backend: Backend)
 async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
-    let owner = sign_in(&app, "owner@acme.io").await;
-    let (status, to, _) = post(
-        &app,
-        &owner,
-        "/app/p/acme/settings/providers/stripe",
-        &[
-            ("api_key", "rk_test_abcd1234"),
-            ("webhook_secret", "whsec_wxyz9876"),
-        ],
-        None,
-    )
-    .await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
     assert_eq!(
-        (status, to.as_str()),
-        (303, "/app/p/acme/settings?done=provider")
+        owner
+            .post(
+                "/app/p/acme/settings/providers/stripe",
+                &[
+                    ("api_key", "rk_test_abcd1234"),
+                    ("webhook_secret", "whsec_wxyz9876"),
+                ],
+                303
+            )
+            .await
+            .location,
+        "/app/p/acme/settings?done=provider"
     );
     let providers = app
         .expect(
@@ -346,7 +218,7 @@ async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backe
     let stripe = &providers["data"][0];
     assert_eq!(stripe["provider"], "stripe");
     assert_eq!(stripe["api_key_hint"], "1234");
-    let html = get(&app, &owner, "/app/p/acme/settings?done=provider", 200).await;
+    let html = owner.get("/app/p/acme/settings?done=provider", 200).await;
     assert!(html.contains("Update Stripe") && html.contains("Disconnect Stripe"));
     assert!(html.contains(stripe["webhook_url"].as_str().unwrap()));
     assert!(
@@ -354,38 +226,28 @@ async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backe
         "never the credential itself"
     );
     // Missing fields are the service's validation, shown on the page.
-    let (status, _, html) = post(
-        &app,
-        &owner,
-        "/app/p/acme/settings/providers/razorpay",
-        &[("key_id", "rzp_test_1")],
-        None,
-    )
-    .await;
-    assert_eq!(status, 400);
+    let Posted { body: html, .. } = owner
+        .post(
+            "/app/p/acme/settings/providers/razorpay",
+            &[("key_id", "rzp_test_1")],
+            400,
+        )
+        .await;
     assert!(html.contains("key_secret"), "{html}");
-    let (status, _, _) = post(
-        &app,
-        &owner,
-        "/app/p/acme/settings/providers/stripe/disconnect",
-        &[],
-        None,
-    )
-    .await;
-    assert_eq!(status, 303);
+    owner
+        .post("/app/p/acme/settings/providers/stripe/disconnect", &[], 303)
+        .await;
 
-    let (status, _, _) = post(
-        &app,
-        &owner,
-        "/app/p/acme/settings/sender",
-        &[
-            ("from_name", "Ada at Acme"),
-            ("from_email", "ada@mail.acme.io"),
-        ],
-        None,
-    )
-    .await;
-    assert_eq!(status, 303);
+    owner
+        .post(
+            "/app/p/acme/settings/sender",
+            &[
+                ("from_name", "Ada at Acme"),
+                ("from_email", "ada@mail.acme.io"),
+            ],
+            303,
+        )
+        .await;
     let sender = app
         .expect(
             app.req(Method::GET, "/projects/acme/email-settings")
@@ -394,19 +256,20 @@ async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backe
         )
         .await["data"]
         .clone();
-    let html = get(&app, &owner, "/app/p/acme/settings", 200).await;
+    let html = owner.get("/app/p/acme/settings", 200).await;
     assert!(html.contains("_churn.mail.acme.io"), "{html}");
     assert!(html.contains(sender["dns_record"]["value"].as_str().unwrap()));
     assert!(html.contains("Verify the domain") && html.contains("not verified"));
     // Verifying looks the record up; without it the page says so, and nothing is verified.
-    let (status, _, _) = post(
-        &app,
-        &owner,
-        "/app/p/acme/settings/sender/verify",
-        &[],
-        None,
-    )
-    .await;
+    let status = app
+        .client
+        .post(url(&app, "/app/p/acme/settings/sender/verify"))
+        .header("cookie", &owner.cookie)
+        .form(&[("csrf_token", owner.csrf.as_str())])
+        .send()
+        .await
+        .unwrap()
+        .status();
     assert_ne!(status, 403);
     assert_ne!(status, 500);
 }
@@ -432,23 +295,23 @@ async fn secrets_and_keys_are_for_admins_and_the_owner(backend: Backend) {
         ("/app/p/acme/settings/sender/verify", &[]),
     ];
     for who in ["viewer@acme.io", "member@acme.io"] {
-        let b = sign_in(&app, who).await;
-        let html = get(&app, &b, "/app/p/acme/settings", 200).await;
+        let b = Browser::sign_in(&app, who).await;
+        let html = b.get("/app/p/acme/settings", 200).await;
         assert!(
             !html.contains("idsec_") && !html.contains("Replace the"),
             "{who}"
         );
         for (path, form) in writes {
-            let (status, _, _) = post(&app, &b, path, form, None).await;
-            assert_eq!(status, 403, "{who} {path}");
+            b.post(path, form, 403).await;
         }
     }
     // An admin administers but does not replace the keys (the owner's alone, as in the API).
-    let admin = sign_in(&app, "admin@acme.io").await;
-    let html = get(&app, &admin, "/app/p/acme/settings", 200).await;
+    let admin = Browser::sign_in(&app, "admin@acme.io").await;
+    let html = admin.get("/app/p/acme/settings", 200).await;
     assert!(html.contains("idsec_") && !html.contains("Replace the secret key"));
-    let (status, _, _) = post(&app, &admin, "/app/p/acme/settings/keys/rotate", &[], None).await;
-    assert_eq!(status, 403);
+    admin
+        .post("/app/p/acme/settings/keys/rotate", &[], 403)
+        .await;
     let before = app
         .expect(
             app.req(Method::GET, "/projects/acme/identity-secret")
@@ -456,15 +319,9 @@ async fn secrets_and_keys_are_for_admins_and_the_owner(backend: Backend) {
             200,
         )
         .await;
-    let (status, _, html) = post(
-        &app,
-        &admin,
-        "/app/p/acme/settings/identity-secret/rotate",
-        &[],
-        None,
-    )
-    .await;
-    assert_eq!(status, 200);
+    let Posted { body: html, .. } = admin
+        .post("/app/p/acme/settings/identity-secret/rotate", &[], 200)
+        .await;
     let after = app
         .expect(
             app.req(Method::GET, "/projects/acme/identity-secret")
@@ -483,25 +340,17 @@ async fn secrets_and_keys_are_for_admins_and_the_owner(backend: Backend) {
         .await
     };
     let old = webhook().await;
-    let (status, _, _) = post(
-        &app,
-        &admin,
-        "/app/p/acme/settings/webhook-secret/rotate",
-        &[],
-        None,
-    )
-    .await;
-    assert_eq!(status, 303);
+    admin
+        .post("/app/p/acme/settings/webhook-secret/rotate", &[], 303)
+        .await;
     assert_ne!(webhook().await, old);
-    let (status, _, _) = post(
-        &app,
-        &admin,
-        "/app/p/acme/settings/providers/custom",
-        &[("retry_url", "")],
-        None,
-    )
-    .await;
-    assert_eq!(status, 303);
+    admin
+        .post(
+            "/app/p/acme/settings/providers/custom",
+            &[("retry_url", "")],
+            303,
+        )
+        .await;
 }
 
 async fn another_tenants_settings_and_team_are_not_found(backend: Backend) {
@@ -513,9 +362,9 @@ async fn another_tenants_settings_and_team_are_not_found(backend: Backend) {
         .to_owned();
     let other = app.register("mallory@evil.io").await;
     app.create_project(&other.token, "Evil").await;
-    let mallory = sign_in(&app, "mallory@evil.io").await;
+    let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
     for path in ["settings", "team", "settings/suppressions"] {
-        get(&app, &mallory, &format!("/app/p/{id}/{path}"), 404).await;
+        mallory.get(&format!("/app/p/{id}/{path}"), 404).await;
     }
     for path in [
         "settings/keys/rotate",
@@ -524,15 +373,13 @@ async fn another_tenants_settings_and_team_are_not_found(backend: Backend) {
         "team/invitations",
         "team/leave",
     ] {
-        let (status, _, _) = post(
-            &app,
-            &mallory,
-            &format!("/app/p/{id}/{path}"),
-            &[("name", "x"), ("email", "m@evil.io")],
-            None,
-        )
-        .await;
-        assert_eq!(status, 404, "{path}");
+        mallory
+            .post(
+                &format!("/app/p/{id}/{path}"),
+                &[("name", "x"), ("email", "m@evil.io")],
+                404,
+            )
+            .await;
     }
     assert_eq!(project_json(&app, &token).await["name"], "Acme");
 }
@@ -542,17 +389,15 @@ async fn team_invitations_roles_and_leaving_from_the_page(backend: Backend) {
     let token = acme_owner(&app).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     join(&app, &token, "member@acme.io", "member").await;
-    let owner = sign_in(&app, "owner@acme.io").await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
 
-    let (status, _, html) = post(
-        &app,
-        &owner,
-        "/app/p/acme/team/invitations",
-        &[("email", "new@acme.io"), ("role", "viewer")],
-        None,
-    )
-    .await;
-    assert_eq!(status, 200);
+    let Posted { body: html, .. } = owner
+        .post(
+            "/app/p/acme/team/invitations",
+            &[("email", "new@acme.io"), ("role", "viewer")],
+            200,
+        )
+        .await;
     assert!(html.contains("/invitations/") && html.contains("Invitation link for new@acme.io"));
     let pending = app
         .expect(
@@ -592,8 +437,8 @@ async fn team_invitations_roles_and_leaving_from_the_page(backend: Backend) {
         } else {
             &viewer_id
         };
-        let b = sign_in(&app, who).await;
-        let html = get(&app, &b, "/app/p/acme/team", 200).await;
+        let b = Browser::sign_in(&app, who).await;
+        let html = b.get("/app/p/acme/team", 200).await;
         assert!(html.contains("owner@acme.io"));
         for control in ["Change the role", "Remove ", "Invite someone", "Revoke"] {
             assert!(!html.contains(control), "{who} sees no {control:?}");
@@ -614,47 +459,43 @@ async fn team_invitations_roles_and_leaving_from_the_page(backend: Backend) {
             ),
             (format!("/app/p/acme/team/members/{other}/remove"), vec![]),
         ] {
-            let (status, _, _) = post(&app, &b, &path, &form, None).await;
-            assert_eq!(status, 403, "{who} {path}");
+            b.post(&path, &form, 403).await;
         }
     }
-    let (status, _, _) = post(
-        &app,
-        &owner,
-        &format!("/app/p/acme/team/members/{viewer_id}/role"),
-        &[("role", "member")],
-        Some("forged"),
-    )
-    .await;
-    assert_eq!(status, 403, "CSRF");
+    owner
+        .post_with_csrf(
+            &format!("/app/p/acme/team/members/{viewer_id}/role"),
+            &[("role", "member")],
+            "forged",
+            403,
+        )
+        .await;
 
-    let (status, to, _) = post(
-        &app,
-        &owner,
-        &format!("/app/p/acme/team/members/{viewer_id}/role"),
-        &[("role", "member")],
-        None,
-    )
-    .await;
-    assert_eq!((status, to.as_str()), (303, "/app/p/acme/team?done=role"));
-    let (status, _, _) = post(
-        &app,
-        &owner,
-        &format!("/app/p/acme/team/invitations/{invitation}/revoke"),
-        &[],
-        None,
-    )
-    .await;
-    assert_eq!(status, 303);
-    let (status, _, _) = post(
-        &app,
-        &owner,
-        &format!("/app/p/acme/team/members/{member_id}/remove"),
-        &[],
-        None,
-    )
-    .await;
-    assert_eq!(status, 303);
+    assert_eq!(
+        owner
+            .post(
+                &format!("/app/p/acme/team/members/{viewer_id}/role"),
+                &[("role", "member")],
+                303
+            )
+            .await
+            .location,
+        "/app/p/acme/team?done=role"
+    );
+    owner
+        .post(
+            &format!("/app/p/acme/team/invitations/{invitation}/revoke"),
+            &[],
+            303,
+        )
+        .await;
+    owner
+        .post(
+            &format!("/app/p/acme/team/members/{member_id}/remove"),
+            &[],
+            303,
+        )
+        .await;
     let members = app
         .expect(
             app.req(Method::GET, "/projects/acme/members")
@@ -686,13 +527,17 @@ async fn team_invitations_roles_and_leaving_from_the_page(backend: Backend) {
     assert_eq!(pending["data"], json!([]));
 
     // Leaving: the former viewer goes, and lands on /app.
-    let leaver = sign_in(&app, "viewer@acme.io").await;
-    let (status, to, _) = post(&app, &leaver, "/app/p/acme/team/leave", &[], None).await;
-    assert_eq!((status, to.as_str()), (303, "/app"));
-    get(&app, &leaver, "/app/p/acme/team", 404).await;
+    let leaver = Browser::sign_in(&app, "viewer@acme.io").await;
+    assert_eq!(
+        leaver
+            .post("/app/p/acme/team/leave", &[], 303)
+            .await
+            .location,
+        "/app"
+    );
+    leaver.get("/app/p/acme/team", 404).await;
     // The owner cannot leave.
-    let (status, _, _) = post(&app, &owner, "/app/p/acme/team/leave", &[], None).await;
-    assert_eq!(status, 400);
+    owner.post("/app/p/acme/team/leave", &[], 400).await;
 }
 
 async fn an_invitation_accepted_from_its_page_lands_in_the_project(backend: Backend) {
@@ -715,8 +560,8 @@ async fn an_invitation_accepted_from_its_page_lands_in_the_project(backend: Back
         .unwrap();
     assert_eq!(r.status(), 303);
     assert_eq!(location(&r), "/app/p/acme");
-    let nell = browser(&app, session_cookie(&r)).await;
-    let html = get(&app, &nell, "/app/p/acme", 200).await;
+    let nell = Browser::with_cookie(&app, session_cookie(&r)).await;
+    let html = nell.get("/app/p/acme", 200).await;
     assert!(html.contains("viewer"), "the role badge");
 
     // An existing account signs in on the page and lands in the project as well.
@@ -742,7 +587,7 @@ async fn an_invitation_accepted_from_its_page_lands_in_the_project(backend: Back
         .send()
         .await
         .unwrap();
-    assert_eq!((r.status().as_u16(), location(&r).as_str()), (303, "/app"));
+    assert_eq!((r.status().as_u16(), location(&r)), (303, "/app"));
     let invitation = invite(&app, &token, "bo@example.com", "member").await;
     let r = app
         .client
@@ -753,8 +598,8 @@ async fn an_invitation_accepted_from_its_page_lands_in_the_project(backend: Back
         .unwrap();
     assert_eq!(r.status(), 303);
     assert_eq!(location(&r), "/app/p/acme");
-    let bo = browser(&app, session_cookie(&r)).await;
-    get(&app, &bo, "/app/p/acme/team", 200).await;
+    let bo = Browser::with_cookie(&app, session_cookie(&r)).await;
+    bo.get("/app/p/acme/team", 200).await;
 }
 
 async fn the_password_reset_page_signs_in(backend: Backend) {
@@ -784,7 +629,7 @@ async fn the_password_reset_page_signs_in(backend: Backend) {
         .unwrap();
     assert_eq!(r.status(), 303);
     assert_eq!(location(&r), "/app");
-    let signed = browser(&app, session_cookie(&r)).await;
+    let signed = Browser::with_cookie(&app, session_cookie(&r)).await;
     let r = app
         .client
         .get(url(&app, "/app"))
@@ -792,10 +637,7 @@ async fn the_password_reset_page_signs_in(backend: Backend) {
         .send()
         .await
         .unwrap();
-    assert_eq!(
-        (r.status().as_u16(), location(&r).as_str()),
-        (303, "/app/p/acme")
-    );
+    assert_eq!((r.status().as_u16(), location(&r)), (303, "/app/p/acme"));
     // Earlier sessions are over.
     app.expect(app.req(Method::GET, "/auth/me").bearer_auth(&token), 401)
         .await;
@@ -804,32 +646,29 @@ async fn the_password_reset_page_signs_in(backend: Backend) {
 async fn the_account_page_changes_the_password(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     acme_owner(&app).await;
-    let owner = sign_in(&app, "owner@acme.io").await;
-    let (status, _, html) = post(
-        &app,
-        &owner,
-        "/app/account/password",
-        &[
-            ("current_password", "wrong"),
-            ("new_password", "another good one"),
-        ],
-        None,
-    )
-    .await;
-    assert_eq!(status, 400);
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let Posted { body: html, .. } = owner
+        .post(
+            "/app/account/password",
+            &[
+                ("current_password", "wrong"),
+                ("new_password", "another good one"),
+            ],
+            400,
+        )
+        .await;
     assert!(html.contains("role=\"alert\""), "{html}");
-    let (status, _, _) = post(
-        &app,
-        &owner,
-        "/app/account/password",
-        &[
-            ("current_password", "correct horse"),
-            ("new_password", "another good one"),
-        ],
-        Some("forged"),
-    )
-    .await;
-    assert_eq!(status, 403);
+    owner
+        .post_with_csrf(
+            "/app/account/password",
+            &[
+                ("current_password", "correct horse"),
+                ("new_password", "another good one"),
+            ],
+            "forged",
+            403,
+        )
+        .await;
     let r = app
         .client
         .post(url(&app, "/app/account/password"))
@@ -843,8 +682,8 @@ async fn the_account_page_changes_the_password(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(r.status(), 303);
-    let fresh = browser(&app, session_cookie(&r)).await;
-    get(&app, &fresh, "/app/account?done=password", 200).await;
+    let fresh = Browser::with_cookie(&app, session_cookie(&r)).await;
+    fresh.get("/app/account?done=password", 200).await;
     // The old cookie is signed out.
     let r = app
         .client
@@ -854,4 +693,34 @@ async fn the_account_page_changes_the_password(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(location(&r), "/app/sign-in");
+}
+
+async fn the_account_page_changes_the_name(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let html = owner.get("/app/account", 200).await;
+    assert!(html.contains("name=\"name\" type=\"text\""), "{html}");
+    // The rule of registration: one line, not blank.
+    for bad in ["   ", "Ada\r\nBcc: evil@example.com"] {
+        let refused = owner.post("/app/account/name", &[("name", bad)], 400).await;
+        assert!(refused.body.contains("role=\"alert\""), "{}", refused.body);
+    }
+    owner
+        .post_with_csrf("/app/account/name", &[("name", "Mallory")], "forged", 403)
+        .await;
+    let done = owner
+        .post("/app/account/name", &[("name", "Ada Lovelace")], 303)
+        .await;
+    assert_eq!(done.location, "/app/account?done=name");
+    let html = owner.get("/app/account?done=name", 200).await;
+    assert!(html.contains("Your name is changed."), "{html}");
+    assert!(html.contains("value=\"Ada Lovelace\""), "{html}");
+    // The API's current user is the same record; the session stays.
+    let me = app
+        .expect(app.req(Method::GET, "/auth/me").bearer_auth(&token), 200)
+        .await;
+    assert_eq!(me["data"]["name"], "Ada Lovelace");
+    let overview = owner.get("/app/p/acme", 200).await;
+    assert!(overview.contains("Ada Lovelace"), "the rail names the user");
 }

@@ -1,0 +1,185 @@
+//! The dashboard as a browser drives it, for every dashboard test: a session cookie, the
+//! CSRF token of its pages, forms posted as a browser posts them (redirects not followed),
+//! each answer checked against the status the test expects.
+//!
+//! `Browser::sign_in(&app, email)` signs in with the test password; `browser.get(path, 200)`
+//! answers the page; `browser.post(path, form, 303)` adds the session's CSRF token and
+//! answers the `Location` and body; `post_with_csrf` sends another token, or none.
+
+use reqwest::Response;
+use reqwest::header::SET_COOKIE;
+
+use crate::helpers::TestApp;
+
+/// The password every test account has.
+pub const PASSWORD: &str = "correct horse";
+
+/// A browser with a session: its cookie and the CSRF token of its pages.
+pub struct Browser<'a> {
+    pub app: &'a TestApp,
+    /// `churn_session=<token>`, as sent back in `Cookie`.
+    pub cookie: String,
+    pub csrf: String,
+}
+
+/// What a form post answered.
+pub struct Posted {
+    pub location: String,
+    pub body: String,
+}
+
+impl<'a> Browser<'a> {
+    /// Signs in through the sign-in page.
+    pub async fn sign_in(app: &'a TestApp, email: &str) -> Browser<'a> {
+        let r = app
+            .client
+            .post(url(app, "/app/sign-in"))
+            .form(&[("email", email), ("password", PASSWORD)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 303, "sign in as {email}");
+        Browser::with_cookie(app, session_cookie(&r)).await
+    }
+
+    /// The browser that holds `cookie`, with the CSRF token its pages carry.
+    pub async fn with_cookie(app: &'a TestApp, cookie: String) -> Browser<'a> {
+        let mut browser = Browser {
+            app,
+            cookie,
+            csrf: String::new(),
+        };
+        browser.csrf = csrf_of(&browser.get("/app/account", 200).await);
+        browser
+    }
+
+    /// The answer to a GET with the cookie, unread.
+    pub async fn open(&self, path: &str) -> Response {
+        self.app
+            .client
+            .get(url(self.app, path))
+            .header("cookie", &self.cookie)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// The page at `path`, which must answer `status`.
+    pub async fn get(&self, path: &str, status: u16) -> String {
+        let r = self.open(path).await;
+        let got = r.status().as_u16();
+        let text = r.text().await.unwrap();
+        assert_eq!(got, status, "GET {path}: {text}");
+        text
+    }
+
+    /// Posts a form with the session's CSRF token; it must answer `status`.
+    pub async fn post(&self, path: &str, form: &[(&str, &str)], status: u16) -> Posted {
+        self.post_with_csrf(path, form, &self.csrf, status).await
+    }
+
+    /// Posts a form with `csrf` as its token (none when empty); it must answer `status`.
+    pub async fn post_with_csrf(
+        &self,
+        path: &str,
+        form: &[(&str, &str)],
+        csrf: &str,
+        status: u16,
+    ) -> Posted {
+        let mut fields = form.to_vec();
+        if !csrf.is_empty() {
+            fields.push(("csrf_token", csrf));
+        }
+        let r = self
+            .app
+            .client
+            .post(url(self.app, path))
+            .header("cookie", &self.cookie)
+            .form(&fields)
+            .send()
+            .await
+            .unwrap();
+        let got = r.status().as_u16();
+        let location = location(&r).to_owned();
+        let body = r.text().await.unwrap();
+        assert_eq!(got, status, "POST {path}: {location} {body}");
+        Posted { location, body }
+    }
+}
+
+pub fn url(app: &TestApp, path: &str) -> String {
+    format!("{}{path}", app.address)
+}
+
+pub fn location(r: &Response) -> &str {
+    r.headers()
+        .get("location")
+        .map(|v| v.to_str().unwrap())
+        .unwrap_or_default()
+}
+
+/// The whole `Set-Cookie` header that sets the session cookie.
+pub fn set_session_cookie(r: &Response) -> String {
+    r.headers()
+        .get_all(SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .find(|v| v.starts_with("churn_session="))
+        .expect("a session cookie is set")
+}
+
+/// The `churn_session=<value>` pair of a `Set-Cookie` answer.
+pub fn session_cookie(r: &Response) -> String {
+    set_session_cookie(r).split(';').next().unwrap().to_owned()
+}
+
+pub fn csrf_of(html: &str) -> String {
+    html.split("name=\"csrf_token\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page has a form with a CSRF token")
+        .to_owned()
+}
+
+/// The content of a page inside a project, without the frame around it.
+pub fn main_of(html: &str) -> String {
+    let start = html.find("<main").expect("the page has a <main>");
+    let end = html.rfind("</main>").expect("the page closes its <main>") + "</main>".len();
+    html[start..end].to_owned()
+}
+
+/// Snapshots of pages: what differs between runs and backends becomes a placeholder.
+pub fn snapshot_filters() -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    for (pattern, placeholder) in [
+        (
+            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+            "[id]",
+        ),
+        (
+            r#"name="csrf_token" value="[^"]*""#,
+            r#"name="csrf_token" value="[csrf]""#,
+        ),
+        (r"\.[0-9a-f]{12}\.(css|js)\b", ".[hash].$1"),
+        (r"(127\.0\.0\.1|localhost):\d+", "$1:[port]"),
+        (r"/invitations/[A-Za-z0-9_-]{16,}", "/invitations/[token]"),
+        (
+            r"\b(pub|sec|sk|idsec|whsec)_[A-Za-z0-9_/+=-]{16,}",
+            "${1}_[key]",
+        ),
+        (
+            r"(ends in|ending in) <code>[^<]{4}</code>",
+            "$1 <code>[last 4]</code>",
+        ),
+        (r"\b[0-9a-f]{64}\b", "[hmac]"),
+        (r"\b([A-Z]+\d+)-[0-9A-F]{6}\b", "${1}-[code]"),
+        // Made before the test set the service clock: the time the test ran.
+        (
+            r"\b20[2-9]\d-\d\d-\d\d[T ][0-9:.]+(Z| UTC)?",
+            "[time of the run]",
+        ),
+    ] {
+        settings.add_filter(pattern, placeholder);
+    }
+    settings
+}
