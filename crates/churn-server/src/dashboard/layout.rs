@@ -20,6 +20,7 @@ pub const NAV: &[(&str, &str, &str)] = &[
     ("customers", "Customers", "/customers"),
     ("risk", "Churn risk", "/risk"),
     ("payments", "Payments", "/payments"),
+    ("analytics", "Analytics", "/analytics"),
     ("settings", "Settings", "/settings"),
     ("team", "Team", "/team"),
 ];

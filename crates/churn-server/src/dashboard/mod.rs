@@ -14,6 +14,7 @@
 //! [`security_headers`].
 
 mod account;
+mod analytics;
 mod assets;
 mod auth;
 mod chart;
@@ -72,6 +73,7 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
         .route("/payments/config", post(payments::save))
         .route("/payments/{id}", get(payments::page))
         .route("/payments/{id}/retry", post(payments::retry))
+        .route("/analytics", get(analytics::page))
         .route("/settings", get(settings::page))
         .route("/settings/project", post(settings::save_project))
         .route("/settings/keys/rotate", post(settings::rotate_keys))

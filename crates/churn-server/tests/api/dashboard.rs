@@ -26,8 +26,8 @@ both_backends!(
 );
 
 /// A browser's session: its cookie and the CSRF token of its pages.
-struct Browser {
-    cookie: String,
+pub(crate) struct Browser {
+    pub(crate) cookie: String,
     csrf: String,
 }
 
@@ -66,7 +66,7 @@ fn csrf_of(html: &str) -> String {
         .to_owned()
 }
 
-async fn sign_in(app: &TestApp, email: &str) -> Browser {
+pub(crate) async fn sign_in(app: &TestApp, email: &str) -> Browser {
     let r = app
         .client
         .post(page(app, "/app/sign-in"))
@@ -92,7 +92,7 @@ async fn sign_in(app: &TestApp, email: &str) -> Browser {
     }
 }
 
-async fn get(app: &TestApp, browser: &Browser, path: &str, status: u16) -> String {
+pub(crate) async fn get(app: &TestApp, browser: &Browser, path: &str, status: u16) -> String {
     let r = app
         .client
         .get(page(app, path))
