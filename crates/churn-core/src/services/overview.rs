@@ -87,8 +87,7 @@ pub enum Need {
     },
     /// A customer at critical risk with no alert since that score.
     UnalertedCritical { customer: String },
-    /// An open event autopilot is to email where a draft ranked above the one it sends has
-    /// warnings, so autopilot skips it.
+    /// An open event autopilot is to email whose drafts with warnings it will skip.
     BlockedDraft { event_id: String, customer: String },
     /// The sender domain is set but not verified: emails go from the default sender.
     UnverifiedSender { domain: String },
@@ -240,7 +239,7 @@ impl Core {
 
     /// What needs someone now, most money at stake first: failed alert deliveries, payments
     /// one decline from abandonment, critical-risk customers nobody was alerted about, drafts
-    /// autopilot skips for their warnings though ranked higher, and a sender domain set but
+    /// autopilot will skip for their warnings, and a sender domain set but
     /// not verified (at stake: the MRR of the open events whose emails it would send).
     pub async fn needs_you(&self, access: &ProjectAccess) -> Result<Vec<NeedRow>> {
         access.authorize(Permission::Read)?;

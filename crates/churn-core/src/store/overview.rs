@@ -238,9 +238,9 @@ pub async fn unalerted_critical<'e>(
     .await?)
 }
 
-/// Open events autopilot is to email (or passed over with nothing to send) where a draft
-/// ranked above the one it sends has warnings: autopilot skips the ranker's better choice until
-/// its material is given (decisions §15). (event id, customer, MRR).
+/// Open events autopilot is to email (or passed over with nothing to send) holding drafts
+/// with warnings, which autopilot never sends until their material is given (decisions §15):
+/// (event id, customer, MRR).
 pub async fn blocked_drafts<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
@@ -251,9 +251,7 @@ pub async fn blocked_drafts<'e>(
          AND (e.autopilot_status = 'scheduled' \
              OR (e.autopilot_status = 'skipped' AND e.autopilot_reason = 'nothing_left_to_send')) \
          AND EXISTS (SELECT 1 FROM recovery_variants v WHERE v.churn_event_id = e.id \
-             AND v.status = 'draft' AND v.warnings <> '[]' \
-             AND v.rank < COALESCE((SELECT MIN(r.rank) FROM recovery_variants r \
-                 WHERE r.churn_event_id = e.id AND r.recommended <> 0), 1000)) \
+             AND v.status = 'draft' AND v.warnings <> '[]') \
          ORDER BY mrr DESC, e.created_at LIMIT $2",
     )
     .bind(project_id)

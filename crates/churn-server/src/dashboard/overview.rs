@@ -365,7 +365,7 @@ fn need_view(base: &str, row: &NeedRow) -> NeedView {
             super::customers::href(base, customer),
         ),
         Need::BlockedDraft { event_id, customer } => (
-            "Autopilot skips this event: its recommended draft has warnings",
+            "Autopilot will skip drafts of this event: they have warnings",
             customer.clone(),
             format!("{base}/events/{event_id}"),
         ),
