@@ -302,7 +302,7 @@ impl Core {
                 .sum();
             rows.push(row(Need::UnverifiedSender { domain }, open));
         }
-        rows.sort_by(|a, b| b.cents.cmp(&a.cents));
+        rows.sort_by_key(|r| std::cmp::Reverse(r.cents));
         Ok(rows)
     }
 

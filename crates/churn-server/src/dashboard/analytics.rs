@@ -150,7 +150,7 @@ pub async fn page(
     Ok(html(StatusCode::OK, page))
 }
 
-const BUCKETS: [&str; 4] = ["Recovery rate", "Recovered", "Lost", "Still open"];
+const BUCKETS: [&str; 4] = ["Rate", "Recovered", "Lost", "Still open"];
 
 /// Months (newest first, as the API answers) × what became of their events: the recovery
 /// rate, then each outcome's share of the month's events, shaded by that share.

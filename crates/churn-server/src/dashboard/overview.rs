@@ -493,7 +493,7 @@ fn tiles(overview: &Overview, trend: &Trend, currency: &str, metric: &str) -> Ve
             let (values, _, what) = series(key, trend, currency);
             let values: Vec<f64> = values.iter().map(|v| *v as f64).collect();
             Tile {
-                label: *label,
+                label,
                 value,
                 previous,
                 change,
