@@ -34,6 +34,22 @@ impl Month {
         Month(self.0 + months)
     }
 
+    /// The month's last day, `YYYY-MM-DD`.
+    pub fn last_day(self) -> String {
+        let next = self.plus(1);
+        let first = chrono::NaiveDate::from_ymd_opt(
+            next.0.div_euclid(12),
+            next.0.rem_euclid(12) as u32 + 1,
+            1,
+        )
+        .unwrap_or_default();
+        first
+            .pred_opt()
+            .unwrap_or(first)
+            .format("%Y-%m-%d")
+            .to_string()
+    }
+
     /// Months from `self` up to and including `last`, oldest first.
     pub fn through(self, last: Month) -> impl Iterator<Item = Month> {
         (self.0..=last.0).map(Month)
@@ -199,6 +215,9 @@ mod tests {
             "2026-11"
         );
         assert_eq!(Month::parse("2026-13"), None);
+        assert_eq!(m.last_day(), "2026-01-31");
+        assert_eq!(m.plus(1).last_day(), "2026-02-28");
+        assert_eq!(m.plus(-1).last_day(), "2025-12-31");
         let all: Vec<_> = m.plus(-2).through(m).map(|m| m.to_string()).collect();
         assert_eq!(all, ["2025-11", "2025-12", "2026-01"]);
     }

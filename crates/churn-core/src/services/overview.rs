@@ -1,13 +1,14 @@
 //! The dashboard's overview of a project (decisions §17): the headline figures of a period
-//! beside the period before it, reasons, strategy performance, and the set-up checklist an
-//! empty project shows instead. Read permission, like every statistic.
+//! beside the period before it, their monthly trend, reasons, strategy performance, what needs
+//! someone's attention ranked by money at stake, and the set-up checklist an empty project
+//! shows instead. Read permission, like every statistic.
 
 use super::Core;
 use super::access::ProjectAccess;
-use crate::domain::analytics::recovery_rate;
+use crate::domain::analytics::{self, Month, recovery_rate};
 use crate::domain::role::Permission;
 use crate::error::{Error, Result};
-use crate::store::{email_settings, overview as store, providers};
+use crate::store::{analytics as monthly, email_settings, overview as store, providers};
 use crate::time::Timestamp;
 
 /// The periods the overview offers, in days.
@@ -54,6 +55,50 @@ pub struct Overview {
     pub reasons: Vec<ReasonRow>,
     /// Emails sent in the period, by strategy, most sends first.
     pub strategies: Vec<StrategyRow>,
+}
+
+/// Months of a [`Trend`], ending with the current one.
+pub const TREND_MONTHS: i32 = 6;
+
+/// The tiles' figures month by month, oldest first, from kept aggregates: the monthly churn
+/// cohorts (by the month an event was created, as cohorts and forecasts count), payment
+/// failures by the month they were created, and the risk scores of each month's last day.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trend {
+    /// `YYYY-MM`.
+    pub months: Vec<String>,
+    pub recovered_mrr_cents: Vec<i64>,
+    pub recovery_rate: Vec<f64>,
+    /// Events created in the month and still open.
+    pub open_events: Vec<i64>,
+    pub mrr_at_risk_cents: Vec<i64>,
+    pub dunning_recovery_rate: Vec<f64>,
+}
+
+/// What needs someone, and where it is fixed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Need {
+    /// A risk alert none of whose delivery attempts succeeded.
+    FailedAlert { alert_id: String, customer: String },
+    /// A failing payment whose next soft decline abandons it.
+    LastRetry {
+        failure_id: String,
+        customer: String,
+    },
+    /// A customer at critical risk with no alert since that score.
+    UnalertedCritical { customer: String },
+    /// An open event autopilot is to email whose drafts with warnings it will skip.
+    BlockedDraft { event_id: String, customer: String },
+    /// The sender domain is set but not verified: emails go from the default sender.
+    UnverifiedSender { domain: String },
+}
+
+/// One row of "Needs you": the need and the money at stake (cents, in `currency`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeedRow {
+    pub need: Need,
+    pub cents: i64,
+    pub currency: String,
 }
 
 /// The steps of setting a project up, each done or not.
@@ -143,6 +188,122 @@ impl Core {
             mrr_at_risk_cents,
             dunning_recovery_rate: percent(paid, paid + abandoned),
         })
+    }
+
+    /// The last [`TREND_MONTHS`] months of the tiles' figures. A few rows per month of the
+    /// aggregates, whatever the number of events; one at-risk read per month.
+    pub async fn trend(&self, access: &ProjectAccess) -> Result<Trend> {
+        access.authorize(Permission::Read)?;
+        let db = self.store.reader();
+        let id = &access.project.id;
+        let current = Month::of(self.now());
+        let first = current.plus(1 - TREND_MONTHS);
+        let months: Vec<Month> = first.through(current).collect();
+        // The last day of each month, today for the current one.
+        let today = self.now().format("%Y-%m-%d").to_string();
+        let days: Vec<String> = months
+            .iter()
+            .map(|m| {
+                if *m == current {
+                    today.clone()
+                } else {
+                    m.last_day()
+                }
+            })
+            .collect();
+        let first_month = first.to_string();
+        let (counts, dunning, at_risk) = futures::try_join!(
+            monthly::monthly(db, id, first, current),
+            store::dunning_by_month(db, id, &first_month),
+            futures::future::try_join_all(days.iter().map(|day| store::at_risk(db, id, day)))
+        )?;
+        // Newest first, as cohorts answer.
+        let mut cohorts = analytics::cohorts(&counts, current, TREND_MONTHS);
+        cohorts.reverse();
+        let dunning_rate = |month: &str| {
+            dunning
+                .iter()
+                .find(|(m, _, _)| m == month)
+                .map(|(_, paid, abandoned)| percent(*paid, paid + abandoned))
+                .unwrap_or(0.0)
+        };
+        Ok(Trend {
+            recovered_mrr_cents: cohorts.iter().map(|c| c.recovered_mrr_cents).collect(),
+            recovery_rate: cohorts.iter().map(|c| c.recovery_rate).collect(),
+            open_events: cohorts.iter().map(|c| c.processing as i64).collect(),
+            mrr_at_risk_cents: at_risk.iter().map(|(_, mrr)| *mrr).collect(),
+            dunning_recovery_rate: cohorts.iter().map(|c| dunning_rate(&c.cohort)).collect(),
+            months: cohorts.into_iter().map(|c| c.cohort).collect(),
+        })
+    }
+
+    /// What needs someone now, most money at stake first: failed alert deliveries, payments
+    /// one decline from abandonment, critical-risk customers nobody was alerted about, drafts
+    /// autopilot will skip for their warnings, and a sender domain set but
+    /// not verified (at stake: the MRR of the open events whose emails it would send).
+    pub async fn needs_you(&self, access: &ProjectAccess) -> Result<Vec<NeedRow>> {
+        access.authorize(Permission::Read)?;
+        let db = self.store.reader();
+        let id = &access.project.id;
+        let current = Month::of(self.now());
+        let (alerts, retries, critical, drafts, sender, currency) = futures::try_join!(
+            store::failed_alerts(db, id),
+            store::last_retries(db, id),
+            store::unalerted_critical(db, id),
+            store::blocked_drafts(db, id),
+            email_settings::get(db, id),
+            monthly::latest_currency(db, id)
+        )?;
+        let currency = currency.unwrap_or_else(|| "usd".to_owned());
+        let row = |need, cents| NeedRow {
+            need,
+            cents,
+            currency: currency.clone(),
+        };
+        let mut rows: Vec<NeedRow> = Vec::new();
+        rows.extend(
+            alerts.into_iter().map(|(alert_id, customer, mrr)| {
+                row(Need::FailedAlert { alert_id, customer }, mrr)
+            }),
+        );
+        rows.extend(
+            retries
+                .into_iter()
+                .map(|(failure_id, customer, amount, currency)| NeedRow {
+                    need: Need::LastRetry {
+                        failure_id,
+                        customer,
+                    },
+                    cents: amount,
+                    currency,
+                }),
+        );
+        rows.extend(
+            critical
+                .into_iter()
+                .map(|(customer, mrr)| row(Need::UnalertedCritical { customer }, mrr)),
+        );
+        rows.extend(
+            drafts.into_iter().map(|(event_id, customer, mrr)| {
+                row(Need::BlockedDraft { event_id, customer }, mrr)
+            }),
+        );
+        if let Some(domain) = sender
+            .filter(|s| s.verified_at.is_none())
+            .and_then(|s| s.from_email)
+            .and_then(|e| e.split_once('@').map(|(_, d)| d.to_owned()))
+        {
+            let first = monthly::first_month(db, id).await?.unwrap_or(current);
+            let open: i64 = monthly::monthly(db, id, first, current)
+                .await?
+                .iter()
+                .filter(|c| !c.status.is_terminal())
+                .map(|c| c.mrr)
+                .sum();
+            rows.push(row(Need::UnverifiedSender { domain }, open));
+        }
+        rows.sort_by_key(|r| std::cmp::Reverse(r.cents));
+        Ok(rows)
     }
 
     /// What of the set-up is done. Read permission: a viewer sees the steps too.

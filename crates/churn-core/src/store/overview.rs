@@ -147,3 +147,115 @@ pub async fn setup_facts<'e>(
     .await?;
     Ok((tracked > 0, widget > 0))
 }
+
+/// Payment failures created in each month from `first` (`YYYY-MM`) on: (month, recovered,
+/// abandoned). Reads the project's failures of those months by their creation index.
+pub async fn dunning_by_month<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    first: &str,
+) -> Result<Vec<(String, i64, i64)>> {
+    Ok(sqlx::query_as(
+        "SELECT substr(created_at, 1, 7) AS month, \
+         CAST(COALESCE(SUM(CASE WHEN status = 'recovered' THEN 1 ELSE 0 END), 0) AS BIGINT), \
+         CAST(COALESCE(SUM(CASE WHEN status = 'abandoned' THEN 1 ELSE 0 END), 0) AS BIGINT) \
+         FROM payment_failures WHERE project_id = $1 AND created_at >= $2 \
+         GROUP BY substr(created_at, 1, 7)",
+    )
+    .bind(project_id)
+    .bind(first)
+    .fetch_all(db)
+    .await?)
+}
+
+/// The MRR of a customer's latest churn event, as `at_risk` counts it, for the outer row's
+/// project and email columns.
+macro_rules! latest_mrr {
+    ($project:literal, $email:literal) => {
+        concat!(
+            "COALESCE((SELECT e.mrr FROM churn_events e WHERE e.project_id = ",
+            $project,
+            " AND e.customer_email = ",
+            $email,
+            " ORDER BY e.created_at DESC, e.id DESC LIMIT 1), 0)"
+        )
+    };
+}
+
+/// Rows of "Needs you" read of each kind, largest amount first.
+pub const NEEDS_LIMIT: i64 = 10;
+
+/// Risk alerts whose every delivery attempt failed: (alert id, customer, MRR).
+pub async fn failed_alerts<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<Vec<(String, String, i64)>> {
+    Ok(sqlx::query_as(concat!(
+        "SELECT a.id, a.customer_email, CAST(",
+        latest_mrr!("a.project_id", "a.customer_email"),
+        " AS BIGINT) AS mrr FROM risk_alerts a WHERE a.project_id = $1 AND a.status = 'failed' \
+         ORDER BY mrr DESC, a.created_at DESC LIMIT $2"
+    ))
+    .bind(project_id)
+    .bind(NEEDS_LIMIT)
+    .fetch_all(db)
+    .await?)
+}
+
+/// Failing payments whose next soft decline reaches `max_retries` and abandons them:
+/// (failure id, customer, amount, currency).
+pub async fn last_retries<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<Vec<(String, String, i64, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT id, customer_email, CAST(amount AS BIGINT), currency FROM payment_failures \
+         WHERE project_id = $1 AND status = 'failing' AND attempts + 1 >= max_retries \
+         ORDER BY amount DESC, created_at LIMIT $2",
+    )
+    .bind(project_id)
+    .bind(NEEDS_LIMIT)
+    .fetch_all(db)
+    .await?)
+}
+
+/// Customers now at critical risk with no alert since the day of that score: (customer, MRR).
+pub async fn unalerted_critical<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<Vec<(String, i64)>> {
+    Ok(sqlx::query_as(concat!(
+        "SELECT c.email, CAST(",
+        latest_mrr!("c.project_id", "c.email"),
+        " AS BIGINT) AS mrr FROM customers c WHERE c.project_id = $1 AND c.risk_level = 'critical' \
+         AND NOT EXISTS (SELECT 1 FROM risk_alerts a WHERE a.project_id = c.project_id \
+             AND a.customer_email = c.email AND a.created_at >= c.risk_day) \
+         ORDER BY mrr DESC, c.email LIMIT $2"
+    ))
+    .bind(project_id)
+    .bind(NEEDS_LIMIT)
+    .fetch_all(db)
+    .await?)
+}
+
+/// Open events autopilot is to email (or passed over with nothing to send) holding drafts
+/// with warnings, which autopilot never sends until their material is given (decisions §15):
+/// (event id, customer, MRR).
+pub async fn blocked_drafts<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<Vec<(String, String, i64)>> {
+    Ok(sqlx::query_as(
+        "SELECT e.id, e.customer_email, CAST(COALESCE(e.mrr, 0) AS BIGINT) AS mrr FROM churn_events e \
+         WHERE e.project_id = $1 AND e.status = 'variants_generated' \
+         AND (e.autopilot_status = 'scheduled' \
+             OR (e.autopilot_status = 'skipped' AND e.autopilot_reason = 'nothing_left_to_send')) \
+         AND EXISTS (SELECT 1 FROM recovery_variants v WHERE v.churn_event_id = e.id \
+             AND v.status = 'draft' AND v.warnings <> '[]') \
+         ORDER BY mrr DESC, e.created_at LIMIT $2",
+    )
+    .bind(project_id)
+    .bind(NEEDS_LIMIT)
+    .fetch_all(db)
+    .await?)
+}

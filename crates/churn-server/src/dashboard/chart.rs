@@ -1,13 +1,13 @@
 //! SVG charts drawn on the server (decisions §17): a line chart of monthly series with dashed
-//! forecast segments and their interval bands, and an interval across zero. Plain SVG with
+//! forecast segments and their interval bands, an interval across zero, a heat map, and
+//! sparklines. Plain SVG with
 //! class names (the stylesheet colours them, also in dark mode) and presentation attributes
 //! only, since the CSP allows no inline style. Every chart has a `<title>`; the numbers are
 //! shown as a table beside it by the page.
 
 use std::fmt::Write;
 
-use super::layout::escape;
-use super::layout::money;
+use super::layout::{escape, money, trim_number};
 
 const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 260.0;
@@ -15,6 +15,27 @@ const LEFT: f64 = 72.0;
 const RIGHT: f64 = 16.0;
 const TOP: f64 = 16.0;
 const BOTTOM: f64 = 36.0;
+
+/// What a monthly chart's values are, for its axis labels.
+#[derive(Clone, Copy)]
+pub enum Unit<'a> {
+    /// Cents of this currency.
+    Money(&'a str),
+    /// Hundredths of a percent.
+    Percent,
+    Count,
+}
+
+impl Unit<'_> {
+    /// A value as shown on the axis and in the table beside the chart.
+    pub fn label(self, v: i64) -> String {
+        match self {
+            Unit::Money(currency) => money(v, currency),
+            Unit::Percent => format!("{}%", trim_number(v as f64 / 100.0)),
+            Unit::Count => v.to_string(),
+        }
+    }
+}
 
 /// One series: its class (`churned`, `recovered`), known values, then forecast values with
 /// their bounds.
@@ -24,8 +45,8 @@ pub struct Series<'a> {
     pub forecast: Vec<(i64, i64, i64)>,
 }
 
-/// Monthly money series over `labels` (history months, then forecast months).
-pub fn monthly(title: &str, currency: &str, labels: &[String], series: &[Series]) -> String {
+/// Monthly series over `labels` (history months, then forecast months).
+pub fn monthly(title: &str, unit: Unit, labels: &[String], series: &[Series]) -> String {
     let n = labels.len();
     let max = series
         .iter()
@@ -63,7 +84,7 @@ pub fn monthly(title: &str, currency: &str, labels: &[String], series: &[Series]
             WIDTH - RIGHT,
             LEFT - 6.0,
             yy + 4.0,
-            escape(&money(value, currency))
+            escape(&unit.label(value))
         );
     }
     // At most about eight month labels, always the first and the last.
@@ -149,15 +170,15 @@ pub fn monthly(title: &str, currency: &str, labels: &[String], series: &[Series]
 }
 
 /// An interval `[low, high]` with its point estimate, in percentage points, on an axis that
-/// always shows zero.
-pub fn interval(title: &str, point: f64, low: f64, high: f64) -> String {
+/// always shows zero. `id` makes its title's id unique on the page.
+pub fn interval(id: &str, title: &str, point: f64, low: f64, high: f64) -> String {
     let (w, h) = (480.0, 56.0);
     let reach = low.abs().max(high.abs()).max(point.abs()).max(1.0) * 1.1;
     let x = |v: f64| 16.0 + (w - 32.0) * (v + reach) / (2.0 * reach);
     let mut svg = String::new();
     let _ = write!(
         svg,
-        r#"<svg class="chart" viewBox="0 0 {w} {h}" role="img" aria-labelledby="uplift-title"><title id="uplift-title">{}</title>"#,
+        r#"<svg class="chart" viewBox="0 0 {w} {h}" role="img" aria-labelledby="{id}-title"><title id="{id}-title">{}</title>"#,
         escape(title)
     );
     let _ = write!(
@@ -309,6 +330,113 @@ pub fn signed_bars(title: &str, bars: &[(String, i64)]) -> String {
     svg
 }
 
+/// One cell of a heat map: its shade (0–1), the number written in it, and its tooltip.
+pub struct Cell {
+    pub shade: f64,
+    pub text: String,
+    pub title: String,
+}
+
+/// Rows × columns of cells, each shaded by its value in five steps (classes `heat-0` to
+/// `heat-4`, so the stylesheet picks colours that keep the number readable) and labelled with
+/// its number; a `<title>` per cell says what it is.
+pub fn heatmap(title: &str, rows: &[String], columns: &[String], cells: &[Vec<Cell>]) -> String {
+    let (label_w, head_h, cell_w, cell_h) = (72.0, 28.0, 64.0, 28.0);
+    let w = label_w + cell_w * columns.len().max(1) as f64;
+    let h = head_h + cell_h * rows.len().max(1) as f64;
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="chart heatmap" viewBox="0 0 {w} {h}" role="img" aria-labelledby="heatmap-title"><title id="heatmap-title">{}</title>"#,
+        escape(title)
+    );
+    for (j, column) in columns.iter().enumerate() {
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            label_w + cell_w * (j as f64 + 0.5),
+            head_h - 10.0,
+            escape(column)
+        );
+    }
+    for (i, (row, cells)) in rows.iter().zip(cells).enumerate() {
+        let top = head_h + cell_h * i as f64;
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            label_w - 8.0,
+            top + cell_h / 2.0 + 4.0,
+            escape(row)
+        );
+        for (j, cell) in cells.iter().enumerate() {
+            let step = (cell.shade.clamp(0.0, 1.0) * 4.0).round() as u8;
+            let left = label_w + cell_w * j as f64;
+            let _ = write!(
+                svg,
+                r#"<g class="heat-{step}"><title>{}</title><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}"/><text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text></g>"#,
+                escape(&cell.title),
+                left + 1.0,
+                top + 1.0,
+                cell_w - 2.0,
+                cell_h - 2.0,
+                left + cell_w / 2.0,
+                top + cell_h / 2.0 + 4.0,
+                escape(&cell.text)
+            );
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// A small line of `values` (oldest first) scaled to its own range, for a tile: no axes, the
+/// title says what it is and the tile holds the number.
+pub fn sparkline(title: &str, values: &[f64]) -> String {
+    let (w, h, pad) = (120.0, 32.0, 3.0);
+    let (low, high) = values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(*v), hi.max(*v))
+        });
+    let span = if high > low { high - low } else { 1.0 };
+    let n = values.len();
+    let x = |i: usize| {
+        if n <= 1 {
+            w / 2.0
+        } else {
+            pad + (w - 2.0 * pad) * i as f64 / (n - 1) as f64
+        }
+    };
+    // A flat series sits in the middle rather than on the floor.
+    let y = |v: f64| {
+        if high > low {
+            h - pad - (h - 2.0 * pad) * (v - low) / span
+        } else {
+            h / 2.0
+        }
+    };
+    let points: Vec<_> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (x(i), y(*v)))
+        .collect();
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="spark" viewBox="0 0 {w} {h}" role="img" aria-label="{0}"><title>{0}</title>"#,
+        escape(title)
+    );
+    if let Some((lx, ly)) = points.last() {
+        let _ = write!(
+            svg,
+            r#"<polyline points="{}"/><circle cx="{lx:.1}" cy="{ly:.1}" r="2.5"/>"#,
+            join(&points)
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
 /// The smallest 1, 2 or 5 × 10ⁿ at or above `v`, so axis steps are round numbers.
 fn nice_ceiling(v: i64) -> i64 {
     let mut magnitude = 1i64;
@@ -344,7 +472,7 @@ mod tests {
     fn a_monthly_chart_draws_history_forecast_and_band() {
         let svg = monthly(
             "Churned <and> recovered",
-            "usd",
+            Unit::Money("usd"),
             &months(5),
             &[Series {
                 class: "churned",
@@ -375,7 +503,7 @@ mod tests {
 
     #[test]
     fn an_empty_chart_is_still_valid() {
-        let svg = monthly("Nothing yet", "usd", &[], &[]);
+        let svg = monthly("Nothing yet", Unit::Count, &[], &[]);
         assert!(svg.ends_with("</svg>"));
         assert!(!svg.contains("NaN") && !svg.contains("inf"));
     }
@@ -384,7 +512,7 @@ mod tests {
     fn values_map_to_the_plot_area() {
         let svg = monthly(
             "t",
-            "usd",
+            Unit::Money("usd"),
             &months(2),
             &[Series {
                 class: "recovered",
@@ -442,8 +570,72 @@ mod tests {
 
     #[test]
     fn the_interval_shows_zero() {
-        let svg = interval("Uplift", 4.0, -2.0, 10.0);
+        let svg = interval("u30", "Uplift", 4.0, -2.0, 10.0);
         assert!(svg.contains("class=\"zero\""));
+        assert!(svg.contains("<title id=\"u30-title\">Uplift</title>"));
         assert!(svg.contains(">-2.0</text>") && svg.contains(">10.0</text>"));
+    }
+
+    #[test]
+    fn axis_labels_say_the_unit() {
+        let series = [Series {
+            class: "recovered",
+            history: vec![2_500, 5_000],
+            forecast: vec![],
+        }];
+        let rate = monthly("Rate", Unit::Percent, &months(2), &series);
+        assert!(
+            rate.contains(">50%</text>") && rate.contains(">0%</text>"),
+            "{rate}"
+        );
+        let count = monthly("Open", Unit::Count, &months(2), &series);
+        assert!(count.contains(">5000</text>"), "{count}");
+    }
+
+    #[test]
+    fn a_heatmap_shades_and_labels_every_cell() {
+        let cell = |shade: f64, text: &str| Cell {
+            shade,
+            text: text.into(),
+            title: format!("<{text}>"),
+        };
+        let svg = heatmap(
+            "Cohorts",
+            &["2026-10".into(), "2026-11".into()],
+            &["recovered".into(), "lost".into()],
+            &[
+                vec![cell(0.0, "0%"), cell(1.0, "100%")],
+                vec![cell(0.5, "50%"), cell(0.12, "12%")],
+            ],
+        );
+        assert_eq!(svg.matches("<rect").count(), 4);
+        for (class, n) in [("heat-0", 2), ("heat-2", 1), ("heat-4", 1)] {
+            assert_eq!(
+                svg.matches(&format!("class=\"{class}\"")).count(),
+                n,
+                "{class}"
+            );
+        }
+        assert!(svg.contains("<title>&lt;100%&gt;</title>") && svg.contains(">100%</text>"));
+        assert!(svg.contains(">2026-11</text>") && svg.contains(">lost</text>"));
+        assert!(heatmap("Nothing", &[], &[], &[]).ends_with("</svg>"));
+    }
+
+    #[test]
+    fn a_sparkline_spans_its_own_range() {
+        let svg = sparkline("Recovered <MRR>", &[1.0, 3.0, 2.0]);
+        assert!(svg.contains("aria-label=\"Recovered &lt;MRR&gt;\""));
+        // The lowest value on the floor, the highest on the ceiling, the last one dotted.
+        assert!(
+            svg.contains("points=\"3.0,29.0 60.0,3.0 117.0,16.0\""),
+            "{svg}"
+        );
+        assert!(svg.contains("<circle cx=\"117.0\" cy=\"16.0\""));
+        let flat = sparkline("Flat", &[0.0, 0.0]);
+        assert!(
+            flat.contains("3.0,16.0 117.0,16.0") && !flat.contains("NaN"),
+            "{flat}"
+        );
+        assert!(!sparkline("Empty", &[]).contains("polyline"));
     }
 }

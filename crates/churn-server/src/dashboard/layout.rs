@@ -21,6 +21,7 @@ pub const NAV: &[(&str, &str, &str)] = &[
     ("risk", "Churn risk", "/risk"),
     ("payments", "Payments", "/payments"),
     ("cancel-flow", "Cancel flow", "/cancel-flow"),
+    ("analytics", "Analytics", "/analytics"),
     ("settings", "Settings", "/settings"),
     ("team", "Team", "/team"),
 ];

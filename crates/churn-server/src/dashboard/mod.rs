@@ -17,6 +17,7 @@
 //! [`security_headers`].
 
 mod account;
+mod analytics;
 mod assets;
 mod auth;
 mod cancel_flow;
@@ -83,6 +84,7 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
         )
         .route("/cancel-flow/origins", post(cancel_flow::save_origins))
         .route("/cancel-flow/preview", get(cancel_flow::preview))
+        .route("/analytics", get(analytics::page))
         .route("/settings", get(settings::page))
         .route("/settings/project", post(settings::save_project))
         .route("/settings/keys/rotate", post(settings::rotate_keys))

@@ -22,8 +22,8 @@ both_backends!(
     writes_without_the_csrf_token_are_refused_and_change_nothing,
 );
 
-const CUSTOMER: &str = "jenny.rosen@example.com";
-const QUIET: &str = "quiet@shop.io";
+pub(crate) const CUSTOMER: &str = "jenny.rosen@example.com";
+pub(crate) const QUIET: &str = "quiet@shop.io";
 
 async fn api(s: &Setup, path: &str) -> Value {
     s.app
@@ -36,7 +36,7 @@ async fn api(s: &Setup, path: &str) -> Value {
 /// (answering 503), a payment failure of `CUSTOMER` who is also tracked and scored, and an
 /// alert about `QUIET` whose four attempts failed. Answers the setup, the failure's id and
 /// the alert's id.
-async fn seeded(backend: Backend) -> (Setup, String, String) {
+pub(crate) async fn seeded(backend: Backend) -> (Setup, String, String) {
     let s = setup(backend).await;
     let (failure, alert) = seed(&s).await;
     (s, failure, alert)

@@ -13,6 +13,7 @@ mod cancel_flow;
 mod contract;
 mod conventions;
 mod dashboard;
+mod dashboard_analytics;
 mod dashboard_cancel_flow;
 mod dashboard_client;
 mod dashboard_customers;
