@@ -13,6 +13,7 @@ pub mod behavior;
 pub mod cancel_flows;
 pub mod customers;
 mod db;
+pub mod demo;
 mod decode;
 mod dialect;
 pub mod dunning;

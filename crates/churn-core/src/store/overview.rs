@@ -16,6 +16,9 @@ pub struct EventPeriod {
     pub open_at_end: i64,
 }
 
+/// Index ranges only (`0073_demo_data.sql`), never every event of the project: recoveries and
+/// losses within the period, and the events open at its end, which are those never resolved
+/// plus those resolved only at or after the end (recovered, or lost and never recovered).
 pub async fn events<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
@@ -23,13 +26,18 @@ pub async fn events<'e>(
     to: Timestamp,
 ) -> Result<EventPeriod> {
     Ok(sqlx::query_as(
-        "SELECT \
-         CAST(COALESCE(SUM(CASE WHEN recovered_at >= $2 AND recovered_at < $3 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recovered, \
-         CAST(COALESCE(SUM(CASE WHEN recovered_at >= $2 AND recovered_at < $3 THEN COALESCE(mrr, 0) ELSE 0 END), 0) AS BIGINT) AS recovered_mrr_cents, \
-         CAST(COALESCE(SUM(CASE WHEN lost_at >= $2 AND lost_at < $3 THEN 1 ELSE 0 END), 0) AS BIGINT) AS lost, \
-         CAST(COALESCE(SUM(CASE WHEN created_at < $3 AND (recovered_at IS NULL OR recovered_at >= $3) \
-              AND (lost_at IS NULL OR lost_at >= $3) THEN 1 ELSE 0 END), 0) AS BIGINT) AS open_at_end \
-         FROM churn_events WHERE project_id = $1",
+        "SELECT CAST(r.n AS BIGINT) AS recovered, CAST(r.mrr AS BIGINT) AS recovered_mrr_cents, \
+         CAST(l.n AS BIGINT) AS lost, CAST(a.n + b.n + c.n AS BIGINT) AS open_at_end FROM \
+         (SELECT COUNT(*) AS n, COALESCE(SUM(COALESCE(mrr, 0)), 0) AS mrr FROM churn_events \
+          WHERE project_id = $1 AND recovered_at >= $2 AND recovered_at < $3) r, \
+         (SELECT COUNT(*) AS n FROM churn_events \
+          WHERE project_id = $1 AND lost_at >= $2 AND lost_at < $3) l, \
+         (SELECT COUNT(*) AS n FROM churn_events \
+          WHERE project_id = $1 AND recovered_at IS NULL AND lost_at IS NULL AND created_at < $3) a, \
+         (SELECT COUNT(*) AS n FROM churn_events WHERE project_id = $1 AND recovered_at >= $3 \
+          AND created_at < $3 AND (lost_at IS NULL OR lost_at >= $3)) b, \
+         (SELECT COUNT(*) AS n FROM churn_events WHERE project_id = $1 AND lost_at >= $3 \
+          AND created_at < $3 AND recovered_at IS NULL) c",
     )
     .bind(project_id)
     .bind(time::format(&from))
