@@ -90,7 +90,10 @@ pub async fn demo(
             }
             writeln!(out, "{t}")?;
             if made.cancel_flow {
-                writeln!(out, "A default cancel flow was stored (the project had none).")?;
+                writeln!(
+                    out,
+                    "A default cancel flow was stored (the project had none)."
+                )?;
             }
             writeln!(
                 out,

@@ -1495,7 +1495,11 @@ async fn demo_rows(service: &Churn, project_id: &str) -> Vec<(String, i64)> {
 async fn demo_seed_keeps_every_count_and_clear_takes_back_only_it(backend: Backend) {
     let db = TestDatabase::new(backend).await;
     let (service, user) = ada_with_acme(&db).await;
-    let access = service.core().project_for_user(&user, "acme").await.unwrap();
+    let access = service
+        .core()
+        .project_for_user(&user, "acme")
+        .await
+        .unwrap();
     let pid = access.project.id.clone();
     let founders = service
         .core()
@@ -1514,7 +1518,17 @@ async fn demo_seed_keeps_every_count_and_clear_takes_back_only_it(backend: Backe
 
     let seeded = churn(
         &db,
-        &["--json", "demo", "seed", "--project", "acme", "--events", "600", "--customers", "150"],
+        &[
+            "--json",
+            "demo",
+            "seed",
+            "--project",
+            "acme",
+            "--events",
+            "600",
+            "--customers",
+            "150",
+        ],
     )
     .await
     .unwrap();
@@ -1523,18 +1537,32 @@ async fn demo_seed_keeps_every_count_and_clear_takes_back_only_it(backend: Backe
     assert_eq!(made["events"], 600);
     assert_eq!(made["customers"], 150);
     for kind in [
-        "recovered", "lost", "variants", "sent", "risk_scores", "behavior_rollups",
-        "payment_failures", "payment_attempts", "alerts", "cancel_flow_opens",
+        "recovered",
+        "lost",
+        "variants",
+        "sent",
+        "risk_scores",
+        "behavior_rollups",
+        "payment_failures",
+        "payment_attempts",
+        "alerts",
+        "cancel_flow_opens",
     ] {
         assert!(made[kind].as_u64().unwrap() > 0, "no {kind} in {made}");
     }
     let (kept, recounted) = kept_and_recounted(&service, &pid).await;
     assert!(kept.iter().any(|k| k.starts_with("strategy ")), "{kept:?}");
-    assert!(kept.iter().any(|k| k.starts_with("customers risk_critical")), "{kept:?}");
+    assert!(
+        kept.iter()
+            .any(|k| k.starts_with("customers risk_critical")),
+        "{kept:?}"
+    );
     assert_eq!(kept, recounted, "after the seed");
 
     let stats: serde_json::Value = serde_json::from_str(
-        &churn(&db, &["--json", "report", "stats", "--project", "acme"]).await.unwrap(),
+        &churn(&db, &["--json", "report", "stats", "--project", "acme"])
+            .await
+            .unwrap(),
     )
     .unwrap();
     assert_eq!(stats["total_events"], 601, "{stats}");
@@ -1544,7 +1572,9 @@ async fn demo_seed_keeps_every_count_and_clear_takes_back_only_it(backend: Backe
         "{stats}"
     );
 
-    let again = churn(&db, &["demo", "seed", "--project", "acme"]).await.unwrap_err();
+    let again = churn(&db, &["demo", "seed", "--project", "acme"])
+        .await
+        .unwrap_err();
     assert!(again.to_string().contains("demo data already"), "{again}");
     assert_eq!(churn_cli::exit_code(&again), 1);
 
@@ -1560,26 +1590,44 @@ async fn demo_seed_keeps_every_count_and_clear_takes_back_only_it(backend: Backe
     };
     let first = events_of().await;
 
-    let cleared = churn(&db, &["demo", "clear", "--project", "acme"]).await.unwrap();
-    assert!(cleared.contains("600 churn events, 150 customers"), "{cleared}");
+    let cleared = churn(&db, &["demo", "clear", "--project", "acme"])
+        .await
+        .unwrap();
+    assert!(
+        cleared.contains("600 churn events, 150 customers"),
+        "{cleared}"
+    );
     for (table, n) in demo_rows(&service, &pid).await {
         assert_eq!(n, 0, "{table} keeps demo rows");
     }
-    let left: Vec<String> =
-        sqlx::query_scalar("SELECT id FROM churn_events WHERE project_id = $1")
-            .bind(&pid)
-            .fetch_all(service.store().reader())
-            .await
-            .unwrap();
-    assert_eq!(left, [founders.id.clone()]);
+    let left: Vec<String> = sqlx::query_scalar("SELECT id FROM churn_events WHERE project_id = $1")
+        .bind(&pid)
+        .fetch_all(service.store().reader())
+        .await
+        .unwrap();
+    assert_eq!(left, std::slice::from_ref(&founders.id));
     let (kept, recounted) = kept_and_recounted(&service, &pid).await;
     assert_eq!(kept, recounted, "after the clear");
 
     // The same seed again makes the same events.
-    churn(&db, &["demo", "seed", "--project", "acme", "--events", "600", "--customers", "150"])
-        .await
-        .unwrap();
+    churn(
+        &db,
+        &[
+            "demo",
+            "seed",
+            "--project",
+            "acme",
+            "--events",
+            "600",
+            "--customers",
+            "150",
+        ],
+    )
+    .await
+    .unwrap();
     assert_eq!(events_of().await, first);
-    let err = churn(&db, &["demo", "clear", "--project", "nope"]).await.unwrap_err();
+    let err = churn(&db, &["demo", "clear", "--project", "nope"])
+        .await
+        .unwrap_err();
     assert_eq!(churn_cli::exit_code(&err), 1);
 }

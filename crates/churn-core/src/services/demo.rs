@@ -129,7 +129,8 @@ impl Demo {
             let seen: Vec<&Activity> = people.iter().map(|p| &p.activity).collect();
             customers::record_activity(&mut *tx, backend, pid, &seen).await?;
             for (k, day) in SCORE_DAYS.iter().enumerate() {
-                let scores: Vec<ScoreRecord> = people.iter().map(|p| p.score(k, *day, now)).collect();
+                let scores: Vec<ScoreRecord> =
+                    people.iter().map(|p| p.score(k, *day, now)).collect();
                 risk::save_scores(&mut tx, backend, pid, &scores).await?;
             }
             let rollups: Vec<_> = people.iter().flat_map(|p| &p.rollups).collect();
@@ -148,7 +149,10 @@ impl Demo {
             made.behavior_rollups += rollups.len() as u64;
             made.alerts += alerts.len() as u64;
             made.payment_failures += failures.len() as u64;
-            made.payment_attempts += failures.iter().map(|f| f.attempts.len() as u64).sum::<u64>();
+            made.payment_attempts += failures
+                .iter()
+                .map(|f| f.attempts.len() as u64)
+                .sum::<u64>();
             made.cancel_flow_opens += opens.len() as u64;
         }
 
@@ -199,9 +203,13 @@ impl Demo {
         for from in (0..events).step_by(BATCH as usize) {
             let to = (from + BATCH).min(events);
             let mut tx = self.store.begin().await?;
-            cleared.events +=
-                demo::delete_events(&mut tx, pid, &event_id(&prefix, from), &event_id(&prefix, to))
-                    .await?;
+            cleared.events += demo::delete_events(
+                &mut tx,
+                pid,
+                &event_id(&prefix, from),
+                &event_id(&prefix, to),
+            )
+            .await?;
             tx.commit().await?;
         }
         let mut tx = self.store.begin().await?;
@@ -307,7 +315,11 @@ const RAISING: [&str; 8] = [
 const LOWERING: [&str; 3] = ["feature_adoption", "team_invites", "api_usage_growth"];
 const FEATURES: [&str; 5] = ["reports", "export", "integrations", "api", "dashboards"];
 const DECLINES: [(&str, &str, u64); 4] = [
-    ("insufficient_funds", "Your card has insufficient funds.", 45),
+    (
+        "insufficient_funds",
+        "Your card has insufficient funds.",
+        45,
+    ),
     ("expired_card", "Your card has expired.", 20),
     ("card_declined", "Your card was declined.", 25),
     ("do_not_honor", "Your card was declined.", 10),
@@ -390,7 +402,6 @@ fn event_id(prefix: &str, i: u64) -> String {
 }
 
 impl Generator {
-
     fn email(c: u64) -> (String, String) {
         let (first, last) = (FIRST[(c % 24) as usize], LAST[((c / 24) % 20) as usize]);
         (
@@ -539,10 +550,22 @@ impl Generator {
             let id = format!("{}p{c:07}", self.prefix);
             let at = |k: i64| (created + Duration::days(3 * k)).min(self.now);
             let mut attempts: Vec<_> = (0..failed)
-                .map(|k| (format!("{id}-{k}"), time::format(&at(k)), "failed", Some(code)))
+                .map(|k| {
+                    (
+                        format!("{id}-{k}"),
+                        time::format(&at(k)),
+                        "failed",
+                        Some(code),
+                    )
+                })
                 .collect();
             let recovered_at = (status == "recovered").then(|| {
-                attempts.push((format!("{id}-{failed}"), time::format(&at(failed)), "succeeded", None));
+                attempts.push((
+                    format!("{id}-{failed}"),
+                    time::format(&at(failed)),
+                    "succeeded",
+                    None,
+                ));
                 time::format(&at(failed))
             });
             let plan = r.weighted(&PLANS.map(|(_, price, w)| (price, w)));
@@ -563,9 +586,7 @@ impl Generator {
             }
         });
         // Opened the cancel flow and stayed.
-        let open = r
-            .chance(3)
-            .then(|| (email.clone(), time::format(&last_at)));
+        let open = r.chance(3).then(|| (email.clone(), time::format(&last_at)));
 
         Customer {
             activity: Activity {
@@ -694,8 +715,8 @@ impl Generator {
             }
         }
         let recovered_at = via.map(|_| ts(finished));
-        let open = (provider == PROVIDER)
-            .then(|| (email.clone(), ts(created - Duration::minutes(2))));
+        let open =
+            (provider == PROVIDER).then(|| (email.clone(), ts(created - Duration::minutes(2))));
         Event {
             row: EventRow {
                 id,

@@ -388,7 +388,7 @@ pub async fn insert_opens<'e>(
         backend.json_rows(2)
     ))
     .bind(project_id)
-    .bind(json_array(&rows))
+    .bind(json_array(rows))
     .execute(db)
     .await?;
     Ok(())

@@ -170,7 +170,7 @@ mod tests {
         let db = TestDatabase::new(backend).await;
         let store = store_with_project(&db).await;
         // (created, recovered, lost) as days of November 2026.
-        let events: [(u32, Option<u32>, Option<u32>); 9] = [
+        let rows: [(u32, Option<u32>, Option<u32>); 9] = [
             (1, None, None),
             (25, None, None),
             (1, Some(5), None),
@@ -182,7 +182,7 @@ mod tests {
             (5, Some(21), Some(9)),
         ];
         let day = |d: u32| format!("2026-11-{d:02}T12:00:00.000Z");
-        for (i, (created, recovered, lost)) in events.iter().enumerate() {
+        for (i, (created, recovered, lost)) in rows.iter().enumerate() {
             sqlx::query(
                 "INSERT INTO churn_events (id, project_id, customer_email, event_type, reason_code, \
                  mrr, currency, status, provider, recovered_at, lost_at, created_at, updated_at) \
@@ -199,10 +199,19 @@ mod tests {
         }
         for (from, to) in [(1, 8), (8, 15), (15, 22), (10, 30), (0, 1)] {
             let at = |d: u32| {
-                time::parse(&format!("2026-{}T00:00:00Z", if d == 0 { "10-31".into() } else { format!("11-{d:02}") }))
-                    .unwrap()
+                time::parse(&format!(
+                    "2026-{}T00:00:00Z",
+                    if d == 0 {
+                        "10-31".into()
+                    } else {
+                        format!("11-{d:02}")
+                    }
+                ))
+                .unwrap()
             };
-            let got = events(store.reader(), "p1", at(from), at(to)).await.unwrap();
+            let got = events(store.reader(), "p1", at(from), at(to))
+                .await
+                .unwrap();
             let want: (i64, i64, i64, i64) = sqlx::query_as(
                 "SELECT \
                  CAST(COALESCE(SUM(CASE WHEN recovered_at >= $2 AND recovered_at < $3 THEN 1 ELSE 0 END), 0) AS BIGINT), \
@@ -219,7 +228,12 @@ mod tests {
             .await
             .unwrap();
             assert_eq!(
-                (got.recovered, got.recovered_mrr_cents, got.lost, got.open_at_end),
+                (
+                    got.recovered,
+                    got.recovered_mrr_cents,
+                    got.lost,
+                    got.open_at_end
+                ),
                 want,
                 "[{from}, {to})"
             );

@@ -11,9 +11,9 @@ use std::sync::LazyLock;
 use axum::body::Bytes;
 use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
 use super::error::PageError;
@@ -80,10 +80,7 @@ pub fn url(name: &str) -> String {
     format!("/app/assets/{}", asset.hashed)
 }
 
-pub async fn serve(
-    Path(file): Path<String>,
-    request: HeaderMap,
-) -> Result<Response, PageError> {
+pub async fn serve(Path(file): Path<String>, request: HeaderMap) -> Result<Response, PageError> {
     let asset = ASSETS
         .iter()
         .find(|a| a.hashed == file)
