@@ -20,9 +20,11 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::json;
 
 mod alerts;
+mod demo;
 mod payments;
 mod team;
 pub use alerts::AlertsCommand;
+pub use demo::DemoCommand;
 pub use payments::PaymentsCommand;
 pub use team::TeamCommand;
 
@@ -82,6 +84,9 @@ pub enum Command {
     /// The churn-risk alert log.
     #[command(subcommand)]
     Alerts(AlertsCommand),
+    /// Demo data: see a living dashboard in a minute, or benchmark one.
+    #[command(subcommand)]
+    Demo(DemoCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -587,6 +592,9 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
         }
         Command::Alerts(command) => {
             alerts::alerts(command, open_admin(&config).await?, cli.json, out).await?;
+        }
+        Command::Demo(command) => {
+            demo::demo(command, open_admin(&config).await?, cli.json, out).await?;
         }
         Command::Report(ReportCommand::Cohorts { project, months }) => {
             let view = open_admin(&config).await?.as_owner(&project).await?;

@@ -27,6 +27,7 @@ both_backends!(
     payments_list_and_retry,
     alerts_list_and_redeliver,
     hostile_names_and_overflowing_amounts,
+    demo_seed_keeps_every_count_and_clear_takes_back_only_it,
 );
 
 /// The CLI on `db`, with the server's data folder unless `args` name another (its
@@ -1403,4 +1404,230 @@ fn an_unreachable_postgres_is_named_within_seconds() {
         assert!(!said.contains("secret"), "{said}");
         assert!(took < limit, "{host_port}: {took:?}");
     }
+}
+
+/// Each kept count (trigger-maintained) beside the same figure counted from the base rows,
+/// per key, as text lines: they must be equal.
+async fn kept_and_recounted(service: &Churn, project_id: &str) -> (Vec<String>, Vec<String>) {
+    let pairs = [
+        (
+            "SELECT 'events ' || status || ' ' || event_type || ' ' || CAST(SUM(n) AS BIGINT) || ' ' \
+             || CAST(SUM(mrr_sum) AS BIGINT) FROM churn_event_counts WHERE project_id = $1 \
+             GROUP BY status, event_type HAVING SUM(n) <> 0",
+            "SELECT 'events ' || status || ' ' || event_type || ' ' || COUNT(*) || ' ' \
+             || COALESCE(SUM(mrr), 0) FROM churn_events WHERE project_id = $1 GROUP BY status, event_type",
+        ),
+        (
+            "SELECT 'cohort ' || month || ' ' || status || ' ' || strategy || ' ' || CAST(SUM(n) AS BIGINT) \
+             || ' ' || CAST(SUM(mrr_sum) AS BIGINT) FROM churn_cohorts WHERE project_id = $1 \
+             GROUP BY month, status, strategy HAVING SUM(n) <> 0",
+            // A recovered event counts under the strategy of its last sent variant.
+            "SELECT 'cohort ' || m || ' ' || status || ' ' || s || ' ' || COUNT(*) || ' ' || COALESCE(SUM(mrr), 0) \
+             FROM (SELECT substr(e.created_at, 1, 7) AS m, e.status, e.mrr, CASE WHEN e.status = 'recovered' \
+             THEN COALESCE((SELECT v.strategy FROM recovery_variants v WHERE v.churn_event_id = e.id \
+             AND v.sent_at IS NOT NULL ORDER BY v.sent_at DESC, v.id DESC LIMIT 1), '') ELSE '' END AS s \
+             FROM churn_events e WHERE e.project_id = $1) x GROUP BY m, status, s",
+        ),
+        (
+            "SELECT 'strategy ' || strategy || ' ' || sends || ' ' || recoveries FROM strategy_outcomes \
+             WHERE project_id = $1 AND sends <> 0",
+            "SELECT 'strategy ' || v.strategy || ' ' || COUNT(*) || ' ' \
+             || SUM(CASE WHEN e.status = 'recovered' THEN 1 ELSE 0 END) FROM recovery_variants v \
+             JOIN churn_events e ON e.id = v.churn_event_id WHERE v.project_id = $1 \
+             AND v.sent_at IS NOT NULL GROUP BY v.strategy",
+        ),
+        (
+            "SELECT 'customers ' || key || ' ' || CAST(SUM(n) AS BIGINT) FROM customer_counts \
+             WHERE project_id = $1 GROUP BY key HAVING SUM(n) <> 0",
+            "SELECT 'customers customer ' || COUNT(*) FROM customers WHERE project_id = $1 HAVING COUNT(*) > 0 \
+             UNION ALL SELECT 'customers risk_' || COALESCE(c.risk_level, 'none') || ' ' || COUNT(*) \
+             FROM customers c JOIN risk_scores r ON r.project_id = c.project_id \
+             AND r.customer_email = c.email AND r.day = c.risk_day WHERE c.project_id = $1 \
+             GROUP BY c.risk_level",
+        ),
+    ];
+    let (mut kept, mut recounted) = (Vec::new(), Vec::new());
+    for (k, r) in pairs {
+        for (sql, into) in [(k, &mut kept), (r, &mut recounted)] {
+            let rows: Vec<String> = sqlx::query_scalar(sql)
+                .bind(project_id)
+                .fetch_all(service.store().reader())
+                .await
+                .unwrap();
+            into.extend(rows);
+        }
+    }
+    kept.sort();
+    recounted.sort();
+    (kept, recounted)
+}
+
+/// Demo rows left in each table, by the marks `churn demo clear` goes by.
+async fn demo_rows(service: &Churn, project_id: &str) -> Vec<(String, i64)> {
+    let mut left = Vec::new();
+    for (table, mark) in [
+        ("churn_events", "id LIKE 'demo-%'"),
+        ("recovery_variants", "id LIKE 'demo-%'"),
+        ("payment_failures", "id LIKE 'demo-%'"),
+        ("risk_alerts", "id LIKE 'demo-%'"),
+        ("customers", "email LIKE '%@demo.invalid'"),
+        ("risk_scores", "customer_email LIKE '%@demo.invalid'"),
+        ("behavior_daily", "customer_email LIKE '%@demo.invalid'"),
+        ("cancel_flow_opens", "customer_email LIKE '%@demo.invalid'"),
+        ("cancel_flows", "true"),
+        ("demo_data", "true"),
+    ] {
+        let n: i64 = sqlx::query_scalar(&format!(
+            "SELECT CAST(COUNT(*) AS BIGINT) FROM {table} WHERE project_id = $1 AND {mark}"
+        ))
+        .bind(project_id)
+        .fetch_one(service.store().reader())
+        .await
+        .unwrap();
+        left.push((table.to_owned(), n));
+    }
+    left
+}
+
+/// A seed makes every kind of row with every kept count equal to a recount (and the stats
+/// report agrees); a second seed is refused; the same seed makes the same events; clear
+/// removes every demo row and keeps the founder's event, the counts still exact.
+async fn demo_seed_keeps_every_count_and_clear_takes_back_only_it(backend: Backend) {
+    let db = TestDatabase::new(backend).await;
+    let (service, user) = ada_with_acme(&db).await;
+    let access = service
+        .core()
+        .project_for_user(&user, "acme")
+        .await
+        .unwrap();
+    let pid = access.project.id.clone();
+    let founders = service
+        .core()
+        .create_event(
+            &access,
+            CreateChurnEvent {
+                customer_email: "dana@northwind.example".into(),
+                event_type: "cancellation".into(),
+                cancel_reason: Some("too expensive".into()),
+                mrr: Some(4900),
+                ..CreateChurnEvent::default()
+            },
+        )
+        .await
+        .unwrap();
+
+    let seeded = churn(
+        &db,
+        &[
+            "--json",
+            "demo",
+            "seed",
+            "--project",
+            "acme",
+            "--events",
+            "600",
+            "--customers",
+            "150",
+        ],
+    )
+    .await
+    .unwrap();
+    let made: serde_json::Value = serde_json::from_str(&seeded).unwrap();
+    let made = &made["made"];
+    assert_eq!(made["events"], 600);
+    assert_eq!(made["customers"], 150);
+    for kind in [
+        "recovered",
+        "lost",
+        "variants",
+        "sent",
+        "risk_scores",
+        "behavior_rollups",
+        "payment_failures",
+        "payment_attempts",
+        "alerts",
+        "cancel_flow_opens",
+    ] {
+        assert!(made[kind].as_u64().unwrap() > 0, "no {kind} in {made}");
+    }
+    let (kept, recounted) = kept_and_recounted(&service, &pid).await;
+    assert!(kept.iter().any(|k| k.starts_with("strategy ")), "{kept:?}");
+    assert!(
+        kept.iter()
+            .any(|k| k.starts_with("customers risk_critical")),
+        "{kept:?}"
+    );
+    assert_eq!(kept, recounted, "after the seed");
+
+    let stats: serde_json::Value = serde_json::from_str(
+        &churn(&db, &["--json", "report", "stats", "--project", "acme"])
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(stats["total_events"], 601, "{stats}");
+    assert_eq!(
+        stats["recovered"].as_u64().unwrap(),
+        made["recovered"].as_u64().unwrap(),
+        "{stats}"
+    );
+
+    let again = churn(&db, &["demo", "seed", "--project", "acme"])
+        .await
+        .unwrap_err();
+    assert!(again.to_string().contains("demo data already"), "{again}");
+    assert_eq!(churn_cli::exit_code(&again), 1);
+
+    let events_of = async || -> Vec<String> {
+        sqlx::query_scalar(
+            "SELECT id || status || customer_email || COALESCE(mrr, 0) FROM churn_events \
+             WHERE project_id = $1 AND id LIKE 'demo-%' ORDER BY id",
+        )
+        .bind(&pid)
+        .fetch_all(service.store().reader())
+        .await
+        .unwrap()
+    };
+    let first = events_of().await;
+
+    let cleared = churn(&db, &["demo", "clear", "--project", "acme"])
+        .await
+        .unwrap();
+    assert!(
+        cleared.contains("600 churn events, 150 customers"),
+        "{cleared}"
+    );
+    for (table, n) in demo_rows(&service, &pid).await {
+        assert_eq!(n, 0, "{table} keeps demo rows");
+    }
+    let left: Vec<String> = sqlx::query_scalar("SELECT id FROM churn_events WHERE project_id = $1")
+        .bind(&pid)
+        .fetch_all(service.store().reader())
+        .await
+        .unwrap();
+    assert_eq!(left, std::slice::from_ref(&founders.id));
+    let (kept, recounted) = kept_and_recounted(&service, &pid).await;
+    assert_eq!(kept, recounted, "after the clear");
+
+    // The same seed again makes the same events.
+    churn(
+        &db,
+        &[
+            "demo",
+            "seed",
+            "--project",
+            "acme",
+            "--events",
+            "600",
+            "--customers",
+            "150",
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(events_of().await, first);
+    let err = churn(&db, &["demo", "clear", "--project", "nope"])
+        .await
+        .unwrap_err();
+    assert_eq!(churn_cli::exit_code(&err), 1);
 }

@@ -352,6 +352,11 @@ impl Admin {
             .ok_or_else(|| Error::NotFound(format!("no alert with id {alert_id:?}")))
     }
 
+    /// Demo data (`churn demo seed|clear`).
+    pub fn demo(&self) -> super::demo::Demo {
+        super::demo::Demo::new(self.store.clone(), self.clock.clone())
+    }
+
     pub async fn project(&self, slug_or_id: &str) -> Result<ProjectRecord> {
         let mut found = projects::any_by_slug_or_id(self.store.reader(), slug_or_id).await?;
         match found.len() {

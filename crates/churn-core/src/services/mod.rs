@@ -29,7 +29,7 @@
 //!
 //! [`Churn`] builds them once ([`Churn::open`]) and hands them out (`churn.sending()`, ...);
 //! it also keeps the encryption key and the outbound HTTP clients. The admin CLI has its own
-//! [`admin::Admin`] over storage and clock.
+//! [`admin::Admin`] over storage and clock, which also hands out [`demo::Demo`] (`churn demo`).
 //!
 //! Most operations are one transaction. Sending and generating are not: they claim (a send
 //! claim on the draft, the quota counted in the same transaction), do the slow outside work
@@ -45,6 +45,7 @@ mod behavior;
 mod cache;
 pub mod cancel_flow;
 mod delivery;
+pub mod demo;
 pub mod events;
 mod generation;
 mod group;

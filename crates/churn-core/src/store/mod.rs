@@ -14,6 +14,7 @@ pub mod cancel_flows;
 pub mod customers;
 mod db;
 mod decode;
+pub mod demo;
 mod dialect;
 pub mod dunning;
 pub mod email_settings;

@@ -16,6 +16,9 @@ pub struct EventPeriod {
     pub open_at_end: i64,
 }
 
+/// Index ranges only (`0073_demo_data.sql`), never every event of the project: recoveries and
+/// losses within the period, and the events open at its end, which are those never resolved
+/// plus those resolved only at or after the end (recovered, or lost and never recovered).
 pub async fn events<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
@@ -23,13 +26,18 @@ pub async fn events<'e>(
     to: Timestamp,
 ) -> Result<EventPeriod> {
     Ok(sqlx::query_as(
-        "SELECT \
-         CAST(COALESCE(SUM(CASE WHEN recovered_at >= $2 AND recovered_at < $3 THEN 1 ELSE 0 END), 0) AS BIGINT) AS recovered, \
-         CAST(COALESCE(SUM(CASE WHEN recovered_at >= $2 AND recovered_at < $3 THEN COALESCE(mrr, 0) ELSE 0 END), 0) AS BIGINT) AS recovered_mrr_cents, \
-         CAST(COALESCE(SUM(CASE WHEN lost_at >= $2 AND lost_at < $3 THEN 1 ELSE 0 END), 0) AS BIGINT) AS lost, \
-         CAST(COALESCE(SUM(CASE WHEN created_at < $3 AND (recovered_at IS NULL OR recovered_at >= $3) \
-              AND (lost_at IS NULL OR lost_at >= $3) THEN 1 ELSE 0 END), 0) AS BIGINT) AS open_at_end \
-         FROM churn_events WHERE project_id = $1",
+        "SELECT CAST(r.n AS BIGINT) AS recovered, CAST(r.mrr AS BIGINT) AS recovered_mrr_cents, \
+         CAST(l.n AS BIGINT) AS lost, CAST(a.n + b.n + c.n AS BIGINT) AS open_at_end FROM \
+         (SELECT COUNT(*) AS n, COALESCE(SUM(COALESCE(mrr, 0)), 0) AS mrr FROM churn_events \
+          WHERE project_id = $1 AND recovered_at >= $2 AND recovered_at < $3) r, \
+         (SELECT COUNT(*) AS n FROM churn_events \
+          WHERE project_id = $1 AND lost_at >= $2 AND lost_at < $3) l, \
+         (SELECT COUNT(*) AS n FROM churn_events \
+          WHERE project_id = $1 AND recovered_at IS NULL AND lost_at IS NULL AND created_at < $3) a, \
+         (SELECT COUNT(*) AS n FROM churn_events WHERE project_id = $1 AND recovered_at >= $3 \
+          AND created_at < $3 AND (lost_at IS NULL OR lost_at >= $3)) b, \
+         (SELECT COUNT(*) AS n FROM churn_events WHERE project_id = $1 AND lost_at >= $3 \
+          AND created_at < $3 AND recovered_at IS NULL) c",
     )
     .bind(project_id)
     .bind(time::format(&from))
@@ -258,4 +266,89 @@ pub async fn blocked_drafts<'e>(
     .bind(NEEDS_LIMIT)
     .fetch_all(db)
     .await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::both_backends;
+    use crate::testing::{self, TestDatabase, store_with_project};
+
+    both_backends!(period_figures_from_ranges_are_those_of_every_event);
+
+    /// `events` reads index ranges; its figures are those of the plain definition over every
+    /// event, for events open, resolved before, within and after the period, and both.
+    async fn period_figures_from_ranges_are_those_of_every_event(backend: testing::Backend) {
+        let db = TestDatabase::new(backend).await;
+        let store = store_with_project(&db).await;
+        // (created, recovered, lost) as days of November 2026.
+        let rows: [(u32, Option<u32>, Option<u32>); 9] = [
+            (1, None, None),
+            (25, None, None),
+            (1, Some(5), None),
+            (1, Some(12), None),
+            (12, Some(22), None),
+            (2, None, Some(8)),
+            (3, None, Some(15)),
+            (4, None, Some(21)),
+            (5, Some(21), Some(9)),
+        ];
+        let day = |d: u32| format!("2026-11-{d:02}T12:00:00.000Z");
+        for (i, (created, recovered, lost)) in rows.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO churn_events (id, project_id, customer_email, event_type, reason_code, \
+                 mrr, currency, status, provider, recovered_at, lost_at, created_at, updated_at) \
+                 VALUES ($1, 'p1', 'c@x.io', 'cancellation', 'other', $2, 'usd', 'new', 'api', $3, $4, $5, $5)",
+            )
+            .bind(format!("e{i}"))
+            .bind(1000 * (i as i64 + 1))
+            .bind(recovered.map(day))
+            .bind(lost.map(day))
+            .bind(day(*created))
+            .execute(store.writer())
+            .await
+            .unwrap();
+        }
+        for (from, to) in [(1, 8), (8, 15), (15, 22), (10, 30), (0, 1)] {
+            let at = |d: u32| {
+                time::parse(&format!(
+                    "2026-{}T00:00:00Z",
+                    if d == 0 {
+                        "10-31".into()
+                    } else {
+                        format!("11-{d:02}")
+                    }
+                ))
+                .unwrap()
+            };
+            let got = events(store.reader(), "p1", at(from), at(to))
+                .await
+                .unwrap();
+            let want: (i64, i64, i64, i64) = sqlx::query_as(
+                "SELECT \
+                 CAST(COALESCE(SUM(CASE WHEN recovered_at >= $2 AND recovered_at < $3 THEN 1 ELSE 0 END), 0) AS BIGINT), \
+                 CAST(COALESCE(SUM(CASE WHEN recovered_at >= $2 AND recovered_at < $3 THEN mrr ELSE 0 END), 0) AS BIGINT), \
+                 CAST(COALESCE(SUM(CASE WHEN lost_at >= $2 AND lost_at < $3 THEN 1 ELSE 0 END), 0) AS BIGINT), \
+                 CAST(COALESCE(SUM(CASE WHEN created_at < $3 AND (recovered_at IS NULL OR recovered_at >= $3) \
+                      AND (lost_at IS NULL OR lost_at >= $3) THEN 1 ELSE 0 END), 0) AS BIGINT) \
+                 FROM churn_events WHERE project_id = $1",
+            )
+            .bind("p1")
+            .bind(time::format(&at(from)))
+            .bind(time::format(&at(to)))
+            .fetch_one(store.reader())
+            .await
+            .unwrap();
+            assert_eq!(
+                (
+                    got.recovered,
+                    got.recovered_mrr_cents,
+                    got.lost,
+                    got.open_at_end
+                ),
+                want,
+                "[{from}, {to})"
+            );
+        }
+    }
 }

@@ -1,0 +1,502 @@
+//! Demo data (`churn demo seed|clear`): the `demo_data` marker of a project, bulk inserts of
+//! generated rows (one statement per group, rows as one JSON parameter), and the deletes that
+//! take back exactly those rows, recognised by their ids and their customers' emails
+//! (`0073_demo_data.sql`). Customers, risk scores and daily rollups go through the same
+//! functions as tracking and scoring (`customers`, `risk`, `behavior`).
+//!
+//! The kept counts follow through the tables' own triggers, as for real writes: a variant is
+//! inserted unsent and then marked sent, an event recovered after a send is inserted as
+//! `email_sent` and then recovered ([`send_and_recover`]), because only those updates count
+//! sends, recoveries and the strategy a recovered event's cohort row goes under.
+
+use sqlx::{Any, Executor, FromRow};
+
+use super::{Backend, Writes, json_array};
+use crate::error::Result;
+
+/// The domain of every demo customer's email: reserved (RFC 2606), so no real customer has it.
+pub const EMAIL_DOMAIN: &str = "demo.invalid";
+
+/// The start of every demo row's id in a project; no generated id (a UUID) starts so.
+pub fn id_prefix(project_id: &str) -> String {
+    format!("demo-{project_id}-")
+}
+
+/// What a project's demo data is.
+#[derive(Debug, Clone, FromRow)]
+pub struct Marker {
+    pub seed: i64,
+    pub events: i64,
+    pub customers: i64,
+    /// When the seed stored the project's cancel flow; `None` when the project had one.
+    pub cancel_flow_at: Option<String>,
+    pub created_at: String,
+}
+
+pub async fn marker<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<Option<Marker>> {
+    Ok(sqlx::query_as(
+        "SELECT seed, events, customers, cancel_flow_at, created_at FROM demo_data WHERE project_id = $1",
+    )
+    .bind(project_id)
+    .fetch_optional(db)
+    .await?)
+}
+
+/// Marks the project as holding demo data; a project marked already is a conflict.
+pub async fn insert_marker<'e>(db: impl Writes<'e>, project_id: &str, m: &Marker) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO demo_data (project_id, seed, events, customers, cancel_flow_at, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(project_id)
+    .bind(m.seed)
+    .bind(m.events)
+    .bind(m.customers)
+    .bind(&m.cancel_flow_at)
+    .bind(&m.created_at)
+    .execute(db)
+    .await
+    .map_err(super::conflict_on_unique(
+        "the project holds demo data already: `churn demo clear` it first",
+    ))?;
+    Ok(())
+}
+
+/// A churn event as generated. Timestamps are stored text.
+#[derive(Debug, Clone)]
+pub struct EventRow {
+    pub id: String,
+    pub customer_email: String,
+    pub customer_name: String,
+    pub event_type: &'static str,
+    pub cancel_reason: Option<&'static str>,
+    pub reason_code: &'static str,
+    pub mrr: i64,
+    pub currency: String,
+    pub plan_name: &'static str,
+    pub tenure_days: i64,
+    /// `email_sent` for an event recovered after a send: [`send_and_recover`] recovers it.
+    pub status: &'static str,
+    pub provider: &'static str,
+    pub recovered_via: Option<&'static str>,
+    pub recovered_at: Option<String>,
+    pub lost_at: Option<String>,
+    pub offer_applied_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+pub async fn insert_events<'e>(
+    db: impl Writes<'e>,
+    backend: Backend,
+    project_id: &str,
+    rows: &[EventRow],
+) -> Result<()> {
+    let rows: Vec<_> = rows
+        .iter()
+        .map(|e| {
+            serde_json::json!([
+                e.id,
+                e.customer_email,
+                e.customer_name,
+                e.event_type,
+                e.cancel_reason,
+                e.reason_code,
+                e.mrr,
+                e.currency,
+                e.plan_name,
+                e.tenure_days,
+                e.status,
+                e.provider,
+                e.recovered_via,
+                e.recovered_at,
+                e.lost_at,
+                e.offer_applied_at,
+                e.created_at,
+                e.updated_at
+            ])
+        })
+        .collect();
+    sqlx::query(&format!(
+        "INSERT INTO churn_events (id, project_id, customer_email, customer_name, event_type, \
+         cancel_reason, reason_code, mrr, currency, plan_name, tenure_days, status, provider, \
+         recovered_via, recovered_at, lost_at, offer_applied_at, created_at, updated_at) \
+         SELECT j.value ->> 0, $1, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, \
+         j.value ->> 5, CAST(j.value ->> 6 AS BIGINT), j.value ->> 7, j.value ->> 8, \
+         CAST(j.value ->> 9 AS BIGINT), j.value ->> 10, j.value ->> 11, j.value ->> 12, \
+         j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17 FROM {}",
+        backend.json_rows(2)
+    ))
+    .bind(project_id)
+    .bind(json_array(&rows))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// A recovery variant as generated; a sent one carries its send time in `updated_at` until
+/// [`send_and_recover`] marks it sent.
+#[derive(Debug, Clone)]
+pub struct VariantRow {
+    pub id: String,
+    pub churn_event_id: String,
+    pub strategy: &'static str,
+    pub subject: String,
+    pub body: String,
+    pub body_text: String,
+    pub status: &'static str,
+    pub rank: i64,
+    pub rank_score: f64,
+    pub rank_reasons: String,
+    pub coupon: Option<(&'static str, i64)>,
+    pub recipient: Option<String>,
+    pub opened_at: Option<String>,
+    pub clicked_at: Option<String>,
+    pub open_count: i64,
+    pub click_count: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+pub async fn insert_variants<'e>(
+    db: impl Writes<'e>,
+    backend: Backend,
+    project_id: &str,
+    rows: &[VariantRow],
+) -> Result<()> {
+    let rows: Vec<_> = rows
+        .iter()
+        .map(|v| {
+            serde_json::json!([
+                v.id,
+                v.churn_event_id,
+                v.strategy,
+                v.subject,
+                v.body,
+                v.body_text,
+                v.status,
+                i64::from(v.rank == 1),
+                v.rank,
+                v.rank_score,
+                v.rank_reasons,
+                v.coupon.map(|c| c.0),
+                v.coupon.map(|c| c.1),
+                v.recipient,
+                v.opened_at,
+                v.clicked_at,
+                v.open_count,
+                v.click_count,
+                v.created_at,
+                v.updated_at
+            ])
+        })
+        .collect();
+    sqlx::query(&format!(
+        "INSERT INTO recovery_variants (id, churn_event_id, project_id, strategy, subject, body, \
+         body_text, status, recommended, rank, rank_score, rank_reasons, generator, coupon_code, \
+         coupon_percent, recipient, opened_at, clicked_at, open_count, click_count, created_at, \
+         updated_at) \
+         SELECT j.value ->> 0, j.value ->> 1, $1, j.value ->> 2, j.value ->> 3, j.value ->> 4, \
+         j.value ->> 5, j.value ->> 6, CAST(j.value ->> 7 AS INTEGER), CAST(j.value ->> 8 AS INTEGER), \
+         CAST(j.value ->> 9 AS DOUBLE PRECISION), j.value ->> 10, 'template', j.value ->> 11, \
+         CAST(j.value ->> 12 AS INTEGER), j.value ->> 13, j.value ->> 14, j.value ->> 15, \
+         CAST(j.value ->> 16 AS INTEGER), CAST(j.value ->> 17 AS INTEGER), j.value ->> 18, \
+         j.value ->> 19 FROM {}",
+        backend.json_rows(2)
+    ))
+    .bind(project_id)
+    .bind(json_array(&rows))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// For the events with ids in `[from, to)`: marks their sent variants sent, then recovers the
+/// events recovered after a send (inserted as `email_sent` with `recovered_at`), in that order,
+/// as sending and recovering do, so the triggers count sends, recoveries and cohorts.
+pub async fn send_and_recover(
+    tx: &mut sqlx::AnyConnection,
+    project_id: &str,
+    from: &str,
+    to: &str,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE recovery_variants SET sent_at = updated_at WHERE project_id = $1 \
+         AND churn_event_id >= $2 AND churn_event_id < $3 AND status <> 'draft'",
+    )
+    .bind(project_id)
+    .bind(from)
+    .bind(to)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "UPDATE churn_events SET status = 'recovered' WHERE project_id = $1 AND id >= $2 AND id < $3 \
+         AND status = 'email_sent' AND recovered_at IS NOT NULL",
+    )
+    .bind(project_id)
+    .bind(from)
+    .bind(to)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// A failed payment as generated, with its retries: (id, at, outcome, decline code).
+#[derive(Debug, Clone)]
+pub struct FailureRow {
+    pub id: String,
+    pub reference: String,
+    pub customer_email: String,
+    pub amount: i64,
+    pub currency: String,
+    pub status: &'static str,
+    pub failure_reason: &'static str,
+    pub decline_code: &'static str,
+    pub abandon_reason: Option<&'static str>,
+    pub recovered_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub attempts: Vec<(String, String, &'static str, Option<&'static str>)>,
+}
+
+pub async fn insert_failures(
+    tx: &mut sqlx::AnyConnection,
+    backend: Backend,
+    project_id: &str,
+    rows: &[FailureRow],
+) -> Result<()> {
+    let failures: Vec<_> = rows
+        .iter()
+        .map(|f| {
+            serde_json::json!([
+                f.id,
+                f.reference,
+                f.customer_email,
+                f.amount,
+                f.currency,
+                f.status,
+                f.failure_reason,
+                f.decline_code,
+                f.attempts.len(),
+                f.abandon_reason,
+                f.recovered_at,
+                f.created_at,
+                f.updated_at
+            ])
+        })
+        .collect();
+    // No next retry: the dunning worker never picks demo records up.
+    sqlx::query(&format!(
+        "INSERT INTO payment_failures (id, project_id, provider, reference, customer_email, amount, \
+         currency, status, failure_reason, decline_code, attempts, max_retries, abandon_reason, \
+         recovered_at, created_at, updated_at) \
+         SELECT j.value ->> 0, $1, 'stripe', j.value ->> 1, j.value ->> 2, CAST(j.value ->> 3 AS BIGINT), \
+         j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, CAST(j.value ->> 8 AS INTEGER), 4, \
+         j.value ->> 9, j.value ->> 10, j.value ->> 11, j.value ->> 12 FROM {}",
+        backend.json_rows(2)
+    ))
+    .bind(project_id)
+    .bind(json_array(&failures))
+    .execute(&mut *tx)
+    .await?;
+    let attempts: Vec<_> = rows
+        .iter()
+        .flat_map(|f| {
+            f.attempts
+                .iter()
+                .map(move |(id, at, outcome, code)| (id, &f.id, at, outcome, code))
+        })
+        .collect();
+    sqlx::query(&format!(
+        "INSERT INTO payment_attempts (id, failure_id, at, outcome, decline_code) \
+         SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4 FROM {}",
+        backend.json_rows(1)
+    ))
+    .bind(json_array(&attempts))
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// A risk alert as generated; `attempts` is the JSON array the alert log reads.
+#[derive(Debug, Clone)]
+pub struct AlertRow {
+    pub id: String,
+    pub opaque_id: String,
+    pub customer_email: String,
+    pub risk_score: i64,
+    pub risk_level: &'static str,
+    pub signals: String,
+    pub status: &'static str,
+    pub reason: Option<&'static str>,
+    pub attempts: String,
+    pub created_at: String,
+}
+
+pub async fn insert_alerts<'e>(
+    db: impl Writes<'e>,
+    backend: Backend,
+    project_id: &str,
+    rows: &[AlertRow],
+) -> Result<()> {
+    let rows: Vec<_> = rows
+        .iter()
+        .map(|a| {
+            serde_json::json!([
+                a.id,
+                a.opaque_id,
+                a.customer_email,
+                a.risk_score,
+                a.risk_level,
+                a.signals,
+                a.status,
+                a.reason,
+                a.attempts,
+                a.created_at
+            ])
+        })
+        .collect();
+    // Never pending: the delivery worker has nothing of the demo's to send.
+    sqlx::query(&format!(
+        "INSERT INTO risk_alerts (id, project_id, opaque_id, customer_email, risk_score, risk_level, \
+         signals, channel, status, reason, attempts, created_at) \
+         SELECT j.value ->> 0, $1, j.value ->> 1, j.value ->> 2, CAST(j.value ->> 3 AS INTEGER), \
+         j.value ->> 4, j.value ->> 5, 'webhook', j.value ->> 6, j.value ->> 7, j.value ->> 8, \
+         j.value ->> 9 FROM {}",
+        backend.json_rows(2)
+    ))
+    .bind(project_id)
+    .bind(json_array(&rows))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Cancel-flow opens: (customer email, opened at).
+pub async fn insert_opens<'e>(
+    db: impl Writes<'e>,
+    backend: Backend,
+    project_id: &str,
+    rows: &[(String, String)],
+) -> Result<()> {
+    sqlx::query(&format!(
+        "INSERT INTO cancel_flow_opens (project_id, customer_email, opened_at) \
+         SELECT $1, j.value ->> 0, j.value ->> 1 FROM {}",
+        backend.json_rows(2)
+    ))
+    .bind(project_id)
+    .bind(json_array(rows))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Deletes the demo events with ids in `[from, to)` and their variants, answering how many
+/// events went. Recovered ones are first marked lost and their variants deleted before them,
+/// so each trigger reads what it counted the row under (a variant's recovery while its event
+/// exists, a recovered event's strategy while its variants exist) and takes back exactly that.
+pub async fn delete_events(
+    tx: &mut sqlx::AnyConnection,
+    project_id: &str,
+    from: &str,
+    to: &str,
+) -> Result<u64> {
+    let range = "project_id = $1 AND id >= $2 AND id < $3";
+    for sql in [
+        format!("UPDATE churn_events SET status = 'lost' WHERE {range} AND status = 'recovered'"),
+        "DELETE FROM recovery_variants WHERE project_id = $1 AND churn_event_id >= $2 \
+         AND churn_event_id < $3"
+            .to_owned(),
+    ] {
+        sqlx::query(&sql)
+            .bind(project_id)
+            .bind(from)
+            .bind(to)
+            .execute(&mut *tx)
+            .await?;
+    }
+    Ok(
+        sqlx::query(&format!("DELETE FROM churn_events WHERE {range}"))
+            .bind(project_id)
+            .bind(from)
+            .bind(to)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected(),
+    )
+}
+
+/// What [`delete_rest`] removed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Removed {
+    pub customers: u64,
+    pub payment_failures: u64,
+    pub alerts: u64,
+    pub cancel_flow: bool,
+}
+
+/// Deletes every demo row but the events ([`delete_events`]), the flow the seed stored while
+/// it is unchanged, and the marker.
+pub async fn delete_rest(
+    tx: &mut sqlx::AnyConnection,
+    project_id: &str,
+    marker: &Marker,
+) -> Result<Removed> {
+    let prefix = id_prefix(project_id);
+    // `prefix` ends with '-'; '.' is the next character.
+    let end = format!("{}.", prefix.trim_end_matches('-'));
+    let email = format!("%@{EMAIL_DOMAIN}");
+    let by_id = async |tx: &mut sqlx::AnyConnection, table: &str| -> Result<u64> {
+        Ok(sqlx::query(&format!(
+            "DELETE FROM {table} WHERE project_id = $1 AND id >= $2 AND id < $3"
+        ))
+        .bind(project_id)
+        .bind(&prefix)
+        .bind(&end)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected())
+    };
+    let by_email = async |tx: &mut sqlx::AnyConnection, table: &str, col: &str| -> Result<u64> {
+        Ok(sqlx::query(&format!(
+            "DELETE FROM {table} WHERE project_id = $1 AND {col} LIKE $2"
+        ))
+        .bind(project_id)
+        .bind(&email)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected())
+    };
+    let payment_failures = by_id(tx, "payment_failures").await?;
+    let alerts = by_id(tx, "risk_alerts").await?;
+    by_email(tx, "cancel_flow_opens", "customer_email").await?;
+    by_email(tx, "behavior_daily", "customer_email").await?;
+    // Scores first: the kept risk counts take a customer's level back with its score row.
+    by_email(tx, "risk_scores", "customer_email").await?;
+    let customers = by_email(tx, "customers", "email").await?;
+    let cancel_flow = match &marker.cancel_flow_at {
+        Some(at) => {
+            sqlx::query("DELETE FROM cancel_flows WHERE project_id = $1 AND updated_at = $2")
+                .bind(project_id)
+                .bind(at)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+                > 0
+        }
+        None => false,
+    };
+    sqlx::query("DELETE FROM demo_data WHERE project_id = $1")
+        .bind(project_id)
+        .execute(&mut *tx)
+        .await?;
+    Ok(Removed {
+        customers,
+        payment_failures,
+        alerts,
+        cancel_flow,
+    })
+}
