@@ -74,7 +74,7 @@ test("an event: ranked variants, edit a draft, send it, see it sent", async () =
   }, session.token);
   await call("POST", `/projects/acme/churn-events/${event.id}/generate`, undefined, session.token);
 
-  await page.getByRole("link", { name: "Churn events" }).click();
+  await page.getByRole("link", { name: "Churn events", exact: true }).click();
   await page.getByRole("link", { name: "dana@customer.example" }).waitFor();
   await checkA11y("events");
   await shot("events");
@@ -122,7 +122,7 @@ test("the overview at desktop and phone width", async () => {
   assert.equal(await page.locator("#rail").isVisible(), false, "the rail is folded");
   await checkA11y("overview-phone");
   await page.getByRole("link", { name: "Menu" }).click();
-  await page.getByRole("link", { name: "Churn events" }).waitFor();
+  await page.getByRole("link", { name: "Churn events", exact: true }).waitFor();
   await shot("menu-phone");
   await page.setViewportSize({ width: 1280, height: 860 });
   assert.deepEqual(cspViolations, [], "no page trips its Content-Security-Policy");

@@ -94,7 +94,7 @@ test("signed in: every page of a project, the account and the error page", async
   await page.getByLabel("Email").fill("ada@acme.example");
   await page.getByLabel("Password").fill("correct horse");
   await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("link", { name: "Churn events" }).waitFor();
+  await page.getByRole("link", { name: "Churn events", exact: true }).waitFor();
   for (const [name, path] of [
     ["overview", "/app/p/acme"],
     ["events", "/app/p/acme/events"],
