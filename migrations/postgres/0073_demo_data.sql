@@ -20,3 +20,6 @@ CREATE TABLE demo_data (
 CREATE INDEX churn_events_by_recovered ON churn_events (project_id, recovered_at, lost_at, created_at, mrr);
 CREATE INDEX churn_events_by_lost ON churn_events (project_id, lost_at, recovered_at, created_at);
 CREATE INDEX churn_events_by_reason ON churn_events (project_id, created_at, reason_code, mrr);
+-- A customer's latest event (the MRR that `at_risk` and "Needs you" count for a customer):
+-- without it SQLite walks the project's events by creation date for every risky customer.
+CREATE INDEX churn_events_by_customer_latest ON churn_events (project_id, customer_email, created_at, id);
