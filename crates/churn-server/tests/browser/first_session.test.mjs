@@ -10,7 +10,7 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { checkA11y as axe, openBrowser, screenshot, startServer } from "./harness.mjs";
+import { checkA11y as axe, openBrowser, screenshot, startServer, registerFounder } from "./harness.mjs";
 
 let server, base, browser, page, cspViolations;
 const checkA11y = (name) => axe(page, name);
@@ -35,13 +35,7 @@ after(async () => {
 });
 
 test("a first session: Stripe, an allowed origin, the cancel flow with its live preview, the widget used", async () => {
-  await page.goto(`${base}/app/register`);
-  await page.getByLabel("Your name").fill("Ada Founder");
-  await page.getByLabel("Email").fill("ada@acme.example");
-  await page.getByLabel(/^Password/).fill("correct horse");
-  await page.getByLabel("Your product's name").fill("Acme");
-  await page.getByRole("button", { name: "Create the account" }).click();
-  await page.getByRole("heading", { name: "Set up Acme" }).waitFor();
+  await registerFounder(page, base);
   assert.equal(await page.locator(".checklist > li.done").count(), 0);
 
   // Connect Stripe from Settings: the checklist's first step.

@@ -89,3 +89,14 @@ export async function checkA11y(page, name) {
 export async function screenshot(page, file) {
   await page.screenshot({ path: join(SHOTS, `${file}.png`), fullPage: true });
 }
+
+/** Registers Ada Founder of Acme through the registration page, which opens Acme's checklist. */
+export async function registerFounder(page, base) {
+  await page.goto(`${base}/app/register`);
+  await page.getByLabel("Your name").fill("Ada Founder");
+  await page.getByLabel("Email").fill("ada@acme.example");
+  await page.getByLabel(/^Password/).fill("correct horse");
+  await page.getByLabel("Your product's name").fill("Acme");
+  await page.getByRole("button", { name: "Create the account" }).click();
+  await page.getByRole("heading", { name: "Set up Acme" }).waitFor();
+}

@@ -10,7 +10,7 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { DEADLINE_MS, checkA11y as axe, openBrowser, screenshot, startServer } from "./harness.mjs";
+import { DEADLINE_MS, checkA11y as axe, openBrowser, screenshot, startServer, registerFounder } from "./harness.mjs";
 
 let server, base, browser, page, cspViolations;
 const checkA11y = (name) => axe(page, name);
@@ -40,13 +40,7 @@ after(async () => {
 
 
 test("settings: connect Stripe, replace the secret key once, copy buttons", async () => {
-  await page.goto(`${base}/app/register`);
-  await page.getByLabel("Your name").fill("Ada Founder");
-  await page.getByLabel("Email").fill("ada@acme.example");
-  await page.getByLabel(/^Password/).fill("correct horse");
-  await page.getByLabel("Your product's name").fill("Acme");
-  await page.getByRole("button", { name: "Create the account" }).click();
-  await page.getByRole("heading", { name: "Set up Acme" }).waitFor();
+  await registerFounder(page, base);
 
   await page.getByRole("link", { name: "Settings", exact: true }).click();
   await page.getByRole("heading", { name: "Settings", level: 1 }).waitFor();
