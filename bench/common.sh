@@ -30,16 +30,30 @@ row() {
 # start_server <sqlite|postgres>: a release server on a fresh database with rate limits off
 # and a signed-up user. BENCH_LOG: its log filter (keep `churn_server=info`, which says the address;
 # `sqlx::query=debug` logs every statement
-# with its time); BENCH_KEEP_LOG=<path>: its log is kept as <path>.<backend>. Sets WORK, DB, DBNAME, SERVER, ADDR, API and TOKEN.
+# with its time); BENCH_KEEP_LOG=<path>: its log is kept as <path>.<backend>.
+# BENCH_REUSE=<dir>: a database kept from an earlier run is used instead of a fresh one
+# (SQLite: <dir>/churn.db with its encryption.key, copied in; PostgreSQL: the database named in
+# <dir>/postgres, kept). Sets WORK, DB, DBNAME, REUSED, SERVER, ADDR, API and TOKEN.
 start_server() {
   WORK=$(mktemp -d)
   DBNAME=""
+  REUSED=""
   if [ "$1" = postgres ]; then
-    DBNAME="churn_bench_$$_$RANDOM"
-    psql "$PG_ADMIN" -qc "CREATE DATABASE $DBNAME" >/dev/null
-    DB="${PG_ADMIN%/*}/$DBNAME"
+    if [ -n "${BENCH_REUSE:-}" ] && [ -f "$BENCH_REUSE/postgres" ]; then
+      REUSED=$(cat "$BENCH_REUSE/postgres")
+      DB="${PG_ADMIN%/*}/$REUSED"
+    else
+      DBNAME="churn_bench_$$_$RANDOM"
+      psql "$PG_ADMIN" -qc "CREATE DATABASE $DBNAME" >/dev/null
+      DB="${PG_ADMIN%/*}/$DBNAME"
+    fi
   else
     DB="sqlite://$WORK/churn.db"
+    if [ -n "${BENCH_REUSE:-}" ] && [ -f "$BENCH_REUSE/churn.db" ]; then
+      REUSED=$BENCH_REUSE/churn.db
+      cp "$BENCH_REUSE/churn.db" "$WORK/churn.db"
+      cp "$BENCH_REUSE/encryption.key" "$WORK/encryption.key"
+    fi
   fi
   CHURN_BIND=127.0.0.1:0 CHURN_DATABASE_URL="$DB" CHURN_DATA_DIR="$WORK" CHURN_RATE_LIMITS=off \
     CHURN_LOG="${BENCH_LOG:-warn,churn_server=info}" CHURN_LOG_FORMAT=json "$BIN" 2>"$WORK/server.log" &
@@ -52,13 +66,33 @@ start_server() {
   done
   [ -n "$ADDR" ] || { cat "$WORK/server.log" >&2; exit 1; }
   API="http://$ADDR/api/v1"
-  TOKEN=$(curl -sf "$API/auth/register" -H 'content-type: application/json' \
-    -d '{"name":"Bench","email":"bench@example.com","password":"benchmark password"}' | jq -r .data.token)
+  if [ -n "$REUSED" ]; then
+    TOKEN=$(curl -sf "$API/auth/login" -H 'content-type: application/json' \
+      -d '{"email":"bench@example.com","password":"benchmark password"}' | jq -r .data.token)
+  else
+    TOKEN=$(curl -sf "$API/auth/register" -H 'content-type: application/json' \
+      -d '{"name":"Bench","email":"bench@example.com","password":"benchmark password"}' | jq -r .data.token)
+  fi
+}
+
+# keep_database: with BENCH_REUSE set, keeps the fresh database just filled for the next run
+# (the server is stopped first: the SQLite copy is taken at rest).
+keep_database() {
+  [ -n "${BENCH_REUSE:-}" ] && [ -z "$REUSED" ] || return 0
+  mkdir -p "$BENCH_REUSE"
+  if [ -n "$DBNAME" ]; then
+    echo "$DBNAME" >"$BENCH_REUSE/postgres"
+    DBNAME=""
+  else
+    cp "$WORK/churn.db" "$BENCH_REUSE/churn.db"
+    cp "$WORK/encryption.key" "$BENCH_REUSE/encryption.key"
+  fi
 }
 
 stop_server() {
   kill "$SERVER"
   wait "$SERVER" 2>/dev/null || true
+  keep_database
   if [ -n "$DBNAME" ]; then psql "$PG_ADMIN" -qc "DROP DATABASE $DBNAME WITH (FORCE)" >/dev/null; fi
   if [ -n "${BENCH_KEEP_LOG:-}" ]; then cp "$WORK/server.log" "$BENCH_KEEP_LOG.$BACKEND"; fi
   rm -rf "$WORK"

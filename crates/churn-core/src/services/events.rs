@@ -293,6 +293,20 @@ impl Core {
         ))
     }
 
+    /// A customer's churn events (the email as churn normalises it), newest first, at most
+    /// `limit`: the customer's page.
+    pub async fn customer_churn_events(
+        &self,
+        access: &ProjectAccess,
+        email: &str,
+        limit: i64,
+    ) -> Result<Vec<ChurnEvent>> {
+        self.authorize_events(access, Permission::Read)?;
+        let email = email.trim().to_lowercase();
+        let rows = events::of_customer(self.store.reader(), &access.project.id, &email, limit).await?;
+        Ok(rows.into_iter().map(|r| event_view(r, None)).collect())
+    }
+
     pub async fn list_events_legacy(
         &self,
         access: &ProjectAccess,

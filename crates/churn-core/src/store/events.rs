@@ -596,11 +596,23 @@ pub async fn list<'e>(
     };
     let (clause, params) = where_clause(filter);
     let n = params.len();
-    let sql = format!(
-        "SELECT {COLUMNS} FROM churn_events e WHERE {clause} ORDER BY {key}, e.id {dir} LIMIT ${} OFFSET ${}",
-        n + 2,
-        n + 3
-    );
+    let sql = if filter.q.is_some() {
+        // A search picks the page's ids first and reads only their rows: SQLite otherwise
+        // walked the whole project's rows to test each email (1.5 s at 1,000,000 events
+        // against 0.1 s, bench/dashboard.sh).
+        format!(
+            "SELECT {COLUMNS} FROM churn_events e WHERE e.id IN (SELECT e.id FROM churn_events e \
+             WHERE {clause} ORDER BY {key}, e.id {dir} LIMIT ${} OFFSET ${}) ORDER BY {key}, e.id {dir}",
+            n + 2,
+            n + 3
+        )
+    } else {
+        format!(
+            "SELECT {COLUMNS} FROM churn_events e WHERE {clause} ORDER BY {key}, e.id {dir} LIMIT ${} OFFSET ${}",
+            n + 2,
+            n + 3
+        )
+    };
     let mut query = sqlx::query_as::<_, EventRecord>(&sql).bind(project_id);
     for p in params {
         query = query.bind(p);
@@ -610,6 +622,25 @@ pub async fn list<'e>(
         events.reverse();
     }
     Ok(events)
+}
+
+/// A customer's events (exact email), newest first: read from
+/// `churn_events_by_customer_latest`, where a search (`LIKE '%q%'`) would scan the project.
+pub async fn of_customer<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    email: &str,
+    limit: i64,
+) -> Result<Vec<EventRecord>> {
+    Ok(sqlx::query_as::<_, EventRecord>(&format!(
+        "SELECT {COLUMNS} FROM churn_events e WHERE e.project_id = $1 AND e.customer_email = $2 \
+         ORDER BY e.created_at DESC, e.id DESC LIMIT $3"
+    ))
+    .bind(project_id)
+    .bind(email)
+    .bind(limit)
+    .fetch_all(db)
+    .await?)
 }
 
 /// How many events match, from the counts the triggers keep (no scan of the events) unless

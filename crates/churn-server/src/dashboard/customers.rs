@@ -11,7 +11,6 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use churn_core::api::behavior::{Customer, CustomerEventsQuery, CustomerQuery};
-use churn_core::api::events::ListQuery;
 use churn_core::services::ProjectAccess;
 use serde::Deserialize;
 
@@ -345,16 +344,7 @@ pub async fn page(
             },
         )
         .await?;
-    let (events, _) = core
-        .list_events(
-            &access,
-            ListQuery {
-                q: Some(email.clone()),
-                per_page: Some(100),
-                ..Default::default()
-            },
-        )
-        .await?;
+    let events = core.customer_churn_events(&access, &email, 100).await?;
     let failures = payments.customer_failures(&access, &email).await?;
     let frame = Frame::new(&signed, &access, &projects, "customers", None);
     let base = frame.base();
