@@ -455,6 +455,7 @@ pub async fn save(
         tone_sequence: Some(sequence),
         send_emails: Some(form.send_emails.is_some()),
         sender_name: Some(form.sender_name),
+        ..Default::default()
     };
     s.churn.payments().put_dunning_config(&access, req).await?;
     Ok(Redirect::to(&format!(

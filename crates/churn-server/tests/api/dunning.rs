@@ -173,7 +173,8 @@ async fn a_soft_decline_an_error_then_success(backend: Backend) {
     let s = setup(backend).await;
     s.verified_sender().await;
     s.configure(
-        json!({"max_retries": 3, "retry_interval_hours": 24, "sender_name": "Acme Billing"}),
+        json!({"max_retries": 3, "retry_interval_hours": 24, "sender_name": "Acme Billing",
+            "schedule": "fixed"}),
     )
     .await;
     s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
@@ -281,7 +282,7 @@ async fn a_soft_decline_an_error_then_success(backend: Backend) {
 async fn hard_declines_advice_codes_and_exhaustion(backend: Backend) {
     let s = setup(backend).await;
     s.verified_sender().await;
-    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1}))
+    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1, "schedule": "fixed"}))
         .await;
     // A soft-looking code with the advice not to retry: abandoned, no email.
     s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
@@ -533,7 +534,7 @@ async fn manual_retries(backend: Backend) {
 
 async fn custom_retry_url_and_razorpay_reminders(backend: Backend) {
     let s = setup(backend).await;
-    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1}))
+    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1, "schedule": "fixed"}))
         .await;
     let retry_url = format!("{}/billing/retry", s.fake.base);
     s.app
@@ -601,7 +602,7 @@ async fn custom_retry_url_and_razorpay_reminders(backend: Backend) {
 
 async fn custom_retry_calls_carry_both_signatures_after_a_rotation(backend: Backend) {
     let s = setup(backend).await;
-    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1}))
+    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1, "schedule": "fixed"}))
         .await;
     let retry_url = format!("{}/billing/retry", s.fake.base);
     s.app
@@ -677,7 +678,8 @@ async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(back
         config["data"],
         json!({"enabled": true, "max_retries": 4, "retry_interval_hours": 72,
             "tone_sequence": ["friendly", "professional", "urgent", "final"],
-            "send_emails": true, "sender_name": "Billing Team"})
+            "send_emails": true, "sender_name": "Billing Team", "schedule": "smart",
+            "final_action": "none"})
     );
     for (body, field) in [
         (json!({"max_retries": 11}), "max_retries"),
@@ -707,7 +709,7 @@ async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(back
         )
         .await;
     let updated = s
-        .configure(json!({"tone_sequence": ["urgent"], "retry_interval_hours": 1}))
+        .configure(json!({"tone_sequence": ["urgent"], "retry_interval_hours": 1, "schedule": "fixed"}))
         .await;
     assert_eq!(
         (&updated["tone_sequence"], &updated["max_retries"]),

@@ -1,12 +1,13 @@
 //! Payments: connections to payment providers (`connections`), their inbound events
 //! (`webhooks`, verified and mapped; `intake`, written in groups), and dunning (`dunning`): retries, tone emails, configuration, lists and
-//! statistics.
+//! statistics, and what ends the subscription of a payment given up (`final_action`).
 //! The only capability holding the provider clients: it owns the encryption key that opens
 //! their credentials and the tenant outbound client their calls go through; it sends
 //! dunning emails through the [`Sending`] capability's sender and transport.
 
 mod connections;
 mod dunning;
+mod final_action;
 pub(super) mod intake;
 mod promotions;
 mod webhooks;
