@@ -26,7 +26,7 @@ both_backends!(
 const INVOICE: &str = "in_1SXa2YHOQNg4XnOMkV3r8c2Q";
 
 impl Setup {
-    async fn advance_hours(&self, hours: i64) {
+    pub(crate) async fn advance_hours(&self, hours: i64) {
         self.app
             .expect(
                 self.app
@@ -37,7 +37,7 @@ impl Setup {
             .await;
     }
 
-    async fn configure(&self, config: Value) -> Value {
+    pub(crate) async fn configure(&self, config: Value) -> Value {
         self.app
             .expect(
                 self.app
@@ -83,7 +83,7 @@ impl Setup {
         self.detail(&id).await
     }
 
-    async fn detail(&self, id: &str) -> Value {
+    pub(crate) async fn detail(&self, id: &str) -> Value {
         self.app
             .expect(
                 self.app
@@ -98,7 +98,7 @@ impl Setup {
             .clone()
     }
 
-    async fn pay_answers(&self, invoice: &str, answer: ResponseTemplate) {
+    pub(crate) async fn pay_answers(&self, invoice: &str, answer: ResponseTemplate) {
         Mock::given(method("POST"))
             .and(path(format!("/v1/invoices/{invoice}/pay")))
             .respond_with(answer)
@@ -130,7 +130,7 @@ impl Setup {
     }
 }
 
-fn decline(code: &str, advice: Option<&str>) -> ResponseTemplate {
+pub(crate) fn decline(code: &str, advice: Option<&str>) -> ResponseTemplate {
     ResponseTemplate::new(402).set_body_json(json!({"error": {"type": "card_error",
         "code": "card_declined", "decline_code": code, "advice_code": advice,
         "message": "Your card was declined."}}))
@@ -709,7 +709,9 @@ async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(back
         )
         .await;
     let updated = s
-        .configure(json!({"tone_sequence": ["urgent"], "retry_interval_hours": 1, "schedule": "fixed"}))
+        .configure(
+            json!({"tone_sequence": ["urgent"], "retry_interval_hours": 1, "schedule": "fixed"}),
+        )
         .await;
     assert_eq!(
         (&updated["tone_sequence"], &updated["max_retries"]),
