@@ -88,6 +88,10 @@ pub struct DunningConfig {
     /// What churn does to the Stripe subscription when it gives a payment up.
     #[serde(default)]
     pub final_action: FinalAction,
+    /// Percent off (0–90; 0: none) that the final tone's email offers with a code made at
+    /// Stripe for the customer.
+    #[serde(default)]
+    pub last_chance_discount: i64,
 }
 
 impl Default for DunningConfig {
@@ -101,6 +105,7 @@ impl Default for DunningConfig {
             sender_name: "Billing Team".into(),
             schedule: Schedule::Smart,
             final_action: FinalAction::None,
+            last_chance_discount: 0,
         }
     }
 }
@@ -119,6 +124,8 @@ pub struct UpdateDunningConfig {
     pub sender_name: Option<String>,
     pub schedule: Option<Schedule>,
     pub final_action: Option<FinalAction>,
+    #[schema(minimum = 0, maximum = 90)]
+    pub last_chance_discount: Option<i64>,
 }
 
 /// A payment failure as lists show it.

@@ -234,6 +234,38 @@ pub struct DunningFacts<'a> {
     /// Where the customer can pay (the provider's hosted page), when known.
     pub payment_link: Option<&'a str>,
     pub sender_name: &'a str,
+    /// The last-chance discount the final tone offers, made real at the provider.
+    pub offer: Option<&'a LastChance>,
+}
+
+/// A last-chance discount (decisions §18): a one-customer code for `percent_off` % off for
+/// [`LAST_CHANCE_MONTHS`] month(s).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastChance {
+    pub code: String,
+    pub percent_off: i64,
+}
+
+pub const LAST_CHANCE_MONTHS: i64 = 1;
+
+impl LastChance {
+    /// The offer of the record `failure_id`: its code derives from the record (the random
+    /// tail of its id) and the percentage, so every send of it names the same code.
+    pub fn of(failure_id: &str, percent_off: i64) -> Self {
+        let tail: String = failure_id
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .rev()
+            .take(8)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        Self {
+            code: format!("LASTCHANCE{percent_off}-{}", tail.to_ascii_uppercase()),
+            percent_off,
+        }
+    }
 }
 
 /// Currencies without minor units (amounts are already whole units).
@@ -269,6 +301,14 @@ pub fn render(tone: Tone, facts: &DunningFacts<'_>) -> (String, String) {
         Some(link) => format!("You can pay here: {link}"),
         None => "Please reply to this email or update your payment method.".to_owned(),
     };
+    let action = match (tone, facts.offer) {
+        (Tone::Final, Some(offer)) => format!(
+            "{action}\n\nAs a last chance, use the code {} for {}% off your subscription for \
+             one month once your payment goes through.",
+            offer.code, offer.percent_off
+        ),
+        _ => action,
+    };
     let fill = |text: &str| {
         text.replace("{amount}", &format_amount(facts.amount, facts.currency))
             .replace("{reason}", customer_reason(facts.decline_code))
@@ -290,6 +330,7 @@ mod tests {
             decline_code: Some("stolen_card"),
             payment_link: Some("https://invoice.example/i/1"),
             sender_name: "Billing Team",
+            offer: None,
         };
         for tone in Tone::ALL {
             let (subject, body) = render(tone, &facts);
@@ -393,6 +434,7 @@ mod tests {
             decline_code: Some("insufficient_funds"),
             payment_link: Some("https://invoice.example/i/42"),
             sender_name: "Acme Billing",
+            offer: None,
         };
         let rendered: Vec<String> = Tone::ALL
             .iter()
@@ -482,6 +524,25 @@ mod tests {
             retry("2026-05-29T08:00:00Z", Some("issuer_not_available")),
             NextRetry::At(at("2026-05-30T08:00:00Z"))
         );
+    }
+
+    #[test]
+    fn the_final_email_with_a_last_chance_offer() {
+        let offer = LastChance::of("019ac1f2-7d7e-7c41-8e3b-5f1a2b3c4d5e", 30);
+        assert_eq!(offer.code, "LASTCHANCE30-2B3C4D5E");
+        let facts = DunningFacts {
+            amount: 4900,
+            currency: "eur",
+            decline_code: Some("insufficient_funds"),
+            payment_link: Some("https://invoice.example/i/42"),
+            sender_name: "Acme Billing",
+            offer: Some(&offer),
+        };
+        // Only the final tone offers it.
+        let (_, urgent) = render(Tone::Urgent, &facts);
+        assert!(!urgent.contains("LASTCHANCE"));
+        let (subject, body) = render(Tone::Final, &facts);
+        insta::assert_snapshot!(format!("Subject: {subject}\n\n{body}\n"));
     }
 
     #[test]

@@ -679,7 +679,7 @@ async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(back
         json!({"enabled": true, "max_retries": 4, "retry_interval_hours": 72,
             "tone_sequence": ["friendly", "professional", "urgent", "final"],
             "send_emails": true, "sender_name": "Billing Team", "schedule": "smart",
-            "final_action": "none"})
+            "final_action": "none", "last_chance_discount": 0})
     );
     for (body, field) in [
         (json!({"max_retries": 11}), "max_retries"),

@@ -15,6 +15,7 @@ use churn_core::both_backends;
 both_backends!(
     smart_retries_by_decline_class_until_the_window_closes,
     final_actions_pause_retry_refuse_and_skip,
+    the_final_email_offers_a_last_chance_code_made_at_stripe,
 );
 
 const INVOICE: &str = "in_1SXa2YHOQNg4XnOMkV3r8c2Q";
@@ -66,13 +67,18 @@ impl Setup {
         &self,
         id: &str,
     ) -> Vec<(String, Option<String>, Vec<(String, String)>)> {
+        self.calls(&format!("/v1/subscriptions/{id}")).await
+    }
+
+    /// The calls to `at` at the fake: (method, idempotency key, form pairs).
+    async fn calls(&self, at: &str) -> Vec<(String, Option<String>, Vec<(String, String)>)> {
         self.fake
             .mock
             .received_requests()
             .await
             .unwrap()
             .iter()
-            .filter(|r| r.url.path() == format!("/v1/subscriptions/{id}"))
+            .filter(|r| r.url.path() == at)
             .map(|r| {
                 (
                     r.method.to_string(),
@@ -317,4 +323,101 @@ async fn final_actions_pause_retry_refuse_and_skip(backend: Backend) {
             &json!("churn ends only Stripe subscriptions, not custom")
         )
     );
+}
+
+async fn the_final_email_offers_a_last_chance_code_made_at_stripe(backend: Backend) {
+    let s = setup(backend).await;
+    s.verified_sender().await;
+    s.configure(json!({"max_retries": 3, "retry_interval_hours": 1, "schedule": "fixed",
+        "tone_sequence": ["final"], "last_chance_discount": 25}))
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/coupons"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"id": "lc_coupon"})))
+        .mount(&s.fake.mock)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/promotion_codes"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"id": "promo_1", "code": "x"})),
+        )
+        .mount(&s.fake.mock)
+        .await;
+    s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
+        .await;
+    s.app.run_jobs().await;
+    let id = s.failure_of("jenny.rosen@example.com").await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let code = format!("LASTCHANCE25-{}", id[id.len() - 8..].to_uppercase());
+    // A soft decline: the final tone again, with the same code and the same keys.
+    s.pay_answers(INVOICE, decline("insufficient_funds", None))
+        .await;
+    s.advance_hours(1).await;
+    s.app.run_jobs().await;
+    let pairs = |p: &[(&str, &str)]| {
+        p.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<Vec<_>>()
+    };
+    let coupon = (
+        "POST".to_owned(),
+        Some(format!("churn-failure-{id}-25-coupon")),
+        pairs(&[
+            ("percent_off", "25"),
+            ("duration", "repeating"),
+            ("duration_in_months", "1"),
+        ]),
+    );
+    let sorted = |mut calls: Vec<(String, Option<String>, Vec<(String, String)>)>| {
+        for call in &mut calls {
+            call.2.sort();
+        }
+        calls
+    };
+    assert_eq!(
+        sorted(s.calls("/v1/coupons").await),
+        sorted(vec![coupon.clone(), coupon])
+    );
+    let promotion = (
+        "POST".to_owned(),
+        Some(format!("churn-failure-{id}-25-promotion-code")),
+        pairs(&[
+            ("coupon", "lc_coupon"),
+            ("code", &code),
+            ("max_redemptions", "1"),
+            ("customer", "cus_TS6KX04w045BN9"),
+        ]),
+    );
+    assert_eq!(
+        sorted(s.calls("/v1/promotion_codes").await),
+        sorted(vec![promotion.clone(), promotion])
+    );
+    let mails = s.dunning_mails();
+    assert_eq!(mails.len(), 2, "{mails:#?}");
+    for mail in &mails {
+        assert!(
+            mail.contains(&format!(
+                "use the code {code} for 25% off your subscription for one month"
+            )),
+            "{mail}"
+        );
+    }
+    // A record of another provider has no Stripe customer: the final email without an offer.
+    s.send_custom(json!({"id": "c1", "type": "payment.failed",
+        "customer_email": "ada@example.com", "amount": 1200, "currency": "eur",
+        "payment_id": "p_9"}))
+        .await;
+    s.app.run_jobs().await;
+    let to_ada = s
+        .dunning_mails()
+        .into_iter()
+        .find(|m| m.contains("To: ada@example.com"))
+        .unwrap();
+    assert!(
+        to_ada.contains("Final notice") && !to_ada.contains("last chance"),
+        "{to_ada}"
+    );
+    assert_eq!(s.calls("/v1/coupons").await.len(), 2);
 }

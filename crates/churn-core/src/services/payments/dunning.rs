@@ -14,14 +14,15 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::Payments;
+use super::{Payments, Promotion};
 use super::final_action::{final_job, parse_result};
 use crate::api::payments::{
     DunningConfig, DunningEmail, PaymentAttempt, PaymentFailure, PaymentFailureDetail,
     PaymentFailureList, PaymentFailureQuery, PaymentFailureStats, RetryResult, UpdateDunningConfig,
 };
 use crate::domain::dunning::{
-    DeclineClass, DunningFacts, NextRetry, Tone, classify, next_retry, render, tone_at,
+    DeclineClass, DunningFacts, LAST_CHANCE_MONTHS, LastChance, NextRetry, Tone, classify,
+    next_retry, render, tone_at,
 };
 use crate::domain::provider::Provider;
 use crate::domain::role::Permission;
@@ -176,6 +177,13 @@ impl Payments {
         }
         if let Some(action) = req.final_action {
             config.final_action = action;
+        }
+        if let Some(percent) = req.last_chance_discount {
+            if (0..=90).contains(&percent) {
+                config.last_chance_discount = percent;
+            } else {
+                v.add("last_chance_discount", "must be between 0 and 90");
+            }
         }
         v.finish()?;
         let mut tx = self.core.store.begin().await?;
@@ -667,6 +675,37 @@ impl Payments {
         Ok(())
     }
 
+    /// The last-chance offer of a final email, its code made at Stripe first: only for a
+    /// Stripe record with a customer id, while Stripe is connected; a provider error fails
+    /// the email (tried again with the same keys, so no second coupon).
+    async fn last_chance(
+        &self,
+        record: &FailureRecord,
+        config: &DunningConfig,
+        tone: Tone,
+    ) -> Result<Option<LastChance>> {
+        let percent = config.last_chance_discount;
+        let customer = match (&record.provider_customer_id, record.provider) {
+            (Some(customer), Provider::Stripe) if tone == Tone::Final && percent > 0 => customer,
+            _ => return Ok(None),
+        };
+        let offer = LastChance::of(&record.id, percent);
+        let promotion = Promotion {
+            project_id: record.project_id.clone(),
+            scope: format!("failure-{}-{percent}", record.id),
+            code: offer.code.clone(),
+            percent_off: percent,
+            months: LAST_CHANCE_MONTHS,
+            customer_id: Some(customer.clone()),
+        };
+        match self.issue(&promotion).await {
+            Ok(()) => Ok(Some(offer)),
+            // Stripe disconnected: the email goes out without an offer.
+            Err(Error::Conflict(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Job `dunning_email`: the tone's email from the verified sender, or a logged skip.
     pub(crate) async fn send_dunning_email(
         &self,
@@ -709,6 +748,7 @@ impl Payments {
         let Some(transport) = &self.sending.mailer.transport else {
             return skip("email is not configured").await;
         };
+        let offer = self.last_chance(&record, &config, tone).await?;
         let (subject, text) = render(
             tone,
             &DunningFacts {
@@ -717,6 +757,7 @@ impl Payments {
                 decline_code: record.decline_code.as_deref(),
                 payment_link: record.payment_link.as_deref(),
                 sender_name: &config.sender_name,
+                offer: offer.as_ref(),
             },
         );
         let address = super::super::sender_address(&sender.from);
