@@ -97,6 +97,9 @@ pub enum Job {
         failure_id: String,
         action: crate::domain::dunning::FinalAction,
     },
+    /// The email to one owner or admin (`to`) about a large payment failure
+    /// (`notify_team_min_amount`), enqueued with the record.
+    DunningTeamNotice { failure_id: String, to: String },
     /// The email of an invitation still open; its token is made again from the id.
     InvitationEmail { invitation_id: String },
     /// Autopilot's first send for an event, or its follow-up.
@@ -128,9 +131,10 @@ impl Job {
             Job::ExpireEvent { .. } | Job::Autopilot { .. } => QUADRATIC,
             // Provider errors are rescheduled by the step itself; this covers storage errors.
             Job::ApplyOffer { .. } => QUADRATIC,
-            Job::AccountEmail { .. } | Job::DunningEmail { .. } | Job::InvitationEmail { .. } => {
-                EMAIL
-            }
+            Job::AccountEmail { .. }
+            | Job::DunningEmail { .. }
+            | Job::DunningTeamNotice { .. }
+            | Job::InvitationEmail { .. } => EMAIL,
             Job::ScoreProject { .. } => QUADRATIC,
             // Provider errors are rescheduled by the step itself; this covers storage errors.
             Job::DunningRetry { .. } => QUADRATIC,
@@ -151,7 +155,8 @@ impl Job {
             Job::ScoreProject { project_id, .. } => Some((Owner::Project, project_id)),
             Job::DunningRetry { failure_id, .. }
             | Job::DunningEmail { failure_id, .. }
-            | Job::DunningFinalAction { failure_id, .. } => Some((Owner::Failure, failure_id)),
+            | Job::DunningFinalAction { failure_id, .. }
+            | Job::DunningTeamNotice { failure_id, .. } => Some((Owner::Failure, failure_id)),
             Job::InvitationEmail { invitation_id } => Some((Owner::Invitation, invitation_id)),
             Job::DeliverAlert { alert_id, .. } => Some((Owner::Alert, alert_id)),
         }
@@ -287,6 +292,9 @@ impl RunJob for Churn {
             }
             Job::DunningFinalAction { failure_id, action } => {
                 self.payments().run_final_action(failure_id, *action).await
+            }
+            Job::DunningTeamNotice { failure_id, to } => {
+                self.payments().send_team_notice(failure_id, to, run).await
             }
             Job::InvitationEmail { invitation_id } => {
                 self.team().send_invitation_email(invitation_id, run).await

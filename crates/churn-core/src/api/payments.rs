@@ -92,6 +92,10 @@ pub struct DunningConfig {
     /// Stripe for the customer.
     #[serde(default)]
     pub last_chance_discount: i64,
+    /// Minor units (0: never): a record whose first failure is at least this much emails the
+    /// project's owner and admins once.
+    #[serde(default)]
+    pub notify_team_min_amount: i64,
 }
 
 impl Default for DunningConfig {
@@ -106,6 +110,7 @@ impl Default for DunningConfig {
             schedule: Schedule::Smart,
             final_action: FinalAction::None,
             last_chance_discount: 0,
+            notify_team_min_amount: 0,
         }
     }
 }
@@ -126,6 +131,8 @@ pub struct UpdateDunningConfig {
     pub final_action: Option<FinalAction>,
     #[schema(minimum = 0, maximum = 90)]
     pub last_chance_discount: Option<i64>,
+    #[schema(minimum = 0)]
+    pub notify_team_min_amount: Option<i64>,
 }
 
 /// A payment failure as lists show it.

@@ -285,6 +285,36 @@ pub fn format_amount(amount: i64, currency: &str) -> String {
     format!("{sign}{}.{:02} {code}", abs / 100, abs % 100)
 }
 
+/// A failure large enough for the team to hear of it (`notify_team_min_amount`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeamNotice<'a> {
+    pub project_name: &'a str,
+    pub customer_email: &'a str,
+    pub amount: i64,
+    pub currency: &'a str,
+    pub failure_reason: Option<&'a str>,
+    /// The record's page in the dashboard.
+    pub link: &'a str,
+}
+
+/// The subject and text of the team's email about a large failure; unlike the customer's,
+/// it names the provider's reason as is.
+pub fn render_team_notice(n: &TeamNotice<'_>) -> (String, String) {
+    let amount = format_amount(n.amount, n.currency);
+    let reason = n
+        .failure_reason
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
+    (
+        format!("{}: a payment of {amount} failed", n.project_name),
+        format!(
+            "Hello,\n\nA payment of {amount} by {} failed{reason} in {}. churn is \
+             recovering it as your dunning configuration says.\n\nDetails: {}",
+            n.customer_email, n.project_name, n.link
+        ),
+    )
+}
+
 /// The subject and text of the email of `tone`.
 pub fn render(tone: Tone, facts: &DunningFacts<'_>) -> (String, String) {
     let (_, subject, body) = TEMPLATES
@@ -543,6 +573,29 @@ mod tests {
         assert!(!urgent.contains("LASTCHANCE"));
         let (subject, body) = render(Tone::Final, &facts);
         insta::assert_snapshot!(format!("Subject: {subject}\n\n{body}\n"));
+    }
+
+    #[test]
+    fn the_team_notice_names_amount_customer_reason_and_link() {
+        let notice = TeamNotice {
+            project_name: "Acme",
+            customer_email: "jenny@example.com",
+            amount: 250000,
+            currency: "usd",
+            failure_reason: Some("Your card has insufficient funds."),
+            link: "https://churn.example/app/p/acme/payments/f1",
+        };
+        let (subject, body) = render_team_notice(&notice);
+        assert_eq!(subject, "Acme: a payment of 2500.00 USD failed");
+        assert!(body.contains(
+            "A payment of 2500.00 USD by jenny@example.com failed (Your card has insufficient funds.) in Acme."
+        ));
+        assert!(body.ends_with("Details: https://churn.example/app/p/acme/payments/f1"));
+        let (_, body) = render_team_notice(&TeamNotice {
+            failure_reason: None,
+            ..notice
+        });
+        assert!(body.contains("jenny@example.com failed in Acme."));
     }
 
     #[test]

@@ -16,6 +16,7 @@ both_backends!(
     smart_retries_by_decline_class_until_the_window_closes,
     final_actions_pause_retry_refuse_and_skip,
     the_final_email_offers_a_last_chance_code_made_at_stripe,
+    a_large_first_failure_emails_the_owner_and_admins_once,
 );
 
 const INVOICE: &str = "in_1SXa2YHOQNg4XnOMkV3r8c2Q";
@@ -420,4 +421,47 @@ async fn the_final_email_offers_a_last_chance_code_made_at_stripe(backend: Backe
         "{to_ada}"
     );
     assert_eq!(s.calls("/v1/coupons").await.len(), 2);
+}
+
+async fn a_large_first_failure_emails_the_owner_and_admins_once(backend: Backend) {
+    let s = setup(backend).await;
+    crate::team::join(&s.app, &s.token, "admin@acme.io", "admin").await;
+    crate::team::join(&s.app, &s.token, "member@acme.io", "member").await;
+    s.configure(json!({"notify_team_min_amount": 2990})).await;
+    let notices = || {
+        let mut to: Vec<String> = s
+            .app
+            .outbox()
+            .into_iter()
+            .filter(|m| m.contains("a payment of"))
+            .map(|m| {
+                assert!(m.contains("by jenny.rosen@example.com failed"), "{m}");
+                m.lines()
+                    .find(|l| l.starts_with("To: "))
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        to.sort();
+        to
+    };
+    // At the threshold: the owner and the admin, once, though Stripe delivers the event
+    // twice and then a later failure of the same invoice.
+    let event = fixture("a_basil_invoice_payment_failed");
+    s.send_a(&event, 200).await;
+    s.send_a(&event, 200).await;
+    let mut again: Value = serde_json::from_str(&event).unwrap();
+    again["id"] = json!("evt_again");
+    s.send_a(&again.to_string(), 200).await;
+    s.app.run_jobs().await;
+    s.app.run_jobs().await;
+    let expected = ["To: admin@acme.io", "To: owner@acme.io"].map(String::from);
+    assert_eq!(notices(), expected);
+    // Below it: nothing more.
+    s.send_custom(json!({"id": "c1", "type": "payment.failed",
+        "customer_email": "ada@example.com", "amount": 2989, "currency": "usd",
+        "payment_id": "p_9"}))
+        .await;
+    s.app.run_jobs().await;
+    assert_eq!(notices(), expected);
 }

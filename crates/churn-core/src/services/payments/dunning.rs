@@ -185,6 +185,13 @@ impl Payments {
                 v.add("last_chance_discount", "must be between 0 and 90");
             }
         }
+        if let Some(amount) = req.notify_team_min_amount {
+            if amount >= 0 {
+                config.notify_team_min_amount = amount;
+            } else {
+                v.add("notify_team_min_amount", "must be 0 or more");
+            }
+        }
         v.finish()?;
         let mut tx = self.core.store.begin().await?;
         dunning::put(&mut *tx, &access.project.id, &config, self.core.now()).await?;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use super::dunning::first_jobs;
+use super::team_notice::team_notice_jobs;
 use crate::api::payments::{DunningConfig, WebhookAction};
 use crate::domain::behavior::{MAX_ID, parse_event};
 use crate::domain::dunning::{DeclineClass, NextRetry, classify, next_retry};
@@ -168,6 +169,8 @@ async fn record_failures(
     for ((n, d, f, record, event), inserted) in candidates.into_iter().zip(inserted) {
         if inserted {
             jobs.extend(first_jobs(&record, &d.dunning, d.now));
+            let notices = team_notice_jobs(tx, &record, &d.dunning).await?;
+            jobs.extend(notices.into_iter().map(|job| (job, d.now)));
             events.push((event, &d.project.settings.autopilot));
             actions[n] = WebhookAction::PaymentFailureCreated;
         } else {
