@@ -679,13 +679,19 @@ async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(back
         json!({"enabled": true, "max_retries": 4, "retry_interval_hours": 72,
             "tone_sequence": ["friendly", "professional", "urgent", "final"],
             "send_emails": true, "sender_name": "Billing Team", "schedule": "smart",
-            "final_action": "none", "last_chance_discount": 0})
+            "final_action": "none", "last_chance_discount": 0,
+            "notify_team_min_amount": 0})
     );
     for (body, field) in [
         (json!({"max_retries": 11}), "max_retries"),
         (json!({"retry_interval_hours": 0}), "retry_interval_hours"),
         (json!({"tone_sequence": []}), "tone_sequence"),
         (json!({"sender_name": "x".repeat(101)}), "sender_name"),
+        (json!({"last_chance_discount": 91}), "last_chance_discount"),
+        (json!({"last_chance_discount": -1}), "last_chance_discount"),
+        (json!({"notify_team_min_amount": -1}), "notify_team_min_amount"),
+        (json!({"schedule": "weekly"}), "schedule"),
+        (json!({"final_action": "refund"}), "final_action"),
     ] {
         let refused = s
             .app
