@@ -400,7 +400,12 @@ pub async fn page(
             .as_ref()
             .map(|r| {
                 let error = r.error.as_ref().map(|e| format!(" ({e})"));
-                format!("{}: {}{}", r.action.as_str(), r.outcome, error.unwrap_or_default())
+                format!(
+                    "{}: {}{}",
+                    r.action.as_str(),
+                    r.outcome,
+                    error.unwrap_or_default()
+                )
             })
             .unwrap_or_default(),
         attempts: detail

@@ -689,7 +689,10 @@ async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(back
         (json!({"sender_name": "x".repeat(101)}), "sender_name"),
         (json!({"last_chance_discount": 91}), "last_chance_discount"),
         (json!({"last_chance_discount": -1}), "last_chance_discount"),
-        (json!({"notify_team_min_amount": -1}), "notify_team_min_amount"),
+        (
+            json!({"notify_team_min_amount": -1}),
+            "notify_team_min_amount",
+        ),
         (json!({"schedule": "weekly"}), "schedule"),
         (json!({"final_action": "refund"}), "final_action"),
     ] {

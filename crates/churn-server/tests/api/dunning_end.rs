@@ -22,6 +22,9 @@ both_backends!(
 const INVOICE: &str = "in_1SXa2YHOQNg4XnOMkV3r8c2Q";
 const SUBSCRIPTION: &str = "sub_1SVC89HOQNg4XnOMoa93kOB2";
 
+/// A call at the fake: method, idempotency key, form pairs.
+type Call = (String, Option<String>, Vec<(String, String)>);
+
 impl Setup {
     async fn set_clock(&self, at: &str) {
         self.app
@@ -64,15 +67,12 @@ impl Setup {
     }
 
     /// The calls on the subscription `id`: (method, idempotency key, form pairs).
-    async fn subscription_calls(
-        &self,
-        id: &str,
-    ) -> Vec<(String, Option<String>, Vec<(String, String)>)> {
+    async fn subscription_calls(&self, id: &str) -> Vec<Call> {
         self.calls(&format!("/v1/subscriptions/{id}")).await
     }
 
     /// The calls to `at` at the fake: (method, idempotency key, form pairs).
-    async fn calls(&self, at: &str) -> Vec<(String, Option<String>, Vec<(String, String)>)> {
+    async fn calls(&self, at: &str) -> Vec<Call> {
         self.fake
             .mock
             .received_requests()
@@ -329,9 +329,11 @@ async fn final_actions_pause_retry_refuse_and_skip(backend: Backend) {
 async fn the_final_email_offers_a_last_chance_code_made_at_stripe(backend: Backend) {
     let s = setup(backend).await;
     s.verified_sender().await;
-    s.configure(json!({"max_retries": 3, "retry_interval_hours": 1, "schedule": "fixed",
-        "tone_sequence": ["final"], "last_chance_discount": 25}))
-        .await;
+    s.configure(
+        json!({"max_retries": 3, "retry_interval_hours": 1, "schedule": "fixed",
+        "tone_sequence": ["final"], "last_chance_discount": 25}),
+    )
+    .await;
     Mock::given(method("POST"))
         .and(path("/v1/coupons"))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({"id": "lc_coupon"})))
@@ -371,7 +373,7 @@ async fn the_final_email_offers_a_last_chance_code_made_at_stripe(backend: Backe
             ("duration_in_months", "1"),
         ]),
     );
-    let sorted = |mut calls: Vec<(String, Option<String>, Vec<(String, String)>)>| {
+    let sorted = |mut calls: Vec<Call>| {
         for call in &mut calls {
             call.2.sort();
         }

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{Payments, Promotion};
 use super::final_action::{final_job, parse_result};
+use super::{Payments, Promotion};
 use crate::api::payments::{
     DunningConfig, DunningEmail, PaymentAttempt, PaymentFailure, PaymentFailureDetail,
     PaymentFailureList, PaymentFailureQuery, PaymentFailureStats, RetryResult, UpdateDunningConfig,
