@@ -6,8 +6,8 @@
 //! `retry_url`, which retry on their own, only sends the next reminder. A success recovers
 //! the record and the customer's churn events; a hard decline abandons it at once; a soft one
 //! counts, and the one that reaches `max_retries` abandons it, as does one whose next retry
-//! would fall outside the smart schedule's window (`domain::dunning::next_retry`); a timeout or 5xx is an error,
-//! not counted, tried again after an hour. Settling is guarded by the attempt count the step
+//! would fall outside the smart schedule's window (`domain::dunning::next_retry`); a timeout
+//! or 5xx is an error, not counted, tried again after an hour. Settling is guarded by the attempt count the step
 //! started from, so a job and a manual retry of the same attempt cannot both count.
 
 use std::sync::Arc;
