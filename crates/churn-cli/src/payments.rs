@@ -234,6 +234,7 @@ mod tests {
                 provider_customer_id: None,
                 attempt_history: Vec::new(),
                 emails: Vec::new(),
+                final_action_result: None,
             },
             last_attempt: PaymentAttempt {
                 at,

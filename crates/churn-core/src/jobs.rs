@@ -91,6 +91,15 @@ pub enum Job {
         failure_id: String,
         tone: crate::domain::dunning::Tone,
     },
+    /// The dunning configuration's `final_action` on the subscription of a record churn gave
+    /// up (decisions §18), enqueued with the abandonment.
+    DunningFinalAction {
+        failure_id: String,
+        action: crate::domain::dunning::FinalAction,
+    },
+    /// The email to one owner or admin (`to`) about a large payment failure
+    /// (`notify_team_min_amount`), enqueued with the record.
+    DunningTeamNotice { failure_id: String, to: String },
     /// The email of an invitation still open; its token is made again from the id.
     InvitationEmail { invitation_id: String },
     /// Autopilot's first send for an event, or its follow-up.
@@ -122,12 +131,15 @@ impl Job {
             Job::ExpireEvent { .. } | Job::Autopilot { .. } => QUADRATIC,
             // Provider errors are rescheduled by the step itself; this covers storage errors.
             Job::ApplyOffer { .. } => QUADRATIC,
-            Job::AccountEmail { .. } | Job::DunningEmail { .. } | Job::InvitationEmail { .. } => {
-                EMAIL
-            }
+            Job::AccountEmail { .. }
+            | Job::DunningEmail { .. }
+            | Job::DunningTeamNotice { .. }
+            | Job::InvitationEmail { .. } => EMAIL,
             Job::ScoreProject { .. } => QUADRATIC,
             // Provider errors are rescheduled by the step itself; this covers storage errors.
             Job::DunningRetry { .. } => QUADRATIC,
+            // A provider that did not answer is tried again on this schedule, then left failed.
+            Job::DunningFinalAction { .. } => QUADRATIC,
             // Failed attempts are logged and rescheduled by the step; this covers storage errors.
             Job::DeliverAlert { .. } => QUADRATIC,
         }
@@ -141,9 +153,10 @@ impl Job {
             | Job::ApplyOffer { event_id, .. } => Some((Owner::Event, event_id)),
             Job::AccountEmail { .. } => None,
             Job::ScoreProject { project_id, .. } => Some((Owner::Project, project_id)),
-            Job::DunningRetry { failure_id, .. } | Job::DunningEmail { failure_id, .. } => {
-                Some((Owner::Failure, failure_id))
-            }
+            Job::DunningRetry { failure_id, .. }
+            | Job::DunningEmail { failure_id, .. }
+            | Job::DunningFinalAction { failure_id, .. }
+            | Job::DunningTeamNotice { failure_id, .. } => Some((Owner::Failure, failure_id)),
             Job::InvitationEmail { invitation_id } => Some((Owner::Invitation, invitation_id)),
             Job::DeliverAlert { alert_id, .. } => Some((Owner::Alert, alert_id)),
         }
@@ -276,6 +289,12 @@ impl RunJob for Churn {
                 self.payments()
                     .send_dunning_email(failure_id, *tone, run)
                     .await
+            }
+            Job::DunningFinalAction { failure_id, action } => {
+                self.payments().run_final_action(failure_id, *action).await
+            }
+            Job::DunningTeamNotice { failure_id, to } => {
+                self.payments().send_team_notice(failure_id, to, run).await
             }
             Job::InvitationEmail { invitation_id } => {
                 self.team().send_invitation_email(invitation_id, run).await

@@ -95,7 +95,8 @@ impl Metrics {
             .inc();
     }
 
-    /// An email of `kind` (`recovery`, `account`, `invitation`, `dunning`, `check_in`).
+    /// An email of `kind` (`recovery`, `account`, `invitation`, `dunning`, `dunning_team`,
+    /// `check_in`).
     pub fn email(&self, kind: &'static str, outcome: EmailOutcome) {
         let outcome = match outcome {
             EmailOutcome::Sent => "sent",

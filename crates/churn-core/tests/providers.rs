@@ -238,7 +238,12 @@ async fn a_pause_offer_sets_pause_collection() {
         .await;
     let resumes = churn_core::time::parse("2027-02-23T10:00:00Z").unwrap();
     stripe(&server)
-        .pause_collection("sub_1SVC89", PauseBehavior::Void, resumes, "churn-pause-1")
+        .pause_collection(
+            "sub_1SVC89",
+            PauseBehavior::Void,
+            Some(resumes),
+            "churn-pause-1",
+        )
         .await
         .unwrap();
     let request = only_post(&server, "churn-pause-1").await;

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::domain::dunning::Tone;
+use crate::domain::dunning::{FinalAction, Schedule, Tone};
 use crate::domain::provider::Provider;
 use crate::time::{Timestamp, wire};
 
@@ -82,6 +82,20 @@ pub struct DunningConfig {
     pub send_emails: bool,
     /// At most 100 characters.
     pub sender_name: String,
+    /// `fixed`: every `retry_interval_hours`; `smart`: by the decline, within 30 days of the
+    /// first failure (decisions §18). New projects start `smart`.
+    pub schedule: Schedule,
+    /// What churn does to the Stripe subscription when it gives a payment up.
+    #[serde(default)]
+    pub final_action: FinalAction,
+    /// Percent off (0–90; 0: none) that the final tone's email offers with a code made at
+    /// Stripe for the customer.
+    #[serde(default)]
+    pub last_chance_discount: i64,
+    /// Minor units (0: never): a record whose first failure is at least this much emails the
+    /// project's owner and admins once.
+    #[serde(default)]
+    pub notify_team_min_amount: i64,
 }
 
 impl Default for DunningConfig {
@@ -93,6 +107,10 @@ impl Default for DunningConfig {
             tone_sequence: Tone::ALL.to_vec(),
             send_emails: true,
             sender_name: "Billing Team".into(),
+            schedule: Schedule::Smart,
+            final_action: FinalAction::None,
+            last_chance_discount: 0,
+            notify_team_min_amount: 0,
         }
     }
 }
@@ -109,6 +127,12 @@ pub struct UpdateDunningConfig {
     pub tone_sequence: Option<Vec<Tone>>,
     pub send_emails: Option<bool>,
     pub sender_name: Option<String>,
+    pub schedule: Option<Schedule>,
+    pub final_action: Option<FinalAction>,
+    #[schema(minimum = 0, maximum = 90)]
+    pub last_chance_discount: Option<i64>,
+    #[schema(minimum = 0)]
+    pub notify_team_min_amount: Option<i64>,
 }
 
 /// A payment failure as lists show it.
@@ -129,7 +153,7 @@ pub struct PaymentFailure {
     #[serde(with = "wire::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub next_retry_at: Option<Timestamp>,
-    /// hard_decline, retries_exhausted or provider_halted.
+    /// hard_decline, retries_exhausted, window_closed or provider_halted.
     pub abandon_reason: Option<String>,
     #[serde(with = "wire::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
@@ -173,6 +197,22 @@ pub struct PaymentFailureDetail {
     pub provider_customer_id: Option<String>,
     pub attempt_history: Vec<PaymentAttempt>,
     pub emails: Vec<DunningEmail>,
+    /// The `final_action` tried when churn gave the payment up; null while none was.
+    pub final_action_result: Option<FinalActionResult>,
+}
+
+/// What became of the `final_action` of an abandoned record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FinalActionResult {
+    pub action: FinalAction,
+    /// done, failed (`error` says why; a provider that did not answer is tried again a few
+    /// times) or skipped (`error` says why: not a Stripe subscription, Stripe disconnected).
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub at: Timestamp,
 }
 
 /// The answer to a manual retry: the record and the attempt just made.

@@ -1,7 +1,11 @@
-//! Dunning rules (decisions §10): which declines are hard (never retried), what a customer
-//! may be told about a decline, and the email tones with their templates.
+//! Dunning rules (decisions §10, §18): which declines are hard (never retried), when the next
+//! retry falls, what a customer may be told about a decline, and the email tones with their
+//! templates.
 
+use chrono::{Datelike, TimeDelta, TimeZone, Utc};
 use utoipa::ToSchema;
+
+use crate::time::Timestamp;
 
 use super::wire::wire_enum;
 
@@ -66,6 +70,95 @@ pub fn classify(
         DeclineClass::Hard
     } else {
         DeclineClass::Soft
+    }
+}
+
+wire_enum! {
+    /// How retries are spaced: every `retry_interval_hours`, or by the decline (§18).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
+    pub enum Schedule {
+        Fixed = "fixed",
+        Smart = "smart",
+    }
+}
+
+wire_enum! {
+    /// What churn does to the subscription when it gives a payment up (decisions §18).
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ToSchema)]
+    pub enum FinalAction {
+        #[default]
+        None = "none",
+        CancelSubscription = "cancel_subscription",
+        PauseSubscription = "pause_subscription",
+    }
+}
+
+/// Under the smart schedule no retry falls later than this after the record's first failure.
+pub const SMART_WINDOW: TimeDelta = TimeDelta::days(30);
+
+/// Declines of an empty account: retried around the usual paydays.
+const FUNDS: &[&str] = &[
+    "insufficient_funds",
+    "withdrawal_count_limit_exceeded",
+    "card_velocity_exceeded",
+];
+
+/// Declines of a passing fault at the issuer or processor: retried the next day.
+const TRANSIENT: &[&str] = &[
+    "processing_error",
+    "try_again_later",
+    "issuer_not_available",
+    "reenter_transaction",
+];
+
+/// When the next retry falls, or that the smart window closed first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextRetry {
+    At(Timestamp),
+    WindowClosed,
+}
+
+/// The next retry after a soft decline `decline_code` (none for a failure without one) at
+/// `now`, of a record whose first failure was at `first_failure`.
+pub fn next_retry(
+    schedule: Schedule,
+    retry_interval_hours: i64,
+    decline_code: Option<&str>,
+    first_failure: Timestamp,
+    now: Timestamp,
+) -> NextRetry {
+    let at = match schedule {
+        Schedule::Fixed => return NextRetry::At(now + TimeDelta::hours(retry_interval_hours)),
+        Schedule::Smart => match decline_code {
+            Some(c) if FUNDS.contains(&c) => next_payday(now),
+            Some(c) if TRANSIENT.contains(&c) => now + TimeDelta::hours(24),
+            _ => now + TimeDelta::hours(72),
+        },
+    };
+    if at > first_failure + SMART_WINDOW {
+        NextRetry::WindowClosed
+    } else {
+        NextRetry::At(at)
+    }
+}
+
+/// The first 1st or 15th of a month at 14:00 UTC at least 48 hours after `now`.
+fn next_payday(now: Timestamp) -> Timestamp {
+    let earliest = now + TimeDelta::hours(48);
+    let (mut year, mut month) = (now.year(), now.month());
+    loop {
+        for day in [1, 15] {
+            if let Some(at) = Utc.with_ymd_and_hms(year, month, day, 14, 0, 0).single()
+                && at >= earliest
+            {
+                return at;
+            }
+        }
+        (year, month) = if month == 12 {
+            (year + 1, 1)
+        } else {
+            (year, month + 1)
+        };
     }
 }
 
@@ -141,6 +234,38 @@ pub struct DunningFacts<'a> {
     /// Where the customer can pay (the provider's hosted page), when known.
     pub payment_link: Option<&'a str>,
     pub sender_name: &'a str,
+    /// The last-chance discount the final tone offers, made real at the provider.
+    pub offer: Option<&'a LastChance>,
+}
+
+/// A last-chance discount (decisions §18): a one-customer code for `percent_off` % off for
+/// [`LAST_CHANCE_MONTHS`] month(s).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastChance {
+    pub code: String,
+    pub percent_off: i64,
+}
+
+pub const LAST_CHANCE_MONTHS: i64 = 1;
+
+impl LastChance {
+    /// The offer of the record `failure_id`: its code derives from the record (the random
+    /// tail of its id) and the percentage, so every send of it names the same code.
+    pub fn of(failure_id: &str, percent_off: i64) -> Self {
+        let tail: String = failure_id
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .rev()
+            .take(8)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        Self {
+            code: format!("LASTCHANCE{percent_off}-{}", tail.to_ascii_uppercase()),
+            percent_off,
+        }
+    }
 }
 
 /// Currencies without minor units (amounts are already whole units).
@@ -160,6 +285,36 @@ pub fn format_amount(amount: i64, currency: &str) -> String {
     format!("{sign}{}.{:02} {code}", abs / 100, abs % 100)
 }
 
+/// A failure large enough for the team to hear of it (`notify_team_min_amount`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeamNotice<'a> {
+    pub project_name: &'a str,
+    pub customer_email: &'a str,
+    pub amount: i64,
+    pub currency: &'a str,
+    pub failure_reason: Option<&'a str>,
+    /// The record's page in the dashboard.
+    pub link: &'a str,
+}
+
+/// The subject and text of the team's email about a large failure; unlike the customer's,
+/// it names the provider's reason as is.
+pub fn render_team_notice(n: &TeamNotice<'_>) -> (String, String) {
+    let amount = format_amount(n.amount, n.currency);
+    let reason = n
+        .failure_reason
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
+    (
+        format!("{}: a payment of {amount} failed", n.project_name),
+        format!(
+            "Hello,\n\nA payment of {amount} by {} failed{reason} in {}. churn is \
+             recovering it as your dunning configuration says.\n\nDetails: {}",
+            n.customer_email, n.project_name, n.link
+        ),
+    )
+}
+
 /// The subject and text of the email of `tone`.
 pub fn render(tone: Tone, facts: &DunningFacts<'_>) -> (String, String) {
     let (_, subject, body) = TEMPLATES
@@ -175,6 +330,14 @@ pub fn render(tone: Tone, facts: &DunningFacts<'_>) -> (String, String) {
     let action = match link {
         Some(link) => format!("You can pay here: {link}"),
         None => "Please reply to this email or update your payment method.".to_owned(),
+    };
+    let action = match (tone, facts.offer) {
+        (Tone::Final, Some(offer)) => format!(
+            "{action}\n\nAs a last chance, use the code {} for {}% off your subscription for \
+             one month once your payment goes through.",
+            offer.code, offer.percent_off
+        ),
+        _ => action,
     };
     let fill = |text: &str| {
         text.replace("{amount}", &format_amount(facts.amount, facts.currency))
@@ -197,6 +360,7 @@ mod tests {
             decline_code: Some("stolen_card"),
             payment_link: Some("https://invoice.example/i/1"),
             sender_name: "Billing Team",
+            offer: None,
         };
         for tone in Tone::ALL {
             let (subject, body) = render(tone, &facts);
@@ -300,6 +464,7 @@ mod tests {
             decline_code: Some("insufficient_funds"),
             payment_link: Some("https://invoice.example/i/42"),
             sender_name: "Acme Billing",
+            offer: None,
         };
         let rendered: Vec<String> = Tone::ALL
             .iter()
@@ -309,6 +474,128 @@ mod tests {
             })
             .collect();
         insta::assert_snapshot!(rendered.join("\n"));
+    }
+
+    fn at(raw: &str) -> Timestamp {
+        crate::time::parse(raw).unwrap()
+    }
+
+    fn smart(code: Option<&str>, now: &str) -> NextRetry {
+        next_retry(Schedule::Smart, 72, code, at(now), at(now))
+    }
+
+    #[test]
+    fn smart_retries_by_decline_class() {
+        let now = "2026-03-03T09:30:00Z";
+        for code in FUNDS {
+            assert_eq!(
+                smart(Some(code), now),
+                NextRetry::At(at("2026-03-15T14:00:00Z"))
+            );
+        }
+        for code in TRANSIENT {
+            assert_eq!(
+                smart(Some(code), now),
+                NextRetry::At(at("2026-03-04T09:30:00Z"))
+            );
+        }
+        for code in [Some("generic_decline"), Some("do_not_honor"), None] {
+            assert_eq!(smart(code, now), NextRetry::At(at("2026-03-06T09:30:00Z")));
+        }
+        // Fixed ignores the decline and the window.
+        assert_eq!(
+            next_retry(
+                Schedule::Fixed,
+                5,
+                Some("insufficient_funds"),
+                at("2026-01-01T00:00:00Z"),
+                at(now)
+            ),
+            NextRetry::At(at("2026-03-03T14:30:00Z"))
+        );
+    }
+
+    #[test]
+    fn paydays_across_month_and_year_ends_at_least_48_hours_away() {
+        for (now, next) in [
+            // The 15th at 14:00 is under 48 h away: the 1st of next month.
+            ("2026-04-14T15:00:00Z", "2026-05-01T14:00:00Z"),
+            ("2026-04-13T14:00:00Z", "2026-04-15T14:00:00Z"),
+            ("2026-04-13T14:00:01Z", "2026-05-01T14:00:00Z"),
+            ("2026-01-30T10:00:00Z", "2026-02-01T14:00:00Z"),
+            ("2026-01-30T15:00:00Z", "2026-02-15T14:00:00Z"),
+            ("2026-02-20T10:00:00Z", "2026-03-01T14:00:00Z"),
+            ("2026-12-20T10:00:00Z", "2027-01-01T14:00:00Z"),
+            ("2026-12-30T23:00:00Z", "2027-01-15T14:00:00Z"),
+        ] {
+            assert_eq!(
+                smart(Some("insufficient_funds"), now),
+                NextRetry::At(at(next)),
+                "{now}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_smart_window_closes_30_days_after_the_first_failure() {
+        let first = at("2026-05-01T08:00:00Z");
+        let retry = |now: &str, code| next_retry(Schedule::Smart, 72, code, first, at(now));
+        assert_eq!(
+            retry("2026-05-28T08:00:00Z", None),
+            NextRetry::At(at("2026-05-31T08:00:00Z"))
+        );
+        assert_eq!(retry("2026-05-28T08:00:01Z", None), NextRetry::WindowClosed);
+        assert_eq!(
+            retry("2026-05-20T08:00:00Z", Some("card_velocity_exceeded")),
+            NextRetry::WindowClosed,
+            "the 1st of June is past the window"
+        );
+        assert_eq!(
+            retry("2026-05-29T08:00:00Z", Some("issuer_not_available")),
+            NextRetry::At(at("2026-05-30T08:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn the_final_email_with_a_last_chance_offer() {
+        let offer = LastChance::of("019ac1f2-7d7e-7c41-8e3b-5f1a2b3c4d5e", 30);
+        assert_eq!(offer.code, "LASTCHANCE30-2B3C4D5E");
+        let facts = DunningFacts {
+            amount: 4900,
+            currency: "eur",
+            decline_code: Some("insufficient_funds"),
+            payment_link: Some("https://invoice.example/i/42"),
+            sender_name: "Acme Billing",
+            offer: Some(&offer),
+        };
+        // Only the final tone offers it.
+        let (_, urgent) = render(Tone::Urgent, &facts);
+        assert!(!urgent.contains("LASTCHANCE"));
+        let (subject, body) = render(Tone::Final, &facts);
+        insta::assert_snapshot!(format!("Subject: {subject}\n\n{body}\n"));
+    }
+
+    #[test]
+    fn the_team_notice_names_amount_customer_reason_and_link() {
+        let notice = TeamNotice {
+            project_name: "Acme",
+            customer_email: "jenny@example.com",
+            amount: 250000,
+            currency: "usd",
+            failure_reason: Some("Your card has insufficient funds."),
+            link: "https://churn.example/app/p/acme/payments/f1",
+        };
+        let (subject, body) = render_team_notice(&notice);
+        assert_eq!(subject, "Acme: a payment of 2500.00 USD failed");
+        assert!(body.contains(
+            "A payment of 2500.00 USD by jenny@example.com failed (Your card has insufficient funds.) in Acme."
+        ));
+        assert!(body.ends_with("Details: https://churn.example/app/p/acme/payments/f1"));
+        let (_, body) = render_team_notice(&TeamNotice {
+            failure_reason: None,
+            ..notice
+        });
+        assert!(body.contains("jenny@example.com failed in Acme."));
     }
 
     #[test]

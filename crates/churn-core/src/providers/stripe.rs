@@ -6,7 +6,8 @@
 //! and applies it ([`Stripe::create_coupon`], [`Stripe::apply_coupon`]) or pauses
 //! collection ([`Stripe::pause_collection`]) after checking whose subscription it is
 //! ([`Stripe::subscription_owner_email`]); webhooks without an email look the customer
-//! up ([`Stripe::customer`]); a discount email's code is made real as a one-customer
+//! up ([`Stripe::customer`]); dunning's end cancels or pauses the subscription
+//! ([`Stripe::cancel_subscription`], [`Stripe::pause_collection`]); a discount email's code is made real as a one-customer
 //! promotion code of a new coupon ([`Stripe::create_coupon`],
 //! [`Stripe::create_promotion_code`]).
 
@@ -211,24 +212,45 @@ impl Stripe {
         .await
     }
 
-    /// `POST /v1/subscriptions/{id}` with `pause_collection[behavior]` and
-    /// `pause_collection[resumes_at]` (unix seconds).
+    /// `POST /v1/subscriptions/{id}` with `pause_collection[behavior]` and, for a pause that
+    /// ends by itself, `pause_collection[resumes_at]` (unix seconds).
     pub async fn pause_collection(
         &self,
         subscription_id: &str,
         behavior: PauseBehavior,
-        resumes_at: Timestamp,
+        resumes_at: Option<Timestamp>,
         idempotency_key: &str,
     ) -> Result<Subscription, CallError> {
+        let mut pause = json!({"behavior": behavior.as_str()});
+        if let Some(at) = resumes_at {
+            pause["resumes_at"] = json!(at.timestamp());
+        }
         self.update_subscription(
             subscription_id,
-            &json!({"pause_collection": {
-                "behavior": behavior.as_str(),
-                "resumes_at": resumes_at.timestamp(),
-            }}),
+            &json!({ "pause_collection": pause }),
             idempotency_key,
         )
         .await
+    }
+
+    /// `DELETE /v1/subscriptions/{id}`: cancels at once. Stripe takes no idempotency key on
+    /// a DELETE, which is idempotent itself.
+    pub async fn cancel_subscription(
+        &self,
+        subscription_id: &str,
+    ) -> Result<Subscription, CallError> {
+        let url = endpoint(&self.api_base, &["v1", "subscriptions", subscription_id])?;
+        let response = self
+            .http
+            .request(Method::DELETE, url.as_str())
+            .bearer_auth(self.api_key.expose_secret())
+            .timeout(CALL_TIMEOUT)
+            .send()
+            .await
+            .map_err(CallError::from_outbound)?;
+        response
+            .json()
+            .map_err(|e| CallError::Unavailable(e.to_string()))
     }
 
     /// `POST /v1/subscriptions/{id}` with any parameters (encoded by [`form::encode`]).

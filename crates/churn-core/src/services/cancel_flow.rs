@@ -640,7 +640,7 @@ pub async fn apply_offer(
                 .pause_collection(
                     subscription_id,
                     PauseBehavior::Void,
-                    cancel_flow::resumes_at(now, months),
+                    Some(cancel_flow::resumes_at(now, months)),
                     &format!("churn-offer-{event_id}-pause"),
                 )
                 .await?;

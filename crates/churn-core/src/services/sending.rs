@@ -478,7 +478,7 @@ fn promotion(
     (variant.strategy == Strategy::Discount && settings.coupon_code.as_ref() != Some(code)).then(
         || Promotion {
             project_id: variant.project_id.clone(),
-            variant_id: variant.id.clone(),
+            scope: format!("variant-{}", variant.id),
             code: code.clone(),
             percent_off: variant.coupon_percent.unwrap_or(settings.discount_percent),
             months: settings.discount_months,

@@ -548,3 +548,33 @@ pub async fn emails<'e>(
     .fetch_all(db)
     .await?)
 }
+
+/// The stored `final_action_result` (JSON), when one was tried.
+pub async fn final_action_result<'e>(
+    db: impl Executor<'e, Database = Any>,
+    failure_id: &str,
+) -> Result<Option<String>> {
+    let raw: Option<Option<String>> =
+        sqlx::query_scalar("SELECT final_action_result FROM payment_failures WHERE id = $1")
+            .bind(failure_id)
+            .fetch_optional(db)
+            .await?;
+    Ok(raw.flatten())
+}
+
+pub async fn set_final_action_result<'e>(
+    db: impl Writes<'e>,
+    failure_id: &str,
+    result: &str,
+    now: Timestamp,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE payment_failures SET final_action_result = $2, updated_at = $3 WHERE id = $1",
+    )
+    .bind(failure_id)
+    .bind(result)
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
+    Ok(())
+}

@@ -9,7 +9,7 @@ use axum::extract::{Form, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use churn_core::api::payments::{PaymentFailure, PaymentFailureQuery, UpdateDunningConfig};
-use churn_core::domain::dunning::Tone;
+use churn_core::domain::dunning::{FinalAction, Schedule, Tone};
 use churn_core::domain::role::Permission;
 use churn_core::services::ProjectAccess;
 use serde::Deserialize;
@@ -112,6 +112,34 @@ struct PaymentsPage {
     all_tones: String,
     send_emails: bool,
     sender_name: String,
+    schedules: Vec<Choice>,
+    final_actions: Vec<Choice>,
+    last_chance_discount: i64,
+    notify_team_min_amount: i64,
+}
+
+/// A select's value: none when the form left it out (the setting keeps its value).
+fn selected<T>(
+    raw: &str,
+    field: &'static str,
+    parse: fn(&str) -> Option<T>,
+) -> Result<Option<T>, churn_core::Error> {
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    parse(raw)
+        .map(Some)
+        .ok_or_else(|| churn_core::Error::invalid_field(field, "is not one of the choices"))
+}
+
+/// The options of a select over a wire enum, the current one selected.
+fn choices<T: Copy + PartialEq>(all: &[T], current: T, name: fn(T) -> &'static str) -> Vec<Choice> {
+    all.iter()
+        .map(|&v| Choice {
+            value: name(v),
+            selected: v == current,
+        })
+        .collect()
 }
 
 fn status_class(status: &str) -> &'static str {
@@ -204,6 +232,10 @@ pub async fn list(
             all_tones: tones(&Tone::ALL),
             send_emails: config.send_emails,
             sender_name: config.sender_name,
+            schedules: choices(&Schedule::ALL, config.schedule, Schedule::as_str),
+            final_actions: choices(&FinalAction::ALL, config.final_action, FinalAction::as_str),
+            last_chance_discount: config.last_chance_discount,
+            notify_team_min_amount: config.notify_team_min_amount,
             frame,
         },
     ))
@@ -317,6 +349,8 @@ struct FailurePage {
     created: String,
     recovered: String,
     invoice: String,
+    /// What the final action did to the subscription, e.g. `cancel_subscription: failed (…)`.
+    final_action: String,
     attempts: Vec<AttemptRow>,
     emails: Vec<EmailRow>,
     retry: Option<String>,
@@ -361,6 +395,19 @@ pub async fn page(
         created: when(&f.created_at),
         recovered: f.recovered_at.as_ref().map(when).unwrap_or_default(),
         invoice: detail.provider_invoice_id.clone().unwrap_or_default(),
+        final_action: detail
+            .final_action_result
+            .as_ref()
+            .map(|r| {
+                let error = r.error.as_ref().map(|e| format!(" ({e})"));
+                format!(
+                    "{}: {}{}",
+                    r.action.as_str(),
+                    r.outcome,
+                    error.unwrap_or_default()
+                )
+            })
+            .unwrap_or_default(),
         attempts: detail
             .attempt_history
             .iter()
@@ -422,6 +469,14 @@ pub struct ConfigForm {
     send_emails: Option<String>,
     #[serde(default)]
     sender_name: String,
+    #[serde(default)]
+    schedule: String,
+    #[serde(default)]
+    final_action: String,
+    #[serde(default)]
+    last_chance_discount: String,
+    #[serde(default)]
+    notify_team_min_amount: String,
 }
 
 pub async fn save(
@@ -455,6 +510,10 @@ pub async fn save(
         tone_sequence: Some(sequence),
         send_emails: Some(form.send_emails.is_some()),
         sender_name: Some(form.sender_name),
+        schedule: selected(&form.schedule, "schedule", Schedule::parse)?,
+        final_action: selected(&form.final_action, "final_action", FinalAction::parse)?,
+        last_chance_discount: number(&form.last_chance_discount),
+        notify_team_min_amount: number(&form.notify_team_min_amount),
     };
     s.churn.payments().put_dunning_config(&access, req).await?;
     Ok(Redirect::to(&format!(

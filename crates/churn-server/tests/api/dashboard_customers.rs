@@ -289,6 +289,10 @@ async fn the_pages_show_customers_alerts_and_payments_and_write_through_the_serv
         ("tone_sequence", "friendly, urgent"),
         ("send_emails", "true"),
         ("sender_name", "Acme Billing"),
+        ("schedule", "fixed"),
+        ("final_action", "pause_subscription"),
+        ("last_chance_discount", "20"),
+        ("notify_team_min_amount", "50000"),
     ];
     assert_eq!(
         owner
@@ -310,6 +314,28 @@ async fn the_pages_show_customers_alerts_and_payments_and_write_through_the_serv
             &json!("Acme Billing")
         )
     );
+    assert_eq!(
+        (
+            &config["schedule"],
+            &config["final_action"],
+            &config["last_chance_discount"],
+            &config["notify_team_min_amount"]
+        ),
+        (
+            &json!("fixed"),
+            &json!("pause_subscription"),
+            &json!(20),
+            &json!(50000)
+        )
+    );
+    // A choice that is not one, and a discount out of range: the form's field errors.
+    for (field, value) in [("schedule", "weekly"), ("last_chance_discount", "95")] {
+        let mut bad = dunning.to_vec();
+        bad.retain(|(k, _)| *k != field);
+        bad.push((field, value));
+        let refused = owner.post("/app/p/acme/payments/config", &bad, 400).await;
+        assert!(refused.body.contains(field), "{}", refused.body);
+    }
 }
 
 async fn a_viewer_sees_no_write_controls_and_is_refused_every_write(backend: Backend) {

@@ -26,7 +26,7 @@ both_backends!(
 const INVOICE: &str = "in_1SXa2YHOQNg4XnOMkV3r8c2Q";
 
 impl Setup {
-    async fn advance_hours(&self, hours: i64) {
+    pub(crate) async fn advance_hours(&self, hours: i64) {
         self.app
             .expect(
                 self.app
@@ -37,7 +37,7 @@ impl Setup {
             .await;
     }
 
-    async fn configure(&self, config: Value) -> Value {
+    pub(crate) async fn configure(&self, config: Value) -> Value {
         self.app
             .expect(
                 self.app
@@ -83,7 +83,7 @@ impl Setup {
         self.detail(&id).await
     }
 
-    async fn detail(&self, id: &str) -> Value {
+    pub(crate) async fn detail(&self, id: &str) -> Value {
         self.app
             .expect(
                 self.app
@@ -98,7 +98,7 @@ impl Setup {
             .clone()
     }
 
-    async fn pay_answers(&self, invoice: &str, answer: ResponseTemplate) {
+    pub(crate) async fn pay_answers(&self, invoice: &str, answer: ResponseTemplate) {
         Mock::given(method("POST"))
             .and(path(format!("/v1/invoices/{invoice}/pay")))
             .respond_with(answer)
@@ -130,7 +130,7 @@ impl Setup {
     }
 }
 
-fn decline(code: &str, advice: Option<&str>) -> ResponseTemplate {
+pub(crate) fn decline(code: &str, advice: Option<&str>) -> ResponseTemplate {
     ResponseTemplate::new(402).set_body_json(json!({"error": {"type": "card_error",
         "code": "card_declined", "decline_code": code, "advice_code": advice,
         "message": "Your card was declined."}}))
@@ -173,7 +173,8 @@ async fn a_soft_decline_an_error_then_success(backend: Backend) {
     let s = setup(backend).await;
     s.verified_sender().await;
     s.configure(
-        json!({"max_retries": 3, "retry_interval_hours": 24, "sender_name": "Acme Billing"}),
+        json!({"max_retries": 3, "retry_interval_hours": 24, "sender_name": "Acme Billing",
+            "schedule": "fixed"}),
     )
     .await;
     s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
@@ -281,7 +282,7 @@ async fn a_soft_decline_an_error_then_success(backend: Backend) {
 async fn hard_declines_advice_codes_and_exhaustion(backend: Backend) {
     let s = setup(backend).await;
     s.verified_sender().await;
-    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1}))
+    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1, "schedule": "fixed"}))
         .await;
     // A soft-looking code with the advice not to retry: abandoned, no email.
     s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
@@ -533,7 +534,7 @@ async fn manual_retries(backend: Backend) {
 
 async fn custom_retry_url_and_razorpay_reminders(backend: Backend) {
     let s = setup(backend).await;
-    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1}))
+    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1, "schedule": "fixed"}))
         .await;
     let retry_url = format!("{}/billing/retry", s.fake.base);
     s.app
@@ -601,7 +602,7 @@ async fn custom_retry_url_and_razorpay_reminders(backend: Backend) {
 
 async fn custom_retry_calls_carry_both_signatures_after_a_rotation(backend: Backend) {
     let s = setup(backend).await;
-    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1}))
+    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1, "schedule": "fixed"}))
         .await;
     let retry_url = format!("{}/billing/retry", s.fake.base);
     s.app
@@ -677,13 +678,23 @@ async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(back
         config["data"],
         json!({"enabled": true, "max_retries": 4, "retry_interval_hours": 72,
             "tone_sequence": ["friendly", "professional", "urgent", "final"],
-            "send_emails": true, "sender_name": "Billing Team"})
+            "send_emails": true, "sender_name": "Billing Team", "schedule": "smart",
+            "final_action": "none", "last_chance_discount": 0,
+            "notify_team_min_amount": 0})
     );
     for (body, field) in [
         (json!({"max_retries": 11}), "max_retries"),
         (json!({"retry_interval_hours": 0}), "retry_interval_hours"),
         (json!({"tone_sequence": []}), "tone_sequence"),
         (json!({"sender_name": "x".repeat(101)}), "sender_name"),
+        (json!({"last_chance_discount": 91}), "last_chance_discount"),
+        (json!({"last_chance_discount": -1}), "last_chance_discount"),
+        (
+            json!({"notify_team_min_amount": -1}),
+            "notify_team_min_amount",
+        ),
+        (json!({"schedule": "weekly"}), "schedule"),
+        (json!({"final_action": "refund"}), "final_action"),
     ] {
         let refused = s
             .app
@@ -707,7 +718,9 @@ async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(back
         )
         .await;
     let updated = s
-        .configure(json!({"tone_sequence": ["urgent"], "retry_interval_hours": 1}))
+        .configure(
+            json!({"tone_sequence": ["urgent"], "retry_interval_hours": 1, "schedule": "fixed"}),
+        )
         .await;
     assert_eq!(
         (&updated["tone_sequence"], &updated["max_retries"]),

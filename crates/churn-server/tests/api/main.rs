@@ -20,6 +20,7 @@ mod dashboard_customers;
 mod dashboard_pages;
 mod dashboard_settings;
 mod dunning;
+mod dunning_end;
 mod email;
 mod events;
 mod fake_provider;

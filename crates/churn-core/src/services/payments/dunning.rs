@@ -5,20 +5,25 @@
 //! key `churn-<record>-<try>`, fresh for every try; custom: a signed POST to `retry_url`), or, for Razorpay and custom without a
 //! `retry_url`, which retry on their own, only sends the next reminder. A success recovers
 //! the record and the customer's churn events; a hard decline abandons it at once; a soft one
-//! counts, and the one that reaches `max_retries` abandons it; a timeout or 5xx is an error,
-//! not counted, tried again after an hour. Settling is guarded by the attempt count the step
+//! counts, and the one that reaches `max_retries` abandons it, as does one whose next retry
+//! would fall outside the smart schedule's window (`domain::dunning::next_retry`); a timeout
+//! or 5xx is an error, not counted, tried again after an hour. Settling is guarded by the attempt count the step
 //! started from, so a job and a manual retry of the same attempt cannot both count.
 
 use std::sync::Arc;
 
 use serde_json::json;
 
-use super::Payments;
+use super::final_action::{final_job, parse_result};
+use super::{Payments, Promotion};
 use crate::api::payments::{
     DunningConfig, DunningEmail, PaymentAttempt, PaymentFailure, PaymentFailureDetail,
     PaymentFailureList, PaymentFailureQuery, PaymentFailureStats, RetryResult, UpdateDunningConfig,
 };
-use crate::domain::dunning::{DeclineClass, DunningFacts, Tone, classify, render, tone_at};
+use crate::domain::dunning::{
+    DeclineClass, DunningFacts, LAST_CHANCE_MONTHS, LastChance, NextRetry, Tone, classify,
+    next_retry, render, tone_at,
+};
 use crate::domain::provider::Provider;
 use crate::domain::role::Permission;
 use crate::domain::validation::{Validator, required_line};
@@ -82,8 +87,10 @@ fn ts(raw: &str) -> Result<Timestamp> {
     crate::store::ts(raw)
 }
 
-/// The dunning work of a new failing record, each job with its time: the first tone's email
-/// now and, while dunning runs, the first retry at `next_retry_at`.
+/// The dunning work of a new record, each job with its time: the first tone's email now
+/// (also after a hard decline, asking for another payment method; not when the window is
+/// already closed), the first retry at `next_retry_at` while dunning runs, and the final
+/// action of a record abandoned at once.
 pub(super) fn first_jobs(
     record: &FailureRecord,
     config: &DunningConfig,
@@ -92,13 +99,21 @@ pub(super) fn first_jobs(
     if !config.enabled {
         return Vec::new();
     }
-    let email = Job::DunningEmail {
-        failure_id: record.id.clone(),
-        tone: tone_at(&config.tone_sequence, 0),
-    };
-    let mut jobs = vec![(email, now)];
+    let mut jobs = Vec::new();
+    if record.abandon_reason.as_deref() != Some("window_closed") {
+        let email = Job::DunningEmail {
+            failure_id: record.id.clone(),
+            tone: tone_at(&config.tone_sequence, 0),
+        };
+        jobs.push((email, now));
+    }
     if let Some(at) = record.next_retry_at {
         jobs.push((retry_job(record, at), at));
+    }
+    if record.status == "abandoned"
+        && let Some(job) = final_job(&record.id, config)
+    {
+        jobs.push((job, now));
     }
     jobs
 }
@@ -156,6 +171,26 @@ impl Payments {
         }
         if let Some(send) = req.send_emails {
             config.send_emails = send;
+        }
+        if let Some(schedule) = req.schedule {
+            config.schedule = schedule;
+        }
+        if let Some(action) = req.final_action {
+            config.final_action = action;
+        }
+        if let Some(percent) = req.last_chance_discount {
+            if (0..=90).contains(&percent) {
+                config.last_chance_discount = percent;
+            } else {
+                v.add("last_chance_discount", "must be between 0 and 90");
+            }
+        }
+        if let Some(amount) = req.notify_team_min_amount {
+            if amount >= 0 {
+                config.notify_team_min_amount = amount;
+            } else {
+                v.add("notify_team_min_amount", "must be 0 or more");
+            }
         }
         v.finish()?;
         let mut tx = self.core.store.begin().await?;
@@ -310,6 +345,11 @@ impl Payments {
             provider_customer_id: r.provider_customer_id.clone(),
             attempt_history,
             emails,
+            final_action_result: failures::final_action_result(db, &r.id)
+                .await?
+                .as_deref()
+                .map(parse_result)
+                .transpose()?,
         })
     }
 
@@ -524,7 +564,13 @@ impl Payments {
         failures::log_attempt(&mut *tx, &record.id, now, label, decline_code, error).await?;
         let counted = record.attempts + 1;
         let max = config.max_retries;
-        let interval = chrono::Duration::hours(config.retry_interval_hours);
+        let next = next_retry(
+            config.schedule,
+            config.retry_interval_hours,
+            decline_code,
+            record.created_at,
+            now,
+        );
         let (settle, next_email) = match outcome {
             Outcome::Succeeded => (
                 Settle {
@@ -562,12 +608,27 @@ impl Payments {
                 },
                 None,
             ),
+            Outcome::Failed { .. } if next == NextRetry::WindowClosed => (
+                Settle {
+                    status: "abandoned",
+                    attempts: counted,
+                    max_retries: max,
+                    next_retry_at: None,
+                    abandon_reason: Some("window_closed"),
+                    recovered_at: None,
+                    decline_code,
+                },
+                None,
+            ),
             Outcome::Failed { .. } => (
                 Settle {
                     status: "failing",
                     attempts: counted,
                     max_retries: max,
-                    next_retry_at: config.enabled.then(|| now + interval),
+                    next_retry_at: match next {
+                        NextRetry::At(at) if config.enabled => Some(at),
+                        _ => None,
+                    },
                     abandon_reason: None,
                     recovered_at: None,
                     decline_code,
@@ -594,6 +655,11 @@ impl Payments {
         if let Some(at) = settle.next_retry_at {
             retry_job(record, at).enqueue(&mut tx, at, now).await?;
         }
+        if settle.status == "abandoned"
+            && let Some(job) = final_job(&record.id, &config)
+        {
+            job.enqueue(&mut tx, now, now).await?;
+        }
         if let (Some(tone), true) = (next_email, config.enabled) {
             Job::DunningEmail {
                 failure_id: record.id.clone(),
@@ -614,6 +680,37 @@ impl Payments {
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    /// The last-chance offer of a final email, its code made at Stripe first: only for a
+    /// Stripe record with a customer id, while Stripe is connected; a provider error fails
+    /// the email (tried again with the same keys, so no second coupon).
+    async fn last_chance(
+        &self,
+        record: &FailureRecord,
+        config: &DunningConfig,
+        tone: Tone,
+    ) -> Result<Option<LastChance>> {
+        let percent = config.last_chance_discount;
+        let customer = match (&record.provider_customer_id, record.provider) {
+            (Some(customer), Provider::Stripe) if tone == Tone::Final && percent > 0 => customer,
+            _ => return Ok(None),
+        };
+        let offer = LastChance::of(&record.id, percent);
+        let promotion = Promotion {
+            project_id: record.project_id.clone(),
+            scope: format!("failure-{}-{percent}", record.id),
+            code: offer.code.clone(),
+            percent_off: percent,
+            months: LAST_CHANCE_MONTHS,
+            customer_id: Some(customer.clone()),
+        };
+        match self.issue(&promotion).await {
+            Ok(()) => Ok(Some(offer)),
+            // Stripe disconnected: the email goes out without an offer.
+            Err(Error::Conflict(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Job `dunning_email`: the tone's email from the verified sender, or a logged skip.
@@ -658,6 +755,7 @@ impl Payments {
         let Some(transport) = &self.sending.mailer.transport else {
             return skip("email is not configured").await;
         };
+        let offer = self.last_chance(&record, &config, tone).await?;
         let (subject, text) = render(
             tone,
             &DunningFacts {
@@ -666,6 +764,7 @@ impl Payments {
                 decline_code: record.decline_code.as_deref(),
                 payment_link: record.payment_link.as_deref(),
                 sender_name: &config.sender_name,
+                offer: offer.as_ref(),
             },
         );
         let address = super::super::sender_address(&sender.from);

@@ -12,9 +12,10 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use super::dunning::first_jobs;
+use super::team_notice::team_notice_jobs;
 use crate::api::payments::{DunningConfig, WebhookAction};
 use crate::domain::behavior::{MAX_ID, parse_event};
-use crate::domain::dunning::{DeclineClass, classify};
+use crate::domain::dunning::{DeclineClass, NextRetry, classify, next_retry};
 use crate::domain::lifecycle::EventStatus;
 use crate::domain::provider::Provider;
 use crate::domain::provider_events::{Cancellation, CardExpiring, Failure, Mapped, Success, Who};
@@ -168,6 +169,8 @@ async fn record_failures(
     for ((n, d, f, record, event), inserted) in candidates.into_iter().zip(inserted) {
         if inserted {
             jobs.extend(first_jobs(&record, &d.dunning, d.now));
+            let notices = team_notice_jobs(tx, &record, &d.dunning).await?;
+            jobs.extend(notices.into_iter().map(|job| (job, d.now)));
             events.push((event, &d.project.settings.autopilot));
             actions[n] = WebhookAction::PaymentFailureCreated;
         } else {
@@ -200,6 +203,18 @@ fn failure_record(d: &Delivery, f: &Failure, email: String, churn_event_id: &str
         f.advice_code.as_deref(),
         f.code.as_deref(),
     ) == DeclineClass::Hard;
+    let next = next_retry(
+        config.schedule,
+        config.retry_interval_hours,
+        f.decline_code.as_deref().or(f.code.as_deref()),
+        d.now,
+        d.now,
+    );
+    let abandon_reason = match next {
+        _ if hard => Some("hard_decline"),
+        NextRetry::WindowClosed => Some("window_closed"),
+        NextRetry::At(_) => None,
+    };
     FailureRecord {
         id: new_id(),
         project_id: d.project.id.clone(),
@@ -208,14 +223,21 @@ fn failure_record(d: &Delivery, f: &Failure, email: String, churn_event_id: &str
         customer_email: email,
         amount: f.amount,
         currency: f.currency.clone(),
-        status: if hard { "abandoned" } else { "failing" }.into(),
+        status: if abandon_reason.is_some() {
+            "abandoned"
+        } else {
+            "failing"
+        }
+        .into(),
         failure_reason: Some(f.failure_reason.clone()),
         decline_code: f.decline_code.clone(),
         attempts: 0,
         max_retries: config.max_retries,
-        next_retry_at: (!hard && config.enabled)
-            .then(|| d.now + chrono::Duration::hours(config.retry_interval_hours)),
-        abandon_reason: hard.then(|| "hard_decline".into()),
+        next_retry_at: match next {
+            NextRetry::At(at) if abandon_reason.is_none() && config.enabled => Some(at),
+            _ => None,
+        },
+        abandon_reason: abandon_reason.map(Into::into),
         recovered_at: None,
         provider_invoice_id: f.invoice_id.clone(),
         provider_payment_id: f.payment_id.clone(),

@@ -1,14 +1,17 @@
 //! Payments: connections to payment providers (`connections`), their inbound events
 //! (`webhooks`, verified and mapped; `intake`, written in groups), and dunning (`dunning`): retries, tone emails, configuration, lists and
-//! statistics.
+//! statistics, what ends the subscription of a payment given up (`final_action`), and the team's
+//! notice of a large failure (`team_notice`).
 //! The only capability holding the provider clients: it owns the encryption key that opens
 //! their credentials and the tenant outbound client their calls go through; it sends
 //! dunning emails through the [`Sending`] capability's sender and transport.
 
 mod connections;
 mod dunning;
+mod final_action;
 pub(super) mod intake;
 mod promotions;
+mod team_notice;
 mod webhooks;
 
 use std::sync::Arc;

@@ -1,8 +1,9 @@
-//! The discount email's code made real at Stripe when the email is sent (decisions §15): a
-//! coupon (`percent_off`, `duration=repeating`, `duration_in_months`) and a promotion code of
-//! it carrying the variant's `coupon_code`, for that customer when known, redeemable once.
-//! The idempotency keys derive from the variant, so a send tried again after a failure
-//! replays the provider's first answers instead of making a second coupon.
+//! A discount email's code made real at Stripe when the email is sent (decisions §15, and
+//! dunning's last chance, §18): a coupon (`percent_off`, `duration=repeating`,
+//! `duration_in_months`) and a promotion code of it carrying the email's code, for that
+//! customer when known, redeemable once. The idempotency keys derive from what the email is
+//! about (the variant, the payment failure), so a send tried again after a failure replays
+//! the provider's first answers instead of making a second coupon.
 
 use super::Payments;
 use crate::domain::provider::Provider;
@@ -13,7 +14,8 @@ use crate::providers::stripe::NewCoupon;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Promotion {
     pub project_id: String,
-    pub variant_id: String,
+    /// What the email is about, for the idempotency keys: `variant-<id>`, `failure-<id>-<percent>`.
+    pub scope: String,
     pub code: String,
     pub percent_off: i64,
     pub months: i64,
@@ -41,7 +43,7 @@ impl Payments {
             name: None,
             metadata: Vec::new(),
         };
-        let key = |what: &str| format!("churn-variant-{}-{what}", promotion.variant_id);
+        let key = |what: &str| format!("churn-{}-{what}", promotion.scope);
         let coupon = client
             .create_coupon(&coupon, &key("coupon"))
             .await

@@ -1,0 +1,110 @@
+//! The team's notice of a large payment failure (decisions §18, `notify_team_min_amount`):
+//! the first failure of a record whose amount reaches the threshold emails the project's
+//! owner and admins from the system sender, one job per recipient enqueued with the record,
+//! so a repeated delivery (a duplicate, or a later failure of the same payment, which only
+//! refreshes the record) sends nothing more.
+
+use super::Payments;
+use crate::api::payments::DunningConfig;
+use crate::domain::dunning::{TeamNotice, render_team_notice};
+use crate::domain::role::Role;
+use crate::email::{OutgoingEmail, SendError};
+use crate::error::{Error, Result};
+use crate::jobs::{Job, JobRun};
+use crate::store::payment_failures::{self as failures, FailureRecord};
+use crate::store::{Tx, projects, team};
+
+/// One email job per owner and admin when the new record reaches the threshold.
+pub(super) async fn team_notice_jobs(
+    tx: &mut Tx,
+    record: &FailureRecord,
+    config: &DunningConfig,
+) -> Result<Vec<Job>> {
+    let min = config.notify_team_min_amount;
+    if min == 0 || record.amount < min {
+        return Ok(Vec::new());
+    }
+    Ok(team::members(&mut **tx, &record.project_id)
+        .await?
+        .into_iter()
+        .filter(|m| matches!(m.role, Role::Owner | Role::Admin))
+        .map(|m| Job::DunningTeamNotice {
+            failure_id: record.id.clone(),
+            to: m.email,
+        })
+        .collect())
+}
+
+impl Payments {
+    /// Job `dunning_team_notice`.
+    pub(crate) async fn send_team_notice(
+        &self,
+        failure_id: &str,
+        to: &str,
+        run: &JobRun,
+    ) -> Result<()> {
+        let db = self.core.store.reader();
+        let Some(record) = failures::by_id(db, failure_id).await? else {
+            return Ok(());
+        };
+        let Some(project) = projects::by_id(db, &record.project_id).await? else {
+            return Ok(());
+        };
+        let mailer = &self.sending.mailer;
+        let Some(transport) = &mailer.transport else {
+            self.core
+                .metrics
+                .email("dunning_team", crate::metrics::EmailOutcome::Skipped);
+            tracing::warn!("a team notice of a payment failure is due but email is not configured");
+            return Ok(());
+        };
+        let link = format!(
+            "{}/app/p/{}/payments/{}",
+            mailer.public_url.trim_end_matches('/'),
+            project.slug,
+            record.id
+        );
+        let (subject, text) = render_team_notice(&TeamNotice {
+            project_name: &project.name,
+            customer_email: &record.customer_email,
+            amount: record.amount,
+            currency: &record.currency,
+            failure_reason: record.failure_reason.as_deref(),
+            link: &link,
+        });
+        let message = OutgoingEmail {
+            from: mailer.email_from.clone(),
+            to: to.to_owned(),
+            to_name: None,
+            reply_to: None,
+            subject,
+            html: crate::generation::html::from_text(&text),
+            text,
+            list_unsubscribe: format!("<mailto:{}?subject=unsubscribe>", mailer.sender_address()),
+            message_id: format!("{}@churn", uuid::Uuid::new_v4()),
+        };
+        if !run.claim_email(self.core.now()).await? {
+            tracing::warn!(
+                "a team notice claimed by an earlier run that did not finish is not sent again"
+            );
+            return Ok(());
+        }
+        match super::super::send_counted(&self.core, transport.as_ref(), "dunning_team", &message)
+            .await
+        {
+            Ok(()) => Ok(()),
+            // Refused for good: retrying cannot help.
+            Err(SendError::Rejected(m)) => {
+                tracing::warn!(error = %m, "team notice refused");
+                Ok(())
+            }
+            Err(SendError::Failed(m)) => {
+                run.release_email().await?;
+                Err(Error::upstream(
+                    "the email server did not accept the team notice",
+                    m,
+                ))
+            }
+        }
+    }
+}
