@@ -233,6 +233,7 @@ mod tests {
                 provider_payment_id: None,
                 provider_customer_id: None,
                 attempt_history: Vec::new(),
+                page_visits: Vec::new(),
                 emails: Vec::new(),
             },
             last_attempt: PaymentAttempt {

@@ -163,7 +163,17 @@ pub struct DunningEmail {
     pub reason: Option<String>,
 }
 
-/// A payment failure with its provider ids, attempts and emails.
+/// One visit of the record's card-update page (`/pay/<token>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PageVisit {
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub at: Timestamp,
+    /// email, banner or link.
+    pub via: String,
+}
+
+/// A payment failure with its provider ids, attempts, emails and card-update page visits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PaymentFailureDetail {
     #[serde(flatten)]
@@ -173,6 +183,7 @@ pub struct PaymentFailureDetail {
     pub provider_customer_id: Option<String>,
     pub attempt_history: Vec<PaymentAttempt>,
     pub emails: Vec<DunningEmail>,
+    pub page_visits: Vec<PageVisit>,
 }
 
 /// The answer to a manual retry: the record and the attempt just made.

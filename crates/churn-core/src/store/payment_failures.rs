@@ -548,3 +548,33 @@ pub async fn emails<'e>(
     .fetch_all(db)
     .await?)
 }
+
+/// A visit of the record's card-update page.
+pub async fn log_visit<'e>(
+    db: impl Writes<'e>,
+    failure_id: &str,
+    at: Timestamp,
+    via: &str,
+) -> Result<()> {
+    sqlx::query("INSERT INTO payment_page_visits (id, failure_id, at, via) VALUES ($1, $2, $3, $4)")
+        .bind(crate::ids::new_id())
+        .bind(failure_id)
+        .bind(time::format(&at))
+        .bind(via)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// (at, via) of the card-update page's visits, oldest first.
+pub async fn visits<'e>(
+    db: impl Executor<'e, Database = Any>,
+    failure_id: &str,
+) -> Result<Vec<(String, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT at, via FROM payment_page_visits WHERE failure_id = $1 ORDER BY at, id",
+    )
+    .bind(failure_id)
+    .fetch_all(db)
+    .await?)
+}
