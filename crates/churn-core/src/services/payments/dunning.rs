@@ -314,6 +314,7 @@ impl Payments {
             provider_customer_id: r.provider_customer_id.clone(),
             attempt_history,
             emails,
+            page_visits,
         })
     }
 
@@ -669,13 +670,15 @@ impl Payments {
         let Some(transport) = &self.sending.mailer.transport else {
             return skip("email is not configured").await;
         };
+        // The button goes to the card-update page; `via=email` marks the visits it brings.
+        let update_url = format!("{}?via=email", self.card_update_url(&record.id));
         let (subject, text) = render(
             tone,
             &DunningFacts {
                 amount: record.amount,
                 currency: &record.currency,
                 decline_code: record.decline_code.as_deref(),
-                payment_link: record.payment_link.as_deref(),
+                update_url: &update_url,
                 sender_name: &config.sender_name,
             },
         );

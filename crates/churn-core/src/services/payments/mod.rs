@@ -5,6 +5,7 @@
 //! their credentials and the tenant outbound client their calls go through; it sends
 //! dunning emails through the [`Sending`] capability's sender and transport.
 
+mod card_update;
 mod connections;
 mod dunning;
 pub(super) mod intake;
@@ -18,6 +19,7 @@ use super::{Core, EncryptionKey, Sending};
 use crate::api::payments::WebhookAction;
 use crate::outbound::Outbound;
 
+pub use card_update::{CardUpdatePage, CardUpdated};
 pub use connections::Connection;
 pub(super) use promotions::Promotion;
 pub use webhooks::InboundHeaders;
