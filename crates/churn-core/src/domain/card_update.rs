@@ -83,7 +83,10 @@ mod tests {
     fn the_page_opens_for_sixty_days() {
         let created = crate::time::parse("2026-01-01T00:00:00Z").unwrap();
         assert!(page_open(created, created));
-        assert!(page_open(created, created + TimeDelta::days(60) - TimeDelta::seconds(1)));
+        assert!(page_open(
+            created,
+            created + TimeDelta::days(60) - TimeDelta::seconds(1)
+        ));
         assert!(!page_open(created, created + TimeDelta::days(60)));
     }
 
@@ -92,20 +95,41 @@ mod tests {
         let link = |u: &str| Some(PageAction::Link(u.to_owned()));
         let rzp = Some("https://rzp.io/i/abc");
         assert_eq!(
-            page_action(Provider::Stripe, true, Some("https://invoice.stripe.com/i/1"), None),
+            page_action(
+                Provider::Stripe,
+                true,
+                Some("https://invoice.stripe.com/i/1"),
+                None
+            ),
             Some(PageAction::StripeCheckout)
         );
         assert_eq!(
-            page_action(Provider::Stripe, false, Some("https://invoice.stripe.com/i/1"), None),
+            page_action(
+                Provider::Stripe,
+                false,
+                Some("https://invoice.stripe.com/i/1"),
+                None
+            ),
             link("https://invoice.stripe.com/i/1")
         );
-        assert_eq!(page_action(Provider::Razorpay, false, rzp, None), link("https://rzp.io/i/abc"));
         assert_eq!(
-            page_action(Provider::Custom, false, None, Some("https://acme.io/billing")),
+            page_action(Provider::Razorpay, false, rzp, None),
+            link("https://rzp.io/i/abc")
+        );
+        assert_eq!(
+            page_action(
+                Provider::Custom,
+                false,
+                None,
+                Some("https://acme.io/billing")
+            ),
             link("https://acme.io/billing")
         );
         // Only https targets: a link that is not is left out, as in the emails.
-        assert_eq!(page_action(Provider::Razorpay, false, Some("http://rzp.io/i/abc"), None), None);
+        assert_eq!(
+            page_action(Provider::Razorpay, false, Some("http://rzp.io/i/abc"), None),
+            None
+        );
         assert_eq!(page_action(Provider::Custom, false, None, None), None);
     }
 

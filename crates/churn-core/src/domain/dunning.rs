@@ -194,7 +194,9 @@ mod tests {
         for tone in Tone::ALL {
             let (subject, body) = render(tone, &facts);
             assert!(subject.contains("29.90 USD"), "{tone:?}: {subject}");
-            assert!(body.contains("29.90 USD") && body.contains("https://churn.example/pay/pf-1.sig"));
+            assert!(
+                body.contains("29.90 USD") && body.contains("https://churn.example/pay/pf-1.sig")
+            );
             assert!(body.contains("your card was declined") && !body.contains("stolen"));
             assert!(body.ends_with("Billing Team"));
         }

@@ -556,13 +556,15 @@ pub async fn log_visit<'e>(
     at: Timestamp,
     via: &str,
 ) -> Result<()> {
-    sqlx::query("INSERT INTO payment_page_visits (id, failure_id, at, via) VALUES ($1, $2, $3, $4)")
-        .bind(crate::ids::new_id())
-        .bind(failure_id)
-        .bind(time::format(&at))
-        .bind(via)
-        .execute(db)
-        .await?;
+    sqlx::query(
+        "INSERT INTO payment_page_visits (id, failure_id, at, via) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(crate::ids::new_id())
+    .bind(failure_id)
+    .bind(time::format(&at))
+    .bind(via)
+    .execute(db)
+    .await?;
     Ok(())
 }
 

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
+use crate::dunning::page_link;
 use crate::helpers::Backend;
 use crate::webhooks::{Setup, fixture, setup};
 use churn_core::both_backends;
@@ -39,9 +40,7 @@ impl Setup {
             .rev()
             .find(|m| m.contains(email))
             .expect("a dunning email to the customer");
-        let end = mail.find("?via=email").expect("the page link, marked as from email");
-        let start = mail[..end].rfind("http").unwrap();
-        let link = &mail[start..end];
+        let link = page_link(&mail);
         let at = link.find("/pay/").unwrap();
         (link[..at].to_owned(), link[at..].to_owned())
     }
@@ -119,11 +118,19 @@ async fn the_setup_round_trip_pays_the_invoice(backend: Backend) {
 
     let opened = s.open(Method::GET, &format!("{page}?via=email")).await;
     assert_eq!(opened.status, 200, "{}", opened.body);
-    for text in ["29.90 USD", "Your payment did not go through", "Update payment method"] {
+    for text in [
+        "29.90 USD",
+        "Your payment did not go through",
+        "Update payment method",
+    ] {
         assert!(opened.body.contains(text), "{text}: {}", opened.body);
     }
     assert!(opened.body.contains(r#"<form method="post""#));
-    assert!(opened.csp.contains("form-action 'self' https:"), "{}", opened.csp);
+    assert!(
+        opened.csp.contains("form-action 'self' https:"),
+        "{}",
+        opened.csp
+    );
 
     let checkout = "https://checkout.stripe.com/c/pay/cs_test_a1";
     s.stripe_answers(
@@ -199,7 +206,11 @@ async fn the_setup_round_trip_pays_the_invoice(backend: Backend) {
     assert_eq!(paid.len(), 1);
     let r = s.only_failure().await;
     assert_eq!(
-        (&r["status"], &r["attempts"], &r["attempt_history"][0]["outcome"]),
+        (
+            &r["status"],
+            &r["attempts"],
+            &r["attempt_history"][0]["outcome"]
+        ),
         (&json!("recovered"), &json!(1), &json!("succeeded"))
     );
     let vias: Vec<&Value> = r["page_visits"]
@@ -212,7 +223,11 @@ async fn the_setup_round_trip_pays_the_invoice(backend: Backend) {
 
     // Afterwards the page says so, with no button; a reload of the return retries nothing.
     let again = s.open(Method::GET, &page).await;
-    assert!(again.body.contains("This payment has been made"), "{}", again.body);
+    assert!(
+        again.body.contains("This payment has been made"),
+        "{}",
+        again.body
+    );
     assert!(!again.body.contains("<form"));
     let reload = s
         .open(Method::GET, &format!("{page}/done?session_id=cs_test_a1"))
@@ -325,7 +340,10 @@ async fn a_session_of_another_customer_changes_nothing(backend: Backend) {
             .is_empty()
     );
     let r = s.only_failure().await;
-    assert_eq!((&r["status"], &r["attempts"]), (&json!("failing"), &json!(0)));
+    assert_eq!(
+        (&r["status"], &r["attempts"]),
+        (&json!("failing"), &json!(0))
+    );
 }
 
 async fn razorpay_and_custom_targets(backend: Backend) {
@@ -353,9 +371,10 @@ async fn razorpay_and_custom_targets(backend: Backend) {
 
     // Custom: the project's update_payment_url, https only.
     let patch = |url: &str| {
-        s.app.req(Method::PATCH, "/projects/acme").bearer_auth(&s.token).json(
-            &json!({"settings": {"update_payment_url": url}}),
-        )
+        s.app
+            .req(Method::PATCH, "/projects/acme")
+            .bearer_auth(&s.token)
+            .json(&json!({"settings": {"update_payment_url": url}}))
     };
     let refused = s.app.expect(patch("http://acme.io/billing"), 400).await;
     assert_eq!(

@@ -93,9 +93,7 @@ impl Payments {
         session
             .url
             .filter(|u| url::Url::parse(u).is_ok_and(|u| u.scheme() == "https"))
-            .ok_or_else(|| {
-                Error::upstream("the payment provider failed", "no https checkout url")
-            })
+            .ok_or_else(|| Error::upstream("the payment provider failed", "no https checkout url"))
     }
 
     /// `GET /pay/<token>/done?session_id=…`: the session must belong to the record's
@@ -115,7 +113,10 @@ impl Payments {
         let upstream = |e: crate::providers::CallError| {
             Error::upstream("the payment provider failed", e.to_string())
         };
-        let session = stripe.checkout_session(session_id).await.map_err(upstream)?;
+        let session = stripe
+            .checkout_session(session_id)
+            .await
+            .map_err(upstream)?;
         if session.customer.as_deref() != Some(customer.as_str()) {
             return Err(gone());
         }
