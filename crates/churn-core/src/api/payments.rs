@@ -235,3 +235,23 @@ pub struct PaymentFailureStats {
     /// The project's most common currency.
     pub currency: String,
 }
+
+/// `GET /customer-status/:publicKey`'s query: the customer and their hash (decisions §16).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct CustomerStatusQuery {
+    #[param(format = Email, max_length = 254)]
+    pub customer_email: Option<String>,
+    /// HMAC-SHA256 of the email with the project's identity secret; missing or wrong: 401.
+    #[param(pattern = "^[0-9a-fA-F]{64}$")]
+    pub customer_hash: Option<String>,
+}
+
+/// What the in-app banner shows: whether a payment of the customer is failing, and the
+/// card-update page of the newest failing one (`null` when none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CustomerStatus {
+    pub payment_failing: bool,
+    pub update_url: Option<String>,
+}

@@ -580,3 +580,22 @@ pub async fn visits<'e>(
     .fetch_all(db)
     .await?)
 }
+
+/// The customer's newest failing record created after `since` (older pages have expired).
+pub async fn newest_failing<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    email: &str,
+    since: Timestamp,
+) -> Result<Option<FailureRecord>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM payment_failures WHERE project_id = $1 AND customer_email = $2 \
+         AND status = 'failing' AND created_at > $3 ORDER BY created_at DESC, id DESC LIMIT 1"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(project_id)
+        .bind(email)
+        .bind(time::format(&since))
+        .fetch_optional(db)
+        .await?)
+}

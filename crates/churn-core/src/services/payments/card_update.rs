@@ -5,8 +5,14 @@
 //! (counted like a manual retry, through the same [`Payments::retry_record`]).
 
 use super::Payments;
+use crate::api::payments::CustomerStatus;
+use crate::domain::email::Email;
+use crate::domain::validation::Validator;
+use crate::services::access::ProjectAccess;
 use crate::domain::cancel_flow::FlowColors;
-use crate::domain::card_update::{PageAction, PageState, page_action, page_open, visit_source};
+use crate::domain::card_update::{
+    PAGE_LIFETIME, PageAction, PageState, page_action, page_open, visit_source,
+};
 use crate::domain::dunning::format_amount;
 use crate::domain::provider::Provider;
 use crate::error::{Error, Result};
@@ -49,6 +55,40 @@ fn gone() -> Error {
 }
 
 impl Payments {
+    /// `GET /customer-status/:publicKey` (the in-app banner): whether the signed customer
+    /// has a failing payment, and the card-update page of the newest one whose page is still
+    /// open. 400 without a valid email; 401 [`HASH_REFUSED`](super::super::identity::HASH_REFUSED)
+    /// when the hash is missing or wrong, as in the cancel flow.
+    pub async fn customer_status(
+        &self,
+        access: &ProjectAccess,
+        customer_email: Option<&str>,
+        customer_hash: Option<&str>,
+    ) -> Result<CustomerStatus> {
+        let mut v = Validator::new();
+        let email = v.check(
+            "customer_email",
+            Email::parse(customer_email.unwrap_or_default()),
+        );
+        v.finish()?;
+        let email = email.ok_or_else(|| Error::validation("customer_email is required"))?;
+        self.check_customer_hash(&access.project.id, email.as_str(), None, customer_hash)
+            .await?;
+        let since = self.core.now() - PAGE_LIFETIME;
+        let newest = failures::newest_failing(
+            self.core.store.reader(),
+            &access.project.id,
+            email.as_str(),
+            since,
+        )
+        .await?;
+        Ok(CustomerStatus {
+            payment_failing: newest.is_some(),
+            // `via=banner` marks the visits it brings.
+            update_url: newest.map(|r| format!("{}?via=banner", self.card_update_url(&r.id))),
+        })
+    }
+
     /// The page's address for a record: `<public url>/pay/<token>`.
     pub fn card_update_url(&self, failure_id: &str) -> String {
         format!(
