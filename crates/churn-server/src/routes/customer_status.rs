@@ -35,7 +35,9 @@ pub async fn status(
     let access = match s.churn.core().widget_access(&key, origin).await {
         Ok(access) => access,
         Err(churn_core::Error::Unauthorized(_)) => {
-            return with_vary(ApiError::not_found("no project has this public key").into_response());
+            return with_vary(
+                ApiError::not_found("no project has this public key").into_response(),
+            );
         }
         Err(e) => return with_vary(ApiError::from(e).into_response()),
     };

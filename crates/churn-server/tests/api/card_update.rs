@@ -1,13 +1,15 @@
 //! The card-update page (decisions §18) against the loopback fake of Stripe's API: the link
 //! in the dunning email, the page in each state, the setup-mode Checkout round trip ending in
 //! a paid invoice (exact form parameters Stripe receives), forged and expired tokens,
-//! Razorpay's payment link and the custom `update_payment_url` as the button's target.
+//! Razorpay's payment link and the custom `update_payment_url` as the button's target; the
+//! in-app banner's `customer-status` (hash, allowed origins, the newest failing record).
 
 use reqwest::Method;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
+use crate::cancel_flow::identity_secret;
 use crate::dunning::page_link;
 use crate::helpers::Backend;
 use crate::webhooks::{Setup, fixture, setup};
@@ -18,6 +20,7 @@ both_backends!(
     each_state_and_forged_or_expired_tokens,
     a_session_of_another_customer_changes_nothing,
     razorpay_and_custom_targets,
+    the_banner_status_follows_the_failing_record,
 );
 
 const INVOICE: &str = "in_1SXa2YHOQNg4XnOMkV3r8c2Q";
@@ -402,4 +405,111 @@ async fn razorpay_and_custom_targets(backend: Backend) {
         "{}",
         opened.body
     );
+}
+
+async fn the_banner_status_follows_the_failing_record(backend: Backend) {
+    const JENNY: &str = "jenny.rosen@example.com";
+    const SHOP: &str = "https://shop.example";
+    let s = setup(backend).await;
+    let secret = identity_secret(&s.app, &s.token, "acme").await;
+    let hash = churn_sdk::identity::customer_hash(&secret, JENNY, None);
+    let status = |hash: Option<String>, origin: Option<&str>| {
+        let mut query = vec![("customer_email", JENNY.to_owned())];
+        query.extend(hash.map(|h| ("customer_hash", h)));
+        let mut req = s
+            .app
+            .req(Method::GET, &format!("/customer-status/{}", s.public_key))
+            .query(&query);
+        if let Some(origin) = origin {
+            req = req.header("Origin", origin);
+        }
+        req
+    };
+    let nothing = s.app.expect(status(Some(hash.clone()), None), 200).await;
+    assert_eq!(
+        nothing,
+        json!({"data": {"payment_failing": false, "update_url": null}})
+    );
+
+    let page = s.stripe_failure().await;
+    let failing = s.app.expect(status(Some(hash.clone()), None), 200).await;
+    assert_eq!(failing["data"]["payment_failing"], true);
+    let url = failing["data"]["update_url"].as_str().unwrap();
+    assert!(url.ends_with(&format!("{page}?via=banner")), "{url}");
+    let at = url.find("/pay/").unwrap();
+    assert_eq!(s.open(Method::GET, &url[at..]).await.status, 200);
+    assert_eq!(s.only_failure().await["page_visits"][0]["via"], "banner");
+
+    // A wrong or missing hash: the cancel flow's 401.
+    let other = churn_sdk::identity::customer_hash(&secret, "eve@example.com", None);
+    for hash in [Some(other), None] {
+        let refused = s.app.expect(status(hash, None), 401).await;
+        assert_eq!(
+            refused["error"]["message"],
+            "customer_hash is missing or does not match"
+        );
+    }
+
+    // Allowed origins as for the widget: a listed origin gets CORS, another is 403.
+    s.app
+        .expect(
+            s.app
+                .req(Method::PUT, "/projects/acme/allowed-origins")
+                .bearer_auth(&s.token)
+                .json(&json!({"allowed_origins": [SHOP]})),
+            200,
+        )
+        .await;
+    let foreign = status(Some(hash.clone()), Some("https://evil.example"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    assert!(
+        foreign
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+    let listed = status(Some(hash.clone()), Some(SHOP)).send().await.unwrap();
+    assert_eq!(listed.status(), 200);
+    assert_eq!(listed.headers()["access-control-allow-origin"], SHOP);
+    let preflight = s
+        .app
+        .req(
+            Method::OPTIONS,
+            &format!("/customer-status/{}", s.public_key),
+        )
+        .header("Origin", SHOP)
+        .header("Access-Control-Request-Method", "GET")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status(), 204);
+    assert_eq!(
+        preflight.headers()["access-control-allow-methods"],
+        "GET, OPTIONS"
+    );
+
+    // Once paid, no banner.
+    s.stripe_answers(
+        "POST",
+        &format!("/v1/invoices/{INVOICE}/pay"),
+        json!({"id": INVOICE, "object": "invoice", "status": "paid"}),
+    )
+    .await;
+    let id = s.only_failure().await["id"].as_str().unwrap().to_owned();
+    s.app
+        .expect(
+            s.app
+                .req(
+                    Method::POST,
+                    &format!("/projects/acme/payment-failures/{id}/retry"),
+                )
+                .bearer_auth(&s.token),
+            200,
+        )
+        .await;
+    let paid = s.app.expect(status(Some(hash), None), 200).await;
+    assert_eq!(paid["data"]["payment_failing"], false);
 }

@@ -6,17 +6,17 @@
 
 use super::Payments;
 use crate::api::payments::CustomerStatus;
-use crate::domain::email::Email;
-use crate::domain::validation::Validator;
-use crate::services::access::ProjectAccess;
 use crate::domain::cancel_flow::FlowColors;
 use crate::domain::card_update::{
     PAGE_LIFETIME, PageAction, PageState, page_action, page_open, visit_source,
 };
 use crate::domain::dunning::format_amount;
+use crate::domain::email::Email;
 use crate::domain::provider::Provider;
+use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
 use crate::providers::stripe::{SetupReturn, Stripe};
+use crate::services::access::ProjectAccess;
 use crate::store::payment_failures::{self as failures, FailureRecord};
 use crate::store::{cancel_flows, events, projects};
 use crate::time::Timestamp;
