@@ -10,6 +10,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::cancel_flow::identity_secret;
+use crate::dashboard_client::Browser;
 use crate::dunning::page_link;
 use crate::helpers::Backend;
 use crate::webhooks::{Setup, fixture, setup};
@@ -223,6 +224,16 @@ async fn the_setup_round_trip_pays_the_invoice(backend: Backend) {
         .map(|v| &v["via"])
         .collect();
     assert_eq!(vias, [&json!("email")]);
+    // The team sees the page's link and its visits on the record's dashboard page.
+    let browser = Browser::sign_in(&s.app, "owner@acme.io").await;
+    let html = browser
+        .get(
+            &format!("/app/p/acme/payments/{}", r["id"].as_str().unwrap()),
+            200,
+        )
+        .await;
+    assert!(html.contains(&format!(r#"href="{base}{page}""#)), "{html}");
+    assert!(html.contains("Card-update page visits") && html.contains("<td>email</td>"));
 
     // Afterwards the page says so, with no button; a reload of the return retries nothing.
     let again = s.open(Method::GET, &page).await;
