@@ -35,7 +35,7 @@ async function call(method, path, body, headers = {}) {
 async function billingEvent(secret, event) {
   const body = JSON.stringify(event);
   const signature = createHmac("sha256", secret).update(body).digest("hex");
-  const response = await fetch(`${base}/webhooks/custom/${publicKey}`, {
+  const response = await fetch(`${base}/api/v1/webhooks/custom/${publicKey}`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-churn-signature": signature },
     body,
@@ -73,7 +73,10 @@ before(async () => {
   const webhookSecret = (await call("GET", "/projects/acme/webhook-secret")).data.webhook_secret;
   await call("PUT", "/projects/acme/providers/custom", {});
   await call("PATCH", "/projects/acme", { settings: { update_payment_url: UPDATE_URL } });
-  await call("PUT", "/projects/acme/cancel-flow", { colors: { primary: "#0f766e" } });
+  await call("PUT", "/projects/acme/cancel-flow", {
+    reasons: [{ code: "too_expensive", label: "It costs too much" }, { code: "other", label: "Something else" }],
+    colors: { primary: "#0f766e" },
+  });
   shopOrigin = await startShop();
   await call("PUT", "/projects/acme/allowed-origins", { allowed_origins: [shopOrigin] });
   const failed = (id, email, extra = {}) => billingEvent(webhookSecret, {

@@ -13,7 +13,6 @@ use crate::domain::card_update::{
 use crate::domain::dunning::format_amount;
 use crate::domain::email::Email;
 use crate::domain::provider::Provider;
-use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
 use crate::providers::stripe::{SetupReturn, Stripe};
 use crate::services::access::ProjectAccess;
@@ -65,13 +64,8 @@ impl Payments {
         customer_email: Option<&str>,
         customer_hash: Option<&str>,
     ) -> Result<CustomerStatus> {
-        let mut v = Validator::new();
-        let email = v.check(
-            "customer_email",
-            Email::parse(customer_email.unwrap_or_default()),
-        );
-        v.finish()?;
-        let email = email.ok_or_else(|| Error::validation("customer_email is required"))?;
+        let email = Email::parse(customer_email.unwrap_or_default())
+            .map_err(|message| Error::invalid_field("customer_email", message))?;
         self.check_customer_hash(&access.project.id, email.as_str(), None, customer_hash)
             .await?;
         let since = self.core.now() - PAGE_LIFETIME;
@@ -148,6 +142,9 @@ impl Payments {
         let record = self.page_record(token).await?;
         if record.status != "failing" {
             return Ok((self.page(&record).await?, None));
+        }
+        if session_id.is_empty() {
+            return Err(gone());
         }
         let (stripe, customer) = self.stripe_of(&record).await?;
         let upstream = |e: crate::providers::CallError| {
