@@ -599,3 +599,23 @@ pub async fn newest_failing<'e>(
         .fetch_optional(db)
         .await?)
 }
+
+/// Claims the return from a Checkout session for the record; `false` when it was handled
+/// before.
+pub async fn claim_card_update<'e>(
+    db: impl Writes<'e>,
+    session_id: &str,
+    failure_id: &str,
+    at: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "INSERT INTO card_update_sessions (session_id, failure_id, at) VALUES ($1, $2, $3) \
+         ON CONFLICT (session_id) DO NOTHING",
+    )
+    .bind(session_id)
+    .bind(failure_id)
+    .bind(time::format(&at))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

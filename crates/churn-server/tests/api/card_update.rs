@@ -20,6 +20,7 @@ both_backends!(
     the_setup_round_trip_pays_the_invoice,
     each_state_and_forged_or_expired_tokens,
     a_session_of_another_customer_changes_nothing,
+    a_declined_new_card_is_said_and_a_reload_retries_nothing,
     razorpay_and_custom_targets,
     the_banner_status_follows_the_failing_record,
 );
@@ -523,4 +524,46 @@ async fn the_banner_status_follows_the_failing_record(backend: Backend) {
         .await;
     let paid = s.app.expect(status(Some(hash), None), 200).await;
     assert_eq!(paid["data"]["payment_failing"], false);
+}
+
+async fn a_declined_new_card_is_said_and_a_reload_retries_nothing(backend: Backend) {
+    let s = setup(backend).await;
+    let page = s.stripe_failure().await;
+    s.stripe_answers(
+        "GET",
+        "/v1/checkout/sessions/cs_test_b2",
+        json!({"id": "cs_test_b2", "object": "checkout.session", "customer": CUSTOMER,
+            "setup_intent": {"id": "seti_3", "status": "succeeded", "payment_method": "pm_2"}}),
+    )
+    .await;
+    s.stripe_answers(
+        "POST",
+        &format!("/v1/customers/{CUSTOMER}"),
+        json!({"id": CUSTOMER, "object": "customer"}),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path(format!("/v1/invoices/{INVOICE}/pay")))
+        .respond_with(ResponseTemplate::new(402).set_body_json(json!({"error": {
+            "type": "card_error", "code": "card_declined", "decline_code": "insufficient_funds",
+            "message": "Your card has insufficient funds."}})))
+        .mount(&s.fake.mock)
+        .await;
+    let done = format!("{page}/done?session_id=cs_test_b2");
+    let back = s.open(Method::GET, &done).await;
+    assert_eq!(back.status, 200, "{}", back.body);
+    assert!(back.body.contains("declined again"), "{}", back.body);
+    assert!(back.body.contains(r#"<form method="post""#));
+    let reload = s.open(Method::GET, &done).await;
+    assert_eq!(reload.status, 200);
+    assert!(!reload.body.contains("declined again"), "{}", reload.body);
+    let pays = s
+        .stripe_received("POST", &format!("/v1/invoices/{INVOICE}/pay"))
+        .await;
+    assert_eq!(pays.len(), 1);
+    let r = s.only_failure().await;
+    assert_eq!(
+        (&r["status"], &r["attempts"], &r["decline_code"]),
+        (&json!("failing"), &json!(1), &json!("insufficient_funds"))
+    );
 }

@@ -132,8 +132,8 @@ impl Payments {
 
     /// `GET /pay/<token>/done?session_id=…`: the session must belong to the record's
     /// customer and hold a saved payment method; it becomes the invoices' default and the
-    /// invoice is retried at once. A record no longer failing (a reload after success)
-    /// answers its page without retrying.
+    /// invoice is retried at once, once per session. A record no longer failing, or a session
+    /// handled before (a reload), answers the page without retrying.
     pub async fn finish_card_update(
         &self,
         token: &str,
@@ -162,6 +162,17 @@ impl Payments {
             .filter(|i| i.status.as_deref() == Some("succeeded"))
             .and_then(|i| i.payment_method)
             .ok_or_else(|| Error::Conflict("the new card was not saved".into()))?;
+        // Once per session: a reload of this page must not retry (and count) again.
+        if !failures::claim_card_update(
+            self.core.store.writer(),
+            &session.id,
+            &record.id,
+            self.core.now(),
+        )
+        .await?
+        {
+            return Ok((self.page(&record).await?, None));
+        }
         stripe
             .set_default_payment_method(&customer, &method, &format!("churn-card-{}", session.id))
             .await
