@@ -233,6 +233,7 @@ mod tests {
                 provider_payment_id: None,
                 provider_customer_id: None,
                 attempt_history: Vec::new(),
+                page_visits: Vec::new(),
                 emails: Vec::new(),
                 final_action_result: None,
             },

@@ -187,7 +187,17 @@ pub struct DunningEmail {
     pub reason: Option<String>,
 }
 
-/// A payment failure with its provider ids, attempts and emails.
+/// One visit of the record's card-update page (`/pay/<token>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PageVisit {
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub at: Timestamp,
+    /// email, banner or link.
+    pub via: String,
+}
+
+/// A payment failure with its provider ids, attempts, emails and card-update page visits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PaymentFailureDetail {
     #[serde(flatten)]
@@ -199,6 +209,7 @@ pub struct PaymentFailureDetail {
     pub emails: Vec<DunningEmail>,
     /// The `final_action` tried when churn gave the payment up; null while none was.
     pub final_action_result: Option<FinalActionResult>,
+    pub page_visits: Vec<PageVisit>,
 }
 
 /// What became of the `final_action` of an abandoned record.
@@ -263,4 +274,24 @@ pub struct PaymentFailureStats {
     pub revenue_recovered: i64,
     /// The project's most common currency.
     pub currency: String,
+}
+
+/// `GET /customer-status/:publicKey`'s query: the customer and their hash (decisions §16).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct CustomerStatusQuery {
+    #[param(format = Email, max_length = 254)]
+    pub customer_email: Option<String>,
+    /// HMAC-SHA256 of the email with the project's identity secret; missing or wrong: 401.
+    #[param(pattern = "^[0-9a-fA-F]{64}$")]
+    pub customer_hash: Option<String>,
+}
+
+/// What the in-app banner shows: whether a payment of the customer is failing, and the
+/// card-update page of the newest failing one (`null` when none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CustomerStatus {
+    pub payment_failing: bool,
+    pub update_url: Option<String>,
 }

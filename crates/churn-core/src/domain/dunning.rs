@@ -197,7 +197,7 @@ pub fn tone_at(sequence: &[Tone], step: usize) -> Tone {
 }
 
 /// The dunning emails, one per tone: subject and text with `{amount}`, `{reason}`,
-/// `{action}` (the payment link or a request for another payment method) and `{sender}`.
+/// `{action}` (the link to the card-update page) and `{sender}`.
 const TEMPLATES: [(Tone, &str, &str); 4] = [
     (
         Tone::Friendly,
@@ -231,8 +231,9 @@ pub struct DunningFacts<'a> {
     pub amount: i64,
     pub currency: &'a str,
     pub decline_code: Option<&'a str>,
-    /// Where the customer can pay (the provider's hosted page), when known.
-    pub payment_link: Option<&'a str>,
+    /// The record's card-update page (`/pay/<token>`, ours): where the customer updates the
+    /// card or pays. The provider's own link is offered there, not in the email.
+    pub update_url: &'a str,
     pub sender_name: &'a str,
     /// The last-chance discount the final tone offers, made real at the provider.
     pub offer: Option<&'a LastChance>,
@@ -322,15 +323,7 @@ pub fn render(tone: Tone, facts: &DunningFacts<'_>) -> (String, String) {
         .find(|(t, _, _)| *t == tone)
         .copied()
         .unwrap_or(TEMPLATES[0]);
-    // The customer is asked to pay there: a link the provider sent that is not https is left
-    // out, as if there were none.
-    let link = facts
-        .payment_link
-        .filter(|link| url::Url::parse(link).is_ok_and(|u| u.scheme() == "https"));
-    let action = match link {
-        Some(link) => format!("You can pay here: {link}"),
-        None => "Please reply to this email or update your payment method.".to_owned(),
-    };
+    let action = format!("You can update your card or pay here: {}", facts.update_url);
     let action = match (tone, facts.offer) {
         (Tone::Final, Some(offer)) => format!(
             "{action}\n\nAs a last chance, use the code {} for {}% off your subscription for \
@@ -358,44 +351,19 @@ mod tests {
             amount: 2990,
             currency: "usd",
             decline_code: Some("stolen_card"),
-            payment_link: Some("https://invoice.example/i/1"),
+            update_url: "https://churn.example/pay/pf-1.sig",
             sender_name: "Billing Team",
             offer: None,
         };
         for tone in Tone::ALL {
             let (subject, body) = render(tone, &facts);
             assert!(subject.contains("29.90 USD"), "{tone:?}: {subject}");
-            assert!(body.contains("29.90 USD") && body.contains("https://invoice.example/i/1"));
+            assert!(
+                body.contains("29.90 USD") && body.contains("https://churn.example/pay/pf-1.sig")
+            );
             assert!(body.contains("your card was declined") && !body.contains("stolen"));
             assert!(body.ends_with("Billing Team"));
         }
-        let (_, body) = render(
-            Tone::Final,
-            &DunningFacts {
-                payment_link: None,
-                ..facts
-            },
-        );
-        assert!(body.contains("update your payment method"));
-        for link in [
-            "http://invoice.example/i/1",
-            "javascript:alert(1)",
-            "invoice.example",
-        ] {
-            let (_, body) = render(
-                Tone::Friendly,
-                &DunningFacts {
-                    payment_link: Some(link),
-                    ..facts
-                },
-            );
-            assert!(
-                !body.contains(link) && body.contains("update your payment method"),
-                "{link}: {body}"
-            );
-        }
-        assert_eq!(format_amount(500, "JPY"), "500 JPY");
-        assert_eq!(format_amount(5, "eur"), "0.05 EUR");
     }
 
     #[test]
@@ -462,7 +430,7 @@ mod tests {
             amount: 4900,
             currency: "eur",
             decline_code: Some("insufficient_funds"),
-            payment_link: Some("https://invoice.example/i/42"),
+            update_url: "https://churn.example/pay/pf-42.sig?via=email",
             sender_name: "Acme Billing",
             offer: None,
         };
@@ -564,7 +532,7 @@ mod tests {
             amount: 4900,
             currency: "eur",
             decline_code: Some("insufficient_funds"),
-            payment_link: Some("https://invoice.example/i/42"),
+            update_url: "https://churn.example/pay/pf-42.sig?via=email",
             sender_name: "Acme Billing",
             offer: Some(&offer),
         };

@@ -20,6 +20,9 @@ pub struct ProjectSettings {
     /// Where a customer goes to come back (https only); the emails' button leads there.
     /// Unset: `product_url`.
     pub reactivation_url: Option<String>,
+    /// Where a customer of custom billing updates their card (https only): the card-update
+    /// page's button (decisions §18).
+    pub update_payment_url: Option<String>,
     /// Language of generated emails (an IETF tag such as `en`).
     pub language: String,
     /// Recovery on its own (decisions §13).
@@ -114,6 +117,7 @@ impl Default for ProjectSettings {
             founder_name: None,
             product_url: None,
             reactivation_url: None,
+            update_payment_url: None,
             language: "en".to_owned(),
             autopilot: AutopilotSettings::default(),
             coupon_code: None,
@@ -149,6 +153,11 @@ pub struct SettingsPatch {
     #[serde(default, with = "double_option")]
     #[schema(value_type = Option<String>, max_length = 500, pattern = r"^([Hh][Tt][Tt][Pp][Ss]://|$)")]
     pub reactivation_url: Option<Option<String>>,
+    /// Where a customer of custom billing updates their card (https only). Empty (or null)
+    /// clears it.
+    #[serde(default, with = "double_option")]
+    #[schema(value_type = Option<String>, max_length = 500, pattern = r"^([Hh][Tt][Tt][Pp][Ss]://|$)")]
+    pub update_payment_url: Option<Option<String>>,
     /// An IETF language tag such as `en` or `pt-br`.
     #[schema(pattern = r"^[A-Za-z0-9-]{2,16}$")]
     pub language: Option<String>,
@@ -222,16 +231,23 @@ impl ProjectSettings {
                 .check("settings.product_url", checked)
                 .unwrap_or(next.product_url);
         }
-        if let Some(url) = patch.reactivation_url {
-            let checked = optional(url, 500).and_then(|url| match url {
+        let https = |url: Option<String>| {
+            optional(url, 500).and_then(|url| match url {
                 Some(u) if url::Url::parse(&u).map_or(true, |p| p.scheme() != "https") => {
                     Err("must be an https URL".to_owned())
                 }
                 other => Ok(other),
-            });
+            })
+        };
+        if let Some(url) = patch.reactivation_url {
             next.reactivation_url = v
-                .check("settings.reactivation_url", checked)
+                .check("settings.reactivation_url", https(url))
                 .unwrap_or(next.reactivation_url);
+        }
+        if let Some(url) = patch.update_payment_url {
+            next.update_payment_url = v
+                .check("settings.update_payment_url", https(url))
+                .unwrap_or(next.update_payment_url);
         }
         if let Some(language) = patch.language {
             let ok = (2..=16).contains(&language.len())

@@ -62,6 +62,20 @@ impl TrackingKeys {
     pub fn verify_click(&self, variant_id: &str, target: &str, signature: &str) -> bool {
         self.matches(signature, &["click", variant_id, target])
     }
+
+    /// `<payment failure id>.<signature>`: the card-update page of a failing payment
+    /// (`/pay/<token>`). It carries no expiry: the page's lifetime follows from the record
+    /// (`domain::card_update`).
+    pub fn pay_token(&self, failure_id: &str) -> String {
+        format!("{failure_id}.{}", self.sign(&["pay", failure_id]))
+    }
+
+    /// The payment failure a card-update token names, if its signature is ours.
+    pub fn verify_pay_token<'t>(&self, token: &'t str) -> Option<&'t str> {
+        let (failure_id, signature) = token.rsplit_once('.')?;
+        self.matches(signature, &["pay", failure_id])
+            .then_some(failure_id)
+    }
 }
 
 #[cfg(test)]
@@ -87,5 +101,17 @@ mod tests {
         assert!(keys.verify_click("var-1", "https://acme.io/x?y=1", sig));
         assert!(!keys.verify_click("var-1", "https://evil.example", sig));
         assert!(!keys.verify_click("var-2", "https://acme.io/x?y=1", sig));
+    }
+
+    #[test]
+    fn pay_tokens_are_signed_under_their_own_label() {
+        let keys = TrackingKeys::new(b"k1");
+        let token = keys.pay_token("pf-1");
+        assert_eq!(keys.verify_pay_token(&token), Some("pf-1"));
+        assert_eq!(TrackingKeys::new(b"k2").verify_pay_token(&token), None);
+        // An open token of the same id is no pay token, nor the other way round.
+        assert_eq!(keys.verify_pay_token(&keys.token("pf-1")), None);
+        assert_eq!(keys.verify_token(&token), None);
+        assert_eq!(keys.verify_pay_token("pf-1"), None);
     }
 }

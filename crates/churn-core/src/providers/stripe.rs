@@ -9,7 +9,10 @@
 //! up ([`Stripe::customer`]); dunning's end cancels or pauses the subscription
 //! ([`Stripe::cancel_subscription`], [`Stripe::pause_collection`]); a discount email's code is made real as a one-customer
 //! promotion code of a new coupon ([`Stripe::create_coupon`],
-//! [`Stripe::create_promotion_code`]).
+//! [`Stripe::create_promotion_code`]); the card-update page saves a new card through a
+//! setup-mode Checkout Session ([`Stripe::create_setup_session`],
+//! [`Stripe::checkout_session`]) and makes it the invoices' default
+//! ([`Stripe::set_default_payment_method`]).
 
 use reqwest::Method;
 use secrecy::{ExposeSecret, SecretString};
@@ -78,6 +81,35 @@ pub struct Subscription {
     pub id: String,
     #[serde(default)]
     pub status: Option<String>,
+}
+
+/// A Checkout Session as churn reads it: its hosted page, its customer and, once completed
+/// in `setup` mode, the setup intent (expanded) holding the new payment method.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CheckoutSession {
+    pub id: String,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub customer: Option<String>,
+    #[serde(default)]
+    pub setup_intent: Option<SetupIntent>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct SetupIntent {
+    pub id: String,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub payment_method: Option<String>,
+}
+
+/// Where a setup-mode Checkout Session sends the customer back.
+#[derive(Debug, Clone, Copy)]
+pub struct SetupReturn<'a> {
+    pub success_url: &'a str,
+    pub cancel_url: &'a str,
 }
 
 /// The coupon of a discount offer: `percent_off` for `duration_in_months` months
@@ -263,6 +295,56 @@ impl Stripe {
         self.post(
             &["v1", "subscriptions", subscription_id],
             params,
+            idempotency_key,
+        )
+        .await
+    }
+
+    /// `POST /v1/checkout/sessions` with `mode=setup`, `customer`, `currency` (required in
+    /// setup mode when `payment_method_types` is not set, so Stripe offers the methods that
+    /// can pay in it), `success_url` and `cancel_url`: a hosted page where the customer saves
+    /// a new payment method.
+    pub async fn create_setup_session(
+        &self,
+        customer_id: &str,
+        currency: &str,
+        back: SetupReturn<'_>,
+        idempotency_key: &str,
+    ) -> Result<CheckoutSession, CallError> {
+        self.post(
+            &["v1", "checkout", "sessions"],
+            &json!({
+                "mode": "setup",
+                "customer": customer_id,
+                "currency": currency,
+                "success_url": back.success_url,
+                "cancel_url": back.cancel_url,
+            }),
+            idempotency_key,
+        )
+        .await
+    }
+
+    /// `GET /v1/checkout/sessions/{id}` with `expand[]=setup_intent`.
+    pub async fn checkout_session(&self, session_id: &str) -> Result<CheckoutSession, CallError> {
+        self.get(
+            &["v1", "checkout", "sessions", session_id],
+            &[("expand[]", "setup_intent")],
+        )
+        .await
+    }
+
+    /// `POST /v1/customers/{id}` with `invoice_settings[default_payment_method]`: the method
+    /// the customer's invoices are paid with from now on.
+    pub async fn set_default_payment_method(
+        &self,
+        customer_id: &str,
+        payment_method: &str,
+        idempotency_key: &str,
+    ) -> Result<Customer, CallError> {
+        self.post(
+            &["v1", "customers", customer_id],
+            &json!({"invoice_settings": {"default_payment_method": payment_method}}),
             idempotency_key,
         )
         .await

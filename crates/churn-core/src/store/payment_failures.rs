@@ -578,3 +578,74 @@ pub async fn set_final_action_result<'e>(
     .await?;
     Ok(())
 }
+
+/// A visit of the record's card-update page.
+pub async fn log_visit<'e>(
+    db: impl Writes<'e>,
+    failure_id: &str,
+    at: Timestamp,
+    via: &str,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO payment_page_visits (id, failure_id, at, via) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(crate::ids::new_id())
+    .bind(failure_id)
+    .bind(time::format(&at))
+    .bind(via)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// (at, via) of the card-update page's visits, oldest first.
+pub async fn visits<'e>(
+    db: impl Executor<'e, Database = Any>,
+    failure_id: &str,
+) -> Result<Vec<(String, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT at, via FROM payment_page_visits WHERE failure_id = $1 ORDER BY at, id",
+    )
+    .bind(failure_id)
+    .fetch_all(db)
+    .await?)
+}
+
+/// The customer's newest failing record created after `since` (older pages have expired).
+pub async fn newest_failing<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    email: &str,
+    since: Timestamp,
+) -> Result<Option<FailureRecord>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM payment_failures WHERE project_id = $1 AND customer_email = $2 \
+         AND status = 'failing' AND created_at > $3 ORDER BY created_at DESC, id DESC LIMIT 1"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(project_id)
+        .bind(email)
+        .bind(time::format(&since))
+        .fetch_optional(db)
+        .await?)
+}
+
+/// Claims the return from a Checkout session for the record; `false` when it was handled
+/// before.
+pub async fn claim_card_update<'e>(
+    db: impl Writes<'e>,
+    session_id: &str,
+    failure_id: &str,
+    at: Timestamp,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "INSERT INTO card_update_sessions (session_id, failure_id, at) VALUES ($1, $2, $3) \
+         ON CONFLICT (session_id) DO NOTHING",
+    )
+    .bind(session_id)
+    .bind(failure_id)
+    .bind(time::format(&at))
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

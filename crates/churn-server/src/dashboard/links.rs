@@ -46,7 +46,7 @@ pub fn router(network: Arc<Network>) -> Router<AppState> {
 }
 
 /// Outside the dashboard's headers, which allow a same-origin Referer.
-async fn no_referrer(req: Request, next: Next) -> Response {
+pub(super) async fn no_referrer(req: Request, next: Next) -> Response {
     let mut response = next.run(req).await;
     response.headers_mut().insert(
         header::REFERRER_POLICY,

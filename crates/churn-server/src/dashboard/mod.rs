@@ -29,6 +29,7 @@ mod events;
 mod layout;
 mod links;
 mod overview;
+mod pay;
 mod payments;
 mod risk;
 mod session;
@@ -133,6 +134,7 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
     Router::new()
         .route("/", get(|| async { Redirect::to(PATH) }))
         .merge(links::router(network))
+        .merge(pay::router())
         .nest(PATH, app)
 }
 

@@ -353,6 +353,10 @@ struct FailurePage {
     final_action: String,
     attempts: Vec<AttemptRow>,
     emails: Vec<EmailRow>,
+    /// The customer's card-update page, for the team to send by hand.
+    update_url: String,
+    /// (when, where from) of its visits.
+    visits: Vec<(String, String)>,
     retry: Option<String>,
 }
 
@@ -430,6 +434,12 @@ pub async fn page(
                 status: e.status.clone(),
                 reason: e.reason.clone().unwrap_or_default().replace('_', " "),
             })
+            .collect(),
+        update_url: s.churn.payments().card_update_url(&f.id),
+        visits: detail
+            .page_visits
+            .iter()
+            .map(|v| (when(&v.at), v.via.clone()))
             .collect(),
         retry: can_retry.then(|| format!("{base}/payments/{}/retry", f.id)),
         frame,

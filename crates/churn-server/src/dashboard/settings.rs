@@ -271,6 +271,8 @@ pub struct ProjectForm {
     #[serde(default)]
     reactivation_url: String,
     #[serde(default)]
+    update_payment_url: String,
+    #[serde(default)]
     coupon_code: String,
     #[serde(default)]
     discount_percent: String,
@@ -327,6 +329,7 @@ impl ProjectForm {
                 founder_name: clearable(&self.founder_name),
                 product_url: clearable(&self.product_url),
                 reactivation_url: clearable(&self.reactivation_url),
+                update_payment_url: clearable(&self.update_payment_url),
                 language: Some(self.language.trim().to_owned()).filter(|l| !l.is_empty()),
                 autopilot: None,
                 coupon_code: clearable(&self.coupon_code),

@@ -232,7 +232,7 @@ pub async fn preflight_config(
     preflight(&s, &headers, Some(&key), "GET, OPTIONS").await
 }
 
-async fn preflight(
+pub(super) async fn preflight(
     s: &AppState,
     headers: &HeaderMap,
     key: Option<&str>,
@@ -267,14 +267,14 @@ async fn preflight(
     }
 }
 
-fn origin_of(headers: &HeaderMap) -> Option<&str> {
+pub(super) fn origin_of(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::ORIGIN)
         .map(|v| v.to_str().unwrap_or("null"))
 }
 
 /// Answers for an origin already checked against the project's list (`None`: no browser).
-fn with_cors(mut response: Response, origin: Option<&str>) -> Response {
+pub(super) fn with_cors(mut response: Response, origin: Option<&str>) -> Response {
     if let Some(origin) = origin.and_then(|o| HeaderValue::from_str(o).ok()) {
         let h = response.headers_mut();
         h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
@@ -287,7 +287,7 @@ fn with_cors(mut response: Response, origin: Option<&str>) -> Response {
 }
 
 /// The answers depend on `Origin`, refusals included: caches must keep them apart.
-fn with_vary(mut response: Response) -> Response {
+pub(super) fn with_vary(mut response: Response) -> Response {
     response
         .headers_mut()
         .append(header::VARY, HeaderValue::from_static("origin"));

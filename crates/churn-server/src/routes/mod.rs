@@ -4,6 +4,7 @@ mod analytics;
 mod auth;
 mod behavior;
 pub(crate) mod cancel_flow;
+mod customer_status;
 mod dev;
 mod email_rules;
 mod events;
@@ -134,6 +135,10 @@ pub fn service(
     let widget_api = OpenApiRouter::new()
         .routes(routes!(cancel_flow::config, cancel_flow::preflight_config))
         .routes(routes!(cancel_flow::submit, cancel_flow::preflight_submit))
+        .routes(routes!(
+            customer_status::status,
+            customer_status::preflight_status
+        ))
         .layer(axum::Extension(cancel_flow::Limits(limits.clone())));
     api = api.merge(widget_api);
     if state.test_clock.is_some() {
@@ -151,6 +156,7 @@ pub fn service(
         .routes(routes!(tracking::click))
         .routes(routes!(unsubscribe::show, unsubscribe::confirm))
         .routes(routes!(widget::script))
+        .routes(routes!(widget::banner))
         .routes(routes!(widget::demo));
 
     let (router, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())

@@ -1,6 +1,6 @@
 //! The cancel-flow widget (decisions §11), outside `/api/v1`: the script, kept readable in
 //! `widget/cancel-flow.js` and compiled into the binary, and a demo page that opens it for the
-//! project of a public key.
+//! project of a public key; and the in-app banner (`widget/banner.js`, decisions §18).
 
 use std::sync::LazyLock;
 
@@ -24,9 +24,22 @@ use crate::state::AppState;
 /// The widget's source; its size is capped by a test (decisions §11: at most 30,720 bytes).
 pub const SCRIPT: &str = include_str!("../../widget/cancel-flow.js");
 
+/// The in-app banner's source (decisions §18: under 10 KB, capped by a test).
+pub const BANNER: &str = include_str!("../../widget/banner.js");
+
 #[utoipa::path(get, path = "/widget/v1/cancel-flow.js", operation_id = "cancel_flow_widget", tag = "cancel flow",
     responses((status = 200, description = "the widget: `ChurnCancelFlow.open({publicKey, customerEmail, customerHash, customerName?, planName?, mrr?, subscriptionId?, apiBase?})`", body = String, content_type = "text/javascript")))]
 pub async fn script() -> Response {
+    javascript(SCRIPT)
+}
+
+#[utoipa::path(get, path = "/widget/v1/banner.js", operation_id = "banner_widget", tag = "payments",
+    responses((status = 200, description = "the in-app banner: `ChurnBanner.show({publicKey, customerEmail, customerHash, apiBase?})` shows a dismissible banner linking to the card-update page when a payment of the customer is failing", body = String, content_type = "text/javascript")))]
+pub async fn banner() -> Response {
+    javascript(BANNER)
+}
+
+fn javascript(source: &'static str) -> Response {
     (
         [
             (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
@@ -37,7 +50,7 @@ pub async fn script() -> Response {
                 "cross-origin",
             ),
         ],
-        SCRIPT,
+        source,
     )
         .into_response()
 }
@@ -148,16 +161,18 @@ fn html_page(status: StatusCode, html: String, csp: HeaderValue) -> Response {
 #[cfg(test)]
 mod tests {
     const MAX_SCRIPT_BYTES: usize = 30_720;
+    const MAX_BANNER_BYTES: usize = 10_240;
 
     #[test]
-    fn the_widget_stays_small_and_self_contained() {
-        assert!(
-            super::SCRIPT.len() <= MAX_SCRIPT_BYTES,
-            "{} bytes",
-            super::SCRIPT.len()
-        );
-        for dependency in ["import ", "import(", "require(", "eval("] {
-            assert!(!super::SCRIPT.contains(dependency), "{dependency}");
+    fn the_widgets_stay_small_and_self_contained() {
+        for (script, max) in [
+            (super::SCRIPT, MAX_SCRIPT_BYTES),
+            (super::BANNER, MAX_BANNER_BYTES),
+        ] {
+            assert!(script.len() <= max, "{} bytes", script.len());
+            for dependency in ["import ", "import(", "require(", "eval(", "innerHTML"] {
+                assert!(!script.contains(dependency), "{dependency}");
+            }
         }
     }
 }

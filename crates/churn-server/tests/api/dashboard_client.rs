@@ -163,6 +163,7 @@ pub fn snapshot_filters() -> insta::Settings {
         (r"\.[0-9a-f]{12}\.(css|js)\b", ".[hash].$1"),
         (r"(127\.0\.0\.1|localhost):\d+", "$1:[port]"),
         (r"/invitations/[A-Za-z0-9_-]{16,}", "/invitations/[token]"),
+        (r"(/pay/[^./\s]+)\.[A-Za-z0-9_-]{22}\b", "$1.[signature]"),
         (
             r"\b(pub|sec|sk|idsec|whsec)_[A-Za-z0-9_/+=-]{16,}",
             "${1}_[key]",

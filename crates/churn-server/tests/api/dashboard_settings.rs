@@ -41,6 +41,7 @@ const PROJECT_FORM: &[(&str, &str)] = &[
     ("founder_name", "Ada"),
     ("product_url", "https://acme.io"),
     ("reactivation_url", "https://acme.io/billing"),
+    ("update_payment_url", "https://acme.io/card"),
     ("coupon_code", "COMEBACK20"),
     ("discount_percent", "20"),
     ("discount_months", "3"),
@@ -131,6 +132,7 @@ async fn project_settings_are_saved_by_admins_and_refused_to_others(backend: Bac
     assert_eq!(settings["coupon_code"], "COMEBACK20");
     assert_eq!(settings["founder_name"], "Ada");
     assert_eq!(settings["reactivation_url"], "https://acme.io/billing");
+    assert_eq!(settings["update_payment_url"], "https://acme.io/card");
     assert_eq!(settings["discount_percent"], 20);
     assert_eq!(
         settings["testimonials"],

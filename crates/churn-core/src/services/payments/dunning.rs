@@ -17,7 +17,7 @@ use serde_json::json;
 use super::final_action::{final_job, parse_result};
 use super::{Payments, Promotion};
 use crate::api::payments::{
-    DunningConfig, DunningEmail, PaymentAttempt, PaymentFailure, PaymentFailureDetail,
+    DunningConfig, DunningEmail, PageVisit, PaymentAttempt, PaymentFailure, PaymentFailureDetail,
     PaymentFailureList, PaymentFailureQuery, PaymentFailureStats, RetryResult, UpdateDunningConfig,
 };
 use crate::domain::dunning::{
@@ -338,6 +338,10 @@ impl Payments {
                 reason,
             });
         }
+        let mut page_visits = Vec::new();
+        for (at, via) in failures::visits(db, &r.id).await? {
+            page_visits.push(PageVisit { at: ts(&at)?, via });
+        }
         Ok(PaymentFailureDetail {
             failure: view(r),
             provider_invoice_id: r.provider_invoice_id.clone(),
@@ -350,6 +354,7 @@ impl Payments {
                 .as_deref()
                 .map(parse_result)
                 .transpose()?,
+            page_visits,
         })
     }
 
@@ -384,18 +389,25 @@ impl Payments {
         let record = failures::get(self.core.store.reader(), &access.project.id, id)
             .await?
             .ok_or_else(not_found)?;
+        self.retry_record(&record).await
+    }
+
+    /// One attempt now, counted like a scheduled one: a manual retry, or the retry after the
+    /// customer updated their card (`card_update`). 409 when the record is not failing or
+    /// its retries are used up, 400 for a provider that retries itself, 502 on its error.
+    pub(super) async fn retry_record(&self, record: &FailureRecord) -> Result<RetryResult> {
         if !retryable(&record.status, record.attempts, record.max_retries) {
             return Err(Error::Conflict(
                 "this payment is not failing, or its retries are used up".into(),
             ));
         }
         if !self
-            .calls_to_retry(&access.project.id, record.provider)
+            .calls_to_retry(&record.project_id, record.provider)
             .await?
         {
             return Err(Error::validation("this provider retries payments itself"));
         }
-        let (at, outcome) = self.step(&record).await?;
+        let (at, outcome) = self.step(record).await?;
         let (label, decline_code, error) = match outcome {
             Outcome::Succeeded => ("succeeded", None, None),
             Outcome::Failed {
@@ -405,7 +417,7 @@ impl Payments {
             } => ("failed", decline_code, error),
             Outcome::Error(e) => return Err(Error::upstream("the payment provider failed", e)),
         };
-        let record = failures::get(self.core.store.reader(), &access.project.id, id)
+        let record = failures::get(self.core.store.reader(), &record.project_id, &record.id)
             .await?
             .ok_or_else(not_found)?;
         Ok(RetryResult {
@@ -756,13 +768,15 @@ impl Payments {
             return skip("email is not configured").await;
         };
         let offer = self.last_chance(&record, &config, tone).await?;
+        // The button goes to the card-update page; `via=email` marks the visits it brings.
+        let update_url = format!("{}?via=email", self.card_update_url(&record.id));
         let (subject, text) = render(
             tone,
             &DunningFacts {
                 amount: record.amount,
                 currency: &record.currency,
                 decline_code: record.decline_code.as_deref(),
-                payment_link: record.payment_link.as_deref(),
+                update_url: &update_url,
                 sender_name: &config.sender_name,
                 offer: offer.as_ref(),
             },

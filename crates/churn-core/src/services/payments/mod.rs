@@ -6,6 +6,7 @@
 //! their credentials and the tenant outbound client their calls go through; it sends
 //! dunning emails through the [`Sending`] capability's sender and transport.
 
+mod card_update;
 mod connections;
 mod dunning;
 mod final_action;
@@ -21,6 +22,7 @@ use super::{Core, EncryptionKey, Sending};
 use crate::api::payments::WebhookAction;
 use crate::outbound::Outbound;
 
+pub use card_update::{CardUpdatePage, CardUpdated};
 pub use connections::Connection;
 pub(super) use promotions::Promotion;
 pub use webhooks::InboundHeaders;

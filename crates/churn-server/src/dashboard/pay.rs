@@ -1,0 +1,156 @@
+//! The card-update page of a failing payment (decisions §18): `GET /pay/<token>` shows the
+//! amount, plan and due date with one button; `POST /pay/<token>` opens Stripe's hosted
+//! Checkout (setup mode) and `GET /pay/<token>/done` is where it sends the customer back.
+//! No login: the signed token is the key. The handlers only render what
+//! `Payments::{card_update_page, start_card_update, finish_card_update}` answer.
+//!
+//! Outside `/app` like the other emailed links (`links`), with the dashboard's stylesheet but
+//! not its chrome: the reader is the business's customer. The page takes the cancel flow's
+//! colours through one `<style>` block allowed by a per-answer nonce, and its form may be
+//! sent on to Stripe's https page (`form-action` follows redirects).
+
+use askama::Template;
+use axum::Router;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::from_fn;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use churn_core::domain::card_update::{PageAction, PageState};
+use churn_core::services::{CardUpdatePage, CardUpdated};
+use serde::Deserialize;
+
+use super::error::failure;
+use super::layout::{Lone, html};
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/pay/{token}", get(page).post(start))
+        .route("/pay/{token}/done", get(done))
+        .layer(from_fn(super::security_headers))
+        .layer(from_fn(super::links::no_referrer))
+}
+
+const TITLE: &str = "Update your payment method";
+
+#[derive(Template)]
+#[template(path = "dashboard/pay.html")]
+struct PayPage {
+    lone: Lone,
+    nonce: String,
+    page: CardUpdatePage,
+    due: String,
+    /// How the retry after a card update went, on the return from Stripe.
+    outcome: Option<CardUpdated>,
+}
+
+impl PayPage {
+    fn failing(&self) -> bool {
+        self.page.state == PageState::Failing
+    }
+
+    fn recovered(&self) -> bool {
+        self.page.state == PageState::Recovered
+    }
+
+    fn checkout(&self) -> bool {
+        self.page.action == Some(PageAction::StripeCheckout)
+    }
+
+    fn link(&self) -> Option<&str> {
+        match &self.page.action {
+            Some(PageAction::Link(url)) => Some(url),
+            _ => None,
+        }
+    }
+
+    fn declined(&self) -> bool {
+        self.outcome == Some(CardUpdated::Declined)
+    }
+
+    fn pending(&self) -> bool {
+        self.outcome == Some(CardUpdated::Pending)
+    }
+}
+
+fn render(page: CardUpdatePage, outcome: Option<CardUpdated>) -> Response {
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let csp = format!(
+        "default-src 'self'; script-src 'none'; style-src 'self' 'nonce-{nonce}'; img-src 'self'; \
+         object-src 'none'; base-uri 'none'; form-action 'self' https:; frame-ancestors 'none'"
+    );
+    let due = page.due.format("%-d %B %Y").to_string();
+    let mut response = html(
+        StatusCode::OK,
+        PayPage {
+            lone: Lone::default(),
+            nonce,
+            page,
+            due,
+            outcome,
+        },
+    );
+    if let Ok(value) = HeaderValue::from_str(&csp) {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, value);
+        response
+            .headers_mut()
+            .insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    }
+    response
+}
+
+#[derive(Deserialize)]
+struct PageQuery {
+    via: Option<String>,
+}
+
+async fn page(
+    State(s): State<AppState>,
+    Path(token): Path<String>,
+    query: Result<Query<PageQuery>, QueryRejection>,
+) -> Response {
+    let via = query.ok().and_then(|q| q.0.via);
+    match s
+        .churn
+        .payments()
+        .card_update_page(&token, via.as_deref())
+        .await
+    {
+        Ok(page) => render(page, None),
+        Err(e) => failure(e, Some(TITLE)),
+    }
+}
+
+async fn start(State(s): State<AppState>, Path(token): Path<String>) -> Response {
+    match s.churn.payments().start_card_update(&token).await {
+        Ok(url) => Redirect::to(&url).into_response(),
+        Err(e) => failure(e, Some(TITLE)),
+    }
+}
+
+#[derive(Default, Deserialize)]
+struct DoneQuery {
+    #[serde(default)]
+    session_id: String,
+}
+
+async fn done(
+    State(s): State<AppState>,
+    Path(token): Path<String>,
+    query: Result<Query<DoneQuery>, QueryRejection>,
+) -> Response {
+    let session = query.map(|q| q.0.session_id).unwrap_or_default();
+    match s
+        .churn
+        .payments()
+        .finish_card_update(&token, &session)
+        .await
+    {
+        Ok((page, outcome)) => render(page, outcome),
+        Err(e) => failure(e, Some(TITLE)),
+    }
+}
