@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use churn_core::api::payments::{PaymentFailureQuery, RetryResult};
+use churn_core::api::payments::{PaymentFailureDetail, PaymentFailureQuery, RetryResult};
 use churn_core::config::Config;
 use churn_core::error::Error;
 use churn_core::services::admin::Admin;
@@ -25,6 +25,12 @@ pub enum PaymentsCommand {
         /// At most this many payments.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(i64).range(1..=100))]
         limit: i64,
+    },
+    /// One failed payment and its timeline: attempts, emails, card-update page visits and
+    /// how it ended.
+    Show {
+        /// The payment failure's id.
+        id: String,
     },
     /// Retry a failing payment now through its provider; it counts toward max_retries, as
     /// the dashboard's retry does.
@@ -102,6 +108,20 @@ pub async fn payments(
                 view.access.project.slug
             )?;
         }
+        PaymentsCommand::Show { id } => {
+            let project = admin.payment_failure_project(&id).await?;
+            let view = admin.as_owner(&project).await?;
+            let detail = admin
+                .payments(config)
+                .await?
+                .failure(&view.access, &id)
+                .await?;
+            if json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&detail)?)?;
+            } else {
+                write_detail(&detail, out)?;
+            }
+        }
         PaymentsCommand::Retry { id } => {
             let project = admin.payment_failure_project(&id).await?;
             let view = admin.as_owner(&project).await?;
@@ -137,6 +157,34 @@ fn retry_error(id: &str, e: Error) -> anyhow::Error {
         ),
         other => other.into(),
     }
+}
+
+fn write_detail(d: &PaymentFailureDetail, out: &mut impl Write) -> anyhow::Result<()> {
+    let f = &d.failure;
+    let status = match &f.abandon_reason {
+        Some(reason) => format!("{} ({reason})", f.status),
+        None => f.status.clone(),
+    };
+    writeln!(
+        out,
+        "{} of {} {} by {} through {}: {status}, attempt {} of {}",
+        f.id,
+        money(f.amount),
+        f.currency.to_uppercase(),
+        f.customer_email,
+        f.provider.as_str(),
+        f.attempts,
+        f.max_retries
+    )?;
+    if let Some(at) = &f.next_retry_at {
+        writeln!(out, "next retry {}", time::format(at))?;
+    }
+    let mut t = table(&["when", "what"]);
+    for line in d.timeline() {
+        t.add_row(vec![time::format(&line.at), line.what]);
+    }
+    writeln!(out, "{t}")?;
+    Ok(())
 }
 
 fn write_outcome(r: &RetryResult, out: &mut impl Write) -> anyhow::Result<()> {

@@ -1080,6 +1080,35 @@ async fn payments_list_and_retry(backend: Backend) {
         .await
         .unwrap();
     insta::assert_snapshot!("payments_list", table);
+
+    // The recovered record's story: an email, a failed retry, a page visit, the recovery.
+    let writer = service.store().writer();
+    let story = &ids[1];
+    payment_failures::log_email(
+        writer,
+        story,
+        at("2026-03-02T10:00:01Z"),
+        "friendly",
+        "sent",
+        None,
+    )
+    .await
+    .unwrap();
+    payment_failures::log_attempt(
+        writer,
+        story,
+        at("2026-03-03T10:00:00Z"),
+        "failed",
+        Some("insufficient_funds"),
+        None,
+    )
+    .await
+    .unwrap();
+    payment_failures::log_visit(writer, story, at("2026-03-03T11:30:00Z"), "email")
+        .await
+        .unwrap();
+    let shown = cli(&["payments", "show", story]).await.unwrap();
+    insta::assert_snapshot!("payments_show", shown);
     let failing: serde_json::Value = serde_json::from_str(
         &cli(&[
             "--json",

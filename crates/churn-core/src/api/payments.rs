@@ -226,6 +226,89 @@ pub struct FinalActionResult {
     pub at: Timestamp,
 }
 
+/// One line of a record's timeline: when, and what happened, said for a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimelineEntry {
+    pub at: Timestamp,
+    pub what: String,
+}
+
+impl PaymentFailureDetail {
+    /// Everything that happened to the record, oldest first: the failure, each attempt, each
+    /// email, each visit of the card-update page, and the end (recovery, abandonment and the
+    /// final action). Ties keep that order, so a failure's email follows the failure.
+    pub fn timeline(&self) -> Vec<TimelineEntry> {
+        let f = &self.failure;
+        let entry = |at: Timestamp, what: String| TimelineEntry { at, what };
+        let reason = |code: &Option<String>, error: &Option<String>| {
+            let said = [code.as_deref(), error.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(": ");
+            if said.is_empty() {
+                said
+            } else {
+                format!(" ({said})")
+            }
+        };
+        let mut lines = vec![entry(
+            f.created_at,
+            format!(
+                "payment failed{}",
+                reason(&f.decline_code.clone().or(f.failure_reason.clone()), &None)
+            ),
+        )];
+        lines.extend(self.attempt_history.iter().map(|a| {
+            entry(
+                a.at,
+                format!("retry {}{}", a.outcome, reason(&a.decline_code, &a.error)),
+            )
+        }));
+        lines.extend(self.emails.iter().map(|e| {
+            let why = e
+                .reason
+                .as_ref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default();
+            entry(e.at, format!("{} email {}{why}", e.tone.as_str(), e.status))
+        }));
+        lines.extend(
+            self.page_visits
+                .iter()
+                .map(|v| entry(v.at, format!("card-update page visited (from {})", v.via))),
+        );
+        if let Some(at) = f.recovered_at {
+            lines.push(entry(at, "recovered".into()));
+        }
+        if let Some(why) = &f.abandon_reason {
+            // The record keeps no time of its abandonment: it came with the last attempt, or
+            // with the failure itself (a hard decline on arrival).
+            let at = self
+                .attempt_history
+                .iter()
+                .map(|a| a.at)
+                .max()
+                .unwrap_or(f.created_at);
+            lines.push(entry(at, format!("given up ({why})")));
+        }
+        if let Some(r) = &self.final_action_result {
+            let why = r
+                .error
+                .as_ref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default();
+            lines.push(entry(
+                r.at,
+                format!("final action {} {}{why}", r.action.as_str(), r.outcome),
+            ));
+        }
+        // A stable sort: entries of the same moment keep the order above.
+        lines.sort_by_key(|l| l.at);
+        lines
+    }
+}
+
 /// The answer to a manual retry: the record and the attempt just made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct RetryResult {
@@ -294,4 +377,77 @@ pub struct CustomerStatusQuery {
 pub struct CustomerStatus {
     pub payment_failing: bool,
     pub update_url: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time;
+
+    fn at(raw: &str) -> Timestamp {
+        time::parse(raw).unwrap()
+    }
+
+    #[test]
+    fn the_timeline_reads_in_order_with_the_end_last() {
+        let detail = PaymentFailureDetail {
+            failure: PaymentFailure {
+                id: "pf_1".into(),
+                provider: Provider::Stripe,
+                customer_email: "ada@example.com".into(),
+                amount: 4900,
+                currency: "usd".into(),
+                status: "abandoned".into(),
+                failure_reason: None,
+                decline_code: Some("insufficient_funds".into()),
+                attempts: 1,
+                max_retries: 1,
+                next_retry_at: None,
+                abandon_reason: Some("retries_exhausted".into()),
+                recovered_at: None,
+                created_at: at("2026-11-01T10:00:00Z"),
+            },
+            provider_invoice_id: None,
+            provider_payment_id: None,
+            provider_customer_id: None,
+            attempt_history: vec![PaymentAttempt {
+                at: at("2026-11-04T10:00:00Z"),
+                outcome: "failed".into(),
+                decline_code: Some("card_declined".into()),
+                error: None,
+            }],
+            emails: vec![DunningEmail {
+                at: at("2026-11-01T10:00:00Z"),
+                tone: Tone::Friendly,
+                status: "sent".into(),
+                reason: None,
+            }],
+            final_action_result: Some(FinalActionResult {
+                action: FinalAction::CancelSubscription,
+                outcome: "done".into(),
+                error: None,
+                at: at("2026-11-04T10:00:05Z"),
+            }),
+            page_visits: vec![PageVisit {
+                at: at("2026-11-02T08:30:00Z"),
+                via: "email".into(),
+            }],
+        };
+        let lines: Vec<String> = detail
+            .timeline()
+            .iter()
+            .map(|l| format!("{} {}", time::format(&l.at), l.what))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "2026-11-01T10:00:00.000Z payment failed (insufficient_funds)",
+                "2026-11-01T10:00:00.000Z friendly email sent",
+                "2026-11-02T08:30:00.000Z card-update page visited (from email)",
+                "2026-11-04T10:00:00.000Z retry failed (card_declined)",
+                "2026-11-04T10:00:00.000Z given up (retries_exhausted)",
+                "2026-11-04T10:00:05.000Z final action cancel_subscription done",
+            ]
+        );
+    }
 }

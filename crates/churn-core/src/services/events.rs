@@ -303,7 +303,8 @@ impl Core {
     ) -> Result<Vec<ChurnEvent>> {
         self.authorize_events(access, Permission::Read)?;
         let email = email.trim().to_lowercase();
-        let rows = events::of_customer(self.store.reader(), &access.project.id, &email, limit).await?;
+        let rows =
+            events::of_customer(self.store.reader(), &access.project.id, &email, limit).await?;
         Ok(rows.into_iter().map(|r| event_view(r, None)).collect())
     }
 
