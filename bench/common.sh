@@ -33,7 +33,7 @@ row() {
 # with its time); BENCH_KEEP_LOG=<path>: its log is kept as <path>.<backend>.
 # BENCH_REUSE=<dir>: a database kept from an earlier run is used instead of a fresh one
 # (SQLite: <dir>/churn.db with its encryption.key, copied in; PostgreSQL: the database named in
-# <dir>/postgres, kept). Sets WORK, DB, DBNAME, REUSED, SERVER, ADDR, API and TOKEN.
+# <dir>/postgres, kept, with its key <dir>/postgres.key). Sets WORK, DB, DBNAME, REUSED, SERVER, ADDR, API and TOKEN.
 start_server() {
   WORK=$(mktemp -d)
   DBNAME=""
@@ -42,6 +42,7 @@ start_server() {
     if [ -n "${BENCH_REUSE:-}" ] && [ -f "$BENCH_REUSE/postgres" ]; then
       REUSED=$(cat "$BENCH_REUSE/postgres")
       DB="${PG_ADMIN%/*}/$REUSED"
+      cp "$BENCH_REUSE/postgres.key" "$WORK/encryption.key"
     else
       DBNAME="churn_bench_$$_$RANDOM"
       psql "$PG_ADMIN" -qc "CREATE DATABASE $DBNAME" >/dev/null
@@ -80,8 +81,10 @@ start_server() {
 keep_database() {
   [ -n "${BENCH_REUSE:-}" ] && [ -z "$REUSED" ] || return 0
   mkdir -p "$BENCH_REUSE"
+  # The secrets in the database are sealed with the data folder's key: kept beside it.
   if [ -n "$DBNAME" ]; then
     echo "$DBNAME" >"$BENCH_REUSE/postgres"
+    cp "$WORK/encryption.key" "$BENCH_REUSE/postgres.key"
     DBNAME=""
   else
     cp "$WORK/churn.db" "$BENCH_REUSE/churn.db"
