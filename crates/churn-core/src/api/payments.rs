@@ -254,10 +254,7 @@ impl PaymentFailureDetail {
         };
         let mut lines = vec![entry(
             f.created_at,
-            format!(
-                "payment failed{}",
-                reason(&f.decline_code.clone().or(f.failure_reason.clone()), &None)
-            ),
+            format!("payment failed{}", reason(&f.decline_code, &None)),
         )];
         lines.extend(self.attempt_history.iter().map(|a| {
             entry(

@@ -319,19 +319,6 @@ fn csv_row(f: &PaymentFailure) -> Vec<String> {
     ]
 }
 
-pub struct AttemptRow {
-    pub at: String,
-    pub outcome: String,
-    pub detail: String,
-}
-
-pub struct EmailRow {
-    pub at: String,
-    pub tone: &'static str,
-    pub status: String,
-    pub reason: String,
-}
-
 #[derive(Template)]
 #[template(path = "dashboard/payment.html")]
 struct FailurePage {
@@ -351,12 +338,10 @@ struct FailurePage {
     invoice: String,
     /// What the final action did to the subscription, e.g. `cancel_subscription: failed (…)`.
     final_action: String,
-    attempts: Vec<AttemptRow>,
-    emails: Vec<EmailRow>,
+    /// (when, what) of everything that happened, oldest first (the CLI's `payments show`).
+    timeline: Vec<(String, String)>,
     /// The customer's card-update page, for the team to send by hand.
     update_url: String,
-    /// (when, where from) of its visits.
-    visits: Vec<(String, String)>,
     retry: Option<String>,
 }
 
@@ -412,35 +397,12 @@ pub async fn page(
                 )
             })
             .unwrap_or_default(),
-        attempts: detail
-            .attempt_history
-            .iter()
-            .map(|a| AttemptRow {
-                at: when(&a.at),
-                outcome: a.outcome.clone(),
-                detail: a
-                    .decline_code
-                    .clone()
-                    .or_else(|| a.error.clone())
-                    .unwrap_or_default(),
-            })
-            .collect(),
-        emails: detail
-            .emails
-            .iter()
-            .map(|e| EmailRow {
-                at: when(&e.at),
-                tone: e.tone.as_str(),
-                status: e.status.clone(),
-                reason: e.reason.clone().unwrap_or_default().replace('_', " "),
-            })
+        timeline: detail
+            .timeline()
+            .into_iter()
+            .map(|line| (when(&line.at), line.what))
             .collect(),
         update_url: s.churn.payments().card_update_url(&f.id),
-        visits: detail
-            .page_visits
-            .iter()
-            .map(|v| (when(&v.at), v.via.clone()))
-            .collect(),
         retry: can_retry.then(|| format!("{base}/payments/{}/retry", f.id)),
         frame,
     };

@@ -73,12 +73,9 @@ pub async fn config(
 ) -> Response {
     let key = key.map(|Path(k)| k).unwrap_or_default();
     let origin = origin_of(&headers);
-    let access = match s.churn.core().widget_access(&key, origin).await {
+    let access = match keyed_access(&s, &key, origin, "no cancel flow for this key").await {
         Ok(access) => access,
-        Err(churn_core::Error::Unauthorized(_)) => {
-            return with_vary(ApiError::not_found("no cancel flow for this key").into_response());
-        }
-        Err(e) => return with_vary(ApiError::from(e).into_response()),
+        Err(refused) => return refused,
     };
     let answer = async {
         let ApiQuery(query) = query?;
@@ -264,6 +261,23 @@ pub(super) async fn preflight(
                 .into_response(),
         ),
         Err(e) => with_vary(ApiError::from(e).into_response()),
+    }
+}
+
+/// The project of a public key used from a page, its `Origin` checked against the project's
+/// allowed origins; an unknown key is 404 with `missing`, every refusal varies on `Origin`.
+pub(super) async fn keyed_access(
+    s: &AppState,
+    key: &str,
+    origin: Option<&str>,
+    missing: &'static str,
+) -> Result<ProjectAccess, Response> {
+    match s.churn.core().widget_access(key, origin).await {
+        Ok(access) => Ok(access),
+        Err(churn_core::Error::Unauthorized(_)) => {
+            Err(with_vary(ApiError::not_found(missing).into_response()))
+        }
+        Err(e) => Err(with_vary(ApiError::from(e).into_response())),
     }
 }
 

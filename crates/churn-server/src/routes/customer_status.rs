@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use churn_core::api::payments::{CustomerStatus, CustomerStatusQuery};
 use churn_core::api::{Data, ErrorBody};
 
-use super::cancel_flow::{origin_of, preflight, with_cors, with_vary};
+use super::cancel_flow::{keyed_access, origin_of, preflight, with_cors};
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::state::AppState;
@@ -32,14 +32,9 @@ pub async fn status(
 ) -> Response {
     let key = key.map(|Path(k)| k).unwrap_or_default();
     let origin = origin_of(&headers);
-    let access = match s.churn.core().widget_access(&key, origin).await {
+    let access = match keyed_access(&s, &key, origin, "no project has this public key").await {
         Ok(access) => access,
-        Err(churn_core::Error::Unauthorized(_)) => {
-            return with_vary(
-                ApiError::not_found("no project has this public key").into_response(),
-            );
-        }
-        Err(e) => return with_vary(ApiError::from(e).into_response()),
+        Err(refused) => return refused,
     };
     let answer = async {
         let ApiQuery(query) = query?;

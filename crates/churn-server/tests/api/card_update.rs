@@ -234,7 +234,7 @@ async fn the_setup_round_trip_pays_the_invoice(backend: Backend) {
         )
         .await;
     assert!(html.contains(&format!(r#"href="{base}{page}""#)), "{html}");
-    assert!(html.contains("Card-update page visits") && html.contains("<td>email</td>"));
+    assert!(html.contains("<td>card-update page visited (from email)</td>"));
 
     // Afterwards the page says so, with no button; a reload of the return retries nothing.
     let again = s.open(Method::GET, &page).await;

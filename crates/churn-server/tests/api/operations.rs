@@ -180,6 +180,9 @@ async fn openapi_covers_every_route(backend: Backend) {
         ("/api/v1/cancel-flow/reasons", "options"),
         ("/widget/v1/cancel-flow.js", "get"),
         ("/widget/v1/demo", "get"),
+        ("/api/v1/customer-status/{publicKey}", "get"),
+        ("/api/v1/customer-status/{publicKey}", "options"),
+        ("/widget/v1/banner.js", "get"),
     ];
     for (path, method) in expected {
         let op = &paths.get(path).unwrap_or_else(|| panic!("{path} missing"))[method];
