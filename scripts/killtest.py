@@ -455,7 +455,8 @@ class KillTest:
              {"api_key": "sk_test_killtest", "webhook_secret": WHSEC, "api_base": fake}),
             ("PUT", f"/projects/{SLUG}/email-settings", {"from_name": "Acme", "from_email": "billing@acme.example"}),
             ("PUT", f"/projects/{SLUG}/dunning-config",
-             {"enabled": True, "max_retries": 4, "retry_interval_hours": 1, "send_emails": True,
+             # fixed: hourly retries reach the pay path within a cycle (smart waits a day or more).
+             {"enabled": True, "schedule": "fixed", "max_retries": 4, "retry_interval_hours": 1, "send_emails": True,
               "sender_name": "Acme billing", "tone_sequence": ["friendly", "professional", "urgent", "final"]}),
             ("PUT", f"/projects/{SLUG}/churn-risk/config",
              {"enabled": True, "delivery_mode": "webhook", "risk_threshold": 0, "webhook_url": f"{fake}/alerts",
