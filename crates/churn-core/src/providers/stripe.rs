@@ -271,18 +271,12 @@ impl Stripe {
         &self,
         subscription_id: &str,
     ) -> Result<Subscription, CallError> {
-        let url = endpoint(&self.api_base, &["v1", "subscriptions", subscription_id])?;
-        let response = self
-            .http
-            .request(Method::DELETE, url.as_str())
-            .bearer_auth(self.api_key.expose_secret())
-            .timeout(CALL_TIMEOUT)
-            .send()
-            .await
-            .map_err(CallError::from_outbound)?;
-        response
-            .json()
-            .map_err(|e| CallError::Unavailable(e.to_string()))
+        self.without_body(
+            Method::DELETE,
+            &["v1", "subscriptions", subscription_id],
+            &[],
+        )
+        .await
     }
 
     /// `POST /v1/subscriptions/{id}` with any parameters (encoded by [`form::encode`]).
@@ -380,13 +374,23 @@ impl Stripe {
         segments: &[&str],
         query: &[(&str, &str)],
     ) -> Result<T, CallError> {
+        self.without_body(Method::GET, segments, query).await
+    }
+
+    /// A GET or DELETE: parameters in the query, none in a body.
+    async fn without_body<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        segments: &[&str],
+        query: &[(&str, &str)],
+    ) -> Result<T, CallError> {
         let mut url = endpoint(&self.api_base, segments)?;
         if !query.is_empty() {
             url.query_pairs_mut().extend_pairs(query);
         }
         let response = self
             .http
-            .request(Method::GET, url.as_str())
+            .request(method, url.as_str())
             .bearer_auth(self.api_key.expose_secret())
             .timeout(CALL_TIMEOUT)
             .send()
