@@ -725,6 +725,21 @@ impl Payments {
         }
     }
 
+    /// A record with its project, for the jobs that email about it; `None` when either is
+    /// gone (the job then has nothing to do).
+    pub(super) async fn record_with_project(
+        &self,
+        failure_id: &str,
+    ) -> Result<Option<(FailureRecord, projects::ProjectRecord)>> {
+        let db = self.core.store.reader();
+        let Some(record) = failures::by_id(db, failure_id).await? else {
+            return Ok(None);
+        };
+        Ok(projects::by_id(db, &record.project_id)
+            .await?
+            .map(|project| (record, project)))
+    }
+
     /// Job `dunning_email`: the tone's email from the verified sender, or a logged skip.
     pub(crate) async fn send_dunning_email(
         &self,
@@ -733,10 +748,7 @@ impl Payments {
         run: &JobRun,
     ) -> Result<()> {
         let db = self.core.store.reader();
-        let Some(record) = failures::by_id(db, failure_id).await? else {
-            return Ok(());
-        };
-        let Some(project) = projects::by_id(db, &record.project_id).await? else {
+        let Some((record, project)) = self.record_with_project(failure_id).await? else {
             return Ok(());
         };
         let config = dunning::get(db, &project.id).await?;

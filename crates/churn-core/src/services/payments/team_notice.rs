@@ -11,8 +11,8 @@ use crate::domain::role::Role;
 use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
 use crate::jobs::{Job, JobRun};
-use crate::store::payment_failures::{self as failures, FailureRecord};
-use crate::store::{Tx, projects, team};
+use crate::store::payment_failures::FailureRecord;
+use crate::store::{Tx, team};
 
 /// One email job per owner and admin when the new record reaches the threshold.
 pub(super) async fn team_notice_jobs(
@@ -43,11 +43,7 @@ impl Payments {
         to: &str,
         run: &JobRun,
     ) -> Result<()> {
-        let db = self.core.store.reader();
-        let Some(record) = failures::by_id(db, failure_id).await? else {
-            return Ok(());
-        };
-        let Some(project) = projects::by_id(db, &record.project_id).await? else {
+        let Some((record, project)) = self.record_with_project(failure_id).await? else {
             return Ok(());
         };
         let mailer = &self.sending.mailer;
