@@ -26,7 +26,7 @@ use crate::store::demo::{
 };
 use crate::store::projects::ProjectRecord;
 use crate::store::risk::{self, ScoreRecord};
-use crate::store::{Store, behavior, cancel_flows};
+use crate::store::{Store, behavior, cancel_flows, overview};
 use crate::time::{self, Clock, Timestamp};
 
 /// Rows of one kind per transaction.
@@ -133,6 +133,7 @@ impl Demo {
                     people.iter().map(|p| p.score(k, *day, now)).collect();
                 risk::save_scores(&mut tx, backend, pid, &scores).await?;
             }
+            overview::forget_at_risk(&mut *tx, pid).await?;
             let rollups: Vec<_> = people.iter().flat_map(|p| &p.rollups).collect();
             let counts: Vec<_> = rollups.iter().map(|(k, n)| (k, *n)).collect();
             behavior::add_to_rollups(&mut *tx, backend, pid, &counts).await?;
@@ -214,6 +215,7 @@ impl Demo {
         }
         let mut tx = self.store.begin().await?;
         let removed = demo::delete_rest(&mut tx, pid, &marker).await?;
+        overview::forget_at_risk(&mut *tx, pid).await?;
         tx.commit().await?;
         cleared.customers = removed.customers;
         cleared.payment_failures = removed.payment_failures;

@@ -119,10 +119,11 @@ impl Core {
         if !PERIODS.contains(&days) {
             return Err(Error::invalid_field("period", "must be 7, 30 or 90"));
         }
-        // Periods end just after now, so that what happened this millisecond counts.
+        // Whole UTC days, today's so far included (what is kept by day answers them whole);
+        // the period ends just after now, so that what happened this millisecond counts.
         let now = self.now() + chrono::Duration::milliseconds(1);
         let span = chrono::Duration::days(days);
-        let start = now - span;
+        let start = midnight(self.now()) - chrono::Duration::days(days - 1);
         let (current, previous) = futures::try_join!(
             self.period(access, start, now),
             self.period(access, start - span, start)
@@ -176,7 +177,7 @@ impl Core {
         let (events, (paid, abandoned), (customers_at_risk, mrr_at_risk_cents)) = futures::try_join!(
             store::events(db, id, from, to),
             store::dunning(db, id, from, to),
-            store::at_risk(db, id, &day)
+            self.at_risk_on(id, &day)
         )?;
         Ok(PeriodFigures {
             recovered_mrr_cents: events.recovered_mrr_cents,
@@ -215,7 +216,7 @@ impl Core {
         let (counts, dunning, at_risk) = futures::try_join!(
             monthly::monthly(db, id, first, current),
             store::dunning_by_month(db, id, &first_month),
-            futures::future::try_join_all(days.iter().map(|day| store::at_risk(db, id, day)))
+            futures::future::try_join_all(days.iter().map(|day| self.at_risk_on(id, day)))
         )?;
         // Newest first, as cohorts answer.
         let mut cohorts = analytics::cohorts(&counts, current, TREND_MONTHS);
@@ -235,6 +236,39 @@ impl Core {
             dunning_recovery_rate: cohorts.iter().map(|c| dunning_rate(&c.cohort)).collect(),
             months: cohorts.into_iter().map(|c| c.cohort).collect(),
         })
+    }
+
+    /// Customers at high or critical risk on `day` and their known MRR: the figure kept for
+    /// the latest day with scores on or before it, filled once from the scores when no run
+    /// kept it (days scored before the figures were kept, or a run still going).
+    async fn at_risk_on(&self, project_id: &str, day: &str) -> Result<(i64, i64)> {
+        let db = self.store.reader();
+        let (scored, kept) = futures::try_join!(
+            store::latest_score_day(db, project_id, day),
+            store::kept_at_risk(db, project_id, day)
+        )?;
+        match (scored, kept) {
+            // Kept for the latest scores, or for days whose scores were since purged.
+            (scored, Some((kept_day, customers, mrr)))
+                if scored.as_ref().is_none_or(|s| *s <= kept_day) =>
+            {
+                Ok((customers, mrr))
+            }
+            (Some(scored), _) => {
+                let figure = store::at_risk(db, project_id, &scored).await?;
+                store::keep_at_risk(self.store.writer(), project_id, &scored, figure, false)
+                    .await?;
+                Ok(figure)
+            }
+            (None, _) => Ok((0, 0)),
+        }
+    }
+
+    /// Keeps today's at-risk figure when a scoring run of the project ends.
+    pub(super) async fn keep_todays_risk(&self, project_id: &str) -> Result<()> {
+        let day = self.now().format("%Y-%m-%d").to_string();
+        let figure = store::at_risk(self.store.reader(), project_id, &day).await?;
+        store::keep_at_risk(self.store.writer(), project_id, &day, figure, true).await
     }
 
     /// What needs someone now, most money at stake first: failed alert deliveries, payments
@@ -326,6 +360,11 @@ impl Core {
             autopilot_on: access.project.settings.autopilot.enabled,
         })
     }
+}
+
+/// The start of `at`'s UTC day.
+fn midnight(at: Timestamp) -> Timestamp {
+    at.date_naive().and_time(chrono::NaiveTime::MIN).and_utc()
 }
 
 /// part / whole × 100, to two decimals; 0 when the whole is.

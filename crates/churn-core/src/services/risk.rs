@@ -150,6 +150,7 @@ impl Core {
 
     async fn score_and_count(&self, project_id: &str) -> Result<Recomputed> {
         let result = self.score_project(project_id).await?;
+        self.keep_todays_risk(project_id).await?;
         risk::record_run(self.store.writer(), project_id, &result).await?;
         Ok(result)
     }

@@ -18,6 +18,7 @@ both_backends!(
     the_cohort_csv_holds_the_apis_rows,
     tiles_put_their_series_in_the_main_chart,
     needs_you_lists_each_kind_where_it_is_fixed,
+    mrr_at_risk_is_kept_for_each_scoring_day,
     another_tenants_analytics_are_not_found,
 );
 
@@ -285,6 +286,87 @@ async fn tiles_put_their_series_in_the_main_chart(backend: Backend) {
     assert_eq!(rates[5], ["2026-03", "100%"]);
 
     browser.get("/app/p/acme?metric=bogus", 400).await;
+}
+
+/// MRR at risk by month-end is read from the figure kept per scoring day: a day no run kept
+/// is filled once from the scores, and a scoring run keeps its own day's figure from the
+/// scores as they are when it ends.
+async fn mrr_at_risk_is_kept_for_each_scoring_day(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (token, browser) = months_of_events(&app).await;
+    let project: String = {
+        use sqlx::Row;
+        app.query("SELECT id FROM projects WHERE slug = 'acme'")
+            .await[0]
+            .get(0)
+    };
+    // a@ (MRR 4,000) high in February; on 15 March a@ low and b@ (1,000) critical, and c@
+    // (2,500) high on 1 March with no later score.
+    for (email, day, level) in [
+        ("a@example.com", "2026-02-10", "high"),
+        ("a@example.com", "2026-03-15", "low"),
+        ("b@example.com", "2026-03-15", "critical"),
+        ("c@example.com", "2026-03-01", "high"),
+    ] {
+        app.query(&format!(
+            "INSERT INTO risk_scores (project_id, customer_email, day, score, level, signals, model, scored_at) \
+             VALUES ('{project}', '{email}', '{day}', 80, '{level}', '[]', 'default', '{day}T06:00:00.000Z')"
+        ))
+        .await;
+    }
+    let months = |html: &str| table_rows(html, "main-numbers");
+    let html = browser
+        .get("/app/p/acme?period=7&metric=mrr_at_risk", 200)
+        .await;
+    let rows = months(&html);
+    assert_eq!(rows[4], ["2026-02", "$40.00"], "{rows:?}");
+    assert_eq!(
+        rows[5],
+        ["2026-03", "$35.00"],
+        "b@ and c@ on 15 March: {rows:?}"
+    );
+    let kept = |rows: Vec<sqlx::any::AnyRow>| -> Vec<(String, i64, i64)> {
+        use sqlx::Row;
+        rows.iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect()
+    };
+    let filled = kept(
+        app.query("SELECT day, customers, mrr_cents FROM risk_day_totals ORDER BY day")
+            .await,
+    );
+    assert_eq!(
+        filled,
+        [
+            ("2026-02-10".to_owned(), 1, 4_000),
+            ("2026-03-01".to_owned(), 2, 6_500),
+            ("2026-03-15".to_owned(), 2, 3_500)
+        ],
+        "one figure per latest scoring day read: February's end, the previous week's, today's"
+    );
+
+    // A run today (15 March) keeps the day's figure from the scores it ends with.
+    app.query(&format!(
+        "UPDATE risk_scores SET level = 'low' WHERE project_id = '{project}' AND customer_email = 'c@example.com'"
+    ))
+    .await;
+    app.expect(
+        app.req(Method::POST, "/projects/acme/churn-risk/recompute")
+            .bearer_auth(&token),
+        200,
+    )
+    .await;
+    let html = browser
+        .get("/app/p/acme?period=7&metric=mrr_at_risk", 200)
+        .await;
+    let rows = months(&html);
+    assert_eq!(rows[5], ["2026-03", "$10.00"], "{rows:?}");
+    assert_eq!(rows[4], ["2026-02", "$40.00"], "{rows:?}");
+    let today = kept(
+        app.query("SELECT day, customers, mrr_cents FROM risk_day_totals WHERE day = '2026-03-15'")
+            .await,
+    );
+    assert_eq!(today, [("2026-03-15".to_owned(), 1, 1_000)]);
 }
 
 async fn needs_you_lists_each_kind_where_it_is_fixed(backend: Backend) {
