@@ -34,9 +34,9 @@ FROM g;
 DELETE FROM churn_event_counts WHERE project_id = '$2';
 INSERT INTO churn_event_counts (project_id, status, event_type, n, mrr_sum)
 SELECT project_id, status, event_type, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3;
-INSERT INTO strategy_outcomes (project_id, strategy, sends, recoveries)
-SELECT v.project_id, v.strategy, COUNT(*), SUM(e.status = 'recovered')
-FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id WHERE v.project_id = '$2' GROUP BY 1, 2;
+INSERT INTO strategy_days (project_id, strategy, day, sends, recoveries)
+SELECT v.project_id, v.strategy, substr(v.sent_at, 1, 10), COUNT(*), SUM(e.status = 'recovered')
+FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id WHERE v.project_id = '$2' GROUP BY 1, 2, 3;
 COMMIT;
 SQL
 }
@@ -60,9 +60,9 @@ FROM generate_series(1, $3) n;
 DELETE FROM churn_event_counts WHERE project_id = '$2';
 INSERT INTO churn_event_counts (project_id, status, event_type, shard, n, mrr_sum)
 SELECT project_id, status, event_type, 0, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 4;
-INSERT INTO strategy_outcomes (project_id, strategy, sends, recoveries)
-SELECT v.project_id, v.strategy, COUNT(*), SUM(CASE WHEN e.status = 'recovered' THEN 1 ELSE 0 END)
-FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id WHERE v.project_id = '$2' GROUP BY 1, 2;
+INSERT INTO strategy_days (project_id, strategy, day, sends, recoveries)
+SELECT v.project_id, v.strategy, substr(v.sent_at, 1, 10), COUNT(*), SUM(CASE WHEN e.status = 'recovered' THEN 1 ELSE 0 END)
+FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id WHERE v.project_id = '$2' GROUP BY 1, 2, 3;
 DELETE FROM churn_cohorts WHERE project_id = '$2';
 INSERT INTO churn_cohorts (project_id, month, status, strategy, shard, n, mrr_sum)
 SELECT project_id, substr(created_at, 1, 7), status, churn_cohort_strategy(id, status), 0, COUNT(*), SUM(mrr)

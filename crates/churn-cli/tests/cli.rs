@@ -1458,12 +1458,12 @@ async fn kept_and_recounted(service: &Churn, project_id: &str) -> (Vec<String>, 
              FROM churn_events e WHERE e.project_id = $1) x GROUP BY m, status, s",
         ),
         (
-            "SELECT 'strategy ' || strategy || ' ' || sends || ' ' || recoveries FROM strategy_outcomes \
-             WHERE project_id = $1 AND sends <> 0",
-            "SELECT 'strategy ' || v.strategy || ' ' || COUNT(*) || ' ' \
+            "SELECT 'strategy ' || strategy || ' ' || day || ' ' || sends || ' ' || recoveries \
+             FROM strategy_days WHERE project_id = $1 AND sends <> 0",
+            "SELECT 'strategy ' || v.strategy || ' ' || substr(v.sent_at, 1, 10) || ' ' || COUNT(*) || ' ' \
              || SUM(CASE WHEN e.status = 'recovered' THEN 1 ELSE 0 END) FROM recovery_variants v \
              JOIN churn_events e ON e.id = v.churn_event_id WHERE v.project_id = $1 \
-             AND v.sent_at IS NOT NULL GROUP BY v.strategy",
+             AND v.sent_at IS NOT NULL GROUP BY v.strategy, substr(v.sent_at, 1, 10)",
         ),
         (
             "SELECT 'customers ' || key || ' ' || CAST(SUM(n) AS BIGINT) FROM customer_counts \

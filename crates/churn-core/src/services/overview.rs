@@ -53,7 +53,8 @@ pub struct Overview {
     pub previous: PeriodFigures,
     /// Events created in the period, by reason, most events first.
     pub reasons: Vec<ReasonRow>,
-    /// Emails sent in the period, by strategy, most sends first.
+    /// Emails sent in the period, by strategy, most sends first; recovered: sends whose
+    /// event is recovered.
     pub strategies: Vec<StrategyRow>,
 }
 
@@ -130,9 +131,10 @@ impl Core {
         )?;
         let db = self.store.reader();
         let id = &access.project.id;
+        let (first_day, last_day) = (day_of(start), day_of(self.now()));
         let (reasons, strategies) = futures::try_join!(
             store::reasons(db, id, start, now),
-            store::strategies(db, id, start, now)
+            store::strategies(db, id, &first_day, &last_day)
         )?;
         let mut reasons: Vec<ReasonRow> = reasons
             .into_iter()
@@ -171,9 +173,7 @@ impl Core {
         let db = self.store.reader();
         let id = &access.project.id;
         // The last day of `[from, to)`: risk scores are kept per day.
-        let day = (to - chrono::Duration::milliseconds(1))
-            .format("%Y-%m-%d")
-            .to_string();
+        let day = day_of(to - chrono::Duration::milliseconds(1));
         let (events, (paid, abandoned), (customers_at_risk, mrr_at_risk_cents)) = futures::try_join!(
             store::events(db, id, from, to),
             store::dunning(db, id, from, to),
@@ -201,7 +201,7 @@ impl Core {
         let first = current.plus(1 - TREND_MONTHS);
         let months: Vec<Month> = first.through(current).collect();
         // The last day of each month, today for the current one.
-        let today = self.now().format("%Y-%m-%d").to_string();
+        let today = day_of(self.now());
         let days: Vec<String> = months
             .iter()
             .map(|m| {
@@ -266,7 +266,7 @@ impl Core {
 
     /// Keeps today's at-risk figure when a scoring run of the project ends.
     pub(super) async fn keep_todays_risk(&self, project_id: &str) -> Result<()> {
-        let day = self.now().format("%Y-%m-%d").to_string();
+        let day = day_of(self.now());
         let figure = store::at_risk(self.store.reader(), project_id, &day).await?;
         store::keep_at_risk(self.store.writer(), project_id, &day, figure, true).await
     }
@@ -360,6 +360,11 @@ impl Core {
             autopilot_on: access.project.settings.autopilot.enabled,
         })
     }
+}
+
+/// `at`'s UTC day, `YYYY-MM-DD`.
+fn day_of(at: Timestamp) -> String {
+    at.format("%Y-%m-%d").to_string()
 }
 
 /// The start of `at`'s UTC day.

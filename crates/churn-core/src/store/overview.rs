@@ -180,23 +180,22 @@ pub async fn reasons<'e>(
     .await?)
 }
 
-/// Emails sent within `[from, to)` by strategy: (strategy, sends, sends whose event was
-/// recovered after them).
+/// Emails sent on the UTC days `from_day` through `to_day` (`YYYY-MM-DD`) by strategy:
+/// (strategy, sends, sends whose event is recovered), as `strategy_days` keeps them.
 pub async fn strategies<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
-    from: Timestamp,
-    to: Timestamp,
+    from_day: &str,
+    to_day: &str,
 ) -> Result<Vec<(String, i64, i64)>> {
     Ok(sqlx::query_as(
-        "SELECT v.strategy, CAST(COUNT(*) AS BIGINT), \
-         CAST(COALESCE(SUM(CASE WHEN e.recovered_at IS NOT NULL AND e.recovered_at >= v.sent_at THEN 1 ELSE 0 END), 0) AS BIGINT) \
-         FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id \
-         WHERE v.project_id = $1 AND v.sent_at >= $2 AND v.sent_at < $3 GROUP BY v.strategy",
+        "SELECT strategy, CAST(SUM(sends) AS BIGINT), CAST(SUM(recoveries) AS BIGINT) \
+         FROM strategy_days WHERE project_id = $1 AND day >= $2 AND day <= $3 \
+         GROUP BY strategy HAVING SUM(sends) > 0",
     )
     .bind(project_id)
-    .bind(time::format(&from))
-    .bind(time::format(&to))
+    .bind(from_day)
+    .bind(to_day)
     .fetch_all(db)
     .await?)
 }

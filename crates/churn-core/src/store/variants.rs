@@ -372,15 +372,15 @@ pub async fn record_observation<'e>(
     Ok(done.rows_affected() == 1)
 }
 
-/// Per strategy: the project's sends and how many of their events were recovered, as kept by
-/// the `strategy_outcomes` triggers (nine rows at most, whatever the project's history).
+/// Per strategy: the project's sends and how many of their events were recovered, summed
+/// over the days the `strategy_days` triggers keep (nine rows a day at most).
 pub async fn outcomes<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<HashMap<Strategy, Outcome>> {
     let rows: Vec<(String, i64, i64)> = sqlx::query_as(
-        "SELECT strategy, CAST(sends AS BIGINT), CAST(recoveries AS BIGINT) \
-         FROM strategy_outcomes WHERE project_id = $1",
+        "SELECT strategy, CAST(SUM(sends) AS BIGINT), CAST(SUM(recoveries) AS BIGINT) \
+         FROM strategy_days WHERE project_id = $1 GROUP BY strategy",
     )
     .bind(project_id)
     .fetch_all(db)

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::analytics::set_clock;
 use crate::dashboard_client::Browser;
 use crate::dashboard_customers::{CUSTOMER, QUIET, seeded};
-use crate::helpers::{Backend, TestApp, acme_owner};
+use crate::helpers::{Backend, TestApp, acme_owner, event_with_variants};
 use churn_core::both_backends;
 
 both_backends!(
@@ -19,6 +19,7 @@ both_backends!(
     tiles_put_their_series_in_the_main_chart,
     needs_you_lists_each_kind_where_it_is_fixed,
     mrr_at_risk_is_kept_for_each_scoring_day,
+    strategy_performance_counts_the_periods_days,
     another_tenants_analytics_are_not_found,
 );
 
@@ -367,6 +368,78 @@ async fn mrr_at_risk_is_kept_for_each_scoring_day(backend: Backend) {
             .await,
     );
     assert_eq!(today, [("2026-03-15".to_owned(), 1, 1_000)]);
+}
+
+/// Strategy performance counts the sends of the period's UTC days (today's so far
+/// included) and those of them whose event is recovered.
+async fn strategy_performance_counts_the_periods_days(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    // Signed in on the last day, so the token holds at every earlier clock.
+    set_clock(&app, "2026-03-16T12:00:00Z").await;
+    let token = acme_owner(&app).await;
+    let mut sent = Vec::new();
+    for (at, email) in [
+        ("2026-03-01T10:00:00Z", "early@example.com"),
+        ("2026-03-09T23:59:00Z", "eve@example.com"),
+        ("2026-03-10T00:00:00Z", "edge@example.com"),
+        ("2026-03-16T09:00:00Z", "today@example.com"),
+    ] {
+        set_clock(&app, at).await;
+        let (id, vid) = event_with_variants(&app, &token, email).await;
+        app.expect(
+            app.req(
+                Method::POST,
+                &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
+            )
+            .bearer_auth(&token),
+            200,
+        )
+        .await;
+        sent.push(id);
+    }
+    for id in &sent[..3] {
+        app.expect(
+            app.req(
+                Method::POST,
+                &format!("/projects/acme/churn-events/{id}/recovered"),
+            )
+            .bearer_auth(&token),
+            200,
+        )
+        .await;
+    }
+    set_clock(&app, "2026-03-16T12:00:00Z").await;
+    let browser = Browser::sign_in(&app, "owner@acme.io").await;
+    // (sends, recovered) over the strategy table's rows.
+    let totals = |html: &str| -> (i64, i64) {
+        let card = html
+            .split("id=\"strategies-heading\"")
+            .nth(1)
+            .and_then(|c| c.split("</section>").next())
+            .unwrap();
+        card.split("<tr><td>").skip(1).fold((0, 0), |(s, r), row| {
+            let cells: Vec<i64> = row
+                .split("<td class=\"num\">")
+                .skip(1)
+                .take(2)
+                .map(|c| {
+                    c.split('<')
+                        .next()
+                        .unwrap()
+                        .replace(',', "")
+                        .parse()
+                        .unwrap()
+                })
+                .collect();
+            (s + cells[0], r + cells[1])
+        })
+    };
+    // 10 to 16 March: the send at midnight on the 10th (recovered) and today's, not the
+    // one a minute before, though it is within seven times 24 hours.
+    let html = browser.get("/app/p/acme?period=7", 200).await;
+    assert_eq!(totals(&html), (2, 1), "{html}");
+    let html = browser.get("/app/p/acme?period=30", 200).await;
+    assert_eq!(totals(&html), (4, 3));
 }
 
 async fn needs_you_lists_each_kind_where_it_is_fixed(backend: Backend) {

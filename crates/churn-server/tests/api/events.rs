@@ -1629,8 +1629,9 @@ async fn strategy_outcomes_follow_sends_and_recoveries(backend: Backend) {
         .await
         .unwrap();
     let kept: Vec<(String, i64, i64)> = sqlx::query_as(
-        "SELECT strategy, CAST(sends AS BIGINT), CAST(recoveries AS BIGINT) \
-         FROM strategy_outcomes WHERE sends <> 0 OR recoveries <> 0 ORDER BY strategy",
+        "SELECT strategy, CAST(SUM(sends) AS BIGINT), CAST(SUM(recoveries) AS BIGINT) \
+         FROM strategy_days GROUP BY strategy HAVING SUM(sends) <> 0 OR SUM(recoveries) <> 0 \
+         ORDER BY strategy",
     )
     .fetch_all(&mut conn)
     .await
