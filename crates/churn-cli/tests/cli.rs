@@ -1686,7 +1686,7 @@ async fn doctor_reports_drift_made_by_hand_and_repairs_it(backend: Backend) {
     for (email, kind, mrr) in [
         ("dana@example.com", "cancellation", Some(4900)),
         ("eve@example.com", "cancellation", Some(1000)),
-        ("finn@example.com", "downgrade", None),
+        ("finn@example.com", "payment_failed", None),
     ] {
         service
             .core()
@@ -1723,7 +1723,7 @@ async fn doctor_reports_drift_made_by_hand_and_repairs_it(backend: Backend) {
 
     for sql in [
         "DELETE FROM churn_event_counts WHERE event_type = 'cancellation'",
-        "UPDATE customer_counts SET n = n + 3 WHERE key = 'customer'",
+        "DELETE FROM customer_counts WHERE key = 'customer'",
     ] {
         sqlx::query(sql).execute(store.writer()).await.unwrap();
     }
