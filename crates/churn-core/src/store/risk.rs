@@ -374,7 +374,7 @@ pub async fn save_scores(
 }
 
 /// Waits until no other scoring transaction of the project is open. Their trigger updates of
-/// the kept risk counts (0060_customer_counts.sql) would otherwise lock count rows in
+/// the kept risk counts (0080_kept_counts.sql) would otherwise lock count rows in
 /// opposite orders and deadlock.
 pub async fn lock_scoring(
     db: &mut sqlx::AnyConnection,
@@ -545,7 +545,7 @@ pub async fn list_latest<'e>(
 }
 
 /// How many latest scores the filter keeps: from the counts kept by triggers
-/// (migrations/*/0060_customer_counts.sql) unless it filters by score.
+/// (migrations/*/0080_kept_counts.sql) unless it filters by score.
 pub async fn count_latest<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
