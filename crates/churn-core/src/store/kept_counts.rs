@@ -749,7 +749,8 @@ mod storage_tests {
     }
 
     /// Two connection pools on one database, as two server processes: each runs writers that
-    /// add events, move them, send variants, track customers and score them, all at once.
+    /// add events, move them, send variants, track customers and score them, all at once,
+    /// while a third checks the counts.
     async fn concurrent_writers_from_two_pools_keep_every_count(backend: testing::Backend) {
         let db = TestDatabase::new(backend).await;
         let first = store_with_project(&db).await;
@@ -817,9 +818,26 @@ mod storage_tests {
             tokio::spawn(writer(second.clone(), "c".into())),
             tokio::spawn(writer(second.clone(), "d".into())),
         ];
+        // A third pool checks while they write: each check reads one snapshot, so it sees
+        // every change with its count or neither.
+        let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let checker = tokio::spawn({
+            let (store, writing) = (Store::connect(&url).await.unwrap(), writing.clone());
+            async move {
+                let mut checks = 0;
+                while writing.load(std::sync::atomic::Ordering::SeqCst) {
+                    assert_eq!(drift(&store).await.unwrap(), vec![], "while writing");
+                    checks += 1;
+                }
+                store.close().await;
+                checks
+            }
+        });
         for task in tasks {
             task.await.unwrap();
         }
+        writing.store(false, std::sync::atomic::Ordering::SeqCst);
+        assert!(checker.await.unwrap() > 0);
         let events: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM churn_events")
             .fetch_one(first.reader())
             .await
