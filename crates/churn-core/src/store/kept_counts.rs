@@ -369,8 +369,7 @@ mod storage_tests {
     use crate::both_backends;
     use crate::store::customers::{self, Activity};
     use crate::store::risk::{self, ScoreRecord};
-    use crate::testing::{self, TestDatabase, store_with_project};
-    use crate::time;
+    use crate::testing::{self, TestDatabase, score, seen, store_with_project};
 
     both_backends!(
         every_kept_count_matches_its_recount_through_every_change,
@@ -452,35 +451,12 @@ mod storage_tests {
         sqlx::query(sql).execute(store.writer()).await.unwrap();
     }
 
-    fn seen(email: &str, at: &str) -> Activity {
-        let at = time::parse(at).unwrap();
-        Activity {
-            email: email.to_owned(),
-            first_at: at,
-            last_at: at,
-            nps: None,
-            card_expiry: None,
-        }
-    }
-
     async fn track(store: &Store, project: &str, emails: &[&str], at: &str) {
         let seen: Vec<Activity> = emails.iter().map(|e| seen(e, at)).collect();
         let seen: Vec<&Activity> = seen.iter().collect();
         customers::record_activity(store.writer(), store.backend(), project, &seen)
             .await
             .unwrap();
-    }
-
-    fn score(email: &str, day: &str, level: Option<&str>) -> ScoreRecord {
-        ScoreRecord {
-            customer_email: email.to_owned(),
-            day: day.to_owned(),
-            score: level.map(|_| 50),
-            level: level.map(str::to_owned),
-            signals: "[]".to_owned(),
-            model: "default".to_owned(),
-            scored_at: time::parse(&format!("{day}T06:00:00Z")).unwrap(),
-        }
     }
 
     async fn save(store: &Store, project: &str, scores: &[ScoreRecord]) {
