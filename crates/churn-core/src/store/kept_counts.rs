@@ -3,8 +3,8 @@
 //! The triggers and the rule each keeps are in one file per backend,
 //! `migrations/{sqlite,postgres}/0080_kept_counts.sql`; [`KeptCount`] lists the same counts,
 //! each with a query reading what is kept (shards added up), a recount of the same figures
-//! from the rows they count, and a rebuild. `churn doctor` compares the two ([`check`]) and
-//! with `--repair` rebuilds a count that drifted ([`rebuild`]).
+//! from the rows they count, and a rebuild. `churn doctor` compares the two ([`drift`]) and
+//! with `--repair` rebuilds a count that drifted ([`repair`]).
 //!
 //! Every query yields `(project_id, key, first figure, second figure)`; a count with one
 //! figure yields 0 as its second. A key missing on one side counts as 0 there: a kept row
@@ -258,7 +258,7 @@ async fn check(tx: &mut AnyConnection) -> Result<Vec<Drift>> {
 
 /// Replaces every kept row of `count` with its recount, inside `tx`. On PostgreSQL the table
 /// is locked against writers first, so no change is both in the recount and added by a
-/// trigger afterwards: a writer whose trigger already ran has committed before the recount
+/// trigger afterwards: a writer whose trigger already ran has ended before the recount
 /// reads, and one whose trigger runs later adds its change to the rebuilt rows.
 async fn rebuild(tx: &mut AnyConnection, count: KeptCount) -> Result<()> {
     let backend = Backend::of(tx);
