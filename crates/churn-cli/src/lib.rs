@@ -21,10 +21,12 @@ use serde_json::json;
 
 mod alerts;
 mod demo;
+mod doctor;
 mod payments;
 mod team;
 pub use alerts::AlertsCommand;
 pub use demo::DemoCommand;
+pub use doctor::Drifted;
 pub use payments::PaymentsCommand;
 pub use team::TeamCommand;
 
@@ -87,6 +89,14 @@ pub enum Command {
     /// Demo data: see a living dashboard in a minute, or benchmark one.
     #[command(subcommand)]
     Demo(DemoCommand),
+    /// Compare every count kept by trigger (event totals, strategy outcomes, cohorts,
+    /// customers, risk levels) with a recount from its base tables; print each figure that
+    /// drifted and exit 1.
+    Doctor {
+        /// Rebuild the counts that drifted from their recount, then check again.
+        #[arg(long)]
+        repair: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -255,7 +265,7 @@ impl std::fmt::Display for Refused {
 impl std::error::Error for Refused {}
 
 /// The exit status for an error: 2 when the command cannot run as given (refused, or the
-/// database is missing or unreachable), else 1.
+/// database is missing or unreachable), else 1 (among them kept counts that drifted).
 pub fn exit_code(error: &anyhow::Error) -> i32 {
     if error.downcast_ref::<Refused>().is_some() {
         return 2;
@@ -595,6 +605,9 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
         }
         Command::Demo(command) => {
             demo::demo(command, open_admin(&config).await?, cli.json, out).await?;
+        }
+        Command::Doctor { repair } => {
+            doctor::doctor(open_admin(&config).await?, repair, cli.json, out).await?;
         }
         Command::Report(ReportCommand::Cohorts { project, months }) => {
             let view = open_admin(&config).await?.as_owner(&project).await?;

@@ -28,6 +28,7 @@ both_backends!(
     alerts_list_and_redeliver,
     hostile_names_and_overflowing_amounts,
     demo_seed_keeps_every_count_and_clear_takes_back_only_it,
+    doctor_reports_drift_made_by_hand_and_repairs_it,
 );
 
 /// The CLI on `db`, with the server's data folder unless `args` name another (its
@@ -1659,4 +1660,97 @@ async fn demo_seed_keeps_every_count_and_clear_takes_back_only_it(backend: Backe
         .await
         .unwrap_err();
     assert_eq!(churn_cli::exit_code(&err), 1);
+}
+
+/// `churn` on `db` with what it printed, whether or not it failed.
+async fn churn_printed(db: &TestDatabase, args: &[&str]) -> (String, anyhow::Result<()>) {
+    let data_dir = db.data_dir.path().to_str().unwrap();
+    let mut argv = vec!["churn", "--database-url", &db.url, "--data-dir", data_dir];
+    argv.extend_from_slice(args);
+    let cli = Cli::try_parse_from(argv).unwrap();
+    let mut out = Vec::new();
+    let result = run(cli, &mut out).await;
+    (String::from_utf8(out).unwrap(), result)
+}
+
+/// Counts changed by hand behind the triggers' back: `churn doctor` prints each drifted
+/// figure and fails (exit 1), `--repair` rebuilds them, and the next check is clean.
+async fn doctor_reports_drift_made_by_hand_and_repairs_it(backend: Backend) {
+    let db = TestDatabase::new(backend).await;
+    let (service, user) = ada_with_acme(&db).await;
+    let access = service
+        .core()
+        .project_for_user(&user, "acme")
+        .await
+        .unwrap();
+    for (email, kind, mrr) in [
+        ("dana@example.com", "cancellation", Some(4900)),
+        ("eve@example.com", "cancellation", Some(1000)),
+        ("finn@example.com", "payment_failed", None),
+    ] {
+        service
+            .core()
+            .create_event(
+                &access,
+                CreateChurnEvent {
+                    customer_email: email.into(),
+                    event_type: kind.into(),
+                    mrr,
+                    ..CreateChurnEvent::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let store = service.store();
+    sqlx::query(
+        "INSERT INTO customers (project_id, email, first_seen_at, last_seen_at) \
+         VALUES ($1, 'a@x.io', $2, $2), ($1, 'b@x.io', $2, $2)",
+    )
+    .bind(&access.project.id)
+    .bind("2026-11-20T10:00:00.000Z")
+    .execute(store.writer())
+    .await
+    .unwrap();
+
+    let (printed, result) = churn_printed(&db, &["doctor"]).await;
+    result.unwrap();
+    assert_eq!(
+        printed,
+        "Every kept count matches its recount (event totals, strategy outcomes, cohorts, \
+         customers, risk levels).\n"
+    );
+
+    for sql in [
+        "DELETE FROM churn_event_counts WHERE event_type = 'cancellation'",
+        "DELETE FROM customer_counts WHERE key = 'customer'",
+    ] {
+        sqlx::query(sql).execute(store.writer()).await.unwrap();
+    }
+    let (printed, result) = churn_printed(&db, &["doctor"]).await;
+    let error = result.unwrap_err();
+    assert!(
+        error.downcast_ref::<churn_cli::Drifted>().is_some(),
+        "{error:#}"
+    );
+    assert_eq!(churn_cli::exit_code(&error), 1);
+    assert_eq!(
+        error.to_string(),
+        "3 kept figure(s) differ from their recount; `churn doctor --repair` rebuilds them"
+    );
+    insta::assert_snapshot!("doctor_drift", printed);
+
+    let (json, result) = churn_printed(&db, &["--json", "doctor"]).await;
+    assert!(result.is_err());
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["drift"][0]["table"], "churn_event_counts", "{json}");
+    assert_eq!(json["drift"][0]["project_id"], access.project.id.as_str());
+    assert_eq!(json["rebuilt"], json!([]));
+
+    let (printed, result) = churn_printed(&db, &["doctor", "--repair"]).await;
+    result.unwrap();
+    insta::assert_snapshot!("doctor_repair", printed);
+    let (printed, result) = churn_printed(&db, &["doctor"]).await;
+    result.unwrap();
+    assert!(printed.starts_with("Every kept count matches"), "{printed}");
 }

@@ -120,3 +120,28 @@ pub async fn store_with_project(db: &TestDatabase) -> crate::store::Store {
     .unwrap();
     store
 }
+
+/// `email` seen once at `at` (RFC 3339), as tracking records a customer's activity.
+pub fn seen(email: &str, at: &str) -> crate::store::customers::Activity {
+    let at = crate::time::parse(at).unwrap();
+    crate::store::customers::Activity {
+        email: email.to_owned(),
+        first_at: at,
+        last_at: at,
+        nps: None,
+        card_expiry: None,
+    }
+}
+
+/// A churn-risk score of `email` for `day`: 50 at `level`, or insufficient data without one.
+pub fn score(email: &str, day: &str, level: Option<&str>) -> crate::store::risk::ScoreRecord {
+    crate::store::risk::ScoreRecord {
+        customer_email: email.to_owned(),
+        day: day.to_owned(),
+        score: level.map(|_| 50),
+        level: level.map(str::to_owned),
+        signals: "[]".to_owned(),
+        model: "default".to_owned(),
+        scored_at: crate::time::parse(&format!("{day}T06:00:00Z")).unwrap(),
+    }
+}

@@ -26,6 +26,7 @@ use crate::domain::unsubscribe::UnsubscribeKeys;
 use crate::error::{Error, Result};
 use crate::outbound::Outbound;
 use crate::store::events::{self, EventRecord, ListFilter, SortColumn, Totals};
+use crate::store::kept_counts::{self, Drift, KeptCount};
 use crate::store::projects::{self, ProjectRecord};
 use crate::store::users::{self, UserRecord};
 use crate::store::variants;
@@ -270,6 +271,33 @@ impl Admin {
             .map(|e| Email::parse(e).map_err(|m| Error::invalid_field("user", m)))
             .transpose()?;
         projects::list_all(self.store.reader(), owner.as_ref().map(Email::as_str)).await
+    }
+
+    /// Every kept figure that differs from its recount from the base tables
+    /// (`store::kept_counts`), with the slug of its project.
+    pub async fn kept_count_drift(&self) -> Result<Vec<(Drift, String)>> {
+        let drift = kept_counts::drift(&self.store).await?;
+        if drift.is_empty() {
+            return Ok(Vec::new());
+        }
+        let slugs: std::collections::HashMap<String, String> =
+            projects::list_all(self.store.reader(), None)
+                .await?
+                .into_iter()
+                .map(|(p, _)| (p.id, p.slug))
+                .collect();
+        Ok(drift
+            .into_iter()
+            .map(|d| {
+                let slug = slugs.get(&d.project_id).cloned().unwrap_or_default();
+                (d, slug)
+            })
+            .collect())
+    }
+
+    /// Rebuilds each of `counts` from its recount.
+    pub async fn rebuild_kept_counts(&self, counts: &[KeptCount]) -> Result<()> {
+        kept_counts::repair(&self.store, counts).await
     }
 
     /// Rotates the keys of the given kinds of the project with this slug or id; a slug

@@ -263,7 +263,7 @@ pub async fn count<'e>(
         .bind(contains_pattern(q))
         .fetch_one(db)
         .await?,
-        // The count kept by triggers (migrations/*/0060_customer_counts.sql).
+        // The count kept by triggers (migrations/*/0080_kept_counts.sql, store::kept_counts).
         None => {
             sqlx::query_scalar::<_, i64>(
                 "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM customer_counts \

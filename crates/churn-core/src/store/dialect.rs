@@ -1,6 +1,7 @@
 //! Where SQLite and PostgreSQL differ, and nowhere else: row locks, skipping rows other workers
-//! hold, telling other server processes about a change, reading rows out of a JSON array, and
-//! adding days to a stored timestamp.
+//! hold, telling other server processes about a change, reading rows out of a JSON array,
+//! adding days to a stored timestamp, one snapshot for a transaction's reads, locking a table
+//! against writers, and the shards of kept event counts.
 //! Everything else is portable SQL.
 
 use sqlx::AnyConnection;
@@ -89,5 +90,34 @@ impl Backend {
     /// Whether other server processes may share the database (and caches must follow them).
     pub fn shared(self) -> bool {
         self == Backend::Postgres
+    }
+
+    /// The statement that makes a transaction read one snapshot, to run first in it; a
+    /// SQLite transaction reads one snapshot already (WAL mode).
+    pub fn snapshot(self) -> Option<&'static str> {
+        match self {
+            Backend::Postgres => Some("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"),
+            Backend::Sqlite => None,
+        }
+    }
+
+    /// A statement that holds off every other writer of `table` (readers go on) until the
+    /// transaction ends; SQLite has a single writer, which holds them off already.
+    pub fn lock_against_writers(self, table: &str) -> Option<String> {
+        match self {
+            Backend::Postgres => Some(format!("LOCK TABLE {table} IN EXCLUSIVE MODE")),
+            Backend::Sqlite => None,
+        }
+    }
+
+    /// The shard column of `churn_event_counts` and `churn_cohorts` and the value of the shard
+    /// every writer may use (`, shard` and `, 0`, to follow another column and value): those
+    /// tables are spread over shards on PostgreSQL only (its 0061); `customer_counts` has the
+    /// column on both.
+    pub fn event_count_shard(self) -> (&'static str, &'static str) {
+        match self {
+            Backend::Postgres => (", shard", ", 0"),
+            Backend::Sqlite => ("", ""),
+        }
     }
 }

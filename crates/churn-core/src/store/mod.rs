@@ -22,6 +22,7 @@ pub mod events;
 pub mod idempotency;
 pub mod identity_secrets;
 pub mod jobs;
+pub mod kept_counts;
 pub mod keys;
 pub mod overview;
 pub mod payment_failures;

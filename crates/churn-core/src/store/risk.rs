@@ -374,7 +374,7 @@ pub async fn save_scores(
 }
 
 /// Waits until no other scoring transaction of the project is open. Their trigger updates of
-/// the kept risk counts (0060_customer_counts.sql) would otherwise lock count rows in
+/// the kept risk counts (0080_kept_counts.sql) would otherwise lock count rows in
 /// opposite orders and deadlock.
 pub async fn lock_scoring(
     db: &mut sqlx::AnyConnection,
@@ -545,7 +545,7 @@ pub async fn list_latest<'e>(
 }
 
 /// How many latest scores the filter keeps: from the counts kept by triggers
-/// (migrations/*/0060_customer_counts.sql) unless it filters by score.
+/// (migrations/*/0080_kept_counts.sql) unless it filters by score.
 pub async fn count_latest<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
@@ -690,7 +690,7 @@ mod tests {
     use crate::both_backends;
     use crate::store::Store;
     use crate::store::customers::{self, Activity};
-    use crate::testing::{self, TestDatabase, store_with_project};
+    use crate::testing::{self, TestDatabase, score, seen, store_with_project};
 
     both_backends!(kept_counts_match_a_recount_through_every_change);
 
@@ -713,29 +713,6 @@ mod tests {
         .await
         .unwrap();
         (kept, recounted)
-    }
-
-    fn seen(email: &str, at: &str) -> Activity {
-        let at = time::parse(at).unwrap();
-        Activity {
-            email: email.to_owned(),
-            first_at: at,
-            last_at: at,
-            nps: None,
-            card_expiry: None,
-        }
-    }
-
-    fn score(email: &str, day: &str, level: Option<&str>) -> ScoreRecord {
-        ScoreRecord {
-            customer_email: email.to_owned(),
-            day: day.to_owned(),
-            score: level.map(|_| 50),
-            level: level.map(str::to_owned),
-            signals: "[]".to_owned(),
-            model: "default".to_owned(),
-            scored_at: time::parse(&format!("{day}T06:00:00Z")).unwrap(),
-        }
     }
 
     /// Tracking inserts and updates customers, scoring moves their latest scores between days

@@ -1,0 +1,350 @@
+-- Every kept count and the triggers that keep it, in one place. Earlier migrations built
+-- these up (0003, 0011, 0051, 0060, 0061, 0062, 0063, 0065); this file drops every counting
+-- trigger and function and recreates each as it stood after 0065, word for word, so a reader
+-- finds every rule here. The Rust side of the same list, with a recount of each count from
+-- its base tables, is `crates/churn-core/src/store/kept_counts.rs` (`churn doctor` compares
+-- and repairs). Changing a rule means a new migration that replaces what is named here, and
+-- the recount beside it. SQLite's 0080 keeps the same rules with row triggers.
+--
+-- | count             | table              | counts, per key                                     |
+-- |-------------------|--------------------|-----------------------------------------------------|
+-- | event totals      | churn_event_counts | churn_events per (project, status, event_type):     |
+-- |                   |                    | n, mrr                                              |
+-- | strategy outcomes | strategy_outcomes  | sent variants per (project, strategy): sends, and   |
+-- |                   |                    | sends whose event is recovered: recoveries          |
+-- | cohorts           | churn_cohorts      | churn_events per (project, month of created_at,     |
+-- |                   |                    | status, strategy): n, mrr; strategy is the last     |
+-- |                   |                    | sent variant's for a recovered event, '' otherwise  |
+-- | customers         | customer_counts    | customers per project (key 'customer')              |
+-- | risk levels       | customer_counts    | customers whose latest score row (risk_scores of    |
+-- |                   |                    | their risk_day) exists, per level (key              |
+-- |                   |                    | 'risk_<level>', 'risk_none' for insufficient data)  |
+--
+-- How they are kept, and why:
+-- * In the transaction of the change, by AFTER triggers.
+-- * Sharded: churn_event_counts, churn_cohorts and customer_counts hold a project's counts in
+--   up to 64 rows per key (`shard`, by server process: `count_shard`), so concurrent writers
+--   (tracking, provider events, scoring) seldom queue on one row lock. Each transaction writes
+--   to its own shard, so it holds one row per key; a shard may go below zero; readers add the
+--   shards up. strategy_outcomes changes only on sends and recoveries and is not sharded.
+-- * Per statement where writers change many rows at once (new churn events, customers, risk
+--   scores): the change of each key is added once, in key order (two groups of other
+--   processes wait for each other's shard rows instead of deadlocking). A row trigger updated
+--   the same count row once per row, each update a new row version (4,800 customers inserted
+--   in one transaction: 925 ms with row triggers, 115 ms without). Updates and deletes of
+--   events and variants, one at a time, keep row triggers.
+-- * Statements that read risk_scores or customers run by EXECUTE, planned on each call for
+--   the rows they have: plans kept per connection were made for transition tables without
+--   statistics and tables empty at first, and scanned them. Each row's partner is looked up
+--   through its key (LATERAL … LIMIT 1: one index probe per changed row).
+-- * A change while the project is being deleted adds nothing (its count rows go with it).
+--
+-- What the rules assume of writers: a recovered event's sent variants do not change while it
+-- is recovered (its cohort strategy is read again when it moves or goes), so a recovered
+-- event is made lost before its variants are deleted (`store::demo::delete_events`); variants
+-- are inserted unsent and counted when `sent_at` is set.
+
+DROP TRIGGER churn_events_counted ON churn_events;
+DROP TRIGGER churn_events_counted_insert ON churn_events;
+DROP TRIGGER churn_cohorts_counted ON churn_events;
+DROP TRIGGER strategy_outcomes_variant ON recovery_variants;
+DROP TRIGGER strategy_outcomes_event ON churn_events;
+DROP TRIGGER customers_counted_insert ON customers;
+DROP TRIGGER customers_counted_delete ON customers;
+DROP TRIGGER customers_counted_update ON customers;
+DROP TRIGGER risk_scores_counted_insert ON risk_scores;
+DROP TRIGGER risk_scores_counted_delete ON risk_scores;
+DROP FUNCTION churn_events_count();
+DROP FUNCTION churn_events_count_inserted();
+DROP FUNCTION churn_cohorts_count();
+DROP FUNCTION strategy_outcomes_variant();
+DROP FUNCTION strategy_outcomes_event();
+DROP FUNCTION customers_count_changed();
+DROP FUNCTION customers_count_updated();
+DROP FUNCTION risk_scores_count_changed();
+DROP FUNCTION customer_counts_add(TEXT[], TEXT[], BIGINT[]);
+DROP FUNCTION churn_cohort_strategy(TEXT, TEXT);
+DROP FUNCTION count_shard();
+
+-- Shared helpers.
+
+-- The shard a transaction writes its count changes to: one of 64, by its server process.
+CREATE FUNCTION count_shard() RETURNS INTEGER LANGUAGE sql AS $$
+    SELECT pg_backend_pid() & 63
+$$;
+
+-- Adds a change per key to the customer counts of this transaction's shard, unless the
+-- project is being deleted. PL/pgSQL, whose plans each connection keeps: the body of an SQL
+-- function that is not inlined is parsed and planned again on every call.
+CREATE FUNCTION customer_counts_add(p_project TEXT[], p_key TEXT[], p_n BIGINT[]) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO customer_counts (project_id, shard, key, n)
+    SELECT c.project_id, count_shard(), c.key, c.n
+    FROM unnest(p_project, p_key, p_n) AS c(project_id, key, n)
+    WHERE c.n <> 0 AND EXISTS (SELECT 1 FROM projects WHERE id = c.project_id)
+    ORDER BY c.project_id, c.key
+    ON CONFLICT (project_id, shard, key) DO UPDATE SET n = customer_counts.n + EXCLUDED.n;
+END;
+$$;
+
+-- The strategy a recovered event counts under in its cohort; '' for any other status.
+CREATE FUNCTION churn_cohort_strategy(event_id TEXT, status TEXT) RETURNS TEXT LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN status = 'recovered' THEN COALESCE((
+        SELECT v.strategy FROM recovery_variants v
+        WHERE v.churn_event_id = event_id AND v.sent_at IS NOT NULL
+        ORDER BY v.sent_at DESC, v.id DESC LIMIT 1), '') ELSE '' END
+$$;
+
+-- Event totals (churn_event_counts) and cohorts (churn_cohorts): an event counts once under
+-- its status and type, and once under its month of creation, status and strategy, with its
+-- MRR (NULL as 0). A change of status, type or MRR moves it (cohorts: status or MRR); a
+-- delete takes it back. Decrements insert too (a shard may not hold the row yet).
+
+CREATE FUNCTION churn_events_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO churn_event_counts (project_id, status, event_type, shard, n, mrr_sum)
+    SELECT OLD.project_id, OLD.status, OLD.event_type, count_shard(), -1, -COALESCE(OLD.mrr, 0)
+    WHERE EXISTS (SELECT 1 FROM projects WHERE id = OLD.project_id)
+    ON CONFLICT (project_id, status, event_type, shard)
+    DO UPDATE SET n = churn_event_counts.n + EXCLUDED.n, mrr_sum = churn_event_counts.mrr_sum + EXCLUDED.mrr_sum;
+    IF TG_OP = 'UPDATE' THEN
+        INSERT INTO churn_event_counts (project_id, status, event_type, shard, n, mrr_sum)
+        VALUES (NEW.project_id, NEW.status, NEW.event_type, count_shard(), 1, COALESCE(NEW.mrr, 0))
+        ON CONFLICT (project_id, status, event_type, shard)
+        DO UPDATE SET n = churn_event_counts.n + 1, mrr_sum = churn_event_counts.mrr_sum + EXCLUDED.mrr_sum;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION churn_cohorts_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO churn_cohorts (project_id, month, status, strategy, shard, n, mrr_sum)
+    SELECT OLD.project_id, substr(OLD.created_at, 1, 7), OLD.status,
+           churn_cohort_strategy(OLD.id, OLD.status), count_shard(), -1, -COALESCE(OLD.mrr, 0)
+    WHERE EXISTS (SELECT 1 FROM projects WHERE id = OLD.project_id)
+    ON CONFLICT (project_id, month, status, strategy, shard)
+    DO UPDATE SET n = churn_cohorts.n + EXCLUDED.n, mrr_sum = churn_cohorts.mrr_sum + EXCLUDED.mrr_sum;
+    IF TG_OP = 'UPDATE' THEN
+        INSERT INTO churn_cohorts (project_id, month, status, strategy, shard, n, mrr_sum)
+        VALUES (NEW.project_id, substr(NEW.created_at, 1, 7), NEW.status,
+                churn_cohort_strategy(NEW.id, NEW.status), count_shard(), 1, COALESCE(NEW.mrr, 0))
+        ON CONFLICT (project_id, month, status, strategy, shard)
+        DO UPDATE SET n = churn_cohorts.n + 1, mrr_sum = churn_cohorts.mrr_sum + EXCLUDED.mrr_sum;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER churn_events_counted AFTER DELETE OR UPDATE OF status, event_type, mrr ON churn_events
+FOR EACH ROW EXECUTE FUNCTION churn_events_count();
+CREATE TRIGGER churn_cohorts_counted AFTER DELETE OR UPDATE OF status, mrr ON churn_events
+FOR EACH ROW EXECUTE FUNCTION churn_cohorts_count();
+
+-- New events, once per statement. An event inserted as recovered (imports) counts under the
+-- strategy `churn_cohort_strategy` gives, joined instead of called.
+CREATE FUNCTION churn_events_count_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO churn_event_counts (project_id, status, event_type, shard, n, mrr_sum)
+    SELECT project_id, status, event_type, count_shard(), COUNT(*), COALESCE(SUM(mrr), 0)
+    FROM changed_rows GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (project_id, status, event_type, shard)
+    DO UPDATE SET n = churn_event_counts.n + EXCLUDED.n, mrr_sum = churn_event_counts.mrr_sum + EXCLUDED.mrr_sum;
+    INSERT INTO churn_cohorts (project_id, month, status, strategy, shard, n, mrr_sum)
+    SELECT e.project_id, substr(e.created_at, 1, 7), e.status, COALESCE(s.strategy, ''), count_shard(),
+           COUNT(*), COALESCE(SUM(e.mrr), 0)
+    FROM changed_rows e
+    LEFT JOIN LATERAL (
+        SELECT v.strategy FROM recovery_variants v
+        WHERE e.status = 'recovered' AND v.churn_event_id = e.id AND v.sent_at IS NOT NULL
+        ORDER BY v.sent_at DESC, v.id DESC LIMIT 1
+    ) s ON true
+    GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+    ON CONFLICT (project_id, month, status, strategy, shard)
+    DO UPDATE SET n = churn_cohorts.n + EXCLUDED.n, mrr_sum = churn_cohorts.mrr_sum + EXCLUDED.mrr_sum;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER churn_events_counted_insert AFTER INSERT ON churn_events
+REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION churn_events_count_inserted();
+
+-- Strategy outcomes (strategy_outcomes): a variant counts as a send from when its sent_at is
+-- set until it is unset or the variant deleted, and as a recovery while its event is
+-- recovered too. Decrements only update: during a project's cascading delete the project row
+-- may be gone already.
+
+CREATE FUNCTION strategy_outcomes_variant() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    was_sent  boolean := OLD.sent_at IS NOT NULL;
+    is_sent   boolean := TG_OP <> 'DELETE' AND NEW.sent_at IS NOT NULL;
+    v         recovery_variants%ROWTYPE;
+    recovered bigint;
+BEGIN
+    IF was_sent = is_sent THEN
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        v := OLD;
+    ELSE
+        v := NEW;
+    END IF;
+    SELECT COUNT(*) INTO recovered FROM churn_events WHERE id = v.churn_event_id AND status = 'recovered';
+    IF is_sent THEN
+        INSERT INTO strategy_outcomes (project_id, strategy, sends, recoveries)
+        VALUES (v.project_id, v.strategy, 1, recovered)
+        ON CONFLICT (project_id, strategy) DO UPDATE
+        SET sends = strategy_outcomes.sends + 1,
+            recoveries = strategy_outcomes.recoveries + EXCLUDED.recoveries;
+    ELSE
+        -- An update, never an insert: during a project's cascading delete the project row may
+        -- already be gone.
+        UPDATE strategy_outcomes SET sends = sends - 1, recoveries = recoveries - recovered
+        WHERE project_id = v.project_id AND strategy = v.strategy;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER strategy_outcomes_variant AFTER DELETE OR UPDATE OF sent_at ON recovery_variants
+FOR EACH ROW EXECUTE FUNCTION strategy_outcomes_variant();
+
+CREATE FUNCTION strategy_outcomes_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF (OLD.status = 'recovered') = (NEW.status = 'recovered') THEN
+        RETURN NULL;
+    END IF;
+    UPDATE strategy_outcomes o
+    SET recoveries = o.recoveries + (CASE WHEN NEW.status = 'recovered' THEN 1 ELSE -1 END) * s.n
+    FROM (SELECT strategy, COUNT(*) AS n FROM recovery_variants
+          WHERE churn_event_id = NEW.id AND sent_at IS NOT NULL GROUP BY strategy) s
+    WHERE o.project_id = NEW.project_id AND o.strategy = s.strategy;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER strategy_outcomes_event AFTER UPDATE OF status ON churn_events
+FOR EACH ROW EXECUTE FUNCTION strategy_outcomes_event();
+
+-- Customers and risk levels (customer_counts): a customer counts under 'customer'; and under
+-- 'risk_<level>' while the score row of its risk day exists (the risk list's join), so a
+-- changed risk day or level, and a score row appearing or going away, move it. Rows inserted
+-- count up, rows deleted count down: both triggers name their transition table
+-- `changed_rows`. Calls that change no risk count skip the lookup after a check that reads
+-- the transition tables only (a tracking group's upsert plans nothing).
+
+CREATE FUNCTION customers_count_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    sign BIGINT := CASE TG_OP WHEN 'INSERT' THEN 1 ELSE -1 END;
+BEGIN
+    PERFORM customer_counts_add(array_agg(project_id), array_agg(TEXT 'customer'), array_agg(sign * n))
+        FROM (SELECT project_id, COUNT(*) AS n FROM changed_rows GROUP BY 1) changes;
+    IF EXISTS (SELECT 1 FROM changed_rows WHERE risk_day IS NOT NULL) THEN
+        EXECUTE $sql$
+            SELECT customer_counts_add(array_agg(project_id), array_agg(key), array_agg($1 * n))
+            FROM (
+                SELECT c.project_id, 'risk_' || COALESCE(c.risk_level, 'none') AS key, COUNT(*) AS n
+                FROM changed_rows c
+                CROSS JOIN LATERAL (
+                    SELECT 1 FROM risk_scores r
+                    WHERE r.project_id = c.project_id AND r.customer_email = c.email AND r.day = c.risk_day
+                    LIMIT 1
+                ) scored
+                WHERE c.risk_day IS NOT NULL
+                GROUP BY 1, 2
+            ) changes
+        $sql$ USING sign;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+-- Old and new rows are paired by grouping both by key (an UPDATE changes a row once per
+-- statement), which has no quadratic plan. Transition tables cannot name columns
+-- (`UPDATE OF`), so this sees every update of customers and keeps the rows that moved.
+CREATE FUNCTION customers_count_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS (
+        SELECT 1 FROM (
+            SELECT 0 AS side, project_id, email, risk_day, risk_level FROM old_rows
+            UNION ALL
+            SELECT 1, project_id, email, risk_day, risk_level FROM new_rows
+        ) sides
+        WHERE risk_day IS NOT NULL OR risk_level IS NOT NULL
+        GROUP BY project_id, email
+        HAVING max(risk_day) FILTER (WHERE side = 0) IS DISTINCT FROM max(risk_day) FILTER (WHERE side = 1)
+            OR max(risk_level) FILTER (WHERE side = 0) IS DISTINCT FROM max(risk_level) FILTER (WHERE side = 1)
+    ) THEN
+        RETURN NULL;
+    END IF;
+    EXECUTE $sql$
+        SELECT customer_counts_add(array_agg(project_id), array_agg(key), array_agg(n))
+        FROM (
+            WITH moved AS MATERIALIZED (
+                SELECT * FROM (
+                    SELECT project_id, email,
+                           max(risk_day) FILTER (WHERE side = 0) AS old_day,
+                           max(risk_level) FILTER (WHERE side = 0) AS old_level,
+                           max(risk_day) FILTER (WHERE side = 1) AS new_day,
+                           max(risk_level) FILTER (WHERE side = 1) AS new_level
+                    FROM (
+                        SELECT 0 AS side, project_id, email, risk_day, risk_level FROM old_rows
+                        UNION ALL
+                        SELECT 1, project_id, email, risk_day, risk_level FROM new_rows
+                    ) sides
+                    GROUP BY project_id, email
+                ) paired
+                WHERE old_day IS DISTINCT FROM new_day OR old_level IS DISTINCT FROM new_level
+            )
+            SELECT m.project_id, 'risk_' || COALESCE(m.level, 'none') AS key, SUM(m.d) AS n
+            FROM (
+                SELECT project_id, email, old_day AS day, old_level AS level, -1 AS d FROM moved
+                UNION ALL
+                SELECT project_id, email, new_day, new_level, 1 FROM moved
+            ) m
+            CROSS JOIN LATERAL (
+                SELECT 1 FROM risk_scores r
+                WHERE r.project_id = m.project_id AND r.customer_email = m.email AND r.day = m.day
+                LIMIT 1
+            ) scored
+            WHERE m.day IS NOT NULL
+            GROUP BY 1, 2
+        ) changes
+    $sql$;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER customers_counted_insert AFTER INSERT ON customers
+REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION customers_count_changed();
+CREATE TRIGGER customers_counted_delete AFTER DELETE ON customers
+REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION customers_count_changed();
+CREATE TRIGGER customers_counted_update AFTER UPDATE ON customers
+REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION customers_count_updated();
+
+-- A score row appearing or going away for the day its customer points at.
+CREATE FUNCTION risk_scores_count_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE $sql$
+        SELECT customer_counts_add(array_agg(project_id), array_agg(key), array_agg($1 * n))
+        FROM (
+            SELECT r.project_id, 'risk_' || COALESCE(c.risk_level, 'none') AS key, COUNT(*) AS n
+            FROM changed_rows r
+            CROSS JOIN LATERAL (
+                SELECT c.risk_level FROM customers c
+                WHERE c.project_id = r.project_id AND c.email = r.customer_email AND c.risk_day = r.day
+                LIMIT 1
+            ) c
+            GROUP BY 1, 2
+        ) changes
+    $sql$ USING CASE TG_OP WHEN 'INSERT' THEN 1 ELSE -1 END;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER risk_scores_counted_insert AFTER INSERT ON risk_scores
+REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION risk_scores_count_changed();
+CREATE TRIGGER risk_scores_counted_delete AFTER DELETE ON risk_scores
+REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION risk_scores_count_changed();

@@ -1,0 +1,208 @@
+-- Every kept count and the trigger that keeps it, in one place. Earlier migrations created
+-- these triggers (0003, 0011, 0051, 0060); this file drops and recreates each of them, word
+-- for word, so a reader finds every rule here. The Rust side of the same list, with a recount
+-- of each count from its base tables, is `crates/churn-core/src/store/kept_counts.rs`
+-- (`churn doctor` compares and repairs). Changing a rule means a new migration that replaces
+-- the trigger here named, and the recount beside it.
+--
+-- All counts are changed by AFTER triggers in the transaction of the change, one row at a
+-- time (SQLite updates a row in place; PostgreSQL keeps the same rules per statement, see its
+-- 0080). Decrements only update: while a project is deleted its count rows may be gone
+-- already, and a decrement must not recreate them.
+--
+-- | count          | table              | counts, per key                                        |
+-- |----------------|--------------------|--------------------------------------------------------|
+-- | event totals   | churn_event_counts | churn_events per (project, status, event_type): n, mrr |
+-- | strategy outcomes | strategy_outcomes | sent variants per (project, strategy): sends, and    |
+-- |                |                    | sends whose event is recovered: recoveries             |
+-- | cohorts        | churn_cohorts      | churn_events per (project, month of created_at,        |
+-- |                |                    | status, strategy): n, mrr; strategy is the last sent   |
+-- |                |                    | variant's for a recovered event, '' otherwise          |
+-- | customers      | customer_counts    | customers per project (key 'customer')                 |
+-- | risk levels    | customer_counts    | customers whose latest score row (risk_scores of their |
+-- |                |                    | risk_day) exists, per level (key 'risk_<level>',       |
+-- |                |                    | 'risk_none' for insufficient data)                     |
+--
+-- What the rules assume of writers: a recovered event's sent variants do not change while it
+-- is recovered (its cohort strategy is read again when it moves or goes), so a recovered
+-- event is made lost before its variants are deleted (`store::demo::delete_events`); variants
+-- are inserted unsent and counted when `sent_at` is set.
+
+DROP TRIGGER churn_events_counted_insert;
+DROP TRIGGER churn_events_counted_update;
+DROP TRIGGER churn_events_counted_delete;
+DROP TRIGGER strategy_outcomes_sent;
+DROP TRIGGER strategy_outcomes_unsent;
+DROP TRIGGER strategy_outcomes_deleted;
+DROP TRIGGER strategy_outcomes_recovered;
+DROP TRIGGER churn_cohorts_insert;
+DROP TRIGGER churn_cohorts_update;
+DROP TRIGGER churn_cohorts_delete;
+DROP TRIGGER customers_counted_insert;
+DROP TRIGGER customers_counted_delete;
+DROP TRIGGER customers_counted_update;
+DROP TRIGGER risk_scores_counted_insert;
+DROP TRIGGER risk_scores_counted_delete;
+
+-- Event totals (churn_event_counts): an event counts once under its status and type, with
+-- its MRR (NULL as 0); a change of status, type or MRR moves it.
+
+CREATE TRIGGER churn_events_counted_insert AFTER INSERT ON churn_events
+BEGIN
+    INSERT INTO churn_event_counts (project_id, status, event_type, n, mrr_sum)
+    VALUES (NEW.project_id, NEW.status, NEW.event_type, 1, COALESCE(NEW.mrr, 0))
+    ON CONFLICT (project_id, status, event_type) DO UPDATE SET n = n + 1, mrr_sum = mrr_sum + excluded.mrr_sum;
+END;
+
+CREATE TRIGGER churn_events_counted_update AFTER UPDATE OF status, event_type, mrr ON churn_events
+BEGIN
+    UPDATE churn_event_counts SET n = n - 1, mrr_sum = mrr_sum - COALESCE(OLD.mrr, 0)
+    WHERE project_id = OLD.project_id AND status = OLD.status AND event_type = OLD.event_type;
+    INSERT INTO churn_event_counts (project_id, status, event_type, n, mrr_sum)
+    VALUES (NEW.project_id, NEW.status, NEW.event_type, 1, COALESCE(NEW.mrr, 0))
+    ON CONFLICT (project_id, status, event_type) DO UPDATE SET n = n + 1, mrr_sum = mrr_sum + excluded.mrr_sum;
+END;
+
+CREATE TRIGGER churn_events_counted_delete AFTER DELETE ON churn_events
+BEGIN
+    UPDATE churn_event_counts SET n = n - 1, mrr_sum = mrr_sum - COALESCE(OLD.mrr, 0)
+    WHERE project_id = OLD.project_id AND status = OLD.status AND event_type = OLD.event_type;
+END;
+
+-- Strategy outcomes (strategy_outcomes): a variant counts as a send from when its sent_at is
+-- set until it is unset or the variant deleted, and as a recovery while its event is
+-- recovered too.
+
+CREATE TRIGGER strategy_outcomes_sent AFTER UPDATE OF sent_at ON recovery_variants
+WHEN OLD.sent_at IS NULL AND NEW.sent_at IS NOT NULL
+BEGIN
+    INSERT INTO strategy_outcomes (project_id, strategy, sends, recoveries)
+    VALUES (NEW.project_id, NEW.strategy, 1,
+            (SELECT COUNT(*) FROM churn_events WHERE id = NEW.churn_event_id AND status = 'recovered'))
+    ON CONFLICT (project_id, strategy) DO UPDATE
+    SET sends = sends + 1, recoveries = recoveries + excluded.recoveries;
+END;
+
+CREATE TRIGGER strategy_outcomes_unsent AFTER UPDATE OF sent_at ON recovery_variants
+WHEN OLD.sent_at IS NOT NULL AND NEW.sent_at IS NULL
+BEGIN
+    UPDATE strategy_outcomes
+    SET sends = sends - 1,
+        recoveries = recoveries - (SELECT COUNT(*) FROM churn_events WHERE id = OLD.churn_event_id AND status = 'recovered')
+    WHERE project_id = OLD.project_id AND strategy = OLD.strategy;
+END;
+
+CREATE TRIGGER strategy_outcomes_deleted AFTER DELETE ON recovery_variants
+WHEN OLD.sent_at IS NOT NULL
+BEGIN
+    UPDATE strategy_outcomes
+    SET sends = sends - 1,
+        recoveries = recoveries - (SELECT COUNT(*) FROM churn_events WHERE id = OLD.churn_event_id AND status = 'recovered')
+    WHERE project_id = OLD.project_id AND strategy = OLD.strategy;
+END;
+
+CREATE TRIGGER strategy_outcomes_recovered AFTER UPDATE OF status ON churn_events
+WHEN (OLD.status = 'recovered') <> (NEW.status = 'recovered')
+BEGIN
+    UPDATE strategy_outcomes
+    SET recoveries = recoveries + (CASE WHEN NEW.status = 'recovered' THEN 1 ELSE -1 END) * (
+        SELECT COUNT(*) FROM recovery_variants v
+        WHERE v.churn_event_id = NEW.id AND v.strategy = strategy_outcomes.strategy AND v.sent_at IS NOT NULL)
+    WHERE project_id = NEW.project_id AND strategy IN (
+        SELECT strategy FROM recovery_variants WHERE churn_event_id = NEW.id AND sent_at IS NOT NULL);
+END;
+
+-- Cohorts (churn_cohorts): an event counts once under its month of creation, status and
+-- strategy, with its MRR; a change of status or MRR moves it.
+
+CREATE TRIGGER churn_cohorts_insert AFTER INSERT ON churn_events
+BEGIN
+    INSERT INTO churn_cohorts (project_id, month, status, strategy, n, mrr_sum)
+    VALUES (NEW.project_id, substr(NEW.created_at, 1, 7), NEW.status, '', 1, COALESCE(NEW.mrr, 0))
+    ON CONFLICT (project_id, month, status, strategy)
+    DO UPDATE SET n = n + 1, mrr_sum = mrr_sum + excluded.mrr_sum;
+END;
+
+CREATE TRIGGER churn_cohorts_update AFTER UPDATE OF status, mrr ON churn_events
+BEGIN
+    UPDATE churn_cohorts SET n = n - 1, mrr_sum = mrr_sum - COALESCE(OLD.mrr, 0)
+    WHERE project_id = OLD.project_id AND month = substr(OLD.created_at, 1, 7) AND status = OLD.status
+      AND strategy = CASE WHEN OLD.status = 'recovered' THEN COALESCE((
+          SELECT v.strategy FROM recovery_variants v
+          WHERE v.churn_event_id = OLD.id AND v.sent_at IS NOT NULL
+          ORDER BY v.sent_at DESC, v.id DESC LIMIT 1), '') ELSE '' END;
+    INSERT INTO churn_cohorts (project_id, month, status, strategy, n, mrr_sum)
+    VALUES (NEW.project_id, substr(NEW.created_at, 1, 7), NEW.status,
+            CASE WHEN NEW.status = 'recovered' THEN COALESCE((
+                SELECT v.strategy FROM recovery_variants v
+                WHERE v.churn_event_id = NEW.id AND v.sent_at IS NOT NULL
+                ORDER BY v.sent_at DESC, v.id DESC LIMIT 1), '') ELSE '' END,
+            1, COALESCE(NEW.mrr, 0))
+    ON CONFLICT (project_id, month, status, strategy)
+    DO UPDATE SET n = n + 1, mrr_sum = mrr_sum + excluded.mrr_sum;
+END;
+
+CREATE TRIGGER churn_cohorts_delete AFTER DELETE ON churn_events
+BEGIN
+    UPDATE churn_cohorts SET n = n - 1, mrr_sum = mrr_sum - COALESCE(OLD.mrr, 0)
+    WHERE project_id = OLD.project_id AND month = substr(OLD.created_at, 1, 7) AND status = OLD.status
+      AND strategy = CASE WHEN OLD.status = 'recovered' THEN COALESCE((
+          SELECT v.strategy FROM recovery_variants v
+          WHERE v.churn_event_id = OLD.id AND v.sent_at IS NOT NULL
+          ORDER BY v.sent_at DESC, v.id DESC LIMIT 1), '') ELSE '' END;
+END;
+
+-- Customers and risk levels (customer_counts, shard 0: SQLite has one writer): a customer
+-- counts under 'customer'; and under its level while the score row of its risk day exists,
+-- so a changed risk day or level, and a score row appearing or going away, move it.
+
+CREATE TRIGGER customers_counted_insert AFTER INSERT ON customers
+BEGIN
+    INSERT INTO customer_counts (project_id, shard, key, n) VALUES (NEW.project_id, 0, 'customer', 1)
+    ON CONFLICT (project_id, shard, key) DO UPDATE SET n = n + 1;
+    INSERT INTO customer_counts (project_id, shard, key, n)
+    SELECT NEW.project_id, 0, 'risk_' || COALESCE(NEW.risk_level, 'none'), 1
+    WHERE EXISTS (SELECT 1 FROM risk_scores r WHERE r.project_id = NEW.project_id
+                  AND r.customer_email = NEW.email AND r.day = NEW.risk_day)
+    ON CONFLICT (project_id, shard, key) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER customers_counted_delete AFTER DELETE ON customers
+BEGIN
+    UPDATE customer_counts SET n = n - 1
+    WHERE project_id = OLD.project_id AND shard = 0 AND key = 'customer';
+    UPDATE customer_counts SET n = n - 1
+    WHERE project_id = OLD.project_id AND shard = 0 AND key = 'risk_' || COALESCE(OLD.risk_level, 'none')
+      AND EXISTS (SELECT 1 FROM risk_scores r WHERE r.project_id = OLD.project_id
+                  AND r.customer_email = OLD.email AND r.day = OLD.risk_day);
+END;
+
+CREATE TRIGGER customers_counted_update AFTER UPDATE OF risk_day, risk_level ON customers
+WHEN OLD.risk_day IS NOT NEW.risk_day OR OLD.risk_level IS NOT NEW.risk_level
+BEGIN
+    UPDATE customer_counts SET n = n - 1
+    WHERE project_id = OLD.project_id AND shard = 0 AND key = 'risk_' || COALESCE(OLD.risk_level, 'none')
+      AND EXISTS (SELECT 1 FROM risk_scores r WHERE r.project_id = OLD.project_id
+                  AND r.customer_email = OLD.email AND r.day = OLD.risk_day);
+    INSERT INTO customer_counts (project_id, shard, key, n)
+    SELECT NEW.project_id, 0, 'risk_' || COALESCE(NEW.risk_level, 'none'), 1
+    WHERE EXISTS (SELECT 1 FROM risk_scores r WHERE r.project_id = NEW.project_id
+                  AND r.customer_email = NEW.email AND r.day = NEW.risk_day)
+    ON CONFLICT (project_id, shard, key) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER risk_scores_counted_insert AFTER INSERT ON risk_scores
+BEGIN
+    INSERT INTO customer_counts (project_id, shard, key, n)
+    SELECT c.project_id, 0, 'risk_' || COALESCE(c.risk_level, 'none'), 1 FROM customers c
+    WHERE c.project_id = NEW.project_id AND c.email = NEW.customer_email AND c.risk_day = NEW.day
+    ON CONFLICT (project_id, shard, key) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER risk_scores_counted_delete AFTER DELETE ON risk_scores
+BEGIN
+    UPDATE customer_counts SET n = n - 1
+    WHERE project_id = OLD.project_id AND shard = 0 AND key = (
+        SELECT 'risk_' || COALESCE(c.risk_level, 'none') FROM customers c
+        WHERE c.project_id = OLD.project_id AND c.email = OLD.customer_email AND c.risk_day = OLD.day);
+END;
