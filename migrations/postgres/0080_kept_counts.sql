@@ -1,6 +1,7 @@
 -- Every kept count and the triggers that keep it, in one place. Earlier migrations built
--- these up (0003, 0011, 0051, 0060, 0061, 0062, 0063, 0065); this file drops every counting
--- trigger and function and recreates each as it stood after 0065, word for word, so a reader
+-- these up (0003, 0011, 0051, 0060, 0061, 0062, 0063, 0065, 0077); this file drops every
+-- counting trigger and function and recreates each as it stood, word for word (0077's
+-- strategy-day functions under their own names), so a reader
 -- finds every rule here. The Rust side of the same list, with a recount of each count from
 -- its base tables, is `crates/churn-core/src/store/kept_counts.rs` (`churn doctor` compares
 -- and repairs). Changing a rule means a new migration that replaces what is named here, and
@@ -10,8 +11,9 @@
 -- |-------------------|--------------------|-----------------------------------------------------|
 -- | event totals      | churn_event_counts | churn_events per (project, status, event_type):     |
 -- |                   |                    | n, mrr                                              |
--- | strategy outcomes | strategy_outcomes  | sent variants per (project, strategy): sends, and   |
--- |                   |                    | sends whose event is recovered: recoveries          |
+-- | strategy days     | strategy_days      | sent variants per (project, UTC day of sent_at,     |
+-- |                   |                    | strategy): sends, and sends whose event is          |
+-- |                   |                    | recovered: recoveries                               |
 -- | cohorts           | churn_cohorts      | churn_events per (project, month of created_at,     |
 -- |                   |                    | status, strategy): n, mrr; strategy is the last     |
 -- |                   |                    | sent variant's for a recovered event, '' otherwise  |
@@ -26,7 +28,7 @@
 --   up to 64 rows per key (`shard`, by server process: `count_shard`), so concurrent writers
 --   (tracking, provider events, scoring) seldom queue on one row lock. Each transaction writes
 --   to its own shard, so it holds one row per key; a shard may go below zero; readers add the
---   shards up. strategy_outcomes changes only on sends and recoveries and is not sharded.
+--   shards up. strategy_days changes only on sends and recoveries and is not sharded.
 -- * Per statement where writers change many rows at once (new churn events, customers, risk
 --   scores): the change of each key is added once, in key order (two groups of other
 --   processes wait for each other's shard rows instead of deadlocking). A row trigger updated
@@ -170,12 +172,12 @@ $$;
 CREATE TRIGGER churn_events_counted_insert AFTER INSERT ON churn_events
 REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION churn_events_count_inserted();
 
--- Strategy outcomes (strategy_outcomes): a variant counts as a send from when its sent_at is
--- set until it is unset or the variant deleted, and as a recovery while its event is
--- recovered too. Decrements only update: during a project's cascading delete the project row
--- may be gone already.
+-- Strategy days (strategy_days, 0077): a variant counts as a send on the UTC day of its
+-- sent_at from when sent_at is set until it is unset or the variant deleted, and as a
+-- recovery while its event is recovered too; sent_at is set once, never moved. Decrements
+-- only update: during a project's cascading delete the project row may be gone already.
 
-CREATE FUNCTION strategy_outcomes_variant() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION strategy_days_variant() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     was_sent  boolean := OLD.sent_at IS NOT NULL;
     is_sent   boolean := TG_OP <> 'DELETE' AND NEW.sent_at IS NOT NULL;
@@ -192,40 +194,41 @@ BEGIN
     END IF;
     SELECT COUNT(*) INTO recovered FROM churn_events WHERE id = v.churn_event_id AND status = 'recovered';
     IF is_sent THEN
-        INSERT INTO strategy_outcomes (project_id, strategy, sends, recoveries)
-        VALUES (v.project_id, v.strategy, 1, recovered)
-        ON CONFLICT (project_id, strategy) DO UPDATE
-        SET sends = strategy_outcomes.sends + 1,
-            recoveries = strategy_outcomes.recoveries + EXCLUDED.recoveries;
+        INSERT INTO strategy_days (project_id, strategy, day, sends, recoveries)
+        VALUES (v.project_id, v.strategy, substr(v.sent_at, 1, 10), 1, recovered)
+        ON CONFLICT (project_id, day, strategy) DO UPDATE
+        SET sends = strategy_days.sends + 1,
+            recoveries = strategy_days.recoveries + EXCLUDED.recoveries;
     ELSE
         -- An update, never an insert: during a project's cascading delete the project row may
         -- already be gone.
-        UPDATE strategy_outcomes SET sends = sends - 1, recoveries = recoveries - recovered
-        WHERE project_id = v.project_id AND strategy = v.strategy;
+        UPDATE strategy_days SET sends = sends - 1, recoveries = recoveries - recovered
+        WHERE project_id = v.project_id AND day = substr(v.sent_at, 1, 10) AND strategy = v.strategy;
     END IF;
     RETURN NULL;
 END;
 $$;
 
-CREATE TRIGGER strategy_outcomes_variant AFTER DELETE OR UPDATE OF sent_at ON recovery_variants
-FOR EACH ROW EXECUTE FUNCTION strategy_outcomes_variant();
+CREATE TRIGGER strategy_days_variant AFTER DELETE OR UPDATE OF sent_at ON recovery_variants
+FOR EACH ROW EXECUTE FUNCTION strategy_days_variant();
 
-CREATE FUNCTION strategy_outcomes_event() RETURNS trigger LANGUAGE plpgsql AS $$
+
+CREATE FUNCTION strategy_days_event() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF (OLD.status = 'recovered') = (NEW.status = 'recovered') THEN
         RETURN NULL;
     END IF;
-    UPDATE strategy_outcomes o
+    UPDATE strategy_days o
     SET recoveries = o.recoveries + (CASE WHEN NEW.status = 'recovered' THEN 1 ELSE -1 END) * s.n
-    FROM (SELECT strategy, COUNT(*) AS n FROM recovery_variants
-          WHERE churn_event_id = NEW.id AND sent_at IS NOT NULL GROUP BY strategy) s
-    WHERE o.project_id = NEW.project_id AND o.strategy = s.strategy;
+    FROM (SELECT strategy, substr(sent_at, 1, 10) AS day, COUNT(*) AS n FROM recovery_variants
+          WHERE churn_event_id = NEW.id AND sent_at IS NOT NULL GROUP BY 1, 2) s
+    WHERE o.project_id = NEW.project_id AND o.day = s.day AND o.strategy = s.strategy;
     RETURN NULL;
 END;
 $$;
 
-CREATE TRIGGER strategy_outcomes_event AFTER UPDATE OF status ON churn_events
-FOR EACH ROW EXECUTE FUNCTION strategy_outcomes_event();
+CREATE TRIGGER strategy_days_event AFTER UPDATE OF status ON churn_events
+FOR EACH ROW EXECUTE FUNCTION strategy_days_event();
 
 -- Customers and risk levels (customer_counts): a customer counts under 'customer'; and under
 -- 'risk_<level>' while the score row of its risk day exists (the risk list's join), so a

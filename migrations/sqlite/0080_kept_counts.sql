@@ -1,5 +1,5 @@
 -- Every kept count and the trigger that keeps it, in one place. Earlier migrations created
--- these triggers (0003, 0011, 0051, 0060); this file drops and recreates each of them, word
+-- these triggers (0003, 0011, 0051, 0060, 0077); this file drops and recreates each of them, word
 -- for word, so a reader finds every rule here. The Rust side of the same list, with a recount
 -- of each count from its base tables, is `crates/churn-core/src/store/kept_counts.rs`
 -- (`churn doctor` compares and repairs). Changing a rule means a new migration that replaces
@@ -13,8 +13,9 @@
 -- | count          | table              | counts, per key                                        |
 -- |----------------|--------------------|--------------------------------------------------------|
 -- | event totals   | churn_event_counts | churn_events per (project, status, event_type): n, mrr |
--- | strategy outcomes | strategy_outcomes | sent variants per (project, strategy): sends, and    |
--- |                |                    | sends whose event is recovered: recoveries             |
+-- | strategy days  | strategy_days      | sent variants per (project, UTC day of sent_at,        |
+-- |                |                    | strategy): sends, and sends whose event is recovered:  |
+-- |                |                    | recoveries                                             |
 -- | cohorts        | churn_cohorts      | churn_events per (project, month of created_at,        |
 -- |                |                    | status, strategy): n, mrr; strategy is the last sent   |
 -- |                |                    | variant's for a recovered event, '' otherwise          |
@@ -31,10 +32,10 @@
 DROP TRIGGER churn_events_counted_insert;
 DROP TRIGGER churn_events_counted_update;
 DROP TRIGGER churn_events_counted_delete;
-DROP TRIGGER strategy_outcomes_sent;
-DROP TRIGGER strategy_outcomes_unsent;
-DROP TRIGGER strategy_outcomes_deleted;
-DROP TRIGGER strategy_outcomes_recovered;
+DROP TRIGGER strategy_days_sent;
+DROP TRIGGER strategy_days_unsent;
+DROP TRIGGER strategy_days_deleted;
+DROP TRIGGER strategy_days_recovered;
 DROP TRIGGER churn_cohorts_insert;
 DROP TRIGGER churn_cohorts_update;
 DROP TRIGGER churn_cohorts_delete;
@@ -69,47 +70,49 @@ BEGIN
     WHERE project_id = OLD.project_id AND status = OLD.status AND event_type = OLD.event_type;
 END;
 
--- Strategy outcomes (strategy_outcomes): a variant counts as a send from when its sent_at is
--- set until it is unset or the variant deleted, and as a recovery while its event is
--- recovered too.
+-- Strategy days (strategy_days, 0077): a variant counts as a send on the UTC day of its
+-- sent_at from when sent_at is set until it is unset or the variant deleted, and as a
+-- recovery while its event is recovered too. sent_at is set once, never moved.
 
-CREATE TRIGGER strategy_outcomes_sent AFTER UPDATE OF sent_at ON recovery_variants
+CREATE TRIGGER strategy_days_sent AFTER UPDATE OF sent_at ON recovery_variants
 WHEN OLD.sent_at IS NULL AND NEW.sent_at IS NOT NULL
 BEGIN
-    INSERT INTO strategy_outcomes (project_id, strategy, sends, recoveries)
-    VALUES (NEW.project_id, NEW.strategy, 1,
+    INSERT INTO strategy_days (project_id, strategy, day, sends, recoveries)
+    VALUES (NEW.project_id, NEW.strategy, substr(NEW.sent_at, 1, 10), 1,
             (SELECT COUNT(*) FROM churn_events WHERE id = NEW.churn_event_id AND status = 'recovered'))
-    ON CONFLICT (project_id, strategy) DO UPDATE
+    ON CONFLICT (project_id, day, strategy) DO UPDATE
     SET sends = sends + 1, recoveries = recoveries + excluded.recoveries;
 END;
 
-CREATE TRIGGER strategy_outcomes_unsent AFTER UPDATE OF sent_at ON recovery_variants
+CREATE TRIGGER strategy_days_unsent AFTER UPDATE OF sent_at ON recovery_variants
 WHEN OLD.sent_at IS NOT NULL AND NEW.sent_at IS NULL
 BEGIN
-    UPDATE strategy_outcomes
+    UPDATE strategy_days
     SET sends = sends - 1,
         recoveries = recoveries - (SELECT COUNT(*) FROM churn_events WHERE id = OLD.churn_event_id AND status = 'recovered')
-    WHERE project_id = OLD.project_id AND strategy = OLD.strategy;
+    WHERE project_id = OLD.project_id AND day = substr(OLD.sent_at, 1, 10) AND strategy = OLD.strategy;
 END;
 
-CREATE TRIGGER strategy_outcomes_deleted AFTER DELETE ON recovery_variants
+CREATE TRIGGER strategy_days_deleted AFTER DELETE ON recovery_variants
 WHEN OLD.sent_at IS NOT NULL
 BEGIN
-    UPDATE strategy_outcomes
+    UPDATE strategy_days
     SET sends = sends - 1,
         recoveries = recoveries - (SELECT COUNT(*) FROM churn_events WHERE id = OLD.churn_event_id AND status = 'recovered')
-    WHERE project_id = OLD.project_id AND strategy = OLD.strategy;
+    WHERE project_id = OLD.project_id AND day = substr(OLD.sent_at, 1, 10) AND strategy = OLD.strategy;
 END;
 
-CREATE TRIGGER strategy_outcomes_recovered AFTER UPDATE OF status ON churn_events
+CREATE TRIGGER strategy_days_recovered AFTER UPDATE OF status ON churn_events
 WHEN (OLD.status = 'recovered') <> (NEW.status = 'recovered')
 BEGIN
-    UPDATE strategy_outcomes
+    UPDATE strategy_days
     SET recoveries = recoveries + (CASE WHEN NEW.status = 'recovered' THEN 1 ELSE -1 END) * (
         SELECT COUNT(*) FROM recovery_variants v
-        WHERE v.churn_event_id = NEW.id AND v.strategy = strategy_outcomes.strategy AND v.sent_at IS NOT NULL)
-    WHERE project_id = NEW.project_id AND strategy IN (
-        SELECT strategy FROM recovery_variants WHERE churn_event_id = NEW.id AND sent_at IS NOT NULL);
+        WHERE v.churn_event_id = NEW.id AND v.strategy = strategy_days.strategy
+          AND substr(v.sent_at, 1, 10) = strategy_days.day)
+    WHERE project_id = NEW.project_id AND (day, strategy) IN (
+        SELECT substr(sent_at, 1, 10), strategy FROM recovery_variants
+        WHERE churn_event_id = NEW.id AND sent_at IS NOT NULL);
 END;
 
 -- Cohorts (churn_cohorts): an event counts once under its month of creation, status and

@@ -1717,7 +1717,7 @@ async fn doctor_reports_drift_made_by_hand_and_repairs_it(backend: Backend) {
     result.unwrap();
     assert_eq!(
         printed,
-        "Every kept count matches its recount (event totals, strategy outcomes, cohorts, \
+        "Every kept count matches its recount (event totals, strategy days, cohorts, \
          customers, risk levels).\n"
     );
 

@@ -23,9 +23,10 @@ pub enum KeptCount {
     /// `churn_event_counts`: churn events per project, status and type, and their MRR (NULL
     /// as 0). Project totals and statistics read it.
     EventTotals,
-    /// `strategy_outcomes`: sent variants per project and strategy, and how many of them
-    /// belong to a recovered event. Ranking reads it.
-    StrategyOutcomes,
+    /// `strategy_days`: sent variants per project, UTC day of sending and strategy, and how
+    /// many of them belong to a recovered event. Ranking sums a project's days, the overview
+    /// a period's.
+    StrategyDays,
     /// `churn_cohorts`: churn events per project, month of creation (`YYYY-MM`), status and
     /// strategy, and their MRR; the strategy is that of the last variant sent for a recovered
     /// event, '' otherwise (decisions §13). Cohorts and forecasts read it.
@@ -50,7 +51,7 @@ const SCORED_CUSTOMERS: &str = "customers c JOIN risk_scores r ON r.project_id =
 impl KeptCount {
     pub const ALL: [KeptCount; 5] = [
         KeptCount::EventTotals,
-        KeptCount::StrategyOutcomes,
+        KeptCount::StrategyDays,
         KeptCount::Cohorts,
         KeptCount::Customers,
         KeptCount::RiskLevels,
@@ -60,7 +61,7 @@ impl KeptCount {
     pub fn name(self) -> &'static str {
         match self {
             KeptCount::EventTotals => "event totals",
-            KeptCount::StrategyOutcomes => "strategy outcomes",
+            KeptCount::StrategyDays => "strategy days",
             KeptCount::Cohorts => "cohorts",
             KeptCount::Customers => "customers",
             KeptCount::RiskLevels => "risk levels",
@@ -71,7 +72,7 @@ impl KeptCount {
     pub fn table(self) -> &'static str {
         match self {
             KeptCount::EventTotals => "churn_event_counts",
-            KeptCount::StrategyOutcomes => "strategy_outcomes",
+            KeptCount::StrategyDays => "strategy_days",
             KeptCount::Cohorts => "churn_cohorts",
             KeptCount::Customers | KeptCount::RiskLevels => "customer_counts",
         }
@@ -81,7 +82,7 @@ impl KeptCount {
     pub fn figures(self) -> &'static [&'static str] {
         match self {
             KeptCount::EventTotals | KeptCount::Cohorts => &["n", "mrr_sum"],
-            KeptCount::StrategyOutcomes => &["sends", "recoveries"],
+            KeptCount::StrategyDays => &["sends", "recoveries"],
             KeptCount::Customers | KeptCount::RiskLevels => &["n"],
         }
     }
@@ -94,9 +95,9 @@ impl KeptCount {
                  CAST(SUM(mrr_sum) AS BIGINT) FROM churn_event_counts \
                  GROUP BY project_id, status, event_type"
             }
-            KeptCount::StrategyOutcomes => {
-                "SELECT project_id, strategy, CAST(sends AS BIGINT), CAST(recoveries AS BIGINT) \
-                 FROM strategy_outcomes"
+            KeptCount::StrategyDays => {
+                "SELECT project_id, day || ' ' || strategy, CAST(sends AS BIGINT), \
+                 CAST(recoveries AS BIGINT) FROM strategy_days"
             }
             KeptCount::Cohorts => {
                 "SELECT project_id, month || ' ' || status || ' ' || strategy, \
@@ -121,11 +122,12 @@ impl KeptCount {
                  CAST(COUNT(*) AS BIGINT), CAST(COALESCE(SUM(mrr), 0) AS BIGINT) \
                  FROM churn_events GROUP BY project_id, status, event_type"
                 .to_owned(),
-            KeptCount::StrategyOutcomes => "SELECT v.project_id, v.strategy, \
-                 CAST(COUNT(*) AS BIGINT), \
+            KeptCount::StrategyDays => "SELECT v.project_id, \
+                 substr(v.sent_at, 1, 10) || ' ' || v.strategy, CAST(COUNT(*) AS BIGINT), \
                  CAST(SUM(CASE WHEN e.status = 'recovered' THEN 1 ELSE 0 END) AS BIGINT) \
                  FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id \
-                 WHERE v.sent_at IS NOT NULL GROUP BY v.project_id, v.strategy"
+                 WHERE v.sent_at IS NOT NULL \
+                 GROUP BY v.project_id, substr(v.sent_at, 1, 10), v.strategy"
                 .to_owned(),
             KeptCount::Cohorts => format!(
                 "SELECT project_id, month || ' ' || status || ' ' || strategy, \
@@ -158,13 +160,14 @@ impl KeptCount {
                      GROUP BY project_id, status, event_type"
                 ),
             ],
-            KeptCount::StrategyOutcomes => [
-                "DELETE FROM strategy_outcomes".to_owned(),
-                "INSERT INTO strategy_outcomes (project_id, strategy, sends, recoveries) \
-                 SELECT v.project_id, v.strategy, COUNT(*), \
+            KeptCount::StrategyDays => [
+                "DELETE FROM strategy_days".to_owned(),
+                "INSERT INTO strategy_days (project_id, strategy, day, sends, recoveries) \
+                 SELECT v.project_id, v.strategy, substr(v.sent_at, 1, 10), COUNT(*), \
                  SUM(CASE WHEN e.status = 'recovered' THEN 1 ELSE 0 END) \
                  FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id \
-                 WHERE v.sent_at IS NOT NULL GROUP BY v.project_id, v.strategy"
+                 WHERE v.sent_at IS NOT NULL \
+                 GROUP BY v.project_id, v.strategy, substr(v.sent_at, 1, 10)"
                     .to_owned(),
             ],
             KeptCount::Cohorts => [
@@ -595,7 +598,7 @@ mod storage_tests {
             "a recovered event counts under its last sent variant's strategy"
         );
         assert_eq!(
-            kept_keys(&store, KeptCount::StrategyOutcomes, "p1").await,
+            kept_keys(&store, KeptCount::StrategyDays, "p1").await,
             ["discount", "personal"]
         );
         assert_no_drift(&store, "recoveries, a type and an MRR changed").await;
@@ -876,7 +879,7 @@ mod storage_tests {
             "DELETE FROM churn_event_counts WHERE status = 'processing'",
         )
         .await;
-        exec(&store, "UPDATE strategy_outcomes SET recoveries = 0").await;
+        exec(&store, "UPDATE strategy_days SET recoveries = 0").await;
         exec(
             &store,
             "DELETE FROM churn_cohorts WHERE status = 'recovered'",
@@ -917,7 +920,7 @@ mod storage_tests {
                     100
                 ),
                 (
-                    KeptCount::StrategyOutcomes,
+                    KeptCount::StrategyDays,
                     key("discount"),
                     "recoveries",
                     0,
