@@ -281,13 +281,19 @@ impl RunJob for Churn {
                 };
                 // Recovered or already lost: the window no longer matters.
                 if transition(event.status, Action::Expire).is_ok() {
-                    events::expire(
-                        self.store().writer(),
-                        &event.project_id,
-                        &event.id,
-                        self.now(),
-                    )
-                    .await?;
+                    let now = self.now();
+                    let mut tx = self.store().begin().await?;
+                    if events::expire(&mut *tx, &event.project_id, &event.id, now).await? {
+                        crate::services::webhooks::emit_churn_events(
+                            &mut tx,
+                            &event.project_id,
+                            crate::domain::webhooks::EventType::ChurnEventLost,
+                            &[event.id.clone()],
+                            now,
+                        )
+                        .await?;
+                    }
+                    tx.commit().await?;
                 }
                 Ok(())
             }

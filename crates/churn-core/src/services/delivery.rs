@@ -307,7 +307,7 @@ impl Alerts {
 }
 
 /// The exact bytes posted: the interface's payload with the largest signals.
-fn payload(project_id: &str, alert: &AlertRecord) -> Result<Vec<u8>> {
+pub(super) fn payload(project_id: &str, alert: &AlertRecord) -> Result<Vec<u8>> {
     let mut signals: Vec<SignalWeight> = serde_json::from_str(&alert.signals)
         .map_err(|_| Error::internal("corrupt signals in risk_alerts"))?;
     signals.truncate(PAYLOAD_SIGNALS);

@@ -66,7 +66,7 @@ mod suppressions;
 mod team;
 mod tokens;
 mod tracking;
-mod webhooks;
+pub(crate) mod webhooks;
 
 use std::sync::Arc;
 

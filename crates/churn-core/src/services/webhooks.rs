@@ -44,16 +44,19 @@ const MAX_DESCRIPTION: usize = 500;
 /// Why churn disabled an endpoint.
 const FAILING: &str = "failing_for_5_days";
 
-/// Emits a message of `event` about `data` to the project's enabled endpoints that subscribe
-/// to it, in the caller's transaction (the change's own): a delivery row and its first job per
-/// endpoint.
+/// Emits a message of `event` about each of `items` to the project's enabled endpoints that
+/// subscribe to it, in the caller's transaction (the change's own): a delivery row and its
+/// first job per message and endpoint. The endpoints are read once for all the items.
 pub(crate) async fn emit(
     tx: &mut Tx,
     project_id: &str,
     event: EventType,
-    data: serde_json::Value,
+    items: Vec<serde_json::Value>,
     now: Timestamp,
 ) -> Result<()> {
+    if items.is_empty() {
+        return Ok(());
+    }
     let endpoints: Vec<EndpointRecord> = store::enabled_endpoints(&mut **tx, project_id)
         .await?
         .into_iter()
@@ -62,8 +65,59 @@ pub(crate) async fn emit(
     if endpoints.is_empty() {
         return Ok(());
     }
-    enqueue_message(tx, project_id, &endpoints, event.as_str(), &data, now).await?;
+    for data in &items {
+        enqueue_message(tx, project_id, &endpoints, event.as_str(), data, now).await?;
+    }
     Ok(())
+}
+
+/// Emits `event` about one object.
+pub(crate) async fn emit_one(
+    tx: &mut Tx,
+    project_id: &str,
+    event: EventType,
+    data: impl serde::Serialize,
+    now: Timestamp,
+) -> Result<()> {
+    let data = serde_json::to_value(data).map_err(Error::internal)?;
+    emit(tx, project_id, event, vec![data], now).await
+}
+
+/// Emits `event` about the churn events `ids` as they now stand in `tx`.
+pub(crate) async fn emit_churn_events(
+    tx: &mut Tx,
+    project_id: &str,
+    event: EventType,
+    ids: &[String],
+    now: Timestamp,
+) -> Result<()> {
+    let mut items = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some(record) = crate::store::events::get(&mut **tx, project_id, id).await? {
+            let view = super::events::event_view(record, None);
+            items.push(serde_json::to_value(view).map_err(Error::internal)?);
+        }
+    }
+    emit(tx, project_id, event, items, now).await
+}
+
+/// Emits `event` about the variant `id` as it now stands in `tx`, with its customer's email.
+pub(crate) async fn emit_variant(
+    tx: &mut Tx,
+    event: EventType,
+    id: &str,
+    now: Timestamp,
+) -> Result<()> {
+    let Some(record) = crate::store::variants::by_id(&mut **tx, id).await? else {
+        return Ok(());
+    };
+    let project_id = record.project_id.clone();
+    let customer_email = record.recipient.clone();
+    let mut data = serde_json::to_value(super::events::variant_view(record)).map_err(Error::internal)?;
+    if let Some(object) = data.as_object_mut() {
+        object.insert("customer_email".into(), customer_email.into());
+    }
+    emit(tx, &project_id, event, vec![data], now).await
 }
 
 fn subscribes(endpoint: &EndpointRecord, event: EventType) -> bool {
