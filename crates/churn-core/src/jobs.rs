@@ -173,9 +173,7 @@ impl Job {
             Job::InvitationEmail { invitation_id } => Some((Owner::Invitation, invitation_id)),
             Job::DeliverAlert { alert_id, .. } => Some((Owner::Alert, alert_id)),
             Job::DeliverWebhook { delivery_id, .. } => Some((Owner::Delivery, delivery_id)),
-            Job::EndpointDisabledNotice { endpoint_id, .. } => {
-                Some((Owner::Endpoint, endpoint_id))
-            }
+            Job::EndpointDisabledNotice { endpoint_id, .. } => Some((Owner::Endpoint, endpoint_id)),
         }
     }
 

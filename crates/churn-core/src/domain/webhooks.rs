@@ -99,7 +99,9 @@ pub fn slack_summary(event_type: &str, project_name: &str, data: &serde_json::Va
         Some(EventType::CancelFlowSaved) => format!("{who} was saved by the cancel flow"),
         Some(EventType::CancelFlowCancelled) => format!("{who} cancelled in the cancel flow"),
         Some(EventType::PaymentFailureCreated) => format!("a payment by {who} failed"),
-        Some(EventType::PaymentFailureRecovered) => format!("a failed payment by {who} was recovered"),
+        Some(EventType::PaymentFailureRecovered) => {
+            format!("a failed payment by {who} was recovered")
+        }
         Some(EventType::PaymentFailureAbandoned) => {
             format!("dunning gave up on a failed payment by {who}")
         }
@@ -121,7 +123,11 @@ mod tests {
     fn event_types_are_known_listed_once_and_at_least_one() {
         let names = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         assert_eq!(
-            event_types(&names(&["churn_risk.alert", "variant.sent", "churn_risk.alert"])),
+            event_types(&names(&[
+                "churn_risk.alert",
+                "variant.sent",
+                "churn_risk.alert"
+            ])),
             Ok(vec![EventType::ChurnRiskAlert, EventType::VariantSent])
         );
         assert!(event_types(&[]).is_err());
@@ -133,7 +139,10 @@ mod tests {
     #[test]
     fn an_endpoint_is_disabled_after_five_days_of_failures() {
         let since = crate::time::parse("2026-03-01T00:00:00.000Z").unwrap();
-        assert!(!disables(since, since + Duration::days(5) - Duration::seconds(1)));
+        assert!(!disables(
+            since,
+            since + Duration::days(5) - Duration::seconds(1)
+        ));
         assert!(disables(since, since + Duration::days(5)));
     }
 

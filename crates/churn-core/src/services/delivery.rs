@@ -26,8 +26,8 @@ use super::Alerts;
 use crate::api::alerts::{ALERT_EVENT, AlertAttempt, AlertChannel, AlertPayload, AlertStatus};
 use crate::api::risk::{DeliveryMode, RiskConfig, SignalWeight};
 use crate::domain::alerts::{
-    AfterAttempt, CheckIn, LOGGED_BODY, PAYLOAD_SIGNALS, RETRY_WAITS, UNKNOWN_OUTCOME, after_attempt,
-    check_in_email, logged_body,
+    AfterAttempt, CheckIn, LOGGED_BODY, PAYLOAD_SIGNALS, RETRY_WAITS, UNKNOWN_OUTCOME,
+    after_attempt, check_in_email, logged_body,
 };
 use crate::domain::unsubscribe::SuppressionReason;
 use crate::email::{OutgoingEmail, SendError};

@@ -113,7 +113,8 @@ pub(crate) async fn emit_variant(
     };
     let project_id = record.project_id.clone();
     let customer_email = record.recipient.clone();
-    let mut data = serde_json::to_value(super::events::variant_view(record)).map_err(Error::internal)?;
+    let mut data =
+        serde_json::to_value(super::events::variant_view(record)).map_err(Error::internal)?;
     if let Some(object) = data.as_object_mut() {
         object.insert("customer_email".into(), customer_email.into());
     }
@@ -643,11 +644,18 @@ impl Alerts {
             message_id: format!("{}@churn", uuid::Uuid::new_v4()),
         };
         if !run.claim_email(self.core.now()).await? {
-            tracing::warn!("an endpoint-disabled notice claimed by an unfinished run is not sent again");
+            tracing::warn!(
+                "an endpoint-disabled notice claimed by an unfinished run is not sent again"
+            );
             return Ok(());
         }
-        match super::send_counted(&self.core, transport.as_ref(), "endpoint_disabled", &message)
-            .await
+        match super::send_counted(
+            &self.core,
+            transport.as_ref(),
+            "endpoint_disabled",
+            &message,
+        )
+        .await
         {
             Ok(()) => Ok(()),
             Err(SendError::Rejected(m)) => {

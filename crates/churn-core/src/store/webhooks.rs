@@ -205,7 +205,12 @@ pub async fn succeeded<'e>(db: impl Writes<'e>, id: &str) -> Result<()> {
 }
 
 /// Disables an enabled endpoint for `reason`; `false` when it was not enabled.
-pub async fn disable<'e>(db: impl Writes<'e>, id: &str, reason: &str, now: Timestamp) -> Result<bool> {
+pub async fn disable<'e>(
+    db: impl Writes<'e>,
+    id: &str,
+    reason: &str,
+    now: Timestamp,
+) -> Result<bool> {
     let done = sqlx::query(
         "UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $1, updated_at = $2 \
          WHERE id = $3 AND enabled = 1",

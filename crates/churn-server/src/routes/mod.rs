@@ -128,10 +128,7 @@ pub fn service(
         .routes(routes!(team::change_member_role, team::remove_member))
         .routes(routes!(risk::alerts))
         .routes(routes!(risk::redeliver))
-        .routes(routes!(
-            webhook_endpoints::list,
-            webhook_endpoints::create
-        ))
+        .routes(routes!(webhook_endpoints::list, webhook_endpoints::create))
         .routes(routes!(
             webhook_endpoints::get,
             webhook_endpoints::patch,

@@ -21,7 +21,9 @@ pub async fn list(
     State(s): State<AppState>,
     ProjectScope(access): ApiProject,
 ) -> ApiResult<Json<Data<Vec<WebhookEndpoint>>>> {
-    Ok(Json(Data::new(s.churn.core().list_endpoints(&access).await?)))
+    Ok(Json(Data::new(
+        s.churn.core().list_endpoints(&access).await?,
+    )))
 }
 
 /// Creates an endpoint; the answer shows its signing secret this once. The URL must be https
@@ -47,7 +49,9 @@ pub async fn get(
     ProjectScope(access): ApiProject,
     Path((_, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Data<WebhookEndpoint>>> {
-    Ok(Json(Data::new(s.churn.core().get_endpoint(&access, &id).await?)))
+    Ok(Json(Data::new(
+        s.churn.core().get_endpoint(&access, &id).await?,
+    )))
 }
 
 /// Changes the fields given; enabling an endpoint churn disabled clears its failure record.
@@ -63,7 +67,10 @@ pub async fn patch(
     ApiJson(patch): ApiJson<WebhookEndpointPatch>,
 ) -> ApiResult<Json<Data<WebhookEndpoint>>> {
     Ok(Json(Data::new(
-        s.churn.alerts().update_endpoint(&access, &id, patch).await?,
+        s.churn
+            .alerts()
+            .update_endpoint(&access, &id, patch)
+            .await?,
     )))
 }
 
@@ -107,7 +114,10 @@ pub async fn redeliver(
     Path((_, id, delivery_id)): Path<(String, String, String)>,
 ) -> ApiResult<Json<Data<WebhookDelivery>>> {
     Ok(Json(Data::new(
-        s.churn.alerts().redeliver(&access, &id, &delivery_id).await?,
+        s.churn
+            .alerts()
+            .redeliver(&access, &id, &delivery_id)
+            .await?,
     )))
 }
 

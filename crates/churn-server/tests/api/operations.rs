@@ -169,7 +169,10 @@ async fn openapi_covers_every_route(backend: Backend) {
             "/api/v1/projects/{slug}/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver",
             "post",
         ),
-        ("/api/v1/projects/{slug}/webhook-endpoints/{id}/test", "post"),
+        (
+            "/api/v1/projects/{slug}/webhook-endpoints/{id}/test",
+            "post",
+        ),
         ("/api/v1/churn-events", "get"),
         ("/api/v1/churn-events", "post"),
         ("/api/v1/churn-events/{id}", "get"),

@@ -85,8 +85,10 @@ async fn churn_event(app: &TestApp, token: &str, email: &str) -> Value {
     app.expect(
         app.req(Method::POST, "/projects/acme/churn-events")
             .bearer_auth(token)
-            .json(&json!({"customer_email": email, "event_type": "cancellation",
-                "cancel_reason": "too expensive", "mrr": 4900})),
+            .json(
+                &json!({"customer_email": email, "event_type": "cancellation",
+                "cancel_reason": "too expensive", "mrr": 4900}),
+            ),
         201,
     )
     .await["data"]
@@ -151,8 +153,11 @@ async fn endpoints_are_created_read_changed_and_deleted(backend: Backend) {
     assert!(listed["data"][0].get("secret").is_none());
     let one = app
         .expect(
-            app.req(Method::GET, &format!("/projects/acme/webhook-endpoints/{id}"))
-                .bearer_auth(&acme.token),
+            app.req(
+                Method::GET,
+                &format!("/projects/acme/webhook-endpoints/{id}"),
+            )
+            .bearer_auth(&acme.token),
             200,
         )
         .await;
@@ -231,8 +236,11 @@ async fn endpoints_are_created_read_changed_and_deleted(backend: Backend) {
     let other = app.register("eve@evil.io").await;
     app.create_project(&other.token, "Evil").await;
     app.expect(
-        app.req(Method::GET, &format!("/projects/evil/webhook-endpoints/{id}"))
-            .bearer_auth(&other.token),
+        app.req(
+            Method::GET,
+            &format!("/projects/evil/webhook-endpoints/{id}"),
+        )
+        .bearer_auth(&other.token),
         404,
     )
     .await;
@@ -247,8 +255,11 @@ async fn endpoints_are_created_read_changed_and_deleted(backend: Backend) {
     )
     .await;
     app.expect(
-        app.req(Method::GET, &format!("/projects/acme/webhook-endpoints/{id}"))
-            .bearer_auth(&acme.token),
+        app.req(
+            Method::GET,
+            &format!("/projects/acme/webhook-endpoints/{id}"),
+        )
+        .bearer_auth(&acme.token),
         404,
     )
     .await;
@@ -260,10 +271,11 @@ fn verify_with_reference_library(secret: &str, request: &wiremock::Request) {
     let dir = tempfile::tempdir().unwrap();
     let body = dir.path().join("body");
     std::fs::write(&body, &request.body).unwrap();
-    let headers: serde_json::Map<String, Value> = ["webhook-id", "webhook-timestamp", "webhook-signature"]
-        .iter()
-        .map(|name| ((*name).to_owned(), json!(header(request, name).unwrap())))
-        .collect();
+    let headers: serde_json::Map<String, Value> =
+        ["webhook-id", "webhook-timestamp", "webhook-signature"]
+            .iter()
+            .map(|name| ((*name).to_owned(), json!(header(request, name).unwrap())))
+            .collect();
     let script = r#"
 import json, sys, time
 from standardwebhooks.webhooks import Webhook
@@ -323,7 +335,11 @@ async fn messages_verify_with_the_standardwebhooks_reference_library(backend: Ba
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0]["status"], "pending");
     assert_eq!(pending[0]["event_type"], "churn_event.created");
-    assert!(deliveries(&app, &token, other["id"].as_str().unwrap()).await.is_empty());
+    assert!(
+        deliveries(&app, &token, other["id"].as_str().unwrap())
+            .await
+            .is_empty()
+    );
     assert!(received(&receiver).await.is_empty());
     app.run_jobs().await;
 
@@ -357,7 +373,10 @@ async fn messages_verify_with_the_standardwebhooks_reference_library(backend: Ba
     app.expect(
         app.req(
             Method::POST,
-            &format!("/projects/acme/churn-events/{}/recovered", event["id"].as_str().unwrap()),
+            &format!(
+                "/projects/acme/churn-events/{}/recovered",
+                event["id"].as_str().unwrap()
+            ),
         )
         .bearer_auth(&token),
         200,
@@ -374,7 +393,11 @@ async fn messages_verify_with_the_standardwebhooks_reference_library(backend: Ba
 
 async fn failed_deliveries_retry_on_the_endpoint_schedule_then_fail(backend: Backend) {
     let receiver = fake_provider::start().await;
-    answer(&receiver, ResponseTemplate::new(500).set_body_string("down")).await;
+    answer(
+        &receiver,
+        ResponseTemplate::new(500).set_body_string("down"),
+    )
+    .await;
     let app = with_receiver(backend, &receiver).await;
     let token = acme_owner(&app).await;
     app.run_jobs().await;
@@ -388,7 +411,10 @@ async fn failed_deliveries_retry_on_the_endpoint_schedule_then_fail(backend: Bac
     churn_event(&app, &token, "ada@shop.io").await;
     assert_eq!(app.run_jobs().await, 1);
     // 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
-    for (n, wait) in [5, 300, 1800, 7200, 18_000, 36_000, 36_000].into_iter().enumerate() {
+    for (n, wait) in [5, 300, 1800, 7200, 18_000, 36_000, 36_000]
+        .into_iter()
+        .enumerate()
+    {
         let entry = deliveries(&app, &token, id).await[0].clone();
         assert_eq!(entry["status"], "pending");
         let attempts = entry["attempts"].as_array().unwrap();
@@ -415,7 +441,10 @@ async fn failed_deliveries_retry_on_the_endpoint_schedule_then_fail(backend: Bac
         .iter()
         .map(|r| header(r, "webhook-id").unwrap().to_owned())
         .collect();
-    assert!(ids.iter().all(|i| *i == ids[0]), "one message id throughout");
+    assert!(
+        ids.iter().all(|i| *i == ids[0]),
+        "one message id throughout"
+    );
 }
 
 async fn an_endpoint_failing_for_five_days_is_disabled_and_its_admins_emailed(backend: Backend) {
@@ -433,8 +462,11 @@ async fn an_endpoint_failing_for_five_days_is_disabled_and_its_admins_emailed(ba
     let id = endpoint["id"].as_str().unwrap();
     let get = || async {
         app.expect(
-            app.req(Method::GET, &format!("/projects/acme/webhook-endpoints/{id}"))
-                .bearer_auth(&token),
+            app.req(
+                Method::GET,
+                &format!("/projects/acme/webhook-endpoints/{id}"),
+            )
+            .bearer_auth(&token),
             200,
         )
         .await["data"]
@@ -479,7 +511,10 @@ async fn an_endpoint_failing_for_five_days_is_disabled_and_its_admins_emailed(ba
     assert_eq!(received(&receiver).await.len(), before);
     let log = deliveries(&app, &token, id).await;
     assert_eq!(log.len(), 6);
-    assert!(log.iter().any(|d| d["status"] == "skipped" && d["reason"] == "endpoint_disabled"));
+    assert!(
+        log.iter()
+            .any(|d| d["status"] == "skipped" && d["reason"] == "endpoint_disabled")
+    );
 
     // Enabled again by an admin: its failure record starts afresh.
     let enabled = app
@@ -577,14 +612,20 @@ async fn private_addresses_are_refused_at_save_and_at_delivery(backend: Backend)
     let entry = deliveries(&app, &token, endpoint["id"].as_str().unwrap()).await[0].clone();
     let attempt = &entry["attempts"][0];
     assert_eq!(attempt["status_code"], Value::Null);
-    assert!(attempt["error"].as_str().unwrap().contains("non-public"), "{attempt}");
+    assert!(
+        attempt["error"].as_str().unwrap().contains("non-public"),
+        "{attempt}"
+    );
     assert!(received(&receiver).await.is_empty(), "never called");
     // Saved again while it resolves to loopback: refused.
     let refused = app
         .expect(
             app.req(
                 Method::PATCH,
-                &format!("/projects/acme/webhook-endpoints/{}", endpoint["id"].as_str().unwrap()),
+                &format!(
+                    "/projects/acme/webhook-endpoints/{}",
+                    endpoint["id"].as_str().unwrap()
+                ),
             )
             .bearer_auth(&token)
             .json(&json!({"url": format!("{url}/again")})),
@@ -648,11 +689,8 @@ async fn test_sends_and_redelivery_keep_the_message_id(backend: Backend) {
     assert_eq!(test["status"], "pending");
     let did = test["id"].as_str().unwrap();
     let redeliver = format!("/projects/acme/webhook-endpoints/{id}/deliveries/{did}/redeliver");
-    app.expect(
-        app.req(Method::POST, &redeliver).bearer_auth(&token),
-        409,
-    )
-    .await;
+    app.expect(app.req(Method::POST, &redeliver).bearer_auth(&token), 409)
+        .await;
     app.run_jobs().await;
     let requests = received(&receiver).await;
     assert_eq!(requests.len(), 1);
@@ -713,7 +751,10 @@ async fn a_provider_webhook_delivered_twice_emits_once(backend: Backend) {
     );
     assert_eq!(s.send_a(&basil, 200).await["action"], "duplicate");
     let log = deliveries(&s.app, &s.token, endpoint["id"].as_str().unwrap()).await;
-    let mut types: Vec<&str> = log.iter().map(|d| d["event_type"].as_str().unwrap()).collect();
+    let mut types: Vec<&str> = log
+        .iter()
+        .map(|d| d["event_type"].as_str().unwrap())
+        .collect();
     types.sort_unstable();
     assert_eq!(types, ["churn_event.created", "payment_failure.created"]);
     s.app.run_jobs().await;

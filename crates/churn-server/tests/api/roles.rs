@@ -335,28 +335,55 @@ fn families() -> Vec<Family> {
         f("endpoints: get", Role::Viewer, true, 404, Nothing, |_| {
             (M::GET, format!("{P}/webhook-endpoints/{UNKNOWN}"), None)
         }),
-        f("endpoints: deliveries", Role::Viewer, true, 404, Nothing, |_| {
-            (
-                M::GET,
-                format!("{P}/webhook-endpoints/{UNKNOWN}/deliveries"),
-                None,
-            )
-        }),
-        f("endpoints: create", Role::Admin, false, 400, Nothing, |_| {
-            let body = json!({"url": "http://hooks.example.com", "event_types": ["churn_risk.alert"]});
-            (M::POST, format!("{P}/webhook-endpoints"), Some(body))
-        }),
-        f("endpoints: update", Role::Admin, false, 404, Nothing, |_| {
-            let body = json!({"enabled": false});
-            (
-                M::PATCH,
-                format!("{P}/webhook-endpoints/{UNKNOWN}"),
-                Some(body),
-            )
-        }),
-        f("endpoints: delete", Role::Admin, false, 404, Nothing, |_| {
-            (M::DELETE, format!("{P}/webhook-endpoints/{UNKNOWN}"), None)
-        }),
+        f(
+            "endpoints: deliveries",
+            Role::Viewer,
+            true,
+            404,
+            Nothing,
+            |_| {
+                (
+                    M::GET,
+                    format!("{P}/webhook-endpoints/{UNKNOWN}/deliveries"),
+                    None,
+                )
+            },
+        ),
+        f(
+            "endpoints: create",
+            Role::Admin,
+            false,
+            400,
+            Nothing,
+            |_| {
+                let body =
+                    json!({"url": "http://hooks.example.com", "event_types": ["churn_risk.alert"]});
+                (M::POST, format!("{P}/webhook-endpoints"), Some(body))
+            },
+        ),
+        f(
+            "endpoints: update",
+            Role::Admin,
+            false,
+            404,
+            Nothing,
+            |_| {
+                let body = json!({"enabled": false});
+                (
+                    M::PATCH,
+                    format!("{P}/webhook-endpoints/{UNKNOWN}"),
+                    Some(body),
+                )
+            },
+        ),
+        f(
+            "endpoints: delete",
+            Role::Admin,
+            false,
+            404,
+            Nothing,
+            |_| (M::DELETE, format!("{P}/webhook-endpoints/{UNKNOWN}"), None),
+        ),
         f("endpoints: test", Role::Admin, false, 404, Nothing, |_| {
             (
                 M::POST,
@@ -364,13 +391,20 @@ fn families() -> Vec<Family> {
                 None,
             )
         }),
-        f("endpoints: redeliver", Role::Admin, false, 404, Nothing, |_| {
-            (
-                M::POST,
-                format!("{P}/webhook-endpoints/{UNKNOWN}/deliveries/{UNKNOWN}/redeliver"),
-                None,
-            )
-        }),
+        f(
+            "endpoints: redeliver",
+            Role::Admin,
+            false,
+            404,
+            Nothing,
+            |_| {
+                (
+                    M::POST,
+                    format!("{P}/webhook-endpoints/{UNKNOWN}/deliveries/{UNKNOWN}/redeliver"),
+                    None,
+                )
+            },
+        ),
         // Payment providers and dunning (decisions §10). No failure is needed to pass the
         // policy: an allowed call on an unknown one is 404.
         f("providers: list", Role::Admin, false, 200, Nothing, |_| {
