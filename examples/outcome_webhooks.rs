@@ -136,7 +136,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|_| "no message arrived within 60 seconds")?
             .ok_or("the receiver stopped")??;
         if message.event() != Some(expected) {
-            return Err(format!("expected {}, got {}", expected.as_str(), message.event_type).into());
+            return Err(
+                format!("expected {}, got {}", expected.as_str(), message.event_type).into(),
+            );
         }
         println!(
             "verified {} {}: {} is {}",

@@ -286,7 +286,7 @@ impl RunJob for Churn {
                             &mut tx,
                             &event.project_id,
                             crate::domain::webhooks::EventType::ChurnEventLost,
-                            &[event.id.clone()],
+                            std::slice::from_ref(&event.id),
                             now,
                         )
                         .await?;
