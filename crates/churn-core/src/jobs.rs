@@ -112,6 +112,18 @@ pub enum Job {
         attempt: u32,
         due: String,
     },
+    /// Attempt `attempt` (1-based within this delivery round) of an outcome webhook message
+    /// to one endpoint, due at `due` (the delivery's `next_attempt_at` when it was
+    /// scheduled; a delivery that moved on since ignores it). A failed attempt schedules the
+    /// next one itself, on the endpoint schedule beside the alert's.
+    DeliverWebhook {
+        delivery_id: String,
+        attempt: u32,
+        due: String,
+    },
+    /// The email to one owner or admin (`to`) about an endpoint churn disabled after five
+    /// days of failures, enqueued with the disabling.
+    EndpointDisabledNotice { endpoint_id: String, to: String },
     /// Applying an offer accepted in the cancel flow at Stripe, enqueued with the
     /// submission that tried it inline (decisions §11); `failures` counts the earlier runs
     /// that found the provider unavailable.
@@ -134,14 +146,15 @@ impl Job {
             Job::AccountEmail { .. }
             | Job::DunningEmail { .. }
             | Job::DunningTeamNotice { .. }
-            | Job::InvitationEmail { .. } => EMAIL,
+            | Job::InvitationEmail { .. }
+            | Job::EndpointDisabledNotice { .. } => EMAIL,
             Job::ScoreProject { .. } => QUADRATIC,
             // Provider errors are rescheduled by the step itself; this covers storage errors.
             Job::DunningRetry { .. } => QUADRATIC,
             // A provider that did not answer is tried again on this schedule, then left failed.
             Job::DunningFinalAction { .. } => QUADRATIC,
             // Failed attempts are logged and rescheduled by the step; this covers storage errors.
-            Job::DeliverAlert { .. } => QUADRATIC,
+            Job::DeliverAlert { .. } | Job::DeliverWebhook { .. } => QUADRATIC,
         }
     }
 
@@ -159,6 +172,8 @@ impl Job {
             | Job::DunningTeamNotice { failure_id, .. } => Some((Owner::Failure, failure_id)),
             Job::InvitationEmail { invitation_id } => Some((Owner::Invitation, invitation_id)),
             Job::DeliverAlert { alert_id, .. } => Some((Owner::Alert, alert_id)),
+            Job::DeliverWebhook { delivery_id, .. } => Some((Owner::Delivery, delivery_id)),
+            Job::EndpointDisabledNotice { endpoint_id, .. } => Some((Owner::Endpoint, endpoint_id)),
         }
     }
 
@@ -264,13 +279,19 @@ impl RunJob for Churn {
                 };
                 // Recovered or already lost: the window no longer matters.
                 if transition(event.status, Action::Expire).is_ok() {
-                    events::expire(
-                        self.store().writer(),
-                        &event.project_id,
-                        &event.id,
-                        self.now(),
-                    )
-                    .await?;
+                    let now = self.now();
+                    let mut tx = self.store().begin().await?;
+                    if events::expire(&mut *tx, &event.project_id, &event.id, now).await? {
+                        crate::services::webhooks::emit_churn_events(
+                            &mut tx,
+                            &event.project_id,
+                            crate::domain::webhooks::EventType::ChurnEventLost,
+                            std::slice::from_ref(&event.id),
+                            now,
+                        )
+                        .await?;
+                    }
+                    tx.commit().await?;
                 }
                 Ok(())
             }
@@ -308,6 +329,20 @@ impl RunJob for Churn {
                 attempt,
                 due,
             } => self.alerts().deliver(alert_id, *attempt, due).await,
+            Job::DeliverWebhook {
+                delivery_id,
+                attempt,
+                due,
+            } => {
+                self.alerts()
+                    .deliver_endpoint(delivery_id, *attempt, due)
+                    .await
+            }
+            Job::EndpointDisabledNotice { endpoint_id, to } => {
+                self.alerts()
+                    .send_endpoint_disabled_notice(endpoint_id, to, run)
+                    .await
+            }
             Job::ApplyOffer {
                 event_id,
                 subscription_id,

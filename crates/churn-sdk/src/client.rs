@@ -35,6 +35,7 @@ use crate::error::{ApiError, Error};
 
 mod risk;
 mod team;
+mod webhooks;
 
 #[derive(Clone)]
 enum Auth {

@@ -29,6 +29,7 @@ use utoipa::{Modify, OpenApi};
         (name = "tracking", description = "Open pixel and click redirects of sent emails"),
         (name = "behavior", description = "Tracked behaviour events, customers and event analytics"),
         (name = "churn risk", description = "Churn-risk scores of customers"),
+        (name = "webhooks", description = "Outcome webhook endpoints, signed with Standard Webhooks, and their delivery log"),
         (name = "operations", description = "Health, readiness and metrics"),
         (name = "dev", description = "Test clock and jobs (dev mode only)"),
     )

@@ -13,6 +13,7 @@ pub mod payments;
 pub mod projects;
 pub mod risk;
 pub mod team;
+pub mod webhooks;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

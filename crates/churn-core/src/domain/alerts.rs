@@ -1,7 +1,8 @@
 //! When a scoring run raises a churn-risk alert (decisions §9): at or above the threshold, and
 //! no alert for the customer delivered or pending in the last 7 days unless its level rose
 //! since; webhook mode without a URL logs the alert as skipped, which starts no quiet period.
-//! How a delivery goes on after an attempt (four attempts, 10 s / 60 s / 300 s apart), and the
+//! How a delivery goes on after an attempt — the retry schedules of alerts (four attempts,
+//! 10 s / 60 s / 300 s apart) and of outcome webhook endpoints, side by side — and the
 //! check-in emails of direct mode.
 
 use chrono::Duration;
@@ -61,11 +62,27 @@ pub fn decide(
     }
 }
 
-/// The waits after each failed attempt of a delivery: four attempts in all, then `failed`.
+/// The retry schedules of the one delivery mechanism (alerts and outcome webhooks alike): the
+/// waits after each failed attempt of a delivery round; when they run out the delivery is
+/// `failed`.
+///
+/// Churn-risk alerts (§9): four attempts in all, 10 s, 60 s and 300 s apart.
 pub const RETRY_WAITS: [std::time::Duration; 3] = [
     std::time::Duration::from_secs(10),
     std::time::Duration::from_secs(60),
     std::time::Duration::from_secs(300),
+];
+
+/// Outcome webhook endpoints (§19): eight attempts in all, after 5 s, 5 min, 30 min, 2 h,
+/// 5 h, 10 h and 10 h.
+pub const ENDPOINT_RETRY_WAITS: [std::time::Duration; 7] = [
+    std::time::Duration::from_secs(5),
+    std::time::Duration::from_secs(5 * 60),
+    std::time::Duration::from_secs(30 * 60),
+    std::time::Duration::from_secs(2 * 3600),
+    std::time::Duration::from_secs(5 * 3600),
+    std::time::Duration::from_secs(10 * 3600),
+    std::time::Duration::from_secs(10 * 3600),
 ];
 
 /// At most this many signals go into a webhook payload (the largest ones: the list is sorted).
@@ -83,13 +100,18 @@ pub enum AfterAttempt {
     Failed,
 }
 
-/// The next step after attempt `attempt` (1-based, within this round) succeeded or not.
-pub fn after_attempt(attempt: u32, succeeded: bool) -> AfterAttempt {
+/// The next step after attempt `attempt` (1-based, within this round) of a delivery on
+/// `schedule` ([`RETRY_WAITS`] or [`ENDPOINT_RETRY_WAITS`]) succeeded or not.
+pub fn after_attempt(
+    schedule: &[std::time::Duration],
+    attempt: u32,
+    succeeded: bool,
+) -> AfterAttempt {
     if succeeded {
         return AfterAttempt::Delivered;
     }
     let index = usize::try_from(attempt.saturating_sub(1)).unwrap_or(usize::MAX);
-    match RETRY_WAITS.get(index) {
+    match schedule.get(index) {
         Some(wait) => AfterAttempt::RetryIn(*wait),
         None => AfterAttempt::Failed,
     }
@@ -187,12 +209,40 @@ mod tests {
     #[test]
     fn four_attempts_ten_sixty_three_hundred_seconds_apart_then_failed() {
         let secs = |s| AfterAttempt::RetryIn(std::time::Duration::from_secs(s));
-        assert_eq!(after_attempt(1, false), secs(10));
-        assert_eq!(after_attempt(2, false), secs(60));
-        assert_eq!(after_attempt(3, false), secs(300));
-        assert_eq!(after_attempt(4, false), AfterAttempt::Failed);
-        assert_eq!(after_attempt(4, true), AfterAttempt::Delivered);
-        assert_eq!(after_attempt(1, true), AfterAttempt::Delivered);
+        let w = &RETRY_WAITS;
+        assert_eq!(after_attempt(w, 1, false), secs(10));
+        assert_eq!(after_attempt(w, 2, false), secs(60));
+        assert_eq!(after_attempt(w, 3, false), secs(300));
+        assert_eq!(after_attempt(w, 4, false), AfterAttempt::Failed);
+        assert_eq!(after_attempt(w, 4, true), AfterAttempt::Delivered);
+        assert_eq!(after_attempt(w, 1, true), AfterAttempt::Delivered);
+    }
+
+    #[test]
+    fn endpoints_retry_after_5s_5m_30m_2h_5h_10h_10h_then_fail() {
+        let waits: Vec<_> = (1..=8)
+            .map(|n| match after_attempt(&ENDPOINT_RETRY_WAITS, n, false) {
+                AfterAttempt::RetryIn(w) => Some(w.as_secs()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            waits,
+            [
+                Some(5),
+                Some(300),
+                Some(1800),
+                Some(7200),
+                Some(18000),
+                Some(36000),
+                Some(36000),
+                None
+            ]
+        );
+        assert_eq!(
+            after_attempt(&ENDPOINT_RETRY_WAITS, 8, false),
+            AfterAttempt::Failed
+        );
     }
 
     #[test]

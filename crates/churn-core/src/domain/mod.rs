@@ -33,4 +33,5 @@ pub mod unsubscribe;
 pub mod validation;
 pub mod variant;
 pub mod webhook_secrets;
+pub mod webhooks;
 pub(crate) mod wire;

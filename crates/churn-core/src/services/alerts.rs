@@ -5,7 +5,7 @@
 
 use super::access::ProjectAccess;
 use super::behavior::{meta, paging};
-use super::delivery::{first_attempt, unknown_attempt};
+use super::delivery::{first_attempt, payload, unknown_attempt};
 use super::{Alerts, Core};
 use crate::api::Meta;
 use crate::api::alerts::{Alert, AlertAttempt, AlertChannel, AlertQuery, AlertStatus};
@@ -14,6 +14,7 @@ use crate::domain::alerts::{LastAlert, Outcome, Rule, decide, stuck};
 use crate::domain::risk::Level;
 use crate::domain::role::Permission;
 use crate::domain::validation::Validator;
+use crate::domain::webhooks::EventType;
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::store::alerts::{self as log, AlertRecord};
@@ -112,6 +113,10 @@ impl Core {
         if next_attempt_at.is_some() {
             first_attempt(&record.id, now).enqueue(tx, now, now).await?;
         }
+        // The alert is also an outcome event: its §9 payload, to the endpoints subscribed.
+        let data: serde_json::Value =
+            serde_json::from_slice(&payload(project_id, &record)?).map_err(Error::internal)?;
+        super::webhooks::emit(tx, project_id, EventType::ChurnRiskAlert, vec![data], now).await?;
         Ok(true)
     }
 }

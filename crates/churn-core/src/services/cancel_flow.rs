@@ -22,10 +22,12 @@ use crate::domain::origin;
 use crate::domain::provider::Provider;
 use crate::domain::role::{Actor, Permission};
 use crate::domain::validation::{Validator, optional_text};
+use crate::domain::webhooks::EventType;
 use crate::error::{Error, Result};
 use crate::jobs::Job;
 use crate::providers::CallError;
 use crate::providers::stripe::{NewCoupon, PauseBehavior, Stripe};
+use crate::services::webhooks::{emit_churn_events, emit_one};
 use crate::store::events::{EventRecord, OfferLock};
 use crate::store::{cancel_flows, events};
 use crate::time::Timestamp;
@@ -217,6 +219,27 @@ impl Core {
             events::hold_offer(&mut *tx, &record.project_id, &record.id, held_until).await?;
             job.enqueue(&mut tx, now, now).await?;
         }
+        let ids = [record.id.clone()];
+        if accepted {
+            let recovered = EventType::ChurnEventRecovered;
+            emit_churn_events(&mut tx, &record.project_id, recovered, &ids, now).await?;
+        }
+        let ended = if accepted {
+            EventType::CancelFlowSaved
+        } else {
+            EventType::CancelFlowCancelled
+        };
+        let data = serde_json::json!({
+            "churn_event_id": record.id,
+            "customer_email": record.customer_email,
+            "reason_code": record.reason_code,
+            "cancel_reason": record.cancel_reason,
+            "mrr": record.mrr,
+            "plan_name": record.plan_name,
+            "offer": offer,
+            "offer_accepted": accepted,
+        });
+        emit_one(&mut tx, &record.project_id, ended, data, now).await?;
         tx.commit().await?;
         Ok(CancelReasonRecorded {
             churn_event_id: Some(record.id),

@@ -1,4 +1,5 @@
-//! Delivering churn-risk alerts (decisions §9): the `deliver_alert` job makes one attempt —
+//! Delivering churn-risk alerts (decisions §9), and the POST every webhook goes out by
+//! ([`post_once`], outcome webhooks too, see `webhooks`): the `deliver_alert` job makes one attempt —
 //! a signed webhook through the tenant HTTP client (whose resolver refuses non-public
 //! addresses at connect time), or a check-in email through the mail transport, counted in
 //! the daily quota — logs it in the alert, and schedules the next one (10 s, 60 s, 300 s)
@@ -25,14 +26,14 @@ use super::Alerts;
 use crate::api::alerts::{ALERT_EVENT, AlertAttempt, AlertChannel, AlertPayload, AlertStatus};
 use crate::api::risk::{DeliveryMode, RiskConfig, SignalWeight};
 use crate::domain::alerts::{
-    AfterAttempt, CheckIn, LOGGED_BODY, PAYLOAD_SIGNALS, UNKNOWN_OUTCOME, after_attempt,
-    check_in_email, logged_body,
+    AfterAttempt, CheckIn, LOGGED_BODY, PAYLOAD_SIGNALS, RETRY_WAITS, UNKNOWN_OUTCOME,
+    after_attempt, check_in_email, logged_body,
 };
 use crate::domain::unsubscribe::SuppressionReason;
 use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
 use crate::jobs::Job;
-use crate::outbound::OutboundError;
+use crate::outbound::{OutboundError, Request};
 use crate::store::alerts::{self as log, AlertRecord, Settled};
 use crate::store::projects::{self, ProjectRecord};
 use crate::time::{self, Timestamp};
@@ -131,7 +132,7 @@ impl Alerts {
                 succeeded,
             } => {
                 attempts.push(tried);
-                match after_attempt(attempt, succeeded) {
+                match after_attempt(&RETRY_WAITS, attempt, succeeded) {
                     AfterAttempt::Delivered => (AlertStatus::Delivered, None, None),
                     AfterAttempt::Failed => (AlertStatus::Failed, None, None),
                     AfterAttempt::RetryIn(wait) => {
@@ -187,48 +188,13 @@ impl Alerts {
         let at = self.core.now();
         let timestamp = at.timestamp();
         let secrets = self.core.webhook_secrets(project)?;
-        let answer = self
+        let request = self
             .outbound
             .tenant()
             .for_purpose("alert_webhook")
             .post(url)
-            .signed_json(&secrets, &alert.opaque_id, timestamp, body)?
-            .timeout(WEBHOOK_TIMEOUT)
-            .keep_body(LOGGED_BODY)
-            .send()
-            .await;
-        let kept = |body: &[u8]| (!body.is_empty()).then(|| logged_body(body, LOGGED_BODY));
-        let (attempt, succeeded) = match answer {
-            Ok(r) => (
-                AlertAttempt {
-                    at,
-                    status_code: Some(r.status.as_u16()),
-                    error: None,
-                    response_body: kept(&r.body),
-                },
-                true,
-            ),
-            Err(OutboundError::Status { status, body }) => (
-                AlertAttempt {
-                    at,
-                    status_code: Some(status.as_u16()),
-                    error: status
-                        .is_redirection()
-                        .then(|| "redirects are not followed".to_owned()),
-                    response_body: kept(&body),
-                },
-                false,
-            ),
-            Err(e) => (
-                AlertAttempt {
-                    at,
-                    status_code: None,
-                    error: Some(e.to_string()),
-                    response_body: None,
-                },
-                false,
-            ),
-        };
+            .signed_json(&secrets, &alert.opaque_id, timestamp, body)?;
+        let (attempt, succeeded) = post_once(request, at).await;
         if !succeeded {
             tracing::info!(alert = %alert.id, status = ?attempt.status_code, error = ?attempt.error, "alert webhook attempt failed");
         }
@@ -341,7 +307,7 @@ impl Alerts {
 }
 
 /// The exact bytes posted: the interface's payload with the largest signals.
-fn payload(project_id: &str, alert: &AlertRecord) -> Result<Vec<u8>> {
+pub(super) fn payload(project_id: &str, alert: &AlertRecord) -> Result<Vec<u8>> {
     let mut signals: Vec<SignalWeight> = serde_json::from_str(&alert.signals)
         .map_err(|_| Error::internal("corrupt signals in risk_alerts"))?;
     signals.truncate(PAYLOAD_SIGNALS);
@@ -356,6 +322,49 @@ fn payload(project_id: &str, alert: &AlertRecord) -> Result<Vec<u8>> {
         opaque_id: alert.opaque_id.clone(),
     })
     .map_err(Error::internal)
+}
+
+/// One POST of a webhook, alert or outcome message alike: 10 s at most, at most 1 KiB of the
+/// answer kept, any 2xx a success, a redirect a failure (never followed). Answers the attempt
+/// for the log and whether it succeeded.
+pub(super) async fn post_once(request: Request, at: Timestamp) -> (AlertAttempt, bool) {
+    let answer = request
+        .timeout(WEBHOOK_TIMEOUT)
+        .keep_body(LOGGED_BODY)
+        .send()
+        .await;
+    let kept = |body: &[u8]| (!body.is_empty()).then(|| logged_body(body, LOGGED_BODY));
+    match answer {
+        Ok(r) => (
+            AlertAttempt {
+                at,
+                status_code: Some(r.status.as_u16()),
+                error: None,
+                response_body: kept(&r.body),
+            },
+            true,
+        ),
+        Err(OutboundError::Status { status, body }) => (
+            AlertAttempt {
+                at,
+                status_code: Some(status.as_u16()),
+                error: status
+                    .is_redirection()
+                    .then(|| "redirects are not followed".to_owned()),
+                response_body: kept(&body),
+            },
+            false,
+        ),
+        Err(e) => (
+            AlertAttempt {
+                at,
+                status_code: None,
+                error: Some(e.to_string()),
+                response_body: None,
+            },
+            false,
+        ),
+    }
 }
 
 /// The log entry of a claimed attempt whose outcome was never recorded.

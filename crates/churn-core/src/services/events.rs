@@ -1,6 +1,8 @@
 //! Churn events: creation in both forms, lists, the single-event view, recovery and the
 //! cancel reason. Every operation checks the role and the owner's subscription.
 
+use crate::domain::webhooks::EventType;
+use crate::services::webhooks::{emit, emit_churn_events};
 use std::collections::BTreeMap;
 
 use super::Core;
@@ -414,8 +416,9 @@ impl Core {
             transition(current.status, Action::Recover)
                 .map_err(|e| Error::validation(e.to_string()))?;
             let now = self.now();
+            let mut tx = self.store.begin().await?;
             if events::recover(
-                self.store.writer(),
+                &mut *tx,
                 &current.project_id,
                 &current.id,
                 current.status,
@@ -424,6 +427,10 @@ impl Core {
             )
             .await?
             {
+                let ids = [current.id.clone()];
+                let recovered = EventType::ChurnEventRecovered;
+                emit_churn_events(&mut tx, &current.project_id, recovered, &ids, now).await?;
+                tx.commit().await?;
                 return Ok(Recovered {
                     id: current.id.clone(),
                     status: EventStatus::Recovered,
@@ -525,6 +532,19 @@ pub(crate) async fn insert_new_events(
     }
     if let Some(now) = records.iter().map(|r| r.created_at).max() {
         Job::enqueue_all(tx, &first_sends, now).await?;
+    }
+    let mut created: BTreeMap<&str, Vec<serde_json::Value>> = BTreeMap::new();
+    for r in &records {
+        let view = serde_json::to_value(event_view(r.clone(), None)).map_err(Error::internal)?;
+        created.entry(r.project_id.as_str()).or_default().push(view);
+    }
+    for (project_id, items) in created {
+        let at = records
+            .iter()
+            .map(|r| r.created_at)
+            .max()
+            .ok_or_else(|| Error::internal("created events without a time"))?;
+        emit(tx, project_id, EventType::ChurnEventCreated, items, at).await?;
     }
     Ok(records)
 }

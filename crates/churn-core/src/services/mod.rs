@@ -15,7 +15,8 @@
 //! - [`Tracking`] (core, tracking keys): opens and clicks (`tracking`).
 //! - [`Alerts`] (core, outbound HTTP, sending): churn-risk alert configuration (`alerts`) and
 //!   the delivery of alerts, signed webhooks or check-in emails (`delivery`); the alert log and
-//!   redelivery are on [`Core`] (`alerts`), so that the CLI reaches them too.
+//!   redelivery are on [`Core`] (`alerts`), so that the CLI reaches them too. Outcome webhook
+//!   endpoints and their deliveries (`webhooks`) go through the same delivery mechanism.
 //! - [`Accounts`] (core, session token keys, [`Mailer`], identity provider, registration
 //!   policy): registration, login, passwords and account emails (`accounts`), identity-provider
 //!   sign-in (`idp`), session verification (`access`).
@@ -65,6 +66,7 @@ mod suppressions;
 mod team;
 mod tokens;
 mod tracking;
+pub(crate) mod webhooks;
 
 use std::sync::Arc;
 

@@ -428,6 +428,8 @@ async fn record_sent(store: &Store, claim: &Claim, now: Timestamp) -> Result<boo
         .enqueue(&mut tx, now + claim.recovery_window, now)
         .await?;
     }
+    let sent = crate::domain::webhooks::EventType::VariantSent;
+    super::webhooks::emit_variant(&mut tx, sent, &claim.variant_id, now).await?;
     tx.commit().await?;
     Ok(true)
 }

@@ -39,16 +39,15 @@ impl Tracking {
             }
             let to = transition(from, what).unwrap_or(from);
             let click = what == VariantAction::Click;
-            if variants::record_observation(
-                self.core.store.writer(),
-                variant_id,
-                from,
-                to,
-                click,
-                self.core.now(),
-            )
-            .await?
-            {
+            let now = self.core.now();
+            let mut tx = self.core.store.begin().await?;
+            if variants::record_observation(&mut *tx, variant_id, from, to, click, now).await? {
+                // The first click is the outcome; later ones only count.
+                if click && variant.clicked_at.is_none() {
+                    let clicked = crate::domain::webhooks::EventType::VariantClicked;
+                    super::webhooks::emit_variant(&mut tx, clicked, variant_id, now).await?;
+                }
+                tx.commit().await?;
                 return Ok(());
             }
         }

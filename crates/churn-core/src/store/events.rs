@@ -427,26 +427,25 @@ pub async fn recover<'e>(
 }
 
 /// Marks every non-terminal event of the customer recovered (a successful payment); answers
-/// how many.
+/// their ids.
 pub async fn recover_for_customer<'e>(
     db: impl Writes<'e>,
     project_id: &str,
     email: &str,
     via: &str,
     now: Timestamp,
-) -> Result<u64> {
-    let done = sqlx::query(
+) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar::<_, String>(
         "UPDATE churn_events SET status = 'recovered', recovered_via = $3, recovered_at = $4, updated_at = $4 \
          WHERE project_id = $1 AND customer_email = $2 \
-         AND status IN ('new', 'processing', 'variants_generated', 'email_sent')",
+         AND status IN ('new', 'processing', 'variants_generated', 'email_sent') RETURNING id",
     )
     .bind(project_id)
     .bind(email)
     .bind(via)
     .bind(time::format(&now))
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected())
+    .fetch_all(db)
+    .await?)
 }
 
 /// Moves a still-unrecovered `email_sent` event to `lost`.

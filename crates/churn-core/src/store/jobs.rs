@@ -41,15 +41,19 @@ pub enum Owner {
     Failure,
     Alert,
     Invitation,
+    Delivery,
+    Endpoint,
 }
 
 impl Owner {
-    const ALL: [Owner; 5] = [
+    const ALL: [Owner; 7] = [
         Owner::Project,
         Owner::Event,
         Owner::Failure,
         Owner::Alert,
         Owner::Invitation,
+        Owner::Delivery,
+        Owner::Endpoint,
     ];
 
     fn table(self) -> &'static str {
@@ -59,6 +63,8 @@ impl Owner {
             Owner::Failure => "payment_failures",
             Owner::Alert => "risk_alerts",
             Owner::Invitation => "invitations",
+            Owner::Delivery => "webhook_deliveries",
+            Owner::Endpoint => "webhook_endpoints",
         }
     }
 

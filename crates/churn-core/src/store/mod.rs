@@ -37,6 +37,7 @@ pub mod suppressions;
 pub mod team;
 pub mod users;
 pub mod variants;
+pub mod webhooks;
 
 use std::path::PathBuf;
 use std::str::FromStr;

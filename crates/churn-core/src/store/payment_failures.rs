@@ -310,7 +310,7 @@ pub async fn recover<'e>(
         .await?)
 }
 
-/// Moves the matching failing records to `abandoned`; answers how many.
+/// Moves the matching failing records to `abandoned`; answers their ids.
 pub async fn abandon_matching<'e>(
     db: impl Writes<'e>,
     project_id: &str,
@@ -319,21 +319,21 @@ pub async fn abandon_matching<'e>(
     value: &str,
     reason: &str,
     now: Timestamp,
-) -> Result<u64> {
+) -> Result<Vec<String>> {
     let sql = format!(
         "UPDATE payment_failures SET status = 'abandoned', abandon_reason = $4, next_retry_at = NULL, \
-         updated_at = $5 WHERE project_id = $1 AND provider = $2 AND {} = $3 AND status = 'failing'",
+         updated_at = $5 WHERE project_id = $1 AND provider = $2 AND {} = $3 AND status = 'failing' \
+         RETURNING id",
         by.column()
     );
-    let done = sqlx::query(&sql)
+    Ok(sqlx::query_scalar(&sql)
         .bind(project_id)
         .bind(provider.as_str())
         .bind(value)
         .bind(reason)
         .bind(time::format(&now))
-        .execute(db)
-        .await?;
-    Ok(done.rows_affected())
+        .fetch_all(db)
+        .await?)
 }
 
 /// Whether the customer (by email) has a failing record with any provider.

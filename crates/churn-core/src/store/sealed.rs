@@ -142,6 +142,16 @@ pub(crate) const IDENTITY_SECRETS: Column = Column {
     scope: |k| format!("identity_secret:{}", k[0]),
 };
 
+/// The signing secret of an outcome webhook endpoint (decisions §19).
+pub(crate) const ENDPOINT_SECRETS: Column = Column {
+    table: "webhook_endpoints",
+    column: "secret",
+    key: &["id"],
+    rows: "1 = 1",
+    was_plaintext: false,
+    scope: |k| format!("endpoint_secret:{}", k[0]),
+};
+
 /// Every sealed column.
 pub(crate) const SEALED: &[&Column] = &[
     &PROVIDER_CREDENTIALS,
@@ -150,6 +160,7 @@ pub(crate) const SEALED: &[&Column] = &[
     &PREVIOUS_WEBHOOK_SECRET,
     &SERVICE_SECRETS,
     &IDENTITY_SECRETS,
+    &ENDPOINT_SECRETS,
 ];
 
 /// Rows read per statement while rewriting a column.

@@ -17,6 +17,7 @@ mod risk;
 mod team;
 mod tracking;
 mod unsubscribe;
+mod webhook_endpoints;
 mod webhooks;
 mod widget;
 
@@ -127,6 +128,15 @@ pub fn service(
         .routes(routes!(team::change_member_role, team::remove_member))
         .routes(routes!(risk::alerts))
         .routes(routes!(risk::redeliver))
+        .routes(routes!(webhook_endpoints::list, webhook_endpoints::create))
+        .routes(routes!(
+            webhook_endpoints::get,
+            webhook_endpoints::patch,
+            webhook_endpoints::delete
+        ))
+        .routes(routes!(webhook_endpoints::deliveries))
+        .routes(routes!(webhook_endpoints::redeliver))
+        .routes(routes!(webhook_endpoints::test))
         .routes(routes!(legacy::list, legacy::create))
         .routes(routes!(legacy::get))
         .routes(routes!(legacy::recovered))

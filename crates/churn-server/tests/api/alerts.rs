@@ -560,7 +560,7 @@ async fn redirects_are_not_followed(backend: Backend) {
 
 /// A DNS server on loopback (UDP) answering A queries for `hooks.rebind.test` with the
 /// address in `answer`; other names: NXDOMAIN.
-async fn start_dns(answer: Arc<Mutex<Ipv4Addr>>) -> SocketAddr {
+pub(crate) async fn start_dns(answer: Arc<Mutex<Ipv4Addr>>) -> SocketAddr {
     let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let addr = socket.local_addr().unwrap();
     tokio::spawn(async move {

@@ -32,6 +32,7 @@ mod limits;
 mod logging;
 mod mailrules;
 mod operations;
+mod outcome_webhooks;
 mod projects;
 mod promises;
 mod providers;

@@ -156,6 +156,23 @@ async fn openapi_covers_every_route(backend: Backend) {
             "/api/v1/projects/{slug}/churn-risk/alerts/{id}/redeliver",
             "post",
         ),
+        ("/api/v1/projects/{slug}/webhook-endpoints", "get"),
+        ("/api/v1/projects/{slug}/webhook-endpoints", "post"),
+        ("/api/v1/projects/{slug}/webhook-endpoints/{id}", "get"),
+        ("/api/v1/projects/{slug}/webhook-endpoints/{id}", "patch"),
+        ("/api/v1/projects/{slug}/webhook-endpoints/{id}", "delete"),
+        (
+            "/api/v1/projects/{slug}/webhook-endpoints/{id}/deliveries",
+            "get",
+        ),
+        (
+            "/api/v1/projects/{slug}/webhook-endpoints/{id}/deliveries/{delivery_id}/redeliver",
+            "post",
+        ),
+        (
+            "/api/v1/projects/{slug}/webhook-endpoints/{id}/test",
+            "post",
+        ),
         ("/api/v1/churn-events", "get"),
         ("/api/v1/churn-events", "post"),
         ("/api/v1/churn-events/{id}", "get"),

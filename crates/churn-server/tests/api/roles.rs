@@ -327,6 +327,84 @@ fn families() -> Vec<Family> {
                 None,
             )
         }),
+        // Outcome webhook endpoints (decisions §19): members read, admins write. An allowed
+        // call on an unknown endpoint is 404; an allowed creation with an http URL is 400.
+        f("endpoints: list", Role::Viewer, true, 200, Nothing, |_| {
+            (M::GET, format!("{P}/webhook-endpoints"), None)
+        }),
+        f("endpoints: get", Role::Viewer, true, 404, Nothing, |_| {
+            (M::GET, format!("{P}/webhook-endpoints/{UNKNOWN}"), None)
+        }),
+        f(
+            "endpoints: deliveries",
+            Role::Viewer,
+            true,
+            404,
+            Nothing,
+            |_| {
+                (
+                    M::GET,
+                    format!("{P}/webhook-endpoints/{UNKNOWN}/deliveries"),
+                    None,
+                )
+            },
+        ),
+        f(
+            "endpoints: create",
+            Role::Admin,
+            false,
+            400,
+            Nothing,
+            |_| {
+                let body =
+                    json!({"url": "http://hooks.example.com", "event_types": ["churn_risk.alert"]});
+                (M::POST, format!("{P}/webhook-endpoints"), Some(body))
+            },
+        ),
+        f(
+            "endpoints: update",
+            Role::Admin,
+            false,
+            404,
+            Nothing,
+            |_| {
+                let body = json!({"enabled": false});
+                (
+                    M::PATCH,
+                    format!("{P}/webhook-endpoints/{UNKNOWN}"),
+                    Some(body),
+                )
+            },
+        ),
+        f(
+            "endpoints: delete",
+            Role::Admin,
+            false,
+            404,
+            Nothing,
+            |_| (M::DELETE, format!("{P}/webhook-endpoints/{UNKNOWN}"), None),
+        ),
+        f("endpoints: test", Role::Admin, false, 404, Nothing, |_| {
+            (
+                M::POST,
+                format!("{P}/webhook-endpoints/{UNKNOWN}/test"),
+                None,
+            )
+        }),
+        f(
+            "endpoints: redeliver",
+            Role::Admin,
+            false,
+            404,
+            Nothing,
+            |_| {
+                (
+                    M::POST,
+                    format!("{P}/webhook-endpoints/{UNKNOWN}/deliveries/{UNKNOWN}/redeliver"),
+                    None,
+                )
+            },
+        ),
         // Payment providers and dunning (decisions §10). No failure is needed to pass the
         // policy: an allowed call on an unknown one is 404.
         f("providers: list", Role::Admin, false, 200, Nothing, |_| {

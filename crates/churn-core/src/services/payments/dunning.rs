@@ -35,7 +35,7 @@ use crate::providers::stripe::PayOutcome;
 use crate::services::access::ProjectAccess;
 use crate::services::cache;
 use crate::store::payment_failures::{self as failures, FailureRecord, Settle};
-use crate::store::{dunning, events, projects};
+use crate::store::{Tx, dunning, events, projects};
 use crate::time::{self, Timestamp};
 
 /// An error from the provider is tried again after this long.
@@ -62,6 +62,23 @@ fn retryable(status: &str, attempts: i64, max_retries: i64) -> bool {
 
 fn not_found() -> Error {
     Error::NotFound("payment failure not found".into())
+}
+
+/// Emits `event` about the payment failures `ids` as they now stand in `tx`.
+pub(super) async fn emit_failures(
+    tx: &mut Tx,
+    project_id: &str,
+    event: crate::domain::webhooks::EventType,
+    ids: &[String],
+    now: Timestamp,
+) -> Result<()> {
+    let mut items = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some(record) = failures::get(&mut **tx, project_id, id).await? {
+            items.push(serde_json::to_value(view(&record)).map_err(Error::internal)?);
+        }
+    }
+    crate::services::webhooks::emit(tx, project_id, event, items, now).await
 }
 
 fn view(r: &FailureRecord) -> PaymentFailure {
@@ -664,6 +681,15 @@ impl Payments {
             // Settled meanwhile by another step of the same attempt.
             return Ok(());
         }
+        let reported = match settle.status {
+            "recovered" => Some(crate::domain::webhooks::EventType::PaymentFailureRecovered),
+            "abandoned" => Some(crate::domain::webhooks::EventType::PaymentFailureAbandoned),
+            _ => None,
+        };
+        if let Some(event) = reported {
+            let ids = [record.id.clone()];
+            emit_failures(&mut tx, &record.project_id, event, &ids, now).await?;
+        }
         if let Some(at) = settle.next_retry_at {
             retry_job(record, at).enqueue(&mut tx, at, now).await?;
         }
@@ -681,11 +707,19 @@ impl Payments {
             .await?;
         }
         if matches!(outcome, Outcome::Succeeded) {
-            events::recover_for_customer(
+            let ids = events::recover_for_customer(
                 &mut *tx,
                 &record.project_id,
                 &record.customer_email,
                 "payment",
+                now,
+            )
+            .await?;
+            crate::services::webhooks::emit_churn_events(
+                &mut tx,
+                &record.project_id,
+                crate::domain::webhooks::EventType::ChurnEventRecovered,
+                &ids,
                 now,
             )
             .await?;

@@ -7,6 +7,7 @@
 //! not its neighbours'. Deliveries that arrive together are concurrent: the group may apply
 //! them in any order.
 
+use crate::domain::webhooks::EventType;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -168,6 +169,9 @@ async fn record_failures(
     let mut jobs = Vec::new();
     for ((n, d, f, record, event), inserted) in candidates.into_iter().zip(inserted) {
         if inserted {
+            let ids = [record.id.clone()];
+            let created = EventType::PaymentFailureCreated;
+            super::dunning::emit_failures(tx, &d.project.id, created, &ids, d.now).await?;
             jobs.extend(first_jobs(&record, &d.dunning, d.now));
             let notices = team_notice_jobs(tx, &record, &d.dunning).await?;
             jobs.extend(notices.into_iter().map(|job| (job, d.now)));
@@ -278,10 +282,17 @@ async fn record_success(
         recovered =
             failures::recover(&mut **tx, project_id, provider, Match::Email, email, now).await?;
     }
+    let failure_recovered = EventType::PaymentFailureRecovered;
+    super::dunning::emit_failures(tx, project_id, failure_recovered, &recovered, now).await?;
     let events_recovered = match &email {
         Some(email) => {
             customers::upsert(&mut **tx, backend, project_id, &[(email, now)]).await?;
-            events::recover_for_customer(&mut **tx, project_id, email, "payment", now).await?
+            let ids =
+                events::recover_for_customer(&mut **tx, project_id, email, "payment", now).await?;
+            let recovered = EventType::ChurnEventRecovered;
+            crate::services::webhooks::emit_churn_events(tx, project_id, recovered, &ids, now)
+                .await?;
+            ids.len()
         }
         None => 0,
     };
@@ -333,7 +344,9 @@ async fn record_halt(tx: &mut Tx, d: &Delivery, who: &Who) -> Result<WebhookActi
         d.now,
     )
     .await?;
-    Ok(if abandoned > 0 {
+    let event = EventType::PaymentFailureAbandoned;
+    super::dunning::emit_failures(tx, &d.project.id, event, &abandoned, d.now).await?;
+    Ok(if !abandoned.is_empty() {
         WebhookAction::PaymentFailureAbandoned
     } else {
         WebhookAction::Ignored
