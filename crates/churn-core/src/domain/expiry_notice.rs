@@ -86,10 +86,11 @@ mod tests {
         let expires = parse("2030-08-31T23:59:59.999Z").unwrap();
         assert_eq!(
             send_at(expires, 14, now),
-            parse("2030-08-17T23:59:59.999Z").ok()
+            parse("2030-08-17T23:59:59.999Z")
         );
         // Nearer than the notice period: at once.
-        assert_eq!(send_at(expires, 60, now), Some(now));
+        let near = parse("2030-08-20T09:00:00Z").unwrap();
+        assert_eq!(send_at(expires, 14, near), Some(near));
         assert_eq!(send_at(expires, 0, now), None, "off");
         assert_eq!(send_at(now, 14, now), None, "already expired");
     }
