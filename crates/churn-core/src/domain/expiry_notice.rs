@@ -84,10 +84,7 @@ mod tests {
     fn the_notice_goes_out_days_before_or_at_once() {
         let now = parse("2030-07-01T09:00:00Z").unwrap();
         let expires = parse("2030-08-31T23:59:59.999Z").unwrap();
-        assert_eq!(
-            send_at(expires, 14, now),
-            parse("2030-08-17T23:59:59.999Z")
-        );
+        assert_eq!(send_at(expires, 14, now), parse("2030-08-17T23:59:59.999Z"));
         // Nearer than the notice period: at once.
         let near = parse("2030-08-20T09:00:00Z").unwrap();
         assert_eq!(send_at(expires, 14, near), Some(near));

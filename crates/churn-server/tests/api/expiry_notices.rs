@@ -63,17 +63,6 @@ impl Setup {
             .await;
     }
 
-    async fn advance(&self, seconds: i64) {
-        self.app
-            .expect(
-                self.app
-                    .req(Method::POST, "/dev/clock")
-                    .json(&json!({"advance_seconds": seconds})),
-                200,
-            )
-            .await;
-    }
-
     /// The notice emails to `email` so far.
     fn notices_to(&self, email: &str) -> Vec<String> {
         self.dunning_mails()
@@ -128,7 +117,7 @@ async fn the_notice_goes_out_days_before_or_at_once(backend: Backend) {
         "{}",
         mails[0]
     );
-    assert!(mails[0].contains("From: Billing Team <billing@acme.io>"));
+    assert!(mails[0].contains("From: \"Billing Team\" <billing@acme.io>"));
 
     // Three days away: at once.
     let now = clock_now(&s.app).await;
@@ -290,9 +279,16 @@ async fn the_customer_page_saves_the_card_and_retries_nothing(backend: Backend) 
     let at = link.find("/pay/customer/").unwrap();
     let (base, page) = (&link[..at], &link[at..]);
 
-    let opened = s.app.req(Method::GET, page).send().await.unwrap();
-    assert_eq!(opened.status(), 200);
+    let opened = s
+        .app
+        .client
+        .get(format!("{}{page}", s.app.address))
+        .send()
+        .await
+        .unwrap();
+    let status = opened.status();
     let body = opened.text().await.unwrap();
+    assert_eq!(status, 200, "{page}: {body}");
     for text in [
         "Update the card you pay with",
         "Visa ending in 4242",
@@ -309,10 +305,25 @@ async fn the_customer_page_saves_the_card_and_retries_nothing(backend: Backend) 
         format!("/pay/customer/{record_token}"),
         format!("/pay/{token}"),
     ] {
-        let r = s.app.req(Method::GET, &wrong).send().await.unwrap();
+        let r = s
+            .app
+            .client
+            .get(format!("{}{wrong}", s.app.address))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 404, "{wrong}");
     }
 
+    // The payment above had its own retries on the way to 2030; none may follow from here.
+    let pays = || async {
+        let received = s.fake.mock.received_requests().await.unwrap();
+        received
+            .iter()
+            .filter(|r| r.url.path().ends_with("/pay"))
+            .count()
+    };
+    let pays_before = pays().await;
     let checkout = "https://checkout.stripe.com/c/pay/cs_test_c1";
     for (verb, at, answer) in [
         (
@@ -339,12 +350,22 @@ async fn the_customer_page_saves_the_card_and_retries_nothing(backend: Backend) 
             .mount(&s.fake.mock)
             .await;
     }
-    let pressed = s.app.req(Method::POST, page).send().await.unwrap();
+    let pressed = s
+        .app
+        .client
+        .post(format!("{}{page}", s.app.address))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(pressed.status(), 303);
     assert_eq!(pressed.headers()["location"], checkout);
     let back = s
         .app
-        .req(Method::GET, &format!("{page}/done?session_id=cs_test_c1"))
+        .client
+        .get(format!(
+            "{}{page}/done?session_id=cs_test_c1",
+            s.app.address
+        ))
         .send()
         .await
         .unwrap();
@@ -395,10 +416,7 @@ async fn the_customer_page_saves_the_card_and_retries_nothing(backend: Backend) 
         )])]
     );
     // Nothing was failing for this customer: no invoice is retried.
-    assert!(
-        !received.iter().any(|r| r.url.path().ends_with("/pay")),
-        "no retry"
-    );
+    assert_eq!(pays().await, pays_before, "no retry");
 }
 
 async fn the_dashboard_previews_the_page(backend: Backend) {
