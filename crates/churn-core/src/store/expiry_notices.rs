@@ -164,3 +164,93 @@ pub async fn mark_sent<'e>(
     .await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::both_backends;
+    use crate::testing::{self, TestDatabase, store_with_project};
+
+    both_backends!(the_same_expiry_or_an_older_signal_changes_nothing);
+
+    fn notice(id: &str, expires: &str, signal: &str) -> NoticeRecord {
+        let at = |s: &str| time::parse(s).unwrap();
+        NoticeRecord {
+            id: id.into(),
+            project_id: "p1".into(),
+            customer_email: "dana@shop.io".into(),
+            expires_at: at(expires),
+            signal_at: at(signal),
+            brand: None,
+            last4: None,
+            provider_customer_id: None,
+            send_at: at(signal),
+            status: "pending".into(),
+            reason: None,
+            created_at: at(signal),
+        }
+    }
+
+    async fn the_same_expiry_or_an_older_signal_changes_nothing(backend: testing::Backend) {
+        let db = TestDatabase::new(backend).await;
+        let store = store_with_project(&db).await;
+        let w = || store.writer();
+        let (aug, sep) = ("2030-08-31T00:00:00Z", "2030-09-30T00:00:00Z");
+        assert!(
+            schedule(w(), &notice("n1", aug, "2030-07-01T00:00:00Z"))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !schedule(w(), &notice("n2", aug, "2030-07-02T00:00:00Z"))
+                .await
+                .unwrap()
+        );
+        mark_sent(
+            w(),
+            "n1",
+            None,
+            time::parse("2030-08-17T00:00:00Z").unwrap(),
+        )
+        .await
+        .unwrap();
+        // Sent stays sent for the same expiry; an older signal of another one is ignored.
+        assert!(
+            !schedule(w(), &notice("n3", aug, "2030-08-20T00:00:00Z"))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !schedule(w(), &notice("n4", sep, "2030-06-01T00:00:00Z"))
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            by_id(store.reader(), "n1").await.unwrap().unwrap().status,
+            "sent"
+        );
+        // A newer expiry replaces it under a new id.
+        assert!(
+            schedule(w(), &notice("n5", sep, "2030-08-21T00:00:00Z"))
+                .await
+                .unwrap()
+        );
+        assert_eq!(by_id(store.reader(), "n1").await.unwrap(), None);
+        let now = time::parse("2030-08-22T00:00:00Z").unwrap();
+        assert!(
+            cancel_pending(w(), "p1", "dana@shop.io", "paid", now)
+                .await
+                .unwrap()
+        );
+        assert!(
+            !cancel_pending(w(), "p1", "dana@shop.io", "paid", now)
+                .await
+                .unwrap()
+        );
+        let n5 = by_id(store.reader(), "n5").await.unwrap().unwrap();
+        assert_eq!(
+            (n5.status.as_str(), n5.reason.as_deref()),
+            ("cancelled", Some("paid"))
+        );
+    }
+}
