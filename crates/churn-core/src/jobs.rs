@@ -100,6 +100,12 @@ pub enum Job {
     /// The email to one owner or admin (`to`) about a large payment failure
     /// (`notify_team_min_amount`), enqueued with the record.
     DunningTeamNotice { failure_id: String, to: String },
+    /// The email of a card-expiry notice (decisions §18), due at the notice's `send_at`; a
+    /// notice replaced or cancelled since sends nothing.
+    ExpiryNotice {
+        notice_id: String,
+        project_id: String,
+    },
     /// The email of an invitation still open; its token is made again from the id.
     InvitationEmail { invitation_id: String },
     /// Autopilot's first send for an event, or its follow-up.
@@ -146,6 +152,7 @@ impl Job {
             Job::AccountEmail { .. }
             | Job::DunningEmail { .. }
             | Job::DunningTeamNotice { .. }
+            | Job::ExpiryNotice { .. }
             | Job::InvitationEmail { .. }
             | Job::EndpointDisabledNotice { .. } => EMAIL,
             Job::ScoreProject { .. } => QUADRATIC,
@@ -165,7 +172,9 @@ impl Job {
             | Job::Autopilot { event_id, .. }
             | Job::ApplyOffer { event_id, .. } => Some((Owner::Event, event_id)),
             Job::AccountEmail { .. } => None,
-            Job::ScoreProject { project_id, .. } => Some((Owner::Project, project_id)),
+            Job::ScoreProject { project_id, .. } | Job::ExpiryNotice { project_id, .. } => {
+                Some((Owner::Project, project_id))
+            }
             Job::DunningRetry { failure_id, .. }
             | Job::DunningEmail { failure_id, .. }
             | Job::DunningFinalAction { failure_id, .. }
@@ -316,6 +325,9 @@ impl RunJob for Churn {
             }
             Job::DunningTeamNotice { failure_id, to } => {
                 self.payments().send_team_notice(failure_id, to, run).await
+            }
+            Job::ExpiryNotice { notice_id, .. } => {
+                self.payments().send_expiry_notice(notice_id, run).await
             }
             Job::InvitationEmail { invitation_id } => {
                 self.team().send_invitation_email(invitation_id, run).await

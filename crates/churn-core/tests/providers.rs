@@ -267,7 +267,7 @@ async fn customers_are_looked_up_with_each_providers_auth() {
         .and(header("authorization", "Bearer sk_test_churn"))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({
             "id": "cus_TS6K", "object": "customer", "email": "jenny.rosen@example.com",
-            "name": "Jenny Rosen"})))
+            "name": "Jenny Rosen", "currency": "usd"})))
         .mount(&server)
         .await;
     // Basic base64("rzp_test_key:rzp_secret").
@@ -294,6 +294,7 @@ async fn customers_are_looked_up_with_each_providers_auth() {
             id: "cus_TS6K".into(),
             email: Some("jenny.rosen@example.com".into()),
             name: Some("Jenny Rosen".into()),
+            currency: Some("usd".into()),
         }
     );
     let b = Razorpay::new(

@@ -96,6 +96,14 @@ pub struct DunningConfig {
     /// project's owner and admins once.
     #[serde(default)]
     pub notify_team_min_amount: i64,
+    /// Days before a card expires that its customer is emailed a card-update link (0–60; 0:
+    /// never). Default 14.
+    #[serde(default = "default_expiry_notice_days")]
+    pub expiry_notice_days: i64,
+}
+
+fn default_expiry_notice_days() -> i64 {
+    crate::domain::expiry_notice::DEFAULT_DAYS
 }
 
 impl Default for DunningConfig {
@@ -111,6 +119,7 @@ impl Default for DunningConfig {
             final_action: FinalAction::None,
             last_chance_discount: 0,
             notify_team_min_amount: 0,
+            expiry_notice_days: default_expiry_notice_days(),
         }
     }
 }
@@ -133,6 +142,8 @@ pub struct UpdateDunningConfig {
     pub last_chance_discount: Option<i64>,
     #[schema(minimum = 0)]
     pub notify_team_min_amount: Option<i64>,
+    #[schema(minimum = 0, maximum = 60)]
+    pub expiry_notice_days: Option<i64>,
 }
 
 /// A payment failure as lists show it.

@@ -1,5 +1,6 @@
-//! The card-update page of a failing payment (`/pay/<token>`, decisions §18): how long its
-//! link works, what it shows for each state of the record, and where a visit came from.
+//! The card-update page of a failing payment (`/pay/<token>`, decisions §18), and of a
+//! customer whose card expires soon (`/pay/customer/<token>`): how long its link works, what
+//! it shows for each state, and where a visit came from.
 
 use chrono::TimeDelta;
 
@@ -16,11 +17,13 @@ pub fn page_open(created_at: Timestamp, now: Timestamp) -> bool {
     now < created_at + PAGE_LIFETIME
 }
 
-/// What the page says, from the record's status.
+/// What the page says: from the record's status, or `Expiring` on a customer's page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PageState {
     /// The button to update the card.
     Failing,
+    /// A customer's card expires soon (an expiry notice's page): the button to replace it.
+    Expiring,
     /// Paid: nothing to do.
     Recovered,
     /// Given up: the customer should contact the business.
@@ -28,6 +31,11 @@ pub enum PageState {
 }
 
 impl PageState {
+    /// Whether the page offers its button.
+    pub fn actionable(self) -> bool {
+        matches!(self, PageState::Failing | PageState::Expiring)
+    }
+
     pub fn of(status: &str) -> Self {
         match status {
             "recovered" => PageState::Recovered,
@@ -63,6 +71,19 @@ pub fn page_action(
         Provider::Custom => link(update_payment_url).or_else(|| link(payment_link)),
         _ => link(payment_link),
     }
+}
+
+/// The button of a customer's page (an expiry notice's): Stripe Checkout when churn knows
+/// the customer at a connected Stripe, else the project's `update_payment_url`. A Razorpay
+/// payment link belongs to one payment, so there is none for a customer.
+pub fn customer_page_action(
+    stripe_customer: bool,
+    update_payment_url: Option<&str>,
+) -> Option<PageAction> {
+    if stripe_customer {
+        return Some(PageAction::StripeCheckout);
+    }
+    page_action(Provider::Custom, false, None, update_payment_url)
 }
 
 /// Where a visit came from: the `via` query parameter of the link (`email` in dunning
@@ -134,7 +155,23 @@ mod tests {
     }
 
     #[test]
+    fn a_customer_page_offers_checkout_or_the_update_url() {
+        assert_eq!(
+            customer_page_action(true, Some("https://acme.io/billing")),
+            Some(PageAction::StripeCheckout)
+        );
+        assert_eq!(
+            customer_page_action(false, Some("https://acme.io/billing")),
+            Some(PageAction::Link("https://acme.io/billing".into()))
+        );
+        assert_eq!(customer_page_action(false, Some("http://acme.io/b")), None);
+        assert_eq!(customer_page_action(false, None), None);
+    }
+
+    #[test]
     fn states_and_sources() {
+        assert!(PageState::Failing.actionable() && PageState::Expiring.actionable());
+        assert!(!PageState::Recovered.actionable() && !PageState::Abandoned.actionable());
         assert_eq!(PageState::of("failing"), PageState::Failing);
         assert_eq!(PageState::of("recovered"), PageState::Recovered);
         assert_eq!(PageState::of("abandoned"), PageState::Abandoned);

@@ -8,6 +8,7 @@ pub mod card_update;
 pub mod cta;
 pub mod dunning;
 pub mod email;
+pub mod expiry_notice;
 #[cfg(feature = "server")]
 pub mod forecast;
 pub mod identity;

@@ -76,6 +76,20 @@ impl TrackingKeys {
         self.matches(signature, &["pay", failure_id])
             .then_some(failure_id)
     }
+
+    /// `<expiry notice id>.<signature>`: the card-update page of a customer whose card
+    /// expires soon (`/pay/customer/<token>`). Its own label, so a payment's token cannot
+    /// open a customer's page, nor the other way round.
+    pub fn customer_pay_token(&self, notice_id: &str) -> String {
+        format!("{notice_id}.{}", self.sign(&["pay-customer", notice_id]))
+    }
+
+    /// The expiry notice a customer card-update token names, if its signature is ours.
+    pub fn verify_customer_pay_token<'t>(&self, token: &'t str) -> Option<&'t str> {
+        let (notice_id, signature) = token.rsplit_once('.')?;
+        self.matches(signature, &["pay-customer", notice_id])
+            .then_some(notice_id)
+    }
 }
 
 #[cfg(test)]
@@ -113,5 +127,21 @@ mod tests {
         assert_eq!(keys.verify_pay_token(&keys.token("pf-1")), None);
         assert_eq!(keys.verify_token(&token), None);
         assert_eq!(keys.verify_pay_token("pf-1"), None);
+    }
+
+    #[test]
+    fn payment_and_customer_tokens_do_not_stand_for_each_other() {
+        let keys = TrackingKeys::new(b"k1");
+        let customer = keys.customer_pay_token("en-1");
+        assert_eq!(keys.verify_customer_pay_token(&customer), Some("en-1"));
+        assert_eq!(keys.verify_pay_token(&customer), None);
+        assert_eq!(
+            keys.verify_customer_pay_token(&keys.pay_token("en-1")),
+            None
+        );
+        assert_eq!(
+            TrackingKeys::new(b"k2").verify_customer_pay_token(&customer),
+            None
+        );
     }
 }

@@ -107,6 +107,9 @@ pub struct Customer {
     pub email: Option<String>,
     #[serde(default)]
     pub name: Option<String>,
+    /// The currency Stripe bills the customer in; `None` before their first charge.
+    #[serde(default)]
+    pub currency: Option<String>,
 }
 
 #[cfg(test)]

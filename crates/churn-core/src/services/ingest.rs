@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, btree_map::Entry};
 use futures::future::BoxFuture;
 
 use super::group::{self, Group};
+use super::payments::schedule_notices;
 use crate::domain::behavior::BehaviorEvent;
 use crate::error::Result;
 use crate::ids::new_id;
@@ -50,7 +51,7 @@ struct Row<'a> {
 }
 
 /// Stores, in the caller's transaction, the batches' events whose ids their project does not
-/// hold yet, with their daily rollups and customers, and says how many of each batch were
+/// hold yet, with their daily rollups, customers and card-expiry notices, and says how many of each batch were
 /// stored; of events repeating an id (in one batch or across batches), the first is stored.
 /// Per project (in id order), one statement each for the events, their rollups and their
 /// customers, rows sorted, so concurrent writers on PostgreSQL wait for each other instead of
@@ -90,7 +91,9 @@ pub(super) async fn store_batches(
         let mut rollups: BTreeMap<RollupKey, i64> = BTreeMap::new();
         let mut activity: BTreeMap<String, Activity> = BTreeMap::new();
         let mut first_received: Option<Timestamp> = None;
+        let mut new_events = Vec::new();
         for r in rows.iter().filter(|r| stored.contains(&r.id)) {
+            new_events.push(r.event);
             accepted[r.batch] += 1;
             let e = r.event;
             let key = RollupKey {
@@ -109,6 +112,7 @@ pub(super) async fn store_batches(
         customers::record_activity(&mut **tx, backend, project_id, &seen).await?;
         if let Some(now) = first_received {
             schedule_scoring(tx, project_id, now).await?;
+            schedule_notices(tx, project_id, &new_events, now).await?;
         }
     }
     Ok(accepted)

@@ -88,7 +88,9 @@ use crate::time::{Clock, Timestamp};
 pub use access::ProjectAccess;
 pub use accounts::AccountEmail;
 pub use analytics::INSUFFICIENT_HISTORY;
-pub use payments::{CardUpdatePage, CardUpdated, Connection, InboundHeaders, Payments};
+pub use payments::{
+    CardUpdatePage, CardUpdated, Connection, InboundHeaders, PageSubject, Payments,
+};
 pub use quota::SendQuota;
 pub use secrets::{EncryptionKey, KeyRotation};
 pub use sender::Sender;

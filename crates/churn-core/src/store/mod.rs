@@ -19,6 +19,7 @@ mod dialect;
 pub mod dunning;
 pub mod email_settings;
 pub mod events;
+pub mod expiry_notices;
 pub mod idempotency;
 pub mod identity_secrets;
 pub mod jobs;

@@ -77,6 +77,7 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
         .route("/risk/alerts/{id}/redeliver", post(risk::redeliver))
         .route("/payments", get(payments::list))
         .route("/payments/config", post(payments::save))
+        .route("/payments/page-preview", get(pay::preview))
         .route("/payments/{id}", get(payments::page))
         .route("/payments/{id}/retry", post(payments::retry))
         .route(

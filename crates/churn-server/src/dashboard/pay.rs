@@ -1,8 +1,11 @@
 //! The card-update page of a failing payment (decisions §18): `GET /pay/<token>` shows the
 //! amount, plan and due date with one button; `POST /pay/<token>` opens Stripe's hosted
 //! Checkout (setup mode) and `GET /pay/<token>/done` is where it sends the customer back.
+//! `/pay/customer/<token>` is the same page for a customer whose card expires soon (the
+//! expiry notice's link), and the dunning settings frame a preview of it ([`preview`]).
 //! No login: the signed token is the key. The handlers only render what
-//! `Payments::{card_update_page, start_card_update, finish_card_update}` answer.
+//! `Payments::{card_update_page, start_card_update, finish_card_update}` and their
+//! `customer_` counterparts answer.
 //!
 //! Outside `/app` like the other emailed links (`links`), with the dashboard's stylesheet but
 //! not its chrome: the reader is the business's customer. The page takes the cancel flow's
@@ -18,17 +21,23 @@ use axum::middleware::from_fn;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use churn_core::domain::card_update::{PageAction, PageState};
-use churn_core::services::{CardUpdatePage, CardUpdated};
+use churn_core::services::{CardUpdatePage, CardUpdated, PageSubject};
 use serde::Deserialize;
 
-use super::error::failure;
+use super::error::{PageError, failure};
 use super::layout::{Lone, html};
+use super::session::InProject;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/pay/{token}", get(page).post(start))
         .route("/pay/{token}/done", get(done))
+        .route(
+            "/pay/customer/{token}",
+            get(customer_page).post(customer_start),
+        )
+        .route("/pay/customer/{token}/done", get(customer_done))
         .layer(from_fn(super::security_headers))
         .layer(from_fn(super::links::no_referrer))
 }
@@ -41,7 +50,8 @@ struct PayPage {
     lone: Lone,
     nonce: String,
     page: CardUpdatePage,
-    due: String,
+    /// What the page is about, as terms and values.
+    facts: Vec<(&'static str, String)>,
     /// How the retry after a card update went, on the return from Stripe.
     outcome: Option<CardUpdated>,
 }
@@ -49,6 +59,14 @@ struct PayPage {
 impl PayPage {
     fn failing(&self) -> bool {
         self.page.state == PageState::Failing
+    }
+
+    fn expiring(&self) -> bool {
+        self.page.state == PageState::Expiring
+    }
+
+    fn actionable(&self) -> bool {
+        self.page.state.actionable()
     }
 
     fn recovered(&self) -> bool {
@@ -73,22 +91,65 @@ impl PayPage {
     fn pending(&self) -> bool {
         self.outcome == Some(CardUpdated::Pending)
     }
+
+    fn saved(&self) -> bool {
+        self.outcome == Some(CardUpdated::Saved)
+    }
 }
 
-fn render(page: CardUpdatePage, outcome: Option<CardUpdated>) -> Response {
+fn day(at: &churn_core::time::Timestamp) -> String {
+    at.format("%-d %B %Y").to_string()
+}
+
+/// Who may frame the page and where its form may go.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// The customer's page: never framed; the form goes on to Stripe.
+    Live,
+    /// The dashboard's preview: framed by the dashboard only, sandboxed, no form sent.
+    Preview,
+}
+
+fn render(page: CardUpdatePage, outcome: Option<CardUpdated>, framing: Framing) -> Response {
     let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let (forms, ancestors, frame_options) = match framing {
+        Framing::Live => ("'self' https:", "'none'", "DENY"),
+        Framing::Preview => ("'none'", "'self'; sandbox", "SAMEORIGIN"),
+    };
     let csp = format!(
         "default-src 'self'; script-src 'none'; style-src 'self' 'nonce-{nonce}'; img-src 'self'; \
-         object-src 'none'; base-uri 'none'; form-action 'self' https:; frame-ancestors 'none'"
+         object-src 'none'; base-uri 'none'; form-action {forms}; frame-ancestors {ancestors}"
     );
-    let due = page.due.format("%-d %B %Y").to_string();
+    let facts = match &page.subject {
+        PageSubject::Payment {
+            plan_name,
+            amount,
+            due,
+        } => {
+            let mut facts = Vec::new();
+            if let Some(plan) = plan_name {
+                facts.push(("Plan", plan.clone()));
+            }
+            facts.push(("Amount", amount.clone()));
+            facts.push(("Due", day(due)));
+            facts
+        }
+        PageSubject::Card { card, expires_at } => {
+            let mut facts = Vec::new();
+            if let Some(card) = card {
+                facts.push(("Card", card.clone()));
+            }
+            facts.push(("Expires", day(expires_at)));
+            facts
+        }
+    };
     let mut response = html(
         StatusCode::OK,
         PayPage {
             lone: Lone::default(),
             nonce,
             page,
-            due,
+            facts,
             outcome,
         },
     );
@@ -96,11 +157,22 @@ fn render(page: CardUpdatePage, outcome: Option<CardUpdated>) -> Response {
         response
             .headers_mut()
             .insert(header::CONTENT_SECURITY_POLICY, value);
-        response
-            .headers_mut()
-            .insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        response.headers_mut().insert(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static(frame_options),
+        );
     }
     response
+}
+
+/// The page as the project's customers see it, with a sample payment: the dunning
+/// settings frame it (`/app/p/<slug>/payments/page-preview`).
+pub async fn preview(
+    State(s): State<AppState>,
+    InProject { access, .. }: InProject,
+) -> Result<Response, PageError> {
+    let page = s.churn.payments().card_update_preview(&access).await?;
+    Ok(render(page, None, Framing::Preview))
 }
 
 #[derive(Deserialize)]
@@ -120,7 +192,7 @@ async fn page(
         .card_update_page(&token, via.as_deref())
         .await
     {
-        Ok(page) => render(page, None),
+        Ok(page) => render(page, None, Framing::Live),
         Err(e) => failure(e, Some(TITLE)),
     }
 }
@@ -150,7 +222,38 @@ async fn done(
         .finish_card_update(&token, &session)
         .await
     {
-        Ok((page, outcome)) => render(page, outcome),
+        Ok((page, outcome)) => render(page, outcome, Framing::Live),
+        Err(e) => failure(e, Some(TITLE)),
+    }
+}
+
+async fn customer_page(State(s): State<AppState>, Path(token): Path<String>) -> Response {
+    match s.churn.payments().customer_card_page(&token).await {
+        Ok(page) => render(page, None, Framing::Live),
+        Err(e) => failure(e, Some(TITLE)),
+    }
+}
+
+async fn customer_start(State(s): State<AppState>, Path(token): Path<String>) -> Response {
+    match s.churn.payments().start_customer_card_update(&token).await {
+        Ok(url) => Redirect::to(&url).into_response(),
+        Err(e) => failure(e, Some(TITLE)),
+    }
+}
+
+async fn customer_done(
+    State(s): State<AppState>,
+    Path(token): Path<String>,
+    query: Result<Query<DoneQuery>, QueryRejection>,
+) -> Response {
+    let session = query.map(|q| q.0.session_id).unwrap_or_default();
+    match s
+        .churn
+        .payments()
+        .finish_customer_card_update(&token, &session)
+        .await
+    {
+        Ok((page, outcome)) => render(page, outcome, Framing::Live),
         Err(e) => failure(e, Some(TITLE)),
     }
 }

@@ -116,6 +116,7 @@ struct PaymentsPage {
     final_actions: Vec<Choice>,
     last_chance_discount: i64,
     notify_team_min_amount: i64,
+    expiry_notice_days: i64,
 }
 
 /// A select's value: none when the form left it out (the setting keeps its value).
@@ -236,6 +237,7 @@ pub async fn list(
             final_actions: choices(&FinalAction::ALL, config.final_action, FinalAction::as_str),
             last_chance_discount: config.last_chance_discount,
             notify_team_min_amount: config.notify_team_min_amount,
+            expiry_notice_days: config.expiry_notice_days,
             frame,
         },
     ))
@@ -449,6 +451,8 @@ pub struct ConfigForm {
     last_chance_discount: String,
     #[serde(default)]
     notify_team_min_amount: String,
+    #[serde(default)]
+    expiry_notice_days: String,
 }
 
 pub async fn save(
@@ -486,6 +490,7 @@ pub async fn save(
         final_action: selected(&form.final_action, "final_action", FinalAction::parse)?,
         last_chance_discount: number(&form.last_chance_discount),
         notify_team_min_amount: number(&form.notify_team_min_amount),
+        expiry_notice_days: number(&form.expiry_notice_days),
     };
     s.churn.payments().put_dunning_config(&access, req).await?;
     Ok(Redirect::to(&format!(

@@ -981,7 +981,7 @@ impl Setup {
             .collect()
     }
 
-    async fn advance(&self, seconds: i64) {
+    pub(crate) async fn advance(&self, seconds: i64) {
         self.app
             .expect(
                 self.app

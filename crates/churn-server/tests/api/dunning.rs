@@ -682,10 +682,11 @@ async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(back
             "tone_sequence": ["friendly", "professional", "urgent", "final"],
             "send_emails": true, "sender_name": "Billing Team", "schedule": "smart",
             "final_action": "none", "last_chance_discount": 0,
-            "notify_team_min_amount": 0})
+            "notify_team_min_amount": 0, "expiry_notice_days": 14})
     );
     for (body, field) in [
         (json!({"max_retries": 11}), "max_retries"),
+        (json!({"expiry_notice_days": -1}), "expiry_notice_days"),
         (json!({"retry_interval_hours": 0}), "retry_interval_hours"),
         (json!({"tone_sequence": []}), "tone_sequence"),
         (json!({"sender_name": "x".repeat(101)}), "sender_name"),

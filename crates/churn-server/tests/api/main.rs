@@ -24,6 +24,7 @@ mod dunning;
 mod dunning_end;
 mod email;
 mod events;
+mod expiry_notices;
 mod fake_provider;
 mod hostile;
 mod idempotency;

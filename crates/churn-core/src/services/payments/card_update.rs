@@ -26,16 +26,31 @@ pub struct CardUpdatePage {
     pub project_name: String,
     /// The cancel flow's colours, so the page looks like the business's own.
     pub colors: FlowColors,
-    pub plan_name: Option<String>,
-    /// Formatted like the dunning emails (`29.90 USD`).
-    pub amount: String,
-    /// When the payment was due: the record's creation.
-    pub due: Timestamp,
+    pub subject: PageSubject,
     pub state: PageState,
     /// A failing record's button; `None` when there is nothing to press here.
     pub action: Option<PageAction>,
     /// Whom to contact when the page cannot help.
     pub support_email: Option<String>,
+}
+
+/// What the page is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PageSubject {
+    /// A failing payment (`/pay/<token>`).
+    Payment {
+        plan_name: Option<String>,
+        /// Formatted like the dunning emails (`29.90 USD`).
+        amount: String,
+        /// When the payment was due: the record's creation.
+        due: Timestamp,
+    },
+    /// A customer's card that expires soon (`/pay/customer/<token>`).
+    Card {
+        /// "Visa ending in 4242", when known.
+        card: Option<String>,
+        expires_at: Timestamp,
+    },
 }
 
 /// How the retry after a card update went.
@@ -47,9 +62,12 @@ pub enum CardUpdated {
     Declined,
     /// The card is saved, but the provider did not answer: the scheduled retries go on.
     Pending,
+    /// The card is saved as the default on a customer's page: nothing was failing, so
+    /// nothing is retried.
+    Saved,
 }
 
-fn gone() -> Error {
+pub(super) fn gone() -> Error {
     Error::NotFound("this page does not exist or has expired".into())
 }
 
@@ -220,15 +238,31 @@ impl Payments {
         Ok((stripe, customer))
     }
 
-    async fn page(&self, record: &FailureRecord) -> Result<CardUpdatePage> {
+    /// The project of a page and its cancel flow's colours.
+    pub(super) async fn branding(
+        &self,
+        project_id: &str,
+    ) -> Result<(projects::ProjectRecord, FlowColors)> {
         let db = self.core.store.reader();
-        let project = projects::by_id(db, &record.project_id)
-            .await?
-            .ok_or_else(gone)?;
+        let project = projects::by_id(db, project_id).await?.ok_or_else(gone)?;
         let colors = cancel_flows::get(db, &project.id)
             .await?
             .map(|flow| flow.colors)
             .unwrap_or_default();
+        Ok((project, colors))
+    }
+
+    /// Whether the project's Stripe connection can open Checkout sessions.
+    pub(super) async fn stripe_usable(&self, project_id: &str) -> Result<bool> {
+        Ok(self
+            .connection(project_id, Provider::Stripe)
+            .await?
+            .is_some_and(|c| self.stripe(&c).is_some()))
+    }
+
+    async fn page(&self, record: &FailureRecord) -> Result<CardUpdatePage> {
+        let db = self.core.store.reader();
+        let (project, colors) = self.branding(&record.project_id).await?;
         let plan_name = match &record.churn_event_id {
             Some(id) => events::by_id(db, id).await?.and_then(|e| e.plan_name),
             None => None,
@@ -238,10 +272,7 @@ impl Payments {
             PageState::Failing => {
                 let stripe_customer = record.provider == Provider::Stripe
                     && record.provider_customer_id.is_some()
-                    && self
-                        .connection(&record.project_id, Provider::Stripe)
-                        .await?
-                        .is_some_and(|c| self.stripe(&c).is_some());
+                    && self.stripe_usable(&record.project_id).await?;
                 page_action(
                     record.provider,
                     stripe_customer,
@@ -254,9 +285,11 @@ impl Payments {
         Ok(CardUpdatePage {
             project_name: project.name,
             colors,
-            plan_name,
-            amount: format_amount(record.amount, &record.currency),
-            due: record.created_at,
+            subject: PageSubject::Payment {
+                plan_name,
+                amount: format_amount(record.amount, &record.currency),
+                due: record.created_at,
+            },
             state,
             action,
             support_email: project.support_email,

@@ -24,6 +24,7 @@ use crate::domain::dunning::{
     DeclineClass, DunningFacts, LAST_CHANCE_MONTHS, LastChance, NextRetry, Tone, classify,
     next_retry, render, tone_at,
 };
+use crate::domain::expiry_notice::MAX_DAYS;
 use crate::domain::provider::Provider;
 use crate::domain::role::Permission;
 use crate::domain::validation::{Validator, required_line};
@@ -35,7 +36,7 @@ use crate::providers::stripe::PayOutcome;
 use crate::services::access::ProjectAccess;
 use crate::services::cache;
 use crate::store::payment_failures::{self as failures, FailureRecord, Settle};
-use crate::store::{Tx, dunning, events, projects};
+use crate::store::{Tx, dunning, events, expiry_notices, projects};
 use crate::time::{self, Timestamp};
 
 /// An error from the provider is tried again after this long.
@@ -135,6 +136,37 @@ pub(super) fn first_jobs(
     jobs
 }
 
+/// A dunning-kind email (tones, expiry notices) from the verified sender, with
+/// `sender_name` as display name; the HTML part is the text's paragraphs.
+pub(super) fn dunning_message(
+    sender: &crate::services::sender::Sender,
+    sender_name: &str,
+    to: String,
+    subject: String,
+    text: String,
+) -> Result<OutgoingEmail> {
+    let address = super::super::sender_address(&sender.from);
+    let from = crate::email::mailbox(sender_name, &address)
+        .map_err(|e| Error::internal(format!("sender {e}")))?;
+    let html = format!(
+        "<p>{}</p>",
+        crate::generation::html::escape(&text)
+            .replace("\n\n", "</p><p>")
+            .replace('\n', "<br>")
+    );
+    Ok(OutgoingEmail {
+        from: from.to_string(),
+        to,
+        to_name: None,
+        reply_to: sender.reply_to.clone(),
+        subject,
+        html,
+        text,
+        list_unsubscribe: format!("<mailto:{address}?subject=unsubscribe>"),
+        message_id: format!("{}@churn", uuid::Uuid::new_v4()),
+    })
+}
+
 fn retry_job(record: &FailureRecord, due: Timestamp) -> Job {
     Job::DunningRetry {
         failure_id: record.id.clone(),
@@ -207,6 +239,16 @@ impl Payments {
                 config.notify_team_min_amount = amount;
             } else {
                 v.add("notify_team_min_amount", "must be 0 or more");
+            }
+        }
+        if let Some(days) = req.expiry_notice_days {
+            if (0..=MAX_DAYS).contains(&days) {
+                config.expiry_notice_days = days;
+            } else {
+                v.add(
+                    "expiry_notice_days",
+                    format!("must be between 0 and {MAX_DAYS}"),
+                );
             }
         }
         v.finish()?;
@@ -707,6 +749,14 @@ impl Payments {
             .await?;
         }
         if matches!(outcome, Outcome::Succeeded) {
+            expiry_notices::cancel_pending(
+                &mut *tx,
+                &record.project_id,
+                &record.customer_email,
+                "a payment succeeded",
+                now,
+            )
+            .await?;
             let ids = events::recover_for_customer(
                 &mut *tx,
                 &record.project_id,
@@ -827,26 +877,13 @@ impl Payments {
                 offer: offer.as_ref(),
             },
         );
-        let address = super::super::sender_address(&sender.from);
-        let from = crate::email::mailbox(&config.sender_name, &address)
-            .map_err(|e| Error::internal(format!("sender {e}")))?;
-        let html = format!(
-            "<p>{}</p>",
-            crate::generation::html::escape(&text)
-                .replace("\n\n", "</p><p>")
-                .replace('\n', "<br>")
-        );
-        let message = OutgoingEmail {
-            from: from.to_string(),
-            to: record.customer_email.clone(),
-            to_name: None,
-            reply_to: sender.reply_to.clone(),
+        let message = dunning_message(
+            &sender,
+            &config.sender_name,
+            record.customer_email.clone(),
             subject,
-            html,
             text,
-            list_unsubscribe: format!("<mailto:{address}?subject=unsubscribe>"),
-            message_id: format!("{}@churn", uuid::Uuid::new_v4()),
-        };
+        )?;
         // A claim left by an earlier run means that run stopped after, or during, the
         // hand-over and before its record: recorded as sent, never sent again.
         let reason = if run.claim_email(now).await? {

@@ -31,7 +31,7 @@ use crate::services::ingest::{self, Batch};
 use crate::store::events::{self, EventRecord};
 use crate::store::payment_failures::{self as failures, EventKey, FailureRecord, Match};
 use crate::store::projects::ProjectRecord;
-use crate::store::{Backend, Store, Tx, customers};
+use crate::store::{Backend, Store, Tx, customers, expiry_notices};
 use crate::time::Timestamp;
 
 /// A verified delivery, mapped (customer lookups at the provider done), received at `now`
@@ -287,6 +287,14 @@ async fn record_success(
     let events_recovered = match &email {
         Some(email) => {
             customers::upsert(&mut **tx, backend, project_id, &[(email, now)]).await?;
+            expiry_notices::cancel_pending(
+                &mut **tx,
+                project_id,
+                email,
+                "a payment succeeded",
+                now,
+            )
+            .await?;
             let ids =
                 events::recover_for_customer(&mut **tx, project_id, email, "payment", now).await?;
             let recovered = EventType::ChurnEventRecovered;
@@ -379,6 +387,15 @@ async fn record_card_expiring(
         now: d.now,
     };
     ingest::store_batches(tx, backend, &[&batch]).await?;
+    if let Some(customer) = &c.who.customer_id {
+        expiry_notices::set_provider_customer(
+            &mut **tx,
+            &d.project.id,
+            &batch.events[0].customer_email,
+            customer,
+        )
+        .await?;
+    }
     Ok(WebhookAction::CustomerSignal)
 }
 

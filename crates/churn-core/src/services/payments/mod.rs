@@ -1,7 +1,8 @@
 //! Payments: connections to payment providers (`connections`), their inbound events
 //! (`webhooks`, verified and mapped; `intake`, written in groups), and dunning (`dunning`): retries, tone emails, configuration, lists and
 //! statistics, what ends the subscription of a payment given up (`final_action`), and the team's
-//! notice of a large failure (`team_notice`).
+//! notice of a large failure (`team_notice`), and the notices of cards that expire soon with
+//! their customers' card-update pages (`expiry`).
 //! The only capability holding the provider clients: it owns the encryption key that opens
 //! their credentials and the tenant outbound client their calls go through; it sends
 //! dunning emails through the [`Sending`] capability's sender and transport.
@@ -9,6 +10,7 @@
 mod card_update;
 mod connections;
 mod dunning;
+mod expiry;
 mod final_action;
 pub(super) mod intake;
 mod promotions;
@@ -22,8 +24,9 @@ use super::{Core, EncryptionKey, Sending};
 use crate::api::payments::WebhookAction;
 use crate::outbound::Outbound;
 
-pub use card_update::{CardUpdatePage, CardUpdated};
+pub use card_update::{CardUpdatePage, CardUpdated, PageSubject};
 pub use connections::Connection;
+pub(super) use expiry::schedule_notices;
 pub(super) use promotions::Promotion;
 pub use webhooks::InboundHeaders;
 
