@@ -919,13 +919,7 @@ mod storage_tests {
                     0,
                     100
                 ),
-                (
-                    KeptCount::StrategyDays,
-                    key("discount"),
-                    "recoveries",
-                    0,
-                    1
-                ),
+                (KeptCount::StrategyDays, key("discount"), "recoveries", 0, 1),
                 (
                     KeptCount::Cohorts,
                     key("2026-11 recovered discount"),
