@@ -599,7 +599,7 @@ mod storage_tests {
         );
         assert_eq!(
             kept_keys(&store, KeptCount::StrategyDays, "p1").await,
-            ["discount", "personal"]
+            ["2026-11-05 discount", "2026-11-05 personal"]
         );
         assert_no_drift(&store, "recoveries, a type and an MRR changed").await;
 
@@ -919,7 +919,7 @@ mod storage_tests {
                     0,
                     100
                 ),
-                (KeptCount::StrategyDays, key("discount"), "recoveries", 0, 1),
+                (KeptCount::StrategyDays, key("2026-11-05 discount"), "recoveries", 0, 1),
                 (
                     KeptCount::Cohorts,
                     key("2026-11 recovered discount"),
