@@ -44,10 +44,11 @@ BEGIN
     IF was_sent = is_sent THEN
         RETURN NULL;
     END IF;
-    IF TG_OP = 'DELETE' THEN
-        v := OLD;
-    ELSE
+    -- The row that is sent: the new one for a send, the old one (its day) for a send undone.
+    IF is_sent THEN
         v := NEW;
+    ELSE
+        v := OLD;
     END IF;
     SELECT COUNT(*) INTO recovered FROM churn_events WHERE id = v.churn_event_id AND status = 'recovered';
     IF is_sent THEN
