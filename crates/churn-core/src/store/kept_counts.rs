@@ -919,7 +919,13 @@ mod storage_tests {
                     0,
                     100
                 ),
-                (KeptCount::StrategyDays, key("2026-11-05 discount"), "recoveries", 0, 1),
+                (
+                    KeptCount::StrategyDays,
+                    key("2026-11-05 discount"),
+                    "recoveries",
+                    0,
+                    1
+                ),
                 (
                     KeptCount::Cohorts,
                     key("2026-11 recovered discount"),
