@@ -1,7 +1,7 @@
 -- Every kept count and the triggers that keep it, in one place. Earlier migrations built
--- these up (0003, 0011, 0051, 0060, 0061, 0062, 0063, 0065, 0077); this file drops every
--- counting trigger and function and recreates each as it stood, word for word (0077's
--- strategy-day functions under their own names), so a reader
+-- these up (0003, 0011, 0051, 0060, 0061, 0062, 0063, 0065); this file drops every
+-- counting trigger and function and recreates each as it stood, word for word, with the
+-- strategy-day functions of 0077's strategy_days in place of strategy_outcomes', so a reader
 -- finds every rule here. The Rust side of the same list, with a recount of each count from
 -- its base tables, is `crates/churn-core/src/store/kept_counts.rs` (`churn doctor` compares
 -- and repairs). Changing a rule means a new migration that replaces what is named here, and

@@ -38,43 +38,4 @@ DROP TRIGGER strategy_outcomes_deleted;
 DROP TRIGGER strategy_outcomes_recovered;
 DROP TABLE strategy_outcomes;
 
-CREATE TRIGGER strategy_days_sent AFTER UPDATE OF sent_at ON recovery_variants
-WHEN OLD.sent_at IS NULL AND NEW.sent_at IS NOT NULL
-BEGIN
-    INSERT INTO strategy_days (project_id, strategy, day, sends, recoveries)
-    VALUES (NEW.project_id, NEW.strategy, substr(NEW.sent_at, 1, 10), 1,
-            (SELECT COUNT(*) FROM churn_events WHERE id = NEW.churn_event_id AND status = 'recovered'))
-    ON CONFLICT (project_id, day, strategy) DO UPDATE
-    SET sends = sends + 1, recoveries = recoveries + excluded.recoveries;
-END;
-
-CREATE TRIGGER strategy_days_unsent AFTER UPDATE OF sent_at ON recovery_variants
-WHEN OLD.sent_at IS NOT NULL AND NEW.sent_at IS NULL
-BEGIN
-    UPDATE strategy_days
-    SET sends = sends - 1,
-        recoveries = recoveries - (SELECT COUNT(*) FROM churn_events WHERE id = OLD.churn_event_id AND status = 'recovered')
-    WHERE project_id = OLD.project_id AND day = substr(OLD.sent_at, 1, 10) AND strategy = OLD.strategy;
-END;
-
-CREATE TRIGGER strategy_days_deleted AFTER DELETE ON recovery_variants
-WHEN OLD.sent_at IS NOT NULL
-BEGIN
-    UPDATE strategy_days
-    SET sends = sends - 1,
-        recoveries = recoveries - (SELECT COUNT(*) FROM churn_events WHERE id = OLD.churn_event_id AND status = 'recovered')
-    WHERE project_id = OLD.project_id AND day = substr(OLD.sent_at, 1, 10) AND strategy = OLD.strategy;
-END;
-
-CREATE TRIGGER strategy_days_recovered AFTER UPDATE OF status ON churn_events
-WHEN (OLD.status = 'recovered') <> (NEW.status = 'recovered')
-BEGIN
-    UPDATE strategy_days
-    SET recoveries = recoveries + (CASE WHEN NEW.status = 'recovered' THEN 1 ELSE -1 END) * (
-        SELECT COUNT(*) FROM recovery_variants v
-        WHERE v.churn_event_id = NEW.id AND v.strategy = strategy_days.strategy
-          AND substr(v.sent_at, 1, 10) = strategy_days.day)
-    WHERE project_id = NEW.project_id AND (day, strategy) IN (
-        SELECT substr(sent_at, 1, 10), strategy FROM recovery_variants
-        WHERE churn_event_id = NEW.id AND sent_at IS NOT NULL);
-END;
+-- The triggers that keep strategy_days are 0080's (every kept count in one place).

@@ -1,9 +1,10 @@
 -- Every kept count and the trigger that keeps it, in one place. Earlier migrations created
--- these triggers (0003, 0011, 0051, 0060, 0077); this file drops and recreates each of them, word
--- for word, so a reader finds every rule here. The Rust side of the same list, with a recount
--- of each count from its base tables, is `crates/churn-core/src/store/kept_counts.rs`
--- (`churn doctor` compares and repairs). Changing a rule means a new migration that replaces
--- the trigger here named, and the recount beside it.
+-- these triggers (0003, 0011, 0051, 0060); this file drops and recreates each of them, word
+-- for word, and creates those of 0077's strategy_days, so a reader finds every rule here.
+-- The Rust side of the same list, with a recount of each count from its base tables, is
+-- `crates/churn-core/src/store/kept_counts.rs` (`churn doctor` compares and repairs).
+-- Changing a rule means a new migration that replaces the trigger here named, and the
+-- recount beside it.
 --
 -- All counts are changed by AFTER triggers in the transaction of the change, one row at a
 -- time (SQLite updates a row in place; PostgreSQL keeps the same rules per statement, see its
@@ -32,10 +33,6 @@
 DROP TRIGGER churn_events_counted_insert;
 DROP TRIGGER churn_events_counted_update;
 DROP TRIGGER churn_events_counted_delete;
-DROP TRIGGER strategy_days_sent;
-DROP TRIGGER strategy_days_unsent;
-DROP TRIGGER strategy_days_deleted;
-DROP TRIGGER strategy_days_recovered;
 DROP TRIGGER churn_cohorts_insert;
 DROP TRIGGER churn_cohorts_update;
 DROP TRIGGER churn_cohorts_delete;

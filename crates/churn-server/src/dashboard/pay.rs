@@ -54,6 +54,9 @@ struct PayPage {
     facts: Vec<(&'static str, String)>,
     /// How the retry after a card update went, on the return from Stripe.
     outcome: Option<CardUpdated>,
+    /// Where the button posts: named, since the page is also shown at `…/done`, which takes
+    /// no POST.
+    form_action: String,
 }
 
 impl PayPage {
@@ -110,7 +113,12 @@ enum Framing {
     Preview,
 }
 
-fn render(page: CardUpdatePage, outcome: Option<CardUpdated>, framing: Framing) -> Response {
+fn render(
+    page: CardUpdatePage,
+    outcome: Option<CardUpdated>,
+    framing: Framing,
+    form_action: String,
+) -> Response {
     let nonce = uuid::Uuid::new_v4().simple().to_string();
     let (forms, ancestors, frame_options) = match framing {
         Framing::Live => ("'self' https:", "'none'", "DENY"),
@@ -151,6 +159,7 @@ fn render(page: CardUpdatePage, outcome: Option<CardUpdated>, framing: Framing) 
             page,
             facts,
             outcome,
+            form_action,
         },
     );
     if let Ok(value) = HeaderValue::from_str(&csp) {
@@ -172,7 +181,17 @@ pub async fn preview(
     InProject { access, .. }: InProject,
 ) -> Result<Response, PageError> {
     let page = s.churn.payments().card_update_preview(&access).await?;
-    Ok(render(page, None, Framing::Preview))
+    Ok(render(page, None, Framing::Preview, String::new()))
+}
+
+/// The button's target on a record's page; the token was accepted by the service, so it is
+/// the URL-safe form it issued.
+fn record_form(token: &str) -> String {
+    format!("/pay/{token}")
+}
+
+fn customer_form(token: &str) -> String {
+    format!("/pay/customer/{token}")
 }
 
 #[derive(Deserialize)]
@@ -192,7 +211,7 @@ async fn page(
         .card_update_page(&token, via.as_deref())
         .await
     {
-        Ok(page) => render(page, None, Framing::Live),
+        Ok(page) => render(page, None, Framing::Live, record_form(&token)),
         Err(e) => failure(e, Some(TITLE)),
     }
 }
@@ -222,14 +241,14 @@ async fn done(
         .finish_card_update(&token, &session)
         .await
     {
-        Ok((page, outcome)) => render(page, outcome, Framing::Live),
+        Ok((page, outcome)) => render(page, outcome, Framing::Live, record_form(&token)),
         Err(e) => failure(e, Some(TITLE)),
     }
 }
 
 async fn customer_page(State(s): State<AppState>, Path(token): Path<String>) -> Response {
     match s.churn.payments().customer_card_page(&token).await {
-        Ok(page) => render(page, None, Framing::Live),
+        Ok(page) => render(page, None, Framing::Live, customer_form(&token)),
         Err(e) => failure(e, Some(TITLE)),
     }
 }
@@ -253,7 +272,7 @@ async fn customer_done(
         .finish_customer_card_update(&token, &session)
         .await
     {
-        Ok((page, outcome)) => render(page, outcome, Framing::Live),
+        Ok((page, outcome)) => render(page, outcome, Framing::Live, customer_form(&token)),
         Err(e) => failure(e, Some(TITLE)),
     }
 }

@@ -553,7 +553,21 @@ async fn a_declined_new_card_is_said_and_a_reload_retries_nothing(backend: Backe
     let back = s.open(Method::GET, &done).await;
     assert_eq!(back.status, 200, "{}", back.body);
     assert!(back.body.contains("declined again"), "{}", back.body);
-    assert!(back.body.contains(r#"<form method="post""#));
+    // The button on the returned page posts to the page itself, not to `/done`.
+    let action = format!(r#"<form method="post" action="{page}""#);
+    assert!(back.body.contains(&action), "{}", back.body);
+    let again = "https://checkout.stripe.com/c/pay/cs_test_b3";
+    s.stripe_answers(
+        "POST",
+        "/v1/checkout/sessions",
+        json!({"id": "cs_test_b3", "object": "checkout.session", "url": again}),
+    )
+    .await;
+    let pressed = s.open(Method::POST, &page).await;
+    assert_eq!(
+        (pressed.status, pressed.location.as_deref()),
+        (303, Some(again))
+    );
     let reload = s.open(Method::GET, &done).await;
     assert_eq!(reload.status, 200);
     assert!(!reload.body.contains("declined again"), "{}", reload.body);

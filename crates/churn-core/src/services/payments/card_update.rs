@@ -67,6 +67,57 @@ pub enum CardUpdated {
     Saved,
 }
 
+pub(super) fn upstream(e: crate::providers::CallError) -> Error {
+    Error::upstream("the payment provider failed", e.to_string())
+}
+
+/// The Checkout session a customer came back from, checked: it must be `customer`'s and hold
+/// a saved payment method. Answers the session's id and the method's.
+pub(super) async fn saved_card(
+    stripe: &Stripe,
+    customer: &str,
+    session_id: &str,
+) -> Result<(String, String)> {
+    let session = stripe
+        .checkout_session(session_id)
+        .await
+        .map_err(upstream)?;
+    if session.customer.as_deref() != Some(customer) {
+        return Err(gone());
+    }
+    let method = session
+        .setup_intent
+        .filter(|i| i.status.as_deref() == Some("succeeded"))
+        .and_then(|i| i.payment_method)
+        .ok_or_else(|| Error::Conflict("the new card was not saved".into()))?;
+    Ok((session.id, method))
+}
+
+/// A Checkout session in setup mode for `customer`, returning to `page` (`…/done` on
+/// success): its https URL. A fresh key per press: each press is a new session.
+pub(super) async fn open_setup(
+    stripe: &Stripe,
+    customer: &str,
+    currency: &str,
+    page: &str,
+    subject: &str,
+) -> Result<String> {
+    let success_url = format!("{page}/done?session_id={{CHECKOUT_SESSION_ID}}");
+    let back = SetupReturn {
+        success_url: &success_url,
+        cancel_url: page,
+    };
+    let key = format!("churn-setup-{subject}-{}", uuid::Uuid::new_v4());
+    let session = stripe
+        .create_setup_session(customer, currency, back, &key)
+        .await
+        .map_err(upstream)?;
+    session
+        .url
+        .filter(|u| url::Url::parse(u).is_ok_and(|u| u.scheme() == "https"))
+        .ok_or_else(|| Error::upstream("the payment provider failed", "no https checkout url"))
+}
+
 pub(super) fn gone() -> Error {
     Error::NotFound("this page does not exist or has expired".into())
 }
@@ -131,21 +182,7 @@ impl Payments {
         let record = self.page_record(token).await?;
         let (stripe, customer) = self.stripe_of(&record).await?;
         let page = self.card_update_url(&record.id);
-        let success_url = format!("{page}/done?session_id={{CHECKOUT_SESSION_ID}}");
-        let back = SetupReturn {
-            success_url: &success_url,
-            cancel_url: &page,
-        };
-        // A fresh key per press: each press is a new session.
-        let key = format!("churn-setup-{}-{}", record.id, uuid::Uuid::new_v4());
-        let session = stripe
-            .create_setup_session(&customer, &record.currency, back, &key)
-            .await
-            .map_err(|e| Error::upstream("the payment provider failed", e.to_string()))?;
-        session
-            .url
-            .filter(|u| url::Url::parse(u).is_ok_and(|u| u.scheme() == "https"))
-            .ok_or_else(|| Error::upstream("the payment provider failed", "no https checkout url"))
+        open_setup(&stripe, &customer, &record.currency, &page, &record.id).await
     }
 
     /// `GET /pay/<token>/done?session_id=…`: the session must belong to the record's
@@ -165,25 +202,11 @@ impl Payments {
             return Err(gone());
         }
         let (stripe, customer) = self.stripe_of(&record).await?;
-        let upstream = |e: crate::providers::CallError| {
-            Error::upstream("the payment provider failed", e.to_string())
-        };
-        let session = stripe
-            .checkout_session(session_id)
-            .await
-            .map_err(upstream)?;
-        if session.customer.as_deref() != Some(customer.as_str()) {
-            return Err(gone());
-        }
-        let method = session
-            .setup_intent
-            .filter(|i| i.status.as_deref() == Some("succeeded"))
-            .and_then(|i| i.payment_method)
-            .ok_or_else(|| Error::Conflict("the new card was not saved".into()))?;
+        let (session, method) = saved_card(&stripe, &customer, session_id).await?;
         // Once per session: a reload of this page must not retry (and count) again.
         if !failures::claim_card_update(
             self.core.store.writer(),
-            &session.id,
+            &session,
             &record.id,
             self.core.now(),
         )
@@ -192,7 +215,7 @@ impl Payments {
             return Ok((self.page(&record).await?, None));
         }
         stripe
-            .set_default_payment_method(&customer, &method, &format!("churn-card-{}", session.id))
+            .set_default_payment_method(&customer, &method, &format!("churn-card-{session}"))
             .await
             .map_err(upstream)?;
         let updated = match self.retry_record(&record).await {

@@ -10,7 +10,9 @@
 use serde_json::Value;
 
 use super::Payments;
-use super::card_update::{CardUpdatePage, CardUpdated, PageSubject, gone};
+use super::card_update::{
+    CardUpdatePage, CardUpdated, PageSubject, gone, open_setup, saved_card, upstream,
+};
 use super::dunning::dunning_message;
 use crate::domain::behavior::BehaviorEvent;
 use crate::domain::card_update::{PAGE_LIFETIME, PageState, customer_page_action, page_open};
@@ -21,7 +23,7 @@ use crate::domain::role::Permission;
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::jobs::{Job, JobRun};
-use crate::providers::stripe::{SetupReturn, Stripe};
+use crate::providers::stripe::Stripe;
 use crate::services::access::ProjectAccess;
 use crate::store::expiry_notices::{self as notices, NoticeRecord};
 use crate::store::payment_failures as failures;
@@ -195,9 +197,6 @@ impl Payments {
     pub async fn start_customer_card_update(&self, token: &str) -> Result<String> {
         let notice = self.page_notice(token).await?;
         let (stripe, customer) = self.stripe_for_customer(&notice).await?;
-        let upstream = |e: crate::providers::CallError| {
-            Error::upstream("the payment provider failed", e.to_string())
-        };
         let currency = stripe
             .customer(&customer)
             .await
@@ -205,20 +204,7 @@ impl Payments {
             .currency
             .ok_or_else(|| Error::Conflict("this card cannot be updated here".into()))?;
         let page = self.customer_card_url(&notice.id);
-        let success_url = format!("{page}/done?session_id={{CHECKOUT_SESSION_ID}}");
-        let back = SetupReturn {
-            success_url: &success_url,
-            cancel_url: &page,
-        };
-        let key = format!("churn-setup-{}-{}", notice.id, uuid::Uuid::new_v4());
-        let session = stripe
-            .create_setup_session(&customer, &currency, back, &key)
-            .await
-            .map_err(upstream)?;
-        session
-            .url
-            .filter(|u| url::Url::parse(u).is_ok_and(|u| u.scheme() == "https"))
-            .ok_or_else(|| Error::upstream("the payment provider failed", "no https checkout url"))
+        open_setup(&stripe, &customer, &currency, &page, &notice.id).await
     }
 
     /// `GET /pay/customer/<token>/done?session_id=…`: the session must belong to the
@@ -235,23 +221,9 @@ impl Payments {
             return Err(gone());
         }
         let (stripe, customer) = self.stripe_for_customer(&notice).await?;
-        let upstream = |e: crate::providers::CallError| {
-            Error::upstream("the payment provider failed", e.to_string())
-        };
-        let session = stripe
-            .checkout_session(session_id)
-            .await
-            .map_err(upstream)?;
-        if session.customer.as_deref() != Some(customer.as_str()) {
-            return Err(gone());
-        }
-        let method = session
-            .setup_intent
-            .filter(|i| i.status.as_deref() == Some("succeeded"))
-            .and_then(|i| i.payment_method)
-            .ok_or_else(|| Error::Conflict("the new card was not saved".into()))?;
+        let (session, method) = saved_card(&stripe, &customer, session_id).await?;
         stripe
-            .set_default_payment_method(&customer, &method, &format!("churn-card-{}", session.id))
+            .set_default_payment_method(&customer, &method, &format!("churn-card-{session}"))
             .await
             .map_err(upstream)?;
         notices::cancel_pending(
