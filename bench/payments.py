@@ -4,9 +4,12 @@
   sign     signed provider-A `invoice.payment_failed` deliveries, one per line:
            `<Stripe-Signature>\t<body>`, for webhook.lua to cycle through. Every event has its
            own id and invoice, so each one creates a payment-failure record.
+  hashes   the customer_hash (decisions §16) of each email read from stdin, under an identity
+           secret: `<email>\t<hash>` per line.
   provider a loopback fake of Stripe's API over HTTPS, answering invoice pay calls:
            3 in 10 paid, 1 in 10 a hard decline (expired_card), the rest a soft decline
-           (insufficient_funds), by the invoice number; prints its port on stdout.
+           (insufficient_funds), by the invoice number; and the cancellation of a
+           subscription (a dunning's final action); prints its port on stdout.
 """
 
 import argparse
@@ -86,6 +89,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                        "message": "Your card was declined."}},
         )
 
+    def do_DELETE(self):
+        m = re.fullmatch(r"/v1/subscriptions/([^/?]+)", self.path)
+        if not m:
+            return self.answer(404, {"error": {"type": "invalid_request_error", "message": "no such route"}})
+        return self.answer(200, {"id": m.group(1), "object": "subscription", "status": "canceled"})
+
     def do_GET(self):
         m = re.fullmatch(r"/v1/customers/([^/]+)", self.path)
         if not m:
@@ -96,6 +105,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     request_queue_size = 128
+
+
+def hashes(args):
+    """`<email>\t<customer_hash>` per line (decisions §16: hex HMAC-SHA256 of the email)."""
+    for line in sys.stdin:
+        email = line.strip().lower()
+        digest = hmac.new(args.secret.strip().encode(), email.encode(), hashlib.sha256).hexdigest()
+        print(f"{email}\t{digest}")
 
 
 def provider(args):
@@ -116,11 +133,13 @@ def main():
     s.add_argument("--start", type=int, default=0)
     s.add_argument("--out", required=True)
     s.add_argument("--now", help="the service clock's now (RFC 3339); default the wall clock")
+    h = sub.add_parser("hashes", help="customer_hash of each email read from stdin, one a line")
+    h.add_argument("--secret", required=True)
     p = sub.add_parser("provider")
     p.add_argument("--cert", required=True)
     p.add_argument("--key", required=True)
     args = parser.parse_args()
-    {"sign": sign, "provider": provider}[args.command](args)
+    {"sign": sign, "provider": provider, "hashes": hashes}[args.command](args)
 
 
 if __name__ == "__main__":

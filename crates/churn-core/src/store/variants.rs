@@ -345,7 +345,8 @@ pub async fn claims<'e>(
 }
 
 /// Records an open or a click: the new status (computed by the domain rule from `from`),
-/// the count, and the first time. `false` when the status changed meanwhile.
+/// the count, and the first open (a click opens too; its first time is [`first_click`]'s).
+/// `false` when the status changed meanwhile.
 pub async fn record_observation<'e>(
     db: impl Writes<'e>,
     id: &str,
@@ -356,8 +357,7 @@ pub async fn record_observation<'e>(
 ) -> Result<bool> {
     let sql = if click {
         "UPDATE recovery_variants SET status = $3, click_count = click_count + 1, \
-         clicked_at = COALESCE(clicked_at, $4), opened_at = COALESCE(opened_at, $4), updated_at = $4 \
-         WHERE id = $1 AND status = $2"
+         opened_at = COALESCE(opened_at, $4), updated_at = $4 WHERE id = $1 AND status = $2"
     } else {
         "UPDATE recovery_variants SET status = $3, open_count = open_count + 1, \
          opened_at = COALESCE(opened_at, $4), updated_at = $4 WHERE id = $1 AND status = $2"
@@ -369,6 +369,20 @@ pub async fn record_observation<'e>(
         .bind(time::format(&now))
         .execute(db)
         .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Sets the variant's first click, in the transaction that records a click: true for the one
+/// click that set it, even when two arrive together (the second waits for the first's row
+/// lock on PostgreSQL, and then finds it set).
+pub async fn first_click<'e>(db: impl Writes<'e>, id: &str, now: Timestamp) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE recovery_variants SET clicked_at = $2 WHERE id = $1 AND clicked_at IS NULL",
+    )
+    .bind(id)
+    .bind(time::format(&now))
+    .execute(db)
+    .await?;
     Ok(done.rows_affected() == 1)
 }
 

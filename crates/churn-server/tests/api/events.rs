@@ -483,6 +483,19 @@ async fn lists_paginate_filter_and_sort(backend: Backend) {
         none["meta"],
         json!({"page": 1, "per_page": 20, "total": 0, "total_pages": 0})
     );
+
+    // The search: part of an email (any case), or a whole event id; `_` is no wildcard.
+    let fragment = app.expect(page("q=C1&per_page=100"), 200).await;
+    assert_eq!(fragment["meta"]["total"], 10);
+    let id = items[3]["id"].as_str().unwrap();
+    let by_id = app.expect(page(&format!("q={id}")), 200).await;
+    assert_eq!(by_id["meta"]["total"], 1);
+    assert_eq!(by_id["data"][0]["id"], id);
+    let whole = app.expect(page("q=c07@x.io"), 200).await;
+    assert_eq!(whole["data"][0]["customer_email"], "c07@x.io");
+    assert_eq!(whole["meta"]["total"], 1);
+    let literal = app.expect(page("q=c_7"), 200).await;
+    assert_eq!(literal["meta"]["total"], 0);
 }
 
 /// Gives `acme` every strategy's material (decisions §15), so the mapping alone decides.
