@@ -29,6 +29,7 @@ both_backends!(
     test_sends_and_redelivery_keep_the_message_id,
     a_provider_webhook_delivered_twice_emits_once,
     churn_risk_alerts_are_one_event_type_among_others,
+    a_send_and_its_first_click_are_told_once,
 );
 
 const HOOK: &str = "/hooks";
@@ -797,4 +798,76 @@ async fn churn_risk_alerts_are_one_event_type_among_others(backend: Backend) {
     assert_eq!(data["risk_level"], "critical");
     assert!(data["opaque_id"].as_str().unwrap().starts_with("alrt_"));
     verify_with_reference_library(endpoint["secret"].as_str().unwrap(), &requests[0]);
+}
+
+async fn a_send_and_its_first_click_are_told_once(backend: Backend) {
+    let receiver = fake_provider::start().await;
+    answer(&receiver, ResponseTemplate::new(200)).await;
+    let app = with_receiver(backend, &receiver).await;
+    let token = acme_owner(&app).await;
+    app.expect(
+        app.req(Method::PATCH, "/projects/acme")
+            .bearer_auth(&token)
+            .json(&json!({"settings": {"product_url": "https://acme.io/account"}})),
+        200,
+    )
+    .await;
+    app.run_jobs().await;
+    create(
+        &app,
+        &token,
+        json!({"url": format!("{}{HOOK}", receiver.base),
+            "event_types": ["variant.sent", "variant.clicked"]}),
+    )
+    .await;
+    let (event, vid) = crate::helpers::event_with_variants(&app, &token, "c@x.io").await;
+    let sent = app
+        .expect(
+            app.req(
+                Method::POST,
+                &format!("/projects/acme/churn-events/{event}/variants/{vid}/send"),
+            )
+            .bearer_auth(&token),
+            200,
+        )
+        .await;
+    let mail = crate::mailrules::outbox_mail(&app, &sent);
+    let click = crate::events::find_url(&mail, "/c?u=").replace("&amp;", "&");
+    // Four clicks at once: each counts, one is the first.
+    let clicks = (0..4).map(|_| app.client.get(&click).send());
+    for answer in futures::future::join_all(clicks).await {
+        assert_eq!(answer.unwrap().status(), 302);
+    }
+    app.run_jobs().await;
+    let mut told: Vec<String> = received(&receiver)
+        .await
+        .iter()
+        .map(|r| {
+            serde_json::from_slice::<Value>(&r.body).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    told.sort_unstable();
+    assert_eq!(told, ["variant.clicked", "variant.sent"]);
+    let variants = app
+        .expect(
+            app.req(
+                Method::GET,
+                &format!("/projects/acme/churn-events/{event}/variants"),
+            )
+            .bearer_auth(&token),
+            200,
+        )
+        .await;
+    let variant = variants["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == vid.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(variant["click_count"], 4);
+    assert!(variant["clicked_at"].is_string());
 }
