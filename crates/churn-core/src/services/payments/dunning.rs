@@ -136,6 +136,34 @@ pub(super) fn first_jobs(
     jobs
 }
 
+impl Payments {
+    /// Hands a dunning-kind email to the relay once per job: a claim left by an earlier run
+    /// means that run stopped after, or during, the hand-over and before its record, so the
+    /// email is recorded as sent, unconfirmed, and never sent again. Answers the reason to
+    /// record beside `sent` (`None` when sent now); `refused` is the error when the relay
+    /// refuses it.
+    pub(super) async fn send_once(
+        &self,
+        run: &JobRun,
+        transport: &dyn crate::email::EmailTransport,
+        message: &OutgoingEmail,
+        refused: &'static str,
+    ) -> Result<Option<&'static str>> {
+        if !run.claim_email(self.core.now()).await? {
+            tracing::warn!(to = %message.to, subject = %message.subject, "an email claimed by an earlier run that did not finish is not sent again");
+            return Ok(Some(
+                "unconfirmed: the process stopped while handing it over",
+            ));
+        }
+        if let Err(e) = super::super::send_counted(&self.core, transport, "dunning", message).await
+        {
+            run.release_email().await?;
+            return Err(Error::upstream(refused, e.to_string()));
+        }
+        Ok(None)
+    }
+}
+
 /// A dunning-kind email (tones, expiry notices) from the verified sender, with
 /// `sender_name` as display name; the HTML part is the text's paragraphs.
 pub(super) fn dunning_message(
@@ -884,24 +912,14 @@ impl Payments {
             subject,
             text,
         )?;
-        // A claim left by an earlier run means that run stopped after, or during, the
-        // hand-over and before its record: recorded as sent, never sent again.
-        let reason = if run.claim_email(now).await? {
-            if let Err(e) =
-                super::super::send_counted(&self.core, transport.as_ref(), "dunning", &message)
-                    .await
-            {
-                run.release_email().await?;
-                return Err(Error::upstream(
-                    "the email server did not accept the dunning email",
-                    e.to_string(),
-                ));
-            }
-            None
-        } else {
-            tracing::warn!(failure = %id, tone = tone.as_str(), "a dunning email claimed by an earlier run that did not finish is not sent again");
-            Some("unconfirmed: the process stopped while handing it over")
-        };
+        let reason = self
+            .send_once(
+                run,
+                transport.as_ref(),
+                &message,
+                "the email server did not accept the dunning email",
+            )
+            .await?;
         // The record and the job's end commit together, so a restart cannot send it again.
         let mut tx = self.core.store.begin().await?;
         failures::log_email(&mut *tx, id, now, tone.as_str(), "sent", reason).await?;

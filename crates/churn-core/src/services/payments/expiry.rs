@@ -158,23 +158,14 @@ impl Payments {
             subject,
             text,
         )?;
-        // As for the tone emails: a claim left by an earlier run is never sent again.
-        let reason = if run.claim_email(now).await? {
-            if let Err(e) =
-                super::super::send_counted(&self.core, transport.as_ref(), "dunning", &message)
-                    .await
-            {
-                run.release_email().await?;
-                return Err(Error::upstream(
-                    "the email server did not accept the expiry notice",
-                    e.to_string(),
-                ));
-            }
-            None
-        } else {
-            tracing::warn!(notice = %id, "an expiry notice claimed by an earlier run that did not finish is not sent again");
-            Some("unconfirmed: the process stopped while handing it over")
-        };
+        let reason = self
+            .send_once(
+                run,
+                transport.as_ref(),
+                &message,
+                "the email server did not accept the expiry notice",
+            )
+            .await?;
         let mut tx = self.core.store.begin().await?;
         notices::mark_sent(&mut *tx, id, reason, now).await?;
         if run.complete(&mut tx).await? {
