@@ -53,6 +53,7 @@ mod group;
 mod identity;
 mod idp;
 mod ingest;
+mod job_handlers;
 pub mod overview;
 mod payments;
 pub mod projects;
@@ -85,8 +86,8 @@ use crate::store::projects::ProjectRecord;
 use crate::store::{Store, Tx};
 use crate::time::{Clock, Timestamp};
 
+pub use crate::jobs::kind::AccountEmail;
 pub use access::ProjectAccess;
-pub use accounts::AccountEmail;
 pub use analytics::INSUFFICIENT_HISTORY;
 pub use payments::{
     CardUpdatePage, CardUpdated, Connection, InboundHeaders, PageSubject, Payments,
