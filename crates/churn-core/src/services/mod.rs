@@ -277,7 +277,7 @@ impl Churn {
         }
         let tracking_secret = secrets::tracking_secret(&store, &encryption_key, now).await?;
         let metrics = crate::metrics::Metrics::default();
-        let outbound = Outbound::from_config(config)?.with_metrics(metrics.clone());
+        let outbound = Outbound::new(config.outbound_settings()?)?.with_metrics(metrics.clone());
         let tracking = Arc::new(TrackingKeys::new(tracking_secret.as_bytes()));
         let core = Core {
             tracked: ingest::group(),
