@@ -1,8 +1,9 @@
 //! Services: the operations of the product, reading time from the clock. The HTTP layer and
-//! the CLI call these. The CLI goes no lower; the server does in four places, through
-//! `Churn::store()` and `Churn::encryption_key()`: the idempotency middleware (its own table,
-//! `store::idempotency`), the readiness probe (`Store::ping`), the metrics scrape (pool
-//! figures and `store::jobs::backlog`) and closing the pool at shutdown.
+//! the CLI call these; both name some store types, but only the server reaches the store
+//! itself, in four places, through `Churn::store()` and `Churn::encryption_key()`: the
+//! idempotency middleware (its own table, `store::idempotency`), the readiness probe
+//! (`Store::ping`), the metrics scrape (pool figures and `store::jobs::backlog`) and closing
+//! the pool at shutdown.
 //!
 //! They are split by what they may touch, so a type says it:
 //!
