@@ -4,14 +4,17 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use ipnet::IpNet;
+use reqwest::dns::Resolve;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::domain::subscription::Subscriptions;
+use crate::outbound;
 
 pub const ENV_PREFIX: &str = "CHURN_";
 
@@ -274,13 +277,13 @@ impl Config {
             ("CHURN_IDP_JWKS_URL", &self.idp_jwks_url),
         ] {
             if let Some(url) = url
-                && let Err(e) = crate::outbound::check_operator_url(url)
+                && let Err(e) = outbound::check_operator_url(url)
             {
                 return fail(format!("{setting} {e}"));
             }
         }
         if let Some(path) = &self.extra_ca_file
-            && let Err(e) = crate::outbound::load_roots(path)
+            && let Err(e) = outbound::load_roots(path)
         {
             return fail(format!("CHURN_EXTRA_CA_FILE: {e}"));
         }
@@ -359,6 +362,31 @@ impl Config {
             None if self.smtp_url.is_none() => Some(self.data_dir.join("outbox")),
             None => None,
         }
+    }
+
+    /// What the outbound clients are built from: `CHURN_EXTRA_CA_FILE`,
+    /// `CHURN_WEBHOOK_ALLOW_PRIVATE` and `CHURN_DNS_RESOLVER` (which then answers every name
+    /// instead of the system's resolver). Built here so that `outbound` knows plain values only.
+    pub fn outbound_settings(&self) -> Result<outbound::Settings, crate::error::Error> {
+        use crate::error::Error;
+        let extra_roots = match &self.extra_ca_file {
+            Some(path) => outbound::load_roots(path)
+                .map_err(|e| Error::validation(format!("CHURN_EXTRA_CA_FILE: {e}")))?,
+            None => Vec::new(),
+        };
+        let resolver: Arc<dyn Resolve> = match self.dns_resolver {
+            Some(server) => Arc::new(
+                outbound::DnsServer::new(server)
+                    .map_err(|e| Error::validation(format!("CHURN_DNS_RESOLVER: {e}")))?,
+            ),
+            None => Arc::new(outbound::SystemResolver),
+        };
+        Ok(outbound::Settings {
+            extra_roots,
+            allow_private: self.webhook_allow_private,
+            resolver,
+            ..outbound::Settings::new()
+        })
     }
 }
 

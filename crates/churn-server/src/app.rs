@@ -15,9 +15,9 @@ use churn_core::services::Churn;
 use churn_core::time::{Clock, SystemClock, TestClock};
 use tokio_util::sync::CancellationToken;
 
+use crate::limits::RateLimits;
 use crate::metrics::Metrics;
 use crate::middleware::network::Network;
-use crate::middleware::rate_limit::RateLimits;
 use crate::state::AppState;
 
 pub struct Application {

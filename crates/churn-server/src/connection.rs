@@ -15,7 +15,7 @@ use axum::http::StatusCode;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::error::ApiError;
-use crate::middleware::rate_limit::RateLimits;
+use crate::limits::RateLimits;
 
 /// A TCP listener whose connections answer unparseable requests in the house shape.
 pub struct Listener {

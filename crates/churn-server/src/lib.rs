@@ -6,6 +6,7 @@ mod connection;
 mod dashboard;
 mod error;
 mod extract;
+mod limits;
 mod metrics;
 mod middleware;
 mod openapi;

@@ -8,8 +8,8 @@
 //!
 //! Two kinds of target:
 //! - **Operator-given** URLs (`CHURN_LLM_BASE_URL`, `CHURN_IDP_JWKS_URL`): https unless the
-//!   host is loopback ([`check_operator_url`], at start-up); trusted wherever they resolve;
-//!   the system's proxy settings apply.
+//!   host is loopback ([`check_operator_url`], called by `config` at start-up); trusted
+//!   wherever they resolve; the system's proxy settings apply.
 //! - **Tenant-given** URLs (alert webhooks, provider `api_base`, `retry_url`):
 //!   [`Outbound::check_tenant_url`] when they are configured (https only; a host that is or
 //!   resolves to a non-public address is refused), and again on every call on the address
@@ -19,6 +19,9 @@
 //!   No proxy is used for them (a proxy would resolve the name itself).
 //!   `CHURN_WEBHOOK_ALLOW_PRIVATE=true` switches the address checks off (tests, on-premises
 //!   receivers).
+//!
+//! The clients are built from plain [`Settings`]; `Config::outbound_settings` makes them
+//! from the `CHURN_*` settings, so this module does not depend on the configuration.
 
 mod address;
 mod resolve;
@@ -36,7 +39,6 @@ use url::{Host, Url};
 pub use address::is_public;
 pub use resolve::{DnsServer, NonPublicName, StaticResolver, SystemResolver};
 
-use crate::config::Config;
 use crate::domain::webhook_secrets::WebhookSecrets;
 use crate::error::Error;
 use crate::metrics::Metrics;
@@ -72,29 +74,6 @@ impl Settings {
             connect_timeout: CONNECT_TIMEOUT,
         }
     }
-
-    /// `CHURN_EXTRA_CA_FILE`, `CHURN_WEBHOOK_ALLOW_PRIVATE` and `CHURN_DNS_RESOLVER` (which
-    /// then answers every name instead of the system's resolver) applied.
-    pub fn from_config(config: &Config) -> Result<Self, Error> {
-        let extra_roots = match &config.extra_ca_file {
-            Some(path) => load_roots(path)
-                .map_err(|e| Error::validation(format!("CHURN_EXTRA_CA_FILE: {e}")))?,
-            None => Vec::new(),
-        };
-        let resolver: Arc<dyn Resolve> = match config.dns_resolver {
-            Some(server) => Arc::new(
-                DnsServer::new(server)
-                    .map_err(|e| Error::validation(format!("CHURN_DNS_RESOLVER: {e}")))?,
-            ),
-            None => Arc::new(SystemResolver),
-        };
-        Ok(Self {
-            extra_roots,
-            allow_private: config.webhook_allow_private,
-            resolver,
-            ..Self::new()
-        })
-    }
 }
 
 impl Default for Settings {
@@ -121,10 +100,6 @@ impl Outbound {
             resolver: settings.resolver,
             allow_private: settings.allow_private,
         })
-    }
-
-    pub fn from_config(config: &Config) -> Result<Self, Error> {
-        Self::new(Settings::from_config(config)?)
     }
 
     /// Counts every call in `metrics`.

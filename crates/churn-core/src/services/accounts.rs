@@ -30,7 +30,8 @@ use crate::domain::validation::{Validator, required_line};
 use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
-use crate::jobs::{Job, JobRun};
+use crate::jobs::JobRun;
+use crate::jobs::kind::{AccountEmail, Job};
 use crate::store::Store;
 use crate::store::users::{self, OneTime, UserRecord};
 use crate::time::Timestamp;
@@ -50,15 +51,6 @@ const VERIFY_VALID_FOR: chrono::Duration = chrono::Duration::hours(24);
 const RESET_EMAIL_INTERVAL: chrono::Duration = chrono::Duration::minutes(5);
 const BAD_RESET: &str = "this reset link is unknown, used or expired; ask for a new one";
 const BAD_VERIFICATION: &str = "this verification link is unknown, used or expired";
-
-crate::domain::wire::wire_enum! {
-    /// The email a `Job::AccountEmail` sends.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum AccountEmail {
-        PasswordReset = "password_reset",
-        Verification = "verification",
-    }
-}
 
 /// An account made by the operator, and the link that sets its first password.
 #[derive(Debug, Clone)]
@@ -573,8 +565,6 @@ pub fn subscription_view(mode: Subscriptions, user: &UserRecord, now: Timestamp)
 
 #[cfg(test)]
 mod tests {
-    use super::AccountEmail;
-
     #[tokio::test]
     async fn password_hashes_verify_and_the_dummy_parses() {
         let hash = super::hash_password("correct horse".into()).await.unwrap();
@@ -594,13 +584,5 @@ mod tests {
                 .await
                 .unwrap()
         );
-    }
-
-    #[test]
-    fn account_email_purposes_round_trip() {
-        for purpose in [AccountEmail::PasswordReset, AccountEmail::Verification] {
-            assert_eq!(AccountEmail::parse(purpose.as_str()), Some(purpose));
-        }
-        assert_eq!(AccountEmail::parse("other"), None);
     }
 }

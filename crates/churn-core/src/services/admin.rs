@@ -184,7 +184,7 @@ impl Admin {
         Ok(Payments {
             core,
             sending,
-            outbound: Outbound::from_config(config)?,
+            outbound: Outbound::new(config.outbound_settings()?)?,
             encryption_key,
             public_url: self.public_url.clone(),
             intake: Payments::intake(),

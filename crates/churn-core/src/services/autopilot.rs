@@ -22,7 +22,8 @@ use crate::domain::role::Actor;
 use crate::domain::settings::AutopilotSettings;
 use crate::domain::variant::VariantStatus;
 use crate::error::{Error, Result};
-use crate::jobs::{Job, JobRun};
+use crate::jobs::JobRun;
+use crate::jobs::kind::Job;
 use crate::store::{events, projects, variants};
 use crate::time::Timestamp;
 

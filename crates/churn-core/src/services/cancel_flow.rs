@@ -24,7 +24,7 @@ use crate::domain::role::{Actor, Permission};
 use crate::domain::validation::{Validator, optional_text};
 use crate::domain::webhooks::EventType;
 use crate::error::{Error, Result};
-use crate::jobs::Job;
+use crate::jobs::kind::Job;
 use crate::providers::CallError;
 use crate::providers::stripe::{NewCoupon, PauseBehavior, Stripe};
 use crate::services::webhooks::{emit_churn_events, emit_one};

@@ -32,7 +32,7 @@ use crate::domain::alerts::{
 use crate::domain::unsubscribe::SuppressionReason;
 use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
-use crate::jobs::Job;
+use crate::jobs::kind::Job;
 use crate::outbound::{OutboundError, Request};
 use crate::store::alerts::{self as log, AlertRecord, Settled};
 use crate::store::projects::{self, ProjectRecord};

@@ -22,7 +22,7 @@ use crate::domain::strategy::{ReasonCode, classify};
 use crate::domain::validation::{Validator, one_line, optional_text};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
-use crate::jobs::Job;
+use crate::jobs::kind::Job;
 use crate::store::customers;
 use crate::store::events::{self, EventRecord, ListFilter, SortColumn};
 use crate::store::variants::{self, VariantRecord};
@@ -445,6 +445,26 @@ impl Core {
         Err(Error::Conflict(
             "the churn event is changing; try again".into(),
         ))
+    }
+
+    /// Runs a `Job::ExpireEvent` at the end of the recovery window: an event still in
+    /// `email_sent` becomes `lost`.
+    pub(crate) async fn expire_event(&self, event_id: &str) -> Result<()> {
+        let Some(event) = events::by_id(self.store.reader(), event_id).await? else {
+            return Ok(());
+        };
+        // Recovered or already lost: the window no longer matters.
+        if transition(event.status, Action::Expire).is_ok() {
+            let now = self.now();
+            let mut tx = self.store.begin().await?;
+            if events::expire(&mut *tx, &event.project_id, &event.id, now).await? {
+                let ids = std::slice::from_ref(&event.id);
+                let lost = EventType::ChurnEventLost;
+                emit_churn_events(&mut tx, &event.project_id, lost, ids, now).await?;
+            }
+            tx.commit().await?;
+        }
+        Ok(())
     }
 
     pub async fn change_cancel_reason(

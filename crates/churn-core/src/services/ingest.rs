@@ -11,7 +11,7 @@ use super::payments::schedule_notices;
 use crate::domain::behavior::BehaviorEvent;
 use crate::error::Result;
 use crate::ids::new_id;
-use crate::jobs::Job;
+use crate::jobs::kind::Job;
 use crate::store::behavior::{self, NewEvent, RollupKey};
 use crate::store::customers::{self, Activity};
 use crate::store::{Backend, Store, Tx, risk};

@@ -1,5 +1,9 @@
 //! Services: the operations of the product, reading time from the clock. The HTTP layer and
-//! the CLI call these and nothing below them.
+//! the CLI call these; both name some store types, but only the server reaches the store
+//! itself, in four places, through `Churn::store()` and `Churn::encryption_key()`: the
+//! idempotency middleware (its own table, `store::idempotency`), the readiness probe
+//! (`Store::ping`), the metrics scrape (pool figures and `store::jobs::backlog`) and closing
+//! the pool at shutdown.
 //!
 //! They are split by what they may touch, so a type says it:
 //!
@@ -26,15 +30,24 @@
 //! - [`Mailer`] (email transport, public URL, sender): shared by `Sending`, `Accounts` and
 //!   `Team`, the only ones that send email (`Payments` and `Alerts` through their `Sending`).
 //!
-//! Autopilot (`autopilot`) needs generation and sending together, so it runs on [`Churn`].
+//! Autopilot (`autopilot`) needs generation and sending together, so it runs on [`Churn`],
+//! as does `impl RunJob for Churn` (`job_handlers`), which hands each job kind to the service
+//! that owns it.
 //!
 //! [`Churn`] builds them once ([`Churn::open`]) and hands them out (`churn.sending()`, ...);
 //! it also keeps the encryption key and the outbound HTTP clients. The admin CLI has its own
 //! [`admin::Admin`] over storage and clock, which also hands out [`demo::Demo`] (`churn demo`).
 //!
-//! Most operations are one transaction. Sending and generating are not: they claim (a send
-//! claim on the draft, the quota counted in the same transaction), do the slow outside work
-//! (the relay, the LLM) outside any transaction, then record the outcome in another.
+//! Most operations are one transaction. Those that wait on the outside world are not: they
+//! claim or record what they are about to do, do the slow outside work outside any
+//! transaction, then record the outcome in another. These are sending (a send claim on the
+//! draft, the quota counted in the same transaction; then the relay) and generating (the
+//! LLM); a cancel-flow submission that applies an offer at Stripe (the event and its
+//! `apply_offer` job stored first, the provider called inline after); a dunning step (the
+//! provider's retry, then settling guarded by the attempt count) and a final action; an
+//! alert or outcome-webhook delivery (the receiver's answer, then the log and the next
+//! attempt); and every job's email (claimed on its job row, then handed over, then settled
+//! with the job's deletion, see `crate::jobs`).
 
 pub mod access;
 pub mod accounts;
@@ -53,6 +66,7 @@ mod group;
 mod identity;
 mod idp;
 mod ingest;
+mod job_handlers;
 pub mod overview;
 mod payments;
 pub mod projects;
@@ -85,8 +99,8 @@ use crate::store::projects::ProjectRecord;
 use crate::store::{Store, Tx};
 use crate::time::{Clock, Timestamp};
 
+pub use crate::jobs::kind::AccountEmail;
 pub use access::ProjectAccess;
-pub use accounts::AccountEmail;
 pub use analytics::INSUFFICIENT_HISTORY;
 pub use payments::{
     CardUpdatePage, CardUpdated, Connection, InboundHeaders, PageSubject, Payments,
@@ -276,7 +290,7 @@ impl Churn {
         }
         let tracking_secret = secrets::tracking_secret(&store, &encryption_key, now).await?;
         let metrics = crate::metrics::Metrics::default();
-        let outbound = Outbound::from_config(config)?.with_metrics(metrics.clone());
+        let outbound = Outbound::new(config.outbound_settings()?)?.with_metrics(metrics.clone());
         let tracking = Arc::new(TrackingKeys::new(tracking_secret.as_bytes()));
         let core = Core {
             tracked: ingest::group(),

@@ -29,7 +29,7 @@ use crate::domain::risk::{
 use crate::domain::role::Permission;
 use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
-use crate::jobs::Job;
+use crate::jobs::kind::Job;
 use crate::store::risk::{self, CustomerFacts, ModelRecord, ScoreFilter, ScoreRecord};
 use crate::time::{self, Timestamp};
 

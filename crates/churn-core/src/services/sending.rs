@@ -26,7 +26,7 @@ use crate::domain::variant::{
 use crate::email::{EmailTransport, OutgoingEmail, SendError, compose};
 use crate::error::{Error, Result};
 use crate::generation::html;
-use crate::jobs::Job;
+use crate::jobs::kind::Job;
 use crate::store::events::EventRecord;
 use crate::store::variants::{self, ClaimRow, VariantRecord};
 use crate::store::{Store, events, projects};

@@ -33,7 +33,8 @@ use crate::domain::webhooks::{
 use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
-use crate::jobs::{Job, JobRun};
+use crate::jobs::JobRun;
+use crate::jobs::kind::Job;
 use crate::store::sealed::ENDPOINT_SECRETS;
 use crate::store::webhooks::{self as store, DeliveryRow, EndpointRecord};
 use crate::store::{Tx, projects, team};

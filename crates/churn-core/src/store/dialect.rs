@@ -1,8 +1,11 @@
-//! Where SQLite and PostgreSQL differ, and nowhere else: row locks, skipping rows other workers
-//! hold, telling other server processes about a change, reading rows out of a JSON array,
-//! adding days to a stored timestamp, one snapshot for a transaction's reads, locking a table
-//! against writers, and the shards of kept event counts.
-//! Everything else is portable SQL.
+//! Where SQLite and PostgreSQL differ: row locks, skipping rows other workers hold, telling
+//! other server processes about a change, reading rows out of a JSON array, adding days to a
+//! stored timestamp, one snapshot for a transaction's reads, locking a table against writers,
+//! and the shards of kept event counts. Everything else is portable SQL, apart from two
+//! choices made beside the one query each concerns: `risk::save_scores` locks the customers'
+//! rows first on PostgreSQL only, and `alerts::latest_counted` is a prepared statement on
+//! SQLite only. The counts kept by triggers differ too, in the migrations themselves
+//! (`0080_kept_counts.sql` in each folder).
 
 use sqlx::AnyConnection;
 

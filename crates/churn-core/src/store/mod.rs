@@ -2,9 +2,10 @@
 //!
 //! Queries are written once in SQL both backends run (`$1` placeholders, text ids and
 //! timestamps, `ON CONFLICT`, `RETURNING`). Where the backends differ, the difference lives
-//! in `dialect`. SQLite gets a single-connection writer pool beside its reader pool: it
-//! allows one writer at a time anyway, and queueing writers in the pool avoids `SQLITE_BUSY`
-//! on transactions that read before they write.
+//! in `dialect` (which also names the two queries that choose for themselves). SQLite gets a
+//! single-connection writer pool beside its reader pool: it allows one writer at a time
+//! anyway, and queueing writers in the pool avoids `SQLITE_BUSY` on transactions that read
+//! before they write.
 
 pub mod access_changes;
 pub mod alerts;

@@ -1,5 +1,8 @@
 //! The `payment_failures` table and the events that feed it (`provider_events`). Every
-//! statement takes the project id, except `by_id`, for dunning jobs that carry only the id.
+//! statement over those two takes the project id (itself, or in its key or record), except
+//! `by_id`, for dunning jobs that carry only the id. The logs of one failure (its attempts,
+//! emails, page visits, card-update sessions and final-action result) are keyed by the
+//! failure id alone: callers reach them only through a record they have already loaded.
 
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};

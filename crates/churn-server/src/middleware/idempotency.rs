@@ -35,7 +35,7 @@ use churn_core::store::idempotency::{self, Attempt, Claim, StoredAnswer};
 
 use crate::error::ApiError;
 use crate::extract::idempotency_credential;
-use crate::routes::MAX_BODY_BYTES;
+use crate::limits::MAX_BODY_BYTES;
 use crate::state::AppState;
 
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";

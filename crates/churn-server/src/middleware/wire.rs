@@ -10,7 +10,7 @@ use churn_core::api::FieldError;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
 use crate::error::ApiError;
-use crate::routes::MAX_BODY_BYTES;
+use crate::limits::MAX_BODY_BYTES;
 
 /// Longer request targets are refused with 414 in the house shape. (Beyond 64 KiB hyper
 /// refuses them before any of this code runs; `connection` rewrites that answer.)

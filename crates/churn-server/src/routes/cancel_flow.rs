@@ -21,7 +21,7 @@ use utoipa::IntoParams;
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{AdminProject, ApiJson, ApiQuery, ProjectScope};
-use crate::middleware::rate_limit::RateLimits;
+use crate::limits::RateLimits;
 use crate::state::AppState;
 
 pub(crate) const SUBMIT_PATH: &str = "/api/v1/cancel-flow/reasons";

@@ -38,15 +38,14 @@ use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::error::ApiError;
+use crate::limits::{MAX_BODY_BYTES, RateLimits};
 use crate::middleware::idempotency::{Purges, idempotency};
 use crate::middleware::network::Network;
-use crate::middleware::rate_limit::{RateLimitState, RateLimits};
+use crate::middleware::rate_limit::RateLimitState;
 use crate::middleware::wire::{buffer_body, guard_uri, nosniff};
 use crate::middleware::{https_policy, log_errors, tag_route, track_metrics};
 use crate::openapi::ApiDoc;
 use crate::state::AppState;
-
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Every request and answer of the server, whatever the transport.
 pub type HttpService = BoxCloneSyncService<axum::extract::Request, Response, Infallible>;

@@ -11,7 +11,7 @@ use crate::api::payments::{DunningConfig, FinalActionResult};
 use crate::domain::dunning::FinalAction;
 use crate::domain::provider::Provider;
 use crate::error::{Error, Result};
-use crate::jobs::Job;
+use crate::jobs::kind::Job;
 use crate::providers::CallError;
 use crate::providers::stripe::PauseBehavior;
 use crate::store::payment_failures as failures;

@@ -24,7 +24,7 @@ use crate::domain::strategy::ReasonCode;
 use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
 use crate::ids::new_id;
-use crate::jobs::Job;
+use crate::jobs::kind::Job;
 use crate::services::events::{insert_new_event, insert_new_events};
 use crate::services::group::{self, Group};
 use crate::services::ingest::{self, Batch};

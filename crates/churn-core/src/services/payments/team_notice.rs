@@ -10,7 +10,8 @@ use crate::domain::dunning::{TeamNotice, render_team_notice};
 use crate::domain::role::Role;
 use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
-use crate::jobs::{Job, JobRun};
+use crate::jobs::JobRun;
+use crate::jobs::kind::Job;
 use crate::store::payment_failures::FailureRecord;
 use crate::store::{Tx, team};
 
