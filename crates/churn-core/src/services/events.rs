@@ -225,6 +225,8 @@ impl Core {
             autopilot: None,
             offer_error: None,
             offer_applied_at: None,
+            flow_id: None,
+            flow_variant: None,
         })
     }
 
@@ -578,6 +580,8 @@ pub fn event_view(r: EventRecord, variants: Option<Vec<VariantRecord>>) -> Churn
             .map(|(status, reason)| AutopilotState { status, reason }),
         offer_error: r.offer_error,
         offer_applied_at: r.offer_applied_at,
+        flow_id: r.flow_id,
+        variant: r.flow_variant,
         variants: variants.map(|vs| vs.into_iter().map(variant_view).collect()),
     }
 }
