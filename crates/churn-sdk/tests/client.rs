@@ -844,7 +844,10 @@ async fn segmented_cancel_flows_round_trip(backend: Backend) {
     let flow = ada.create_cancel_flow("acme", &input).await.unwrap();
     assert_eq!(flow.segment.billing_interval, Some(BillingInterval::Year));
     assert!(flow.active);
-    assert_eq!(ada.cancel_flows("acme").await.unwrap(), [flow.clone()]);
+    assert_eq!(
+        ada.cancel_flows("acme").await.unwrap(),
+        std::slice::from_ref(&flow)
+    );
     assert_eq!(
         ada.segmented_cancel_flow("acme", &flow.id).await.unwrap(),
         flow
