@@ -19,14 +19,14 @@ pub const MAX_PLANS: usize = 50;
 pub const MAX_PROPERTIES: usize = 20;
 pub const MAX_PROPERTY_KEY: usize = 100;
 pub const MAX_PROPERTY_VALUE: usize = 500;
-/// Monthly recurring revenue in cents, as on churn events.
+/// Monthly recurring revenue in cents, the bound of churn events' `mrr`.
 pub const MAX_MRR: i64 = 1_000_000_000_000;
-/// The message of an MRR out of range, as churn events word it.
+/// The message of an MRR out of range, on churn events and segments alike.
 pub const MRR_RANGE: &str = "must be between 0 and 1000000000000 (cents)";
 /// A tenure of a hundred years is enough for anyone.
 pub const MAX_TENURE_DAYS: i64 = 36_500;
 /// Plan names, as on churn events.
-const MAX_PLAN_NAME: usize = 500;
+pub const MAX_PLAN_NAME: usize = 500;
 
 wire_enum! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]

@@ -44,8 +44,6 @@ use super::identity;
 /// Events the flow records carry this provider.
 pub const PROVIDER: &str = "cancel_flow";
 const MAX_FEEDBACK: usize = 2000;
-/// Plan names, as on churn events.
-const MAX_PLAN_NAME: usize = 500;
 /// A provider's error message is clipped to this many characters on the event.
 const MAX_OFFER_ERROR: usize = 1000;
 
@@ -543,7 +541,7 @@ impl Payments {
             );
         }
         if let Some(plan) = &query.plan_name {
-            v.check("plan_name", optional_text(plan, MAX_PLAN_NAME));
+            v.check("plan_name", optional_text(plan, segment::MAX_PLAN_NAME));
         }
         let properties = query
             .properties
