@@ -1,8 +1,9 @@
-//! The cancel flow (decisions §11): its configuration, the public configuration the widget
-//! reads (counting opens per customer), and submissions, which record a cancellation and,
-//! when an offer is accepted, mark it recovered in the same transaction. Browser calls come
-//! only from the project's allowed origins, and a call acts for a customer only with that
-//! customer's `customer_hash` (decisions §16, `identity`): an offer is applied only to a
+//! The cancel flow (decisions §11): its configuration and the segmented flows beside it
+//! (§19), the public configuration the widget reads (routed by the customer's facts,
+//! counting opens per customer), and submissions (routed again), which record a
+//! cancellation and, when an offer is accepted, mark it recovered in the same transaction.
+//! Browser calls come only from the project's allowed origins, and a call acts for a
+//! customer only with that customer's `customer_hash` (decisions §16, `identity`): an offer is applied only to a
 //! subscription the provider says is the signed customer's. [`Payments::submit_cancel_reason`] applies an
 //! accepted offer at Stripe ([`apply_offer`] makes the calls): inline for the answer, and
 //! by an `apply_offer` job stored with the event, so a process that dies in between, or a
