@@ -33,6 +33,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{ApiError, Error};
 
+mod cancel_flows;
 mod risk;
 mod team;
 mod webhooks;

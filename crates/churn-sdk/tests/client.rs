@@ -26,6 +26,7 @@ both_backends!(
     churn_event_from_creation_to_recovery,
     team_and_analytics_round_trip,
     cancel_flow_configuration_and_submission,
+    segmented_cancel_flows_round_trip,
     payments_round_trip,
 );
 
@@ -804,6 +805,108 @@ async fn cancel_flow_configuration_and_submission(backend: Backend) {
     let event = ada.event("acme", &event_id).await.unwrap();
     assert_eq!(event.provider, "cancel_flow");
     assert_eq!(event.recovered_via.as_deref(), Some("cancel_flow"));
+}
+
+async fn segmented_cancel_flows_round_trip(backend: Backend) {
+    use churn_core::api::cancel_flow::{CancelReasonSubmission, ConfigQuery};
+    use churn_core::domain::cancel_flow::{ReasonInput, SegmentedFlowInput};
+    use churn_core::domain::segment::{BillingInterval, SegmentInput};
+
+    let server = live(backend).await;
+    let anonymous = Client::new(&server.base_url).unwrap();
+    let session = anonymous
+        .register("Ada", "ada@example.com", "correct horse")
+        .await
+        .unwrap();
+    let ada = anonymous.clone().with_token(session.token);
+    let created = ada
+        .create_project(&CreateProject {
+            name: "Acme".into(),
+            product_type: None,
+            support_email: None,
+        })
+        .await
+        .unwrap();
+    let public_key = created.api_keys.unwrap().public_key;
+    let input = SegmentedFlowInput {
+        name: "Yearly".into(),
+        priority: Some(3),
+        segment: Some(SegmentInput {
+            billing_interval: Some("year".into()),
+            ..SegmentInput::default()
+        }),
+        reasons: vec![ReasonInput {
+            code: "other".into(),
+            label: "Something else".into(),
+        }],
+        ..SegmentedFlowInput::default()
+    };
+    let flow = ada.create_cancel_flow("acme", &input).await.unwrap();
+    assert_eq!(flow.segment.billing_interval, Some(BillingInterval::Year));
+    assert!(flow.active);
+    assert_eq!(
+        ada.cancel_flows("acme").await.unwrap(),
+        std::slice::from_ref(&flow)
+    );
+    assert_eq!(
+        ada.segmented_cancel_flow("acme", &flow.id).await.unwrap(),
+        flow
+    );
+
+    let yearly = ConfigQuery {
+        billing_interval: Some("year".into()),
+        ..ConfigQuery::default()
+    };
+    let shown = anonymous
+        .cancel_flow_config(&public_key, &yearly)
+        .await
+        .unwrap();
+    assert_eq!(shown.flow_id.as_deref(), Some(flow.id.as_str()));
+    assert_eq!(shown.variant, None);
+    let default = anonymous
+        .cancel_flow_config(&public_key, &ConfigQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(default.flow_id, None);
+    assert_eq!(default.flow.reasons.len(), 8);
+
+    let secret = ada.identity_secret("acme").await.unwrap();
+    let submission = CancelReasonSubmission {
+        customer_email: "dana@customer.example".into(),
+        reason: "other".into(),
+        billing_interval: Some("year".into()),
+        customer_hash: Some(churn_sdk::identity::customer_hash(
+            &secret,
+            "dana@customer.example",
+            None,
+        )),
+        ..CancelReasonSubmission::default()
+    };
+    let recorded = anonymous
+        .submit_cancel_reason(&public_key, &submission)
+        .await
+        .unwrap();
+    let event = ada
+        .event("acme", &recorded.churn_event_id.unwrap())
+        .await
+        .unwrap();
+    assert_eq!(event.flow_id.as_deref(), Some(flow.id.as_str()));
+
+    let inactive = SegmentedFlowInput {
+        active: Some(false),
+        ..input
+    };
+    let replaced = ada
+        .replace_cancel_flow("acme", &flow.id, &inactive)
+        .await
+        .unwrap();
+    assert!(!replaced.active);
+    ada.delete_cancel_flow("acme", &flow.id).await.unwrap();
+    let gone = ada
+        .segmented_cancel_flow("acme", &flow.id)
+        .await
+        .unwrap_err();
+    assert_eq!(gone.status(), Some(404));
 }
 
 async fn payments_round_trip(backend: Backend) {

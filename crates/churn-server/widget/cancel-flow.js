@@ -11,6 +11,10 @@
  * given) under the project's identity secret: your server makes it, so nobody holding the
  * public key can act for your customers.
  *
+ * What the page knows of the customer routes it to the project's flow for its segment:
+ * planName, mrr (cents), tenureDays, billingInterval ("month" | "year") and properties (an
+ * object of strings) go to the service with the configuration's request and the answer.
+ *
  * The dialog lives in a shadow root (the page's styles do not reach it, its styles do not
  * leak), takes the focus when it opens and keeps it inside (Tab and Shift+Tab cycle), closes
  * on Escape and gives the focus back. Texts and colours come from the project's flow.
@@ -129,6 +133,10 @@
     const key = encodeURIComponent(o.publicKey);
     const who = new URLSearchParams({ customer_email: o.customerEmail, customer_hash: o.customerHash });
     if (o.subscriptionId) who.set("subscription_id", o.subscriptionId);
+    const facts = factsOf(o);
+    for (const [name, value] of Object.entries(facts)) {
+      who.set(name, typeof value === "object" ? JSON.stringify(value) : String(value));
+    }
     const configUrl = `${base}/cancel-flow/config/${key}?${who}`;
     const send = (body) =>
       request(`${base}/cancel-flow/reasons?public_key=${key}`, {
@@ -142,6 +150,17 @@
         current = null;
       });
     return current;
+  }
+
+  /** The customer's facts the flow is routed by, under the service's names. */
+  function factsOf(o) {
+    const facts = {};
+    if (o.planName) facts.plan_name = o.planName;
+    if (Number.isInteger(o.mrr)) facts.mrr = o.mrr;
+    if (Number.isInteger(o.tenureDays)) facts.tenure_days = o.tenureDays;
+    if (o.billingInterval) facts.billing_interval = o.billingInterval;
+    if (o.properties && typeof o.properties === "object") facts.properties = o.properties;
+    return facts;
   }
 
   /** Shows `flow` without the service: answers are acknowledged, never sent. */
@@ -251,8 +270,7 @@
         };
         if (feedback) body.feedback = feedback;
         if (o.customerName) body.customer_name = o.customerName;
-        if (o.planName) body.plan_name = o.planName;
-        if (Number.isInteger(o.mrr)) body.mrr = o.mrr;
+        Object.assign(body, factsOf(o));
         if (o.subscriptionId) body.provider_subscription_id = o.subscriptionId;
         if (pauseMonths) body.pause_months = pauseMonths;
         try {

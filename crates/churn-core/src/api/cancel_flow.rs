@@ -1,12 +1,15 @@
-//! The cancel flow: a submission from the widget and its answer (decisions §11). The flow's
-//! own configuration types live with its rules in `domain::cancel_flow`.
+//! The cancel flow: a submission from the widget and its answer (decisions §11), the flow
+//! the widget is shown and the segmented flows (§19). The flows' own configuration types live
+//! with their rules in `domain::cancel_flow` and `domain::segment`.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::domain::cancel_flow::OfferKind;
+use crate::domain::cancel_flow::{CancelFlow, OfferKind};
 use crate::domain::lifecycle::EventStatus;
+use crate::domain::segment::{BillingInterval, Segment};
 use crate::domain::strategy::ReasonCode;
+use crate::time::{Timestamp, wire};
 
 /// `POST /cancel-flow/reasons`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
@@ -33,6 +36,16 @@ pub struct CancelReasonSubmission {
     /// Monthly recurring revenue in cents.
     #[schema(minimum = 0, maximum = 1e12)]
     pub mrr: Option<i64>,
+    /// Days the customer has been subscribed; routes to a flow (decisions §19) and is kept
+    /// on the event.
+    #[schema(minimum = 0)]
+    pub tenure_days: Option<i64>,
+    /// Routes to a flow whose segment names it.
+    #[schema(value_type = Option<BillingInterval>)]
+    pub billing_interval: Option<String>,
+    /// Routes to a flow whose segment requires them: at most 20, string values.
+    #[schema(value_type = Option<std::collections::BTreeMap<String, String>>)]
+    pub properties: Option<serde_json::Value>,
     /// The customer's subscription at the payment provider; an offer is applied only to it
     /// (or to the one the customer's provider events name) when the provider confirms it is
     /// the customer's.
@@ -94,4 +107,50 @@ pub struct ConfigQuery {
     /// The subscription the hash also covers, when it was made over one.
     #[param(max_length = 500)]
     pub subscription_id: Option<String>,
+    /// The customer's plan: routes to a flow whose segment names it (decisions §19).
+    #[param(max_length = 500)]
+    pub plan_name: Option<String>,
+    /// The customer's MRR in cents.
+    #[param(minimum = 0, maximum = 1e12)]
+    pub mrr: Option<i64>,
+    /// Days the customer has been subscribed.
+    #[param(minimum = 0)]
+    pub tenure_days: Option<i64>,
+    #[param(value_type = Option<BillingInterval>)]
+    pub billing_interval: Option<String>,
+    /// A JSON object of strings (at most 20), e.g. `{"region":"eu"}`.
+    pub properties: Option<String>,
+}
+
+/// The flow the widget shows (decisions §19): the routed flow, else the project's default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WidgetFlow {
+    #[serde(flatten)]
+    pub flow: CancelFlow,
+    /// The segmented flow shown; null for the project's default flow.
+    #[schema(format = Uuid)]
+    pub flow_id: Option<String>,
+    /// The flow's experiment variant; null when it has none.
+    pub variant: Option<String>,
+}
+
+/// A segmented cancel flow (decisions §19).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SegmentedFlow {
+    #[schema(format = Uuid)]
+    pub id: String,
+    pub name: String,
+    /// Lower comes first.
+    pub priority: i64,
+    /// The conditions it names; none: everyone.
+    pub segment: Segment,
+    #[serde(flatten)]
+    pub flow: CancelFlow,
+    pub active: bool,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: Timestamp,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: Timestamp,
 }

@@ -113,6 +113,14 @@ pub struct ChurnEvent {
     #[serde(default, with = "wire::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub offer_applied_at: Option<Timestamp>,
+    /// The segmented cancel flow the customer was shown (decisions §19); null for the
+    /// project's default flow and for events from elsewhere.
+    #[serde(default)]
+    #[schema(format = Uuid)]
+    pub flow_id: Option<String>,
+    /// That flow's experiment variant; null when it has none.
+    #[serde(default)]
+    pub variant: Option<String>,
     /// Present on the single-event answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variants: Option<Vec<Variant>>,

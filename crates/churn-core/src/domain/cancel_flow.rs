@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::segment::{Segment, SegmentInput};
 use super::settings::ProjectSettings;
 use super::strategy::ReasonCode;
-use super::validation::{Validator, required_text};
+use super::validation::{Validator, required_line, required_text};
 use crate::error::Result;
 use crate::time::Timestamp;
 
@@ -226,6 +227,13 @@ impl CancelFlowInput {
     /// `offers.too_expensive.percent`, `copy.title`, `colors.primary`, ...).
     pub fn validate(self, settings: &ProjectSettings) -> Result<CancelFlow> {
         let mut v = Validator::new();
+        let flow = self.validate_into(settings, &mut v);
+        v.finish()?;
+        Ok(flow)
+    }
+
+    /// The flow, with every bad field named in `v` (the flow is meaningless when it has any).
+    fn validate_into(self, settings: &ProjectSettings, v: &mut Validator) -> CancelFlow {
         if !(1..=MAX_REASONS).contains(&self.reasons.len()) {
             v.add("reasons", format!("must hold 1 to {MAX_REASONS} reasons"));
         }
@@ -259,13 +267,13 @@ impl CancelFlowInput {
                     v.add(&field, "is not one of the flow's reasons")
                 }
                 Some(_) => {
-                    if let Some(offer) = input.validate(&field, &mut v) {
+                    if let Some(offer) = input.validate(&field, v) {
                         offers.insert(key, offer);
                     }
                 }
             }
         }
-        let copy = self.copy.map(|c| c.validate(&mut v)).unwrap_or_default();
+        let copy = self.copy.map(|c| c.validate(v)).unwrap_or_default();
         let mut colors = FlowColors::default();
         if let Some(input) = self.colors {
             for (name, value, slot) in [
@@ -292,13 +300,89 @@ impl CancelFlowInput {
                 String::new()
             }
         };
-        v.finish()?;
-        Ok(CancelFlow {
+        CancelFlow {
             reasons,
             offers,
             copy,
             colors,
             language,
+        }
+    }
+}
+
+/// `POST /projects/:slug/cancel-flows` and `PUT …/:id` (decisions §19): a flow shown to the
+/// customers of its segment, the whole of it; what is left out takes its default.
+/// Experiments (`variants`) are not accepted yet.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentedFlowInput {
+    /// Shown to admins only.
+    #[schema(min_length = 1, max_length = 100, pattern = r"\S")]
+    pub name: String,
+    /// Lower comes first: the active flow of lowest priority whose segment matches is shown.
+    /// Default 0.
+    #[schema(minimum = 0, maximum = 1000000)]
+    pub priority: Option<i64>,
+    /// The customers the flow is for; default everyone.
+    pub segment: Option<SegmentInput>,
+    /// 1–8 reasons, each reason code at most once, in the order shown.
+    #[schema(min_items = 1, max_items = 8)]
+    pub reasons: Vec<ReasonInput>,
+    /// Keyed by a reason code of `reasons`; a reason without an entry has no offer.
+    #[serde(default)]
+    pub offers: BTreeMap<String, OfferInput>,
+    pub copy: Option<CopyInput>,
+    pub colors: Option<ColorsInput>,
+    /// An IETF language tag; default the project's language.
+    #[schema(pattern = r"^[A-Za-z0-9-]{2,16}$")]
+    pub language: Option<String>,
+    /// Only active flows are shown; default true.
+    pub active: Option<bool>,
+}
+
+pub const MAX_FLOW_NAME: usize = 100;
+pub const MAX_PRIORITY: i64 = 1_000_000;
+
+/// A segmented flow as validated: what is stored besides its id and times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowDefinition {
+    pub name: String,
+    pub priority: i64,
+    pub segment: Segment,
+    pub flow: CancelFlow,
+    pub active: bool,
+}
+
+impl SegmentedFlowInput {
+    /// The definition, or every bad field named (`name`, `priority`, `segment.mrr_min`, and
+    /// the flow's own as for the default flow).
+    pub fn validate(self, settings: &ProjectSettings) -> Result<FlowDefinition> {
+        let mut v = Validator::new();
+        let name = v.check("name", required_line(&self.name, MAX_FLOW_NAME));
+        let priority = match self.priority {
+            None => 0,
+            Some(p) if (0..=MAX_PRIORITY).contains(&p) => p,
+            Some(_) => {
+                v.add("priority", format!("must be between 0 and {MAX_PRIORITY}"));
+                0
+            }
+        };
+        let segment = self.segment.map(|s| s.validate(&mut v)).unwrap_or_default();
+        let flow = CancelFlowInput {
+            reasons: self.reasons,
+            offers: self.offers,
+            copy: self.copy,
+            colors: self.colors,
+            language: self.language,
+        }
+        .validate_into(settings, &mut v);
+        v.finish()?;
+        Ok(FlowDefinition {
+            name: name.unwrap_or_default(),
+            priority,
+            segment,
+            flow,
+            active: self.active.unwrap_or(true),
         })
     }
 }
@@ -624,6 +708,44 @@ mod tests {
         );
         assert_eq!(flow.offer_for(ReasonCode::Other), None);
         assert_eq!(flow.language, "de");
+    }
+
+    #[test]
+    fn segmented_flows_name_their_own_fields_and_the_flow_s() {
+        let input = |value| serde_json::from_value::<SegmentedFlowInput>(value).unwrap();
+        let flow = input(json!({
+            "name": " Yearly Pro ",
+            "segment": {"plans": ["Pro"], "billing_interval": "year"},
+            "reasons": [{"code": "other", "label": "Other"}],
+        }))
+        .validate(&ProjectSettings::default())
+        .unwrap();
+        assert_eq!(flow.name, "Yearly Pro");
+        assert_eq!((flow.priority, flow.active), (0, true));
+        assert_eq!(flow.segment.plans, Some(vec!["Pro".to_owned()]));
+        assert_eq!(flow.flow.reasons.len(), 1);
+        let bad = input(json!({
+            "name": "",
+            "priority": -1,
+            "segment": {"mrr_min": -1},
+            "reasons": [{"code": "nope", "label": "x"}],
+        }))
+        .validate(&ProjectSettings::default());
+        let Err(Error::Validation { details, .. }) = bad else {
+            panic!("expected a validation error, got {bad:?}");
+        };
+        let fields: Vec<_> = details.iter().map(|d| d.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            ["name", "priority", "segment.mrr_min", "reasons[0].code"]
+        );
+        assert!(
+            serde_json::from_value::<SegmentedFlowInput>(
+                json!({"name": "x", "reasons": [], "variants": []})
+            )
+            .is_err(),
+            "experiments are not accepted yet"
+        );
     }
 
     #[test]

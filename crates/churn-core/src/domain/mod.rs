@@ -24,6 +24,7 @@ pub mod provider_events;
 pub mod ranking;
 pub mod risk;
 pub mod role;
+pub mod segment;
 pub mod sender;
 pub mod settings;
 pub mod slug;

@@ -1,8 +1,9 @@
-//! The cancel flow (decisions §11): its configuration, the public configuration the widget
-//! reads (counting opens per customer), and submissions, which record a cancellation and,
-//! when an offer is accepted, mark it recovered in the same transaction. Browser calls come
-//! only from the project's allowed origins, and a call acts for a customer only with that
-//! customer's `customer_hash` (decisions §16, `identity`): an offer is applied only to a
+//! The cancel flow (decisions §11): its configuration and the segmented flows beside it
+//! (§19), the public configuration the widget reads (routed by the customer's facts,
+//! counting opens per customer), and submissions (routed again), which record a
+//! cancellation and, when an offer is accepted, mark it recovered in the same transaction.
+//! Browser calls come only from the project's allowed origins, and a call acts for a
+//! customer only with that customer's `customer_hash` (decisions §16, `identity`): an offer is applied only to a
 //! subscription the provider says is the signed customer's. [`Payments::submit_cancel_reason`] applies an
 //! accepted offer at Stripe ([`apply_offer`] makes the calls): inline for the answer, and
 //! by an `apply_offer` job stored with the event, so a process that dies in between, or a
@@ -12,8 +13,11 @@ use std::time::Duration;
 
 use super::access::ProjectAccess;
 use super::{Core, Payments};
-use crate::api::cancel_flow::{CancelReasonRecorded, CancelReasonSubmission, OfferOutcome};
-use crate::domain::cancel_flow::{self, CancelFlow, CancelFlowInput, Offer};
+use crate::api::cancel_flow::{
+    CancelReasonRecorded, CancelReasonSubmission, ConfigQuery, OfferOutcome, SegmentedFlow,
+    WidgetFlow,
+};
+use crate::domain::cancel_flow::{self, CancelFlow, CancelFlowInput, Offer, SegmentedFlowInput};
 use crate::domain::email::Email;
 use crate::domain::identity as identity_rules;
 use crate::domain::keys::KeyKind;
@@ -21,13 +25,16 @@ use crate::domain::lifecycle::EventStatus;
 use crate::domain::origin;
 use crate::domain::provider::Provider;
 use crate::domain::role::{Actor, Permission};
+use crate::domain::segment::{self, CustomerFacts, FactsInput};
 use crate::domain::validation::{Validator, optional_text};
 use crate::domain::webhooks::EventType;
 use crate::error::{Error, Result};
+use crate::ids::new_id;
 use crate::jobs::kind::Job;
 use crate::providers::CallError;
 use crate::providers::stripe::{NewCoupon, PauseBehavior, Stripe};
 use crate::services::webhooks::{emit_churn_events, emit_one};
+use crate::store::cancel_flows::FlowRecord;
 use crate::store::events::{EventRecord, OfferLock};
 use crate::store::{cancel_flows, events};
 use crate::time::Timestamp;
@@ -63,6 +70,102 @@ impl Core {
         Ok(cancel_flows::get(self.store.reader(), &access.project.id)
             .await?
             .unwrap_or_else(|| CancelFlow::default_for(&access.project.settings)))
+    }
+
+    /// The flow a customer with `facts` is shown (decisions §19): the active segmented flow
+    /// of lowest priority whose segment matches, else the default flow (`flow_id: null`).
+    /// A flow deleted between routing and reading it leaves the default.
+    async fn routed_flow(
+        &self,
+        access: &ProjectAccess,
+        facts: &CustomerFacts,
+    ) -> Result<WidgetFlow> {
+        let project_id = &access.project.id;
+        let routes = cancel_flows::active_routes(self.store.reader(), project_id).await?;
+        if let Some(chosen) = segment::route(&routes, facts)
+            && let Some(flow) =
+                cancel_flows::flow_config(self.store.reader(), project_id, &chosen.id).await?
+        {
+            return Ok(WidgetFlow {
+                flow,
+                flow_id: Some(chosen.id.clone()),
+                variant: None,
+            });
+        }
+        Ok(WidgetFlow {
+            flow: self.flow_of(access).await?,
+            flow_id: None,
+            variant: None,
+        })
+    }
+
+    /// `GET /projects/:slug/cancel-flows`: in routing order.
+    pub async fn segmented_flows(&self, access: &ProjectAccess) -> Result<Vec<SegmentedFlow>> {
+        access.authorize(Permission::Read)?;
+        Ok(cancel_flows::flows(self.store.reader(), &access.project.id)
+            .await?
+            .into_iter()
+            .map(flow_view)
+            .collect())
+    }
+
+    pub async fn segmented_flow(&self, access: &ProjectAccess, id: &str) -> Result<SegmentedFlow> {
+        access.authorize(Permission::Read)?;
+        cancel_flows::flow(self.store.reader(), &access.project.id, id)
+            .await?
+            .map(flow_view)
+            .ok_or_else(flow_not_found)
+    }
+
+    pub async fn create_segmented_flow(
+        &self,
+        access: &ProjectAccess,
+        input: SegmentedFlowInput,
+    ) -> Result<SegmentedFlow> {
+        access.authorize(Permission::Administer)?;
+        let definition = input.validate(&access.project.settings)?;
+        let now = self.now();
+        let record = FlowRecord {
+            id: new_id(),
+            project_id: access.project.id.clone(),
+            definition,
+            created_at: now,
+            updated_at: now,
+        };
+        cancel_flows::insert_flow(self.store.writer(), &record).await?;
+        Ok(flow_view(record))
+    }
+
+    /// `PUT …/cancel-flows/:id`: the whole flow; what is left out takes its default.
+    pub async fn replace_segmented_flow(
+        &self,
+        access: &ProjectAccess,
+        id: &str,
+        input: SegmentedFlowInput,
+    ) -> Result<SegmentedFlow> {
+        access.authorize(Permission::Administer)?;
+        let definition = input.validate(&access.project.settings)?;
+        let now = self.now();
+        let project_id = &access.project.id;
+        let created_at =
+            cancel_flows::update_flow(self.store.writer(), project_id, id, &definition, now)
+                .await?
+                .ok_or_else(flow_not_found)?;
+        Ok(flow_view(FlowRecord {
+            id: id.to_owned(),
+            project_id: project_id.clone(),
+            definition,
+            created_at,
+            updated_at: now,
+        }))
+    }
+
+    pub async fn delete_segmented_flow(&self, access: &ProjectAccess, id: &str) -> Result<()> {
+        access.authorize(Permission::Administer)?;
+        if !cancel_flows::delete_flow(self.store.writer(), &access.project.id, id).await? {
+            return Err(flow_not_found());
+        }
+        Ok(())
     }
 
     /// The project of a public key for a widget call from `origin` (the `Origin` header):
@@ -101,15 +204,16 @@ impl Core {
         }
     }
 
-    /// The flow for the widget; the open is counted for `verified`, a customer whose hash
-    /// was checked.
+    /// The flow for the widget, routed by `facts`; the open is counted for `verified`, a
+    /// customer whose hash was checked.
     async fn widget_config(
         &self,
         access: &ProjectAccess,
         verified: Option<&Email>,
-    ) -> Result<CancelFlow> {
+        facts: &CustomerFacts,
+    ) -> Result<WidgetFlow> {
         access.authorize(Permission::CancelFlow)?;
-        let flow = self.flow_of(access).await?;
+        let flow = self.routed_flow(access, facts).await?;
         if let Some(email) = verified {
             cancel_flows::record_open(
                 self.store.writer(),
@@ -131,8 +235,21 @@ impl Core {
         req: CancelReasonSubmission,
     ) -> Result<Submission> {
         access.authorize(Permission::CancelFlow)?;
-        let flow = self.flow_of(access).await?;
         let mut v = Validator::new();
+        // `mrr`, `tenure_days` and `plan_name` are named by the event's own rules below.
+        let facts = FactsInput {
+            plan_name: req.plan_name.as_deref(),
+            mrr: req.mrr,
+            tenure_days: req.tenure_days,
+            billing_interval: req.billing_interval.as_deref(),
+            properties: req.properties.clone(),
+        }
+        .check(&mut v, false);
+        let WidgetFlow {
+            flow,
+            flow_id,
+            variant,
+        } = self.routed_flow(access, &facts).await?;
         let reason = v.check(
             "reason",
             flow.reason(req.reason.trim())
@@ -169,12 +286,15 @@ impl Core {
             cancel_reason: Some(feedback.unwrap_or_else(|| code.clone())),
             mrr: req.mrr,
             plan_name: req.plan_name,
+            tenure_days: req.tenure_days,
             provider: PROVIDER.into(),
             provider_subscription_id: req.provider_subscription_id,
             ..NewEvent::default()
         };
         let mut record = self.new_event_record(&access.project.id, new, "mrr", v)?;
         record.reason_code = code;
+        record.flow_id = flow_id;
+        record.flow_variant = variant;
         let accepted = offer.is_some() && req.offer_accepted == Some(true);
         Ok(Submission {
             record,
@@ -251,6 +371,23 @@ impl Core {
             },
             offer: offer.as_ref().map(|o| outcome(o, pause_months, false)),
         })
+    }
+}
+
+fn flow_not_found() -> Error {
+    Error::NotFound("cancel flow not found".into())
+}
+
+fn flow_view(r: FlowRecord) -> SegmentedFlow {
+    SegmentedFlow {
+        id: r.id,
+        name: r.definition.name,
+        priority: r.definition.priority,
+        segment: r.definition.segment,
+        flow: r.definition.flow,
+        active: r.definition.active,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
     }
 }
 
@@ -376,17 +513,19 @@ impl Payments {
         Ok(recorded)
     }
 
-    /// The flow for the widget (decisions §16): a widget open is counted for
-    /// `customer_email` only with its matching `customer_hash` (over `subscription_id` too
-    /// when given); without one the flow is answered and nothing is counted. A hash or id
-    /// that could never match (not 64 hex characters, an id past 500) is a 400.
+    /// The flow for the widget (decisions §16, §19), routed by the customer's facts in
+    /// `query`: a widget open is counted for `customer_email` only with its matching
+    /// `customer_hash` (over `subscription_id` too when given); without one the flow is
+    /// answered and nothing is counted. A hash or id that could never match (not 64 hex
+    /// characters, an id past 500) is a 400, and so is a fact out of its range.
     pub async fn widget_config(
         &self,
         access: &ProjectAccess,
-        customer_email: Option<&str>,
-        subscription_id: Option<&str>,
-        customer_hash: Option<&str>,
-    ) -> Result<CancelFlow> {
+        query: &ConfigQuery,
+    ) -> Result<WidgetFlow> {
+        let customer_email = query.customer_email.as_deref();
+        let subscription_id = query.subscription_id.as_deref();
+        let customer_hash = query.customer_hash.as_deref();
         let mut v = Validator::new();
         let email = customer_email.and_then(|e| v.check("customer_email", Email::parse(e)));
         if customer_hash.is_some_and(|h| !identity_rules::well_formed(h)) {
@@ -402,6 +541,21 @@ impl Payments {
                 ),
             );
         }
+        if let Some(plan) = &query.plan_name {
+            v.check("plan_name", optional_text(plan, segment::MAX_PLAN_NAME));
+        }
+        let properties = query
+            .properties
+            .as_deref()
+            .and_then(|raw| v.check("properties", segment::parse_properties(raw)));
+        let facts = FactsInput {
+            plan_name: query.plan_name.as_deref(),
+            mrr: query.mrr,
+            tenure_days: query.tenure_days,
+            billing_interval: query.billing_interval.as_deref(),
+            properties,
+        }
+        .check(&mut v, true);
         v.finish()?;
         let verified = match (email, customer_hash) {
             (Some(email), Some(_)) if !identity::is_demo_customer(email.as_str()) => {
@@ -421,7 +575,9 @@ impl Payments {
             }
             _ => None,
         };
-        self.core.widget_config(access, verified.as_ref()).await
+        self.core
+            .widget_config(access, verified.as_ref(), &facts)
+            .await
     }
 
     /// The client and subscription an accepted offer is applied to, when Stripe is

@@ -17,6 +17,7 @@ use crate::domain::email::Email;
 use crate::domain::lifecycle::{Action, EventStatus, transition};
 use crate::domain::provider::canonical_name;
 use crate::domain::role::Permission;
+use crate::domain::segment::{MAX_MRR, MRR_RANGE};
 use crate::domain::settings::AutopilotSettings;
 use crate::domain::strategy::{ReasonCode, classify};
 use crate::domain::validation::{Validator, one_line, optional_text};
@@ -30,7 +31,6 @@ use crate::store::{Backend, Tx};
 use crate::time::Timestamp;
 
 pub const EVENT_TYPES: [&str; 2] = ["cancellation", "payment_failed"];
-const MAX_MRR: i64 = 1_000_000_000_000;
 const DEFAULT_PER_PAGE: i64 = 20;
 const MAX_PER_PAGE: i64 = 100;
 
@@ -165,7 +165,7 @@ impl Core {
             .as_deref()
             .and_then(|r| v.check("cancel_reason", optional_text(r, 2000)));
         if new.mrr.is_some_and(|m| !(0..=MAX_MRR).contains(&m)) {
-            v.add(mrr_field, "must be between 0 and 1000000000000 (cents)");
+            v.add(mrr_field, MRR_RANGE);
         }
         let currency = match new.currency.as_deref().map(str::trim) {
             None | Some("") => Some("usd".to_owned()),
@@ -225,6 +225,8 @@ impl Core {
             autopilot: None,
             offer_error: None,
             offer_applied_at: None,
+            flow_id: None,
+            flow_variant: None,
         })
     }
 
@@ -598,6 +600,8 @@ pub fn event_view(r: EventRecord, variants: Option<Vec<VariantRecord>>) -> Churn
             .map(|(status, reason)| AutopilotState { status, reason }),
         offer_error: r.offer_error,
         offer_applied_at: r.offer_applied_at,
+        flow_id: r.flow_id,
+        variant: r.flow_variant,
         variants: variants.map(|vs| vs.into_iter().map(variant_view).collect()),
     }
 }

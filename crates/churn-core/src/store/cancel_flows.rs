@@ -1,10 +1,12 @@
 //! The `cancel_flows` and `cancel_flow_opens` tables: a project's flow (JSON), and the widget
-//! opens of each customer. Every statement takes the project id.
+//! opens of each customer; `segmented_cancel_flows`, the flows shown by segment (decisions
+//! §19). Every statement takes the project id.
 
-use sqlx::{Any, Executor};
+use sqlx::{Any, Executor, FromRow};
 
-use super::Writes;
-use crate::domain::cancel_flow::CancelFlow;
+use super::{Writes, ts};
+use crate::domain::cancel_flow::{CancelFlow, FlowDefinition};
+use crate::domain::segment::{Routable, Segment};
 use crate::error::{Error, Result};
 use crate::time::{self, Timestamp};
 
@@ -103,4 +105,204 @@ pub async fn origin_listed<'e>(
     Ok(lists.iter().any(|list| {
         serde_json::from_str::<Vec<String>>(list).is_ok_and(|l| l.iter().any(|o| o == origin))
     }))
+}
+
+/// A segmented flow as stored, its JSON decoded.
+#[derive(Debug, Clone)]
+pub struct FlowRecord {
+    pub id: String,
+    pub project_id: String,
+    pub definition: FlowDefinition,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// What routing reads of a flow: the flow's own JSON is decoded only for the chosen one.
+#[derive(Debug, Clone)]
+pub struct FlowRoute {
+    pub id: String,
+    pub priority: i64,
+    pub segment: Segment,
+}
+
+impl Routable for FlowRoute {
+    fn priority(&self) -> i64 {
+        self.priority
+    }
+    // Only active flows are read for routing.
+    fn active(&self) -> bool {
+        true
+    }
+    fn segment(&self) -> &Segment {
+        &self.segment
+    }
+}
+
+#[derive(FromRow)]
+struct FlowRow {
+    id: String,
+    project_id: String,
+    name: String,
+    priority: i64,
+    segment: String,
+    flow: String,
+    active: i64,
+    created_at: String,
+    updated_at: String,
+}
+
+fn corrupt(what: &str, e: serde_json::Error) -> Error {
+    Error::internal(format!("corrupt {what} in segmented_cancel_flows: {e}"))
+}
+
+impl FlowRow {
+    fn record(self) -> Result<FlowRecord> {
+        Ok(FlowRecord {
+            definition: FlowDefinition {
+                name: self.name,
+                priority: self.priority,
+                segment: serde_json::from_str(&self.segment).map_err(|e| corrupt("segment", e))?,
+                flow: serde_json::from_str(&self.flow).map_err(|e| corrupt("flow", e))?,
+                active: self.active != 0,
+            },
+            created_at: ts(&self.created_at)?,
+            updated_at: ts(&self.updated_at)?,
+            id: self.id,
+            project_id: self.project_id,
+        })
+    }
+}
+
+const FLOW: &str = "id, project_id, name, priority, segment, flow, active, created_at, updated_at";
+/// Routing order: priority, then the older flow first.
+const ORDER: &str = "ORDER BY priority, created_at, id";
+
+fn json(definition: &FlowDefinition) -> Result<(String, String)> {
+    Ok((
+        serde_json::to_string(&definition.segment).map_err(Error::internal)?,
+        serde_json::to_string(&definition.flow).map_err(Error::internal)?,
+    ))
+}
+
+pub async fn insert_flow<'e>(db: impl Writes<'e>, r: &FlowRecord) -> Result<()> {
+    let (segment, flow) = json(&r.definition)?;
+    sqlx::query(&format!(
+        "INSERT INTO segmented_cancel_flows ({FLOW}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+    ))
+    .bind(&r.id)
+    .bind(&r.project_id)
+    .bind(&r.definition.name)
+    .bind(r.definition.priority)
+    .bind(segment)
+    .bind(flow)
+    .bind(i64::from(r.definition.active))
+    .bind(time::format(&r.created_at))
+    .bind(time::format(&r.updated_at))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Replaces the flow's definition; `None` when the project has no such flow.
+pub async fn update_flow<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    id: &str,
+    definition: &FlowDefinition,
+    now: Timestamp,
+) -> Result<Option<Timestamp>> {
+    let (segment, flow) = json(definition)?;
+    let created: Option<String> = sqlx::query_scalar(
+        "UPDATE segmented_cancel_flows SET name = $1, priority = $2, segment = $3, flow = $4, \
+         active = $5, updated_at = $6 WHERE project_id = $7 AND id = $8 RETURNING created_at",
+    )
+    .bind(&definition.name)
+    .bind(definition.priority)
+    .bind(segment)
+    .bind(flow)
+    .bind(i64::from(definition.active))
+    .bind(time::format(&now))
+    .bind(project_id)
+    .bind(id)
+    .fetch_optional(db)
+    .await?;
+    created.as_deref().map(ts).transpose()
+}
+
+pub async fn delete_flow<'e>(db: impl Writes<'e>, project_id: &str, id: &str) -> Result<bool> {
+    let done = sqlx::query("DELETE FROM segmented_cancel_flows WHERE project_id = $1 AND id = $2")
+        .bind(project_id)
+        .bind(id)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn flow<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    id: &str,
+) -> Result<Option<FlowRecord>> {
+    let row: Option<FlowRow> = sqlx::query_as(&format!(
+        "SELECT {FLOW} FROM segmented_cancel_flows WHERE project_id = $1 AND id = $2"
+    ))
+    .bind(project_id)
+    .bind(id)
+    .fetch_optional(db)
+    .await?;
+    row.map(FlowRow::record).transpose()
+}
+
+/// The project's segmented flows in routing order.
+pub async fn flows<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<Vec<FlowRecord>> {
+    let rows: Vec<FlowRow> = sqlx::query_as(&format!(
+        "SELECT {FLOW} FROM segmented_cancel_flows WHERE project_id = $1 {ORDER}"
+    ))
+    .bind(project_id)
+    .fetch_all(db)
+    .await?;
+    rows.into_iter().map(FlowRow::record).collect()
+}
+
+/// The project's active flows in routing order, segments only.
+pub async fn active_routes<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+) -> Result<Vec<FlowRoute>> {
+    let rows: Vec<(String, i64, String)> = sqlx::query_as(&format!(
+        "SELECT id, priority, segment FROM segmented_cancel_flows \
+         WHERE project_id = $1 AND active = 1 {ORDER}"
+    ))
+    .bind(project_id)
+    .fetch_all(db)
+    .await?;
+    rows.into_iter()
+        .map(|(id, priority, segment)| {
+            Ok(FlowRoute {
+                segment: serde_json::from_str(&segment).map_err(|e| corrupt("segment", e))?,
+                id,
+                priority,
+            })
+        })
+        .collect()
+}
+
+/// The flow's own configuration (reasons, offers, copy...), when the project has it.
+pub async fn flow_config<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    id: &str,
+) -> Result<Option<CancelFlow>> {
+    let raw: Option<String> = sqlx::query_scalar(
+        "SELECT flow FROM segmented_cancel_flows WHERE project_id = $1 AND id = $2",
+    )
+    .bind(project_id)
+    .bind(id)
+    .fetch_optional(db)
+    .await?;
+    raw.map(|raw| serde_json::from_str(&raw).map_err(|e| corrupt("flow", e)))
+        .transpose()
 }

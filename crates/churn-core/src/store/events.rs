@@ -41,6 +41,11 @@ pub struct EventRecord {
     pub offer_error: Option<String>,
     /// When an offer accepted in the cancel flow was applied at the provider.
     pub offer_applied_at: Option<Timestamp>,
+    /// The segmented cancel flow a submission was routed to; `None` for the default flow
+    /// and for events from elsewhere.
+    pub flow_id: Option<String>,
+    /// That flow's experiment variant.
+    pub flow_variant: Option<String>,
 }
 
 impl FromRow<'_, AnyRow> for EventRecord {
@@ -77,6 +82,8 @@ impl FromRow<'_, AnyRow> for EventRecord {
                 .transpose()?,
             offer_error: row.try_get("offer_error")?,
             offer_applied_at: decode::timestamp_opt(row, "offer_applied_at")?,
+            flow_id: row.try_get("flow_id")?,
+            flow_variant: row.try_get("flow_variant")?,
         })
     }
 }
@@ -85,7 +92,7 @@ const COLUMNS: &str = "e.id, e.project_id, e.customer_email, e.customer_name, e.
     e.reason_code, e.mrr, e.currency, e.plan_name, e.tenure_days, e.status, e.provider, \
     e.provider_subscription_id, e.provider_customer_id, e.recovered_via, e.recovered_at, e.lost_at, \
     e.created_at, e.updated_at, e.holdout_group, e.autopilot_status, e.autopilot_reason, e.offer_error, \
-    e.offer_applied_at";
+    e.offer_applied_at, e.flow_id, e.flow_variant";
 
 /// Inserts the events with one statement (a group's events travel as one parameter).
 pub async fn insert<'e>(
@@ -121,17 +128,21 @@ pub async fn insert<'e>(
                 e.autopilot
                     .as_ref()
                     .and_then(|(_, reason)| reason.as_deref()),
+                e.flow_id,
+                e.flow_variant,
             ])
         })
         .collect();
     let sql = format!(
         "INSERT INTO churn_events (id, project_id, customer_email, customer_name, event_type, cancel_reason, \
          reason_code, mrr, currency, plan_name, tenure_days, status, provider, provider_subscription_id, \
-         provider_customer_id, created_at, updated_at, holdout_group, autopilot_status, autopilot_reason) \
+         provider_customer_id, created_at, updated_at, holdout_group, autopilot_status, autopilot_reason, \
+         flow_id, flow_variant) \
          SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, \
          j.value ->> 6, CAST(j.value ->> 7 AS BIGINT), j.value ->> 8, j.value ->> 9, \
          CAST(j.value ->> 10 AS BIGINT), j.value ->> 11, j.value ->> 12, j.value ->> 13, j.value ->> 14, \
-         j.value ->> 15, j.value ->> 15, j.value ->> 16, j.value ->> 17, j.value ->> 18 FROM {}",
+         j.value ->> 15, j.value ->> 15, j.value ->> 16, j.value ->> 17, j.value ->> 18, \
+         j.value ->> 19, j.value ->> 20 FROM {}",
         backend.json_rows(1)
     );
     sqlx::query(&sql)

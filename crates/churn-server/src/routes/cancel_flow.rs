@@ -11,7 +11,9 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use churn_core::api::cancel_flow::{CancelReasonRecorded, CancelReasonSubmission, ConfigQuery};
+use churn_core::api::cancel_flow::{
+    CancelReasonRecorded, CancelReasonSubmission, ConfigQuery, WidgetFlow,
+};
 use churn_core::api::{Data, ErrorBody};
 use churn_core::domain::cancel_flow::{CancelFlow, CancelFlowInput};
 use churn_core::domain::keys::PresentedKey;
@@ -61,8 +63,8 @@ pub async fn put(
 
 #[utoipa::path(get, path = "/cancel-flow/config/{publicKey}", operation_id = "get_cancel_flow_config", tag = "cancel flow",
     params(("publicKey" = String, Path, description = "the project's public key"), ConfigQuery),
-    responses((status = 200, description = "the flow the widget shows; with `customer_email` and its matching `customer_hash`, a widget open is counted for that customer (nothing is counted without one)", body = Data<CancelFlow>),
-        (status = 400, description = "VALIDATION_ERROR: a bad `customer_email`, a `customer_hash` that is not 64 hexadecimal characters, or a `subscription_id` past 500 characters", body = ErrorBody),
+    responses((status = 200, description = "the flow the widget shows: the active segmented flow of lowest priority whose segment matches the customer's `plan_name`, `mrr`, `tenure_days`, `billing_interval` and `properties` (`flow_id` its id), else the project's default flow (`flow_id: null`); with `customer_email` and its matching `customer_hash`, a widget open is counted for that customer (nothing is counted without one)", body = Data<WidgetFlow>),
+        (status = 400, description = "VALIDATION_ERROR: a bad `customer_email`, a `customer_hash` that is not 64 hexadecimal characters, a `subscription_id` past 500 characters, or a customer fact that is not one (`mrr`, `tenure_days`, `billing_interval`, `properties`)", body = ErrorBody),
         (status = 403, description = "FORBIDDEN: a browser origin that is not among the project's allowed origins", body = ErrorBody),
         (status = 404, description = "NOT_FOUND: no project has this public key", body = ErrorBody)))]
 pub async fn config(
@@ -79,16 +81,7 @@ pub async fn config(
     };
     let answer = async {
         let ApiQuery(query) = query?;
-        let flow = s
-            .churn
-            .payments()
-            .widget_config(
-                &access,
-                query.customer_email.as_deref(),
-                query.subscription_id.as_deref(),
-                query.customer_hash.as_deref(),
-            )
-            .await?;
+        let flow = s.churn.payments().widget_config(&access, &query).await?;
         Ok::<_, ApiError>(Json(Data::new(flow)))
     }
     .await;
@@ -106,7 +99,7 @@ pub struct KeyQuery {
 #[utoipa::path(post, path = "/cancel-flow/reasons", operation_id = "submit_cancel_reason", tag = "cancel flow",
     request_body = CancelReasonSubmission,
     params(KeyQuery, ("X-Public-Key" = Option<String>, Header, description = "the project's public key")),
-    responses((status = 201, description = "the cancellation is recorded (and recovered when an offer was accepted); an accepted offer is applied at Stripe when it is connected and the subscription is known (`offer.applied`); when the provider is unavailable a background job retries it, and the event's `offer_applied_at` or `offer_error` (a refusal, or the last error once the retries run out) says how it ended", body = Data<CancelReasonRecorded>),
+    responses((status = 201, description = "the cancellation is recorded through the flow its facts route it to (the event's `flow_id`; null for the default flow) (and recovered when an offer was accepted); an accepted offer is applied at Stripe when it is connected and the subscription is known (`offer.applied`); when the provider is unavailable a background job retries it, and the event's `offer_applied_at` or `offer_error` (a refusal, or the last error once the retries run out) says how it ended", body = Data<CancelReasonRecorded>),
         (status = 401, description = "UNAUTHORIZED: a missing, unknown, expired or secret key, or `customer_hash is missing or does not match`; nothing is stored", body = ErrorBody),
         (status = 403, description = "FORBIDDEN: a browser origin that is not among the project's allowed origins; nothing is stored", body = ErrorBody),
         (status = 429, description = "RATE_LIMITED: more than 10 submissions in 15 seconds with this key", body = ErrorBody)))]

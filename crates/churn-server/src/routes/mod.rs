@@ -4,6 +4,7 @@ mod analytics;
 mod auth;
 mod behavior;
 pub(crate) mod cancel_flow;
+mod cancel_flows;
 mod customer_status;
 mod dev;
 mod email_rules;
@@ -82,6 +83,12 @@ pub fn service(
         .routes(routes!(projects::identity_secret))
         .routes(routes!(projects::rotate_identity_secret))
         .routes(routes!(cancel_flow::get, cancel_flow::put))
+        .routes(routes!(cancel_flows::list, cancel_flows::create))
+        .routes(routes!(
+            cancel_flows::get,
+            cancel_flows::put,
+            cancel_flows::delete
+        ))
         .routes(routes!(email_rules::list_suppressions))
         .routes(routes!(email_rules::delete_suppression))
         .routes(routes!(

@@ -28,7 +28,7 @@ pub const SCRIPT: &str = include_str!("../../widget/cancel-flow.js");
 pub const BANNER: &str = include_str!("../../widget/banner.js");
 
 #[utoipa::path(get, path = "/widget/v1/cancel-flow.js", operation_id = "cancel_flow_widget", tag = "cancel flow",
-    responses((status = 200, description = "the widget: `ChurnCancelFlow.open({publicKey, customerEmail, customerHash, customerName?, planName?, mrr?, subscriptionId?, apiBase?})`", body = String, content_type = "text/javascript")))]
+    responses((status = 200, description = "the widget: `ChurnCancelFlow.open({publicKey, customerEmail, customerHash, customerName?, planName?, mrr?, tenureDays?, billingInterval?, properties?, subscriptionId?, apiBase?})`; the customer's facts route it to the flow of their segment", body = String, content_type = "text/javascript")))]
 pub async fn script() -> Response {
     javascript(SCRIPT)
 }

@@ -480,6 +480,53 @@ fn families() -> Vec<Family> {
                 (M::PUT, format!("{P}/cancel-flow"), Some(body))
             },
         ),
+        // Segmented cancel flows (decisions §19): as the default flow's configuration.
+        f(
+            "cancel flows: list",
+            Role::Viewer,
+            false,
+            200,
+            Nothing,
+            |_| (M::GET, format!("{P}/cancel-flows"), None),
+        ),
+        f(
+            "cancel flows: read",
+            Role::Viewer,
+            false,
+            404,
+            Nothing,
+            |_| (M::GET, format!("{P}/cancel-flows/{UNKNOWN}"), None),
+        ),
+        f(
+            "cancel flows: create",
+            Role::Admin,
+            false,
+            201,
+            Nothing,
+            |_| {
+                let body = json!({"name": "Pro", "reasons": [{"code": "other", "label": "Other"}]});
+                (M::POST, format!("{P}/cancel-flows"), Some(body))
+            },
+        ),
+        f(
+            "cancel flows: replace",
+            Role::Admin,
+            false,
+            404,
+            Nothing,
+            |_| {
+                let body = json!({"name": "Pro", "reasons": [{"code": "other", "label": "Other"}]});
+                (M::PUT, format!("{P}/cancel-flows/{UNKNOWN}"), Some(body))
+            },
+        ),
+        f(
+            "cancel flows: delete",
+            Role::Admin,
+            false,
+            404,
+            Nothing,
+            |_| (M::DELETE, format!("{P}/cancel-flows/{UNKNOWN}"), None),
+        ),
         // Team (decisions §14).
         f("members: list", Role::Viewer, false, 200, Nothing, |_| {
             (M::GET, format!("{P}/members"), None)

@@ -439,6 +439,8 @@ fn churn_event(
         autopilot: None,
         offer_error: None,
         offer_applied_at: None,
+        flow_id: None,
+        flow_variant: None,
     }
 }
 

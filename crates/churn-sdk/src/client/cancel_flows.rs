@@ -1,0 +1,76 @@
+//! Cancel flows shown by segment and priority (decisions §19), and the flow the widget is
+//! shown for a customer.
+
+use churn_core::api::cancel_flow::{ConfigQuery, SegmentedFlow, WidgetFlow};
+use churn_core::domain::cancel_flow::SegmentedFlowInput;
+use reqwest::Method;
+
+use super::{Client, decode, segment};
+use crate::error::Error;
+use churn_core::api::Data;
+
+fn flows_path(slug: &str) -> String {
+    format!("/projects/{}/cancel-flows", segment(slug))
+}
+
+fn flow_path(slug: &str, id: &str) -> String {
+    format!("{}/{}", flows_path(slug), segment(id))
+}
+
+impl Client {
+    /// The project's segmented flows in routing order (priority, then the older first).
+    pub async fn cancel_flows(&self, slug: &str) -> Result<Vec<SegmentedFlow>, Error> {
+        self.call(Method::GET, &flows_path(slug), None::<&()>).await
+    }
+
+    pub async fn segmented_cancel_flow(
+        &self,
+        slug: &str,
+        id: &str,
+    ) -> Result<SegmentedFlow, Error> {
+        self.call(Method::GET, &flow_path(slug, id), None::<&()>)
+            .await
+    }
+
+    /// Creates a flow shown to the customers of its segment (admins).
+    pub async fn create_cancel_flow(
+        &self,
+        slug: &str,
+        flow: &SegmentedFlowInput,
+    ) -> Result<SegmentedFlow, Error> {
+        self.call(Method::POST, &flows_path(slug), Some(flow)).await
+    }
+
+    /// Replaces a flow (admins); what `flow` leaves out takes its default.
+    pub async fn replace_cancel_flow(
+        &self,
+        slug: &str,
+        id: &str,
+        flow: &SegmentedFlowInput,
+    ) -> Result<SegmentedFlow, Error> {
+        self.call(Method::PUT, &flow_path(slug, id), Some(flow))
+            .await
+    }
+
+    /// Deletes a flow (admins); events routed to it keep its id.
+    pub async fn delete_cancel_flow(&self, slug: &str, id: &str) -> Result<(), Error> {
+        self.send(Method::DELETE, &flow_path(slug, id), None::<&()>)
+            .await?;
+        Ok(())
+    }
+
+    /// The flow the widget shows a customer with the facts in `query`, by public key: the
+    /// routed flow (`flow_id`), else the project's default one.
+    pub async fn cancel_flow_config(
+        &self,
+        public_key: &str,
+        query: &ConfigQuery,
+    ) -> Result<WidgetFlow, Error> {
+        let path = format!("/cancel-flow/config/{}", segment(public_key));
+        let response = self
+            .send_query(Method::GET, &path, Some(query), None::<&()>)
+            .await?;
+        let envelope: Data<WidgetFlow> = decode(response).await?;
+        Ok(envelope.data)
+    }
+}

@@ -1,0 +1,478 @@
+//! Cancel flows shown by segment and priority (decisions §19): their configuration (admins
+//! write, every role reads, another project's flow is not found), the widget routed by the
+//! customer's facts, and the submission's event naming the flow it went through.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::cancel_flow::{identity_secret, signed};
+use crate::helpers::{Backend, TestApp, acme_owner, fields};
+use crate::team::join;
+use churn_core::both_backends;
+
+both_backends!(
+    flows_are_configured_by_admins_and_read_by_every_role,
+    flows_of_another_project_are_not_found,
+    the_widget_is_routed_by_segment_and_priority,
+    bad_customer_facts_are_named,
+    submissions_record_the_flow_they_went_through,
+);
+
+const FLOWS: &str = "/projects/acme/cancel-flows";
+const DANA: &str = "dana@customer.example";
+
+fn flow(name: &str, priority: i64, segment: Value) -> Value {
+    json!({
+        "name": name,
+        "priority": priority,
+        "segment": segment,
+        "reasons": [{"code": "too_expensive", "label": format!("{name}: too pricey")}],
+        "offers": {"too_expensive": {"kind": "discount", "percent": 50, "months": 2}},
+    })
+}
+
+async fn create(app: &TestApp, token: &str, body: &Value) -> Value {
+    app.expect(
+        app.req(Method::POST, FLOWS).bearer_auth(token).json(body),
+        201,
+    )
+    .await["data"]
+        .clone()
+}
+
+async fn public_key(app: &TestApp, token: &str) -> String {
+    app.expect(
+        app.req(Method::GET, "/projects/acme").bearer_auth(token),
+        200,
+    )
+    .await["data"]["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The widget's configuration for a customer with these facts (query parameters).
+async fn config(app: &TestApp, key: &str, facts: &[(&str, &str)]) -> Value {
+    app.expect(
+        app.req(Method::GET, &format!("/cancel-flow/config/{key}"))
+            .query(facts),
+        200,
+    )
+    .await["data"]
+        .clone()
+}
+
+async fn flows_are_configured_by_admins_and_read_by_every_role(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let owner = acme_owner(&app).await;
+    let viewer = join(&app, &owner, "viewer@acme.io", "viewer").await;
+
+    let created = create(
+        &app,
+        &owner,
+        &flow(
+            "Yearly Pro",
+            10,
+            json!({"plans": ["Pro"], "billing_interval": "year", "properties": {"region": "eu"}}),
+        ),
+    )
+    .await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(created["name"], "Yearly Pro");
+    assert_eq!(created["priority"], 10);
+    assert_eq!(created["active"], true, "active by default");
+    assert_eq!(
+        created["segment"],
+        json!({"plans": ["Pro"], "billing_interval": "year", "properties": {"region": "eu"}})
+    );
+    assert_eq!(created["reasons"][0]["code"], "too_expensive");
+    assert_eq!(
+        created["offers"]["too_expensive"],
+        json!({"kind": "discount", "percent": 50, "months": 2})
+    );
+    assert_eq!(
+        created["copy"]["title"], "Before you go",
+        "defaults filled in"
+    );
+    assert_eq!(created["language"], "en");
+    let path = format!("{FLOWS}/{id}");
+
+    // Every role reads.
+    let listed = app
+        .expect(app.req(Method::GET, FLOWS).bearer_auth(&viewer), 200)
+        .await;
+    assert_eq!(listed["data"], json!([created]));
+    let read = app
+        .expect(app.req(Method::GET, &path).bearer_auth(&viewer), 200)
+        .await;
+    assert_eq!(read["data"], created);
+
+    // Admins replace the whole flow: what is left out takes its default.
+    let replaced = app
+        .expect(
+            app.req(Method::PUT, &path)
+                .bearer_auth(&owner)
+                .json(&json!({
+                    "name": "Everyone",
+                    "reasons": [{"code": "other", "label": "Other"}],
+                    "active": false,
+                })),
+            200,
+        )
+        .await["data"]
+        .clone();
+    assert_eq!(replaced["id"], created["id"]);
+    assert_eq!(replaced["priority"], 0);
+    assert_eq!(replaced["segment"], json!({}));
+    assert_eq!(replaced["active"], false);
+    assert_eq!(replaced["offers"], json!({}));
+    assert_eq!(replaced["created_at"], created["created_at"]);
+
+    // Validation names every bad field, the flow's own as the default flow's.
+    let bad = app
+        .expect(
+            app.req(Method::POST, FLOWS).bearer_auth(&owner).json(&json!({
+                "name": " ",
+                "priority": -1,
+                "segment": {"mrr_min": 500, "mrr_max": 100, "billing_interval": "week", "plans": []},
+                "reasons": [{"code": "too_expensive", "label": "a"}],
+                "offers": {"too_expensive": {"kind": "discount", "percent": 95, "months": 3}},
+            })),
+            400,
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], "VALIDATION_ERROR");
+    assert_eq!(
+        fields(&bad),
+        [
+            "name",
+            "priority",
+            "segment.plans",
+            "segment.mrr_max",
+            "segment.billing_interval",
+            "offers.too_expensive.percent",
+        ]
+    );
+    // Experiments are not accepted yet.
+    let mut with_variants = flow("A/B", 1, json!({}));
+    with_variants["variants"] = json!([{"key": "a", "weight": 50}]);
+    let refused = app
+        .expect(
+            app.req(Method::POST, FLOWS)
+                .bearer_auth(&owner)
+                .json(&with_variants),
+            400,
+        )
+        .await;
+    assert_eq!(fields(&refused), ["variants"]);
+
+    // Viewers never write.
+    let body = flow("Viewer's", 1, json!({}));
+    app.expect(
+        app.req(Method::POST, FLOWS)
+            .bearer_auth(&viewer)
+            .json(&body),
+        403,
+    )
+    .await;
+    app.expect(
+        app.req(Method::PUT, &path).bearer_auth(&viewer).json(&body),
+        403,
+    )
+    .await;
+    app.expect(app.req(Method::DELETE, &path).bearer_auth(&viewer), 403)
+        .await;
+
+    app.expect(app.req(Method::DELETE, &path).bearer_auth(&owner), 204)
+        .await;
+    app.expect(app.req(Method::GET, &path).bearer_auth(&owner), 404)
+        .await;
+    app.expect(app.req(Method::DELETE, &path).bearer_auth(&owner), 404)
+        .await;
+    app.expect(
+        app.req(Method::PUT, &path).bearer_auth(&owner).json(&body),
+        404,
+    )
+    .await;
+    let listed = app
+        .expect(app.req(Method::GET, FLOWS).bearer_auth(&owner), 200)
+        .await;
+    assert_eq!(listed["data"], json!([]));
+}
+
+async fn flows_of_another_project_are_not_found(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let owner = acme_owner(&app).await;
+    let id = create(&app, &owner, &flow("Pro", 1, json!({"plans": ["Pro"]}))).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Another account, with a project of its own.
+    let other = app.register("owner@globex.io").await.token;
+    app.create_project(&other, "Globex").await;
+    let theirs = format!("/projects/globex/cancel-flows/{id}");
+    app.expect(app.req(Method::GET, &theirs).bearer_auth(&other), 404)
+        .await;
+    let body = flow("Taken", 1, json!({}));
+    app.expect(
+        app.req(Method::PUT, &theirs)
+            .bearer_auth(&other)
+            .json(&body),
+        404,
+    )
+    .await;
+    app.expect(app.req(Method::DELETE, &theirs).bearer_auth(&other), 404)
+        .await;
+    let listed = app
+        .expect(
+            app.req(Method::GET, "/projects/globex/cancel-flows")
+                .bearer_auth(&other),
+            200,
+        )
+        .await;
+    assert_eq!(listed["data"], json!([]));
+    // Nor does acme's widget route to it from globex's key.
+    let globex_key = app
+        .expect(
+            app.req(Method::GET, "/projects/globex").bearer_auth(&other),
+            200,
+        )
+        .await["data"]["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shown = config(&app, &globex_key, &[("plan_name", "Pro")]).await;
+    assert_eq!(shown["flow_id"], Value::Null);
+    // Acme's flow is untouched.
+    app.expect(
+        app.req(Method::GET, &format!("{FLOWS}/{id}"))
+            .bearer_auth(&owner),
+        200,
+    )
+    .await;
+}
+
+async fn the_widget_is_routed_by_segment_and_priority(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let owner = acme_owner(&app).await;
+    let key = public_key(&app, &owner).await;
+
+    // Without flows: the default flow, as before, with `flow_id` and `variant` null.
+    let default = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/cancel-flow")
+                .bearer_auth(&owner),
+            200,
+        )
+        .await["data"]
+        .clone();
+    let mut expected = default.clone();
+    expected["flow_id"] = Value::Null;
+    expected["variant"] = Value::Null;
+    assert_eq!(config(&app, &key, &[]).await, expected);
+
+    // One flow per segment field, and an inactive flow for everyone in front of them all.
+    let mut ids = std::collections::HashMap::new();
+    for (name, priority, segment) in [
+        ("plans", 1, json!({"plans": ["Pro"]})),
+        ("mrr_min", 2, json!({"mrr_min": 50000})),
+        ("mrr_max", 3, json!({"mrr_max": 100})),
+        ("tenure_min_days", 4, json!({"tenure_min_days": 365})),
+        ("tenure_max_days", 5, json!({"tenure_max_days": 7})),
+        ("billing_interval", 6, json!({"billing_interval": "year"})),
+        ("properties", 7, json!({"properties": {"region": "eu"}})),
+    ] {
+        let created = create(&app, &owner, &flow(name, priority, segment)).await;
+        ids.insert(name, created["id"].as_str().unwrap().to_owned());
+    }
+    let mut everyone = flow("everyone", 0, json!({}));
+    everyone["active"] = json!(false);
+    let everyone_id = create(&app, &owner, &everyone).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let routed = |shown: &Value| shown["flow_id"].as_str().map(str::to_owned);
+    let cases: [(&[(&str, &str)], &str); 8] = [
+        (&[("plan_name", "Pro")], "plans"),
+        // Both the plan's and the MRR's flow match: the lower priority wins.
+        (&[("plan_name", "Pro"), ("mrr", "60000")], "plans"),
+        (&[("mrr", "60000")], "mrr_min"),
+        (&[("mrr", "50")], "mrr_max"),
+        (&[("tenure_days", "400")], "tenure_min_days"),
+        (&[("tenure_days", "3")], "tenure_max_days"),
+        (&[("billing_interval", "year")], "billing_interval"),
+        (
+            &[("properties", r#"{"region":"eu","tier":"gold"}"#)],
+            "properties",
+        ),
+    ];
+    for (facts, name) in cases {
+        let shown = config(&app, &key, facts).await;
+        assert_eq!(
+            routed(&shown).as_deref(),
+            Some(ids[name].as_str()),
+            "{facts:?}"
+        );
+        assert_eq!(shown["variant"], Value::Null);
+        assert_eq!(
+            shown["reasons"][0]["label"],
+            format!("{name}: too pricey"),
+            "the routed flow's own reasons"
+        );
+    }
+    // Facts no segment asks for, or none at all: the default flow.
+    for facts in [
+        &[][..],
+        &[
+            ("plan_name", "Basic"),
+            ("mrr", "5000"),
+            ("tenure_days", "30"),
+        ][..],
+        &[
+            ("billing_interval", "month"),
+            ("properties", r#"{"region":"us"}"#),
+        ][..],
+    ] {
+        assert_eq!(config(&app, &key, facts).await, expected, "{facts:?}");
+    }
+
+    // Once active, the flow for everyone comes first.
+    let mut active = everyone.clone();
+    active["active"] = json!(true);
+    app.expect(
+        app.req(Method::PUT, &format!("{FLOWS}/{everyone_id}"))
+            .bearer_auth(&owner)
+            .json(&active),
+        200,
+    )
+    .await;
+    for facts in [&[][..], &[("plan_name", "Pro")][..]] {
+        let shown = config(&app, &key, facts).await;
+        assert_eq!(routed(&shown).as_deref(), Some(everyone_id.as_str()));
+    }
+}
+
+async fn bad_customer_facts_are_named(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let owner = acme_owner(&app).await;
+    let key = public_key(&app, &owner).await;
+    for (facts, field) in [
+        (&[("mrr", "many")][..], "mrr"),
+        (&[("mrr", "-1")][..], "mrr"),
+        (&[("tenure_days", "-2")][..], "tenure_days"),
+        (&[("billing_interval", "week")][..], "billing_interval"),
+        (&[("properties", "{not json")][..], "properties"),
+        (&[("properties", r#"{"seats": 3}"#)][..], "properties"),
+    ] {
+        let bad = app
+            .expect(
+                app.req(Method::GET, &format!("/cancel-flow/config/{key}"))
+                    .query(facts),
+                400,
+            )
+            .await;
+        assert_eq!(fields(&bad), [field], "{facts:?}");
+    }
+    let secret = identity_secret(&app, &owner, "acme").await;
+    let bad = app
+        .expect(
+            app.req(Method::POST, "/cancel-flow/reasons")
+                .header("X-Public-Key", &key)
+                .json(&signed(
+                    &secret,
+                    json!({
+                        "customer_email": DANA,
+                        "reason": "other",
+                        "billing_interval": "weekly",
+                        "properties": ["eu"],
+                    }),
+                )),
+            400,
+        )
+        .await;
+    assert_eq!(fields(&bad), ["billing_interval", "properties"]);
+    let events = app
+        .expect(
+            app.req(Method::GET, "/projects/acme/churn-events")
+                .bearer_auth(&owner),
+            200,
+        )
+        .await;
+    assert_eq!(events["data"], json!([]), "nothing stored");
+}
+
+async fn submissions_record_the_flow_they_went_through(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let owner = acme_owner(&app).await;
+    let key = public_key(&app, &owner).await;
+    let secret = identity_secret(&app, &owner, "acme").await;
+    let pro = create(
+        &app,
+        &owner,
+        &flow("Yearly Pro", 1, json!({"plans": ["Pro"], "billing_interval": "year", "tenure_min_days": 30, "properties": {"region": "eu"}})),
+    )
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let submit = |body: Value, status| {
+        app.expect(
+            app.req(Method::POST, "/cancel-flow/reasons")
+                .header("X-Public-Key", &key)
+                .json(&signed(&secret, body)),
+            status,
+        )
+    };
+    let event = |id: Value| {
+        app.expect(
+            app.req(
+                Method::GET,
+                &format!("/projects/acme/churn-events/{}", id.as_str().unwrap()),
+            )
+            .bearer_auth(&owner),
+            200,
+        )
+    };
+
+    // Routed on the server again: the flow's reasons and offers apply.
+    let facts = json!({
+        "customer_email": DANA,
+        "reason": "too_expensive",
+        "offer_accepted": true,
+        "plan_name": "Pro",
+        "mrr": 4900,
+        "tenure_days": 90,
+        "billing_interval": "year",
+        "properties": {"region": "eu"},
+    });
+    let saved = submit(facts.clone(), 201).await["data"].clone();
+    assert_eq!(
+        saved["offer"],
+        json!({"kind": "discount", "percent": 50, "months": 2, "applied": false})
+    );
+    let recorded = event(saved["churn_event_id"].clone()).await["data"].clone();
+    assert_eq!(recorded["flow_id"], pro.as_str());
+    assert_eq!(recorded["variant"], Value::Null);
+    assert_eq!(recorded["tenure_days"], 90);
+    assert_eq!(recorded["status"], "recovered");
+
+    // A reason of the default flow that the routed flow lacks.
+    let mut other = facts.clone();
+    other["reason"] = json!("other");
+    let bad = submit(other, 400).await;
+    assert_eq!(fields(&bad), ["reason"]);
+
+    // Facts outside the segment: the default flow, and no flow on the event.
+    let mut monthly = facts.clone();
+    monthly["billing_interval"] = json!("month");
+    let cancelled = submit(monthly, 201).await["data"].clone();
+    assert_eq!(
+        cancelled["offer"],
+        json!({"kind": "discount", "percent": 20, "months": 3, "applied": false}),
+        "the default flow's offer"
+    );
+    let recorded = event(cancelled["churn_event_id"].clone()).await["data"].clone();
+    assert_eq!(recorded["flow_id"], Value::Null);
+    assert_eq!(recorded["variant"], Value::Null);
+}
