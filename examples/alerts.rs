@@ -8,6 +8,9 @@
 //! `CHURN_WEBHOOK_ALLOW_PRIVATE=true` to post to a loopback address:
 //! `CHURN_URL=http://127.0.0.1:8080 ALERTS_TLS_CERT=… ALERTS_TLS_KEY=… cargo run -p churn-sdk --example alerts`.
 
+#[path = "common/https_receiver.rs"]
+mod https_receiver;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,17 +36,9 @@ async fn receive(
     headers: HeaderMap,
     body: Bytes,
 ) -> (StatusCode, &'static str) {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned()
-    };
+    let header = |name: &str| https_receiver::header(&headers, name);
     let secret = receiver.secret.lock().await.clone();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
+    let now = https_receiver::unix_now();
     // Verify the raw bytes, before parsing them.
     let verdict = if !verify_signature(&secret, &body, &header(SIGNATURE_HEADER)) {
         Err("X-Churn-Signature does not verify".to_owned())
@@ -70,12 +65,8 @@ async fn receive(
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let base_url = std::env::var("CHURN_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into());
-    let cert = std::env::var("ALERTS_TLS_CERT").map_err(|_| "set ALERTS_TLS_CERT")?;
-    let key = std::env::var("ALERTS_TLS_KEY").map_err(|_| "set ALERTS_TLS_KEY")?;
 
     // The receiver, on a free loopback port.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let tls = axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key).await?;
     let (sender, mut alerts) = mpsc::channel(8);
     let receiver = Arc::new(Receiver {
         secret: Mutex::new(String::new()),
@@ -84,12 +75,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let app = axum::Router::new()
         .route("/alerts", axum::routing::post(receive))
         .with_state(receiver.clone());
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    listener.set_nonblocking(true)?;
-    let port = listener.local_addr()?.port();
-    let server = axum_server::from_tcp_rustls(listener, tls)?;
-    tokio::spawn(async move { server.serve(app.into_make_service()).await });
-    let webhook_url = format!("https://localhost:{port}/alerts");
+    let webhook_url = format!("{}/alerts", https_receiver::serve(app).await?);
     println!("receiving alerts at {webhook_url}");
 
     // A project posting its alerts there.
