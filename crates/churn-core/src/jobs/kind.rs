@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::retry::Waits;
 use crate::error::{Error, Result};
+use crate::store::Tx;
 use crate::store::jobs::{self, Owner};
-use crate::store::{Backend, Tx};
 use crate::time::Timestamp;
 
 /// 30 s × attempt²: 30 s, 2 min, 4.5 min, 8 min, then give up (five runs).
@@ -200,8 +200,7 @@ impl Job {
                 owner: job.owner(),
             })
             .collect();
-        let backend = Backend::of(tx);
-        jobs::enqueue(&mut **tx, backend, &new, now).await
+        jobs::enqueue(&mut **tx, &new, now).await
     }
 
     /// Splits the serde form `{"kind": …, "payload": …}` into the two columns.
