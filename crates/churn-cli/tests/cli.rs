@@ -1063,8 +1063,7 @@ async fn payments_list_and_retry(backend: Backend) {
             created_at: at(created),
             updated_at: at(created),
         };
-        let backend = service.store().backend();
-        let inserted = payment_failures::insert(service.store().writer(), backend, &[&record])
+        let inserted = payment_failures::insert(service.store().writer(), &[&record])
             .await
             .unwrap();
         assert_eq!(inserted, [true]);
@@ -1345,8 +1344,7 @@ async fn hostile_names_and_overflowing_amounts(backend: Backend) {
             created_at: at,
             updated_at: at,
         };
-        let backend = service.store().backend();
-        payment_failures::insert(service.store().writer(), backend, &[&record])
+        payment_failures::insert(service.store().writer(), &[&record])
             .await
             .unwrap();
     }

@@ -238,8 +238,7 @@ async fn unreadable_jobs_fail_at_once(backend: Backend) {
             max_attempts: 5,
             owner: None,
         };
-        let backend = churn.store().backend();
-        jobs::enqueue(churn.store().writer(), backend, &[job], now)
+        jobs::enqueue(churn.store().writer(), &[job], now)
             .await
             .unwrap();
     }

@@ -7,6 +7,7 @@
 
 use chrono::Duration;
 
+use super::retry::Waits;
 use super::risk::Level;
 use crate::api::risk::EmailTone;
 use crate::time::Timestamp;
@@ -64,18 +65,18 @@ pub fn decide(
 
 /// The retry schedules of the one delivery mechanism (alerts and outcome webhooks alike): the
 /// waits after each failed attempt of a delivery round; when they run out the delivery is
-/// `failed`.
+/// `failed`. Each attempt is its own job (`jobs/kind.rs`).
 ///
 /// Churn-risk alerts (§9): four attempts in all, 10 s, 60 s and 300 s apart.
-pub const RETRY_WAITS: [std::time::Duration; 3] = [
+pub const RETRY_WAITS: Waits = Waits::new(&[
     std::time::Duration::from_secs(10),
     std::time::Duration::from_secs(60),
     std::time::Duration::from_secs(300),
-];
+]);
 
 /// Outcome webhook endpoints (§19): eight attempts in all, after 5 s, 5 min, 30 min, 2 h,
 /// 5 h, 10 h and 10 h.
-pub const ENDPOINT_RETRY_WAITS: [std::time::Duration; 7] = [
+pub const ENDPOINT_RETRY_WAITS: Waits = Waits::new(&[
     std::time::Duration::from_secs(5),
     std::time::Duration::from_secs(5 * 60),
     std::time::Duration::from_secs(30 * 60),
@@ -83,7 +84,7 @@ pub const ENDPOINT_RETRY_WAITS: [std::time::Duration; 7] = [
     std::time::Duration::from_secs(5 * 3600),
     std::time::Duration::from_secs(10 * 3600),
     std::time::Duration::from_secs(10 * 3600),
-];
+]);
 
 /// At most this many signals go into a webhook payload (the largest ones: the list is sorted).
 pub const PAYLOAD_SIGNALS: usize = 5;
@@ -101,18 +102,13 @@ pub enum AfterAttempt {
 }
 
 /// The next step after attempt `attempt` (1-based, within this round) of a delivery on
-/// `schedule` ([`RETRY_WAITS`] or [`ENDPOINT_RETRY_WAITS`]) succeeded or not.
-pub fn after_attempt(
-    schedule: &[std::time::Duration],
-    attempt: u32,
-    succeeded: bool,
-) -> AfterAttempt {
+/// `waits` ([`RETRY_WAITS`] or [`ENDPOINT_RETRY_WAITS`]) succeeded or not.
+pub fn after_attempt(waits: Waits, attempt: u32, succeeded: bool) -> AfterAttempt {
     if succeeded {
         return AfterAttempt::Delivered;
     }
-    let index = usize::try_from(attempt.saturating_sub(1)).unwrap_or(usize::MAX);
-    match schedule.get(index) {
-        Some(wait) => AfterAttempt::RetryIn(*wait),
+    match waits.after(attempt) {
+        Some(wait) => AfterAttempt::RetryIn(wait),
         None => AfterAttempt::Failed,
     }
 }
@@ -209,7 +205,7 @@ mod tests {
     #[test]
     fn four_attempts_ten_sixty_three_hundred_seconds_apart_then_failed() {
         let secs = |s| AfterAttempt::RetryIn(std::time::Duration::from_secs(s));
-        let w = &RETRY_WAITS;
+        let w = RETRY_WAITS;
         assert_eq!(after_attempt(w, 1, false), secs(10));
         assert_eq!(after_attempt(w, 2, false), secs(60));
         assert_eq!(after_attempt(w, 3, false), secs(300));
@@ -221,7 +217,7 @@ mod tests {
     #[test]
     fn endpoints_retry_after_5s_5m_30m_2h_5h_10h_10h_then_fail() {
         let waits: Vec<_> = (1..=8)
-            .map(|n| match after_attempt(&ENDPOINT_RETRY_WAITS, n, false) {
+            .map(|n| match after_attempt(ENDPOINT_RETRY_WAITS, n, false) {
                 AfterAttempt::RetryIn(w) => Some(w.as_secs()),
                 _ => None,
             })
@@ -240,7 +236,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            after_attempt(&ENDPOINT_RETRY_WAITS, 8, false),
+            after_attempt(ENDPOINT_RETRY_WAITS, 8, false),
             AfterAttempt::Failed
         );
     }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::retry::Waits;
 use super::segment::{Segment, SegmentInput};
 use super::settings::ProjectSettings;
 use super::strategy::ReasonCode;
@@ -15,6 +16,16 @@ use crate::error::Result;
 use crate::time::Timestamp;
 
 pub const MAX_REASONS: usize = 8;
+
+/// Applying an accepted offer after the provider was unavailable (a network error, a
+/// timeout, 5xx, 429; §11): attempt 1 is the submission's inline one, each later one a run of
+/// the `apply_offer` job; when the waits run out the last error is recorded.
+pub const OFFER_RETRY_WAITS: Waits = Waits::new(&[
+    std::time::Duration::from_secs(30),
+    std::time::Duration::from_secs(2 * 60),
+    std::time::Duration::from_secs(10 * 60),
+    std::time::Duration::from_secs(60 * 60),
+]);
 pub const MAX_LABEL: usize = 100;
 pub const MAX_COPY: usize = 300;
 pub const MAX_PLAN: usize = 200;

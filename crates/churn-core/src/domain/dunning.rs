@@ -93,6 +93,10 @@ wire_enum! {
     }
 }
 
+/// A retry the provider answered with an error (5xx, no answer) is not counted and is tried
+/// again after this long (§10).
+pub const ERROR_RETRY: TimeDelta = TimeDelta::hours(1);
+
 /// Under the smart schedule no retry falls later than this after the record's first failure.
 pub const SMART_WINDOW: TimeDelta = TimeDelta::days(30);
 

@@ -22,6 +22,7 @@ pub mod password;
 pub mod provider;
 pub mod provider_events;
 pub mod ranking;
+pub mod retry;
 pub mod risk;
 pub mod role;
 pub mod segment;

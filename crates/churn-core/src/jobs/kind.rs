@@ -7,25 +7,26 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::retry::Waits;
 use crate::error::{Error, Result};
+use crate::store::Tx;
 use crate::store::jobs::{self, Owner};
-use crate::store::{Backend, Tx};
 use crate::time::Timestamp;
 
-/// 30 s × attempt²: 30 s, 2 min, 4.5 min, 8 min, then give up (five attempts).
-const QUADRATIC: &[Duration] = &[
+/// 30 s × attempt²: 30 s, 2 min, 4.5 min, 8 min, then give up (five runs).
+const QUADRATIC: Waits = Waits::new(&[
     Duration::from_secs(30),
     Duration::from_secs(120),
     Duration::from_secs(270),
     Duration::from_secs(480),
-];
+]);
 
 /// Account emails wait on the mail server: 1 min, 5 min, 30 min, then give up.
-const EMAIL: &[Duration] = &[
+const EMAIL: Waits = Waits::new(&[
     Duration::from_secs(60),
     Duration::from_secs(300),
     Duration::from_secs(1800),
-];
+]);
 
 crate::domain::wire::wire_enum! {
     /// The email a `Job::AccountEmail` sends.
@@ -112,25 +113,38 @@ pub enum Job {
 }
 
 impl Job {
-    /// The waits after each failed attempt, in order; the job gives up when they run out.
-    fn retry_schedule(&self) -> &'static [Duration] {
+    /// The waits after each failed run of the job (a storage error, a panic, or where noted
+    /// a provider that did not answer); when they run out the job is left `failed`. Where the
+    /// contract names waits between attempts of the work itself, the step follows them by
+    /// enqueuing a new job, and this schedule only covers a run that could not finish.
+    fn retry_schedule(&self) -> Waits {
         match self {
-            Job::ExpireEvent { .. } | Job::Autopilot { .. } => QUADRATIC,
-            // Provider errors are rescheduled by the step itself; this covers storage errors.
+            Job::ExpireEvent { .. } => QUADRATIC,
+            Job::Autopilot { .. } => QUADRATIC,
+            Job::ScoreProject { .. } => QUADRATIC,
+            // Contract: an unavailable provider, after each of
+            // [`OFFER_RETRY_WAITS`](crate::domain::cancel_flow::OFFER_RETRY_WAITS) (§11).
             Job::ApplyOffer { .. } => QUADRATIC,
+            // Contract: the retry after a decline falls at
+            // [`next_retry`](crate::domain::dunning::next_retry) (§10, §18), after an error at
+            // [`ERROR_RETRY`](crate::domain::dunning::ERROR_RETRY) (§10).
+            Job::DunningRetry { .. } => QUADRATIC,
+            // A provider that did not answer is tried again on this schedule, then left failed.
+            Job::DunningFinalAction { .. } => QUADRATIC,
+            // Contract: alert attempts, after each of
+            // [`RETRY_WAITS`](crate::domain::alerts::RETRY_WAITS) (§9).
+            Job::DeliverAlert { .. } => QUADRATIC,
+            // Contract: endpoint attempts, after each of
+            // [`ENDPOINT_RETRY_WAITS`](crate::domain::alerts::ENDPOINT_RETRY_WAITS) (§19).
+            Job::DeliverWebhook { .. } => QUADRATIC,
+            // Emails wait on the mail server. A dunning email's tone is the step's: one per
+            // retry of the payment (§10).
             Job::AccountEmail { .. }
             | Job::DunningEmail { .. }
             | Job::DunningTeamNotice { .. }
             | Job::ExpiryNotice { .. }
             | Job::InvitationEmail { .. }
             | Job::EndpointDisabledNotice { .. } => EMAIL,
-            Job::ScoreProject { .. } => QUADRATIC,
-            // Provider errors are rescheduled by the step itself; this covers storage errors.
-            Job::DunningRetry { .. } => QUADRATIC,
-            // A provider that did not answer is tried again on this schedule, then left failed.
-            Job::DunningFinalAction { .. } => QUADRATIC,
-            // Failed attempts are logged and rescheduled by the step; this covers storage errors.
-            Job::DeliverAlert { .. } | Job::DeliverWebhook { .. } => QUADRATIC,
         }
     }
 
@@ -157,13 +171,12 @@ impl Job {
 
     /// The wait before the next attempt after `attempt` (1-based) failed; `None`: give up.
     pub fn retry_delay(&self, attempt: u32) -> Option<Duration> {
-        let index = usize::try_from(attempt.checked_sub(1)?).ok()?;
-        self.retry_schedule().get(index).copied()
+        self.retry_schedule().after(attempt)
     }
 
     /// The first attempt plus one per scheduled retry.
     pub fn max_attempts(&self) -> u32 {
-        u32::try_from(self.retry_schedule().len()).map_or(u32::MAX, |n| n.saturating_add(1))
+        self.retry_schedule().attempts()
     }
 
     /// Enqueues in the caller's transaction, so the job exists exactly when the change does.
@@ -187,8 +200,7 @@ impl Job {
                 owner: job.owner(),
             })
             .collect();
-        let backend = Backend::of(tx);
-        jobs::enqueue(&mut **tx, backend, &new, now).await
+        jobs::enqueue(&mut **tx, &new, now).await
     }
 
     /// Splits the serde form `{"kind": …, "payload": …}` into the two columns.
@@ -273,12 +285,11 @@ mod tests {
 
     /// One stored row per kind, written out by hand as the `jobs` table holds it: these must
     /// keep decoding whatever the enum's Rust names become.
-    #[test]
-    fn a_stored_row_of_every_kind_decodes() {
+    fn stored_rows() -> [(&'static str, serde_json::Value, Job); 14] {
         use crate::domain::cancel_flow::Offer;
         use crate::domain::dunning::{FinalAction, Tone};
         let due = "2026-01-01T00:00:00.000Z";
-        let rows = [
+        [
             (
                 "expire_churn_event",
                 json!({"event_id": "e1"}),
@@ -396,8 +407,12 @@ mod tests {
                     failures: 0,
                 },
             ),
-        ];
-        for (kind, payload, job) in rows {
+        ]
+    }
+
+    #[test]
+    fn a_stored_row_of_every_kind_decodes() {
+        for (kind, payload, job) in stored_rows() {
             assert_eq!(Job::from_stored(kind, &payload).unwrap(), job, "{kind}");
             assert_eq!(
                 job.to_stored().unwrap(),
@@ -414,7 +429,7 @@ mod tests {
             attempt: 1,
             due: "2026-01-01T00:00:00.000Z".into(),
         };
-        let retries: Duration = job.retry_schedule().iter().sum();
+        let retries = job.retry_schedule().total();
         let stuck = crate::domain::alerts::STUCK_AFTER.to_std().unwrap();
         assert!(
             stuck > retries + LEASE,
@@ -422,17 +437,20 @@ mod tests {
         );
     }
 
+    /// Every kind retries a failed run at least once, waits longer each time, and gives up
+    /// after its last attempt; the runner test (`tests/jobs.rs`) checks the waits it keeps.
     #[test]
-    fn expiry_retries_on_a_quadratic_schedule_then_gives_up() {
-        let job = expire();
-        let delays: Vec<_> = (1..=job.max_attempts())
-            .map(|attempt| job.retry_delay(attempt).map(|d| d.as_secs()))
-            .collect();
-        assert_eq!(
-            delays,
-            [Some(30), Some(120), Some(270), Some(480), None],
-            "four retries, then the fifth failure is final"
-        );
-        assert_eq!(job.retry_delay(0), None);
+    fn every_kind_backs_off_then_gives_up() {
+        for (_, payload, job) in stored_rows() {
+            let max = job.max_attempts();
+            assert!(max > 1, "{payload}");
+            let waits: Vec<_> = (1..max).map(|n| job.retry_delay(n).unwrap()).collect();
+            assert!(
+                waits.windows(2).all(|w| w[0] < w[1]),
+                "{payload}: {waits:?}"
+            );
+            assert_eq!(job.retry_delay(max), None, "{payload}");
+            assert_eq!(job.retry_delay(0), None, "{payload}");
+        }
     }
 }

@@ -3,8 +3,9 @@
 //!
 //! - A [`Job`] is stored as its serde tag (`kind`) and content (`payload`). A row whose kind or
 //!   payload no longer parses fails for good, with a logged error.
-//! - Each kind has its own retry schedule ([`Job::retry_delay`]); when it runs out the job is
-//!   `failed` and kept for [`FAILED_RETENTION`] for inspection, then purged by the worker.
+//! - Each kind has its own retry schedule ([`Job::retry_delay`], a
+//!   [`Waits`](crate::domain::retry::Waits) like the contract's waits it sits beside in
+//!   `kind.rs`); when it runs out the job is `failed` and kept for [`FAILED_RETENTION`] for inspection, then purged by the worker.
 //! - A job that succeeds is deleted in the statement that settles it, rather than by a sweep:
 //!   nothing reads done rows, and the table then holds only outstanding and failed work without
 //!   another periodic write competing for SQLite's single writer.

@@ -17,7 +17,9 @@ use crate::api::cancel_flow::{
     CancelReasonRecorded, CancelReasonSubmission, ConfigQuery, OfferOutcome, SegmentedFlow,
     WidgetFlow,
 };
-use crate::domain::cancel_flow::{self, CancelFlow, CancelFlowInput, Offer, SegmentedFlowInput};
+use crate::domain::cancel_flow::{
+    self, CancelFlow, CancelFlowInput, OFFER_RETRY_WAITS, Offer, SegmentedFlowInput,
+};
 use crate::domain::email::Email;
 use crate::domain::identity as identity_rules;
 use crate::domain::keys::KeyKind;
@@ -409,16 +411,6 @@ const INLINE_BUDGET: Duration = Duration::from_secs(4);
 const INLINE_HOLD: Duration = Duration::from_secs(10);
 /// A job's attempt holds the offer this long (both calls at `CALL_TIMEOUT`, with room).
 const JOB_HOLD: Duration = Duration::from_secs(60);
-/// After the provider was unavailable (a network error, a timeout, 5xx, 429): the wait
-/// before the first job attempt when the inline attempt met it, then before each further
-/// one; when they run out the last error is recorded.
-const FIRST_RETRY: Duration = Duration::from_secs(30);
-const RETRIES: &[Duration] = &[
-    Duration::from_secs(2 * 60),
-    Duration::from_secs(10 * 60),
-    Duration::from_secs(60 * 60),
-];
-
 /// Stripe and the subscription an accepted offer is applied to.
 struct OfferTarget {
     client: Stripe,
@@ -504,8 +496,10 @@ impl Payments {
             ))
         });
         let project_id = &access.project.id;
+        // The inline attempt is attempt 1: an unavailable provider waits the first of the waits.
+        let retry_after = OFFER_RETRY_WAITS.after(1).unwrap_or_default();
         let applied = self
-            .settle_attempt(project_id, &event_id, attempt, FIRST_RETRY)
+            .settle_attempt(project_id, &event_id, attempt, retry_after)
             .await?;
         if let Some(view) = recorded.offer.as_mut() {
             view.applied = applied;
@@ -671,7 +665,7 @@ impl Payments {
     /// inline attempt, or an earlier run, finished it); when another attempt or a retry's wait
     /// holds it, the same job again once that ends; else one attempt, with the same
     /// idempotency keys as every other. An unavailable provider is retried after each of
-    /// [`RETRIES`]; then its last error is recorded.
+    /// [`OFFER_RETRY_WAITS`]; then its last error is recorded.
     pub(crate) async fn run_offer_job(
         &self,
         event_id: &str,
@@ -720,11 +714,13 @@ impl Payments {
             event.created_at,
         )
         .await;
-        match (attempt, RETRIES.get(failures as usize)) {
+        // The inline attempt was attempt 1, so this run is attempt `failures + 2`.
+        let wait = OFFER_RETRY_WAITS.after(failures.saturating_add(2));
+        match (attempt, wait) {
             (Err(CallError::Unavailable(_)), Some(wait)) => {
                 let mut tx = self.core.store.begin().await?;
                 let now = self.core.now();
-                let at = now + chrono::Duration::from_std(*wait).map_err(Error::internal)?;
+                let at = now + chrono::Duration::from_std(wait).map_err(Error::internal)?;
                 events::hold_offer(&mut *tx, project_id, event_id, at).await?;
                 job(failures + 1).enqueue(&mut tx, at, now).await?;
                 tx.commit().await?;

@@ -132,7 +132,7 @@ impl Alerts {
                 succeeded,
             } => {
                 attempts.push(tried);
-                match after_attempt(&RETRY_WAITS, attempt, succeeded) {
+                match after_attempt(RETRY_WAITS, attempt, succeeded) {
                     AfterAttempt::Delivered => (AlertStatus::Delivered, None, None),
                     AfterAttempt::Failed => (AlertStatus::Failed, None, None),
                     AfterAttempt::RetryIn(wait) => {

@@ -92,7 +92,6 @@ impl Demo {
             )));
         }
         let now = self.clock.now();
-        let backend = self.store.backend();
         let pid = project.id.as_str();
         let mut made = Seeded::default();
 
@@ -127,23 +126,23 @@ impl Demo {
             people.sort_by(|a, b| a.activity.email.cmp(&b.activity.email));
             let mut tx = self.store.begin().await?;
             let seen: Vec<&Activity> = people.iter().map(|p| &p.activity).collect();
-            customers::record_activity(&mut *tx, backend, pid, &seen).await?;
+            customers::record_activity(&mut *tx, pid, &seen).await?;
             for (k, day) in SCORE_DAYS.iter().enumerate() {
                 let scores: Vec<ScoreRecord> =
                     people.iter().map(|p| p.score(k, *day, now)).collect();
-                risk::save_scores(&mut tx, backend, pid, &scores).await?;
+                risk::save_scores(&mut tx, pid, &scores).await?;
             }
             overview::forget_at_risk(&mut *tx, pid).await?;
             let rollups: Vec<_> = people.iter().flat_map(|p| &p.rollups).collect();
             let counts: Vec<_> = rollups.iter().map(|(k, n)| (k, *n)).collect();
-            behavior::add_to_rollups(&mut *tx, backend, pid, &counts).await?;
+            behavior::add_to_rollups(&mut *tx, pid, &counts).await?;
             let alerts: Vec<AlertRow> = people.iter().filter_map(|p| p.alert.clone()).collect();
-            demo::insert_alerts(&mut *tx, backend, pid, &alerts).await?;
+            demo::insert_alerts(&mut *tx, pid, &alerts).await?;
             let failures: Vec<FailureRow> =
                 people.iter().filter_map(|p| p.failure.clone()).collect();
-            demo::insert_failures(&mut tx, backend, pid, &failures).await?;
+            demo::insert_failures(&mut tx, pid, &failures).await?;
             let opens: Vec<_> = people.iter().filter_map(|p| p.open.clone()).collect();
-            demo::insert_opens(&mut *tx, backend, pid, &opens).await?;
+            demo::insert_opens(&mut *tx, pid, &opens).await?;
             tx.commit().await?;
             made.customers += people.len() as u64;
             made.risk_scores += (people.len() * SCORE_DAYS.len()) as u64;
@@ -174,11 +173,11 @@ impl Demo {
                 variants.extend(e.variants);
             }
             let mut tx = self.store.begin().await?;
-            demo::insert_events(&mut *tx, backend, pid, &events).await?;
-            demo::insert_variants(&mut *tx, backend, pid, &variants).await?;
+            demo::insert_events(&mut *tx, pid, &events).await?;
+            demo::insert_variants(&mut *tx, pid, &variants).await?;
             let (first, end) = (event_id(&g.prefix, from), event_id(&g.prefix, to));
             demo::send_and_recover(&mut tx, pid, &first, &end).await?;
-            demo::insert_opens(&mut *tx, backend, pid, &opens).await?;
+            demo::insert_opens(&mut *tx, pid, &opens).await?;
             tx.commit().await?;
             made.events += events.len() as u64;
             made.variants += variants.len() as u64;

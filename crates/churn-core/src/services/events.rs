@@ -24,10 +24,10 @@ use crate::domain::validation::{Validator, one_line, optional_text};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::jobs::kind::Job;
+use crate::store::Tx;
 use crate::store::customers;
 use crate::store::events::{self, EventRecord, ListFilter, SortColumn};
 use crate::store::variants::{self, VariantRecord};
-use crate::store::{Backend, Tx};
 use crate::time::Timestamp;
 
 pub const EVENT_TYPES: [&str; 2] = ["cancellation", "payment_failed"];
@@ -541,16 +541,15 @@ pub(crate) async fn insert_new_events(
         }
         records.push(record);
     }
-    let backend = Backend::of(tx);
     let all: Vec<&EventRecord> = records.iter().collect();
-    events::insert(&mut **tx, backend, &all).await?;
+    events::insert(&mut **tx, &all).await?;
     let mut seen: BTreeMap<&str, Vec<(&str, Timestamp)>> = BTreeMap::new();
     for r in &records {
         let at = (r.customer_email.as_str(), r.created_at);
         seen.entry(r.project_id.as_str()).or_default().push(at);
     }
     for (project_id, seen) in seen {
-        customers::upsert(&mut **tx, backend, project_id, &seen).await?;
+        customers::upsert(&mut **tx, project_id, &seen).await?;
     }
     if let Some(now) = records.iter().map(|r| r.created_at).max() {
         Job::enqueue_all(tx, &first_sends, now).await?;

@@ -14,7 +14,7 @@ use crate::ids::new_id;
 use crate::jobs::kind::Job;
 use crate::store::behavior::{self, NewEvent, RollupKey};
 use crate::store::customers::{self, Activity};
-use crate::store::{Backend, Store, Tx, risk};
+use crate::store::{Store, Tx, risk};
 use crate::time::{self, Timestamp};
 
 /// One call's events, received at `now`.
@@ -37,7 +37,7 @@ fn write(store: Store, batches: Vec<Batch>) -> BoxFuture<'static, Vec<Result<u64
 
 async fn in_transaction(store: &Store, batches: &[&Batch]) -> Result<Vec<u64>> {
     let mut tx = store.begin().await?;
-    let accepted = store_batches(&mut tx, store.backend(), batches).await?;
+    let accepted = store_batches(&mut tx, batches).await?;
     tx.commit().await?;
     Ok(accepted)
 }
@@ -56,11 +56,7 @@ struct Row<'a> {
 /// Per project (in id order), one statement each for the events, their rollups and their
 /// customers, rows sorted, so concurrent writers on PostgreSQL wait for each other instead of
 /// deadlocking.
-pub(super) async fn store_batches(
-    tx: &mut Tx,
-    backend: Backend,
-    batches: &[&Batch],
-) -> Result<Vec<u64>> {
+pub(super) async fn store_batches(tx: &mut Tx, batches: &[&Batch]) -> Result<Vec<u64>> {
     let mut projects: BTreeMap<&str, Vec<Row>> = BTreeMap::new();
     for (i, b) in batches.iter().enumerate() {
         let rows = projects.entry(b.project_id.as_str()).or_default();
@@ -84,7 +80,7 @@ pub(super) async fn store_batches(
                 received_at: r.received_at,
             })
             .collect();
-        let stored: BTreeSet<String> = behavior::insert_many(&mut **tx, backend, project_id, &new)
+        let stored: BTreeSet<String> = behavior::insert_many(&mut **tx, project_id, &new)
             .await?
             .into_iter()
             .collect();
@@ -107,9 +103,9 @@ pub(super) async fn store_batches(
             first_received = Some(first_received.map_or(r.received_at, |t| t.min(r.received_at)));
         }
         let counts: Vec<(&RollupKey, i64)> = rollups.iter().map(|(k, n)| (k, *n)).collect();
-        behavior::add_to_rollups(&mut **tx, backend, project_id, &counts).await?;
+        behavior::add_to_rollups(&mut **tx, project_id, &counts).await?;
         let seen: Vec<&Activity> = activity.values().collect();
-        customers::record_activity(&mut **tx, backend, project_id, &seen).await?;
+        customers::record_activity(&mut **tx, project_id, &seen).await?;
         if let Some(now) = first_received {
             schedule_scoring(tx, project_id, now).await?;
             schedule_notices(tx, project_id, &new_events, now).await?;

@@ -169,7 +169,7 @@ impl Core {
         let mut alerts = 0;
         while let Some((facts, mut inputs)) = self.read_slice(project_id, &after, now).await? {
             let mut tx = self.store.begin().await?;
-            risk::lock_scoring(&mut tx, self.store.backend(), project_id).await?;
+            risk::lock_scoring(&mut tx, project_id).await?;
             let mut records = Vec::with_capacity(facts.len());
             for f in &facts {
                 let assessment = model.assess(&inputs.aggregates(f, now));
@@ -177,7 +177,7 @@ impl Core {
                 scored += u64::from(record.score.is_some());
                 records.push(record);
             }
-            risk::save_scores(&mut tx, self.store.backend(), project_id, &records).await?;
+            risk::save_scores(&mut tx, project_id, &records).await?;
             for record in &records {
                 alerts += u64::from(
                     self.raise_alert(&mut tx, project_id, &config, record, now)
@@ -188,7 +188,7 @@ impl Core {
             after = facts.last().map(|f| f.email.clone()).unwrap_or_default();
         }
         let mut tx = self.store.begin().await?;
-        risk::lock_scoring(&mut tx, self.store.backend(), project_id).await?;
+        risk::lock_scoring(&mut tx, project_id).await?;
         risk::purge_scores(&mut *tx, project_id, &since_day(now, KEPT_DAYS)).await?;
         tx.commit().await?;
         Ok(Recomputed { scored, alerts })

@@ -537,7 +537,7 @@ impl Alerts {
             .map_err(|_| Error::internal("corrupt attempts in webhook_deliveries"))?;
         attempts.push(tried);
         let attempts = serde_json::to_string(&attempts).map_err(Error::internal)?;
-        let (status, next) = match after_attempt(&ENDPOINT_RETRY_WAITS, attempt, succeeded) {
+        let (status, next) = match after_attempt(ENDPOINT_RETRY_WAITS, attempt, succeeded) {
             AfterAttempt::Delivered => (AlertStatus::Delivered, None),
             AfterAttempt::Failed => (AlertStatus::Failed, None),
             AfterAttempt::RetryIn(wait) => {

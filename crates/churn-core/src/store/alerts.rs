@@ -96,7 +96,7 @@ pub async fn insert(db: &mut sqlx::AnyConnection, project_id: &str, a: &AlertRec
 /// The customer's latest alert that starts a quiet period (any but a skipped one):
 /// (level, created_at).
 ///
-/// Planned on every call on PostgreSQL (not a prepared statement): a scoring run reads this
+/// Planned on every call on PostgreSQL ([`Backend::plans_once_safely`]): a scoring run reads this
 /// for every customer at the threshold while the same run fills the table, and the generic
 /// plan PostgreSQL keeps for a prepared statement after five calls, made while the table was
 /// empty, scans it (1.7 ms a call on average over a run that logged 25,000 alerts).
@@ -105,7 +105,7 @@ pub async fn latest_counted(
     project_id: &str,
     customer_email: &str,
 ) -> Result<Option<(String, Timestamp)>> {
-    let prepared = Backend::of(db) == Backend::Sqlite;
+    let prepared = Backend::of(db).plans_once_safely();
     sqlx::query_as::<_, (String, String)>(
         "SELECT risk_level, created_at FROM risk_alerts \
          WHERE project_id = $1 AND customer_email = $2 AND status <> 'skipped' \

@@ -4,7 +4,7 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{Backend, Writes, json_array, ts};
+use super::{Writes, json_array, ts};
 use crate::domain::behavior::BehaviorEvent;
 use crate::error::{Error, Result};
 use crate::time::{self, Timestamp};
@@ -22,10 +22,10 @@ pub struct NewEvent<'a> {
 /// not repeat an id; rows are written in the order given.
 pub async fn insert_many<'e>(
     db: impl Writes<'e>,
-    backend: Backend,
     project_id: &str,
     events: &[NewEvent<'_>],
 ) -> Result<Vec<String>> {
+    let backend = db.backend();
     if events.is_empty() {
         return Ok(Vec::new());
     }
@@ -76,10 +76,10 @@ pub struct RollupKey {
 /// Adds each count to its rollup row, in one statement, in the order given (distinct keys).
 pub async fn add_to_rollups<'e>(
     db: impl Writes<'e>,
-    backend: Backend,
     project_id: &str,
     counts: &[(&RollupKey, i64)],
 ) -> Result<()> {
+    let backend = db.backend();
     if counts.is_empty() {
         return Ok(());
     }

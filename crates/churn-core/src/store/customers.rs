@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{Backend, Writes, json_array, ts};
+use super::{Writes, json_array, ts};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -25,10 +25,10 @@ fn widen(col: &str, first: bool) -> String {
 /// PostgreSQL), an email seen twice widened by both times.
 pub async fn upsert<'e>(
     db: impl Writes<'e>,
-    backend: Backend,
     project_id: &str,
     seen: &[(&str, Timestamp)],
 ) -> Result<()> {
+    let backend = db.backend();
     let mut spans: BTreeMap<&str, (Timestamp, Timestamp)> = BTreeMap::new();
     for &(email, at) in seen {
         let span = spans.entry(email).or_insert((at, at));
@@ -75,10 +75,10 @@ pub struct Activity {
 /// (distinct emails).
 pub async fn record_activity<'e>(
     db: impl Writes<'e>,
-    backend: Backend,
     project_id: &str,
     activities: &[&Activity],
 ) -> Result<()> {
+    let backend = db.backend();
     if activities.is_empty() {
         return Ok(());
     }

@@ -20,19 +20,34 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use sqlx::{Any, AnyConnection, AnyPool, Database, Describe, Either, Execute, Executor};
 
+use super::Backend;
+
 /// The pool for reads outside a transaction.
 #[derive(Debug, Clone, Copy)]
 pub struct Read<'p>(pub(super) &'p AnyPool);
 
-/// The pool for single-statement writes outside a transaction.
+/// The pool for single-statement writes outside a transaction, and the backend it talks to.
 #[derive(Debug, Clone, Copy)]
-pub struct Write<'p>(pub(super) &'p AnyPool);
+pub struct Write<'p>(pub(super) &'p AnyPool, pub(super) Backend);
 
 /// Executors allowed to change data: the writer pool and a transaction's connection.
-pub trait Writes<'c>: Executor<'c, Database = Any> {}
+/// A write knows its backend, so a statement whose SQL differs (`dialect`) needs no more than
+/// its handle.
+pub trait Writes<'c>: Executor<'c, Database = Any> {
+    fn backend(&self) -> Backend;
+}
 
-impl<'c> Writes<'c> for Write<'_> {}
-impl<'c> Writes<'c> for &'c mut AnyConnection {}
+impl<'c> Writes<'c> for Write<'_> {
+    fn backend(&self) -> Backend {
+        self.1
+    }
+}
+
+impl<'c> Writes<'c> for &'c mut AnyConnection {
+    fn backend(&self) -> Backend {
+        Backend::of(self)
+    }
+}
 
 /// Both handles run queries exactly as the pool they wrap.
 macro_rules! delegate_executor {

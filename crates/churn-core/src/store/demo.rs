@@ -91,10 +91,10 @@ pub struct EventRow {
 
 pub async fn insert_events<'e>(
     db: impl Writes<'e>,
-    backend: Backend,
     project_id: &str,
     rows: &[EventRow],
 ) -> Result<()> {
+    let backend = db.backend();
     let rows: Vec<_> = rows
         .iter()
         .map(|e| {
@@ -163,10 +163,10 @@ pub struct VariantRow {
 
 pub async fn insert_variants<'e>(
     db: impl Writes<'e>,
-    backend: Backend,
     project_id: &str,
     rows: &[VariantRow],
 ) -> Result<()> {
+    let backend = db.backend();
     let rows: Vec<_> = rows
         .iter()
         .map(|v| {
@@ -264,10 +264,10 @@ pub struct FailureRow {
 
 pub async fn insert_failures(
     tx: &mut sqlx::AnyConnection,
-    backend: Backend,
     project_id: &str,
     rows: &[FailureRow],
 ) -> Result<()> {
+    let backend = Backend::of(tx);
     let failures: Vec<_> = rows
         .iter()
         .map(|f| {
@@ -338,10 +338,10 @@ pub struct AlertRow {
 
 pub async fn insert_alerts<'e>(
     db: impl Writes<'e>,
-    backend: Backend,
     project_id: &str,
     rows: &[AlertRow],
 ) -> Result<()> {
+    let backend = db.backend();
     let rows: Vec<_> = rows
         .iter()
         .map(|a| {
@@ -378,10 +378,10 @@ pub async fn insert_alerts<'e>(
 /// Cancel-flow opens: (customer email, opened at).
 pub async fn insert_opens<'e>(
     db: impl Writes<'e>,
-    backend: Backend,
     project_id: &str,
     rows: &[(String, String)],
 ) -> Result<()> {
+    let backend = db.backend();
     sqlx::query(&format!(
         "INSERT INTO cancel_flow_opens (project_id, customer_email, opened_at) \
          SELECT $1, j.value ->> 0, j.value ->> 1 FROM {}",

@@ -95,11 +95,8 @@ const COLUMNS: &str = "e.id, e.project_id, e.customer_email, e.customer_name, e.
     e.offer_applied_at, e.flow_id, e.flow_variant";
 
 /// Inserts the events with one statement (a group's events travel as one parameter).
-pub async fn insert<'e>(
-    db: impl Writes<'e>,
-    backend: Backend,
-    events: &[&EventRecord],
-) -> Result<()> {
+pub async fn insert<'e>(db: impl Writes<'e>, events: &[&EventRecord]) -> Result<()> {
+    let backend = db.backend();
     if events.is_empty() {
         return Ok(());
     }

@@ -7,7 +7,7 @@
 use super::Writes;
 use sqlx::FromRow;
 
-use super::{Backend, Store, json_array, ts};
+use super::{Store, json_array, ts};
 use crate::error::Result;
 use crate::ids::new_id;
 use crate::time::{self, Timestamp};
@@ -89,12 +89,8 @@ pub struct NewJob<'a> {
 }
 
 /// Enqueues the jobs with one statement (a group's jobs travel as one parameter).
-pub async fn enqueue<'e>(
-    db: impl Writes<'e>,
-    backend: Backend,
-    jobs: &[NewJob<'_>],
-    now: Timestamp,
-) -> Result<()> {
+pub async fn enqueue<'e>(db: impl Writes<'e>, jobs: &[NewJob<'_>], now: Timestamp) -> Result<()> {
+    let backend = db.backend();
     if jobs.is_empty() {
         return Ok(());
     }

@@ -457,16 +457,14 @@ mod storage_tests {
     async fn track(store: &Store, project: &str, emails: &[&str], at: &str) {
         let seen: Vec<Activity> = emails.iter().map(|e| seen(e, at)).collect();
         let seen: Vec<&Activity> = seen.iter().collect();
-        customers::record_activity(store.writer(), store.backend(), project, &seen)
+        customers::record_activity(store.writer(), project, &seen)
             .await
             .unwrap();
     }
 
     async fn save(store: &Store, project: &str, scores: &[ScoreRecord]) {
         let mut tx = store.begin().await.unwrap();
-        risk::save_scores(&mut tx, store.backend(), project, scores)
-            .await
-            .unwrap();
+        risk::save_scores(&mut tx, project, scores).await.unwrap();
         tx.commit().await.unwrap();
     }
 

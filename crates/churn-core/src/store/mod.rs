@@ -194,7 +194,7 @@ impl Store {
 
     /// The handle for single-statement writes outside a transaction.
     pub fn writer(&self) -> Write<'_> {
-        Write(&self.write)
+        Write(&self.write, self.backend)
     }
 
     /// A write transaction.

@@ -7,7 +7,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Backend, Writes, decode, json_array};
+use super::{Writes, decode, json_array};
 use crate::domain::provider::Provider;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -100,9 +100,9 @@ impl EventKey<'_> {
 /// order, so two racing groups wait for each other instead of deadlocking.
 pub async fn claim_events<'e>(
     db: impl Writes<'e>,
-    backend: Backend,
     events: &[(EventKey<'_>, &str, Timestamp)],
 ) -> Result<Vec<bool>> {
+    let backend = db.backend();
     let mut rows: Vec<[String; 5]> = events
         .iter()
         .map(|(key, event_type, at)| {
@@ -135,9 +135,9 @@ pub async fn claim_events<'e>(
 /// and scan the whole table.
 pub async fn set_event_actions<'e>(
     db: impl Writes<'e>,
-    backend: Backend,
     actions: &[(EventKey<'_>, &str, Timestamp, &str)],
 ) -> Result<()> {
+    let backend = db.backend();
     if actions.is_empty() {
         return Ok(());
     }
@@ -186,11 +186,8 @@ pub async fn event_seen<'e>(
 /// with the same reference exists, or an earlier one of these has it). Rows go in reference
 /// order (stable), so two groups of other processes wait for each other instead of
 /// deadlocking.
-pub async fn insert<'e>(
-    db: impl Writes<'e>,
-    backend: Backend,
-    failures: &[&FailureRecord],
-) -> Result<Vec<bool>> {
+pub async fn insert<'e>(db: impl Writes<'e>, failures: &[&FailureRecord]) -> Result<Vec<bool>> {
+    let backend = db.backend();
     if failures.is_empty() {
         return Ok(Vec::new());
     }

@@ -307,15 +307,16 @@ pub struct ScoreRecord {
 
 /// Keeps each customer's score of its day (a later run the same day replaces it) and makes it
 /// the customer's latest: one statement per table for the whole slice (distinct customers,
-/// in email order). On PostgreSQL the customers' rows are locked first in the byte order of
-/// their emails (collation "C", whatever the database's), the order tracking writes them
-/// in, so the two wait for each other instead of deadlocking.
+/// in email order). Where writers lock rows ([`Backend::locks_rows`]: PostgreSQL) the
+/// customers' rows are locked first in the byte order of their emails (collation "C",
+/// whatever the database's), the order tracking writes them in, so the two wait for each
+/// other instead of deadlocking.
 pub async fn save_scores(
     db: &mut sqlx::AnyConnection,
-    backend: Backend,
     project_id: &str,
     scores: &[ScoreRecord],
 ) -> Result<()> {
+    let backend = Backend::of(db);
     if scores.is_empty() {
         return Ok(());
     }
@@ -335,7 +336,7 @@ pub async fn save_scores(
         .collect();
     let rows = json_array(&rows);
     let from = backend.json_rows(2);
-    if backend == Backend::Postgres {
+    if backend.locks_rows() {
         sqlx::query(&format!(
             "SELECT c.email FROM customers c WHERE c.project_id = $1 \
              AND c.email IN (SELECT j.value ->> 0 FROM {from}) ORDER BY c.email COLLATE \"C\"{}",
@@ -376,11 +377,8 @@ pub async fn save_scores(
 /// Waits until no other scoring transaction of the project is open. Their trigger updates of
 /// the kept risk counts (0080_kept_counts.sql) would otherwise lock count rows in
 /// opposite orders and deadlock.
-pub async fn lock_scoring(
-    db: &mut sqlx::AnyConnection,
-    backend: Backend,
-    project_id: &str,
-) -> Result<()> {
+pub async fn lock_scoring(db: &mut sqlx::AnyConnection, project_id: &str) -> Result<()> {
+    let backend = Backend::of(db);
     if let Some(sql) = backend.transaction_lock() {
         sqlx::query(sql)
             .bind(format!("risk_scoring:{project_id}"))
@@ -721,7 +719,6 @@ mod tests {
     async fn kept_counts_match_a_recount_through_every_change(backend: testing::Backend) {
         let db = TestDatabase::new(backend).await;
         let store = store_with_project(&db).await;
-        let b = store.backend();
         let check = async |step: &str| {
             let (kept, recounted) = kept_and_recounted(&store).await;
             assert_eq!(kept, recounted, "after {step}");
@@ -729,13 +726,13 @@ mod tests {
         let track = async |emails: &[&str], at: &str| {
             let seen: Vec<Activity> = emails.iter().map(|e| seen(e, at)).collect();
             let seen: Vec<&Activity> = seen.iter().collect();
-            customers::record_activity(store.writer(), b, "p1", &seen)
+            customers::record_activity(store.writer(), "p1", &seen)
                 .await
                 .unwrap();
         };
         let save = async |scores: &[ScoreRecord]| {
             let mut tx = store.begin().await.unwrap();
-            save_scores(&mut tx, b, "p1", scores).await.unwrap();
+            save_scores(&mut tx, "p1", scores).await.unwrap();
             tx.commit().await.unwrap();
         };
 

@@ -21,8 +21,8 @@ use crate::api::payments::{
     PaymentFailureList, PaymentFailureQuery, PaymentFailureStats, RetryResult, UpdateDunningConfig,
 };
 use crate::domain::dunning::{
-    DeclineClass, DunningFacts, LAST_CHANCE_MONTHS, LastChance, NextRetry, Tone, classify,
-    next_retry, render, tone_at,
+    DeclineClass, DunningFacts, ERROR_RETRY, LAST_CHANCE_MONTHS, LastChance, NextRetry, Tone,
+    classify, next_retry, render, tone_at,
 };
 use crate::domain::expiry_notice::MAX_DAYS;
 use crate::domain::provider::Provider;
@@ -40,8 +40,6 @@ use crate::store::payment_failures::{self as failures, FailureRecord, Settle};
 use crate::store::{Tx, dunning, events, expiry_notices, projects};
 use crate::time::{self, Timestamp};
 
-/// An error from the provider is tried again after this long.
-const ERROR_RETRY: chrono::TimeDelta = chrono::TimeDelta::hours(1);
 const MAX_SENDER_NAME: usize = 100;
 
 /// What one try of the payment came to.

@@ -31,7 +31,7 @@ use crate::services::ingest::{self, Batch};
 use crate::store::events::{self, EventRecord};
 use crate::store::payment_failures::{self as failures, EventKey, FailureRecord, Match};
 use crate::store::projects::ProjectRecord;
-use crate::store::{Backend, Store, Tx, customers, expiry_notices};
+use crate::store::{Store, Tx, customers, expiry_notices};
 use crate::time::Timestamp;
 
 /// A verified delivery, mapped (customer lookups at the provider done), received at `now`
@@ -78,7 +78,6 @@ async fn in_transaction(store: &Store, deliveries: &[&Delivery]) -> Result<Vec<W
 /// Claims the deliveries' events and applies the new ones, in the caller's transaction; of a
 /// group repeating an event, the first is applied and the rest are duplicates.
 async fn apply(tx: &mut Tx, deliveries: &[&Delivery]) -> Result<Vec<WebhookAction>> {
-    let backend = Backend::of(tx);
     let mut actions = vec![WebhookAction::Duplicate; deliveries.len()];
     let first: Vec<usize> = (0..deliveries.len())
         .filter(|&i| {
@@ -93,7 +92,7 @@ async fn apply(tx: &mut Tx, deliveries: &[&Delivery]) -> Result<Vec<WebhookActio
             (d.key(), d.event_type.as_str(), d.now)
         })
         .collect();
-    let claimed = failures::claim_events(&mut **tx, backend, &claims).await?;
+    let claimed = failures::claim_events(&mut **tx, &claims).await?;
     let mut new_failures = Vec::new();
     let mut others = Vec::new();
     for (&i, claimed) in first.iter().zip(claimed) {
@@ -106,12 +105,12 @@ async fn apply(tx: &mut Tx, deliveries: &[&Delivery]) -> Result<Vec<WebhookActio
         }
     }
     let (at, failed): (Vec<usize>, Vec<_>) = new_failures.into_iter().unzip();
-    let failure_actions = record_failures(tx, backend, &failed).await?;
+    let failure_actions = record_failures(tx, &failed).await?;
     for (i, action) in at.into_iter().zip(failure_actions) {
         actions[i] = action;
     }
     for i in others {
-        actions[i] = apply_one(tx, backend, deliveries[i]).await?;
+        actions[i] = apply_one(tx, deliveries[i]).await?;
     }
     let changed: Vec<_> = deliveries
         .iter()
@@ -119,28 +118,24 @@ async fn apply(tx: &mut Tx, deliveries: &[&Delivery]) -> Result<Vec<WebhookActio
         .filter(|(_, a)| !matches!(a, WebhookAction::Duplicate | WebhookAction::Ignored))
         .map(|(d, a)| (d.key(), d.event_type.as_str(), d.now, a.as_str()))
         .collect();
-    failures::set_event_actions(&mut **tx, backend, &changed).await?;
+    failures::set_event_actions(&mut **tx, &changed).await?;
     Ok(actions)
 }
 
 /// Every kind but failures, one delivery at a time.
-async fn apply_one(tx: &mut Tx, backend: Backend, d: &Delivery) -> Result<WebhookAction> {
+async fn apply_one(tx: &mut Tx, d: &Delivery) -> Result<WebhookAction> {
     match &d.mapped {
-        Mapped::Success(s) => record_success(tx, backend, d, s).await,
+        Mapped::Success(s) => record_success(tx, d, s).await,
         Mapped::Cancellation(c) => record_cancellation(tx, d, c).await,
         Mapped::Halted(who) => record_halt(tx, d, who).await,
-        Mapped::CardExpiring(c) => record_card_expiring(tx, backend, d, c).await,
+        Mapped::CardExpiring(c) => record_card_expiring(tx, d, c).await,
         Mapped::Failure(_) | Mapped::Ignored => Ok(WebhookAction::Ignored),
     }
 }
 
 /// New failures: each is a failing (or, on a hard decline, abandoned) record with its churn
 /// event and first dunning jobs; one about a payment that has a record already refreshes it.
-async fn record_failures(
-    tx: &mut Tx,
-    backend: Backend,
-    new: &[(&Delivery, &Failure)],
-) -> Result<Vec<WebhookAction>> {
+async fn record_failures(tx: &mut Tx, new: &[(&Delivery, &Failure)]) -> Result<Vec<WebhookAction>> {
     let mut actions = vec![WebhookAction::Ignored; new.len()];
     let mut candidates = Vec::new();
     for (n, &(d, f)) in new.iter().enumerate() {
@@ -164,7 +159,7 @@ async fn record_failures(
         candidates.push((n, d, f, record, event));
     }
     let records: Vec<&FailureRecord> = candidates.iter().map(|c| &c.3).collect();
-    let inserted = failures::insert(&mut **tx, backend, &records).await?;
+    let inserted = failures::insert(&mut **tx, &records).await?;
     let mut events = Vec::new();
     let mut jobs = Vec::new();
     for ((n, d, f, record, event), inserted) in candidates.into_iter().zip(inserted) {
@@ -254,12 +249,7 @@ fn failure_record(d: &Delivery, f: &Failure, email: String, churn_event_id: &str
     }
 }
 
-async fn record_success(
-    tx: &mut Tx,
-    backend: Backend,
-    d: &Delivery,
-    s: &Success,
-) -> Result<WebhookAction> {
+async fn record_success(tx: &mut Tx, d: &Delivery, s: &Success) -> Result<WebhookAction> {
     let (project_id, provider, now) = (d.project.id.as_str(), d.provider, d.now);
     let mut recovered = Vec::new();
     for (by, value) in [
@@ -286,7 +276,7 @@ async fn record_success(
     super::dunning::emit_failures(tx, project_id, failure_recovered, &recovered, now).await?;
     let events_recovered = match &email {
         Some(email) => {
-            customers::upsert(&mut **tx, backend, project_id, &[(email, now)]).await?;
+            customers::upsert(&mut **tx, project_id, &[(email, now)]).await?;
             expiry_notices::cancel_pending(
                 &mut **tx,
                 project_id,
@@ -366,7 +356,6 @@ async fn record_halt(tx: &mut Tx, d: &Delivery, who: &Who) -> Result<WebhookActi
 /// event, so the `payment_method_expiring` signal sees it.
 async fn record_card_expiring(
     tx: &mut Tx,
-    backend: Backend,
     d: &Delivery,
     c: &CardExpiring,
 ) -> Result<WebhookAction> {
@@ -386,7 +375,7 @@ async fn record_card_expiring(
         events: vec![event],
         now: d.now,
     };
-    ingest::store_batches(tx, backend, &[&batch]).await?;
+    ingest::store_batches(tx, &[&batch]).await?;
     if let Some(customer) = &c.who.customer_id {
         expiry_notices::set_provider_customer(
             &mut **tx,
