@@ -23,6 +23,7 @@ mod alerts;
 mod demo;
 mod doctor;
 mod payments;
+mod reports;
 mod team;
 pub use alerts::AlertsCommand;
 pub use demo::DemoCommand;
@@ -611,15 +612,15 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
         }
         Command::Report(ReportCommand::Cohorts { project, months }) => {
             let view = open_admin(&config).await?.as_owner(&project).await?;
-            team::cohorts(view, months, cli.json, out).await?;
+            reports::cohorts(view, months, cli.json, out).await?;
         }
         Command::Report(ReportCommand::Forecast { project, horizon }) => {
             let view = open_admin(&config).await?.as_owner(&project).await?;
-            team::forecast(view, horizon, cli.json, out).await?;
+            reports::forecast(view, horizon, cli.json, out).await?;
         }
         Command::Report(ReportCommand::Uplift { project, days }) => {
             let view = open_admin(&config).await?.as_owner(&project).await?;
-            team::uplift(view, days, cli.json, out).await?;
+            reports::uplift(view, days, cli.json, out).await?;
         }
     }
     Ok(())

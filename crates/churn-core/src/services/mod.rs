@@ -60,6 +60,7 @@ mod cache;
 pub mod cancel_flow;
 mod delivery;
 pub mod demo;
+mod email_tracking;
 pub mod events;
 mod generation;
 mod group;
@@ -79,7 +80,6 @@ pub mod stats;
 mod suppressions;
 mod team;
 mod tokens;
-mod tracking;
 pub(crate) mod webhooks;
 
 use std::sync::Arc;

@@ -1,4 +1,5 @@
-//! Opens and clicks of sent emails, from the signed pixel and link routes.
+//! Opens and clicks of sent emails, from the signed pixel and link routes (behaviour that
+//! customers send through `POST /track` is `behavior.rs`, `ingest.rs` and `group.rs`).
 
 use super::Tracking;
 use crate::domain::variant::{VariantAction, delivered, transition};
