@@ -358,6 +358,8 @@ impl Core {
             "cancel_reason": record.cancel_reason,
             "mrr": record.mrr,
             "plan_name": record.plan_name,
+            "flow_id": record.flow_id,
+            "variant": record.flow_variant,
             "offer": offer,
             "offer_accepted": accepted,
         });

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::cancel_flow::{identity_secret, signed};
 use crate::helpers::{Backend, TestApp, acme_owner, fields};
 use crate::team::join;
+use crate::{alerts::with_receiver, fake_provider};
 use churn_core::both_backends;
 
 both_backends!(
@@ -16,6 +17,7 @@ both_backends!(
     the_widget_is_routed_by_segment_and_priority,
     bad_customer_facts_are_named,
     submissions_record_the_flow_they_went_through,
+    the_outcome_webhook_names_the_flow,
 );
 
 const FLOWS: &str = "/projects/acme/cancel-flows";
@@ -475,4 +477,62 @@ async fn submissions_record_the_flow_they_went_through(backend: Backend) {
     let recorded = event(cancelled["churn_event_id"].clone()).await["data"].clone();
     assert_eq!(recorded["flow_id"], Value::Null);
     assert_eq!(recorded["variant"], Value::Null);
+}
+
+async fn the_outcome_webhook_names_the_flow(backend: Backend) {
+    let receiver = fake_provider::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(wiremock::ResponseTemplate::new(200))
+        .mount(&receiver.mock)
+        .await;
+    let app = with_receiver(backend, &receiver).await;
+    let owner = acme_owner(&app).await;
+    app.run_jobs().await;
+    let key = public_key(&app, &owner).await;
+    let secret = identity_secret(&app, &owner, "acme").await;
+    let pro = create(&app, &owner, &flow("Pro", 1, json!({"plans": ["Pro"]}))).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.expect(
+        app.req(Method::POST, "/projects/acme/webhook-endpoints")
+            .bearer_auth(&owner)
+            .json(&json!({"url": format!("{}/hooks", receiver.base),
+                "event_types": ["cancel_flow.saved", "cancel_flow.cancelled"]})),
+        201,
+    )
+    .await;
+    for (plan, accepted) in [("Pro", true), ("Basic", false)] {
+        let body = json!({"customer_email": DANA, "reason": "too_expensive",
+            "offer_accepted": accepted, "plan_name": plan});
+        app.expect(
+            app.req(Method::POST, "/cancel-flow/reasons")
+                .header("X-Public-Key", &key)
+                .json(&signed(&secret, body)),
+            201,
+        )
+        .await;
+    }
+    app.run_jobs().await;
+    let mut told: Vec<(String, Value)> = receiver
+        .mock
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.url.path() == "/hooks")
+        .map(|r| {
+            let body: Value = serde_json::from_slice(&r.body).unwrap();
+            (
+                body["type"].as_str().unwrap().to_owned(),
+                body["data"].clone(),
+            )
+        })
+        .collect();
+    told.sort_by(|a, b| a.0.cmp(&b.0));
+    let kinds: Vec<&str> = told.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(kinds, ["cancel_flow.cancelled", "cancel_flow.saved"]);
+    assert_eq!(told[0].1["flow_id"], Value::Null, "the default flow");
+    assert_eq!(told[1].1["flow_id"], pro.as_str());
+    assert_eq!(told[1].1["variant"], Value::Null);
 }
