@@ -30,6 +30,7 @@ both_backends!(
     a_provider_webhook_delivered_twice_emits_once,
     churn_risk_alerts_are_one_event_type_among_others,
     a_send_and_its_first_click_are_told_once,
+    an_event_lost_at_the_end_of_its_window_is_told,
 );
 
 const HOOK: &str = "/hooks";
@@ -870,4 +871,51 @@ async fn a_send_and_its_first_click_are_told_once(backend: Backend) {
         .clone();
     assert_eq!(variant["click_count"], 4);
     assert!(variant["clicked_at"].is_string());
+}
+
+async fn an_event_lost_at_the_end_of_its_window_is_told(backend: Backend) {
+    let receiver = fake_provider::start().await;
+    answer(&receiver, ResponseTemplate::new(200)).await;
+    let app = with_receiver(backend, &receiver).await;
+    let token = acme_owner(&app).await;
+    app.expect(
+        app.req(Method::PATCH, "/projects/acme")
+            .bearer_auth(&token)
+            .json(&json!({"settings": {"recovery_window_days": 10}})),
+        200,
+    )
+    .await;
+    app.run_jobs().await;
+    create(
+        &app,
+        &token,
+        json!({"url": format!("{}{HOOK}", receiver.base), "event_types": ["churn_event.lost"]}),
+    )
+    .await;
+    let (event, vid) = crate::helpers::event_with_variants(&app, &token, "gone@x.io").await;
+    app.expect(
+        app.req(
+            Method::POST,
+            &format!("/projects/acme/churn-events/{event}/variants/{vid}/send"),
+        )
+        .bearer_auth(&token),
+        200,
+    )
+    .await;
+    advance_seconds(&app, 10 * 86_400 - 60).await;
+    app.run_jobs().await;
+    assert!(
+        received(&receiver).await.is_empty(),
+        "not lost before the window ends"
+    );
+    advance_seconds(&app, 120).await;
+    app.run_jobs().await;
+    app.run_jobs().await;
+    let hooks = received(&receiver).await;
+    assert_eq!(hooks.len(), 1);
+    let body: Value = serde_json::from_slice(&hooks[0].body).unwrap();
+    assert_eq!(body["type"], "churn_event.lost");
+    assert_eq!(body["data"]["id"], event.as_str());
+    assert_eq!(body["data"]["customer_email"], "gone@x.io");
+    assert_eq!(body["data"]["status"], "lost");
 }
