@@ -149,7 +149,8 @@ impl Payments {
         refused: &'static str,
     ) -> Result<Option<&'static str>> {
         if !run.claim_email(self.core.now()).await? {
-            tracing::warn!(to = %message.to, subject = %message.subject, "an email claimed by an earlier run that did not finish is not sent again");
+            // The message id, not the address: customers' emails stay out of the logs.
+            tracing::warn!(message_id = %message.message_id, "an email claimed by an earlier run that did not finish is not sent again");
             return Ok(Some(
                 "unconfirmed: the process stopped while handing it over",
             ));
