@@ -1,8 +1,9 @@
 -- Every kept count and the triggers that keep it, in one place. Earlier migrations built
 -- these up (0003, 0011, 0051, 0060, 0061, 0062, 0063, 0065); this file drops every
 -- counting trigger and function and recreates each as it stood, word for word, with the
--- strategy-day functions of 0077's strategy_days in place of strategy_outcomes', so a reader
--- finds every rule here. The Rust side of the same list, with a recount of each count from
+-- strategy-day functions of 0077's strategy_days in place of strategy_outcomes', and creates
+-- churn_event_days (new here, filled from the events already stored), so a reader finds every
+-- rule here. The Rust side of the same list, with a recount of each count from
 -- its base tables, is `crates/churn-core/src/store/kept_counts.rs` (`churn doctor` compares
 -- and repairs). Changing a rule means a new migration that replaces what is named here, and
 -- the recount beside it. SQLite's 0080 keeps the same rules with row triggers.
@@ -17,6 +18,11 @@
 -- | cohorts           | churn_cohorts      | churn_events per (project, month of created_at,     |
 -- |                   |                    | status, strategy): n, mrr; strategy is the last     |
 -- |                   |                    | sent variant's for a recovered event, '' otherwise  |
+-- | event days        | churn_event_days   | churn_events per (project, kind, UTC day, reason):  |
+-- |                   |                    | n, mrr. Kinds: `created` (day of created_at, by     |
+-- |                   |                    | reason), `recovered` (recovered_at), `lost`         |
+-- |                   |                    | (lost_at), `resolved` (the first of the two);       |
+-- |                   |                    | reason '' but for `created`                         |
 -- | customers         | customer_counts    | customers per project (key 'customer')              |
 -- | risk levels       | customer_counts    | customers whose latest score row (risk_scores of    |
 -- |                   |                    | their risk_day) exists, per level (key              |
@@ -24,7 +30,7 @@
 --
 -- How they are kept, and why:
 -- * In the transaction of the change, by AFTER triggers.
--- * Sharded: churn_event_counts, churn_cohorts and customer_counts hold a project's counts in
+-- * Sharded: churn_event_counts, churn_event_days, churn_cohorts and customer_counts hold a project's counts in
 --   up to 64 rows per key (`shard`, by server process: `count_shard`), so concurrent writers
 --   (tracking, provider events, scoring) seldom queue on one row lock. Each transaction writes
 --   to its own shard, so it holds one row per key; a shard may go below zero; readers add the
@@ -41,7 +47,9 @@
 --   through its key (LATERAL … LIMIT 1: one index probe per changed row).
 -- * A change while the project is being deleted adds nothing (its count rows go with it).
 --
--- What the rules assume of writers: a recovered event's sent variants do not change while it
+-- What the rules assume of writers: an event is resolved no earlier than it is created (the
+-- overview's "open at the period's end" is the created count less the resolved count up to
+-- that day); a recovered event's sent variants do not change while it
 -- is recovered (its cohort strategy is read again when it moves or goes), so a recovered
 -- event is made lost before its variants are deleted (`store::demo::delete_events`); variants
 -- are inserted unsent and counted when `sent_at` is set.
@@ -230,6 +238,83 @@ $$;
 
 CREATE TRIGGER strategy_days_event AFTER UPDATE OF status ON churn_events
 FOR EACH ROW EXECUTE FUNCTION strategy_days_event();
+
+-- Event days (churn_event_days): an event counts on the UTC day of each of its timestamps,
+-- under that timestamp's kind, with its MRR; a change of any of them, or of its reason or
+-- MRR, moves it. The overview's period figures add up a period's days. New events once per
+-- statement; updates and deletes per row, and only when a counted column changed.
+
+CREATE TABLE churn_event_days (
+    project_id  TEXT NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+    kind        TEXT NOT NULL,
+    day         TEXT NOT NULL,
+    reason_code TEXT NOT NULL,
+    shard       INTEGER NOT NULL,
+    n           BIGINT NOT NULL,
+    mrr_sum     BIGINT NOT NULL,
+    PRIMARY KEY (project_id, kind, day, reason_code, shard)
+);
+
+-- The keys an event counts under: (kind, day, reason). Inlined where it is called.
+CREATE FUNCTION churn_event_day_keys(created_at TEXT, reason TEXT, recovered_at TEXT, lost_at TEXT)
+RETURNS TABLE (kind TEXT, day TEXT, reason_code TEXT) LANGUAGE sql IMMUTABLE AS $$
+    SELECT k.kind, substr(k.at, 1, 10), k.reason
+    FROM (VALUES ('created', created_at, reason), ('recovered', recovered_at, ''),
+                 ('lost', lost_at, ''), ('resolved', LEAST(recovered_at, lost_at), ''))
+         AS k(kind, at, reason)
+    WHERE k.at IS NOT NULL
+$$;
+
+INSERT INTO churn_event_days (project_id, kind, day, reason_code, shard, n, mrr_sum)
+SELECT e.project_id, k.kind, k.day, k.reason_code, 0, COUNT(*), COALESCE(SUM(e.mrr), 0)
+FROM churn_events e
+CROSS JOIN LATERAL churn_event_day_keys(e.created_at, e.reason_code, e.recovered_at, e.lost_at) k
+GROUP BY 1, 2, 3, 4;
+
+CREATE FUNCTION churn_event_days_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' AND (OLD.created_at, OLD.reason_code, OLD.mrr, OLD.recovered_at, OLD.lost_at)
+        IS NOT DISTINCT FROM (NEW.created_at, NEW.reason_code, NEW.mrr, NEW.recovered_at, NEW.lost_at) THEN
+        RETURN NULL;
+    END IF;
+    INSERT INTO churn_event_days (project_id, kind, day, reason_code, shard, n, mrr_sum)
+    SELECT OLD.project_id, k.kind, k.day, k.reason_code, count_shard(), -1, -COALESCE(OLD.mrr, 0)
+    FROM churn_event_day_keys(OLD.created_at, OLD.reason_code, OLD.recovered_at, OLD.lost_at) k
+    WHERE EXISTS (SELECT 1 FROM projects WHERE id = OLD.project_id)
+    ORDER BY 2, 3, 4
+    ON CONFLICT (project_id, kind, day, reason_code, shard)
+    DO UPDATE SET n = churn_event_days.n + EXCLUDED.n, mrr_sum = churn_event_days.mrr_sum + EXCLUDED.mrr_sum;
+    IF TG_OP = 'UPDATE' THEN
+        INSERT INTO churn_event_days (project_id, kind, day, reason_code, shard, n, mrr_sum)
+        SELECT NEW.project_id, k.kind, k.day, k.reason_code, count_shard(), 1, COALESCE(NEW.mrr, 0)
+        FROM churn_event_day_keys(NEW.created_at, NEW.reason_code, NEW.recovered_at, NEW.lost_at) k
+        ORDER BY 2, 3, 4
+        ON CONFLICT (project_id, kind, day, reason_code, shard)
+        DO UPDATE SET n = churn_event_days.n + EXCLUDED.n, mrr_sum = churn_event_days.mrr_sum + EXCLUDED.mrr_sum;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER churn_event_days_counted
+AFTER DELETE OR UPDATE OF created_at, reason_code, mrr, recovered_at, lost_at ON churn_events
+FOR EACH ROW EXECUTE FUNCTION churn_event_days_count();
+
+CREATE FUNCTION churn_event_days_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO churn_event_days (project_id, kind, day, reason_code, shard, n, mrr_sum)
+    SELECT e.project_id, k.kind, k.day, k.reason_code, count_shard(), COUNT(*), COALESCE(SUM(e.mrr), 0)
+    FROM changed_rows e
+    CROSS JOIN LATERAL churn_event_day_keys(e.created_at, e.reason_code, e.recovered_at, e.lost_at) k
+    GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+    ON CONFLICT (project_id, kind, day, reason_code, shard)
+    DO UPDATE SET n = churn_event_days.n + EXCLUDED.n, mrr_sum = churn_event_days.mrr_sum + EXCLUDED.mrr_sum;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER churn_event_days_counted_insert AFTER INSERT ON churn_events
+REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION churn_event_days_inserted();
 
 -- Customers and risk levels (customer_counts): a customer counts under 'customer'; and under
 -- 'risk_<level>' while the score row of its risk day exists (the risk list's join), so a

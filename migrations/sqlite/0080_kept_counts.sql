@@ -1,6 +1,7 @@
 -- Every kept count and the trigger that keeps it, in one place. Earlier migrations created
 -- these triggers (0003, 0011, 0051, 0060); this file drops and recreates each of them, word
--- for word, and creates those of 0077's strategy_days, so a reader finds every rule here.
+-- for word, creates those of 0077's strategy_days, and creates churn_event_days (new here,
+-- filled from the events already stored), so a reader finds every rule here.
 -- The Rust side of the same list, with a recount of each count from its base tables, is
 -- `crates/churn-core/src/store/kept_counts.rs` (`churn doctor` compares and repairs).
 -- Changing a rule means a new migration that replaces the trigger here named, and the
@@ -20,12 +21,19 @@
 -- | cohorts        | churn_cohorts      | churn_events per (project, month of created_at,        |
 -- |                |                    | status, strategy): n, mrr; strategy is the last sent   |
 -- |                |                    | variant's for a recovered event, '' otherwise          |
+-- | event days     | churn_event_days   | churn_events per (project, kind, UTC day, reason):     |
+-- |                |                    | n, mrr. Kinds: `created` (day of created_at, by        |
+-- |                |                    | reason), `recovered` (recovered_at), `lost` (lost_at), |
+-- |                |                    | `resolved` (the first of the two); reason '' but for   |
+-- |                |                    | `created`                                              |
 -- | customers      | customer_counts    | customers per project (key 'customer')                 |
 -- | risk levels    | customer_counts    | customers whose latest score row (risk_scores of their |
 -- |                |                    | risk_day) exists, per level (key 'risk_<level>',       |
 -- |                |                    | 'risk_none' for insufficient data)                     |
 --
--- What the rules assume of writers: a recovered event's sent variants do not change while it
+-- What the rules assume of writers: an event is resolved no earlier than it is created (the
+-- overview's "open at the period's end" is the created count less the resolved count up to
+-- that day); a recovered event's sent variants do not change while it
 -- is recovered (its cohort strategy is read again when it moves or goes), so a recovered
 -- event is made lost before its variants are deleted (`store::demo::delete_events`); variants
 -- are inserted unsent and counted when `sent_at` is set.
@@ -110,6 +118,83 @@ BEGIN
     WHERE project_id = NEW.project_id AND (day, strategy) IN (
         SELECT substr(sent_at, 1, 10), strategy FROM recovery_variants
         WHERE churn_event_id = NEW.id AND sent_at IS NOT NULL);
+END;
+
+-- Event days (churn_event_days): an event counts on the UTC day of each of its timestamps,
+-- under that timestamp's kind, with its MRR; a change of any of them, or of its reason or
+-- MRR, moves it. The overview's period figures add up a period's days.
+
+CREATE TABLE churn_event_days (
+    project_id  TEXT NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+    kind        TEXT NOT NULL,
+    day         TEXT NOT NULL,
+    reason_code TEXT NOT NULL,
+    n           BIGINT NOT NULL,
+    mrr_sum     BIGINT NOT NULL,
+    PRIMARY KEY (project_id, kind, day, reason_code)
+);
+
+INSERT INTO churn_event_days (project_id, kind, day, reason_code, n, mrr_sum)
+SELECT project_id, 'created', substr(created_at, 1, 10), reason_code, COUNT(*), COALESCE(SUM(mrr), 0)
+FROM churn_events GROUP BY 1, 2, 3, 4
+UNION ALL
+SELECT project_id, 'recovered', substr(recovered_at, 1, 10), '', COUNT(*), COALESCE(SUM(mrr), 0)
+FROM churn_events WHERE recovered_at IS NOT NULL GROUP BY 1, 2, 3, 4
+UNION ALL
+SELECT project_id, 'lost', substr(lost_at, 1, 10), '', COUNT(*), COALESCE(SUM(mrr), 0)
+FROM churn_events WHERE lost_at IS NOT NULL GROUP BY 1, 2, 3, 4
+UNION ALL
+SELECT project_id, 'resolved', substr(COALESCE(min(recovered_at, lost_at), recovered_at, lost_at), 1, 10), '',
+       COUNT(*), COALESCE(SUM(mrr), 0)
+FROM churn_events WHERE recovered_at IS NOT NULL OR lost_at IS NOT NULL GROUP BY 1, 2, 3, 4;
+
+CREATE TRIGGER churn_event_days_insert AFTER INSERT ON churn_events
+BEGIN
+    INSERT INTO churn_event_days (project_id, kind, day, reason_code, n, mrr_sum)
+    SELECT NEW.project_id, k.kind, substr(k.at, 1, 10), k.reason, 1, COALESCE(NEW.mrr, 0)
+    FROM (SELECT 'created' AS kind, NEW.created_at AS at, NEW.reason_code AS reason
+          UNION ALL SELECT 'recovered', NEW.recovered_at, ''
+          UNION ALL SELECT 'lost', NEW.lost_at, ''
+          UNION ALL SELECT 'resolved', COALESCE(min(NEW.recovered_at, NEW.lost_at), NEW.recovered_at, NEW.lost_at), '') k
+    WHERE k.at IS NOT NULL
+    ON CONFLICT (project_id, kind, day, reason_code)
+    DO UPDATE SET n = n + excluded.n, mrr_sum = mrr_sum + excluded.mrr_sum;
+END;
+
+CREATE TRIGGER churn_event_days_update
+AFTER UPDATE OF created_at, reason_code, mrr, recovered_at, lost_at ON churn_events
+WHEN OLD.created_at IS NOT NEW.created_at OR OLD.reason_code IS NOT NEW.reason_code
+  OR OLD.mrr IS NOT NEW.mrr OR OLD.recovered_at IS NOT NEW.recovered_at OR OLD.lost_at IS NOT NEW.lost_at
+BEGIN
+    UPDATE churn_event_days SET n = n - 1, mrr_sum = mrr_sum - COALESCE(OLD.mrr, 0)
+    WHERE project_id = OLD.project_id AND (kind, day, reason_code) IN (
+        SELECT k.kind, substr(k.at, 1, 10), k.reason
+        FROM (SELECT 'created' AS kind, OLD.created_at AS at, OLD.reason_code AS reason
+              UNION ALL SELECT 'recovered', OLD.recovered_at, ''
+              UNION ALL SELECT 'lost', OLD.lost_at, ''
+              UNION ALL SELECT 'resolved', COALESCE(min(OLD.recovered_at, OLD.lost_at), OLD.recovered_at, OLD.lost_at), '') k
+        WHERE k.at IS NOT NULL);
+    INSERT INTO churn_event_days (project_id, kind, day, reason_code, n, mrr_sum)
+    SELECT NEW.project_id, k.kind, substr(k.at, 1, 10), k.reason, 1, COALESCE(NEW.mrr, 0)
+    FROM (SELECT 'created' AS kind, NEW.created_at AS at, NEW.reason_code AS reason
+          UNION ALL SELECT 'recovered', NEW.recovered_at, ''
+          UNION ALL SELECT 'lost', NEW.lost_at, ''
+          UNION ALL SELECT 'resolved', COALESCE(min(NEW.recovered_at, NEW.lost_at), NEW.recovered_at, NEW.lost_at), '') k
+    WHERE k.at IS NOT NULL
+    ON CONFLICT (project_id, kind, day, reason_code)
+    DO UPDATE SET n = n + excluded.n, mrr_sum = mrr_sum + excluded.mrr_sum;
+END;
+
+CREATE TRIGGER churn_event_days_delete AFTER DELETE ON churn_events
+BEGIN
+    UPDATE churn_event_days SET n = n - 1, mrr_sum = mrr_sum - COALESCE(OLD.mrr, 0)
+    WHERE project_id = OLD.project_id AND (kind, day, reason_code) IN (
+        SELECT k.kind, substr(k.at, 1, 10), k.reason
+        FROM (SELECT 'created' AS kind, OLD.created_at AS at, OLD.reason_code AS reason
+              UNION ALL SELECT 'recovered', OLD.recovered_at, ''
+              UNION ALL SELECT 'lost', OLD.lost_at, ''
+              UNION ALL SELECT 'resolved', COALESCE(min(OLD.recovered_at, OLD.lost_at), OLD.recovered_at, OLD.lost_at), '') k
+        WHERE k.at IS NOT NULL);
 END;
 
 -- Cohorts (churn_cohorts): an event counts once under its month of creation, status and

@@ -133,7 +133,7 @@ impl Core {
         let id = &access.project.id;
         let (first_day, last_day) = (day_of(start), day_of(self.now()));
         let (reasons, strategies) = futures::try_join!(
-            store::reasons(db, id, start, now),
+            store::reasons(db, id, &first_day, &last_day),
             store::strategies(db, id, &first_day, &last_day)
         )?;
         let mut reasons: Vec<ReasonRow> = reasons
@@ -172,10 +172,10 @@ impl Core {
     ) -> Result<PeriodFigures> {
         let db = self.store.reader();
         let id = &access.project.id;
-        // The last day of `[from, to)`: risk scores are kept per day.
-        let day = day_of(to - chrono::Duration::milliseconds(1));
+        // The days of `[from, to)`: churn events and risk scores are kept per day.
+        let (first_day, day) = (day_of(from), day_of(to - chrono::Duration::milliseconds(1)));
         let (events, (paid, abandoned), (customers_at_risk, mrr_at_risk_cents)) = futures::try_join!(
-            store::events(db, id, from, to),
+            store::events(db, id, &first_day, &day),
             store::dunning(db, id, from, to),
             self.at_risk_on(id, &day)
         )?;

@@ -27,6 +27,10 @@ pub enum KeptCount {
     /// many of them belong to a recovered event. Ranking sums a project's days, the overview
     /// a period's.
     StrategyDays,
+    /// `churn_event_days`: churn events per project, kind of timestamp, its UTC day and (for
+    /// `created` only) reason, and their MRR. Kinds: `created`, `recovered`, `lost`, and
+    /// `resolved` (the first of recovered and lost). The overview adds up a period's days.
+    EventDays,
     /// `churn_cohorts`: churn events per project, month of creation (`YYYY-MM`), status and
     /// strategy, and their MRR; the strategy is that of the last variant sent for a recovered
     /// event, '' otherwise (decisions §13). Cohorts and forecasts read it.
@@ -44,13 +48,26 @@ const COHORT_STRATEGY: &str = "CASE WHEN e.status = 'recovered' THEN COALESCE((\
      SELECT v.strategy FROM recovery_variants v WHERE v.churn_event_id = e.id \
      AND v.sent_at IS NOT NULL ORDER BY v.sent_at DESC, v.id DESC LIMIT 1), '') ELSE '' END";
 
+/// Each event once per timestamp it has, as `churn_event_days` counts it:
+/// `(project_id, kind, day, reason_code, mrr)`.
+const EVENT_DAYS: &str = "SELECT project_id, 'created' AS kind, substr(created_at, 1, 10) AS day, \
+     reason_code, mrr FROM churn_events \
+     UNION ALL SELECT project_id, 'recovered', substr(recovered_at, 1, 10), '', mrr \
+     FROM churn_events WHERE recovered_at IS NOT NULL \
+     UNION ALL SELECT project_id, 'lost', substr(lost_at, 1, 10), '', mrr \
+     FROM churn_events WHERE lost_at IS NOT NULL \
+     UNION ALL SELECT project_id, 'resolved', substr(CASE WHEN lost_at IS NULL \
+     OR recovered_at < lost_at THEN recovered_at ELSE lost_at END, 1, 10), '', mrr \
+     FROM churn_events WHERE recovered_at IS NOT NULL OR lost_at IS NOT NULL";
+
 /// Customers with their latest score row, aliased `c`.
 const SCORED_CUSTOMERS: &str = "customers c JOIN risk_scores r ON r.project_id = c.project_id \
      AND r.customer_email = c.email AND r.day = c.risk_day";
 
 impl KeptCount {
-    pub const ALL: [KeptCount; 5] = [
+    pub const ALL: [KeptCount; 6] = [
         KeptCount::EventTotals,
+        KeptCount::EventDays,
         KeptCount::StrategyDays,
         KeptCount::Cohorts,
         KeptCount::Customers,
@@ -61,6 +78,7 @@ impl KeptCount {
     pub fn name(self) -> &'static str {
         match self {
             KeptCount::EventTotals => "event totals",
+            KeptCount::EventDays => "event days",
             KeptCount::StrategyDays => "strategy days",
             KeptCount::Cohorts => "cohorts",
             KeptCount::Customers => "customers",
@@ -72,6 +90,7 @@ impl KeptCount {
     pub fn table(self) -> &'static str {
         match self {
             KeptCount::EventTotals => "churn_event_counts",
+            KeptCount::EventDays => "churn_event_days",
             KeptCount::StrategyDays => "strategy_days",
             KeptCount::Cohorts => "churn_cohorts",
             KeptCount::Customers | KeptCount::RiskLevels => "customer_counts",
@@ -81,7 +100,7 @@ impl KeptCount {
     /// The figures kept per key, in query order.
     pub fn figures(self) -> &'static [&'static str] {
         match self {
-            KeptCount::EventTotals | KeptCount::Cohorts => &["n", "mrr_sum"],
+            KeptCount::EventTotals | KeptCount::EventDays | KeptCount::Cohorts => &["n", "mrr_sum"],
             KeptCount::StrategyDays => &["sends", "recoveries"],
             KeptCount::Customers | KeptCount::RiskLevels => &["n"],
         }
@@ -94,6 +113,11 @@ impl KeptCount {
                 "SELECT project_id, status || ' ' || event_type, CAST(SUM(n) AS BIGINT), \
                  CAST(SUM(mrr_sum) AS BIGINT) FROM churn_event_counts \
                  GROUP BY project_id, status, event_type"
+            }
+            KeptCount::EventDays => {
+                "SELECT project_id, kind || ' ' || day || ' ' || reason_code, \
+                 CAST(SUM(n) AS BIGINT), CAST(SUM(mrr_sum) AS BIGINT) FROM churn_event_days \
+                 GROUP BY project_id, kind, day, reason_code"
             }
             KeptCount::StrategyDays => {
                 "SELECT project_id, day || ' ' || strategy, CAST(sends AS BIGINT), \
@@ -122,6 +146,11 @@ impl KeptCount {
                  CAST(COUNT(*) AS BIGINT), CAST(COALESCE(SUM(mrr), 0) AS BIGINT) \
                  FROM churn_events GROUP BY project_id, status, event_type"
                 .to_owned(),
+            KeptCount::EventDays => format!(
+                "SELECT project_id, kind || ' ' || day || ' ' || reason_code, \
+                 CAST(COUNT(*) AS BIGINT), CAST(COALESCE(SUM(mrr), 0) AS BIGINT) \
+                 FROM ({EVENT_DAYS}) t GROUP BY project_id, kind, day, reason_code"
+            ),
             KeptCount::StrategyDays => "SELECT v.project_id, \
                  substr(v.sent_at, 1, 10) || ' ' || v.strategy, CAST(COUNT(*) AS BIGINT), \
                  CAST(SUM(CASE WHEN e.status = 'recovered' THEN 1 ELSE 0 END) AS BIGINT) \
@@ -158,6 +187,15 @@ impl KeptCount {
                      mrr_sum) SELECT project_id, status, event_type{zero}, COUNT(*), \
                      COALESCE(SUM(mrr), 0) FROM churn_events \
                      GROUP BY project_id, status, event_type"
+                ),
+            ],
+            KeptCount::EventDays => [
+                "DELETE FROM churn_event_days".to_owned(),
+                format!(
+                    "INSERT INTO churn_event_days (project_id, kind, day, reason_code{shard}, \
+                     n, mrr_sum) SELECT project_id, kind, day, reason_code{zero}, COUNT(*), \
+                     COALESCE(SUM(mrr), 0) FROM ({EVENT_DAYS}) t \
+                     GROUP BY project_id, kind, day, reason_code"
                 ),
             ],
             KeptCount::StrategyDays => [
@@ -207,8 +245,8 @@ type Figures = (String, String, i64, i64);
 pub struct Drift {
     pub count: KeptCount,
     pub project_id: String,
-    /// The key within the project: status and type, month, status and strategy, a strategy,
-    /// `customer` or a risk level, words separated by spaces.
+    /// The key within the project: status and type, kind, day and reason, month, status and
+    /// strategy, a strategy, `customer` or a risk level, words separated by spaces.
     pub key: String,
     /// Which of the count's [`KeptCount::figures`].
     pub figure: &'static str,
@@ -603,6 +641,74 @@ mod storage_tests {
 
         exec(
             &store,
+            "UPDATE churn_events SET recovered_at = '2026-11-06T10:00:00.000Z' \
+             WHERE id IN ('e1', 'e2')",
+        )
+        .await;
+        exec(
+            &store,
+            "UPDATE churn_events SET lost_at = '2026-11-07T10:00:00.000Z' WHERE id = 'e3'",
+        )
+        .await;
+        exec(
+            &store,
+            "UPDATE churn_events SET reason_code = 'too_expensive' WHERE id = 'e4'",
+        )
+        .await;
+        assert_eq!(
+            kept_keys(&store, KeptCount::EventDays, "p1").await,
+            [
+                "created 2026-10-05 other",
+                "created 2026-11-02 other",
+                "created 2026-11-03 other",
+                "created 2026-11-03 too_expensive",
+                "lost 2026-11-07",
+                "recovered 2026-11-06",
+                "resolved 2026-11-06",
+                "resolved 2026-11-07"
+            ],
+            "an event counts on the day of each timestamp it has"
+        );
+        assert_no_drift(&store, "resolution times set, a reason changed").await;
+        exec(
+            &store,
+            "UPDATE churn_events SET lost_at = '2026-11-08T10:00:00.000Z' WHERE id = 'e2'",
+        )
+        .await;
+        exec(
+            &store,
+            "UPDATE churn_events SET created_at = '2026-11-01T09:00:00.000Z', \
+             lost_at = '2026-11-02T00:00:00.000Z' WHERE id = 'e3'",
+        )
+        .await;
+        exec(
+            &store,
+            "UPDATE churn_events SET recovered_at = NULL WHERE id = 'e1'",
+        )
+        .await;
+        assert_eq!(
+            kept_keys(&store, KeptCount::EventDays, "p1").await,
+            [
+                "created 2026-10-05 other",
+                "created 2026-11-01 other",
+                "created 2026-11-02 other",
+                "created 2026-11-03 too_expensive",
+                "lost 2026-11-02",
+                "lost 2026-11-08",
+                "recovered 2026-11-06",
+                "resolved 2026-11-02",
+                "resolved 2026-11-06"
+            ],
+            "a loss after a recovery leaves the event resolved on the recovery's day"
+        );
+        assert_no_drift(
+            &store,
+            "a loss after a recovery, a creation moved, a recovery cleared",
+        )
+        .await;
+
+        exec(
+            &store,
             "UPDATE churn_events SET status = 'lost' WHERE id = 'e2'",
         )
         .await;
@@ -877,6 +983,11 @@ mod storage_tests {
             "DELETE FROM churn_event_counts WHERE status = 'processing'",
         )
         .await;
+        exec(
+            &store,
+            "UPDATE churn_event_days SET n = n + 2 WHERE kind = 'created'",
+        )
+        .await;
         exec(&store, "UPDATE strategy_days SET recoveries = 0").await;
         exec(
             &store,
@@ -916,6 +1027,13 @@ mod storage_tests {
                     "mrr_sum",
                     0,
                     100
+                ),
+                (
+                    KeptCount::EventDays,
+                    key("created 2026-11-02 other"),
+                    "n",
+                    4,
+                    2
                 ),
                 (
                     KeptCount::StrategyDays,

@@ -13,7 +13,7 @@ use super::Writes;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
-/// Churn events resolved within `[from, to)`, and those still open at `to`.
+/// Churn events resolved on the UTC days of a period, and those still open at its end.
 #[derive(Debug, Clone, Copy, Default, FromRow)]
 pub struct EventPeriod {
     pub recovered: i64,
@@ -22,33 +22,30 @@ pub struct EventPeriod {
     pub open_at_end: i64,
 }
 
-/// Index ranges only (`0073_demo_data.sql`), never every event of the project: recoveries and
-/// losses within the period, and the events open at its end, which are those never resolved
-/// plus those resolved only at or after the end (recovered, or lost and never recovered).
+/// Recoveries and losses on the days `from_day` through `to_day` (`YYYY-MM-DD`), and the
+/// events open at the end of `to_day`: those created by then less those resolved by then.
+/// A few rows per day of `churn_event_days` (`0080_kept_counts.sql`), whatever the number of
+/// events.
 pub async fn events<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
-    from: Timestamp,
-    to: Timestamp,
+    from_day: &str,
+    to_day: &str,
 ) -> Result<EventPeriod> {
     Ok(sqlx::query_as(
-        "SELECT CAST(r.n AS BIGINT) AS recovered, CAST(r.mrr AS BIGINT) AS recovered_mrr_cents, \
-         CAST(l.n AS BIGINT) AS lost, CAST(a.n + b.n + c.n AS BIGINT) AS open_at_end FROM \
-         (SELECT COUNT(*) AS n, COALESCE(SUM(COALESCE(mrr, 0)), 0) AS mrr FROM churn_events \
-          WHERE project_id = $1 AND recovered_at >= $2 AND recovered_at < $3) r, \
-         (SELECT COUNT(*) AS n FROM churn_events \
-          WHERE project_id = $1 AND lost_at >= $2 AND lost_at < $3) l, \
-         (SELECT COUNT(*) AS n FROM churn_events \
-          WHERE project_id = $1 AND recovered_at IS NULL AND lost_at IS NULL AND created_at < $3) a, \
-         (SELECT COUNT(*) AS n FROM churn_events WHERE project_id = $1 AND recovered_at >= $3 \
-          AND created_at < $3 AND (lost_at IS NULL OR lost_at >= $3)) b, \
-         (SELECT COUNT(*) AS n FROM churn_events WHERE project_id = $1 AND lost_at >= $3 \
-          AND created_at < $3 AND recovered_at IS NULL) c",
+        "SELECT \
+         CAST(COALESCE(SUM(CASE WHEN kind = 'recovered' AND day >= $2 THEN n ELSE 0 END), 0) AS BIGINT) \
+             AS recovered, \
+         CAST(COALESCE(SUM(CASE WHEN kind = 'recovered' AND day >= $2 THEN mrr_sum ELSE 0 END), 0) AS BIGINT) \
+             AS recovered_mrr_cents, \
+         CAST(COALESCE(SUM(CASE WHEN kind = 'lost' AND day >= $2 THEN n ELSE 0 END), 0) AS BIGINT) AS lost, \
+         CAST(COALESCE(SUM(CASE kind WHEN 'created' THEN n WHEN 'resolved' THEN -n ELSE 0 END), 0) AS BIGINT) \
+             AS open_at_end \
+         FROM churn_event_days WHERE project_id = $1 AND day <= $3",
     )
-    .persistent(false)
     .bind(project_id)
-    .bind(time::format(&from))
-    .bind(time::format(&to))
+    .bind(from_day)
+    .bind(to_day)
     .fetch_one(db)
     .await?)
 }
@@ -165,22 +162,22 @@ pub async fn forget_at_risk<'e>(db: impl Writes<'e>, project_id: &str) -> Result
     Ok(())
 }
 
-/// Events created within `[from, to)` by reason: (reason code, events, MRR).
+/// Events created on the days `from_day` through `to_day` by reason: (reason code, events,
+/// MRR), from `churn_event_days`.
 pub async fn reasons<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
-    from: Timestamp,
-    to: Timestamp,
+    from_day: &str,
+    to_day: &str,
 ) -> Result<Vec<(String, i64, i64)>> {
     Ok(sqlx::query_as(
-        "SELECT reason_code, CAST(COUNT(*) AS BIGINT), CAST(COALESCE(SUM(COALESCE(mrr, 0)), 0) AS BIGINT) \
-         FROM churn_events WHERE project_id = $1 AND created_at >= $2 AND created_at < $3 \
-         GROUP BY reason_code",
+        "SELECT reason_code, CAST(SUM(n) AS BIGINT), CAST(SUM(mrr_sum) AS BIGINT) \
+         FROM churn_event_days WHERE project_id = $1 AND kind = 'created' AND day >= $2 \
+         AND day <= $3 GROUP BY reason_code HAVING SUM(n) > 0",
     )
-    .persistent(false)
     .bind(project_id)
-    .bind(time::format(&from))
-    .bind(time::format(&to))
+    .bind(from_day)
+    .bind(to_day)
     .fetch_all(db)
     .await?)
 }
@@ -355,7 +352,7 @@ mod tests {
 
     both_backends!(period_figures_from_ranges_are_those_of_every_event);
 
-    /// `events` reads index ranges; its figures are those of the plain definition over every
+    /// `events` adds up kept days; its figures are those of the plain definition over every
     /// event, for events open, resolved before, within and after the period, and both.
     async fn period_figures_from_ranges_are_those_of_every_event(backend: testing::Backend) {
         let db = TestDatabase::new(backend).await;
@@ -400,9 +397,15 @@ mod tests {
                 ))
                 .unwrap()
             };
-            let got = events(store.reader(), "p1", at(from), at(to))
-                .await
-                .unwrap();
+            let last_day = at(to) - chrono::Duration::days(1);
+            let got = events(
+                store.reader(),
+                "p1",
+                &at(from).format("%Y-%m-%d").to_string(),
+                &last_day.format("%Y-%m-%d").to_string(),
+            )
+            .await
+            .unwrap();
             let want: (i64, i64, i64, i64) = sqlx::query_as(
                 "SELECT \
                  CAST(COALESCE(SUM(CASE WHEN recovered_at >= $2 AND recovered_at < $3 THEN 1 ELSE 0 END), 0) AS BIGINT), \
