@@ -2,8 +2,8 @@
 -- these up (0003, 0011, 0051, 0060, 0061, 0062, 0063, 0065); this file drops every
 -- counting trigger and function and recreates each as it stood, word for word, with the
 -- strategy-day functions of 0077's strategy_days in place of strategy_outcomes', and creates
--- churn_event_days (new here, filled from the events already stored), so a reader finds every
--- rule here. The Rust side of the same list, with a recount of each count from
+-- churn_event_days and churn_event_emails (new here, filled from the events already stored),
+-- so a reader finds every rule here. The Rust side of the same list, with a recount of each count from
 -- its base tables, is `crates/churn-core/src/store/kept_counts.rs` (`churn doctor` compares
 -- and repairs). Changing a rule means a new migration that replaces what is named here, and
 -- the recount beside it. SQLite's 0080 keeps the same rules with row triggers.
@@ -23,6 +23,7 @@
 -- |                   |                    | reason), `recovered` (recovered_at), `lost`         |
 -- |                   |                    | (lost_at), `resolved` (the first of the two);       |
 -- |                   |                    | reason '' but for `created`                         |
+-- | event emails      | churn_event_emails | churn_events per (project, customer email): n       |
 -- | customers         | customer_counts    | customers per project (key 'customer')              |
 -- | risk levels       | customer_counts    | customers whose latest score row (risk_scores of    |
 -- |                   |                    | their risk_day) exists, per level (key              |
@@ -34,7 +35,8 @@
 --   up to 64 rows per key (`shard`, by server process: `count_shard`), so concurrent writers
 --   (tracking, provider events, scoring) seldom queue on one row lock. Each transaction writes
 --   to its own shard, so it holds one row per key; a shard may go below zero; readers add the
---   shards up. strategy_days changes only on sends and recoveries and is not sharded.
+--   shards up. strategy_days changes only on sends and recoveries, and churn_event_emails
+--   by one customer's events, so neither is sharded.
 -- * Per statement where writers change many rows at once (new churn events, customers, risk
 --   scores): the change of each key is added once, in key order (two groups of other
 --   processes wait for each other's shard rows instead of deadlocking). A row trigger updated
@@ -315,6 +317,53 @@ $$;
 
 CREATE TRIGGER churn_event_days_counted_insert AFTER INSERT ON churn_events
 REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION churn_event_days_inserted();
+
+-- Event emails (churn_event_emails): an event counts under its customer's email. The events
+-- search looks for a part of an email among a project's customers here, one row each,
+-- instead of among its events. A row whose count went to 0 stays, and is skipped by reads.
+-- Decrements only update: during a project's cascading delete its rows may be gone already.
+
+CREATE TABLE churn_event_emails (
+    project_id     TEXT NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+    customer_email TEXT NOT NULL,
+    n              BIGINT NOT NULL,
+    PRIMARY KEY (project_id, customer_email)
+);
+
+INSERT INTO churn_event_emails (project_id, customer_email, n)
+SELECT project_id, customer_email, COUNT(*) FROM churn_events GROUP BY 1, 2;
+
+CREATE FUNCTION churn_event_emails_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' AND OLD.customer_email IS NOT DISTINCT FROM NEW.customer_email THEN
+        RETURN NULL;
+    END IF;
+    UPDATE churn_event_emails SET n = n - 1
+    WHERE project_id = OLD.project_id AND customer_email = OLD.customer_email;
+    IF TG_OP = 'UPDATE' THEN
+        INSERT INTO churn_event_emails (project_id, customer_email, n)
+        VALUES (NEW.project_id, NEW.customer_email, 1)
+        ON CONFLICT (project_id, customer_email) DO UPDATE SET n = churn_event_emails.n + 1;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER churn_event_emails_counted AFTER DELETE OR UPDATE OF customer_email ON churn_events
+FOR EACH ROW EXECUTE FUNCTION churn_event_emails_count();
+
+-- New events once per statement, emails in order (two groups wait instead of deadlocking).
+CREATE FUNCTION churn_event_emails_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO churn_event_emails (project_id, customer_email, n)
+    SELECT project_id, customer_email, COUNT(*) FROM changed_rows GROUP BY 1, 2 ORDER BY 1, 2
+    ON CONFLICT (project_id, customer_email) DO UPDATE SET n = churn_event_emails.n + EXCLUDED.n;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER churn_event_emails_counted_insert AFTER INSERT ON churn_events
+REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION churn_event_emails_inserted();
 
 -- Customers and risk levels (customer_counts): a customer counts under 'customer'; and under
 -- 'risk_<level>' while the score row of its risk day exists (the risk list's join), so a

@@ -1,7 +1,8 @@
 -- Every kept count and the trigger that keeps it, in one place. Earlier migrations created
 -- these triggers (0003, 0011, 0051, 0060); this file drops and recreates each of them, word
--- for word, creates those of 0077's strategy_days, and creates churn_event_days (new here,
--- filled from the events already stored), so a reader finds every rule here.
+-- for word, creates those of 0077's strategy_days, and creates churn_event_days and
+-- churn_event_emails (new here, filled from the events already stored), so a reader finds
+-- every rule here.
 -- The Rust side of the same list, with a recount of each count from its base tables, is
 -- `crates/churn-core/src/store/kept_counts.rs` (`churn doctor` compares and repairs).
 -- Changing a rule means a new migration that replaces the trigger here named, and the
@@ -26,6 +27,7 @@
 -- |                |                    | reason), `recovered` (recovered_at), `lost` (lost_at), |
 -- |                |                    | `resolved` (the first of the two); reason '' but for   |
 -- |                |                    | `created`                                              |
+-- | event emails   | churn_event_emails | churn_events per (project, customer email): n          |
 -- | customers      | customer_counts    | customers per project (key 'customer')                 |
 -- | risk levels    | customer_counts    | customers whose latest score row (risk_scores of their |
 -- |                |                    | risk_day) exists, per level (key 'risk_<level>',       |
@@ -195,6 +197,43 @@ BEGIN
               UNION ALL SELECT 'lost', OLD.lost_at, ''
               UNION ALL SELECT 'resolved', COALESCE(min(OLD.recovered_at, OLD.lost_at), OLD.recovered_at, OLD.lost_at), '') k
         WHERE k.at IS NOT NULL);
+END;
+
+-- Event emails (churn_event_emails): an event counts under its customer's email. The events
+-- search looks for a part of an email among a project's customers here, one row each,
+-- instead of among its events. A row whose count went to 0 stays, and is skipped by reads.
+
+CREATE TABLE churn_event_emails (
+    project_id     TEXT NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+    customer_email TEXT NOT NULL,
+    n              BIGINT NOT NULL,
+    PRIMARY KEY (project_id, customer_email)
+);
+
+INSERT INTO churn_event_emails (project_id, customer_email, n)
+SELECT project_id, customer_email, COUNT(*) FROM churn_events GROUP BY 1, 2;
+
+CREATE TRIGGER churn_event_emails_insert AFTER INSERT ON churn_events
+BEGIN
+    INSERT INTO churn_event_emails (project_id, customer_email, n)
+    VALUES (NEW.project_id, NEW.customer_email, 1)
+    ON CONFLICT (project_id, customer_email) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER churn_event_emails_update AFTER UPDATE OF customer_email ON churn_events
+WHEN OLD.customer_email IS NOT NEW.customer_email
+BEGIN
+    UPDATE churn_event_emails SET n = n - 1
+    WHERE project_id = OLD.project_id AND customer_email = OLD.customer_email;
+    INSERT INTO churn_event_emails (project_id, customer_email, n)
+    VALUES (NEW.project_id, NEW.customer_email, 1)
+    ON CONFLICT (project_id, customer_email) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER churn_event_emails_delete AFTER DELETE ON churn_events
+BEGIN
+    UPDATE churn_event_emails SET n = n - 1
+    WHERE project_id = OLD.project_id AND customer_email = OLD.customer_email;
 END;
 
 -- Cohorts (churn_cohorts): an event counts once under its month of creation, status and

@@ -90,9 +90,9 @@ pub enum Command {
     /// Demo data: see a living dashboard in a minute, or benchmark one.
     #[command(subcommand)]
     Demo(DemoCommand),
-    /// Compare every count kept by trigger (event totals, event days, strategy days,
-    /// cohorts, customers, risk levels) with a recount from its base tables; print each
-    /// figure that drifted and exit 1.
+    /// Compare every count kept by trigger (event totals, event days, event emails,
+    /// strategy days, cohorts, customers, risk levels) with a recount from its base tables;
+    /// print each figure that drifted and exit 1.
     Doctor {
         /// Rebuild the counts that drifted from their recount, then check again.
         #[arg(long)]

@@ -1715,8 +1715,8 @@ async fn doctor_reports_drift_made_by_hand_and_repairs_it(backend: Backend) {
     result.unwrap();
     assert_eq!(
         printed,
-        "Every kept count matches its recount (event totals, event days, strategy days, \
-         cohorts, customers, risk levels).\n"
+        "Every kept count matches its recount (event totals, event days, event emails, \
+         strategy days, cohorts, customers, risk levels).\n"
     );
 
     for sql in [

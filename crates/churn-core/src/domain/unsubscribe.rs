@@ -2,10 +2,10 @@
 //! address) pair and carries an HMAC of it, so `/u/<token>` cannot be used to unsubscribe
 //! anyone else; the address is base64url-encoded, not readable at a glance in the URL.
 
+use super::wire::wire_enum;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
-use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 use utoipa::ToSchema;
@@ -48,30 +48,16 @@ impl UnsubscribeKeys {
     }
 }
 
-/// Why an address is on a project's suppression list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SuppressionReason {
-    Unsubscribed,
-    Bounced,
+wire_enum! {
+    /// Why an address is on a project's suppression list.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
+    pub enum SuppressionReason {
+        Unsubscribed = "unsubscribed",
+        Bounced = "bounced",
+    }
 }
 
 impl SuppressionReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SuppressionReason::Unsubscribed => "unsubscribed",
-            SuppressionReason::Bounced => "bounced",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Option<Self> {
-        match raw {
-            "unsubscribed" => Some(SuppressionReason::Unsubscribed),
-            "bounced" => Some(SuppressionReason::Bounced),
-            _ => None,
-        }
-    }
-
     /// The answer to a send refused because of it (decisions §7).
     pub fn refusal(self) -> &'static str {
         match self {

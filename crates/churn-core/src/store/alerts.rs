@@ -1,9 +1,10 @@
 //! The churn-risk alert log, `risk_alerts`: one row per alert, its delivery attempts as a JSON
 //! array.
 
-use sqlx::{Any, Executor, FromRow};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Backend, Writes, ts};
+use super::{Backend, Writes, decode, ts};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -29,39 +30,22 @@ pub struct AlertRecord {
     pub created_at: Timestamp,
 }
 
-#[derive(FromRow)]
-struct AlertRow {
-    id: String,
-    opaque_id: String,
-    customer_email: String,
-    risk_score: i64,
-    risk_level: String,
-    signals: String,
-    channel: String,
-    status: String,
-    reason: Option<String>,
-    attempts: String,
-    next_attempt_at: Option<String>,
-    claimed_at: Option<String>,
-    created_at: String,
-}
-
-impl AlertRow {
-    fn record(self) -> Result<AlertRecord> {
+impl FromRow<'_, AnyRow> for AlertRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
         Ok(AlertRecord {
-            next_attempt_at: super::ts_opt(self.next_attempt_at.as_deref())?,
-            claimed_at: super::ts_opt(self.claimed_at.as_deref())?,
-            created_at: ts(&self.created_at)?,
-            id: self.id,
-            opaque_id: self.opaque_id,
-            customer_email: self.customer_email,
-            risk_score: self.risk_score,
-            risk_level: self.risk_level,
-            signals: self.signals,
-            channel: self.channel,
-            status: self.status,
-            reason: self.reason,
-            attempts: self.attempts,
+            id: row.try_get("id")?,
+            opaque_id: row.try_get("opaque_id")?,
+            customer_email: row.try_get("customer_email")?,
+            risk_score: row.try_get("risk_score")?,
+            risk_level: row.try_get("risk_level")?,
+            signals: row.try_get("signals")?,
+            channel: row.try_get("channel")?,
+            status: row.try_get("status")?,
+            reason: row.try_get("reason")?,
+            attempts: row.try_get("attempts")?,
+            next_attempt_at: decode::timestamp_opt(row, "next_attempt_at")?,
+            claimed_at: decode::timestamp_opt(row, "claimed_at")?,
+            created_at: decode::timestamp(row, "created_at")?,
         })
     }
 }
@@ -136,7 +120,7 @@ pub async fn list<'e>(
     limit: i64,
     offset: i64,
 ) -> Result<Vec<AlertRecord>> {
-    sqlx::query_as::<_, AlertRow>(&format!(
+    Ok(sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM risk_alerts WHERE project_id = $1 \
          ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
     ))
@@ -144,10 +128,7 @@ pub async fn list<'e>(
     .bind(limit)
     .bind(offset)
     .fetch_all(db)
-    .await?
-    .into_iter()
-    .map(AlertRow::record)
-    .collect()
+    .await?)
 }
 
 /// One alert of a project.
@@ -156,15 +137,13 @@ pub async fn get<'e>(
     project_id: &str,
     id: &str,
 ) -> Result<Option<AlertRecord>> {
-    sqlx::query_as::<_, AlertRow>(&format!(
+    Ok(sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM risk_alerts WHERE project_id = $1 AND id = $2"
     ))
     .bind(project_id)
     .bind(id)
     .fetch_optional(db)
-    .await?
-    .map(AlertRow::record)
-    .transpose()
+    .await?)
 }
 
 /// An alert by id alone, with its project's id (the delivery job, the CLI).
@@ -176,16 +155,15 @@ pub async fn by_id<'e>(
     struct Row {
         project_id: String,
         #[sqlx(flatten)]
-        alert: AlertRow,
+        alert: AlertRecord,
     }
-    sqlx::query_as::<_, Row>(&format!(
+    Ok(sqlx::query_as::<_, Row>(&format!(
         "SELECT project_id, {COLUMNS} FROM risk_alerts WHERE id = $1"
     ))
     .bind(id)
     .fetch_optional(db)
     .await?
-    .map(|r| Ok((r.project_id, r.alert.record()?)))
-    .transpose()
+    .map(|r| (r.project_id, r.alert)))
 }
 
 /// Claims the attempt of a pending delivery due at `due`, before its email is sent; `false`

@@ -1,20 +1,30 @@
 //! Reads of the monthly aggregates (`churn_cohorts`, kept by triggers) behind cohorts and
 //! forecasts: a few rows per month, whatever the number of events.
 
-use sqlx::{Any, Executor, FromRow};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow, Row};
+
+use super::decode;
 
 use crate::domain::analytics::{Month, MonthlyCount};
-use crate::domain::lifecycle::EventStatus;
 use crate::domain::strategy::Strategy;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
-#[derive(FromRow)]
-struct Row {
-    month: String,
-    status: String,
-    strategy: String,
-    n: i64,
-    mrr_sum: i64,
+/// A row of `churn_cohorts` summed over its shards; the strategy '' is none.
+impl FromRow<'_, AnyRow> for MonthlyCount {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        let month: String = row.try_get("month")?;
+        Ok(MonthlyCount {
+            month: Month::parse(&month).ok_or_else(|| sqlx::Error::ColumnDecode {
+                index: "month".to_owned(),
+                source: format!("not a month: {month:?}").into(),
+            })?,
+            status: decode::named(row, "status")?,
+            strategy: Strategy::parse(&row.try_get::<String, _>("strategy")?),
+            n: row.try_get("n")?,
+            mrr: row.try_get("mrr_sum")?,
+        })
+    }
 }
 
 /// The aggregates of the project's events created from `first` through `last`.
@@ -24,7 +34,7 @@ pub async fn monthly<'e>(
     first: Month,
     last: Month,
 ) -> Result<Vec<MonthlyCount>> {
-    let rows: Vec<Row> = sqlx::query_as(
+    Ok(sqlx::query_as(
         "SELECT month, status, strategy, CAST(SUM(n) AS BIGINT) AS n, \
          CAST(SUM(mrr_sum) AS BIGINT) AS mrr_sum FROM churn_cohorts \
          WHERE project_id = $1 AND month >= $2 AND month <= $3 \
@@ -34,20 +44,7 @@ pub async fn monthly<'e>(
     .bind(first.to_string())
     .bind(last.to_string())
     .fetch_all(db)
-    .await?;
-    rows.into_iter()
-        .map(|r| {
-            let corrupt =
-                || Error::internal(format!("corrupt cohort row: {} {}", r.month, r.status));
-            Ok(MonthlyCount {
-                month: Month::parse(&r.month).ok_or_else(corrupt)?,
-                status: EventStatus::parse(&r.status).ok_or_else(corrupt)?,
-                strategy: Strategy::parse(&r.strategy),
-                n: r.n,
-                mrr: r.mrr_sum,
-            })
-        })
-        .collect()
+    .await?)
 }
 
 /// The month of the project's first event, if it has any.

@@ -2,11 +2,12 @@
 //! `behavior_daily` rollups (per customer, UTC day, event name and detail) that scoring and
 //! analytics read instead of the raw events.
 
-use sqlx::{Any, Executor, FromRow};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Writes, json_array, ts};
+use super::{Writes, decode, json_array};
 use crate::domain::behavior::BehaviorEvent;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::time::{self, Timestamp};
 
 /// One event to store: its id (the caller's or a fresh one) and when it was received.
@@ -113,26 +114,14 @@ pub struct StoredEvent {
     pub received_at: Timestamp,
 }
 
-#[derive(FromRow)]
-struct EventRow {
-    id: String,
-    event: String,
-    properties: String,
-    occurred_at: String,
-    received_at: String,
-}
-
-impl TryFrom<EventRow> for StoredEvent {
-    type Error = Error;
-
-    fn try_from(r: EventRow) -> Result<Self> {
+impl FromRow<'_, AnyRow> for StoredEvent {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
         Ok(StoredEvent {
-            properties: serde_json::from_str(&r.properties)
-                .map_err(|_| Error::internal("corrupt properties of a tracked event"))?,
-            occurred_at: ts(&r.occurred_at)?,
-            received_at: ts(&r.received_at)?,
-            id: r.id,
-            event: r.event,
+            id: row.try_get("id")?,
+            event: row.try_get("event")?,
+            properties: decode::json(row, "properties")?,
+            occurred_at: decode::timestamp(row, "occurred_at")?,
+            received_at: decode::timestamp(row, "received_at")?,
         })
     }
 }
@@ -156,7 +145,7 @@ pub async fn timeline<'e>(
          WHERE project_id = $1 AND customer_email = $2{filter} \
          ORDER BY occurred_at DESC, id DESC LIMIT $3 OFFSET $4"
     );
-    let mut query = sqlx::query_as::<_, EventRow>(&sql)
+    let mut query = sqlx::query_as::<_, StoredEvent>(&sql)
         .bind(project_id)
         .bind(email)
         .bind(limit)
@@ -164,12 +153,7 @@ pub async fn timeline<'e>(
     if let Some(event) = event {
         query = query.bind(event);
     }
-    query
-        .fetch_all(db)
-        .await?
-        .into_iter()
-        .map(TryInto::try_into)
-        .collect()
+    Ok(query.fetch_all(db).await?)
 }
 
 pub async fn timeline_count<'e>(

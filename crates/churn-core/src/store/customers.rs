@@ -4,9 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use sqlx::{Any, Executor, FromRow};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Writes, json_array, ts};
+use super::{Writes, contains_pattern, decode, json_array};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -140,31 +141,17 @@ pub struct CustomerRecord {
     pub risk_level: Option<String>,
 }
 
-#[derive(FromRow)]
-struct Row {
-    email: String,
-    first_seen_at: String,
-    last_seen_at: String,
-    events_30d: i64,
-    churn_events: i64,
-    open_payment_failures: i64,
-    risk_score: Option<i64>,
-    risk_level: Option<String>,
-}
-
-impl TryFrom<Row> for CustomerRecord {
-    type Error = crate::error::Error;
-
-    fn try_from(r: Row) -> Result<Self> {
+impl FromRow<'_, AnyRow> for CustomerRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
         Ok(CustomerRecord {
-            first_seen_at: ts(&r.first_seen_at)?,
-            last_seen_at: ts(&r.last_seen_at)?,
-            email: r.email,
-            events_30d: r.events_30d,
-            churn_events: r.churn_events,
-            open_payment_failures: r.open_payment_failures,
-            risk_score: r.risk_score,
-            risk_level: r.risk_level,
+            email: row.try_get("email")?,
+            first_seen_at: decode::timestamp(row, "first_seen_at")?,
+            last_seen_at: decode::timestamp(row, "last_seen_at")?,
+            events_30d: row.try_get("events_30d")?,
+            churn_events: row.try_get("churn_events")?,
+            open_payment_failures: row.try_get("open_payment_failures")?,
+            risk_score: row.try_get("risk_score")?,
+            risk_level: row.try_get("risk_level")?,
         })
     }
 }
@@ -203,15 +190,6 @@ fn select() -> String {
     )
 }
 
-/// `LIKE` pattern of a substring, its wildcards escaped.
-fn contains_pattern(q: &str) -> String {
-    let escaped = q
-        .replace('\\', "\\\\")
-        .replace('%', "\\%")
-        .replace('_', "\\_");
-    format!("%{escaped}%")
-}
-
 pub async fn list<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
@@ -234,7 +212,7 @@ pub async fn list<'e>(
         ""
     };
     let sql = format!("{}{q} ORDER BY {order} LIMIT $3 OFFSET $4", select());
-    let mut query = sqlx::query_as::<_, Row>(&sql)
+    let mut query = sqlx::query_as::<_, CustomerRecord>(&sql)
         .bind(project_id)
         .bind(&filter.since_day)
         .bind(limit)
@@ -242,12 +220,7 @@ pub async fn list<'e>(
     if let Some(q) = &filter.q {
         query = query.bind(contains_pattern(q));
     }
-    query
-        .fetch_all(db)
-        .await?
-        .into_iter()
-        .map(TryInto::try_into)
-        .collect()
+    Ok(query.fetch_all(db).await?)
 }
 
 pub async fn count<'e>(
@@ -284,14 +257,12 @@ pub async fn get<'e>(
     since_day: &str,
 ) -> Result<Option<CustomerRecord>> {
     let sql = format!("{} AND c.email = $3", select());
-    sqlx::query_as::<_, Row>(&sql)
+    Ok(sqlx::query_as(&sql)
         .bind(project_id)
         .bind(since_day)
         .bind(email)
         .fetch_optional(db)
-        .await?
-        .map(TryInto::try_into)
-        .transpose()
+        .await?)
 }
 
 /// The customer's latest tracked event; `None` without one.

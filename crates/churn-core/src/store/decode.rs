@@ -41,3 +41,9 @@ pub(crate) fn json<T: DeserializeOwned>(row: &AnyRow, column: &str) -> sqlx::Res
     let raw: String = row.try_get(column)?;
     serde_json::from_str(&raw).map_err(|e| corrupt(column, e.to_string()))
 }
+
+pub(crate) fn json_opt<T: DeserializeOwned>(row: &AnyRow, column: &str) -> sqlx::Result<Option<T>> {
+    let raw: Option<String> = row.try_get(column)?;
+    raw.map(|raw| serde_json::from_str(&raw).map_err(|e| corrupt(column, e.to_string())))
+        .transpose()
+}

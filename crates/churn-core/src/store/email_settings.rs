@@ -1,9 +1,10 @@
 //! The `email_settings` table: a project's own sender and the proof of its domain.
 
 use super::Writes;
-use sqlx::{Any, Executor, FromRow};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow, Row};
 
-use super::ts_opt;
+use super::decode;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -17,36 +18,29 @@ pub struct EmailSettingsRecord {
     pub verified_at: Option<Timestamp>,
 }
 
-#[derive(FromRow)]
-struct Row {
-    from_name: Option<String>,
-    from_email: Option<String>,
-    reply_to: Option<String>,
-    verification_token: String,
-    verified_at: Option<String>,
+impl FromRow<'_, AnyRow> for EmailSettingsRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(EmailSettingsRecord {
+            from_name: row.try_get("from_name")?,
+            from_email: row.try_get("from_email")?,
+            reply_to: row.try_get("reply_to")?,
+            verification_token: row.try_get("verification_token")?,
+            verified_at: decode::timestamp_opt(row, "verified_at")?,
+        })
+    }
 }
 
 pub async fn get<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<EmailSettingsRecord>> {
-    let row = sqlx::query_as::<_, Row>(
+    Ok(sqlx::query_as(
         "SELECT from_name, from_email, reply_to, verification_token, verified_at \
          FROM email_settings WHERE project_id = $1",
     )
     .bind(project_id)
     .fetch_optional(db)
-    .await?;
-    row.map(|r| {
-        Ok(EmailSettingsRecord {
-            verified_at: ts_opt(r.verified_at.as_deref())?,
-            from_name: r.from_name,
-            from_email: r.from_email,
-            reply_to: r.reply_to,
-            verification_token: r.verification_token,
-        })
-    })
-    .transpose()
+    .await?)
 }
 
 pub async fn upsert<'e>(

@@ -5,9 +5,10 @@
 //! claim can pass over the projects that hold their share of a runner's slots.
 
 use super::Writes;
-use sqlx::FromRow;
+use sqlx::any::AnyRow;
+use sqlx::{FromRow, Row};
 
-use super::{Store, json_array, ts};
+use super::{Store, decode, json_array, ts};
 use crate::error::Result;
 use crate::ids::new_id;
 use crate::time::{self, Timestamp};
@@ -23,14 +24,17 @@ pub struct JobRecord {
     pub project_id: Option<String>,
 }
 
-#[derive(FromRow)]
-struct Row {
-    id: String,
-    kind: String,
-    payload: String,
-    attempts: i64,
-    run_at: String,
-    project_id: Option<String>,
+impl FromRow<'_, AnyRow> for JobRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(JobRecord {
+            id: row.try_get("id")?,
+            kind: row.try_get("kind")?,
+            payload: decode::json(row, "payload")?,
+            attempts: row.try_get("attempts")?,
+            run_at: decode::timestamp(row, "run_at")?,
+            project_id: row.try_get("project_id")?,
+        })
+    }
 }
 
 /// The row a job works on, through which its project is found when it is enqueued.
@@ -155,23 +159,12 @@ pub async fn claim_next(
         store.backend().json_rows(3),
         store.backend().skip_locked()
     );
-    let row: Option<Row> = sqlx::query_as(&sql)
+    Ok(sqlx::query_as(&sql)
         .bind(time::format(&now))
         .bind(time::format(&lease_until))
         .bind(json_array(&full))
         .fetch_optional(store.writer())
-        .await?;
-    row.map(|r| {
-        Ok(JobRecord {
-            payload: serde_json::from_str(&r.payload).map_err(crate::Error::internal)?,
-            run_at: ts(&r.run_at)?,
-            id: r.id,
-            kind: r.kind,
-            attempts: r.attempts,
-            project_id: r.project_id,
-        })
-    })
-    .transpose()
+        .await?)
 }
 
 /// Extends the lease of a running attempt; `false` when that attempt no longer holds the job.

@@ -31,6 +31,9 @@ pub enum KeptCount {
     /// `created` only) reason, and their MRR. Kinds: `created`, `recovered`, `lost`, and
     /// `resolved` (the first of recovered and lost). The overview adds up a period's days.
     EventDays,
+    /// `churn_event_emails`: churn events per project and customer email. The events
+    /// search looks for a part of an email among these.
+    EventEmails,
     /// `churn_cohorts`: churn events per project, month of creation (`YYYY-MM`), status and
     /// strategy, and their MRR; the strategy is that of the last variant sent for a recovered
     /// event, '' otherwise (decisions §13). Cohorts and forecasts read it.
@@ -65,9 +68,10 @@ const SCORED_CUSTOMERS: &str = "customers c JOIN risk_scores r ON r.project_id =
      AND r.customer_email = c.email AND r.day = c.risk_day";
 
 impl KeptCount {
-    pub const ALL: [KeptCount; 6] = [
+    pub const ALL: [KeptCount; 7] = [
         KeptCount::EventTotals,
         KeptCount::EventDays,
+        KeptCount::EventEmails,
         KeptCount::StrategyDays,
         KeptCount::Cohorts,
         KeptCount::Customers,
@@ -79,6 +83,7 @@ impl KeptCount {
         match self {
             KeptCount::EventTotals => "event totals",
             KeptCount::EventDays => "event days",
+            KeptCount::EventEmails => "event emails",
             KeptCount::StrategyDays => "strategy days",
             KeptCount::Cohorts => "cohorts",
             KeptCount::Customers => "customers",
@@ -91,6 +96,7 @@ impl KeptCount {
         match self {
             KeptCount::EventTotals => "churn_event_counts",
             KeptCount::EventDays => "churn_event_days",
+            KeptCount::EventEmails => "churn_event_emails",
             KeptCount::StrategyDays => "strategy_days",
             KeptCount::Cohorts => "churn_cohorts",
             KeptCount::Customers | KeptCount::RiskLevels => "customer_counts",
@@ -102,7 +108,7 @@ impl KeptCount {
         match self {
             KeptCount::EventTotals | KeptCount::EventDays | KeptCount::Cohorts => &["n", "mrr_sum"],
             KeptCount::StrategyDays => &["sends", "recoveries"],
-            KeptCount::Customers | KeptCount::RiskLevels => &["n"],
+            KeptCount::EventEmails | KeptCount::Customers | KeptCount::RiskLevels => &["n"],
         }
     }
 
@@ -118,6 +124,10 @@ impl KeptCount {
                 "SELECT project_id, kind || ' ' || day || ' ' || reason_code, \
                  CAST(SUM(n) AS BIGINT), CAST(SUM(mrr_sum) AS BIGINT) FROM churn_event_days \
                  GROUP BY project_id, kind, day, reason_code"
+            }
+            KeptCount::EventEmails => {
+                "SELECT project_id, customer_email, CAST(n AS BIGINT), CAST(0 AS BIGINT) \
+                 FROM churn_event_emails"
             }
             KeptCount::StrategyDays => {
                 "SELECT project_id, day || ' ' || strategy, CAST(sends AS BIGINT), \
@@ -151,6 +161,10 @@ impl KeptCount {
                  CAST(COUNT(*) AS BIGINT), CAST(COALESCE(SUM(mrr), 0) AS BIGINT) \
                  FROM ({EVENT_DAYS}) t GROUP BY project_id, kind, day, reason_code"
             ),
+            KeptCount::EventEmails => "SELECT project_id, customer_email, \
+                 CAST(COUNT(*) AS BIGINT), CAST(0 AS BIGINT) FROM churn_events \
+                 GROUP BY project_id, customer_email"
+                .to_owned(),
             KeptCount::StrategyDays => "SELECT v.project_id, \
                  substr(v.sent_at, 1, 10) || ' ' || v.strategy, CAST(COUNT(*) AS BIGINT), \
                  CAST(SUM(CASE WHEN e.status = 'recovered' THEN 1 ELSE 0 END) AS BIGINT) \
@@ -197,6 +211,13 @@ impl KeptCount {
                      COALESCE(SUM(mrr), 0) FROM ({EVENT_DAYS}) t \
                      GROUP BY project_id, kind, day, reason_code"
                 ),
+            ],
+            KeptCount::EventEmails => [
+                "DELETE FROM churn_event_emails".to_owned(),
+                "INSERT INTO churn_event_emails (project_id, customer_email, n) \
+                 SELECT project_id, customer_email, COUNT(*) FROM churn_events \
+                 GROUP BY project_id, customer_email"
+                    .to_owned(),
             ],
             KeptCount::StrategyDays => [
                 "DELETE FROM strategy_days".to_owned(),
@@ -245,8 +266,8 @@ type Figures = (String, String, i64, i64);
 pub struct Drift {
     pub count: KeptCount,
     pub project_id: String,
-    /// The key within the project: status and type, kind, day and reason, month, status and
-    /// strategy, a strategy, `customer` or a risk level, words separated by spaces.
+    /// The key within the project: status and type, kind, day and reason, an email, month,
+    /// status and strategy, a strategy, `customer` or a risk level, words separated by spaces.
     pub key: String,
     /// Which of the count's [`KeptCount::figures`].
     pub figure: &'static str,
@@ -670,6 +691,16 @@ mod storage_tests {
             "an event counts on the day of each timestamp it has"
         );
         assert_no_drift(&store, "resolution times set, a reason changed").await;
+        exec(
+            &store,
+            "UPDATE churn_events SET customer_email = 'd@x.io' WHERE id = 'e4'",
+        )
+        .await;
+        assert_eq!(
+            kept_keys(&store, KeptCount::EventEmails, "p1").await,
+            ["c@x.io", "d@x.io"]
+        );
+        assert_no_drift(&store, "an event moved to another customer").await;
         exec(
             &store,
             "UPDATE churn_events SET lost_at = '2026-11-08T10:00:00.000Z' WHERE id = 'e2'",

@@ -319,6 +319,33 @@ pub(crate) fn json_array<T: serde::Serialize>(rows: &[T]) -> String {
     serde_json::to_string(rows).expect("rows of strings and numbers serialise")
 }
 
+/// `LIKE` pattern (for `ESCAPE '\'`) of a substring, its wildcards escaped.
+pub(crate) fn contains_pattern(q: &str) -> String {
+    let escaped = q
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
+/// The `SELECT` list of an insert from JSON objects keyed by column name (one per row, bound
+/// as a [`json_array`] and read through [`Backend::json_rows`]): `j.value ->> 'column'` for
+/// each of `columns`, in order, cast to BIGINT for those in `bigint`. A column added to the
+/// insert is one more name, and cannot shift the others.
+pub(crate) fn json_fields(columns: &[&str], bigint: &[&str]) -> String {
+    columns
+        .iter()
+        .map(|c| {
+            if bigint.contains(c) {
+                format!("CAST(j.value ->> '{c}' AS BIGINT)")
+            } else {
+                format!("j.value ->> '{c}'")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Parses a stored timestamp; a malformed one is corrupt data, reported as internal.
 pub(crate) fn ts(raw: &str) -> Result<crate::time::Timestamp> {
     crate::time::parse(raw)

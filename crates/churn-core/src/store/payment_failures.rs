@@ -7,7 +7,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Writes, decode, json_array};
+use super::{Writes, decode, json_array, json_fields};
 use crate::domain::provider::Provider;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -196,39 +196,38 @@ pub async fn insert<'e>(db: impl Writes<'e>, failures: &[&FailureRecord]) -> Res
     let rows: Vec<serde_json::Value> = sorted
         .iter()
         .map(|f| {
-            serde_json::json!([
-                f.id,
-                f.project_id,
-                f.provider.as_str(),
-                f.reference,
-                f.customer_email,
-                f.amount,
-                f.currency,
-                f.status,
-                f.failure_reason,
-                f.decline_code,
-                f.attempts,
-                f.max_retries,
-                f.next_retry_at.as_ref().map(time::format),
-                f.abandon_reason,
-                f.recovered_at.as_ref().map(time::format),
-                f.provider_invoice_id,
-                f.provider_payment_id,
-                f.provider_customer_id,
-                f.provider_subscription_id,
-                f.payment_link,
-                f.churn_event_id,
-                time::format(&f.created_at),
-            ])
+            serde_json::json!({
+                "id": f.id,
+                "project_id": f.project_id,
+                "provider": f.provider.as_str(),
+                "reference": f.reference,
+                "customer_email": f.customer_email,
+                "amount": f.amount,
+                "currency": f.currency,
+                "status": f.status,
+                "failure_reason": f.failure_reason,
+                "decline_code": f.decline_code,
+                "attempts": f.attempts,
+                "max_retries": f.max_retries,
+                "next_retry_at": f.next_retry_at.as_ref().map(time::format),
+                "abandon_reason": f.abandon_reason,
+                "recovered_at": f.recovered_at.as_ref().map(time::format),
+                "provider_invoice_id": f.provider_invoice_id,
+                "provider_payment_id": f.provider_payment_id,
+                "provider_customer_id": f.provider_customer_id,
+                "provider_subscription_id": f.provider_subscription_id,
+                "payment_link": f.payment_link,
+                "churn_event_id": f.churn_event_id,
+                "created_at": time::format(&f.created_at),
+            })
         })
         .collect();
+    // Every column but `updated_at`, which a new failure takes from `created_at`.
+    let inserted: Vec<&str> = COLUMNS.split(", ").filter(|c| *c != "updated_at").collect();
     let sql = format!(
-        "INSERT INTO payment_failures ({COLUMNS}) SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, \
-         j.value ->> 3, j.value ->> 4, CAST(j.value ->> 5 AS BIGINT), j.value ->> 6, j.value ->> 7, \
-         j.value ->> 8, j.value ->> 9, CAST(j.value ->> 10 AS BIGINT), CAST(j.value ->> 11 AS BIGINT), \
-         j.value ->> 12, j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17, \
-         j.value ->> 18, j.value ->> 19, j.value ->> 20, j.value ->> 21, j.value ->> 21 FROM {} \
+        "INSERT INTO payment_failures ({COLUMNS}) SELECT {}, j.value ->> 'created_at' FROM {} \
          WHERE true ON CONFLICT (project_id, provider, reference) DO NOTHING RETURNING id",
+        json_fields(&inserted, &["amount", "attempts", "max_retries"]),
         backend.json_rows(1)
     );
     let inserted: Vec<String> = sqlx::query_scalar(&sql)

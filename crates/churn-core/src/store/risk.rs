@@ -3,9 +3,10 @@
 //! per customer and day, the `risk_schedules` of each project's next scoring run, the
 //! `risk_configs`, and each project's learned model (`risk_models`).
 
-use sqlx::{Any, Executor, FromRow};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Backend, Store, Tx, Writes, json_array, ts, ts_opt};
+use super::{Backend, Store, Tx, Writes, decode, json_array};
 use crate::api::risk::Recomputed;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -58,13 +59,16 @@ pub struct CustomerFacts {
     pub churned: bool,
 }
 
-#[derive(FromRow)]
-struct FactsRow {
-    email: String,
-    first_event_at: String,
-    nps_score: Option<i64>,
-    card_expires_at: Option<String>,
-    churned: i64,
+impl FromRow<'_, AnyRow> for CustomerFacts {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(CustomerFacts {
+            email: row.try_get("email")?,
+            first_event_at: decode::timestamp(row, "first_event_at")?,
+            nps_score: row.try_get("nps_score")?,
+            card_expires_at: decode::timestamp_opt(row, "card_expires_at")?,
+            churned: row.try_get::<i64, _>("churned")? != 0,
+        })
+    }
 }
 
 /// 1 when the customer row `c` has a churn event, else 0.
@@ -84,24 +88,13 @@ pub async fn customers_to_score<'e>(
          FROM customers c WHERE c.project_id = $1 AND c.last_event_at >= $2 AND c.email > $3 \
          ORDER BY c.email LIMIT $4"
     );
-    sqlx::query_as::<_, FactsRow>(&sql)
+    Ok(sqlx::query_as(&sql)
         .bind(project_id)
         .bind(time::format(&since))
         .bind(after)
         .bind(limit)
         .fetch_all(db)
-        .await?
-        .into_iter()
-        .map(|r| {
-            Ok(CustomerFacts {
-                first_event_at: ts(&r.first_event_at)?,
-                card_expires_at: ts_opt(r.card_expires_at.as_deref())?,
-                email: r.email,
-                nps_score: r.nps_score,
-                churned: r.churned != 0,
-            })
-        })
-        .collect()
+        .await?)
 }
 
 /// (customers with a churn event, customers without) among those a scoring run scores: a
@@ -153,13 +146,16 @@ pub struct ModelRecord {
     pub auc: f64,
 }
 
-#[derive(FromRow)]
-struct ModelRow {
-    base: i64,
-    weights: String,
-    trained_at: String,
-    customers: i64,
-    auc: f64,
+impl FromRow<'_, AnyRow> for ModelRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(ModelRecord {
+            base: row.try_get("base")?,
+            weights: row.try_get("weights")?,
+            trained_at: decode::timestamp(row, "trained_at")?,
+            customers: row.try_get("customers")?,
+            auc: row.try_get("auc")?,
+        })
+    }
 }
 
 /// `None`: never learned (the default model holds).
@@ -167,22 +163,12 @@ pub async fn model<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<ModelRecord>> {
-    sqlx::query_as::<_, ModelRow>(
+    Ok(sqlx::query_as(
         "SELECT base, weights, trained_at, customers, auc FROM risk_models WHERE project_id = $1",
     )
     .bind(project_id)
     .fetch_optional(db)
-    .await?
-    .map(|r| {
-        Ok(ModelRecord {
-            trained_at: ts(&r.trained_at)?,
-            base: r.base,
-            weights: r.weights,
-            customers: r.customers,
-            auc: r.auc,
-        })
-    })
-    .transpose()
+    .await?)
 }
 
 /// Keeps `m` as the project's model, replacing the previous one.
@@ -458,29 +444,16 @@ pub async fn purge_scores<'e>(
     Ok(done.rows_affected())
 }
 
-#[derive(FromRow)]
-struct ScoreRow {
-    customer_email: String,
-    day: String,
-    score: Option<i64>,
-    level: Option<String>,
-    signals: String,
-    model: String,
-    scored_at: String,
-}
-
-impl TryFrom<ScoreRow> for ScoreRecord {
-    type Error = crate::error::Error;
-
-    fn try_from(r: ScoreRow) -> Result<Self> {
+impl FromRow<'_, AnyRow> for ScoreRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
         Ok(ScoreRecord {
-            scored_at: ts(&r.scored_at)?,
-            customer_email: r.customer_email,
-            day: r.day,
-            score: r.score,
-            level: r.level,
-            signals: r.signals,
-            model: r.model,
+            customer_email: row.try_get("customer_email")?,
+            day: row.try_get("day")?,
+            score: row.try_get("score")?,
+            level: row.try_get("level")?,
+            signals: row.try_get("signals")?,
+            model: row.try_get("model")?,
+            scored_at: decode::timestamp(row, "scored_at")?,
         })
     }
 }
@@ -524,7 +497,7 @@ pub async fn list_latest<'e>(
          {LATEST}{} ORDER BY (c.risk_score IS NULL), c.risk_score DESC, c.email LIMIT $2 OFFSET $3",
         filter.sql(4)
     );
-    let mut query = sqlx::query_as::<_, ScoreRow>(&sql)
+    let mut query = sqlx::query_as::<_, ScoreRecord>(&sql)
         .bind(project_id)
         .bind(limit)
         .bind(offset);
@@ -534,12 +507,7 @@ pub async fn list_latest<'e>(
     if let Some(min) = filter.min_score {
         query = query.bind(min);
     }
-    query
-        .fetch_all(db)
-        .await?
-        .into_iter()
-        .map(TryInto::try_into)
-        .collect()
+    Ok(query.fetch_all(db).await?)
 }
 
 /// How many latest scores the filter keeps: from the counts kept by triggers
@@ -585,13 +553,11 @@ pub async fn latest<'e>(
         "SELECT r.customer_email, r.day, r.score, r.level, r.signals, r.model, r.scored_at \
          {LATEST} AND c.email = $2"
     );
-    sqlx::query_as::<_, ScoreRow>(&sql)
+    Ok(sqlx::query_as(&sql)
         .bind(project_id)
         .bind(email)
         .fetch_optional(db)
-        .await?
-        .map(TryInto::try_into)
-        .transpose()
+        .await?)
 }
 
 /// The customer's daily scores since `since_day`, oldest first: (day, score).
@@ -623,14 +589,17 @@ pub struct ConfigRecord {
     pub check_interval_hours: i64,
 }
 
-#[derive(FromRow)]
-struct ConfigRow {
-    enabled: i64,
-    delivery_mode: String,
-    risk_threshold: i64,
-    webhook_url: Option<String>,
-    email_tone: String,
-    check_interval_hours: i64,
+impl FromRow<'_, AnyRow> for ConfigRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(ConfigRecord {
+            enabled: row.try_get::<i64, _>("enabled")? != 0,
+            delivery_mode: row.try_get("delivery_mode")?,
+            risk_threshold: row.try_get("risk_threshold")?,
+            webhook_url: row.try_get("webhook_url")?,
+            email_tone: row.try_get("email_tone")?,
+            check_interval_hours: row.try_get("check_interval_hours")?,
+        })
+    }
 }
 
 /// `None`: never configured (the defaults hold).
@@ -638,21 +607,13 @@ pub async fn config<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<ConfigRecord>> {
-    Ok(sqlx::query_as::<_, ConfigRow>(
+    Ok(sqlx::query_as(
         "SELECT enabled, delivery_mode, risk_threshold, webhook_url, email_tone, \
          check_interval_hours FROM risk_configs WHERE project_id = $1",
     )
     .bind(project_id)
     .fetch_optional(db)
-    .await?
-    .map(|r| ConfigRecord {
-        enabled: r.enabled != 0,
-        delivery_mode: r.delivery_mode,
-        risk_threshold: r.risk_threshold,
-        webhook_url: r.webhook_url,
-        email_tone: r.email_tone,
-        check_interval_hours: r.check_interval_hours,
-    }))
+    .await?)
 }
 
 pub async fn put_config<'e>(

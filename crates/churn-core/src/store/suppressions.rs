@@ -2,11 +2,12 @@
 //! `email_send_counts` table that enforces the daily quota.
 
 use super::Writes;
-use sqlx::{Any, Executor, FromRow};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow, Row};
 
-use super::ts;
+use super::decode;
 use crate::domain::unsubscribe::SuppressionReason;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::time::{self, Timestamp};
 
 #[derive(Debug, Clone)]
@@ -16,22 +17,12 @@ pub struct SuppressionRecord {
     pub created_at: Timestamp,
 }
 
-#[derive(FromRow)]
-struct Row {
-    email: String,
-    reason: String,
-    created_at: String,
-}
-
-impl TryFrom<Row> for SuppressionRecord {
-    type Error = Error;
-
-    fn try_from(r: Row) -> Result<Self> {
+impl FromRow<'_, AnyRow> for SuppressionRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
         Ok(SuppressionRecord {
-            reason: SuppressionReason::parse(&r.reason)
-                .ok_or_else(|| Error::internal("corrupt suppression reason"))?,
-            created_at: ts(&r.created_at)?,
-            email: r.email,
+            email: row.try_get("email")?,
+            reason: decode::named(row, "reason")?,
+            created_at: decode::timestamp(row, "created_at")?,
         })
     }
 }
@@ -62,16 +53,14 @@ pub async fn get<'e>(
     project_id: &str,
     email: &str,
 ) -> Result<Option<SuppressionRecord>> {
-    sqlx::query_as::<_, Row>(
+    Ok(sqlx::query_as::<_, SuppressionRecord>(
         "SELECT email, reason, created_at FROM email_suppressions \
          WHERE project_id = $1 AND email = $2",
     )
     .bind(project_id)
     .bind(email)
     .fetch_optional(db)
-    .await?
-    .map(TryInto::try_into)
-    .transpose()
+    .await?)
 }
 
 /// Newest first.
@@ -81,7 +70,7 @@ pub async fn list<'e>(
     limit: i64,
     offset: i64,
 ) -> Result<Vec<SuppressionRecord>> {
-    sqlx::query_as::<_, Row>(
+    Ok(sqlx::query_as::<_, SuppressionRecord>(
         "SELECT email, reason, created_at FROM email_suppressions WHERE project_id = $1 \
          ORDER BY created_at DESC, email LIMIT $2 OFFSET $3",
     )
@@ -89,10 +78,7 @@ pub async fn list<'e>(
     .bind(limit)
     .bind(offset)
     .fetch_all(db)
-    .await?
-    .into_iter()
-    .map(TryInto::try_into)
-    .collect()
+    .await?)
 }
 
 pub async fn count<'e>(db: impl Executor<'e, Database = Any>, project_id: &str) -> Result<u64> {

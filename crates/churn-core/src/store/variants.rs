@@ -5,9 +5,10 @@
 
 use std::collections::HashMap;
 
-use sqlx::{Any, Executor, FromRow};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Writes, ts, ts_opt};
+use super::{Writes, decode};
 use crate::domain::ranking::Outcome;
 use crate::domain::strategy::Strategy;
 use crate::domain::variant::VariantStatus;
@@ -47,75 +48,36 @@ pub struct VariantRecord {
     pub updated_at: Timestamp,
 }
 
-#[derive(FromRow)]
-struct Row {
-    id: String,
-    churn_event_id: String,
-    project_id: String,
-    strategy: String,
-    subject: String,
-    body: String,
-    body_text: String,
-    status: String,
-    claimed_at: Option<String>,
-    recommended: i64,
-    rank: i64,
-    rank_score: f64,
-    rank_reasons: String,
-    warnings: String,
-    generator: String,
-    coupon_code: Option<String>,
-    coupon_percent: Option<i64>,
-    offer: Option<String>,
-    recipient: Option<String>,
-    message_id: Option<String>,
-    sent_at: Option<String>,
-    opened_at: Option<String>,
-    clicked_at: Option<String>,
-    open_count: i64,
-    click_count: i64,
-    created_at: String,
-    updated_at: String,
-}
-
-impl TryFrom<Row> for VariantRecord {
-    type Error = Error;
-
-    fn try_from(r: Row) -> Result<Self> {
-        let corrupt = |what: &str| Error::internal(format!("corrupt variant {what}"));
+impl FromRow<'_, AnyRow> for VariantRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
         Ok(VariantRecord {
-            strategy: Strategy::parse(&r.strategy).ok_or_else(|| corrupt("strategy"))?,
-            status: VariantStatus::parse(&r.status).ok_or_else(|| corrupt("status"))?,
-            claimed_at: ts_opt(r.claimed_at.as_deref())?,
-            rank_reasons: serde_json::from_str(&r.rank_reasons).map_err(Error::internal)?,
-            warnings: serde_json::from_str(&r.warnings).map_err(Error::internal)?,
-            offer: r
-                .offer
-                .as_deref()
-                .map(serde_json::from_str)
-                .transpose()
-                .map_err(Error::internal)?,
-            sent_at: ts_opt(r.sent_at.as_deref())?,
-            opened_at: ts_opt(r.opened_at.as_deref())?,
-            clicked_at: ts_opt(r.clicked_at.as_deref())?,
-            created_at: ts(&r.created_at)?,
-            updated_at: ts(&r.updated_at)?,
-            recommended: r.recommended != 0,
-            id: r.id,
-            churn_event_id: r.churn_event_id,
-            project_id: r.project_id,
-            subject: r.subject,
-            body: r.body,
-            body_text: r.body_text,
-            rank: r.rank,
-            rank_score: r.rank_score,
-            generator: r.generator,
-            coupon_code: r.coupon_code,
-            coupon_percent: r.coupon_percent,
-            recipient: r.recipient,
-            message_id: r.message_id,
-            open_count: r.open_count,
-            click_count: r.click_count,
+            id: row.try_get("id")?,
+            churn_event_id: row.try_get("churn_event_id")?,
+            project_id: row.try_get("project_id")?,
+            strategy: decode::named(row, "strategy")?,
+            subject: row.try_get("subject")?,
+            body: row.try_get("body")?,
+            body_text: row.try_get("body_text")?,
+            status: decode::named(row, "status")?,
+            claimed_at: decode::timestamp_opt(row, "claimed_at")?,
+            recommended: row.try_get::<i64, _>("recommended")? != 0,
+            rank: row.try_get("rank")?,
+            rank_score: row.try_get("rank_score")?,
+            rank_reasons: decode::json(row, "rank_reasons")?,
+            warnings: decode::json(row, "warnings")?,
+            generator: row.try_get("generator")?,
+            coupon_code: row.try_get("coupon_code")?,
+            coupon_percent: row.try_get("coupon_percent")?,
+            offer: decode::json_opt(row, "offer")?,
+            recipient: row.try_get("recipient")?,
+            message_id: row.try_get("message_id")?,
+            sent_at: decode::timestamp_opt(row, "sent_at")?,
+            opened_at: decode::timestamp_opt(row, "opened_at")?,
+            clicked_at: decode::timestamp_opt(row, "clicked_at")?,
+            open_count: row.try_get("open_count")?,
+            click_count: row.try_get("click_count")?,
+            created_at: decode::timestamp(row, "created_at")?,
+            updated_at: decode::timestamp(row, "updated_at")?,
         })
     }
 }
@@ -171,8 +133,7 @@ pub async fn for_event<'e>(
     let sql = format!(
         "SELECT {COLUMNS} FROM recovery_variants WHERE churn_event_id = $1 ORDER BY rank, id"
     );
-    let rows: Vec<Row> = sqlx::query_as(&sql).bind(event_id).fetch_all(db).await?;
-    rows.into_iter().map(TryInto::try_into).collect()
+    Ok(sqlx::query_as(&sql).bind(event_id).fetch_all(db).await?)
 }
 
 pub async fn get<'e>(
@@ -182,12 +143,11 @@ pub async fn get<'e>(
 ) -> Result<Option<VariantRecord>> {
     let sql =
         format!("SELECT {COLUMNS} FROM recovery_variants WHERE churn_event_id = $1 AND id = $2");
-    let row: Option<Row> = sqlx::query_as(&sql)
+    Ok(sqlx::query_as(&sql)
         .bind(event_id)
         .bind(id)
         .fetch_optional(db)
-        .await?;
-    row.map(TryInto::try_into).transpose()
+        .await?)
 }
 
 /// By id alone, for tracking links (the signed token names the variant).
@@ -196,8 +156,7 @@ pub async fn by_id<'e>(
     id: &str,
 ) -> Result<Option<VariantRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM recovery_variants WHERE id = $1");
-    let row: Option<Row> = sqlx::query_as(&sql).bind(id).fetch_optional(db).await?;
-    row.map(TryInto::try_into).transpose()
+    Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
 }
 
 /// Edits a draft; `false` when it is no longer a draft.
