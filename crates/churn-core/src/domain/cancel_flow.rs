@@ -536,8 +536,9 @@ pub struct SegmentedFlowInput {
     /// Only active flows are shown; default true.
     pub active: Option<bool>,
     /// An experiment: 2–3 variants, each shown to its weight's share of the customers
-    /// (assigned by customer, stably); none (absent or empty) shows the flow itself.
-    #[schema(min_items = 2, max_items = 3)]
+    /// (assigned by customer, stably); none (absent or empty) shows the flow itself. One
+    /// alone is refused.
+    #[schema(max_items = 3)]
     pub variants: Option<Vec<VariantInput>>,
 }
 

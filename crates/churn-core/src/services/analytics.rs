@@ -173,9 +173,7 @@ impl Core {
         let (treatment, control) = (outcome(Group::Treatment), outcome(Group::Control));
         Ok(uplift(treatment, control))
     }
-}
 
-impl Core {
     /// The results of flow `id`'s experiment over the submissions of the last `days` days, in
     /// the flow's variant order (decisions §19). Counted from the churn events the
     /// submissions recorded (`flow_id`, `flow_variant`), not from widget sessions: an open

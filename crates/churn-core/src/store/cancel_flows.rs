@@ -1,6 +1,7 @@
 //! The `cancel_flows` and `cancel_flow_opens` tables: a project's flow (JSON), and the widget
-//! opens of each customer; `segmented_cancel_flows`, the flows shown by segment (decisions
-//! §19). Every statement takes the project id.
+//! opens of each customer; `segmented_cancel_flows`, the flows shown by segment with their
+//! experiments' variants (decisions §19), and what each variant's submissions ended in.
+//! Every statement takes the project id.
 
 use sqlx::{Any, Executor, FromRow};
 
