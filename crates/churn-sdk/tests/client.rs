@@ -808,8 +808,10 @@ async fn cancel_flow_configuration_and_submission(backend: Backend) {
 }
 
 async fn segmented_cancel_flows_round_trip(backend: Backend) {
-    use churn_core::api::cancel_flow::{CancelReasonSubmission, ConfigQuery};
-    use churn_core::domain::cancel_flow::{ReasonInput, SegmentedFlowInput};
+    use churn_core::api::cancel_flow::{CancelReasonSubmission, ConfigQuery, FlowResultsQuery};
+    use churn_core::domain::cancel_flow::{
+        CopyInput, ReasonInput, SegmentedFlowInput, VariantInput,
+    };
     use churn_core::domain::segment::{BillingInterval, SegmentInput};
 
     let server = live(backend).await;
@@ -891,6 +893,81 @@ async fn segmented_cancel_flows_round_trip(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(event.flow_id.as_deref(), Some(flow.id.as_str()));
+
+    // An experiment: the customer is shown one variant, again and again, and the submission
+    // records it; the results count it (the submission before the experiment has none).
+    let experiment = SegmentedFlowInput {
+        variants: Some(vec![
+            VariantInput {
+                key: "a".into(),
+                weight: 1,
+                ..VariantInput::default()
+            },
+            VariantInput {
+                key: "b".into(),
+                weight: 1,
+                copy: Some(CopyInput {
+                    title: Some("Stay".into()),
+                    ..CopyInput::default()
+                }),
+                ..VariantInput::default()
+            },
+        ]),
+        ..input.clone()
+    };
+    let with_variants = ada
+        .replace_cancel_flow("acme", &flow.id, &experiment)
+        .await
+        .unwrap();
+    let keys: Vec<&str> = with_variants
+        .variants
+        .iter()
+        .map(|v| v.key.as_str())
+        .collect();
+    assert_eq!(keys, ["a", "b"]);
+    let signed = ConfigQuery {
+        customer_email: Some(submission.customer_email.clone()),
+        customer_hash: submission.customer_hash.clone(),
+        ..yearly.clone()
+    };
+    let shown = anonymous
+        .cancel_flow_config(&public_key, &signed)
+        .await
+        .unwrap();
+    let variant = shown.variant.clone().expect("a variant is assigned");
+    let title = if variant == "b" {
+        "Stay"
+    } else {
+        "Before you go"
+    };
+    assert_eq!(shown.flow.copy.title, title);
+    let again = anonymous
+        .cancel_flow_config(&public_key, &signed)
+        .await
+        .unwrap();
+    assert_eq!(again, shown, "stable");
+    let recorded = anonymous
+        .submit_cancel_reason(&public_key, &submission)
+        .await
+        .unwrap();
+    let event = ada
+        .event("acme", &recorded.churn_event_id.unwrap())
+        .await
+        .unwrap();
+    assert_eq!(event.variant.as_deref(), Some(variant.as_str()));
+    let results = ada
+        .cancel_flow_results("acme", &flow.id, &FlowResultsQuery::default())
+        .await
+        .unwrap();
+    let counted: Vec<(&str, u64, u64)> = results
+        .variants
+        .iter()
+        .map(|r| (r.key.as_str(), r.sessions, r.cancelled))
+        .collect();
+    let (a, b) = if variant == "a" { (1, 0) } else { (0, 1) };
+    assert_eq!(counted, [("a", a, a), ("b", b, b)]);
+    assert_eq!(results.variants[0].uplift_points, None, "the baseline");
+    assert_eq!(results.variants[1].significant, Some(false));
 
     let inactive = SegmentedFlowInput {
         active: Some(false),

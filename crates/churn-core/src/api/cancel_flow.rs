@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::domain::cancel_flow::{CancelFlow, OfferKind};
+use crate::domain::cancel_flow::{CancelFlow, FlowVariant, OfferKind};
 use crate::domain::lifecycle::EventStatus;
 use crate::domain::segment::{BillingInterval, Segment};
 use crate::domain::strategy::ReasonCode;
@@ -130,7 +130,10 @@ pub struct WidgetFlow {
     /// The segmented flow shown; null for the project's default flow.
     #[schema(format = Uuid)]
     pub flow_id: Option<String>,
-    /// The flow's experiment variant; null when it has none.
+    /// The key of the flow's experiment variant shown, whose reasons, offers and texts the
+    /// answer holds; null when the flow has no experiment. A customer with a matching
+    /// `customer_hash` is assigned one (stably); without one nobody is, and the first
+    /// variant (the baseline) is shown.
     pub variant: Option<String>,
 }
 
@@ -147,10 +150,50 @@ pub struct SegmentedFlow {
     #[serde(flatten)]
     pub flow: CancelFlow,
     pub active: bool,
+    /// The experiment's variants, the first the baseline; empty without an experiment.
+    pub variants: Vec<FlowVariant>,
     #[serde(with = "wire")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
     #[serde(with = "wire")]
     #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
+}
+
+/// `?days=` of an experiment's results.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct FlowResultsQuery {
+    /// Submissions made in the last `days` days; default 90.
+    #[param(minimum = 1, maximum = 365)]
+    pub days: Option<i64>,
+}
+
+/// `GET /projects/:slug/cancel-flows/:id/results` (decisions §19).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FlowResults {
+    /// In the flow's variant order; empty for a flow without an experiment.
+    pub variants: Vec<VariantResult>,
+}
+
+/// One variant of an experiment, compared with the first (the baseline).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct VariantResult {
+    pub key: String,
+    /// `saved` + `cancelled`: the submissions of customers shown the variant.
+    pub sessions: u64,
+    /// Submissions that accepted an offer.
+    pub saved: u64,
+    /// The other submissions: the customer went through the reasons step and cancelled.
+    pub cancelled: u64,
+    /// saved / (saved + cancelled) × 100, to two decimals; 0 without submissions.
+    pub save_rate: f64,
+    /// This save rate − the baseline's, in percentage points; null for the baseline.
+    pub uplift_points: Option<f64>,
+    /// Newcombe's hybrid Wilson score interval (method 10) of `uplift_points`; null for the
+    /// baseline.
+    pub ci95: Option<[f64; 2]>,
+    /// Whether `ci95` excludes 0; null for the baseline.
+    pub significant: Option<bool>,
 }

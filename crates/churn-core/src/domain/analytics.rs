@@ -10,6 +10,7 @@ use super::lifecycle::EventStatus;
 use super::strategy::Strategy;
 use super::wire::wire_enum;
 use crate::api::analytics::CohortRow;
+use crate::api::cancel_flow::VariantResult;
 use crate::time::Timestamp;
 
 /// A calendar month (UTC), ordered in time.
@@ -150,13 +151,19 @@ wire_enum! {
     }
 }
 
-/// `control` when the first 8 bytes of SHA-256(event id), as a big-endian unsigned integer,
-/// mod 100 are below `holdout_percent`; else `treatment`.
-pub fn holdout_group(event_id: &str, holdout_percent: i64) -> Group {
-    let digest = Sha256::digest(event_id.as_bytes());
+/// The first 8 bytes of SHA-256(`key`) as a big-endian unsigned integer: the stable draw
+/// behind every assignment of an experiment (the holdout here, a cancel flow's variants).
+pub fn stable_draw(key: &str) -> u64 {
+    let digest = Sha256::digest(key.as_bytes());
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
-    let bucket = u64::from_be_bytes(first) % 100;
+    u64::from_be_bytes(first)
+}
+
+/// `control` when the [`stable_draw`] of the event id mod 100 is below `holdout_percent`;
+/// else `treatment`.
+pub fn holdout_group(event_id: &str, holdout_percent: i64) -> Group {
+    let bucket = stable_draw(event_id) % 100;
     if (bucket as i64) < holdout_percent {
         Group::Control
     } else {
@@ -193,6 +200,59 @@ pub fn newcombe(r1: u64, n1: u64, r2: u64, n2: u64) -> (f64, f64) {
     let low = d - ((p1 - l1).powi(2) + (u2 - p2).powi(2)).sqrt();
     let high = d + ((u1 - p1).powi(2) + (p2 - l2).powi(2)).sqrt();
     (low * 100.0, high * 100.0)
+}
+
+/// A rate compared with a baseline's: the difference in percentage points and its interval,
+/// to two decimals (measured uplift §13, a cancel flow's experiment §19).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Difference {
+    /// rate − baseline rate, each as [`recovery_rate`] rounds it.
+    pub points: f64,
+    /// Newcombe's hybrid score interval of the difference.
+    pub ci95: [f64; 2],
+    /// Whether `ci95` excludes 0.
+    pub significant: bool,
+}
+
+/// `successes` out of `n` against the baseline's `base_successes` out of `base_n`.
+pub fn difference(successes: u64, n: u64, base_successes: u64, base_n: u64) -> Difference {
+    let round = |x: f64| (x * 100.0).round() / 100.0;
+    let rate = |r: u64, n: u64| recovery_rate(r, n.saturating_sub(r));
+    let (low, high) = newcombe(successes, n, base_successes, base_n);
+    let (low, high) = (round(low), round(high));
+    Difference {
+        points: round(rate(successes, n) - rate(base_successes, base_n)),
+        ci95: [low, high],
+        significant: low > 0.0 || high < 0.0,
+    }
+}
+
+/// An experiment's results (decisions §19) from each variant's `(key, saved, cancelled)` in
+/// the flow's order: the first is the baseline, whose comparison is null; every other one is
+/// compared with it.
+pub fn experiment_results(counts: &[(&str, u64, u64)]) -> Vec<VariantResult> {
+    let baseline = counts
+        .first()
+        .map(|&(_, saved, cancelled)| (saved, saved + cancelled));
+    counts
+        .iter()
+        .enumerate()
+        .map(|(i, &(key, saved, cancelled))| {
+            let compared = baseline.filter(|_| i > 0).map(|(base_saved, base_n)| {
+                difference(saved, saved + cancelled, base_saved, base_n)
+            });
+            VariantResult {
+                key: key.to_owned(),
+                sessions: saved + cancelled,
+                saved,
+                cancelled,
+                save_rate: recovery_rate(saved, cancelled),
+                uplift_points: compared.map(|d| d.points),
+                ci95: compared.map(|d| d.ci95),
+                significant: compared.map(|d| d.significant),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -291,6 +351,54 @@ mod tests {
         // 5/56 vs 0/29: -0.0381 to 0.1926.
         let (low, high) = newcombe(5, 56, 0, 29);
         assert_eq!((round(low, 2), round(high, 2)), (-3.81, 19.26));
+    }
+
+    #[test]
+    fn differences_are_rounded_points_with_their_interval() {
+        // 56/70 = 80 % against 48/80 = 60 %: 20 points, Newcombe's 5.24 to 33.39.
+        assert_eq!(
+            difference(56, 70, 48, 80),
+            Difference {
+                points: 20.0,
+                ci95: [5.24, 33.39],
+                significant: true
+            }
+        );
+        // 5/56 = 8.93 % against 0/29: the interval holds 0.
+        let d = difference(5, 56, 0, 29);
+        assert_eq!(
+            (d.points, d.ci95, d.significant),
+            (8.93, [-3.81, 19.26], false)
+        );
+        assert!(!difference(0, 0, 0, 0).significant, "nothing measured");
+    }
+
+    #[test]
+    fn experiments_compare_each_variant_with_the_first() {
+        let results = experiment_results(&[("a", 48, 32), ("b", 56, 14), ("c", 0, 0)]);
+        let keys: Vec<_> = results.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, ["a", "b", "c"]);
+        let a = &results[0];
+        assert_eq!(
+            (a.sessions, a.saved, a.cancelled, a.save_rate),
+            (80, 48, 32, 60.0)
+        );
+        assert_eq!((a.uplift_points, a.ci95, a.significant), (None, None, None));
+        // 56/70 = 80 % against 48/80 = 60 %: Newcombe's worked example, 5.24 to 33.39.
+        let b = &results[1];
+        assert_eq!((b.sessions, b.save_rate), (70, 80.0));
+        assert_eq!(
+            (b.uplift_points, b.ci95, b.significant),
+            (Some(20.0), Some([5.24, 33.39]), Some(true))
+        );
+        // Nothing measured yet: 0 % against 60 %, an interval too wide to say anything.
+        let c = &results[2];
+        assert_eq!(
+            (c.sessions, c.save_rate, c.uplift_points),
+            (0, 0.0, Some(-60.0))
+        );
+        assert_eq!(c.significant, Some(false));
+        assert!(experiment_results(&[]).is_empty());
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::analytics::stable_draw;
 use super::retry::Waits;
 use super::segment::{Segment, SegmentInput};
 use super::settings::ProjectSettings;
@@ -124,24 +125,36 @@ macro_rules! copy_texts {
             }
         }
 
-        /// Texts to change; the others keep their defaults.
-        #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+        /// Texts to change; the others keep their defaults (in a variant: the flow's).
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
         #[serde(deny_unknown_fields)]
         pub struct CopyInput {
-            $( $(#[$doc])* #[schema(min_length = 1, max_length = 300, pattern = r"\S")] pub $field: Option<String>, )+
+            $( $(#[$doc])* #[schema(min_length = 1, max_length = 300, pattern = r"\S")]
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub $field: Option<String>, )+
         }
 
         impl CopyInput {
-            fn validate(self, v: &mut Validator) -> FlowCopy {
-                let mut copy = FlowCopy::default();
+            /// The texts it sets, trimmed; a bad one is named (`{prefix}copy.title`) and left out.
+            fn check(self, prefix: &str, v: &mut Validator) -> CopyInput {
+                CopyInput {
+                    $( $field: self.$field.and_then(|text| {
+                        v.check(
+                            &format!(concat!("{}copy.", stringify!($field)), prefix),
+                            required_text(&text, MAX_COPY),
+                        )
+                    }), )+
+                }
+            }
+
+            /// `base` with the texts this sets in place of its own.
+            fn over(&self, mut base: FlowCopy) -> FlowCopy {
                 $(
-                    if let Some(text) = self.$field
-                        && let Some(text) = v.check(concat!("copy.", stringify!($field)), required_text(&text, MAX_COPY))
-                    {
-                        copy.$field = text;
+                    if let Some(text) = &self.$field {
+                        base.$field = text.clone();
                     }
                 )+
-                copy
+                base
             }
         }
     };
@@ -245,46 +258,13 @@ impl CancelFlowInput {
 
     /// The flow, with every bad field named in `v` (the flow is meaningless when it has any).
     fn validate_into(self, settings: &ProjectSettings, v: &mut Validator) -> CancelFlow {
-        if !(1..=MAX_REASONS).contains(&self.reasons.len()) {
-            v.add("reasons", format!("must hold 1 to {MAX_REASONS} reasons"));
-        }
-        let mut reasons: Vec<FlowReason> = Vec::with_capacity(self.reasons.len());
-        for (i, r) in self.reasons.iter().enumerate() {
-            let code = match ReasonCode::parse(r.code.trim()) {
-                Some(code) if reasons.iter().any(|seen| seen.code == code) => {
-                    v.add(&format!("reasons[{i}].code"), "appears more than once");
-                    None
-                }
-                Some(code) => Some(code),
-                None => {
-                    v.add(&format!("reasons[{i}].code"), reason_codes_message());
-                    None
-                }
-            };
-            let label = v.check(
-                &format!("reasons[{i}].label"),
-                required_text(&r.label, MAX_LABEL),
-            );
-            if let (Some(code), Some(label)) = (code, label) {
-                reasons.push(FlowReason { code, label });
-            }
-        }
-        let mut offers = BTreeMap::new();
-        for (key, input) in self.offers {
-            let field = format!("offers.{key}");
-            match ReasonCode::parse(&key) {
-                None => v.add(&field, reason_codes_message()),
-                Some(code) if !self.reasons.iter().any(|r| r.code.trim() == code.as_str()) => {
-                    v.add(&field, "is not one of the flow's reasons")
-                }
-                Some(_) => {
-                    if let Some(offer) = input.validate(&field, v) {
-                        offers.insert(key, offer);
-                    }
-                }
-            }
-        }
-        let copy = self.copy.map(|c| c.validate(v)).unwrap_or_default();
+        let reasons = check_reasons(&self.reasons, "", v);
+        let offers = check_offers(self.offers, &self.reasons, "", v);
+        let copy = self
+            .copy
+            .map(|c| c.check("", v))
+            .unwrap_or_default()
+            .over(FlowCopy::default());
         let mut colors = FlowColors::default();
         if let Some(input) = self.colors {
             for (name, value, slot) in [
@@ -321,9 +301,215 @@ impl CancelFlowInput {
     }
 }
 
+/// Reasons as sent (`{prefix}reasons`): 1–8, each code at most once, every bad field named.
+fn check_reasons(inputs: &[ReasonInput], prefix: &str, v: &mut Validator) -> Vec<FlowReason> {
+    if !(1..=MAX_REASONS).contains(&inputs.len()) {
+        v.add(
+            &format!("{prefix}reasons"),
+            format!("must hold 1 to {MAX_REASONS} reasons"),
+        );
+    }
+    let mut reasons: Vec<FlowReason> = Vec::with_capacity(inputs.len());
+    for (i, r) in inputs.iter().enumerate() {
+        let field = format!("{prefix}reasons[{i}]");
+        let code = match ReasonCode::parse(r.code.trim()) {
+            Some(code) if reasons.iter().any(|seen| seen.code == code) => {
+                v.add(&format!("{field}.code"), "appears more than once");
+                None
+            }
+            Some(code) => Some(code),
+            None => {
+                v.add(&format!("{field}.code"), reason_codes_message());
+                None
+            }
+        };
+        let label = v.check(
+            &format!("{field}.label"),
+            required_text(&r.label, MAX_LABEL),
+        );
+        if let (Some(code), Some(label)) = (code, label) {
+            reasons.push(FlowReason { code, label });
+        }
+    }
+    reasons
+}
+
+/// Offers as sent (`{prefix}offers.<code>`), each keyed by a code of `reasons` (as sent, so
+/// that a reason with a bad label does not also fail its offer).
+fn check_offers(
+    inputs: BTreeMap<String, OfferInput>,
+    reasons: &[ReasonInput],
+    prefix: &str,
+    v: &mut Validator,
+) -> BTreeMap<String, Offer> {
+    let mut offers = BTreeMap::new();
+    for (key, input) in inputs {
+        let field = format!("{prefix}offers.{key}");
+        match ReasonCode::parse(&key) {
+            None => v.add(&field, reason_codes_message()),
+            Some(code) if !reasons.iter().any(|r| r.code.trim() == code.as_str()) => v.add(
+                &field,
+                match prefix {
+                    "" => "is not one of the flow's reasons",
+                    _ => "is not one of the variant's reasons",
+                },
+            ),
+            Some(_) => {
+                if let Some(offer) = input.validate(&field, v) {
+                    offers.insert(key, offer);
+                }
+            }
+        }
+    }
+    offers
+}
+
+/// The variants of an experiment (decisions §19): none, or 2 to 3.
+pub const MIN_VARIANTS: usize = 2;
+pub const MAX_VARIANTS: usize = 3;
+pub const MAX_VARIANT_KEY: usize = 32;
+pub const MAX_WEIGHT: i64 = 10_000;
+
+/// One variant of a flow's experiment as sent: what it shows instead of the flow.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VariantInput {
+    /// 1–32 lower-case letters, digits, `-` or `_`; unique in the flow. Recorded on the
+    /// churn events of the customers it was shown to.
+    #[schema(pattern = r"^[a-z0-9_-]{1,32}$")]
+    pub key: String,
+    /// Its share of the customers: its weight over the sum of the flow's weights.
+    #[schema(minimum = 1, maximum = 10000)]
+    pub weight: i64,
+    /// In place of the flow's reasons (1–8, as the flow's).
+    #[schema(min_items = 1, max_items = 8)]
+    pub reasons: Option<Vec<ReasonInput>>,
+    /// In place of the flow's offers, keyed by a reason code of the variant's reasons.
+    pub offers: Option<BTreeMap<String, OfferInput>>,
+    /// Texts in place of the flow's; the others are the flow's.
+    pub copy: Option<CopyInput>,
+}
+
+/// One variant of a flow's experiment as stored and answered; what it leaves out is the
+/// flow's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FlowVariant {
+    pub key: String,
+    pub weight: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasons: Option<Vec<FlowReason>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offers: Option<BTreeMap<String, Offer>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy: Option<CopyInput>,
+}
+
+impl FlowVariant {
+    /// `flow` as this variant shows it: its reasons, offers and texts in place of the flow's.
+    /// The flow's offers for reasons the variant does not show are dropped with them.
+    pub fn apply(&self, mut flow: CancelFlow) -> CancelFlow {
+        if let Some(reasons) = &self.reasons {
+            flow.reasons = reasons.clone();
+        }
+        match &self.offers {
+            Some(offers) => flow.offers = offers.clone(),
+            None => {
+                let shown = |code: &String| flow.reasons.iter().any(|r| r.code.as_str() == code);
+                flow.offers.retain(|code, _| shown(code));
+            }
+        }
+        if let Some(copy) = &self.copy {
+            flow.copy = copy.over(flow.copy);
+        }
+        flow
+    }
+}
+
+/// The variant of flow `flow_id` a customer is shown (decisions §19): the [`stable_draw`] of
+/// `flow id + "|" + email` (the email as churn normalises it) mod the sum of the weights,
+/// mapped onto the weights in the flow's order, so a customer keeps their variant. Without a
+/// customer (an open without a matching `customer_hash`) nobody is assigned and the first
+/// variant, the baseline, is shown. `None` for a flow without an experiment.
+pub fn variant_for<'a>(
+    variants: &'a [FlowVariant],
+    flow_id: &str,
+    customer: Option<&str>,
+) -> Option<&'a FlowVariant> {
+    let Some(email) = customer else {
+        return variants.first();
+    };
+    let total: u64 = variants.iter().map(|v| v.weight.max(0) as u64).sum();
+    if total == 0 {
+        return variants.first();
+    }
+    let mut point = stable_draw(&format!("{flow_id}|{email}")) % total;
+    variants.iter().find(|v| {
+        let weight = v.weight.max(0) as u64;
+        if point < weight {
+            return true;
+        }
+        point -= weight;
+        false
+    })
+}
+
+/// Variants as sent (`variants[1].weight`, `variants[0].reasons[2].code`, ...); `reasons` are
+/// the flow's as sent, which a variant's offers are keyed by when it has no reasons of its own.
+fn check_variants(
+    inputs: Vec<VariantInput>,
+    reasons: &[ReasonInput],
+    v: &mut Validator,
+) -> Vec<FlowVariant> {
+    if !inputs.is_empty() && !(MIN_VARIANTS..=MAX_VARIANTS).contains(&inputs.len()) {
+        v.add(
+            "variants",
+            format!("must hold {MIN_VARIANTS} to {MAX_VARIANTS} variants, or none"),
+        );
+    }
+    let mut variants: Vec<FlowVariant> = Vec::with_capacity(inputs.len());
+    for (i, input) in inputs.into_iter().enumerate() {
+        let prefix = format!("variants[{i}].");
+        let key = input.key.trim().to_owned();
+        if !is_variant_key(&key) {
+            v.add(
+                &format!("{prefix}key"),
+                format!("must be 1 to {MAX_VARIANT_KEY} lower-case letters, digits, - or _"),
+            );
+        } else if variants.iter().any(|seen| seen.key == key) {
+            v.add(&format!("{prefix}key"), "appears more than once");
+        }
+        if !(1..=MAX_WEIGHT).contains(&input.weight) {
+            v.add(
+                &format!("{prefix}weight"),
+                format!("must be a whole number between 1 and {MAX_WEIGHT}"),
+            );
+        }
+        let own = input.reasons.as_deref();
+        let variant_reasons = own.map(|r| check_reasons(r, &prefix, v));
+        let offers = input
+            .offers
+            .map(|o| check_offers(o, own.unwrap_or(reasons), &prefix, v));
+        let copy = input.copy.map(|c| c.check(&prefix, v));
+        variants.push(FlowVariant {
+            key,
+            weight: input.weight,
+            reasons: variant_reasons,
+            offers,
+            copy,
+        });
+    }
+    variants
+}
+
+fn is_variant_key(key: &str) -> bool {
+    (1..=MAX_VARIANT_KEY).contains(&key.len())
+        && key
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
 /// `POST /projects/:slug/cancel-flows` and `PUT …/:id` (decisions §19): a flow shown to the
 /// customers of its segment, the whole of it; what is left out takes its default.
-/// Experiments (`variants`) are not accepted yet.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SegmentedFlowInput {
@@ -349,6 +535,11 @@ pub struct SegmentedFlowInput {
     pub language: Option<String>,
     /// Only active flows are shown; default true.
     pub active: Option<bool>,
+    /// An experiment: 2–3 variants, each shown to its weight's share of the customers
+    /// (assigned by customer, stably); none (absent or empty) shows the flow itself. One
+    /// alone is refused.
+    #[schema(max_items = 3)]
+    pub variants: Option<Vec<VariantInput>>,
 }
 
 pub const MAX_FLOW_NAME: usize = 100;
@@ -362,11 +553,14 @@ pub struct FlowDefinition {
     pub segment: Segment,
     pub flow: CancelFlow,
     pub active: bool,
+    /// The experiment's variants in the flow's order (the first is the baseline); empty
+    /// without one.
+    pub variants: Vec<FlowVariant>,
 }
 
 impl SegmentedFlowInput {
-    /// The definition, or every bad field named (`name`, `priority`, `segment.mrr_min`, and
-    /// the flow's own as for the default flow).
+    /// The definition, or every bad field named (`name`, `priority`, `segment.mrr_min`, the
+    /// flow's own as for the default flow, and its variants', `variants[1].weight`).
     pub fn validate(self, settings: &ProjectSettings) -> Result<FlowDefinition> {
         let mut v = Validator::new();
         let name = v.check("name", required_line(&self.name, MAX_FLOW_NAME));
@@ -379,6 +573,7 @@ impl SegmentedFlowInput {
             }
         };
         let segment = self.segment.map(|s| s.validate(&mut v)).unwrap_or_default();
+        let reasons = self.reasons.clone();
         let flow = CancelFlowInput {
             reasons: self.reasons,
             offers: self.offers,
@@ -387,6 +582,7 @@ impl SegmentedFlowInput {
             language: self.language,
         }
         .validate_into(settings, &mut v);
+        let variants = check_variants(self.variants.unwrap_or_default(), &reasons, &mut v);
         v.finish()?;
         Ok(FlowDefinition {
             name: name.unwrap_or_default(),
@@ -394,6 +590,7 @@ impl SegmentedFlowInput {
             segment,
             flow,
             active: self.active.unwrap_or(true),
+            variants,
         })
     }
 }
@@ -750,12 +947,203 @@ mod tests {
             fields,
             ["name", "priority", "segment.mrr_min", "reasons[0].code"]
         );
+    }
+
+    fn segmented(value: serde_json::Value) -> Result<FlowDefinition> {
+        serde_json::from_value::<SegmentedFlowInput>(value)
+            .unwrap()
+            .validate(&ProjectSettings::default())
+    }
+
+    fn variant(key: &str, weight: i64) -> FlowVariant {
+        FlowVariant {
+            key: key.to_owned(),
+            weight,
+            reasons: None,
+            offers: None,
+            copy: None,
+        }
+    }
+
+    #[test]
+    fn variants_override_the_flow_s_reasons_offers_and_texts() {
+        let definition = segmented(json!({
+            "name": "Pro",
+            "reasons": [{"code": "too_expensive", "label": "Too pricey"}, {"code": "other", "label": "Other"}],
+            "offers": {"too_expensive": {"kind": "discount", "percent": 20, "months": 3}},
+            "copy": {"title": "Wait", "accept_button": "Yes"},
+            "variants": [
+                {"key": "control", "weight": 1},
+                {"key": " deeper ", "weight": 1,
+                 "offers": {"too_expensive": {"kind": "discount", "percent": 40, "months": 3}},
+                 "copy": {"title": " Please stay "}},
+                {"key": "other-only", "weight": 2, "reasons": [{"code": "other", "label": "Else"}]},
+            ],
+        }))
+        .unwrap();
+        let keys: Vec<_> = definition.variants.iter().map(|v| v.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["control", "deeper", "other-only"],
+            "keys trimmed, order kept"
+        );
+        let flow = &definition.flow;
+        assert_eq!(
+            definition.variants[0].apply(flow.clone()),
+            *flow,
+            "nothing overridden"
+        );
+
+        let deeper = definition.variants[1].apply(flow.clone());
+        assert_eq!(deeper.reasons, flow.reasons);
+        assert_eq!(
+            deeper.offer_for(ReasonCode::TooExpensive),
+            Some(&Offer::Discount {
+                percent: 40,
+                months: 3
+            })
+        );
+        assert_eq!(deeper.copy.title, "Please stay");
+        assert_eq!(deeper.copy.accept_button, "Yes", "the flow's other texts");
+
+        let other_only = definition.variants[2].apply(flow.clone());
+        assert_eq!(other_only.reasons.len(), 1);
         assert!(
-            serde_json::from_value::<SegmentedFlowInput>(
-                json!({"name": "x", "reasons": [], "variants": []})
-            )
+            other_only.offers.is_empty(),
+            "the flow's offer for a reason the variant does not show goes with it"
+        );
+        assert_eq!(other_only.copy, flow.copy);
+
+        // What a variant leaves out is left out of its answer too.
+        assert_eq!(
+            serde_json::to_value(&definition.variants[1]).unwrap(),
+            json!({"key": "deeper", "weight": 1,
+                "offers": {"too_expensive": {"kind": "discount", "percent": 40, "months": 3}},
+                "copy": {"title": "Please stay"}})
+        );
+        let none = segmented(
+            json!({"name": "x", "reasons": [{"code": "other", "label": "x"}], "variants": []}),
+        );
+        assert!(
+            none.unwrap().variants.is_empty(),
+            "an empty list is no experiment"
+        );
+    }
+
+    #[test]
+    fn every_bad_variant_field_is_named() {
+        let fields = |variants: serde_json::Value| match segmented(json!({
+            "name": "x",
+            "reasons": [{"code": "too_expensive", "label": "x"}],
+            "variants": variants,
+        })) {
+            Err(Error::Validation { details, .. }) => {
+                details.into_iter().map(|d| d.field).collect::<Vec<_>>()
+            }
+            other => panic!("expected a validation error, got {other:?}"),
+        };
+        assert_eq!(fields(json!([{"key": "a", "weight": 1}])), ["variants"]);
+        let four: Vec<_> = (0..4)
+            .map(|i| json!({"key": format!("v{i}"), "weight": 1}))
+            .collect();
+        assert_eq!(fields(json!(four)), ["variants"]);
+        assert_eq!(
+            fields(json!([
+                {"key": "a", "weight": 0},
+                {"key": "a", "weight": 10001},
+                {"key": "Big Key", "weight": -3},
+            ])),
+            [
+                "variants[0].weight",
+                "variants[1].key",
+                "variants[1].weight",
+                "variants[2].key",
+                "variants[2].weight",
+            ]
+        );
+        assert_eq!(
+            fields(json!([
+                {"key": "a", "weight": 1, "reasons": []},
+                {"key": "b", "weight": 1,
+                 "reasons": [{"code": "other", "label": " "}],
+                 "offers": {"too_expensive": {"kind": "pause", "max_months": 9}},
+                 "copy": {"title": ""}},
+                {"key": "c", "weight": 1, "offers": {"too_expensive": {"kind": "pause", "max_months": 9}}},
+                {"key": &"k".repeat(33), "weight": 1},
+            ])),
+            [
+                "variants",
+                "variants[0].reasons",
+                "variants[1].reasons[0].label",
+                "variants[1].offers.too_expensive",
+                "variants[1].copy.title",
+                "variants[2].offers.too_expensive.max_months",
+                "variants[3].key",
+            ]
+        );
+        assert!(
+            serde_json::from_value::<SegmentedFlowInput>(json!({
+                "name": "x", "reasons": [],
+                "variants": [{"key": "a", "weight": 1.5}, {"key": "b", "weight": 1}],
+            }))
             .is_err(),
-            "experiments are not accepted yet"
+            "a weight is a whole number"
+        );
+    }
+
+    #[test]
+    fn a_customer_keeps_the_variant_the_shared_draw_gives() {
+        let variants = [variant("a", 62), variant("b", 38)];
+        // SHA-256("f1|ada@shop.io") starts 79c1463d0203f606, which is 62 mod 100: past a's 62.
+        assert_eq!(stable_draw("f1|ada@shop.io") % 100, 62);
+        let key = |variants: &[FlowVariant], email| {
+            variant_for(variants, "f1", Some(email)).map(|v| v.key.clone())
+        };
+        assert_eq!(key(&variants, "ada@shop.io").as_deref(), Some("b"));
+        assert_eq!(
+            key(&[variant("a", 63), variant("b", 37)], "ada@shop.io").as_deref(),
+            Some("a")
+        );
+        for _ in 0..3 {
+            assert_eq!(
+                key(&variants, "ada@shop.io").as_deref(),
+                Some("b"),
+                "stable"
+            );
+        }
+        // Another flow draws again.
+        assert_eq!(stable_draw("f2|ada@shop.io"), stable_draw("f2|ada@shop.io"));
+        assert_ne!(stable_draw("f2|ada@shop.io"), stable_draw("f1|ada@shop.io"));
+        // Without a customer: the baseline, and nothing without an experiment.
+        assert_eq!(variant_for(&variants, "f1", None).unwrap().key, "a");
+        assert_eq!(variant_for(&[], "f1", Some("ada@shop.io")), None);
+    }
+
+    #[test]
+    fn assignment_follows_the_weights_over_ten_thousand_customers() {
+        let shares = |variants: &[FlowVariant]| {
+            let mut counts = vec![0u32; variants.len()];
+            for i in 0..10_000 {
+                let email = format!("customer{i}@shop.example");
+                let chosen = variant_for(variants, "0190f7d2-flow", Some(&email)).unwrap();
+                let at = variants.iter().position(|v| v.key == chosen.key).unwrap();
+                counts[at] += 1;
+            }
+            counts
+                .into_iter()
+                .map(|c| f64::from(c) / 100.0)
+                .collect::<Vec<f64>>()
+        };
+        let near = |got: Vec<f64>, want: &[f64]| {
+            for (g, w) in got.iter().zip(want) {
+                assert!((g - w).abs() <= 2.0, "{got:?} against {want:?}");
+            }
+        };
+        near(shares(&[variant("a", 1), variant("b", 1)]), &[50.0, 50.0]);
+        near(shares(&[variant("a", 70), variant("b", 30)]), &[70.0, 30.0]);
+        near(
+            shares(&[variant("a", 2), variant("b", 1), variant("c", 1)]),
+            &[50.0, 25.0, 25.0],
         );
     }
 

@@ -1,5 +1,6 @@
-//! Cohorts and forecasting (decisions §13), from the trigger-kept monthly aggregates, and the
-//! measured uplift of autopilot against its holdout group.
+//! Cohorts and forecasting (decisions §13), from the trigger-kept monthly aggregates, the
+//! measured uplift of autopilot against its holdout group, and the results of a cancel
+//! flow's experiment (§19), compared by the same rule.
 
 use super::Core;
 use super::access::ProjectAccess;
@@ -7,13 +8,14 @@ use crate::api::analytics::{
     CohortRow, CohortsQuery, ForecastMonth, ForecastQuery, Forecasting, GroupOutcome, HistoryMonth,
     Uplift, UpliftQuery,
 };
+use crate::api::cancel_flow::{FlowResults, FlowResultsQuery};
 use crate::domain::analytics::{self, Group, Month};
 use crate::domain::forecast::{self, Band};
 use crate::domain::lifecycle::EventStatus;
 use crate::domain::role::Permission;
 use crate::error::{Error, Result};
 use crate::store::analytics as store;
-use crate::store::events;
+use crate::store::{cancel_flows, events};
 
 const DEFAULT_MONTHS: i64 = 12;
 const MAX_MONTHS: i64 = 36;
@@ -171,22 +173,61 @@ impl Core {
         let (treatment, control) = (outcome(Group::Treatment), outcome(Group::Control));
         Ok(uplift(treatment, control))
     }
+
+    /// The results of flow `id`'s experiment over the submissions of the last `days` days, in
+    /// the flow's variant order (decisions §19). Counted from the churn events the
+    /// submissions recorded (`flow_id`, `flow_variant`), not from widget sessions: an open
+    /// that ends without a submission is not in `sessions`. A variant key no longer in the
+    /// flow is left out. Another project's flow is not found.
+    pub async fn flow_results(
+        &self,
+        access: &ProjectAccess,
+        id: &str,
+        q: FlowResultsQuery,
+    ) -> Result<FlowResults> {
+        access.authorize(Permission::Read)?;
+        let project_id = &access.project.id;
+        let flow = cancel_flows::flow(self.store.reader(), project_id, id)
+            .await?
+            .ok_or_else(super::cancel_flow::flow_not_found)?;
+        let days = in_range("days", q.days, DEFAULT_DAYS, MAX_DAYS)?;
+        let since = self.now() - chrono::Duration::days(days);
+        let outcomes = cancel_flows::variant_outcomes(
+            self.store.reader(),
+            project_id,
+            id,
+            super::cancel_flow::PROVIDER,
+            since,
+        )
+        .await?;
+        let counts: Vec<(&str, u64, u64)> = flow
+            .definition
+            .variants
+            .iter()
+            .map(|v| {
+                let o = outcomes.iter().find(|o| o.key == v.key);
+                let (saved, cancelled) = o.map(|o| (o.saved, o.cancelled)).unwrap_or_default();
+                (v.key.as_str(), saved, cancelled)
+            })
+            .collect();
+        Ok(FlowResults {
+            variants: analytics::experiment_results(&counts),
+        })
+    }
 }
 
 /// The difference of the two groups' rates and its interval, in points, to two decimals.
 fn uplift(treatment: GroupOutcome, control: GroupOutcome) -> Uplift {
-    let round = |x: f64| (x * 100.0).round() / 100.0;
-    let (low, high) = analytics::newcombe(
+    let d = analytics::difference(
         treatment.recovered,
         treatment.recovered + treatment.lost,
         control.recovered,
         control.recovered + control.lost,
     );
-    let (low, high) = (round(low), round(high));
     Uplift {
-        uplift_points: round(treatment.recovery_rate - control.recovery_rate),
-        ci95: [low, high],
-        significant: low > 0.0 || high < 0.0,
+        uplift_points: d.points,
+        ci95: d.ci95,
+        significant: d.significant,
         treatment,
         control,
     }

@@ -75,23 +75,31 @@ impl Core {
     }
 
     /// The flow a customer with `facts` is shown (decisions §19): the active segmented flow
-    /// of lowest priority whose segment matches, else the default flow (`flow_id: null`).
-    /// A flow deleted between routing and reading it leaves the default.
+    /// of lowest priority whose segment matches, else the default flow (`flow_id: null`);
+    /// in a flow with an experiment, the variant `customer` (a verified email) is assigned,
+    /// or the baseline without one. A flow deleted between routing and reading it leaves the
+    /// default.
     async fn routed_flow(
         &self,
         access: &ProjectAccess,
         facts: &CustomerFacts,
+        customer: Option<&Email>,
     ) -> Result<WidgetFlow> {
         let project_id = &access.project.id;
         let routes = cancel_flows::active_routes(self.store.reader(), project_id).await?;
         if let Some(chosen) = segment::route(&routes, facts)
-            && let Some(flow) =
+            && let Some((flow, variants)) =
                 cancel_flows::flow_config(self.store.reader(), project_id, &chosen.id).await?
         {
+            let shown =
+                cancel_flow::variant_for(&variants, &chosen.id, customer.map(Email::as_str));
             return Ok(WidgetFlow {
-                flow,
+                flow: match shown {
+                    Some(variant) => variant.apply(flow),
+                    None => flow,
+                },
                 flow_id: Some(chosen.id.clone()),
-                variant: None,
+                variant: shown.map(|v| v.key.clone()),
             });
         }
         Ok(WidgetFlow {
@@ -215,7 +223,7 @@ impl Core {
         facts: &CustomerFacts,
     ) -> Result<WidgetFlow> {
         access.authorize(Permission::CancelFlow)?;
-        let flow = self.routed_flow(access, facts).await?;
+        let flow = self.routed_flow(access, facts, verified).await?;
         if let Some(email) = verified {
             cancel_flows::record_open(
                 self.store.writer(),
@@ -247,11 +255,13 @@ impl Core {
             properties: req.properties.clone(),
         }
         .check(&mut v, false);
+        // The caller checked the customer's hash; an email that does not parse is named below.
+        let customer = Email::parse(&req.customer_email).ok();
         let WidgetFlow {
             flow,
             flow_id,
             variant,
-        } = self.routed_flow(access, &facts).await?;
+        } = self.routed_flow(access, &facts, customer.as_ref()).await?;
         let reason = v.check(
             "reason",
             flow.reason(req.reason.trim())
@@ -378,7 +388,7 @@ impl Core {
     }
 }
 
-fn flow_not_found() -> Error {
+pub(super) fn flow_not_found() -> Error {
     Error::NotFound("cancel flow not found".into())
 }
 
@@ -390,6 +400,7 @@ fn flow_view(r: FlowRecord) -> SegmentedFlow {
         segment: r.definition.segment,
         flow: r.definition.flow,
         active: r.definition.active,
+        variants: r.definition.variants,
         created_at: r.created_at,
         updated_at: r.updated_at,
     }

@@ -1,11 +1,12 @@
 //! The `cancel_flows` and `cancel_flow_opens` tables: a project's flow (JSON), and the widget
-//! opens of each customer; `segmented_cancel_flows`, the flows shown by segment (decisions
-//! §19). Every statement takes the project id.
+//! opens of each customer; `segmented_cancel_flows`, the flows shown by segment with their
+//! experiments' variants (decisions §19), and what each variant's submissions ended in.
+//! Every statement takes the project id.
 
 use sqlx::{Any, Executor, FromRow};
 
 use super::{Writes, ts};
-use crate::domain::cancel_flow::{CancelFlow, FlowDefinition};
+use crate::domain::cancel_flow::{CancelFlow, FlowDefinition, FlowVariant};
 use crate::domain::segment::{Routable, Segment};
 use crate::error::{Error, Result};
 use crate::time::{self, Timestamp};
@@ -147,6 +148,7 @@ struct FlowRow {
     segment: String,
     flow: String,
     active: i64,
+    variants: String,
     created_at: String,
     updated_at: String,
 }
@@ -164,6 +166,8 @@ impl FlowRow {
                 segment: serde_json::from_str(&self.segment).map_err(|e| corrupt("segment", e))?,
                 flow: serde_json::from_str(&self.flow).map_err(|e| corrupt("flow", e))?,
                 active: self.active != 0,
+                variants: serde_json::from_str(&self.variants)
+                    .map_err(|e| corrupt("variants", e))?,
             },
             created_at: ts(&self.created_at)?,
             updated_at: ts(&self.updated_at)?,
@@ -173,21 +177,24 @@ impl FlowRow {
     }
 }
 
-const FLOW: &str = "id, project_id, name, priority, segment, flow, active, created_at, updated_at";
+const FLOW: &str =
+    "id, project_id, name, priority, segment, flow, active, variants, created_at, updated_at";
 /// Routing order: priority, then the older flow first.
 const ORDER: &str = "ORDER BY priority, created_at, id";
 
-fn json(definition: &FlowDefinition) -> Result<(String, String)> {
+/// The definition's segment, flow and variants as stored.
+fn json(definition: &FlowDefinition) -> Result<(String, String, String)> {
     Ok((
         serde_json::to_string(&definition.segment).map_err(Error::internal)?,
         serde_json::to_string(&definition.flow).map_err(Error::internal)?,
+        serde_json::to_string(&definition.variants).map_err(Error::internal)?,
     ))
 }
 
 pub async fn insert_flow<'e>(db: impl Writes<'e>, r: &FlowRecord) -> Result<()> {
-    let (segment, flow) = json(&r.definition)?;
+    let (segment, flow, variants) = json(&r.definition)?;
     sqlx::query(&format!(
-        "INSERT INTO segmented_cancel_flows ({FLOW}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+        "INSERT INTO segmented_cancel_flows ({FLOW}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
     ))
     .bind(&r.id)
     .bind(&r.project_id)
@@ -196,6 +203,7 @@ pub async fn insert_flow<'e>(db: impl Writes<'e>, r: &FlowRecord) -> Result<()> 
     .bind(segment)
     .bind(flow)
     .bind(i64::from(r.definition.active))
+    .bind(variants)
     .bind(time::format(&r.created_at))
     .bind(time::format(&r.updated_at))
     .execute(db)
@@ -211,10 +219,11 @@ pub async fn update_flow<'e>(
     definition: &FlowDefinition,
     now: Timestamp,
 ) -> Result<Option<Timestamp>> {
-    let (segment, flow) = json(definition)?;
+    let (segment, flow, variants) = json(definition)?;
     let created: Option<String> = sqlx::query_scalar(
         "UPDATE segmented_cancel_flows SET name = $1, priority = $2, segment = $3, flow = $4, \
-         active = $5, updated_at = $6 WHERE project_id = $7 AND id = $8 RETURNING created_at",
+         active = $5, updated_at = $6, variants = $9 WHERE project_id = $7 AND id = $8 \
+         RETURNING created_at",
     )
     .bind(&definition.name)
     .bind(definition.priority)
@@ -224,6 +233,7 @@ pub async fn update_flow<'e>(
     .bind(time::format(&now))
     .bind(project_id)
     .bind(id)
+    .bind(variants)
     .fetch_optional(db)
     .await?;
     created.as_deref().map(ts).transpose()
@@ -290,19 +300,67 @@ pub async fn active_routes<'e>(
         .collect()
 }
 
-/// The flow's own configuration (reasons, offers, copy...), when the project has it.
+/// The flow's own configuration (reasons, offers, copy...) and its experiment's variants,
+/// when the project has it.
 pub async fn flow_config<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
     id: &str,
-) -> Result<Option<CancelFlow>> {
-    let raw: Option<String> = sqlx::query_scalar(
-        "SELECT flow FROM segmented_cancel_flows WHERE project_id = $1 AND id = $2",
+) -> Result<Option<(CancelFlow, Vec<FlowVariant>)>> {
+    let raw: Option<(String, String)> = sqlx::query_as(
+        "SELECT flow, variants FROM segmented_cancel_flows WHERE project_id = $1 AND id = $2",
     )
     .bind(project_id)
     .bind(id)
     .fetch_optional(db)
     .await?;
-    raw.map(|raw| serde_json::from_str(&raw).map_err(|e| corrupt("flow", e)))
-        .transpose()
+    raw.map(|(flow, variants)| {
+        Ok((
+            serde_json::from_str(&flow).map_err(|e| corrupt("flow", e))?,
+            serde_json::from_str(&variants).map_err(|e| corrupt("variants", e))?,
+        ))
+    })
+    .transpose()
+}
+
+/// Per variant of flow `flow_id`, the submissions of the cancel flow (events of `provider`)
+/// created since `since`: how many the flow saved (recovered via `provider`, an offer
+/// accepted) and how many it did not. Counted by the database: one row per variant recorded.
+pub async fn variant_outcomes<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    flow_id: &str,
+    provider: &str,
+    since: Timestamp,
+) -> Result<Vec<VariantOutcome>> {
+    let rows: Vec<(String, i64, i64)> = sqlx::query_as(
+        "SELECT flow_variant, \
+           SUM(CASE WHEN recovered_via = $3 THEN 1 ELSE 0 END), \
+           SUM(CASE WHEN recovered_via = $3 THEN 0 ELSE 1 END) \
+         FROM churn_events WHERE project_id = $1 AND flow_id = $2 AND created_at >= $4 \
+           AND provider = $3 AND flow_variant IS NOT NULL \
+         GROUP BY flow_variant",
+    )
+    .bind(project_id)
+    .bind(flow_id)
+    .bind(provider)
+    .bind(time::format(&since))
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(key, saved, cancelled)| VariantOutcome {
+            key,
+            saved: u64::try_from(saved).unwrap_or_default(),
+            cancelled: u64::try_from(cancelled).unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// One variant's submissions in a results window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VariantOutcome {
+    pub key: String,
+    pub saved: u64,
+    pub cancelled: u64,
 }

@@ -1,7 +1,9 @@
-//! Cancel flows shown by segment and priority (decisions §19), and the flow the widget is
-//! shown for a customer.
+//! Cancel flows shown by segment and priority (decisions §19), the results of their
+//! experiments, and the flow the widget is shown for a customer.
 
-use churn_core::api::cancel_flow::{ConfigQuery, SegmentedFlow, WidgetFlow};
+use churn_core::api::cancel_flow::{
+    ConfigQuery, FlowResults, FlowResultsQuery, SegmentedFlow, WidgetFlow,
+};
 use churn_core::domain::cancel_flow::SegmentedFlowInput;
 use reqwest::Method;
 
@@ -32,7 +34,24 @@ impl Client {
             .await
     }
 
-    /// Creates a flow shown to the customers of its segment (admins).
+    /// The results of a flow's experiment over `query.days` (default 90): each variant's
+    /// submissions, saved and cancelled, and its save rate against the first variant's.
+    pub async fn cancel_flow_results(
+        &self,
+        slug: &str,
+        id: &str,
+        query: &FlowResultsQuery,
+    ) -> Result<FlowResults, Error> {
+        let path = format!("{}/results", flow_path(slug, id));
+        let response = self
+            .send_query(Method::GET, &path, Some(query), None::<&()>)
+            .await?;
+        let envelope: Data<FlowResults> = decode(response).await?;
+        Ok(envelope.data)
+    }
+
+    /// Creates a flow shown to the customers of its segment (admins); its `variants`, when
+    /// given, make an experiment.
     pub async fn create_cancel_flow(
         &self,
         slug: &str,

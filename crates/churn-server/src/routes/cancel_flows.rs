@@ -1,16 +1,16 @@
 //! `/projects/{slug}/cancel-flows`: cancel flows shown by segment and priority, besides the
-//! project's default flow (decisions §19). Every role reads; admins write; a session only, as
-//! the default flow's configuration.
+//! project's default flow, and the results of their experiments (decisions §19). Every role
+//! reads; admins write; a session only, as the default flow's configuration.
 
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use churn_core::api::cancel_flow::SegmentedFlow;
+use churn_core::api::cancel_flow::{FlowResults, FlowResultsQuery, SegmentedFlow};
 use churn_core::api::{Data, ErrorBody};
 use churn_core::domain::cancel_flow::SegmentedFlowInput;
 
 use crate::error::ApiResult;
-use crate::extract::{AdminProject, ApiJson, ProjectScope};
+use crate::extract::{AdminProject, ApiJson, ApiQuery, ProjectScope};
 use crate::state::AppState;
 
 #[utoipa::path(get, path = "/projects/{slug}/cancel-flows", operation_id = "list_cancel_flows", tag = "cancel flow", security(("bearer" = [])),
@@ -30,7 +30,7 @@ pub async fn list(
 #[utoipa::path(post, path = "/projects/{slug}/cancel-flows", operation_id = "create_cancel_flow", tag = "cancel flow", security(("bearer" = [])),
     params(("slug" = String, Path, description = "project slug or id")), request_body = SegmentedFlowInput,
     responses((status = 201, description = "the flow as stored, defaults filled in", body = Data<SegmentedFlow>),
-        (status = 400, description = "VALIDATION_ERROR naming each bad field (`name`, `segment.mrr_min`, `offers.too_expensive.percent`, ...); `variants` is not accepted yet", body = ErrorBody),
+        (status = 400, description = "VALIDATION_ERROR naming each bad field (`name`, `segment.mrr_min`, `offers.too_expensive.percent`, `variants[1].weight`, ...)", body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn create(
     State(s): State<AppState>,
@@ -85,4 +85,22 @@ pub async fn delete(
 ) -> ApiResult<StatusCode> {
     s.churn.core().delete_segmented_flow(&access, &id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The results of the flow's experiment: each variant's submissions, saved and cancelled, and
+/// its save rate against the first variant's.
+#[utoipa::path(get, path = "/projects/{slug}/cancel-flows/{id}/results", operation_id = "get_cancel_flow_results", tag = "cancel flow", security(("bearer" = [])),
+    params(("slug" = String, Path, description = "project slug or id"), ("id" = String, Path), FlowResultsQuery),
+    responses((status = 200, description = "in the flow's variant order; empty for a flow without an experiment", body = Data<FlowResults>),
+        (status = 400, description = "VALIDATION_ERROR: `days` out of 1–365", body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
+pub async fn results(
+    State(s): State<AppState>,
+    ProjectScope(access): AdminProject,
+    Path((_, id)): Path<(String, String)>,
+    ApiQuery(q): ApiQuery<FlowResultsQuery>,
+) -> ApiResult<Json<Data<FlowResults>>> {
+    Ok(Json(Data::new(
+        s.churn.core().flow_results(&access, &id, q).await?,
+    )))
 }

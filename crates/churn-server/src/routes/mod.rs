@@ -89,6 +89,7 @@ pub fn service(
             cancel_flows::put,
             cancel_flows::delete
         ))
+        .routes(routes!(cancel_flows::results))
         .routes(routes!(email_rules::list_suppressions))
         .routes(routes!(email_rules::delete_suppression))
         .routes(routes!(

@@ -20,10 +20,10 @@ both_backends!(
     the_outcome_webhook_names_the_flow,
 );
 
-const FLOWS: &str = "/projects/acme/cancel-flows";
+pub const FLOWS: &str = "/projects/acme/cancel-flows";
 const DANA: &str = "dana@customer.example";
 
-fn flow(name: &str, priority: i64, segment: Value) -> Value {
+pub fn flow(name: &str, priority: i64, segment: Value) -> Value {
     json!({
         "name": name,
         "priority": priority,
@@ -33,7 +33,7 @@ fn flow(name: &str, priority: i64, segment: Value) -> Value {
     })
 }
 
-async fn create(app: &TestApp, token: &str, body: &Value) -> Value {
+pub async fn create(app: &TestApp, token: &str, body: &Value) -> Value {
     app.expect(
         app.req(Method::POST, FLOWS).bearer_auth(token).json(body),
         201,
@@ -42,7 +42,7 @@ async fn create(app: &TestApp, token: &str, body: &Value) -> Value {
         .clone()
 }
 
-async fn public_key(app: &TestApp, token: &str) -> String {
+pub async fn public_key(app: &TestApp, token: &str) -> String {
     app.expect(
         app.req(Method::GET, "/projects/acme").bearer_auth(token),
         200,
@@ -155,7 +155,7 @@ async fn flows_are_configured_by_admins_and_read_by_every_role(backend: Backend)
             "offers.too_expensive.percent",
         ]
     );
-    // Experiments are not accepted yet.
+    // An experiment holds 2 to 3 variants (the rest of theirs: `cancel_flow_experiments`).
     let mut with_variants = flow("A/B", 1, json!({}));
     with_variants["variants"] = json!([{"key": "a", "weight": 50}]);
     let refused = app

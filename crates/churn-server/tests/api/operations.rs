@@ -196,6 +196,7 @@ async fn openapi_covers_every_route(backend: Backend) {
         ("/api/v1/projects/{slug}/cancel-flows/{id}", "get"),
         ("/api/v1/projects/{slug}/cancel-flows/{id}", "put"),
         ("/api/v1/projects/{slug}/cancel-flows/{id}", "delete"),
+        ("/api/v1/projects/{slug}/cancel-flows/{id}/results", "get"),
         ("/api/v1/cancel-flow/config/{publicKey}", "get"),
         ("/api/v1/cancel-flow/config/{publicKey}", "options"),
         ("/api/v1/cancel-flow/reasons", "post"),

@@ -527,6 +527,14 @@ fn families() -> Vec<Family> {
             Nothing,
             |_| (M::DELETE, format!("{P}/cancel-flows/{UNKNOWN}"), None),
         ),
+        f(
+            "cancel flows: experiment results",
+            Role::Viewer,
+            false,
+            404,
+            Nothing,
+            |_| (M::GET, format!("{P}/cancel-flows/{UNKNOWN}/results"), None),
+        ),
         // Team (decisions §14).
         f("members: list", Role::Viewer, false, 200, Nothing, |_| {
             (M::GET, format!("{P}/members"), None)
