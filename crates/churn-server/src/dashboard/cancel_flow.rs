@@ -241,6 +241,7 @@ impl FlowForm {
                     months: of("discount", &row.months),
                     max_months: of("pause", &row.max_months),
                     plan: (kind == "downgrade").then(|| row.plan.value.clone()),
+                    ..OfferInput::default()
                 },
             );
         }
@@ -274,6 +275,7 @@ impl FlowForm {
             copy: serde_json::from_value::<CopyInput>(copy.into()).ok(),
             colors: Some(colors),
             language: given(&self.language),
+            compliance_mode: None,
         };
         (input, names)
     }
