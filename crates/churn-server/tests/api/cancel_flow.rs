@@ -893,7 +893,7 @@ fn form_of(request: &wiremock::Request) -> Vec<(String, String)> {
     pairs
 }
 
-fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
+pub(crate) fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
     expected
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -902,7 +902,7 @@ fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
 
 impl Setup {
     /// Submits `body` signed for its customer; 201.
-    async fn submit(&self, body: Value) -> Value {
+    pub(crate) async fn submit(&self, body: Value) -> Value {
         let secret = identity_secret(&self.app, &self.token, "acme").await;
         self.app
             .expect(
@@ -926,7 +926,7 @@ impl Setup {
     }
 
     /// The subscriptions whose owner was read (`GET … ?expand[]=customer`), in order.
-    async fn checks(&self) -> Vec<String> {
+    pub(crate) async fn checks(&self) -> Vec<String> {
         let received = self.fake.mock.received_requests().await.unwrap();
         received
             .into_iter()
@@ -935,7 +935,7 @@ impl Setup {
             .collect()
     }
 
-    async fn event(&self, id: &Value) -> Value {
+    pub(crate) async fn event(&self, id: &Value) -> Value {
         self.app
             .expect(
                 self.app
@@ -951,7 +951,7 @@ impl Setup {
     }
 
     /// The changes the fake received since the `from`th, as (path, sorted form pairs).
-    async fn calls_since(&self, from: usize) -> Vec<(String, Vec<(String, String)>)> {
+    pub(crate) async fn calls_since(&self, from: usize) -> Vec<(String, Vec<(String, String)>)> {
         let received = self.posts().await;
         for r in &received[from..] {
             assert_eq!(
@@ -967,7 +967,7 @@ impl Setup {
     }
 
     /// How many changes the fake received.
-    async fn received(&self) -> usize {
+    pub(crate) async fn received(&self) -> usize {
         self.posts().await.len()
     }
 
@@ -998,7 +998,7 @@ impl Setup {
 
 /// Answers the ownership check of `sub` (`GET /v1/subscriptions/{sub}?expand[]=customer`)
 /// with a customer of `email`.
-async fn owned_by(s: &Setup, sub: &str, email: &str) {
+pub(crate) async fn owned_by(s: &Setup, sub: &str, email: &str) {
     Mock::given(method("GET"))
         .and(path(format!("/v1/subscriptions/{sub}")))
         .and(query_param("expand[]", "customer"))

@@ -10,6 +10,7 @@ mod autopilot;
 mod background;
 mod behavior;
 mod cancel_flow;
+mod cancel_offers;
 mod cancel_flows;
 mod card_update;
 mod contract;
