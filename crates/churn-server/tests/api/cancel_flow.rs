@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, ResponseTemplate};
 
+use crate::cancel_offers::without_offer_cooldown;
 use crate::helpers::{Backend, Options, TestApp, acme_owner, fields};
 use crate::providers::A_KEY;
 use crate::webhooks::{Setup, fixture, setup};
@@ -336,6 +337,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     let token = acme_owner(&app).await;
     let (public, _) = acme_keys(&app, &token).await;
     let secret = identity_secret(&app, &token, "acme").await;
+    without_offer_cooldown(&app, &token).await;
 
     // By header: the discount accepted recovers the event.
     let mut body = submission("too_expensive");
@@ -1033,6 +1035,7 @@ async fn mount_coupon_and_subscription(s: &Setup, sub: &str) {
 
 async fn accepted_offers_are_applied_at_stripe(backend: Backend) {
     let s = setup(backend).await;
+    without_offer_cooldown(&s.app, &s.token).await;
     // The setup's own jobs (emails), so that those counted below are the offers'.
     s.app.run_jobs().await;
     // The last day of a month: a pause of 2 calendar months ends on the last of February.

@@ -39,6 +39,12 @@ async fn set_clock(s: &Setup) {
         .await;
 }
 
+/// Lets a customer accept one offer after another (the default cooldown refuses it): for
+/// tests of something else than the cooldown.
+pub(crate) async fn without_offer_cooldown(app: &TestApp, token: &str) {
+    configure(app, token, json!({"offer_cooldown_days": 0})).await;
+}
+
 async fn configure(app: &TestApp, token: &str, settings: Value) {
     app.expect(
         app.req(Method::PATCH, "/projects/acme")
@@ -112,7 +118,7 @@ async fn trial_extensions_and_plan_changes_are_applied_at_stripe(backend: Backen
     set_clock(&s).await;
     new_offers_flow(&s.app, &s.token).await;
     // Dana accepts several offers here: the cooldown is another test's.
-    configure(&s.app, &s.token, json!({"offer_cooldown_days": 0})).await;
+    without_offer_cooldown(&s.app, &s.token).await;
     // 2026-03-05T00:00:00Z, later than now.
     subscription(&s, "sub_trial", Some(1_772_668_800), &["si_1"]).await;
     // A trial that ended in the past, and none at all: both count from now.
@@ -184,7 +190,7 @@ async fn provider_errors_of_the_new_offers_are_kept_on_the_event(backend: Backen
     s.app.run_jobs().await;
     set_clock(&s).await;
     new_offers_flow(&s.app, &s.token).await;
-    configure(&s.app, &s.token, json!({"offer_cooldown_days": 0})).await;
+    without_offer_cooldown(&s.app, &s.token).await;
     subscription(&s, "sub_1", None, &["si_1"]).await;
     changes_answer(
         &s,
@@ -232,7 +238,7 @@ async fn contact_and_redirect_offers_are_shown_and_recorded(backend: Backend) {
     let s = setup(backend).await;
     set_clock(&s).await;
     new_offers_flow(&s.app, &s.token).await;
-    configure(&s.app, &s.token, json!({"offer_cooldown_days": 0})).await;
+    without_offer_cooldown(&s.app, &s.token).await;
     let config = s
         .app
         .expect(
@@ -285,7 +291,7 @@ async fn contact_and_redirect_offers_are_shown_and_recorded(backend: Backend) {
 async fn new_offers_are_not_applied_through_razorpay(backend: Backend) {
     let s = setup(backend).await;
     new_offers_flow(&s.app, &s.token).await;
-    configure(&s.app, &s.token, json!({"offer_cooldown_days": 0})).await;
+    without_offer_cooldown(&s.app, &s.token).await;
     s.app
         .expect(
             s.app
