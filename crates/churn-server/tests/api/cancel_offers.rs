@@ -388,6 +388,32 @@ async fn every_new_field_is_validated(backend: Backend) {
         .await;
     assert_eq!(project["data"]["settings"]["offer_cooldown_days"], 180);
     configure(&app, &token, json!({"offer_cooldown_days": 3650})).await;
+
+    // The OpenAPI document describes them.
+    let document = app.expect(app.req(Method::GET, "/openapi.json"), 200).await;
+    let schemas = &document["components"]["schemas"];
+    let kinds = schemas["OfferKind"]["enum"].as_array().unwrap();
+    for kind in ["trial_extension", "plan_change", "contact", "redirect"] {
+        assert!(kinds.contains(&json!(kind)), "{kind}");
+    }
+    for (schema, property) in [
+        ("OfferInput", "days"),
+        ("OfferInput", "price_id"),
+        ("OfferInput", "url"),
+        ("OfferInput", "email"),
+        ("OfferInput", "label"),
+        ("CancelFlowInput", "compliance_mode"),
+        ("SegmentedFlowInput", "compliance_mode"),
+        ("CancelFlow", "compliance_mode"),
+        ("SettingsPatch", "offer_cooldown_days"),
+        ("ProjectSettings", "offer_cooldown_days"),
+        ("OfferOutcome", "days"),
+    ] {
+        assert!(
+            schemas[schema]["properties"][property].is_object(),
+            "{schema}.{property}"
+        );
+    }
 }
 
 async fn the_offer_cooldown_hides_offers_and_refuses_accepting_them(backend: Backend) {
