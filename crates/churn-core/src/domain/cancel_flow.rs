@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::email::Email;
 use super::retry::Waits;
 use super::segment::{Segment, SegmentInput};
 use super::settings::ProjectSettings;
 use super::strategy::ReasonCode;
-use super::email::Email;
 use super::validation::{Validator, https_url, required_line, required_text};
 use crate::error::Result;
 use crate::time::Timestamp;
@@ -112,7 +112,11 @@ pub struct OfferInput {
     #[schema(minimum = 1, maximum = 90)]
     pub days: Option<i64>,
     /// Plan change: the provider's price the subscription moves to.
-    #[schema(min_length = 1, max_length = 200, pattern = r"^[^\x00-\x1f\x7f-\x9f]*\S")]
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*\S"
+    )]
     pub price_id: Option<String>,
     /// Contact (or `email`) and redirect: an https URL.
     #[schema(max_length = 500, pattern = r"^[Hh][Tt][Tt][Pp][Ss]://")]
@@ -496,10 +500,7 @@ impl SegmentedFlowInput {
 
 impl OfferInput {
     fn validate(self, field: &str, v: &mut Validator) -> Option<Offer> {
-        let Some(kind) = OfferKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == self.kind)
-        else {
+        let Some(kind) = OfferKind::ALL.into_iter().find(|k| k.as_str() == self.kind) else {
             let kinds: Vec<&str> = OfferKind::ALL.iter().map(|k| k.as_str()).collect();
             v.add(
                 &format!("{field}.kind"),
@@ -967,12 +968,13 @@ mod tests {
 
     #[test]
     fn compliance_mode_defaults_to_off_also_for_stored_flows() {
-        let on = input(json!({"reasons": [{"code": "other", "label": "x"}], "compliance_mode": true}))
-            .validate(&ProjectSettings::default())
-            .unwrap();
+        let on =
+            input(json!({"reasons": [{"code": "other", "label": "x"}], "compliance_mode": true}))
+                .validate(&ProjectSettings::default())
+                .unwrap();
         assert!(on.compliance_mode);
-        let mut stored = serde_json::to_value(CancelFlow::default_for(&ProjectSettings::default()))
-            .unwrap();
+        let mut stored =
+            serde_json::to_value(CancelFlow::default_for(&ProjectSettings::default())).unwrap();
         stored.as_object_mut().unwrap().remove("compliance_mode");
         let read: CancelFlow = serde_json::from_value(stored).unwrap();
         assert!(!read.compliance_mode);
@@ -1002,7 +1004,10 @@ mod tests {
         let at = |s: &str| crate::time::parse(s).unwrap();
         let now = at("2026-07-01T00:00:00Z");
         let accepted = Some(at("2026-01-02T00:00:00Z"));
-        assert!(in_offer_cooldown(accepted, 180, now), "180 days ago is inside");
+        assert!(
+            in_offer_cooldown(accepted, 180, now),
+            "180 days ago is inside"
+        );
         assert!(!in_offer_cooldown(accepted, 179, now));
         assert!(!in_offer_cooldown(accepted, 0, now), "0 is no cooldown");
         assert!(!in_offer_cooldown(None, 3650, now));

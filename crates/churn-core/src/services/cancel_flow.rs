@@ -302,7 +302,11 @@ impl Core {
         record.flow_variant = variant;
         // A customer within the offer cooldown is offered nothing, and cannot accept.
         let offer = match offer {
-            Some(_) if self.in_offer_cooldown(access, &record.customer_email).await? => {
+            Some(_)
+                if self
+                    .in_offer_cooldown(access, &record.customer_email)
+                    .await? =>
+            {
                 if req.offer_accepted == Some(true) {
                     return Err(Error::Conflict(
                         "this customer accepted an offer recently and is offered none until \

@@ -155,7 +155,10 @@ async fn trial_extensions_and_plan_changes_are_applied_at_stripe(backend: Backen
         s.calls_since(before).await,
         [(
             "/v1/subscriptions/sub_ended".to_owned(),
-            pairs(&[("proration_behavior", "none"), ("trial_end", &seven_days_on)])
+            pairs(&[
+                ("proration_behavior", "none"),
+                ("trial_end", &seven_days_on)
+            ])
         )]
     );
 
@@ -170,7 +173,10 @@ async fn trial_extensions_and_plan_changes_are_applied_at_stripe(backend: Backen
         s.calls_since(before).await,
         [(
             "/v1/subscriptions/sub_paid".to_owned(),
-            pairs(&[("items[0][id]", "si_pro"), ("items[0][price]", "price_starter")])
+            pairs(&[
+                ("items[0][id]", "si_pro"),
+                ("items[0][price]", "price_starter")
+            ])
         )]
     );
     let keys: Vec<String> = s.fake.mock.received_requests().await.unwrap()[..]
@@ -178,7 +184,10 @@ async fn trial_extensions_and_plan_changes_are_applied_at_stripe(backend: Backen
         .filter(|r| r.method.as_str() == "POST")
         .map(|r| r.headers["idempotency-key"].to_str().unwrap().to_owned())
         .collect();
-    assert!(keys[0].ends_with("-trial") && keys[2].ends_with("-plan"), "{keys:?}");
+    assert!(
+        keys[0].ends_with("-trial") && keys[2].ends_with("-plan"),
+        "{keys:?}"
+    );
     // The jobs stored with the events find them applied and call nothing.
     let before = s.received().await;
     assert!(s.app.run_jobs().await >= 3);
@@ -242,8 +251,10 @@ async fn contact_and_redirect_offers_are_shown_and_recorded(backend: Backend) {
     let config = s
         .app
         .expect(
-            s.app
-                .req(Method::GET, &format!("/cancel-flow/config/{}", s.public_key)),
+            s.app.req(
+                Method::GET,
+                &format!("/cancel-flow/config/{}", s.public_key),
+            ),
             200,
         )
         .await;
@@ -366,7 +377,10 @@ async fn every_new_field_is_validated(backend: Backend) {
         ]
     );
     let error = app
-        .expect(put(json!({"reasons": reasons, "compliance_mode": "yes"})), 400)
+        .expect(
+            put(json!({"reasons": reasons, "compliance_mode": "yes"})),
+            400,
+        )
         .await;
     assert_eq!(error["error"]["code"], "VALIDATION_ERROR");
     for days in [-1, 3651] {
@@ -483,12 +497,7 @@ async fn the_offer_cooldown_hides_offers_and_refuses_accepting_them(backend: Bac
 async fn compliance_mode_is_kept_on_default_and_segmented_flows(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
-    let flow = |path: &str| {
-        app.expect(
-            app.req(Method::GET, path).bearer_auth(&token),
-            200,
-        )
-    };
+    let flow = |path: &str| app.expect(app.req(Method::GET, path).bearer_auth(&token), 200);
     assert_eq!(
         flow("/projects/acme/cancel-flow").await["data"]["compliance_mode"],
         false
@@ -511,8 +520,10 @@ async fn compliance_mode_is_kept_on_default_and_segmented_flows(backend: Backend
         .expect(
             app.req(Method::POST, "/projects/acme/cancel-flows")
                 .bearer_auth(&token)
-                .json(&json!({"name": "Yearly", "reasons": reasons, "compliance_mode": true,
-                    "segment": {"billing_interval": "year"}})),
+                .json(
+                    &json!({"name": "Yearly", "reasons": reasons, "compliance_mode": true,
+                    "segment": {"billing_interval": "year"}}),
+                ),
             201,
         )
         .await;
@@ -522,7 +533,10 @@ async fn compliance_mode_is_kept_on_default_and_segmented_flows(backend: Backend
         .as_str()
         .unwrap()
         .to_owned();
-    let config = flow(&format!("/cancel-flow/config/{public}?billing_interval=year")).await;
+    let config = flow(&format!(
+        "/cancel-flow/config/{public}?billing_interval=year"
+    ))
+    .await;
     assert_eq!(config["data"]["flow_id"], id);
     assert_eq!(config["data"]["compliance_mode"], true);
     let replaced = app
