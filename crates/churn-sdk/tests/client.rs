@@ -741,20 +741,38 @@ async fn cancel_flow_configuration_and_submission(backend: Backend) {
     assert_eq!(ada.cancel_flow("acme").await.unwrap().reasons.len(), 8);
 
     let flow = CancelFlowInput {
-        reasons: vec![ReasonInput {
-            code: "too_expensive".into(),
-            label: "Too pricey".into(),
-        }],
-        offers: [(
-            "too_expensive".to_owned(),
-            OfferInput {
-                kind: "discount".into(),
-                percent: Some(25),
-                months: Some(2),
-                ..OfferInput::default()
+        reasons: vec![
+            ReasonInput {
+                code: "too_expensive".into(),
+                label: "Too pricey".into(),
             },
-        )]
+            ReasonInput {
+                code: "missing_features".into(),
+                label: "Missing features".into(),
+            },
+        ],
+        offers: [
+            (
+                "too_expensive".to_owned(),
+                OfferInput {
+                    kind: "discount".into(),
+                    percent: Some(25),
+                    months: Some(2),
+                    ..OfferInput::default()
+                },
+            ),
+            (
+                "missing_features".to_owned(),
+                OfferInput {
+                    kind: "redirect".into(),
+                    url: Some("https://acme.io/roadmap".into()),
+                    label: Some("Our roadmap".into()),
+                    ..OfferInput::default()
+                },
+            ),
+        ]
         .into(),
+        compliance_mode: Some(true),
         ..CancelFlowInput::default()
     };
     let stored = ada.set_cancel_flow("acme", &flow).await.unwrap();
@@ -765,6 +783,14 @@ async fn cancel_flow_configuration_and_submission(backend: Backend) {
             months: 2
         }
     );
+    assert_eq!(
+        stored.offers["missing_features"],
+        Offer::Redirect {
+            url: "https://acme.io/roadmap".into(),
+            label: "Our roadmap".into()
+        }
+    );
+    assert!(stored.compliance_mode);
     assert_eq!(ada.cancel_flow("acme").await.unwrap(), stored);
     let refused = ada
         .set_cancel_flow("acme", &CancelFlowInput::default())

@@ -19,6 +19,9 @@
  * leak), takes the focus when it opens and keeps it inside (Tab and Shift+Tab cycle), closes
  * on Escape and gives the focus back. Texts and colours come from the project's flow.
  *
+ * A flow in compliance mode (click-to-cancel) shows a "Cancel now" button on every step,
+ * which records the cancellation at once.
+ *
  * ChurnCancelFlow.preview(flow, reason?) shows a flow handed to it instead, for churn's
  * dashboard: nothing is fetched or stored, the focus is left where it is, and the next call
  * replaces the dialog; with `reason` it opens on that reason's offer.
@@ -31,7 +34,7 @@
   const DEFAULT_API_BASE = SCRIPT_URL ? new URL("../../api/v1", SCRIPT_URL).href : "/api/v1";
   const HEX = /^#([0-9a-f]{3}|[0-9a-f]{6})$/i;
   const FOCUSABLE =
-    'button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
+    'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
 
   let current = null;
   // Closes the dialog a preview shows.
@@ -52,7 +55,7 @@
     return el;
   }
 
-  /** Fills {percent}, {months}, {max_months} and {plan} from the offer. */
+  /** Fills {percent}, {months}, {max_months}, {days} and {plan} from the offer. */
   function fill(text, offer) {
     return text.replace(/\{(\w+)\}/g, (whole, name) =>
       offer[name] === undefined ? whole : String(offer[name]),
@@ -97,6 +100,7 @@
       button[disabled] { opacity: 0.5; cursor: not-allowed; }
       :focus { outline: none; }
       :focus-visible, .reason:focus-within { outline: 3px solid ${primary}; outline-offset: 2px; }
+      a { color: ${primary}; font-weight: 600; word-break: break-all; }
       .error { color: #b91c1c; font-weight: 600; }
       .error:empty { display: none; }
       @media (max-width: 420px) {
@@ -258,6 +262,28 @@
         return h("button", { type: "button", class: kind, onclick, ...(extra || {}) }, label);
       }
 
+      // Click-to-cancel: in compliance mode every step offers to cancel at once, through the
+      // same submission as declining the offer. Before a reason is chosen it records "other"
+      // when the flow has it, else the flow's first reason (the service requires one).
+      function cancelNow(reason, feedback, errorSlot) {
+        if (!flow.compliance_mode) return null;
+        const fallback = flow.reasons.some((r) => r.code === "other") ? "other" : flow.reasons[0].code;
+        return button(copy.cancel_now_button, "secondary", () =>
+          submit(reason() || fallback, feedback(), false, null, errorSlot),
+        { "data-cancel-now": "" });
+      }
+
+      /** The link a contact or redirect offer shows; only https and mailto are followed. */
+      function offerLink(offer) {
+        let href = null;
+        let text = null;
+        if (offer.kind === "redirect") [href, text] = [offer.url, offer.label];
+        else if (offer.kind === "contact" && offer.url) [href, text] = [offer.url, offer.url];
+        else if (offer.kind === "contact" && offer.email) [href, text] = [`mailto:${offer.email}`, offer.email];
+        if (!href || !/^(https:\/\/|mailto:)/i.test(href)) return null;
+        return h("p", {}, h("a", { href, target: "_blank", rel: "noopener noreferrer", text }));
+      }
+
       async function submit(reason, feedback, accepted, pauseMonths, errorSlot) {
         busy = true;
         dialog.setAttribute("aria-busy", "true");
@@ -327,7 +353,11 @@
           h("label", { class: "field", for: "churn-cf-feedback", text: copy.feedback_label }),
           feedbackBox,
           errorSlot,
-          actions(button(copy.close_button, "secondary", close), proceed),
+          actions(
+            button(copy.close_button, "secondary", close),
+            cancelNow(() => chosen, () => feedbackBox.value.trim(), errorSlot),
+            proceed,
+          ),
         );
       }
 
@@ -337,6 +367,10 @@
           discount: copy.discount_text,
           pause: copy.pause_text,
           downgrade: copy.downgrade_text,
+          trial_extension: copy.trial_extension_text,
+          plan_change: copy.plan_change_text,
+          contact: copy.contact_text,
+          redirect: copy.redirect_text,
         }[offer.kind];
         let months = null;
         if (offer.kind === "pause") {
@@ -349,10 +383,12 @@
         screen(
           h("p", { class: "field", text: copy.offer_title, id: "churn-cf-offer-title" }),
           h("p", { text: fill(text || "", offer), id: "churn-cf-offer" }),
+          offerLink(offer),
           months && h("label", { class: "field", for: "churn-cf-pause", text: copy.pause_months_label }),
           months,
           errorSlot,
           actions(
+            cancelNow(() => reason, () => feedback, errorSlot),
             button(copy.decline_button, "secondary", () =>
               submit(reason, feedback, false, pauseMonths(), errorSlot),
             ),

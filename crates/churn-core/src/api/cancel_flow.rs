@@ -88,6 +88,19 @@ pub struct OfferOutcome {
     pub pause_months: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub days: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_id: Option<String>,
+    /// A contact's or redirect's link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// A contact's address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// A redirect's link text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     /// `false` when not accepted, or when applying it at the provider failed or was not possible.
     pub applied: bool,
 }

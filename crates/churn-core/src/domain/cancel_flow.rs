@@ -8,11 +8,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::analytics::stable_draw;
+use super::email::Email;
 use super::retry::Waits;
 use super::segment::{Segment, SegmentInput};
 use super::settings::ProjectSettings;
 use super::strategy::ReasonCode;
-use super::validation::{Validator, required_line, required_text};
+use super::validation::{Validator, https_url, required_line, required_text};
 use crate::error::Result;
 use crate::time::Timestamp;
 
@@ -33,6 +34,9 @@ pub const MAX_PLAN: usize = 200;
 pub const DISCOUNT_PERCENT: (i64, i64) = (1, 90);
 pub const DISCOUNT_MONTHS: (i64, i64) = (1, 24);
 pub const PAUSE_MONTHS: (i64, i64) = (1, 6);
+pub const TRIAL_EXTENSION_DAYS: (i64, i64) = (1, 90);
+pub const MAX_PRICE_ID: usize = 200;
+pub const MAX_OFFER_URL: usize = 500;
 /// The pause of the default flow for `dont_need_anymore`.
 const DEFAULT_PAUSE_MONTHS: i64 = 3;
 
@@ -46,6 +50,10 @@ pub struct CancelFlow {
     pub colors: FlowColors,
     /// An IETF language tag such as `en`.
     pub language: String,
+    /// Click-to-cancel (decisions §19): every step shows a "Cancel now" control that cancels
+    /// at once. Flows stored before it existed read as `false`.
+    #[serde(default)]
+    pub compliance_mode: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -66,6 +74,19 @@ pub enum Offer {
     Pause { max_months: i64 },
     /// A cheaper plan.
     Downgrade { plan: String },
+    /// `days` more of the trial (decisions §19).
+    TrialExtension { days: i64 },
+    /// Another plan: the subscription's price becomes `price_id`.
+    PlanChange { plan: String, price_id: String },
+    /// A way to reach the business: exactly one of an https `url` and an `email`.
+    Contact {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        email: Option<String>,
+    },
+    /// A link the widget shows (https), labelled `label`.
+    Redirect { url: String, label: String },
     /// Nothing is offered.
     None,
 }
@@ -85,9 +106,28 @@ pub struct OfferInput {
     /// Pause: 1–6.
     #[schema(minimum = 1, maximum = 6)]
     pub max_months: Option<i64>,
-    /// Downgrade: the plan offered instead.
+    /// Downgrade and plan change: the plan offered instead.
     #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub plan: Option<String>,
+    /// Trial extension: 1–90.
+    #[schema(minimum = 1, maximum = 90)]
+    pub days: Option<i64>,
+    /// Plan change: the provider's price the subscription moves to.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*\S"
+    )]
+    pub price_id: Option<String>,
+    /// Contact (or `email`) and redirect: an https URL.
+    #[schema(max_length = 500, pattern = r"^[Hh][Tt][Tt][Pp][Ss]://")]
+    pub url: Option<String>,
+    /// Contact (or `url`): an email address.
+    #[schema(format = Email, max_length = 254)]
+    pub email: Option<String>,
+    /// Redirect: the link's text.
+    #[schema(min_length = 1, max_length = 100, pattern = r"\S")]
+    pub label: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -96,7 +136,37 @@ pub enum OfferKind {
     Discount,
     Pause,
     Downgrade,
+    TrialExtension,
+    PlanChange,
+    Contact,
+    Redirect,
     None,
+}
+
+impl OfferKind {
+    const ALL: [OfferKind; 8] = [
+        OfferKind::Discount,
+        OfferKind::Pause,
+        OfferKind::Downgrade,
+        OfferKind::TrialExtension,
+        OfferKind::PlanChange,
+        OfferKind::Contact,
+        OfferKind::Redirect,
+        OfferKind::None,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OfferKind::Discount => "discount",
+            OfferKind::Pause => "pause",
+            OfferKind::Downgrade => "downgrade",
+            OfferKind::TrialExtension => "trial_extension",
+            OfferKind::PlanChange => "plan_change",
+            OfferKind::Contact => "contact",
+            OfferKind::Redirect => "redirect",
+            OfferKind::None => "none",
+        }
+    }
 }
 
 impl Offer {
@@ -105,15 +175,31 @@ impl Offer {
             Offer::Discount { .. } => OfferKind::Discount,
             Offer::Pause { .. } => OfferKind::Pause,
             Offer::Downgrade { .. } => OfferKind::Downgrade,
+            Offer::TrialExtension { .. } => OfferKind::TrialExtension,
+            Offer::PlanChange { .. } => OfferKind::PlanChange,
+            Offer::Contact { .. } => OfferKind::Contact,
+            Offer::Redirect { .. } => OfferKind::Redirect,
             Offer::None => OfferKind::None,
         }
+    }
+
+    /// Whether churn applies the offer at the payment provider (Stripe); the others are the
+    /// business's to honour (a downgrade) or need nothing applied (contact, redirect).
+    pub fn at_provider(&self) -> bool {
+        matches!(
+            self,
+            Offer::Discount { .. }
+                | Offer::Pause { .. }
+                | Offer::TrialExtension { .. }
+                | Offer::PlanChange { .. }
+        )
     }
 }
 
 macro_rules! copy_texts {
     ($( $(#[$doc:meta])* $field:ident = $default:literal, )+) => {
-        /// The widget's texts. In the offer texts `{percent}`, `{months}`, `{max_months}` and
-        /// `{plan}` stand for the offer's values.
+        /// The widget's texts. In the offer texts `{percent}`, `{months}`, `{max_months}`,
+        /// `{days}` and `{plan}` stand for the offer's values.
         #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
         pub struct FlowCopy {
             $( $(#[$doc])* pub $field: String, )+
@@ -172,6 +258,12 @@ copy_texts! {
     discount_text = "Stay and get {percent}% off for the next {months} months.",
     pause_text = "Pause your subscription for up to {max_months} months instead.",
     downgrade_text = "Switch to the {plan} plan instead.",
+    trial_extension_text = "Take {days} more days of your trial, on us.",
+    plan_change_text = "Switch to the {plan} plan instead.",
+    /// Above the contact offer's link or address.
+    contact_text = "Talk to us before you go: we may be able to help.",
+    /// Above the redirect offer's link.
+    redirect_text = "Before you go, this may help:",
     /// The label of the pause length.
     pause_months_label = "Pause for (months)",
     /// Goes on to the offer (or straight to cancelling when there is none).
@@ -181,6 +273,8 @@ copy_texts! {
     decline_button = "No thanks, cancel",
     /// Closes the dialog without cancelling.
     close_button = "Keep my subscription",
+    /// In compliance mode, on every step: cancels at once.
+    cancel_now_button = "Cancel now",
     saved_message = "Thank you for staying! Your offer is on its way.",
     cancelled_message = "Your cancellation is recorded. We are sorry to see you go.",
     /// Closes the dialog once the answer is recorded.
@@ -235,6 +329,8 @@ pub struct CancelFlowInput {
     /// An IETF language tag; default the project's language.
     #[schema(pattern = r"^[A-Za-z0-9-]{2,16}$")]
     pub language: Option<String>,
+    /// Click-to-cancel: a "Cancel now" control on every step; default false.
+    pub compliance_mode: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
@@ -297,6 +393,7 @@ impl CancelFlowInput {
             copy,
             colors,
             language,
+            compliance_mode: self.compliance_mode.unwrap_or(false),
         }
     }
 }
@@ -540,6 +637,8 @@ pub struct SegmentedFlowInput {
     /// alone is refused.
     #[schema(max_items = 3)]
     pub variants: Option<Vec<VariantInput>>,
+    /// Click-to-cancel: a "Cancel now" control on every step; default false.
+    pub compliance_mode: Option<bool>,
 }
 
 pub const MAX_FLOW_NAME: usize = 100;
@@ -580,6 +679,7 @@ impl SegmentedFlowInput {
             copy: self.copy,
             colors: self.colors,
             language: self.language,
+            compliance_mode: self.compliance_mode,
         }
         .validate_into(settings, &mut v);
         let variants = check_variants(self.variants.unwrap_or_default(), &reasons, &mut v);
@@ -597,42 +697,37 @@ impl SegmentedFlowInput {
 
 impl OfferInput {
     fn validate(self, field: &str, v: &mut Validator) -> Option<Offer> {
-        let kind = match self.kind.as_str() {
-            "discount" => OfferKind::Discount,
-            "pause" => OfferKind::Pause,
-            "downgrade" => OfferKind::Downgrade,
-            "none" => OfferKind::None,
-            _ => {
-                v.add(
-                    &format!("{field}.kind"),
-                    "must be discount, pause, downgrade or none",
-                );
-                return None;
-            }
+        let Some(kind) = OfferKind::ALL.into_iter().find(|k| k.as_str() == self.kind) else {
+            let kinds: Vec<&str> = OfferKind::ALL.iter().map(|k| k.as_str()).collect();
+            v.add(
+                &format!("{field}.kind"),
+                format!("must be one of {}", kinds.join(", ")),
+            );
+            return None;
         };
+        use OfferKind as K;
         let mut ok = true;
-        let mut not_for = |name: &str, present: bool| {
-            if present {
+        // Each field and the kinds it belongs to.
+        let owners: [(&str, bool, &[OfferKind]); 9] = [
+            ("percent", self.percent.is_some(), &[K::Discount]),
+            ("months", self.months.is_some(), &[K::Discount]),
+            ("max_months", self.max_months.is_some(), &[K::Pause]),
+            ("plan", self.plan.is_some(), &[K::Downgrade, K::PlanChange]),
+            ("days", self.days.is_some(), &[K::TrialExtension]),
+            ("price_id", self.price_id.is_some(), &[K::PlanChange]),
+            ("url", self.url.is_some(), &[K::Contact, K::Redirect]),
+            ("email", self.email.is_some(), &[K::Contact]),
+            ("label", self.label.is_some(), &[K::Redirect]),
+        ];
+        for (name, present, kinds) in owners {
+            if present && !kinds.contains(&kind) {
                 v.add(
                     &format!("{field}.{name}"),
                     format!("does not apply to a {} offer", self.kind),
                 );
                 ok = false;
             }
-        };
-        not_for(
-            "percent",
-            self.percent.is_some() && kind != OfferKind::Discount,
-        );
-        not_for(
-            "months",
-            self.months.is_some() && kind != OfferKind::Discount,
-        );
-        not_for(
-            "max_months",
-            self.max_months.is_some() && kind != OfferKind::Pause,
-        );
-        not_for("plan", self.plan.is_some() && kind != OfferKind::Downgrade);
+        }
         let mut number = |name: &str, value: Option<i64>, (lo, hi): (i64, i64)| match value {
             Some(n) if (lo..=hi).contains(&n) => Some(n),
             Some(_) => {
@@ -648,7 +743,7 @@ impl OfferInput {
             }
         };
         let offer = match kind {
-            OfferKind::Discount => {
+            K::Discount => {
                 let percent = number("percent", self.percent, DISCOUNT_PERCENT);
                 let months = number("months", self.months, DISCOUNT_MONTHS);
                 Some(Offer::Discount {
@@ -656,19 +751,83 @@ impl OfferInput {
                     months: months?,
                 })
             }
-            OfferKind::Pause => Some(Offer::Pause {
+            K::Pause => Some(Offer::Pause {
                 max_months: number("max_months", self.max_months, PAUSE_MONTHS)?,
             }),
-            OfferKind::Downgrade => {
-                let plan = v.check(
-                    &format!("{field}.plan"),
-                    required_text(self.plan.as_deref().unwrap_or_default(), MAX_PLAN),
+            K::TrialExtension => Some(Offer::TrialExtension {
+                days: number("days", self.days, TRIAL_EXTENSION_DAYS)?,
+            }),
+            K::Downgrade => Some(Offer::Downgrade {
+                plan: required(v, field, "plan", &self.plan, MAX_PLAN, required_text)?,
+            }),
+            K::PlanChange => {
+                let plan = required(v, field, "plan", &self.plan, MAX_PLAN, required_text);
+                let price_id = required(
+                    v,
+                    field,
+                    "price_id",
+                    &self.price_id,
+                    MAX_PRICE_ID,
+                    required_line,
                 );
-                Some(Offer::Downgrade { plan: plan? })
+                Some(Offer::PlanChange {
+                    plan: plan?,
+                    price_id: price_id?,
+                })
             }
-            OfferKind::None => Some(Offer::None),
+            K::Contact => match (&self.url, &self.email) {
+                (Some(url), None) => Some(Offer::Contact {
+                    url: Some(v.check(&format!("{field}.url"), https_url(url, MAX_OFFER_URL))?),
+                    email: None,
+                }),
+                (None, Some(email)) => Some(Offer::Contact {
+                    url: None,
+                    email: Some(
+                        v.check(&format!("{field}.email"), Email::parse(email))?
+                            .into_inner(),
+                    ),
+                }),
+                _ => {
+                    v.add(field, "a contact offer takes exactly one of url and email");
+                    None
+                }
+            },
+            K::Redirect => {
+                let url = match &self.url {
+                    Some(url) => v.check(&format!("{field}.url"), https_url(url, MAX_OFFER_URL)),
+                    None => {
+                        v.add(&format!("{field}.url"), "is required");
+                        None
+                    }
+                };
+                let label = required(v, field, "label", &self.label, MAX_LABEL, required_line);
+                Some(Offer::Redirect {
+                    url: url?,
+                    label: label?,
+                })
+            }
+            K::None => Some(Offer::None),
         };
         offer.filter(|_| ok)
+    }
+}
+
+/// A required text field of an offer, checked by `rule`.
+fn required(
+    v: &mut Validator,
+    field: &str,
+    name: &str,
+    value: &Option<String>,
+    max: usize,
+    rule: fn(&str, usize) -> std::result::Result<String, String>,
+) -> Option<String> {
+    let name = format!("{field}.{name}");
+    match value {
+        Some(value) => v.check(&name, rule(value, max)),
+        None => {
+            v.add(&name, "is required");
+            None
+        }
     }
 }
 
@@ -707,6 +866,7 @@ impl CancelFlow {
             copy: FlowCopy::default(),
             colors: FlowColors::default(),
             language: settings.language.clone(),
+            compliance_mode: false,
         }
     }
 
@@ -742,6 +902,25 @@ pub fn resumes_at(now: Timestamp, months: i64) -> Timestamp {
     let months = u32::try_from(months.clamp(0, 12 * 100)).unwrap_or_default();
     now.checked_add_months(chrono::Months::new(months))
         .unwrap_or(now)
+}
+
+/// When an extended trial ends: `days` after the later of `now` and the current trial's end
+/// (a subscription without a trial, or whose trial is over, gets `days` from now).
+pub fn extended_trial_end(now: Timestamp, trial_end: Option<Timestamp>, days: i64) -> Timestamp {
+    let from = trial_end.map_or(now, |end| end.max(now));
+    from + chrono::Duration::days(days.clamp(0, TRIAL_EXTENSION_DAYS.1))
+}
+
+/// Whether a customer whose last accepted offer was at `last_accepted` is still within the
+/// project's offer cooldown of `cooldown_days` at `now` (decisions §19): 0 days is no
+/// cooldown.
+pub fn in_offer_cooldown(
+    last_accepted: Option<Timestamp>,
+    cooldown_days: i64,
+    now: Timestamp,
+) -> bool {
+    cooldown_days > 0
+        && last_accepted.is_some_and(|at| at >= now - chrono::Duration::days(cooldown_days))
 }
 
 fn default_label(code: ReasonCode) -> &'static str {
@@ -891,6 +1070,144 @@ mod tests {
             serde_json::from_value::<CancelFlowInput>(json!({"reasons": [], "extra": 1})).is_err(),
             "unknown members are refused"
         );
+    }
+
+    #[test]
+    fn new_offers_take_their_own_fields_in_range() {
+        let offer = |value: serde_json::Value| {
+            input(json!({"reasons": [{"code": "other", "label": "x"}], "offers": {"other": value}}))
+                .validate(&ProjectSettings::default())
+                .map(|flow| flow.offers["other"].clone())
+        };
+        let with = |value: serde_json::Value| {
+            fields(
+                json!({"reasons": [{"code": "other", "label": "x"}], "offers": {"other": value}}),
+            )
+        };
+        assert_eq!(
+            offer(json!({"kind": "trial_extension", "days": 14})).unwrap(),
+            Offer::TrialExtension { days: 14 }
+        );
+        assert_eq!(
+            offer(json!({"kind": "plan_change", "plan": " Starter ", "price_id": "price_1"}))
+                .unwrap(),
+            Offer::PlanChange {
+                plan: "Starter".into(),
+                price_id: "price_1".into()
+            }
+        );
+        assert_eq!(
+            offer(json!({"kind": "contact", "email": " Help@Acme.io"})).unwrap(),
+            Offer::Contact {
+                url: None,
+                email: Some("help@acme.io".into())
+            }
+        );
+        assert_eq!(
+            offer(json!({"kind": "contact", "url": "https://acme.io/talk"})).unwrap(),
+            Offer::Contact {
+                url: Some("https://acme.io/talk".into()),
+                email: None
+            }
+        );
+        assert_eq!(
+            offer(json!({"kind": "redirect", "url": "https://acme.io/guide", "label": "Read the guide"}))
+                .unwrap(),
+            Offer::Redirect {
+                url: "https://acme.io/guide".into(),
+                label: "Read the guide".into()
+            }
+        );
+        for days in [0, 91] {
+            assert_eq!(
+                with(json!({"kind": "trial_extension", "days": days})),
+                ["offers.other.days"]
+            );
+        }
+        assert_eq!(
+            with(json!({"kind": "trial_extension"})),
+            ["offers.other.days"]
+        );
+        assert_eq!(
+            with(json!({"kind": "plan_change", "plan": "", "price_id": "a\nb"})),
+            ["offers.other.plan", "offers.other.price_id"]
+        );
+        assert_eq!(
+            with(json!({"kind": "plan_change", "plan": "Starter"})),
+            ["offers.other.price_id"]
+        );
+        assert_eq!(with(json!({"kind": "contact"})), ["offers.other"]);
+        assert_eq!(
+            with(json!({"kind": "contact", "url": "https://a.io", "email": "a@a.io"})),
+            ["offers.other"]
+        );
+        assert_eq!(
+            with(json!({"kind": "contact", "url": "http://acme.io"})),
+            ["offers.other.url"]
+        );
+        assert_eq!(
+            with(json!({"kind": "contact", "email": "nobody"})),
+            ["offers.other.email"]
+        );
+        assert_eq!(
+            with(json!({"kind": "redirect", "url": "javascript:alert(1)", "label": " "})),
+            ["offers.other.url", "offers.other.label"]
+        );
+        assert_eq!(
+            with(json!({"kind": "redirect", "label": "Go"})),
+            ["offers.other.url"]
+        );
+        assert_eq!(
+            with(json!({"kind": "trial_extension", "days": 5, "label": "x", "price_id": "p"})),
+            ["offers.other.price_id", "offers.other.label"]
+        );
+    }
+
+    #[test]
+    fn compliance_mode_defaults_to_off_also_for_stored_flows() {
+        let on =
+            input(json!({"reasons": [{"code": "other", "label": "x"}], "compliance_mode": true}))
+                .validate(&ProjectSettings::default())
+                .unwrap();
+        assert!(on.compliance_mode);
+        let mut stored =
+            serde_json::to_value(CancelFlow::default_for(&ProjectSettings::default())).unwrap();
+        stored.as_object_mut().unwrap().remove("compliance_mode");
+        let read: CancelFlow = serde_json::from_value(stored).unwrap();
+        assert!(!read.compliance_mode);
+    }
+
+    #[test]
+    fn trials_extend_from_the_later_of_now_and_their_end() {
+        let at = |s: &str| crate::time::parse(s).unwrap();
+        let now = at("2026-03-01T10:00:00Z");
+        assert_eq!(
+            extended_trial_end(now, None, 14),
+            at("2026-03-15T10:00:00Z")
+        );
+        assert_eq!(
+            extended_trial_end(now, Some(at("2026-03-05T00:00:00Z")), 7),
+            at("2026-03-12T00:00:00Z")
+        );
+        assert_eq!(
+            extended_trial_end(now, Some(at("2026-01-01T00:00:00Z")), 1),
+            at("2026-03-02T10:00:00Z"),
+            "a trial that ended counts from now"
+        );
+    }
+
+    #[test]
+    fn the_offer_cooldown_counts_days_back_from_now() {
+        let at = |s: &str| crate::time::parse(s).unwrap();
+        let now = at("2026-07-01T00:00:00Z");
+        let accepted = Some(at("2026-01-02T00:00:00Z"));
+        assert!(
+            in_offer_cooldown(accepted, 180, now),
+            "180 days ago is inside"
+        );
+        assert!(!in_offer_cooldown(accepted, 179, now));
+        assert!(!in_offer_cooldown(accepted, 0, now), "0 is no cooldown");
+        assert!(!in_offer_cooldown(None, 3650, now));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::validation::Validator;
+use super::validation::{Validator, https_url};
 use crate::error::Result;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -34,7 +34,12 @@ pub struct ProjectSettings {
     pub testimonials: Vec<Testimonial>,
     /// Feature names the unused_feature email may point to (beside the customer's tracked ones).
     pub features: Vec<String>,
+    /// A customer who accepted a cancel-flow offer within this many days is offered none
+    /// (0–3650; 0: no cooldown; decisions §19).
+    pub offer_cooldown_days: i64,
 }
+
+pub const OFFER_COOLDOWN_DAYS: (i64, i64) = (0, 3650);
 
 pub const MAX_COUPON_CODE: usize = 64;
 pub const MAX_TESTIMONIALS: usize = 10;
@@ -123,6 +128,7 @@ impl Default for ProjectSettings {
             coupon_code: None,
             testimonials: Vec::new(),
             features: Vec::new(),
+            offer_cooldown_days: 180,
         }
     }
 }
@@ -173,6 +179,9 @@ pub struct SettingsPatch {
     /// Replaces the list (at most 20 names; `[]` clears it).
     #[schema(max_items = 20, value_type = Option<Vec<FeatureName>>)]
     pub features: Option<Vec<String>>,
+    /// Days after accepting a cancel-flow offer during which a customer is offered none.
+    #[schema(minimum = 0, maximum = 3650)]
+    pub offer_cooldown_days: Option<i64>,
 }
 
 impl ProjectSettings {
@@ -213,6 +222,13 @@ impl ProjectSettings {
             36,
             &mut next.discount_months,
         );
+        range(
+            "offer_cooldown_days",
+            patch.offer_cooldown_days,
+            OFFER_COOLDOWN_DAYS.0,
+            OFFER_COOLDOWN_DAYS.1,
+            &mut next.offer_cooldown_days,
+        );
         if let Some(name) = patch.founder_name {
             next.founder_name = v
                 .check("settings.founder_name", optional(name, 200))
@@ -232,12 +248,7 @@ impl ProjectSettings {
                 .unwrap_or(next.product_url);
         }
         let https = |url: Option<String>| {
-            optional(url, 500).and_then(|url| match url {
-                Some(u) if url::Url::parse(&u).map_or(true, |p| p.scheme() != "https") => {
-                    Err("must be an https URL".to_owned())
-                }
-                other => Ok(other),
-            })
+            optional(url, 500).and_then(|url| url.map(|u| https_url(&u, 500)).transpose())
         };
         if let Some(url) = patch.reactivation_url {
             next.reactivation_url = v
@@ -444,6 +455,7 @@ mod tests {
         .unwrap();
         let next = ProjectSettings::default().apply(patch).unwrap();
         assert_eq!(next.discount_percent, 35);
+        assert_eq!(next.offer_cooldown_days, 180, "the default cooldown");
         assert_eq!(next.founder_name.as_deref(), Some("Ada"));
         assert_eq!(next.recovery_window_days, 30);
 
@@ -550,7 +562,7 @@ mod tests {
     #[test]
     fn out_of_range_values_name_their_field() {
         let patch: SettingsPatch = serde_json::from_value(
-            serde_json::json!({"recovery_window_days": 0, "discount_percent": 91, "product_url": "javascript:x", "reactivation_url": "http://acme.io/back"}),
+            serde_json::json!({"recovery_window_days": 0, "discount_percent": 91, "offer_cooldown_days": 3651, "product_url": "javascript:x", "reactivation_url": "http://acme.io/back"}),
         )
         .unwrap();
         let Err(Error::Validation { details, .. }) = ProjectSettings::default().apply(patch) else {
@@ -562,6 +574,7 @@ mod tests {
             [
                 "settings.recovery_window_days",
                 "settings.discount_percent",
+                "settings.offer_cooldown_days",
                 "settings.product_url",
                 "settings.reactivation_url"
             ]

@@ -88,6 +88,19 @@ pub fn required_line(raw: &str, max: usize) -> std::result::Result<String, Strin
     one_line(raw, max)
 }
 
+/// An https URL of at most `max` characters (as sent), trimmed: where churn sends a customer
+/// (settings' reactivation and card-update pages, cancel-flow offers' links).
+pub fn https_url(raw: &str, max: usize) -> std::result::Result<String, String> {
+    if raw.chars().count() > max {
+        return Err(format!("must be at most {max} characters"));
+    }
+    let url = raw.trim();
+    match url::Url::parse(url) {
+        Ok(parsed) if parsed.scheme() == "https" => Ok(url.to_owned()),
+        _ => Err("must be an https URL".to_owned()),
+    }
+}
+
 /// The path (`a.b[2]`, as serde_path_to_error writes it) of the first string or key that
 /// holds a NUL character.
 pub fn nul_field(value: &serde_json::Value, path: String) -> Option<String> {

@@ -4,8 +4,9 @@
 //!
 //! Dunning retries an invoice ([`Stripe::pay_invoice`]); the cancel flow creates a coupon
 //! and applies it ([`Stripe::create_coupon`], [`Stripe::apply_coupon`]) or pauses
-//! collection ([`Stripe::pause_collection`]) after checking whose subscription it is
-//! ([`Stripe::subscription_owner_email`]); webhooks without an email look the customer
+//! collection ([`Stripe::pause_collection`]), extends a trial ([`Stripe::extend_trial`]) or
+//! changes the price ([`Stripe::change_price`]) after reading whose subscription it is
+//! ([`Stripe::owned_subscription`]); webhooks without an email look the customer
 //! up ([`Stripe::customer`]); dunning's end cancels or pauses the subscription
 //! ([`Stripe::cancel_subscription`], [`Stripe::pause_collection`]); a discount email's code is made real as a one-customer
 //! promotion code of a new coupon ([`Stripe::create_coupon`],
@@ -121,6 +122,17 @@ pub struct NewCoupon {
     pub name: Option<String>,
     /// Written as `metadata[key]=value`.
     pub metadata: Vec<(String, String)>,
+}
+
+/// A subscription as an offer reads it before changing it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedSubscription {
+    /// The customer's email; `None` when the customer has none.
+    pub owner_email: Option<String>,
+    /// When its trial ends; `None` without a trial.
+    pub trial_end: Option<Timestamp>,
+    /// Its first item (`items.data[0].id`), whose price a plan change replaces.
+    pub first_item: Option<String>,
 }
 
 /// What `pause_collection[behavior]` does with invoices made while paused.
@@ -349,16 +361,29 @@ impl Stripe {
         self.get(&["v1", "customers", customer_id], &[]).await
     }
 
-    /// The email of the customer a subscription belongs to (`GET /v1/subscriptions/{id}`
-    /// with `expand[]=customer`), so an offer is applied only to the signed customer's own
-    /// subscription (decisions §16). `None` when the customer has no email.
-    pub async fn subscription_owner_email(
+    /// A subscription with its customer expanded (`GET /v1/subscriptions/{id}` with
+    /// `expand[]=customer`): whose it is, so an offer is applied only to the signed customer's
+    /// own subscription (decisions §16), and what an offer changes (its trial end, its items).
+    pub async fn owned_subscription(
         &self,
         subscription_id: &str,
-    ) -> Result<Option<String>, CallError> {
+    ) -> Result<OwnedSubscription, CallError> {
         #[derive(Deserialize)]
         struct Owned {
             customer: Customer,
+            #[serde(default)]
+            trial_end: Option<i64>,
+            #[serde(default)]
+            items: Option<Items>,
+        }
+        #[derive(Deserialize)]
+        struct Items {
+            #[serde(default)]
+            data: Vec<Item>,
+        }
+        #[derive(Deserialize)]
+        struct Item {
+            id: String,
         }
         let owned: Owned = self
             .get(
@@ -366,7 +391,49 @@ impl Stripe {
                 &[("expand[]", "customer")],
             )
             .await?;
-        Ok(owned.customer.email)
+        Ok(OwnedSubscription {
+            owner_email: owned.customer.email,
+            trial_end: owned
+                .trial_end
+                .and_then(|t| chrono::DateTime::from_timestamp(t, 0)),
+            first_item: owned
+                .items
+                .and_then(|items| items.data.into_iter().next())
+                .map(|item| item.id),
+        })
+    }
+
+    /// `POST /v1/subscriptions/{id}` with `trial_end` (unix seconds) and
+    /// `proration_behavior=none`: the trial ends then, and nothing is prorated for it.
+    pub async fn extend_trial(
+        &self,
+        subscription_id: &str,
+        trial_end: Timestamp,
+        idempotency_key: &str,
+    ) -> Result<Subscription, CallError> {
+        self.update_subscription(
+            subscription_id,
+            &json!({"trial_end": trial_end.timestamp(), "proration_behavior": "none"}),
+            idempotency_key,
+        )
+        .await
+    }
+
+    /// `POST /v1/subscriptions/{id}` with `items[0][id]` and `items[0][price]`: the item's
+    /// price replaced by `price_id`.
+    pub async fn change_price(
+        &self,
+        subscription_id: &str,
+        item_id: &str,
+        price_id: &str,
+        idempotency_key: &str,
+    ) -> Result<Subscription, CallError> {
+        self.update_subscription(
+            subscription_id,
+            &json!({"items": [{"id": item_id, "price": price_id}]}),
+            idempotency_key,
+        )
+        .await
     }
 
     async fn get<T: DeserializeOwned>(

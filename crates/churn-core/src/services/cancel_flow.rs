@@ -223,8 +223,11 @@ impl Core {
         facts: &CustomerFacts,
     ) -> Result<WidgetFlow> {
         access.authorize(Permission::CancelFlow)?;
-        let flow = self.routed_flow(access, facts, verified).await?;
+        let mut flow = self.routed_flow(access, facts, verified).await?;
         if let Some(email) = verified {
+            if self.in_offer_cooldown(access, email.as_str()).await? {
+                flow.flow.offers.clear();
+            }
             cancel_flows::record_open(
                 self.store.writer(),
                 &access.project.id,
@@ -307,6 +310,25 @@ impl Core {
         record.reason_code = code;
         record.flow_id = flow_id;
         record.flow_variant = variant;
+        // A customer within the offer cooldown is offered nothing, and cannot accept.
+        let offer = match offer {
+            Some(_)
+                if self
+                    .in_offer_cooldown(access, &record.customer_email)
+                    .await? =>
+            {
+                if req.offer_accepted == Some(true) {
+                    return Err(Error::Conflict(
+                        "this customer accepted an offer recently and is offered none until \
+                         the project's offer_cooldown_days pass"
+                            .into(),
+                    ));
+                }
+                None
+            }
+            offer => offer,
+        };
+        let pause_months = pause_months.filter(|_| offer.is_some());
         let accepted = offer.is_some() && req.offer_accepted == Some(true);
         Ok(Submission {
             record,
@@ -314,6 +336,18 @@ impl Core {
             accepted,
             pause_months,
         })
+    }
+
+    /// Whether the customer accepted an offer within the project's `offer_cooldown_days`.
+    async fn in_offer_cooldown(&self, access: &ProjectAccess, email: &str) -> Result<bool> {
+        let days = access.project.settings.offer_cooldown_days;
+        if days == 0 {
+            return Ok(false);
+        }
+        let last =
+            events::last_offer_accepted(self.store.reader(), &access.project.id, email, PROVIDER)
+                .await?;
+        Ok(cancel_flow::in_offer_cooldown(last, days, self.now()))
     }
 
     /// Stores a checked submission in one transaction: the event, recovered when the offer
@@ -462,7 +496,7 @@ impl Payments {
         let offer = submission
             .offer
             .clone()
-            .filter(|o| submission.accepted && at_provider(o));
+            .filter(|o| submission.accepted && o.at_provider());
         let target = match &offer {
             Some(_) => self.offer_target(&submission.record).await?,
             None => None,
@@ -634,9 +668,12 @@ impl Payments {
                 Ok(true)
             }
             Ok(OfferApplied::NotAtProvider) => Ok(false),
-            Ok(OfferApplied::ForeignSubscription) => {
-                self.offer_failed(project_id, event_id, FOREIGN_SUBSCRIPTION, now)
-                    .await?;
+            Ok(refused @ (OfferApplied::ForeignSubscription | OfferApplied::NoItem)) => {
+                let error = match refused {
+                    OfferApplied::NoItem => NO_ITEM,
+                    _ => FOREIGN_SUBSCRIPTION,
+                };
+                self.offer_failed(project_id, event_id, error, now).await?;
                 Ok(false)
             }
             Err(CallError::Unavailable(e)) => {
@@ -762,30 +799,32 @@ impl Payments {
     }
 }
 
-/// Whether an offer is applied at the provider: a downgrade is the business's to make.
-fn at_provider(offer: &Offer) -> bool {
-    matches!(offer, Offer::Discount { .. } | Offer::Pause { .. })
-}
-
 /// What applying an accepted offer ended in, short of a provider error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OfferApplied {
     Applied,
-    /// A kind the provider is not asked to apply (a downgrade): the business's to make.
+    /// A kind the provider is not asked to apply (a downgrade, contact, redirect).
     NotAtProvider,
     /// The provider says the subscription is another customer's: nothing was changed.
     ForeignSubscription,
+    /// A plan change for a subscription without an item whose price it could replace.
+    NoItem,
 }
+
+/// The event's `offer_error` when a plan change finds no subscription item.
+const NO_ITEM: &str = "the subscription has no item whose price could change";
 
 /// The event's `offer_error` when the subscription is not the signed customer's (§16).
 const FOREIGN_SUBSCRIPTION: &str = "subscription belongs to another customer";
 
-/// Applies an accepted offer to a subscription at Stripe (decisions §11) once the
+/// Applies an accepted offer to a subscription at Stripe (decisions §11, §19) once the
 /// provider confirms the subscription is `customer_email`'s (§16): a discount creates a
 /// coupon (`percent_off`, `duration=repeating`, `duration_in_months`) and puts it on the
 /// subscription (`discounts[0][coupon]`); a pause sets `pause_collection[behavior]=void` and
-/// `[resumes_at]` `pause_months` calendar months from `now`. The idempotency keys derive from
-/// the event, so a retry cannot apply it twice.
+/// `[resumes_at]` `pause_months` calendar months from `now`; a trial extension sets
+/// `trial_end` `days` after the later of `now` and the current trial end
+/// (`proration_behavior=none`); a plan change puts `price_id` on the subscription's first
+/// item. The idempotency keys derive from the event, so a retry cannot apply it twice.
 pub async fn apply_offer(
     client: &Stripe,
     subscription_id: &str,
@@ -795,13 +834,16 @@ pub async fn apply_offer(
     event_id: &str,
     now: Timestamp,
 ) -> std::result::Result<OfferApplied, CallError> {
-    if !at_provider(offer) {
+    if !offer.at_provider() {
         return Ok(OfferApplied::NotAtProvider);
     }
-    let owner = client.subscription_owner_email(subscription_id).await?;
-    if owner.is_none_or(|o| o.trim().to_lowercase() != customer_email) {
+    let subscription = client.owned_subscription(subscription_id).await?;
+    if (subscription.owner_email.as_deref())
+        .is_none_or(|o| o.trim().to_lowercase() != customer_email)
+    {
         return Ok(OfferApplied::ForeignSubscription);
     }
+    let key = |step: &str| format!("churn-offer-{event_id}-{step}");
     match offer {
         Offer::Discount { percent, months } => {
             let coupon = NewCoupon {
@@ -810,17 +852,10 @@ pub async fn apply_offer(
                 name: None,
                 metadata: vec![("churn_event_id".to_owned(), event_id.to_owned())],
             };
-            let coupon = client
-                .create_coupon(&coupon, &format!("churn-offer-{event_id}-coupon"))
-                .await?;
+            let coupon = client.create_coupon(&coupon, &key("coupon")).await?;
             client
-                .apply_coupon(
-                    subscription_id,
-                    &coupon.id,
-                    &format!("churn-offer-{event_id}-discount"),
-                )
+                .apply_coupon(subscription_id, &coupon.id, &key("discount"))
                 .await?;
-            Ok(OfferApplied::Applied)
         }
         Offer::Pause { max_months } => {
             let months = pause_months.unwrap_or(*max_months);
@@ -829,13 +864,29 @@ pub async fn apply_offer(
                     subscription_id,
                     PauseBehavior::Void,
                     Some(cancel_flow::resumes_at(now, months)),
-                    &format!("churn-offer-{event_id}-pause"),
+                    &key("pause"),
                 )
                 .await?;
-            Ok(OfferApplied::Applied)
         }
-        Offer::Downgrade { .. } | Offer::None => Ok(OfferApplied::NotAtProvider),
+        Offer::TrialExtension { days } => {
+            let trial_end = cancel_flow::extended_trial_end(now, subscription.trial_end, *days);
+            client
+                .extend_trial(subscription_id, trial_end, &key("trial"))
+                .await?;
+        }
+        Offer::PlanChange { price_id, .. } => {
+            let Some(item) = subscription.first_item else {
+                return Ok(OfferApplied::NoItem);
+            };
+            client
+                .change_price(subscription_id, &item, price_id, &key("plan"))
+                .await?;
+        }
+        Offer::Downgrade { .. } | Offer::Contact { .. } | Offer::Redirect { .. } | Offer::None => {
+            return Ok(OfferApplied::NotAtProvider);
+        }
     }
+    Ok(OfferApplied::Applied)
 }
 
 /// The answer to the demo customer's submission: what a real one would be told, marked
@@ -865,6 +916,11 @@ fn outcome(offer: &Offer, pause_months: Option<i64>, applied: bool) -> OfferOutc
         max_months: None,
         pause_months: None,
         plan: None,
+        days: None,
+        price_id: None,
+        url: None,
+        email: None,
+        label: None,
         applied,
     };
     match offer {
@@ -877,6 +933,19 @@ fn outcome(offer: &Offer, pause_months: Option<i64>, applied: bool) -> OfferOutc
             view.pause_months = pause_months;
         }
         Offer::Downgrade { plan } => view.plan = Some(plan.clone()),
+        Offer::TrialExtension { days } => view.days = Some(*days),
+        Offer::PlanChange { plan, price_id } => {
+            view.plan = Some(plan.clone());
+            view.price_id = Some(price_id.clone());
+        }
+        Offer::Contact { url, email } => {
+            view.url = url.clone();
+            view.email = email.clone();
+        }
+        Offer::Redirect { url, label } => {
+            view.url = Some(url.clone());
+            view.label = Some(label.clone());
+        }
         Offer::None => {}
     }
     view

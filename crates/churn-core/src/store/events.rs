@@ -427,6 +427,29 @@ pub async fn latest_subscription<'e>(
     .await?)
 }
 
+/// When the customer last accepted a cancel-flow offer: the creation of their newest event
+/// from `provider` that it recovered itself (the cancel flow's own; the offer cooldown of
+/// decisions §19).
+pub async fn last_offer_accepted<'e>(
+    db: impl Executor<'e, Database = Any>,
+    project_id: &str,
+    email: &str,
+    provider: &str,
+) -> Result<Option<Timestamp>> {
+    let at: Option<String> = sqlx::query_scalar(
+        "SELECT created_at FROM churn_events \
+         WHERE project_id = $1 AND customer_email = $2 \
+         AND provider = $3 AND recovered_via = $3 \
+         ORDER BY created_at DESC, id DESC LIMIT 1",
+    )
+    .bind(project_id)
+    .bind(email)
+    .bind(provider)
+    .fetch_optional(db)
+    .await?;
+    Ok(at.as_deref().and_then(time::parse))
+}
+
 /// Marks the event recovered, from whichever non-terminal status it is in.
 pub async fn recover<'e>(
     db: impl Writes<'e>,

@@ -46,10 +46,15 @@ const COPY: &[(&str, &str)] = &[
     ("feedback_label", "Feedback box label"),
     ("continue_button", "Continue button"),
     ("close_button", "Keep-subscription button"),
+    ("cancel_now_button", "Cancel-now button (compliance mode)"),
     ("offer_title", "Heading above an offer"),
     ("discount_text", "Discount offer ({percent}, {months})"),
     ("pause_text", "Pause offer ({max_months})"),
     ("downgrade_text", "Downgrade offer ({plan})"),
+    ("trial_extension_text", "Trial extension offer ({days})"),
+    ("plan_change_text", "Plan change offer ({plan})"),
+    ("contact_text", "Contact offer, above its link"),
+    ("redirect_text", "Redirect offer, above its link"),
     ("pause_months_label", "Pause length label"),
     ("accept_button", "Accept button"),
     ("decline_button", "Decline button"),
@@ -241,6 +246,7 @@ impl FlowForm {
                     months: of("discount", &row.months),
                     max_months: of("pause", &row.max_months),
                     plan: (kind == "downgrade").then(|| row.plan.value.clone()),
+                    ..OfferInput::default()
                 },
             );
         }
@@ -274,6 +280,7 @@ impl FlowForm {
             copy: serde_json::from_value::<CopyInput>(copy.into()).ok(),
             colors: Some(colors),
             language: given(&self.language),
+            compliance_mode: None,
         };
         (input, names)
     }
@@ -476,7 +483,9 @@ pub async fn save(
     Form(posted): Form<Vec<(String, String)>>,
 ) -> Result<Response, PageError> {
     let mut form = FlowForm::from_posted(&posted);
-    let (input, names) = form.input();
+    let (mut input, names) = form.input();
+    // The form does not show compliance mode (decisions §19): saving it keeps the flow's.
+    input.compliance_mode = Some(s.churn.core().cancel_flow(&access).await?.compliance_mode);
     let e = match s.churn.core().set_cancel_flow(&access, input).await {
         Ok(_) => return Ok(done(&access, "saved")),
         Err(e) => e,

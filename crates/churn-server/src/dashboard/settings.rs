@@ -335,6 +335,8 @@ impl ProjectForm {
                 coupon_code: clearable(&self.coupon_code),
                 testimonials: Some(testimonials),
                 features: Some(lines(&self.features).map(str::to_owned).collect()),
+                // Not on this form: a patch leaves it as it is.
+                offer_cooldown_days: None,
             }),
         })
     }

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, ResponseTemplate};
 
+use crate::cancel_offers::without_offer_cooldown;
 use crate::helpers::{Backend, Options, TestApp, acme_owner, fields};
 use crate::providers::A_KEY;
 use crate::webhooks::{Setup, fixture, setup};
@@ -336,6 +337,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     let token = acme_owner(&app).await;
     let (public, _) = acme_keys(&app, &token).await;
     let secret = identity_secret(&app, &token, "acme").await;
+    without_offer_cooldown(&app, &token).await;
 
     // By header: the discount accepted recovers the event.
     let mut body = submission("too_expensive");
@@ -893,7 +895,7 @@ fn form_of(request: &wiremock::Request) -> Vec<(String, String)> {
     pairs
 }
 
-fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
+pub(crate) fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
     expected
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -902,7 +904,7 @@ fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
 
 impl Setup {
     /// Submits `body` signed for its customer; 201.
-    async fn submit(&self, body: Value) -> Value {
+    pub(crate) async fn submit(&self, body: Value) -> Value {
         let secret = identity_secret(&self.app, &self.token, "acme").await;
         self.app
             .expect(
@@ -926,7 +928,7 @@ impl Setup {
     }
 
     /// The subscriptions whose owner was read (`GET … ?expand[]=customer`), in order.
-    async fn checks(&self) -> Vec<String> {
+    pub(crate) async fn checks(&self) -> Vec<String> {
         let received = self.fake.mock.received_requests().await.unwrap();
         received
             .into_iter()
@@ -935,7 +937,7 @@ impl Setup {
             .collect()
     }
 
-    async fn event(&self, id: &Value) -> Value {
+    pub(crate) async fn event(&self, id: &Value) -> Value {
         self.app
             .expect(
                 self.app
@@ -951,7 +953,7 @@ impl Setup {
     }
 
     /// The changes the fake received since the `from`th, as (path, sorted form pairs).
-    async fn calls_since(&self, from: usize) -> Vec<(String, Vec<(String, String)>)> {
+    pub(crate) async fn calls_since(&self, from: usize) -> Vec<(String, Vec<(String, String)>)> {
         let received = self.posts().await;
         for r in &received[from..] {
             assert_eq!(
@@ -967,7 +969,7 @@ impl Setup {
     }
 
     /// How many changes the fake received.
-    async fn received(&self) -> usize {
+    pub(crate) async fn received(&self) -> usize {
         self.posts().await.len()
     }
 
@@ -998,7 +1000,7 @@ impl Setup {
 
 /// Answers the ownership check of `sub` (`GET /v1/subscriptions/{sub}?expand[]=customer`)
 /// with a customer of `email`.
-async fn owned_by(s: &Setup, sub: &str, email: &str) {
+pub(crate) async fn owned_by(s: &Setup, sub: &str, email: &str) {
     Mock::given(method("GET"))
         .and(path(format!("/v1/subscriptions/{sub}")))
         .and(query_param("expand[]", "customer"))
@@ -1033,6 +1035,7 @@ async fn mount_coupon_and_subscription(s: &Setup, sub: &str) {
 
 async fn accepted_offers_are_applied_at_stripe(backend: Backend) {
     let s = setup(backend).await;
+    without_offer_cooldown(&s.app, &s.token).await;
     // The setup's own jobs (emails), so that those counted below are the offers'.
     s.app.run_jobs().await;
     // The last day of a month: a pause of 2 calendar months ends on the last of February.

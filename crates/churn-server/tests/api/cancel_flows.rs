@@ -409,6 +409,7 @@ async fn submissions_record_the_flow_they_went_through(backend: Backend) {
     let owner = acme_owner(&app).await;
     let key = public_key(&app, &owner).await;
     let secret = identity_secret(&app, &owner, "acme").await;
+    crate::cancel_offers::without_offer_cooldown(&app, &owner).await;
     let pro = create(
         &app,
         &owner,
@@ -490,6 +491,7 @@ async fn the_outcome_webhook_names_the_flow(backend: Backend) {
     app.run_jobs().await;
     let key = public_key(&app, &owner).await;
     let secret = identity_secret(&app, &owner, "acme").await;
+    crate::cancel_offers::without_offer_cooldown(&app, &owner).await;
     let pro = create(&app, &owner, &flow("Pro", 1, json!({"plans": ["Pro"]}))).await["id"]
         .as_str()
         .unwrap()

@@ -97,6 +97,22 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
         "blank is the default"
     );
     assert_eq!(flow["colors"]["primary"], "#ff0000");
+    assert_eq!(flow["compliance_mode"], false);
+    // Compliance mode is set through the API; saving the page keeps it.
+    let mut with_compliance = flow.clone();
+    with_compliance["compliance_mode"] = Value::Bool(true);
+    for derived in ["flow_id", "variant"] {
+        with_compliance.as_object_mut().unwrap().remove(derived);
+    }
+    app.expect(
+        app.req(Method::PUT, "/projects/acme/cancel-flow")
+            .bearer_auth(&token)
+            .json(&with_compliance),
+        200,
+    )
+    .await;
+    owner.post(PAGE, FLOW_FORM, 303).await;
+    assert_eq!(flow_json(&app, &token).await["compliance_mode"], true);
     let html = owner.get(&format!("{PAGE}?done=saved"), 200).await;
     assert!(html.contains("The cancel flow is saved"));
     assert!(html.contains(r#"value="Too pricey""#));

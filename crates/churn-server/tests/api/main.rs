@@ -12,6 +12,7 @@ mod behavior;
 mod cancel_flow;
 mod cancel_flow_experiments;
 mod cancel_flows;
+mod cancel_offers;
 mod card_update;
 mod contract;
 mod conventions;

@@ -103,6 +103,8 @@ before(async () => {
   identitySecret = (await call("GET", "/projects/acme/identity-secret", undefined, auth())).data.identity_secret;
   shopOrigin = await startShop();
   await call("PUT", "/projects/acme/allowed-origins", { allowed_origins: [shopOrigin] }, auth());
+  // Dana accepts an offer and is offered another later: no offer cooldown here.
+  await call("PATCH", "/projects/acme", { settings: { offer_cooldown_days: 0 } }, auth());
   await call("PUT", "/projects/acme/cancel-flow", {
     reasons: [
       { code: "too_expensive", label: "It costs too much" },
