@@ -58,6 +58,7 @@ mod autopilot;
 mod behavior;
 mod cache;
 pub mod cancel_flow;
+mod cancel_sessions;
 mod delivery;
 pub mod demo;
 mod email_tracking;
