@@ -98,9 +98,15 @@ mod tests {
     fn every_step_moves_forward() {
         let opened = at(0);
         assert_eq!(transition(Opened, opened, at(1), Reason), Ok(Reason));
-        assert_eq!(transition(Reason, opened, at(1), OfferShown), Ok(OfferShown));
+        assert_eq!(
+            transition(Reason, opened, at(1), OfferShown),
+            Ok(OfferShown)
+        );
         assert_eq!(transition(OfferShown, opened, at(1), Saved), Ok(Saved));
-        assert_eq!(transition(OfferShown, opened, at(1), Cancelled), Ok(Cancelled));
+        assert_eq!(
+            transition(OfferShown, opened, at(1), Cancelled),
+            Ok(Cancelled)
+        );
         assert_eq!(transition(Reason, opened, at(1), Cancelled), Ok(Cancelled));
         // An older widget reports only the outcome.
         assert_eq!(transition(Opened, opened, at(1), Cancelled), Ok(Cancelled));

@@ -91,9 +91,7 @@ impl Core {
         } else {
             SessionStatus::Cancelled
         };
-        if let Err(guard) =
-            cancel_session::transition(session.status, session.opened_at, now, to)
-        {
+        if let Err(guard) = cancel_session::transition(session.status, session.opened_at, now, to) {
             tracing::info!(session_id = %session.id, %guard, "the submission leaves its session as it is");
             return Ok(());
         }

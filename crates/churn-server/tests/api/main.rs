@@ -11,6 +11,7 @@ mod background;
 mod behavior;
 mod cancel_flow;
 mod cancel_flows;
+mod cancel_sessions;
 mod card_update;
 mod contract;
 mod conventions;
