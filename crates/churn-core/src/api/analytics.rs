@@ -134,7 +134,7 @@ pub struct CancelFlowFunnel {
     pub abandoned: u64,
     /// saved / (saved + cancelled) × 100.
     pub save_rate: f64,
-    /// Most chosen first.
+    /// Most chosen first, then the most MRR.
     pub reasons: Vec<FunnelReason>,
     /// Most shown first.
     pub offers: Vec<FunnelOffer>,

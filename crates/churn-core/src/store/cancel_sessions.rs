@@ -265,7 +265,7 @@ pub async fn funnel<'e>(
 
 /// Per reason chosen in the sessions opened since `since`: how many, and the MRR of their
 /// customers (each customer's latest churn event's, as the rest of analytics counts it).
-/// Most chosen first.
+/// Most chosen first, then the most MRR.
 pub async fn reasons<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
@@ -276,7 +276,7 @@ pub async fn reasons<'e>(
         super::overview::latest_mrr!("s.project_id", "s.customer_email"),
         "), 0) AS BIGINT) FROM cancel_flow_sessions s \
          WHERE s.project_id = $1 AND s.opened_at >= $2 AND s.reason IS NOT NULL \
-         GROUP BY s.reason ORDER BY COUNT(*) DESC, s.reason"
+         GROUP BY s.reason ORDER BY COUNT(*) DESC, 3 DESC, s.reason"
     ))
     .bind(project_id)
     .bind(time::format(&since))

@@ -7,6 +7,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::cancel_flow::{acme_keys, identity_secret, signed};
+use crate::dashboard_analytics::table_rows;
+use crate::dashboard_client::Browser;
 use crate::helpers::{Backend, TestApp, acme_owner, fields};
 use churn_core::both_backends;
 
@@ -14,6 +16,7 @@ both_backends!(
     each_step_moves_a_session_forward_only,
     another_projects_or_a_forged_session_moves_nothing,
     the_funnel_counts_sessions_abandoned_on_the_test_clock,
+    the_dashboard_draws_the_funnel_and_lists_the_sessions,
 );
 
 /// The widget's side of one project: its public key and identity secret.
@@ -499,4 +502,134 @@ async fn the_funnel_counts_sessions_abandoned_on_the_test_clock(backend: Backend
         )
         .await;
     assert_eq!(fields(&bad), ["status"]);
+}
+
+async fn the_dashboard_draws_the_funnel_and_lists_the_sessions(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    put_flow(&app, &token, "acme").await;
+    let w = Widget::of(&app, &token, "acme").await;
+    let a = w.open("a@customer.example").await;
+    w.reason(&a, "a@customer.example", "too_expensive", 200)
+        .await;
+    w.submit_expecting(
+        Some(&a),
+        "a@customer.example",
+        "too_expensive",
+        true,
+        2500,
+        201,
+    )
+    .await;
+    let b = w.open("b@customer.example").await;
+    w.submit_expecting(
+        Some(&b),
+        "b@customer.example",
+        "missing_features",
+        false,
+        1000,
+        201,
+    )
+    .await;
+    let c = w.open("c@customer.example").await;
+    let browser = Browser::sign_in(&app, "owner@acme.io").await;
+
+    let html = browser.get("/app/p/acme/analytics?days=30", 200).await;
+    assert!(html.contains("Cancel flow"), "{html}");
+    assert!(html.contains("<strong>50%</strong> saved"), "{html}");
+    assert!(html.contains(r#"<svg class="chart funnel""#));
+    let steps: Vec<Vec<String>> = [
+        ["Opened", "3"],
+        ["Chose a reason", "2"],
+        ["Shown an offer", "1"],
+        ["Saved", "1"],
+        ["Cancelled", "1"],
+        ["Abandoned", "0"],
+    ]
+    .iter()
+    .map(|r| r.iter().map(|c| (*c).to_owned()).collect())
+    .collect();
+    assert_eq!(table_rows(&html, "funnel-table"), steps);
+    assert_eq!(
+        table_rows(&html, "reasons-table"),
+        [
+            ["too expensive", "1", "$25.00"],
+            ["missing features", "1", "$10.00"]
+        ]
+    );
+    assert_eq!(
+        table_rows(&html, "offers-table"),
+        [["discount", "1", "1", "100%"]]
+    );
+    assert_eq!(
+        table_rows(&html, "flows-table"),
+        [["default flow", "3", "1", "1", "50%"]]
+    );
+
+    let list = browser.get("/app/p/acme/cancel-flow/sessions", 200).await;
+    for email in [
+        "a@customer.example",
+        "b@customer.example",
+        "c@customer.example",
+    ] {
+        assert!(list.contains(email), "{email}: {list}");
+    }
+    let saved = browser
+        .get("/app/p/acme/cancel-flow/sessions?status=saved", 200)
+        .await;
+    assert!(saved.contains("a@customer.example"));
+    assert!(!saved.contains("b@customer.example"));
+
+    let csv = browser
+        .get("/app/p/acme/cancel-flow/sessions?format=csv", 200)
+        .await;
+    let lines: Vec<&str> = csv.split("\r\n").collect();
+    assert_eq!(
+        lines[0],
+        "id,customer_email,flow_id,variant,reason,offer_kind,status,opened_at,ended_at"
+    );
+    assert_eq!(
+        lines.len(),
+        5,
+        "three sessions and the last line end: {csv}"
+    );
+    let row = |id: &str| -> Vec<String> {
+        let line = lines.iter().find(|l| l.starts_with(id)).unwrap();
+        line.split(',').map(str::to_owned).collect()
+    };
+    let (a, b, c) = (row(&a), row(&b), row(&c));
+    assert_eq!(
+        a[1..7],
+        [
+            "a@customer.example",
+            "",
+            "",
+            "too_expensive",
+            "discount",
+            "saved"
+        ]
+    );
+    assert_eq!(
+        b[1..7],
+        [
+            "b@customer.example",
+            "",
+            "",
+            "missing_features",
+            "",
+            "cancelled"
+        ]
+    );
+    assert_eq!(c[1..7], ["c@customer.example", "", "", "", "", "opened"]);
+    assert!(!a[8].is_empty() && c[8].is_empty(), "ended_at");
+    let r = browser
+        .open("/app/p/acme/cancel-flow/sessions?status=abandoned&format=csv")
+        .await;
+    assert_eq!(r.headers()["content-type"], "text/csv; charset=utf-8");
+    assert!(
+        r.headers()["content-disposition"]
+            .to_str()
+            .unwrap()
+            .contains("acme-cancel-flow-sessions.csv")
+    );
 }
