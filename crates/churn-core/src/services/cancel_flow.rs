@@ -347,17 +347,8 @@ impl Core {
             .await?;
         }
         if let Some(session) = session {
-            let reason = &record.reason_code;
-            self.end_session(
-                &mut *tx,
-                session,
-                reason,
-                offer.as_ref(),
-                accepted,
-                &record.id,
-                now,
-            )
-            .await?;
+            self.end_session(&mut *tx, session, &record, offer.as_ref(), accepted)
+                .await?;
         }
         if let Some((job, held_until)) = apply {
             events::hold_offer(&mut *tx, &record.project_id, &record.id, held_until).await?;

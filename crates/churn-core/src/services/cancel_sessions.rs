@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::store::Writes;
 use crate::store::cancel_sessions::{self as store, SessionRecord, Step};
+use crate::store::events::EventRecord;
 use crate::time::Timestamp;
 
 use super::access::ProjectAccess;
@@ -73,19 +74,19 @@ impl Core {
             .ok_or_else(session_not_found)
     }
 
-    /// Ends `session` with the outcome of a submission recorded as `churn_event_id`, in the
-    /// submission's transaction. A session that can no longer move (ended, or abandoned
-    /// since) keeps its status: the cancellation itself is recorded all the same.
+    /// Ends `session` with the outcome of a submission recorded as `event` (its reason, when
+    /// it was made), in the submission's transaction. A session that can no longer move
+    /// (ended, or abandoned since) keeps its status: the cancellation itself is recorded all
+    /// the same.
     pub(super) async fn end_session<'e>(
         &self,
         db: impl Writes<'e>,
         session: &SessionRecord,
-        reason: &str,
+        event: &EventRecord,
         offer: Option<&Offer>,
         saved: bool,
-        churn_event_id: &str,
-        now: Timestamp,
     ) -> Result<()> {
+        let now = event.created_at;
         let to = if saved {
             SessionStatus::Saved
         } else {
@@ -99,9 +100,9 @@ impl Core {
         let step = Step {
             from: session.status,
             to,
-            reason: Some(reason),
+            reason: Some(&event.reason_code),
             offer_kind: offer_kind.as_deref(),
-            churn_event_id: Some(churn_event_id),
+            churn_event_id: Some(&event.id),
             ended_at: Some(now),
         };
         if !store::advance(db, &session.project_id, &session.id, &step).await? {
