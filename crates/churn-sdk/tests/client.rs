@@ -834,10 +834,14 @@ async fn cancel_flow_configuration_and_submission(backend: Backend) {
 }
 
 async fn segmented_cancel_flows_round_trip(backend: Backend) {
-    use churn_core::api::cancel_flow::{CancelReasonSubmission, ConfigQuery, FlowResultsQuery};
+    use churn_core::api::analytics::FunnelQuery;
+    use churn_core::api::cancel_flow::{
+        CancelReasonSubmission, ConfigQuery, FlowResultsQuery, SessionQuery,
+    };
     use churn_core::domain::cancel_flow::{
         CopyInput, ReasonInput, SegmentedFlowInput, VariantInput,
     };
+    use churn_core::domain::cancel_session::SessionStatus;
     use churn_core::domain::segment::{BillingInterval, SegmentInput};
 
     let server = live(backend).await;
@@ -889,16 +893,35 @@ async fn segmented_cancel_flows_round_trip(backend: Backend) {
         .cancel_flow_config(&public_key, &yearly)
         .await
         .unwrap();
-    assert_eq!(shown.flow_id.as_deref(), Some(flow.id.as_str()));
-    assert_eq!(shown.variant, None);
+    assert_eq!(shown.flow.flow_id.as_deref(), Some(flow.id.as_str()));
+    assert_eq!(shown.flow.variant, None);
+    assert_eq!(
+        shown.session_id, None,
+        "no session without the customer's hash"
+    );
     let default = anonymous
         .cancel_flow_config(&public_key, &ConfigQuery::default())
         .await
         .unwrap();
-    assert_eq!(default.flow_id, None);
-    assert_eq!(default.flow.reasons.len(), 8);
+    assert_eq!(default.flow.flow_id, None);
+    assert_eq!(default.flow.flow.reasons.len(), 8);
 
     let secret = ada.identity_secret("acme").await.unwrap();
+    let opened = anonymous
+        .cancel_flow_config(
+            &public_key,
+            &ConfigQuery {
+                customer_email: Some("dana@customer.example".into()),
+                customer_hash: Some(churn_sdk::identity::customer_hash(
+                    &secret,
+                    "dana@customer.example",
+                    None,
+                )),
+                ..yearly.clone()
+            },
+        )
+        .await
+        .unwrap();
     let submission = CancelReasonSubmission {
         customer_email: "dana@customer.example".into(),
         reason: "other".into(),
@@ -908,6 +931,7 @@ async fn segmented_cancel_flows_round_trip(backend: Backend) {
             "dana@customer.example",
             None,
         )),
+        session_id: opened.session_id.clone(),
         ..CancelReasonSubmission::default()
     };
     let recorded = anonymous
@@ -919,6 +943,22 @@ async fn segmented_cancel_flows_round_trip(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(event.flow_id.as_deref(), Some(flow.id.as_str()));
+    let sessions = ada
+        .cancel_flow_sessions("acme", &SessionQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(sessions.meta.total, 1);
+    let session = &sessions.data[0];
+    assert_eq!(Some(&session.id), opened.session_id.as_ref());
+    assert_eq!(session.status, SessionStatus::Cancelled);
+    assert_eq!(session.reason.as_deref(), Some("other"));
+    assert_eq!(session.flow_id.as_deref(), Some(flow.id.as_str()));
+    let funnel = ada
+        .cancel_flow_funnel("acme", &FunnelQuery { days: Some(30) })
+        .await
+        .unwrap();
+    assert_eq!((funnel.sessions, funnel.cancelled, funnel.saved), (1, 1, 0));
+    assert_eq!(funnel.save_rate, 0.0);
 
     // An experiment: the customer is shown one variant, again and again, and the submission
     // records it; the results count it (the submission before the experiment has none).
@@ -960,13 +1000,13 @@ async fn segmented_cancel_flows_round_trip(backend: Backend) {
         .cancel_flow_config(&public_key, &signed)
         .await
         .unwrap();
-    let variant = shown.variant.clone().expect("a variant is assigned");
+    let variant = shown.flow.variant.clone().expect("a variant is assigned");
     let title = if variant == "b" {
         "Stay"
     } else {
         "Before you go"
     };
-    assert_eq!(shown.flow.copy.title, title);
+    assert_eq!(shown.flow.flow.copy.title, title);
     let again = anonymous
         .cancel_flow_config(&public_key, &signed)
         .await

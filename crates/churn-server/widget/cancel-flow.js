@@ -7,6 +7,9 @@
  *                          customerHash: "<made by your server>" })
  *     .then((result) => { … });   // {outcome: "cancelled" | "saved" | "closed", churnEventId?, offer?}
  *
+ * A verified open is a session (its id comes with the configuration): the reason chosen
+ * before an offer is shown, and the outcome, are reported in it, so churn can draw the funnel.
+ *
  * customerHash is the hex HMAC-SHA256 of the customer's email (and "|" + subscriptionId when
  * given) under the project's identity secret: your server makes it, so nobody holding the
  * public key can act for your customers.
@@ -142,14 +145,23 @@
       who.set(name, typeof value === "object" ? JSON.stringify(value) : String(value));
     }
     const configUrl = `${base}/cancel-flow/config/${key}?${who}`;
-    const send = (body) =>
-      request(`${base}/cancel-flow/reasons?public_key=${key}`, {
+    let session = null;
+    const post = (path, body) =>
+      request(`${base}${path}?public_key=${key}`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify(body),
       });
+    const send = (body) => post("/cancel-flow/reasons", session ? { ...body, session_id: session } : body);
+    // Only the funnel depends on it: the customer never waits on it nor sees it fail.
+    const step = (body) => {
+      if (session) post(`/cancel-flow/sessions/${encodeURIComponent(session)}/reason`, body).catch(() => {});
+    };
     current = request(configUrl)
-      .then((flow) => show(flow, o, send))
+      .then((flow) => {
+        session = flow.session_id || null;
+        return show(flow, o, send, step);
+      })
       .finally(() => {
         current = null;
       });
@@ -171,10 +183,10 @@
   function preview(flow, reason) {
     if (previewed) previewed();
     const send = (body) => Promise.resolve({ status: body.offer_accepted ? "recovered" : "new" });
-    show(flow, { preview: true, reason }, send);
+    show(flow, { preview: true, reason }, send, () => {});
   }
 
-  function show(flow, o, send) {
+  function show(flow, o, send, step) {
     return new Promise((resolve) => {
       const copy = flow.copy;
       const opener = document.activeElement;
@@ -284,20 +296,22 @@
         return h("p", {}, h("a", { href, target: "_blank", rel: "noopener noreferrer", text }));
       }
 
+      /** Who chose `reason`, with the facts the flow is routed by. */
+      function customer(reason) {
+        const body = { customer_email: o.customerEmail, customer_hash: o.customerHash, reason };
+        Object.assign(body, factsOf(o));
+        if (o.subscriptionId) body.provider_subscription_id = o.subscriptionId;
+        return body;
+      }
+
       async function submit(reason, feedback, accepted, pauseMonths, errorSlot) {
         busy = true;
         dialog.setAttribute("aria-busy", "true");
         for (const b of dialog.querySelectorAll("button")) b.disabled = true;
-        const body = {
-          customer_email: o.customerEmail,
-          customer_hash: o.customerHash,
-          reason,
-          offer_accepted: accepted,
-        };
+        const body = customer(reason);
+        body.offer_accepted = accepted;
         if (feedback) body.feedback = feedback;
         if (o.customerName) body.customer_name = o.customerName;
-        Object.assign(body, factsOf(o));
-        if (o.subscriptionId) body.provider_subscription_id = o.subscriptionId;
         if (pauseMonths) body.pause_months = pauseMonths;
         try {
           const data = await send(body);
@@ -327,8 +341,10 @@
         const proceed = button(copy.continue_button, "primary", () => {
           const feedback = feedbackBox.value.trim();
           const offer = (flow.offers || {})[chosen];
-          if (offer && offer.kind !== "none") offerScreen(chosen, feedback, offer);
-          else submit(chosen, feedback, false, null, errorSlot);
+          if (offer && offer.kind !== "none") {
+            step(customer(chosen));
+            offerScreen(chosen, feedback, offer);
+          } else submit(chosen, feedback, false, null, errorSlot);
         }, { disabled: true });
         const list = flow.reasons.map((reason, i) =>
           h(

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::domain::{cancel_flow::OfferKind, strategy::ReasonCode};
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
 #[into_params(parameter_in = Query)]
 pub struct CohortsQuery {
@@ -107,4 +109,66 @@ pub struct GroupOutcome {
     pub lost: u64,
     /// recovered / (recovered + lost) × 100; 0 when none is resolved.
     pub recovery_rate: f64,
+}
+
+/// Query of `GET /projects/:slug/analytics/cancel-flow`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+pub struct FunnelQuery {
+    /// Sessions opened in the last `days` days; default 30.
+    #[param(minimum = 1, maximum = 365)]
+    pub days: Option<i64>,
+}
+
+/// The cancel-flow funnel (decisions §19) of the sessions opened in the period: each counts
+/// in every step it reached. Rates are percentages to two decimals, 0 when nothing is
+/// counted under them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CancelFlowFunnel {
+    pub sessions: u64,
+    pub reason_chosen: u64,
+    pub offer_shown: u64,
+    pub saved: u64,
+    pub cancelled: u64,
+    /// Without an outcome 24 hours after opening.
+    pub abandoned: u64,
+    /// saved / (saved + cancelled) × 100.
+    pub save_rate: f64,
+    /// Most chosen first, then the most MRR.
+    pub reasons: Vec<FunnelReason>,
+    /// Most shown first.
+    pub offers: Vec<FunnelOffer>,
+    /// Per flow (null: the project's default flow) and variant, most sessions first.
+    pub flows: Vec<FunnelFlow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FunnelReason {
+    #[schema(value_type = ReasonCode)]
+    pub code: String,
+    pub count: u64,
+    /// The MRR of the customers who chose it: each one's latest churn event's.
+    pub mrr_cents: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FunnelOffer {
+    #[schema(value_type = OfferKind)]
+    pub kind: String,
+    pub shown: u64,
+    /// Shown and taken: the session was saved.
+    pub accepted: u64,
+    /// accepted / shown × 100.
+    pub accept_rate: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FunnelFlow {
+    #[schema(format = Uuid)]
+    pub flow_id: Option<String>,
+    pub variant: Option<String>,
+    pub sessions: u64,
+    pub saved: u64,
+    pub cancelled: u64,
+    pub save_rate: f64,
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::domain::cancel_flow::{CancelFlow, FlowVariant, OfferKind};
+use crate::domain::cancel_session::SessionStatus;
 use crate::domain::lifecycle::EventStatus;
 use crate::domain::segment::{BillingInterval, Segment};
 use crate::domain::strategy::ReasonCode;
@@ -56,6 +57,10 @@ pub struct CancelReasonSubmission {
     /// (decisions §16). Required: made by your server, never in the browser.
     #[schema(pattern = "^[0-9a-fA-F]{64}$")]
     pub customer_hash: Option<String>,
+    /// The session the configuration opened (decisions §19): the submission ends it. A
+    /// submission without one records no session.
+    #[schema(format = Uuid)]
+    pub session_id: Option<String>,
 }
 
 /// The answer to a submission.
@@ -148,6 +153,86 @@ pub struct WidgetFlow {
     /// `customer_hash` is assigned one (stably); without one nobody is, and the first
     /// variant (the baseline) is shown.
     pub variant: Option<String>,
+}
+
+/// The answer of `GET /cancel-flow/config/:publicKey`: the flow, and the session its open
+/// started (decisions §19; null without a matching `customer_hash`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WidgetConfig {
+    #[serde(flatten)]
+    pub flow: WidgetFlow,
+    #[schema(format = Uuid)]
+    pub session_id: Option<String>,
+}
+
+/// `POST /cancel-flow/sessions/:id/reason`: the customer chose a reason (decisions §19). The
+/// customer's facts route the flow again, as a submission's do, to find the reason's offer.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionReason {
+    /// The project's public key, when it is in neither `X-Public-Key` nor `?public_key=`.
+    pub public_key: Option<String>,
+    #[schema(format = Email, max_length = 254)]
+    pub customer_email: String,
+    /// As for a submission (decisions §16).
+    #[schema(pattern = "^[0-9a-fA-F]{64}$")]
+    pub customer_hash: Option<String>,
+    #[schema(max_length = 500)]
+    pub provider_subscription_id: Option<String>,
+    /// A reason code of the project's flow.
+    #[schema(value_type = ReasonCode)]
+    pub reason: String,
+    #[schema(max_length = 500)]
+    pub plan_name: Option<String>,
+    #[schema(minimum = 0, maximum = 1e12)]
+    pub mrr: Option<i64>,
+    #[schema(minimum = 0)]
+    pub tenure_days: Option<i64>,
+    #[schema(value_type = Option<BillingInterval>)]
+    pub billing_interval: Option<String>,
+    /// An object of strings.
+    pub properties: Option<serde_json::Value>,
+}
+
+/// A cancel-flow session (decisions §19).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CancelFlowSession {
+    #[schema(format = Uuid)]
+    pub id: String,
+    pub customer_email: String,
+    /// The segmented flow; null for the project's default flow.
+    #[schema(format = Uuid)]
+    pub flow_id: Option<String>,
+    pub variant: Option<String>,
+    /// The reason code chosen; null before one is.
+    pub reason: Option<String>,
+    /// The kind of the offer shown; null when none was.
+    #[schema(value_type = Option<OfferKind>)]
+    pub offer_kind: Option<String>,
+    pub status: SessionStatus,
+    #[serde(with = "wire")]
+    #[schema(value_type = String, format = DateTime)]
+    pub opened_at: Timestamp,
+    /// When it was saved or cancelled; null otherwise (an abandoned session never ended).
+    #[serde(with = "wire::option", default)]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub ended_at: Option<Timestamp>,
+}
+
+/// Query of `GET /projects/:slug/cancel-flow/sessions`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct SessionQuery {
+    /// Default 1.
+    #[param(minimum = 1, maximum = 4294967295_i64)]
+    pub page: Option<i64>,
+    /// Default 20.
+    #[param(minimum = 1, maximum = 100)]
+    pub per_page: Option<i64>,
+    /// Only sessions with this status (as it reads now).
+    #[param(value_type = Option<SessionStatus>)]
+    pub status: Option<String>,
 }
 
 /// A segmented cancel flow (decisions §19).

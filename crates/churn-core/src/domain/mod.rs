@@ -4,6 +4,7 @@ pub mod alerts;
 pub mod analytics;
 pub mod behavior;
 pub mod cancel_flow;
+pub mod cancel_session;
 pub mod card_update;
 pub mod cta;
 pub mod dunning;

@@ -53,8 +53,8 @@ pub(crate) use wire_enum;
 #[cfg(test)]
 mod tests {
     use crate::domain::{
-        lifecycle::EventStatus, role::Role, strategy::ReasonCode, strategy::Strategy,
-        variant::VariantStatus,
+        cancel_session::SessionStatus, lifecycle::EventStatus, role::Role, strategy::ReasonCode,
+        strategy::Strategy, variant::VariantStatus,
     };
 
     /// The names the enums answer with in JSON are the names they are stored under.
@@ -76,6 +76,11 @@ mod tests {
             assert_eq!(parse("no-such-name"), None);
         }
         check(&EventStatus::ALL, EventStatus::as_str, EventStatus::parse);
+        check(
+            &SessionStatus::ALL,
+            SessionStatus::as_str,
+            SessionStatus::parse,
+        );
         check(&Role::ALL, Role::as_str, Role::parse);
         check(&Strategy::ALL, Strategy::as_str, Strategy::parse);
         check(&ReasonCode::ALL, ReasonCode::as_str, ReasonCode::parse);

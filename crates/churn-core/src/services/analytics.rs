@@ -27,7 +27,7 @@ const MAX_HORIZON: i64 = 12;
 const MIN_COMPLETE_MONTHS: usize = 3;
 pub const INSUFFICIENT_HISTORY: &str = "insufficient_history";
 
-fn in_range(field: &str, value: Option<i64>, default: i64, max: i64) -> Result<i64> {
+pub(super) fn in_range(field: &str, value: Option<i64>, default: i64, max: i64) -> Result<i64> {
     let value = value.unwrap_or(default);
     if (1..=max).contains(&value) {
         Ok(value)

@@ -15,7 +15,7 @@ use super::access::ProjectAccess;
 use super::{Core, Payments};
 use crate::api::cancel_flow::{
     CancelReasonRecorded, CancelReasonSubmission, ConfigQuery, OfferOutcome, SegmentedFlow,
-    WidgetFlow,
+    WidgetConfig, WidgetFlow,
 };
 use crate::domain::cancel_flow::{
     self, CancelFlow, CancelFlowInput, OFFER_RETRY_WAITS, Offer, SegmentedFlowInput,
@@ -37,6 +37,7 @@ use crate::providers::CallError;
 use crate::providers::stripe::{NewCoupon, PauseBehavior, Stripe};
 use crate::services::webhooks::{emit_churn_events, emit_one};
 use crate::store::cancel_flows::FlowRecord;
+use crate::store::cancel_sessions::SessionRecord;
 use crate::store::events::{EventRecord, OfferLock};
 use crate::store::{cancel_flows, events};
 use crate::time::Timestamp;
@@ -214,35 +215,42 @@ impl Core {
         }
     }
 
-    /// The flow for the widget, routed by `facts`; the open is counted for `verified`, a
-    /// customer whose hash was checked.
+    /// The flow for the widget, routed by `facts`; for `verified`, a customer whose hash was
+    /// checked, the open is counted and starts a session.
     async fn widget_config(
         &self,
         access: &ProjectAccess,
         verified: Option<&Email>,
         facts: &CustomerFacts,
-    ) -> Result<WidgetFlow> {
+    ) -> Result<WidgetConfig> {
         access.authorize(Permission::CancelFlow)?;
         let mut flow = self.routed_flow(access, facts, verified).await?;
-        if let Some(email) = verified {
-            if self.in_offer_cooldown(access, email.as_str()).await? {
-                flow.flow.offers.clear();
-            }
-            cancel_flows::record_open(
-                self.store.writer(),
-                &access.project.id,
-                email.as_str(),
-                self.now(),
-            )
-            .await?;
+        let Some(email) = verified else {
+            return Ok(WidgetConfig {
+                flow,
+                session_id: None,
+            });
+        };
+        if self.in_offer_cooldown(access, email.as_str()).await? {
+            flow.flow.offers.clear();
         }
-        Ok(flow)
+        let now = self.now();
+        let mut tx = self.store.begin().await?;
+        cancel_flows::record_open(&mut *tx, &access.project.id, email.as_str(), now).await?;
+        let session_id = self
+            .open_session(&mut *tx, &access.project.id, email, &flow, now)
+            .await?;
+        tx.commit().await?;
+        Ok(WidgetConfig {
+            flow,
+            session_id: Some(session_id),
+        })
     }
 
     /// Checks a submission from the widget and builds its cancellation: a churn event with
     /// provider `cancel_flow`, recovered (`recovered_via: cancel_flow`) when the reason's offer
     /// was accepted. [`Core::record_cancel_reason`] stores it.
-    async fn check_cancel_reason(
+    pub(super) async fn check_cancel_reason(
         &self,
         access: &ProjectAccess,
         req: CancelReasonSubmission,
@@ -351,12 +359,13 @@ impl Core {
     }
 
     /// Stores a checked submission in one transaction: the event, recovered when the offer
-    /// was accepted, and `apply`, the job applying the offer at the provider, with the offer
-    /// held until `held_until` for the caller's inline attempt.
+    /// was accepted, `session` ended with it, and `apply`, the job applying the offer at the
+    /// provider, with the offer held until `held_until` for the caller's inline attempt.
     async fn record_cancel_reason(
         &self,
         access: &ProjectAccess,
         submission: Submission,
+        session: Option<&SessionRecord>,
         apply: Option<(&Job, Timestamp)>,
     ) -> Result<CancelReasonRecorded> {
         let Submission {
@@ -380,6 +389,10 @@ impl Core {
                 now,
             )
             .await?;
+        }
+        if let Some(session) = session {
+            self.end_session(&mut *tx, session, &record, offer.as_ref(), accepted)
+                .await?;
         }
         if let Some((job, held_until)) = apply {
             events::hold_offer(&mut *tx, &record.project_id, &record.id, held_until).await?;
@@ -441,9 +454,9 @@ fn flow_view(r: FlowRecord) -> SegmentedFlow {
 }
 
 /// A checked submission, not yet stored.
-struct Submission {
-    record: EventRecord,
-    offer: Option<Offer>,
+pub(super) struct Submission {
+    pub(super) record: EventRecord,
+    pub(super) offer: Option<Offer>,
     accepted: bool,
     pause_months: Option<i64>,
 }
@@ -489,6 +502,14 @@ impl Payments {
             req.customer_hash.as_deref(),
         )
         .await?;
+        let session = match &req.session_id {
+            Some(id) => Some(
+                self.core
+                    .session_for(&access.project.id, id, &req.customer_email)
+                    .await?,
+            ),
+            None => None,
+        };
         let submission = self.core.check_cancel_reason(access, req).await?;
         if identity::is_demo_customer(&submission.record.customer_email) {
             return Ok(demo_answer(&submission));
@@ -504,7 +525,7 @@ impl Payments {
         let (Some(offer), Some(target)) = (offer, target) else {
             return self
                 .core
-                .record_cancel_reason(access, submission, None)
+                .record_cancel_reason(access, submission, session.as_ref(), None)
                 .await;
         };
         let event_id = submission.record.id.clone();
@@ -522,7 +543,12 @@ impl Payments {
             accepted_at + chrono::Duration::from_std(INLINE_HOLD).map_err(Error::internal)?;
         let mut recorded = self
             .core
-            .record_cancel_reason(access, submission, Some((&job, held_until)))
+            .record_cancel_reason(
+                access,
+                submission,
+                session.as_ref(),
+                Some((&job, held_until)),
+            )
             .await?;
         let attempt = tokio::time::timeout(
             INLINE_BUDGET,
@@ -556,14 +582,15 @@ impl Payments {
 
     /// The flow for the widget (decisions §16, §19), routed by the customer's facts in
     /// `query`: a widget open is counted for `customer_email` only with its matching
-    /// `customer_hash` (over `subscription_id` too when given); without one the flow is
-    /// answered and nothing is counted. A hash or id that could never match (not 64 hex
+    /// `customer_hash` (over `subscription_id` too when given), and starts a session whose
+    /// id is answered (`session_id`); without one the flow is answered and nothing is counted
+    /// or started. A hash or id that could never match (not 64 hex
     /// characters, an id past 500) is a 400, and so is a fact out of its range.
     pub async fn widget_config(
         &self,
         access: &ProjectAccess,
         query: &ConfigQuery,
-    ) -> Result<WidgetFlow> {
+    ) -> Result<WidgetConfig> {
         let customer_email = query.customer_email.as_deref();
         let subscription_id = query.subscription_id.as_deref();
         let customer_hash = query.customer_hash.as_deref();

@@ -10,7 +10,7 @@
 //! - [`Core`] (store, clock, access cache, encryption key): project access (`access`), projects and keys
 //!   (`projects`), events (`events`), statistics (`stats`), tracked behaviour and customers
 //!   (`behavior`, written in groups by `ingest`), churn-risk scoring (`risk`), cohorts and forecasts (`analytics`), the cancel
-//!   flow (`cancel_flow`). Every capability below holds one.
+//!   flow (`cancel_flow`) and its sessions and funnel (`cancel_sessions`). Every capability below holds one.
 //! - [`Generation`] (core, generator): drafting recovery emails (`generation`); the only one
 //!   holding the LLM.
 //! - [`Sending`] (core, [`Mailer`], tracking and unsubscribe keys, send quota, DNS resolver,
@@ -58,6 +58,7 @@ mod autopilot;
 mod behavior;
 mod cache;
 pub mod cancel_flow;
+mod cancel_sessions;
 mod delivery;
 pub mod demo;
 mod email_tracking;

@@ -12,6 +12,7 @@ pub mod alerts;
 pub mod analytics;
 pub mod behavior;
 pub mod cancel_flows;
+pub mod cancel_sessions;
 pub mod customers;
 mod db;
 mod decode;

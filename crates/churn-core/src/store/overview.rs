@@ -265,6 +265,7 @@ macro_rules! latest_mrr {
         )
     };
 }
+pub(crate) use latest_mrr;
 
 /// Rows of "Needs you" read of each kind, largest amount first.
 pub const NEEDS_LIMIT: i64 = 10;

@@ -1,8 +1,10 @@
 //! Cancel flows shown by segment and priority (decisions §19), the results of their
-//! experiments, and the flow the widget is shown for a customer.
+//! experiments, the flow the widget is shown for a customer, and the sessions of the widget.
 
+use churn_core::api::Page;
 use churn_core::api::cancel_flow::{
-    ConfigQuery, FlowResults, FlowResultsQuery, SegmentedFlow, WidgetFlow,
+    CancelFlowSession, ConfigQuery, FlowResults, FlowResultsQuery, SegmentedFlow, SessionQuery,
+    WidgetConfig,
 };
 use churn_core::domain::cancel_flow::SegmentedFlowInput;
 use reqwest::Method;
@@ -79,17 +81,32 @@ impl Client {
     }
 
     /// The flow the widget shows a customer with the facts in `query`, by public key: the
-    /// routed flow (`flow_id`), else the project's default one.
+    /// routed flow (`flow.flow_id`), else the project's default one; with the customer's
+    /// hash, the session the open started (`session_id`).
     pub async fn cancel_flow_config(
         &self,
         public_key: &str,
         query: &ConfigQuery,
-    ) -> Result<WidgetFlow, Error> {
+    ) -> Result<WidgetConfig, Error> {
         let path = format!("/cancel-flow/config/{}", segment(public_key));
         let response = self
             .send_query(Method::GET, &path, Some(query), None::<&()>)
             .await?;
-        let envelope: Data<WidgetFlow> = decode(response).await?;
+        let envelope: Data<WidgetConfig> = decode(response).await?;
         Ok(envelope.data)
+    }
+
+    /// One page of the project's cancel-flow sessions, newest first, each with its status as
+    /// it reads now.
+    pub async fn cancel_flow_sessions(
+        &self,
+        slug: &str,
+        query: &SessionQuery,
+    ) -> Result<Page<CancelFlowSession>, Error> {
+        let path = format!("/projects/{}/cancel-flow/sessions", segment(slug));
+        let response = self
+            .send_query(Method::GET, &path, Some(query), None::<&()>)
+            .await?;
+        decode(response).await
     }
 }

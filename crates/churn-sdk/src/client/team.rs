@@ -1,7 +1,9 @@
-//! Team (invitations and members) and analytics (cohorts, forecast, uplift) calls.
+//! Team (invitations and members) and analytics (cohorts, forecast, uplift, the cancel-flow
+//! funnel) calls.
 
 use churn_core::api::analytics::{
-    CohortRow, CohortsQuery, ForecastQuery, Forecasting, Uplift, UpliftQuery,
+    CancelFlowFunnel, CohortRow, CohortsQuery, ForecastQuery, Forecasting, FunnelQuery, Uplift,
+    UpliftQuery,
 };
 use churn_core::api::team::{Accepted, ChangeRole, CreateInvitation, Invitation, Member};
 use reqwest::Method;
@@ -98,6 +100,19 @@ impl Client {
     pub async fn uplift(&self, slug: &str, query: &UpliftQuery) -> Result<Uplift, Error> {
         self.get_data(
             &format!("/projects/{}/analytics/uplift", segment(slug)),
+            query,
+        )
+        .await
+    }
+
+    /// The cancel-flow funnel of the sessions opened in the last `days` days (default 30).
+    pub async fn cancel_flow_funnel(
+        &self,
+        slug: &str,
+        query: &FunnelQuery,
+    ) -> Result<CancelFlowFunnel, Error> {
+        self.get_data(
+            &format!("/projects/{}/analytics/cancel-flow", segment(slug)),
             query,
         )
         .await

@@ -1,15 +1,18 @@
 //! The analytics pages of a project (decisions §17): cohorts as a heat map (what became of
 //! each month's churn events) with their numbers and a CSV export, the churned and recovered
 //! MRR forecast (the overview's chart), and autopilot's measured uplift against its holdout
-//! group, for the chosen window and per period. The same services, and the same query
-//! parameters, as `/cohorts` (`months`), `/forecasting` (`horizon`) and `/analytics/uplift`
-//! (`days`).
+//! group, for the chosen window and per period, and the cancel-flow funnel of the same window
+//! (decisions §19) with its reasons, offers and flows. The same services, and the same query
+//! parameters, as `/cohorts` (`months`), `/forecasting` (`horizon`), `/analytics/uplift` and
+//! `/analytics/cancel-flow` (`days`).
 
 use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use churn_core::api::analytics::{CohortRow, CohortsQuery, ForecastQuery, Uplift, UpliftQuery};
+use churn_core::api::analytics::{
+    CancelFlowFunnel, CohortRow, CohortsQuery, ForecastQuery, FunnelQuery, Uplift, UpliftQuery,
+};
 use serde::Deserialize;
 
 use super::chart::{self, Cell};
@@ -74,6 +77,20 @@ struct AnalyticsPage {
     forecast: ForecastView,
     uplift: UpliftView,
     periods: Vec<UpliftView>,
+    funnel: FunnelView,
+}
+
+/// The cancel-flow funnel as the page shows it: the steps drawn and as numbers, then reasons,
+/// offers and flows as rows of text.
+pub struct FunnelView {
+    pub days: i64,
+    pub chart: String,
+    pub steps: Vec<(String, u64)>,
+    pub save_rate: String,
+    pub reasons: Vec<[String; 3]>,
+    pub offers: Vec<[String; 4]>,
+    pub flows: Vec<[String; 5]>,
+    pub sessions_href: String,
 }
 
 pub async fn page(
@@ -93,10 +110,16 @@ pub async fn page(
         ));
     }
     let (horizon, days) = (number(&params.horizon), number(&params.days));
-    let (cohorts, forecast, uplift, projects) = futures::try_join!(
+    let (cohorts, forecast, uplift, funnel, projects) = futures::try_join!(
         core.cohorts(&access, CohortsQuery { months }),
         core.forecasting(&access, ForecastQuery { horizon }),
         core.uplift(&access, UpliftQuery { days }),
+        core.cancel_flow_funnel(
+            &access,
+            FunnelQuery {
+                days: days.or(Some(DAY_CHOICES[1]))
+            }
+        ),
         core.list_projects(&signed.user.id),
     )?;
     let periods = futures::future::try_join_all(
@@ -137,6 +160,12 @@ pub async fn page(
             .iter()
             .map(|c| table_row(c, &forecast.currency))
             .collect(),
+        funnel: funnel_view(
+            days,
+            &funnel,
+            &forecast.currency,
+            format!("{}/cancel-flow/sessions", frame.base()),
+        ),
         forecast: forecast_view(&forecast),
         uplift: uplift_view("uplift", days, uplift),
         periods: DAY_CHOICES
@@ -284,5 +313,80 @@ fn uplift_view(id: &str, days: i64, uplift: Uplift) -> UpliftView {
         measured: resolved(&uplift.treatment) && resolved(&uplift.control),
         days,
         uplift,
+    }
+}
+
+/// What the page shows of the funnel of the sessions of the last `days` days.
+fn funnel_view(
+    days: i64,
+    f: &CancelFlowFunnel,
+    currency: &str,
+    sessions_href: String,
+) -> FunnelView {
+    let steps: Vec<(String, u64)> = [
+        ("Opened", f.sessions),
+        ("Chose a reason", f.reason_chosen),
+        ("Shown an offer", f.offer_shown),
+        ("Saved", f.saved),
+        ("Cancelled", f.cancelled),
+        ("Abandoned", f.abandoned),
+    ]
+    .into_iter()
+    .map(|(name, n)| (name.to_owned(), n))
+    .collect();
+    let percent = |rate: f64| format!("{}%", trim_number(rate));
+    let words = |code: &str| code.replace('_', " ");
+    FunnelView {
+        chart: chart::funnel(
+            "funnel",
+            &format!("Cancel-flow sessions of the last {days} days, by the step they reached"),
+            &steps,
+        ),
+        steps,
+        save_rate: percent(f.save_rate),
+        reasons: f
+            .reasons
+            .iter()
+            .map(|r| {
+                [
+                    words(&r.code),
+                    r.count.to_string(),
+                    money(r.mrr_cents, currency),
+                ]
+            })
+            .collect(),
+        offers: f
+            .offers
+            .iter()
+            .map(|o| {
+                [
+                    words(&o.kind),
+                    o.shown.to_string(),
+                    o.accepted.to_string(),
+                    percent(o.accept_rate),
+                ]
+            })
+            .collect(),
+        flows: f
+            .flows
+            .iter()
+            .map(|r| {
+                [
+                    r.flow_id
+                        .clone()
+                        .unwrap_or_else(|| "default flow".to_owned())
+                        + &r.variant
+                            .as_ref()
+                            .map(|v| format!(" · {v}"))
+                            .unwrap_or_default(),
+                    r.sessions.to_string(),
+                    r.saved.to_string(),
+                    r.cancelled.to_string(),
+                    percent(r.save_rate),
+                ]
+            })
+            .collect(),
+        sessions_href,
+        days,
     }
 }

@@ -330,6 +330,38 @@ pub fn signed_bars(title: &str, bars: &[(String, i64)]) -> String {
     svg
 }
 
+/// A funnel: one horizontal bar per step, its length the step's share of the first, labelled
+/// with its name and count. `id` keeps the title's id unique on the page.
+pub fn funnel(id: &str, title: &str, steps: &[(String, u64)]) -> String {
+    let (w, row, label_w) = (720.0, 28.0, 160.0);
+    let h = row * steps.len().max(1) as f64 + 8.0;
+    let whole = steps.first().map_or(0, |(_, n)| *n).max(1) as f64;
+    let reach = w - label_w - 64.0;
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="chart funnel" viewBox="0 0 {w} {h}" role="img" aria-labelledby="{id}-title"><title id="{id}-title">{}</title>"#,
+        escape(title)
+    );
+    for (i, (name, n)) in steps.iter().enumerate() {
+        let top = 4.0 + row * i as f64;
+        let len = reach * (*n as f64 / whole).min(1.0);
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text><rect class="step" x="{label_w:.1}" y="{:.1}" width="{len:.1}" height="{:.1}"/><text x="{:.1}" y="{:.1}">{n}</text>"#,
+            label_w - 8.0,
+            top + 16.0,
+            escape(name),
+            top + 4.0,
+            row - 10.0,
+            label_w + len + 6.0,
+            top + 16.0,
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
 /// One cell of a heat map: its shade (0–1), the number written in it, and its tooltip.
 pub struct Cell {
     pub shade: f64,

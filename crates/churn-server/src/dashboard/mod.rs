@@ -21,6 +21,7 @@ mod analytics;
 mod assets;
 mod auth;
 mod cancel_flow;
+mod cancel_sessions;
 mod chart;
 mod csv;
 mod customers;
@@ -86,6 +87,7 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
         )
         .route("/cancel-flow/origins", post(cancel_flow::save_origins))
         .route("/cancel-flow/preview", get(cancel_flow::preview))
+        .route("/cancel-flow/sessions", get(cancel_sessions::list))
         .route("/analytics", get(analytics::page))
         .route("/settings", get(settings::page))
         .route("/settings/project", post(settings::save_project))

@@ -1,13 +1,15 @@
-//! `/projects/{slug}/cohorts`, `/projects/{slug}/forecasting` and
-//! `/projects/{slug}/analytics/uplift`: churn and recovery over time, and what autopilot won
-//! back against its holdout group (decisions §13). A session or the project's secret key.
+//! `/projects/{slug}/cohorts`, `/projects/{slug}/forecasting`,
+//! `/projects/{slug}/analytics/uplift` and `/projects/{slug}/analytics/cancel-flow`: churn and
+//! recovery over time, what autopilot won back against its holdout group (decisions §13), and
+//! the cancel-flow funnel (§19). A session or the project's secret key.
 
 use axum::Json;
 use axum::extract::State;
-use churn_core::api::Data;
 use churn_core::api::analytics::{
-    CohortRow, CohortsQuery, ForecastQuery, Forecasting, Uplift, UpliftQuery,
+    CancelFlowFunnel, CohortRow, CohortsQuery, ForecastQuery, Forecasting, FunnelQuery, Uplift,
+    UpliftQuery,
 };
+use churn_core::api::{Data, ErrorBody};
 
 use crate::error::ApiResult;
 use crate::extract::{ApiProject, ApiQuery, ProjectScope};
@@ -46,4 +48,19 @@ pub async fn uplift(
     ApiQuery(q): ApiQuery<UpliftQuery>,
 ) -> ApiResult<Json<Data<Uplift>>> {
     Ok(Json(Data::new(s.churn.core().uplift(&access, q).await?)))
+}
+
+/// The cancel-flow funnel of the sessions opened in the last `days` days: each counts in every
+/// step it reached; `abandoned` are those without an outcome 24 hours after opening.
+#[utoipa::path(get, path = "/projects/{slug}/analytics/cancel-flow", operation_id = "get_cancel_flow_funnel", tag = "statistics", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path), FunnelQuery),
+    responses((status = 200, body = Data<CancelFlowFunnel>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn cancel_flow(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+    ApiQuery(q): ApiQuery<FunnelQuery>,
+) -> ApiResult<Json<Data<CancelFlowFunnel>>> {
+    Ok(Json(Data::new(
+        s.churn.core().cancel_flow_funnel(&access, q).await?,
+    )))
 }

@@ -1,5 +1,6 @@
 //! The cancel flow (decisions §11): its configuration under `/projects/{slug}/cancel-flow`
-//! (session; admin to change it), and the widget's two routes by public key. The widget's
+//! (session; admin to change it) and its sessions (§19), and the widget's routes by public
+//! key. The widget's
 //! routes answer CORS themselves, per route and only for the project's allowed origins
 //! (never a global permissive layer): a browser origin that is not listed is 403 before
 //! anything is stored; their preflights are answered here too.
@@ -12,9 +13,10 @@ use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use churn_core::api::cancel_flow::{
-    CancelReasonRecorded, CancelReasonSubmission, ConfigQuery, WidgetFlow,
+    CancelFlowSession, CancelReasonRecorded, CancelReasonSubmission, ConfigQuery, SessionQuery,
+    SessionReason, WidgetConfig,
 };
-use churn_core::api::{Data, ErrorBody};
+use churn_core::api::{Data, ErrorBody, Page};
 use churn_core::domain::cancel_flow::{CancelFlow, CancelFlowInput};
 use churn_core::domain::keys::PresentedKey;
 use churn_core::services::ProjectAccess;
@@ -22,7 +24,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{AdminProject, ApiJson, ApiQuery, ProjectScope};
+use crate::extract::{AdminProject, ApiJson, ApiProject, ApiQuery, ProjectScope};
 use crate::limits::RateLimits;
 use crate::state::AppState;
 
@@ -63,7 +65,7 @@ pub async fn put(
 
 #[utoipa::path(get, path = "/cancel-flow/config/{publicKey}", operation_id = "get_cancel_flow_config", tag = "cancel flow",
     params(("publicKey" = String, Path, description = "the project's public key"), ConfigQuery),
-    responses((status = 200, description = "the flow the widget shows: the active segmented flow of lowest priority whose segment matches the customer's `plan_name`, `mrr`, `tenure_days`, `billing_interval` and `properties` (`flow_id` its id), else the project's default flow (`flow_id: null`); with `customer_email` and its matching `customer_hash`, a widget open is counted for that customer (nothing is counted without one)", body = Data<WidgetFlow>),
+    responses((status = 200, description = "the flow the widget shows: the active segmented flow of lowest priority whose segment matches the customer's `plan_name`, `mrr`, `tenure_days`, `billing_interval` and `properties` (`flow_id` its id), else the project's default flow (`flow_id: null`); with `customer_email` and its matching `customer_hash`, a widget open is counted for that customer and starts a session (`session_id`; nothing is counted and `session_id` is null without one)", body = Data<WidgetConfig>),
         (status = 400, description = "VALIDATION_ERROR: a bad `customer_email`, a `customer_hash` that is not 64 hexadecimal characters, a `subscription_id` past 500 characters, or a customer fact that is not one (`mrr`, `tenure_days`, `billing_interval`, `properties`)", body = ErrorBody),
         (status = 403, description = "FORBIDDEN: a browser origin that is not among the project's allowed origins", body = ErrorBody),
         (status = 404, description = "NOT_FOUND: no project has this public key", body = ErrorBody)))]
@@ -117,12 +119,7 @@ pub async fn submit(
         body.as_ref().ok().and_then(|b| b.0.public_key.as_deref()),
     );
     let Some(key) = key else {
-        return with_vary(
-            ApiError::unauthorized(
-                "a public key is required: X-Public-Key, ?public_key= or public_key in the body",
-            )
-            .into_response(),
-        );
+        return no_key();
     };
     let access = match s.churn.core().widget_access(&key, origin).await {
         Ok(access) => access,
@@ -141,6 +138,83 @@ pub async fn submit(
         stamp.apply(response.headers_mut());
     }
     with_cors(response, origin)
+}
+
+fn no_key() -> Response {
+    with_vary(
+        ApiError::unauthorized(
+            "a public key is required: X-Public-Key, ?public_key= or public_key in the body",
+        )
+        .into_response(),
+    )
+}
+
+/// The customer chose a reason in the session the configuration opened (decisions §19).
+#[utoipa::path(post, path = "/cancel-flow/sessions/{id}/reason", operation_id = "cancel_flow_session_reason", tag = "cancel flow",
+    request_body = SessionReason,
+    params(("id" = String, Path, description = "the `session_id` the configuration answered"), KeyQuery, ("X-Public-Key" = Option<String>, Header, description = "the project's public key")),
+    responses((status = 200, description = "the session, moved to `offer_shown` when the reason (routed by the customer's facts, as a submission is) has an offer the widget shows (`offer_kind`), else to `reason`", body = Data<CancelFlowSession>),
+        (status = 400, description = "VALIDATION_ERROR: `reason` is not a code of the flow, or a fact is not one", body = ErrorBody),
+        (status = 401, description = "UNAUTHORIZED: a missing, unknown or secret key, or `customer_hash is missing or does not match`", body = ErrorBody),
+        (status = 403, description = "FORBIDDEN: a browser origin that is not among the project's allowed origins", body = ErrorBody),
+        (status = 404, description = "NOT_FOUND: no session of this customer in the key's project has this id; nothing moves", body = ErrorBody),
+        (status = 409, description = "CONFLICT: the session has ended (saved, cancelled or abandoned) or is past this step", body = ErrorBody)))]
+pub async fn session_reason(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    query: Result<ApiQuery<KeyQuery>, ApiError>,
+    body: Result<ApiJson<SessionReason>, ApiError>,
+) -> Response {
+    let origin = origin_of(&headers);
+    let key = presented_key(
+        &headers,
+        query.as_ref().ok().and_then(|q| q.0.public_key.as_deref()),
+        body.as_ref().ok().and_then(|b| b.0.public_key.as_deref()),
+    );
+    let Some(key) = key else {
+        return no_key();
+    };
+    let access = match s.churn.core().widget_access(&key, origin).await {
+        Ok(access) => access,
+        Err(e) => return with_vary(ApiError::from(e).into_response()),
+    };
+    let answer = async {
+        query?;
+        let ApiJson(req) = body?;
+        let session = s.churn.payments().session_reason(&access, &id, req).await?;
+        Ok::<_, ApiError>(Json(Data::new(session)))
+    }
+    .await;
+    with_cors(answer.into_response(), origin)
+}
+
+#[utoipa::path(options, path = "/cancel-flow/sessions/{id}/reason", operation_id = "preflight_cancel_flow_session_reason", tag = "cancel flow",
+    params(("id" = String, Path), KeyQuery),
+    responses((status = 204, description = "the CORS preflight: allowed for the key's project's origins (any project's, without a key); no CORS headers without an `Origin`"),
+        (status = 403, description = "FORBIDDEN: the origin is not allowed", body = ErrorBody)))]
+pub async fn preflight_session_reason(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    query: Result<ApiQuery<KeyQuery>, ApiError>,
+) -> Response {
+    let key = query.ok().and_then(|q| q.0.public_key);
+    preflight(&s, &headers, key.as_deref(), "POST, OPTIONS").await
+}
+
+/// The project's cancel-flow sessions, newest first (decisions §19).
+#[utoipa::path(get, path = "/projects/{slug}/cancel-flow/sessions", operation_id = "list_cancel_flow_sessions", tag = "cancel flow", security(("bearer" = []), ("api_key" = [])),
+    params(("slug" = String, Path), SessionQuery),
+    responses((status = 200, description = "each session with its status as it reads now (`abandoned` 24 hours after opening without an outcome)", body = Page<CancelFlowSession>),
+        (status = 400, description = "VALIDATION_ERROR: an unknown `status`, or a page out of range", body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
+pub async fn sessions(
+    State(s): State<AppState>,
+    ProjectScope(access): ApiProject,
+    ApiQuery(q): ApiQuery<SessionQuery>,
+) -> ApiResult<Json<Page<CancelFlowSession>>> {
+    let (data, meta) = s.churn.core().cancel_flow_sessions(&access, q).await?;
+    Ok(Json(Page { data, meta }))
 }
 
 /// The public key a submission presents: `X-Public-Key`, else `?public_key=`, else the body's.

@@ -128,6 +128,8 @@ pub fn service(
         .routes(routes!(analytics::cohorts))
         .routes(routes!(analytics::forecasting))
         .routes(routes!(analytics::uplift))
+        .routes(routes!(analytics::cancel_flow))
+        .routes(routes!(cancel_flow::sessions))
         .routes(routes!(team::create_invitation, team::list_invitations))
         .routes(routes!(team::revoke_invitation))
         .routes(routes!(team::accept_invitation))
@@ -152,6 +154,10 @@ pub fn service(
     let widget_api = OpenApiRouter::new()
         .routes(routes!(cancel_flow::config, cancel_flow::preflight_config))
         .routes(routes!(cancel_flow::submit, cancel_flow::preflight_submit))
+        .routes(routes!(
+            cancel_flow::session_reason,
+            cancel_flow::preflight_session_reason
+        ))
         .routes(routes!(
             customer_status::status,
             customer_status::preflight_status

@@ -34,7 +34,7 @@ both_backends!(
 const SHOP: &str = "https://shop.example";
 
 /// The acme project's public key and id.
-async fn acme_keys(app: &TestApp, token: &str) -> (String, String) {
+pub async fn acme_keys(app: &TestApp, token: &str) -> (String, String) {
     let detail = app
         .expect(
             app.req(Method::GET, "/projects/acme").bearer_auth(token),
@@ -231,6 +231,7 @@ async fn public_config_counts_opens_per_customer(backend: Backend) {
     // The default flow, with the routing fields of decisions §19.
     own["data"]["flow_id"] = Value::Null;
     own["data"]["variant"] = Value::Null;
+    own["data"]["session_id"] = Value::Null;
     let config = app
         .expect(
             app.req(Method::GET, &format!("/cancel-flow/config/{public}")),
@@ -246,7 +247,7 @@ async fn public_config_counts_opens_per_customer(backend: Backend) {
     // Each query answers the flow; an open is counted only for the first two, whose hash is
     // the customer's (over the subscription too when one is named), not without one, with
     // another customer's, or with a hash over another subscription.
-    for query in [
+    for (i, query) in [
         format!("customer_email=Dana@Customer.example&customer_hash={hash}"),
         format!(
             "customer_email=dana@customer.example&customer_hash={with_sub}&subscription_id=sub_9"
@@ -255,8 +256,11 @@ async fn public_config_counts_opens_per_customer(backend: Backend) {
         format!("customer_email=dana@customer.example&customer_hash={wrong}"),
         format!("customer_email=dana@customer.example&customer_hash={with_sub}"),
         format!("customer_email=dana@customer.example&customer_hash={hash}&subscription_id=sub_9"),
-    ] {
-        let answer = app
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut answer = app
             .expect(
                 app.req(
                     Method::GET,
@@ -265,6 +269,9 @@ async fn public_config_counts_opens_per_customer(backend: Backend) {
                 200,
             )
             .await;
+        // A counted open starts a session (decisions §19); the others start none.
+        assert_eq!(answer["data"]["session_id"].is_string(), i < 2, "{query}");
+        answer["data"]["session_id"] = Value::Null;
         assert_eq!(answer, own, "{query}");
     }
     let bad = app

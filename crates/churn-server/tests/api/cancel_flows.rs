@@ -259,7 +259,8 @@ async fn the_widget_is_routed_by_segment_and_priority(backend: Backend) {
     let owner = acme_owner(&app).await;
     let key = public_key(&app, &owner).await;
 
-    // Without flows: the default flow, as before, with `flow_id` and `variant` null.
+    // Without flows: the default flow, as before, with `flow_id` and `variant` null (and no
+    // session, without a customer).
     let default = app
         .expect(
             app.req(Method::GET, "/projects/acme/cancel-flow")
@@ -271,6 +272,7 @@ async fn the_widget_is_routed_by_segment_and_priority(backend: Backend) {
     let mut expected = default.clone();
     expected["flow_id"] = Value::Null;
     expected["variant"] = Value::Null;
+    expected["session_id"] = Value::Null;
     assert_eq!(config(&app, &key, &[]).await, expected);
 
     // One flow per segment field, and an inactive flow for everyone in front of them all.

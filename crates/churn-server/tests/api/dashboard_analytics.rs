@@ -70,7 +70,7 @@ async fn months_of_events(app: &TestApp) -> (String, Browser<'_>) {
 }
 
 /// The text of each cell of each body row of the table with `class`, tags stripped.
-fn table_rows(html: &str, class: &str) -> Vec<Vec<String>> {
+pub fn table_rows(html: &str, class: &str) -> Vec<Vec<String>> {
     let table = html
         .split(&format!("<table class=\"{class}\">"))
         .nth(1)

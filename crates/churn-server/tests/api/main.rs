@@ -13,6 +13,7 @@ mod cancel_flow;
 mod cancel_flow_experiments;
 mod cancel_flows;
 mod cancel_offers;
+mod cancel_sessions;
 mod card_update;
 mod contract;
 mod conventions;

@@ -255,6 +255,14 @@ fn families() -> Vec<Family> {
         f("uplift", Role::Viewer, true, 200, Nothing, |_| {
             (M::GET, format!("{P}/analytics/uplift"), None)
         }),
+        f(
+            "cancel-flow funnel",
+            Role::Viewer,
+            true,
+            200,
+            Nothing,
+            |_| (M::GET, format!("{P}/analytics/cancel-flow"), None),
+        ),
         // Tracking and customers (decisions §8). `/track` takes the secret key alone.
         Family {
             name: "tracking",
@@ -468,6 +476,14 @@ fn families() -> Vec<Family> {
             200,
             Nothing,
             |_| (M::GET, format!("{P}/cancel-flow"), None),
+        ),
+        f(
+            "cancel flow: sessions",
+            Role::Viewer,
+            true,
+            200,
+            Nothing,
+            |_| (M::GET, format!("{P}/cancel-flow/sessions"), None),
         ),
         f(
             "cancel flow: write",

@@ -316,6 +316,11 @@ async fn every_documented_route_answers_another_tenant_as_a_missing_object(backe
         };
         for method in operations.as_object().unwrap().keys() {
             let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            // A CORS preflight carries no credential and reads no object (the widget's
+            // session step has one): it is answered by its origin alone.
+            if method == Method::OPTIONS {
+                continue;
+            }
             for (who, header, value) in &credentials {
                 let call = |path: String| {
                     let mut req = app.req(method.clone(), &path).header(*header, value);

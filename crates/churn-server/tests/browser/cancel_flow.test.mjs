@@ -1,7 +1,8 @@
 // The cancel-flow widget in a real browser (Debian's chromium, driven by playwright-core):
 // a page served from an allowed origin opens the modal for a customer its server signed
 // (customerHash, decisions §16); choosing a reason and accepting the
-// offer records a recovered event (checked through the API); Escape closes without an event;
+// offer records a recovered event and a saved session (checked through the API); Escape
+// closes without an event, leaving the session open;
 // Tab stays inside the dialog; it fits a 360 px wide screen. Screenshots go to
 // <repo>/target/browser/.
 //
@@ -40,6 +41,8 @@ async function call(method, path, body, headers = {}) {
 
 const auth = () => ({ authorization: `Bearer ${token}` });
 const events = async () => (await call("GET", "/projects/acme/churn-events", undefined, auth())).data;
+// Newest first.
+const sessions = async () => (await call("GET", "/projects/acme/cancel-flow/sessions", undefined, auth())).data;
 
 /** Waits for the server's log line with the address it bound (port 0). */
 function startServer() {
@@ -186,6 +189,14 @@ test("choosing a reason and accepting the offer records a recovered event", asyn
   assert.equal(event.cancel_reason, "Cheaper elsewhere");
   assert.equal(event.customer_email, "dana@customer.example");
   assert.equal(event.mrr, 4900);
+
+  // The open was one session (decisions §19), through the offer to its outcome.
+  const [session, ...others] = await sessions();
+  assert.equal(others.length, 0);
+  assert.equal(session.status, "saved");
+  assert.equal(session.reason, "too_expensive");
+  assert.equal(session.offer_kind, "discount");
+  assert.equal(session.customer_email, "dana@customer.example");
 });
 
 test("Tab and Shift+Tab stay inside the dialog", async () => {
@@ -217,6 +228,7 @@ test("Escape closes without an event", async () => {
   assert.deepEqual(result, { outcome: "closed" });
   assert.equal(await page.locator("[data-churn-cancel-flow]").count(), 0);
   assert.equal((await events()).length, before, "nothing was recorded");
+  assert.equal((await sessions())[0].status, "opened", "the session stays open, to be abandoned");
 });
 
 test("a pause offer takes its length from a labelled select and can be declined", async () => {
@@ -224,6 +236,12 @@ test("a pause offer takes its length from a labelled select and can be declined"
   await page.getByRole("radio", { name: "Something else" }).check();
   await page.getByRole("button", { name: "Continue" }).click();
   await page.getByText("Pause your subscription for up to 2 months instead.").waitFor();
+  // The widget reported the reason before showing its offer (it does not wait on that call).
+  const deadline = Date.now() + DEADLINE_MS;
+  while ((await sessions())[0].status !== "offer_shown") {
+    assert.ok(Date.now() < deadline, "the session never reached offer_shown");
+    await new Promise((r) => setTimeout(r, 50));
+  }
   await page.getByLabel("Pause for (months)").selectOption("1");
   await page.getByRole("button", { name: "No thanks, cancel" }).click();
   await page.getByRole("status").filter({ hasText: "Your cancellation is recorded" }).waitFor();
@@ -234,6 +252,8 @@ test("a pause offer takes its length from a labelled select and can be declined"
   const event = (await call("GET", `/projects/acme/churn-events/${result.churnEventId}`, undefined, auth())).data;
   assert.equal(event.status, "new");
   assert.equal(event.reason_code, "other");
+  const [session] = await sessions();
+  assert.deepEqual([session.status, session.reason, session.offer_kind], ["cancelled", "other", "pause"]);
 });
 
 test("the dialog fits a 360 px wide screen", async () => {

@@ -1,0 +1,207 @@
+//! The cancel-flow sessions of a project (decisions §19): the list, filtered with the API's
+//! `status` and `page` and exported as CSV with `?format=csv`, through the service of
+//! `/projects/{slug}/cancel-flow/sessions`. The funnel they make is on the analytics page.
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use churn_core::api::cancel_flow::{CancelFlowSession, SessionQuery};
+use churn_core::domain::cancel_session::SessionStatus;
+use churn_core::services::ProjectAccess;
+use serde::Deserialize;
+
+use super::csv;
+use super::customers;
+use super::error::PageError;
+use super::layout::{Frame, exact, html, when};
+use super::session::InProject;
+use crate::state::AppState;
+
+const PER_PAGE: i64 = 25;
+const EXPORT_PAGE: i64 = 100;
+
+#[derive(Deserialize, Default)]
+pub struct ListParams {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    page: Option<String>,
+    #[serde(default)]
+    format: Option<String>,
+}
+
+impl ListParams {
+    fn query(&self, page: Option<i64>, per_page: i64) -> SessionQuery {
+        let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+        SessionQuery {
+            status: given(&self.status),
+            page: page.or_else(|| given(&self.page).map(|p| p.trim().parse().unwrap_or(0))),
+            per_page: Some(per_page),
+        }
+    }
+
+    fn href(&self, base: &str, page: Option<i64>, format: Option<&str>) -> String {
+        let mut pairs = Vec::new();
+        if let Some(v) = self.status.as_deref().filter(|v| !v.trim().is_empty()) {
+            pairs.push(("status", v.to_owned()));
+        }
+        if let Some(page) = page {
+            pairs.push(("page", page.to_string()));
+        }
+        if let Some(format) = format {
+            pairs.push(("format", format.to_owned()));
+        }
+        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
+        let path = format!("{base}/cancel-flow/sessions");
+        if query.is_empty() {
+            path
+        } else {
+            format!("{path}?{query}")
+        }
+    }
+}
+
+pub struct SessionRow {
+    pub opened: String,
+    pub customer: String,
+    pub customer_href: String,
+    pub flow: String,
+    pub reason: String,
+    pub offer: String,
+    pub status: &'static str,
+    pub ended: String,
+}
+
+pub struct Choice {
+    pub value: &'static str,
+    pub selected: bool,
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/cancel_flow_sessions.html")]
+struct SessionsPage {
+    frame: Frame,
+    statuses: Vec<Choice>,
+    rows: Vec<SessionRow>,
+    total: u64,
+    page: i64,
+    total_pages: u64,
+    prev: Option<String>,
+    next: Option<String>,
+    csv: String,
+}
+
+pub async fn list(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Query(params): Query<ListParams>,
+) -> Result<Response, PageError> {
+    if params.format.as_deref() == Some("csv") {
+        return export(&s, &access, &params).await;
+    }
+    let core = s.churn.core();
+    let ((sessions, meta), projects) = futures::try_join!(
+        core.cancel_flow_sessions(&access, params.query(None, PER_PAGE)),
+        core.list_projects(&signed.user.id),
+    )?;
+    let frame = Frame::new(&signed, &access, &projects, "analytics", None);
+    let base = frame.base();
+    let page = i64::from(meta.page);
+    let total_pages = meta.total_pages.max(1);
+    let status = params.status.clone().unwrap_or_default();
+    let rows = sessions
+        .iter()
+        .map(|r| SessionRow {
+            opened: when(&r.opened_at),
+            customer_href: customers::href(&base, &r.customer_email),
+            customer: r.customer_email.clone(),
+            flow: flow_name(r),
+            reason: r.reason.as_deref().unwrap_or("—").replace('_', " "),
+            offer: r.offer_kind.as_deref().unwrap_or("—").replace('_', " "),
+            status: r.status.as_str(),
+            ended: r.ended_at.as_ref().map(when).unwrap_or_default(),
+        })
+        .collect();
+    Ok(html(
+        StatusCode::OK,
+        SessionsPage {
+            statuses: SessionStatus::ALL
+                .iter()
+                .map(|s| Choice {
+                    value: s.as_str(),
+                    selected: s.as_str() == status,
+                })
+                .collect(),
+            rows,
+            total: meta.total,
+            page,
+            total_pages,
+            prev: (page > 1).then(|| params.href(&base, Some(page - 1), None)),
+            next: ((page as u64) < total_pages).then(|| params.href(&base, Some(page + 1), None)),
+            csv: params.href(&base, None, Some("csv")),
+            frame,
+        },
+    ))
+}
+
+fn flow_name(r: &CancelFlowSession) -> String {
+    let flow = r.flow_id.as_deref().unwrap_or("default flow");
+    match &r.variant {
+        Some(v) => format!("{flow} · {v}"),
+        None => flow.to_owned(),
+    }
+}
+
+const CSV_HEADER: &[&str] = &[
+    "id",
+    "customer_email",
+    "flow_id",
+    "variant",
+    "reason",
+    "offer_kind",
+    "status",
+    "opened_at",
+    "ended_at",
+];
+
+/// Every session the filter keeps, a page of the service at a time.
+async fn export(
+    s: &AppState,
+    access: &ProjectAccess,
+    params: &ListParams,
+) -> Result<Response, PageError> {
+    let core = s.churn.core();
+    let mut rows = Vec::new();
+    let mut page = 1;
+    loop {
+        let (sessions, _) = core
+            .cancel_flow_sessions(access, params.query(Some(page), EXPORT_PAGE))
+            .await?;
+        let done = sessions.len() < EXPORT_PAGE as usize;
+        rows.extend(sessions.iter().map(csv_row));
+        if done {
+            break;
+        }
+        page += 1;
+    }
+    Ok(csv::download(
+        &format!("{}-cancel-flow-sessions.csv", access.project.slug),
+        csv::table(CSV_HEADER, rows),
+    ))
+}
+
+fn csv_row(r: &CancelFlowSession) -> Vec<String> {
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    vec![
+        r.id.clone(),
+        r.customer_email.clone(),
+        text(&r.flow_id),
+        text(&r.variant),
+        text(&r.reason),
+        text(&r.offer_kind),
+        r.status.as_str().to_owned(),
+        exact(&r.opened_at),
+        r.ended_at.as_ref().map(exact).unwrap_or_default(),
+    ]
+}
