@@ -1,9 +1,10 @@
 //! Outcome webhook endpoints (`webhook_endpoints`, secrets sealed) and their delivery log
 //! (`webhook_deliveries`: one row per message and endpoint, its attempts as a JSON array).
 
-use sqlx::{Any, Executor, FromRow};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Writes, ts, ts_opt};
+use super::{Writes, decode, ts};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -24,37 +25,21 @@ pub struct EndpointRecord {
     pub updated_at: Timestamp,
 }
 
-#[derive(FromRow)]
-struct EndpointRow {
-    id: String,
-    project_id: String,
-    url: String,
-    description: String,
-    event_types: String,
-    enabled: i64,
-    format: String,
-    secret: String,
-    failing_since: Option<String>,
-    disabled_reason: Option<String>,
-    created_at: String,
-    updated_at: String,
-}
-
-impl EndpointRow {
-    fn record(self) -> Result<EndpointRecord> {
+impl FromRow<'_, AnyRow> for EndpointRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
         Ok(EndpointRecord {
-            failing_since: ts_opt(self.failing_since.as_deref())?,
-            created_at: ts(&self.created_at)?,
-            updated_at: ts(&self.updated_at)?,
-            enabled: self.enabled != 0,
-            id: self.id,
-            project_id: self.project_id,
-            url: self.url,
-            description: self.description,
-            event_types: self.event_types,
-            format: self.format,
-            secret: self.secret,
-            disabled_reason: self.disabled_reason,
+            id: row.try_get("id")?,
+            project_id: row.try_get("project_id")?,
+            url: row.try_get("url")?,
+            description: row.try_get("description")?,
+            event_types: row.try_get("event_types")?,
+            enabled: row.try_get::<i64, _>("enabled")? != 0,
+            format: row.try_get("format")?,
+            secret: row.try_get("secret")?,
+            failing_since: decode::timestamp_opt(row, "failing_since")?,
+            disabled_reason: row.try_get("disabled_reason")?,
+            created_at: decode::timestamp(row, "created_at")?,
+            updated_at: decode::timestamp(row, "updated_at")?,
         })
     }
 }
@@ -120,15 +105,12 @@ pub async fn endpoints<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Vec<EndpointRecord>> {
-    sqlx::query_as::<_, EndpointRow>(&format!(
+    Ok(sqlx::query_as(&format!(
         "SELECT {ENDPOINT} FROM webhook_endpoints WHERE project_id = $1 ORDER BY created_at, id"
     ))
     .bind(project_id)
     .fetch_all(db)
-    .await?
-    .into_iter()
-    .map(EndpointRow::record)
-    .collect()
+    .await?)
 }
 
 /// The enabled endpoints of a project, read in the transaction that emits a message.
@@ -136,16 +118,13 @@ pub async fn enabled_endpoints<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Vec<EndpointRecord>> {
-    sqlx::query_as::<_, EndpointRow>(&format!(
+    Ok(sqlx::query_as(&format!(
         "SELECT {ENDPOINT} FROM webhook_endpoints WHERE project_id = $1 AND enabled = 1 \
          ORDER BY created_at, id"
     ))
     .bind(project_id)
     .fetch_all(db)
-    .await?
-    .into_iter()
-    .map(EndpointRow::record)
-    .collect()
+    .await?)
 }
 
 pub async fn endpoint<'e>(
@@ -153,15 +132,13 @@ pub async fn endpoint<'e>(
     project_id: &str,
     id: &str,
 ) -> Result<Option<EndpointRecord>> {
-    sqlx::query_as::<_, EndpointRow>(&format!(
+    Ok(sqlx::query_as(&format!(
         "SELECT {ENDPOINT} FROM webhook_endpoints WHERE project_id = $1 AND id = $2"
     ))
     .bind(project_id)
     .bind(id)
     .fetch_optional(db)
-    .await?
-    .map(EndpointRow::record)
-    .transpose()
+    .await?)
 }
 
 /// The project of an endpoint (a job that knows only the endpoint).
