@@ -1,24 +1,15 @@
 # Shared by the payment benchmarks (webhooks.sh, pay_page.sh): a loopback fake of Stripe's API
-# over HTTPS (bench/payments.py provider, certificate from a throw-away CA given as
-# CHURN_EXTRA_CA_FILE; CHURN_WEBHOOK_ALLOW_PRIVATE lets `api_base` be loopback), a project
+# over HTTPS (bench/payments.py provider, certificate from bench/tls.sh's throw-away CA), a project
 # connected to it, and failing records seeded with SQL. Source it after common.sh.
 command -v python3 >/dev/null || { echo "python3 is required" >&2; exit 1; }
-command -v openssl >/dev/null || { echo "openssl is required" >&2; exit 1; }
 command -v sqlite3 >/dev/null || { echo "sqlite3 is required (apt-get install sqlite3)" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/tls.sh"
 
-TLS=$(mktemp -d)
-trap 'rm -rf "$TLS"; [ -n "${FAKE:-}" ] && kill "$FAKE" 2>/dev/null || true' EXIT
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=bench CA" -keyout "$TLS/ca.key" -out "$TLS/ca.pem" \
-  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$TLS/leaf.key" -out "$TLS/leaf.csr" 2>/dev/null
-printf 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' >"$TLS/ext"
-openssl x509 -req -in "$TLS/leaf.csr" -CA "$TLS/ca.pem" -CAkey "$TLS/ca.key" -CAcreateserial -days 2 \
-  -extfile "$TLS/ext" -out "$TLS/leaf.pem" 2>/dev/null
 python3 bench/payments.py provider --cert "$TLS/leaf.pem" --key "$TLS/leaf.key" >"$TLS/port" &
 FAKE=$!
 for _ in $(seq 1 50); do [ -s "$TLS/port" ] && break; sleep 0.1; done
 PROVIDER="https://localhost:$(cat "$TLS/port")"
-export CHURN_DEV_MODE=true CHURN_WEBHOOK_ALLOW_PRIVATE=true CHURN_EXTRA_CA_FILE="$TLS/ca.pem"
+export CHURN_DEV_MODE=true
 
 # seed_failures <project id> <due> <count> [jobs]: <count> failing provider-A records due at
 # <due>, each with its own invoice, customer and subscription (ids `<project id>-<n>`); with

@@ -3,9 +3,10 @@
 //! experiments' variants (decisions §19), and what each variant's submissions ended in.
 //! Every statement takes the project id.
 
-use sqlx::{Any, Executor, FromRow};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Writes, ts};
+use super::{Writes, decode};
 use crate::domain::cancel_flow::{CancelFlow, FlowDefinition, FlowVariant};
 use crate::domain::segment::{Routable, Segment};
 use crate::error::{Error, Result};
@@ -139,42 +140,27 @@ impl Routable for FlowRoute {
     }
 }
 
-#[derive(FromRow)]
-struct FlowRow {
-    id: String,
-    project_id: String,
-    name: String,
-    priority: i64,
-    segment: String,
-    flow: String,
-    active: i64,
-    variants: String,
-    created_at: String,
-    updated_at: String,
+impl FromRow<'_, AnyRow> for FlowRecord {
+    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
+        Ok(FlowRecord {
+            id: row.try_get("id")?,
+            project_id: row.try_get("project_id")?,
+            definition: FlowDefinition {
+                name: row.try_get("name")?,
+                priority: row.try_get("priority")?,
+                segment: decode::json(row, "segment")?,
+                flow: decode::json(row, "flow")?,
+                active: row.try_get::<i64, _>("active")? != 0,
+                variants: decode::json(row, "variants")?,
+            },
+            created_at: decode::timestamp(row, "created_at")?,
+            updated_at: decode::timestamp(row, "updated_at")?,
+        })
+    }
 }
 
 fn corrupt(what: &str, e: serde_json::Error) -> Error {
     Error::internal(format!("corrupt {what} in segmented_cancel_flows: {e}"))
-}
-
-impl FlowRow {
-    fn record(self) -> Result<FlowRecord> {
-        Ok(FlowRecord {
-            definition: FlowDefinition {
-                name: self.name,
-                priority: self.priority,
-                segment: serde_json::from_str(&self.segment).map_err(|e| corrupt("segment", e))?,
-                flow: serde_json::from_str(&self.flow).map_err(|e| corrupt("flow", e))?,
-                active: self.active != 0,
-                variants: serde_json::from_str(&self.variants)
-                    .map_err(|e| corrupt("variants", e))?,
-            },
-            created_at: ts(&self.created_at)?,
-            updated_at: ts(&self.updated_at)?,
-            id: self.id,
-            project_id: self.project_id,
-        })
-    }
 }
 
 const FLOW: &str =
@@ -253,14 +239,13 @@ pub async fn flow<'e>(
     project_id: &str,
     id: &str,
 ) -> Result<Option<FlowRecord>> {
-    let row: Option<FlowRow> = sqlx::query_as(&format!(
+    Ok(sqlx::query_as(&format!(
         "SELECT {FLOW} FROM segmented_cancel_flows WHERE project_id = $1 AND id = $2"
     ))
     .bind(project_id)
     .bind(id)
     .fetch_optional(db)
-    .await?;
-    row.map(FlowRow::record).transpose()
+    .await?)
 }
 
 /// The project's segmented flows in routing order.
@@ -268,13 +253,12 @@ pub async fn flows<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Vec<FlowRecord>> {
-    let rows: Vec<FlowRow> = sqlx::query_as(&format!(
+    Ok(sqlx::query_as(&format!(
         "SELECT {FLOW} FROM segmented_cancel_flows WHERE project_id = $1 {ORDER}"
     ))
     .bind(project_id)
     .fetch_all(db)
-    .await?;
-    rows.into_iter().map(FlowRow::record).collect()
+    .await?)
 }
 
 /// The project's active flows in routing order, segments only.
