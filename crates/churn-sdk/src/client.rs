@@ -22,7 +22,7 @@ use churn_core::api::projects::{
     AllowedOrigins, CreateProject, IdentitySecret, Project, RotateKeysRequest, RotatedKeys,
     UpdateProject, WebhookSecret,
 };
-use churn_core::api::{Data, ErrorBody, LegacyErrorBody, Page};
+use churn_core::api::{Data, ErrorBody, Page, UnscopedErrorBody};
 use churn_core::domain::cancel_flow::{CancelFlow, CancelFlowInput};
 use churn_core::domain::keys::KeyKind;
 use rand::Rng;
@@ -751,7 +751,7 @@ async fn api_error(response: Response) -> Error {
         }
         .into();
     }
-    if let Ok(body) = serde_json::from_slice::<LegacyErrorBody>(&bytes) {
+    if let Ok(body) = serde_json::from_slice::<UnscopedErrorBody>(&bytes) {
         return ApiError {
             status,
             code: body.code,

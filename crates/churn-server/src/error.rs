@@ -7,10 +7,10 @@ use std::sync::Arc;
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use churn_core::api::{ErrorBody, ErrorDetail, FieldError, LegacyErrorBody};
+use churn_core::api::{ErrorBody, ErrorDetail, FieldError, UnscopedErrorBody};
 
 /// Where the unscoped routes, with their older error body, live.
-const LEGACY_PREFIX: &str = "/api/v1/churn-events";
+const UNSCOPED_PREFIX: &str = "/api/v1/churn-events";
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -76,19 +76,19 @@ impl ApiError {
     /// the standard one everywhere else. For answers made outside the routes (fallbacks,
     /// rate limits, the HTTPS policy).
     pub fn into_response_for(self, path: &str) -> Response {
-        let legacy = path
-            .strip_prefix(LEGACY_PREFIX)
+        let unscoped = path
+            .strip_prefix(UNSCOPED_PREFIX)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
-        if legacy {
-            self.into_legacy_response()
+        if unscoped {
+            self.into_unscoped_response()
         } else {
             self.into_response()
         }
     }
 
     /// Renders in the older `{"error", "code"}` shape of the unscoped churn-event routes.
-    pub fn into_legacy_response(self) -> Response {
-        let body = LegacyErrorBody {
+    pub fn into_unscoped_response(self) -> Response {
+        let body = UnscopedErrorBody {
             error: self.message.clone(),
             code: self.code.to_owned(),
         };
@@ -172,16 +172,16 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 /// An error of the unscoped `/churn-events` routes, rendered in their older body shape.
 #[derive(Debug)]
-pub struct LegacyError(pub ApiError);
+pub struct UnscopedError(pub ApiError);
 
-impl<E: Into<ApiError>> From<E> for LegacyError {
+impl<E: Into<ApiError>> From<E> for UnscopedError {
     fn from(e: E) -> Self {
-        LegacyError(e.into())
+        UnscopedError(e.into())
     }
 }
 
-impl IntoResponse for LegacyError {
+impl IntoResponse for UnscopedError {
     fn into_response(self) -> Response {
-        self.0.into_legacy_response()
+        self.0.into_unscoped_response()
     }
 }

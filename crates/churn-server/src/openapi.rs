@@ -184,6 +184,7 @@ fn optional_body_not_null(op: &mut Operation) {
 
 fn error_response(description: &str, unscoped: bool) -> Response {
     let schema = if unscoped {
+        // The name `UnscopedErrorBody` is published under.
         "LegacyErrorBody"
     } else {
         "ErrorBody"

@@ -36,7 +36,9 @@ pub struct CreateChurnEvent {
 /// `POST /churn-events` (unscoped form).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CreateChurnEventLegacy {
+// The OpenAPI document keeps the name it was published under.
+#[schema(as = CreateChurnEventLegacy)]
+pub struct CreateChurnEventUnscoped {
     #[schema(format = Email, max_length = 254)]
     pub customer_email: String,
     #[schema(max_length = 200)]
@@ -149,7 +151,9 @@ pub struct AutopilotState {
 
 /// The unscoped form of an event: `mrr_cents` instead of `mrr`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct LegacyChurnEvent {
+// The OpenAPI document keeps the name it was published under.
+#[schema(as = LegacyChurnEvent)]
+pub struct UnscopedChurnEvent {
     #[schema(format = Uuid)]
     pub id: String,
     #[schema(format = Uuid)]
@@ -182,7 +186,7 @@ pub struct LegacyChurnEvent {
     pub variants: Option<Vec<Variant>>,
 }
 
-impl From<ChurnEvent> for LegacyChurnEvent {
+impl From<ChurnEvent> for UnscopedChurnEvent {
     fn from(e: ChurnEvent) -> Self {
         Self {
             id: e.id,
@@ -273,7 +277,9 @@ pub struct Generated {
 
 /// The unscoped generate answer: `{"variants": […]}` without the data envelope.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct LegacyGenerated {
+// The OpenAPI document keeps the name it was published under.
+#[schema(as = LegacyGenerated)]
+pub struct UnscopedGenerated {
     pub variants: Vec<Variant>,
 }
 
@@ -368,7 +374,9 @@ pub struct ListQuery {
 /// Query of the unscoped list.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
 #[into_params(parameter_in = Query)]
-pub struct LegacyListQuery {
+// The OpenAPI document keeps the name it was published under.
+#[schema(as = LegacyListQuery)]
+pub struct UnscopedListQuery {
     /// Default 20.
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
@@ -383,8 +391,10 @@ pub struct LegacyListQuery {
 
 /// The unscoped list answer.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct LegacyList {
-    pub data: Vec<LegacyChurnEvent>,
+// The OpenAPI document keeps the name it was published under.
+#[schema(as = LegacyList)]
+pub struct UnscopedList {
+    pub data: Vec<UnscopedChurnEvent>,
     pub total: u64,
     pub limit: i64,
     pub offset: i64,

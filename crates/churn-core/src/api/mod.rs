@@ -68,7 +68,9 @@ pub struct ErrorDetail {
 
 /// The older error body of the unscoped `/churn-events` routes: `{"error", "code"}`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct LegacyErrorBody {
+// The OpenAPI document keeps the name it was published under.
+#[schema(as = LegacyErrorBody)]
+pub struct UnscopedErrorBody {
     pub error: String,
     pub code: String,
 }

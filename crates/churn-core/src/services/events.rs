@@ -10,8 +10,8 @@ use super::access::ProjectAccess;
 use crate::api::Meta;
 use crate::api::events::{
     AutopilotState, CancelReasonChange, CancelReasonChanged, ChurnEvent, CreateChurnEvent,
-    CreateChurnEventLegacy, LegacyChurnEvent, LegacyList, LegacyListQuery, ListQuery, Recovered,
-    Variant,
+    CreateChurnEventUnscoped, ListQuery, Recovered, UnscopedChurnEvent, UnscopedList,
+    UnscopedListQuery, Variant,
 };
 use crate::domain::email::Email;
 use crate::domain::lifecycle::{Action, EventStatus, transition};
@@ -95,10 +95,10 @@ impl Core {
         self.insert_event(access, new, "mrr").await
     }
 
-    pub async fn create_event_legacy(
+    pub async fn create_event_unscoped(
         &self,
         access: &ProjectAccess,
-        req: CreateChurnEventLegacy,
+        req: CreateChurnEventUnscoped,
     ) -> Result<ChurnEvent> {
         let new = NewEvent {
             customer_email: req.customer_email,
@@ -312,11 +312,11 @@ impl Core {
         Ok(rows.into_iter().map(|r| event_view(r, None)).collect())
     }
 
-    pub async fn list_events_legacy(
+    pub async fn list_events_unscoped(
         &self,
         access: &ProjectAccess,
-        q: LegacyListQuery,
-    ) -> Result<LegacyList> {
+        q: UnscopedListQuery,
+    ) -> Result<UnscopedList> {
         self.authorize_events(access, Permission::Read)?;
         let mut v = Validator::new();
         let limit = q.limit.unwrap_or(DEFAULT_PER_PAGE);
@@ -342,10 +342,10 @@ impl Core {
             total,
         )
         .await?;
-        Ok(LegacyList {
+        Ok(UnscopedList {
             data: rows
                 .into_iter()
-                .map(|r| LegacyChurnEvent::from(event_view(r, None)))
+                .map(|r| UnscopedChurnEvent::from(event_view(r, None)))
                 .collect(),
             total,
             limit,

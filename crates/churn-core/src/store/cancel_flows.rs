@@ -6,7 +6,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Writes, decode};
+use super::{Writes, decode, ts};
 use crate::domain::cancel_flow::{CancelFlow, FlowDefinition, FlowVariant};
 use crate::domain::segment::{Routable, Segment};
 use crate::error::{Error, Result};

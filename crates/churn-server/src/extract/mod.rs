@@ -3,13 +3,13 @@
 
 mod auth;
 mod json;
-mod legacy;
 mod query;
+mod unscoped;
 
 pub(crate) use auth::idempotency_credential;
 pub use auth::{
     API_KEY_HEADER, AdminProject, ApiProject, Caller, ProjectScope, SecretKeyProject, SessionUser,
 };
 pub use json::{ApiJson, OptionalJson};
-pub use legacy::{LegacyCaller, LegacyJson, LegacyQuery};
 pub use query::ApiQuery;
+pub use unscoped::{UnscopedCaller, UnscopedJson, UnscopedQuery};

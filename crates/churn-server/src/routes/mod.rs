@@ -9,7 +9,6 @@ mod customer_status;
 mod dev;
 mod email_rules;
 mod events;
-mod legacy;
 mod ops;
 mod payments;
 mod projects;
@@ -17,6 +16,7 @@ mod providers;
 mod risk;
 mod team;
 mod tracking;
+mod unscoped;
 mod unsubscribe;
 mod webhook_endpoints;
 mod webhooks;
@@ -146,11 +146,11 @@ pub fn service(
         .routes(routes!(webhook_endpoints::deliveries))
         .routes(routes!(webhook_endpoints::redeliver))
         .routes(routes!(webhook_endpoints::test))
-        .routes(routes!(legacy::list, legacy::create))
-        .routes(routes!(legacy::get))
-        .routes(routes!(legacy::recovered))
-        .routes(routes!(legacy::generate))
-        .routes(routes!(legacy::send));
+        .routes(routes!(unscoped::list, unscoped::create))
+        .routes(routes!(unscoped::get))
+        .routes(routes!(unscoped::recovered))
+        .routes(routes!(unscoped::generate))
+        .routes(routes!(unscoped::send));
     let widget_api = OpenApiRouter::new()
         .routes(routes!(cancel_flow::config, cancel_flow::preflight_config))
         .routes(routes!(cancel_flow::submit, cancel_flow::preflight_submit))

@@ -213,6 +213,8 @@ async fn results_compare_each_variant_with_the_first(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
+    // Customers accept offers again within the test's days.
+    crate::cancel_offers::without_offer_cooldown(&app, &owner).await;
     let customers = customers_by_variant(&app, &key, &secret, 5).await;
     let (control, deeper) = (&customers["control"], &customers["deeper"]);
     // A cancellation before the window of the last two days.

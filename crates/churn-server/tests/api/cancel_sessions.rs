@@ -172,6 +172,8 @@ async fn each_step_moves_a_session_forward_only(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
     put_flow(&app, &token, "acme").await;
+    // Dana accepts an offer more than once.
+    crate::cancel_offers::without_offer_cooldown(&app, &token).await;
     let w = Widget::of(&app, &token, "acme").await;
     let dana = "dana@customer.example";
 

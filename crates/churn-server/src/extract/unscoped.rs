@@ -6,45 +6,45 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use super::{ApiJson, ApiQuery, Caller};
-use crate::error::LegacyError;
+use crate::error::UnscopedError;
 use crate::state::AppState;
 
-pub struct LegacyCaller(pub Caller);
+pub struct UnscopedCaller(pub Caller);
 
-impl FromRequestParts<AppState> for LegacyCaller {
-    type Rejection = LegacyError;
+impl FromRequestParts<AppState> for UnscopedCaller {
+    type Rejection = UnscopedError;
 
     async fn from_request_parts(
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        Ok(LegacyCaller(
+        Ok(UnscopedCaller(
             Caller::from_request_parts(parts, state).await?,
         ))
     }
 }
 
-pub struct LegacyJson<T>(pub T);
+pub struct UnscopedJson<T>(pub T);
 
-impl<T: DeserializeOwned> FromRequest<AppState> for LegacyJson<T> {
-    type Rejection = LegacyError;
+impl<T: DeserializeOwned> FromRequest<AppState> for UnscopedJson<T> {
+    type Rejection = UnscopedError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
         let ApiJson(value) = ApiJson::<T>::from_request(req, state).await?;
-        Ok(LegacyJson(value))
+        Ok(UnscopedJson(value))
     }
 }
 
-pub struct LegacyQuery<T>(pub T);
+pub struct UnscopedQuery<T>(pub T);
 
-impl<T: DeserializeOwned> FromRequestParts<AppState> for LegacyQuery<T> {
-    type Rejection = LegacyError;
+impl<T: DeserializeOwned> FromRequestParts<AppState> for UnscopedQuery<T> {
+    type Rejection = UnscopedError;
 
     async fn from_request_parts(
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let ApiQuery(value) = ApiQuery::<T>::from_request_parts(parts, state).await?;
-        Ok(LegacyQuery(value))
+        Ok(UnscopedQuery(value))
     }
 }

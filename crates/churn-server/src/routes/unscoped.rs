@@ -5,18 +5,18 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use churn_core::api::Data;
-use churn_core::api::LegacyErrorBody;
+use churn_core::api::UnscopedErrorBody;
 use churn_core::api::events::{
-    CreateChurnEventLegacy, LegacyChurnEvent, LegacyGenerated, LegacyList, LegacyListQuery,
-    ProjectQuery, SentVariant,
+    CreateChurnEventUnscoped, ProjectQuery, SentVariant, UnscopedChurnEvent, UnscopedGenerated,
+    UnscopedList, UnscopedListQuery,
 };
 use churn_core::services::ProjectAccess;
 
-use crate::error::{ApiError, LegacyError};
-use crate::extract::{Caller, LegacyCaller, LegacyJson, LegacyQuery};
+use crate::error::{ApiError, UnscopedError};
+use crate::extract::{Caller, UnscopedCaller, UnscopedJson, UnscopedQuery};
 use crate::state::AppState;
 
-type LegacyResult<T> = Result<T, LegacyError>;
+type UnscopedResult<T> = Result<T, UnscopedError>;
 
 /// The project of the call: the key's, or with a session the one holding the event.
 async fn event_access(
@@ -57,37 +57,37 @@ async fn project_access(
 }
 
 #[utoipa::path(get, path = "/churn-events", operation_id = "list_churn_events_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
-    params(LegacyListQuery), responses((status = 200, body = LegacyList), (status = 400, body = LegacyErrorBody)))]
+    params(UnscopedListQuery), responses((status = 200, body = UnscopedList), (status = 400, body = UnscopedErrorBody)))]
 pub async fn list(
     State(s): State<AppState>,
-    LegacyCaller(caller): LegacyCaller,
-    LegacyQuery(q): LegacyQuery<LegacyListQuery>,
-) -> LegacyResult<Json<LegacyList>> {
+    UnscopedCaller(caller): UnscopedCaller,
+    UnscopedQuery(q): UnscopedQuery<UnscopedListQuery>,
+) -> UnscopedResult<Json<UnscopedList>> {
     let access = project_access(&s, caller, q.project.as_deref()).await?;
-    Ok(Json(s.churn.core().list_events_legacy(&access, q).await?))
+    Ok(Json(s.churn.core().list_events_unscoped(&access, q).await?))
 }
 
 #[utoipa::path(post, path = "/churn-events", operation_id = "create_churn_event_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
-    params(ProjectQuery), request_body = CreateChurnEventLegacy,
-    responses((status = 201, body = Data<LegacyChurnEvent>), (status = 400, body = LegacyErrorBody)))]
+    params(ProjectQuery), request_body = CreateChurnEventUnscoped,
+    responses((status = 201, body = Data<UnscopedChurnEvent>), (status = 400, body = UnscopedErrorBody)))]
 pub async fn create(
     State(s): State<AppState>,
-    LegacyCaller(caller): LegacyCaller,
-    LegacyQuery(q): LegacyQuery<ProjectQuery>,
-    LegacyJson(req): LegacyJson<CreateChurnEventLegacy>,
-) -> LegacyResult<(StatusCode, Json<Data<LegacyChurnEvent>>)> {
+    UnscopedCaller(caller): UnscopedCaller,
+    UnscopedQuery(q): UnscopedQuery<ProjectQuery>,
+    UnscopedJson(req): UnscopedJson<CreateChurnEventUnscoped>,
+) -> UnscopedResult<(StatusCode, Json<Data<UnscopedChurnEvent>>)> {
     let access = project_access(&s, caller, q.project.as_deref()).await?;
-    let event = s.churn.core().create_event_legacy(&access, req).await?;
+    let event = s.churn.core().create_event_unscoped(&access, req).await?;
     Ok((StatusCode::CREATED, Json(Data::new(event.into()))))
 }
 
 #[utoipa::path(get, path = "/churn-events/{id}", operation_id = "get_churn_event_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
-    params(("id" = String, Path)), responses((status = 200, body = Data<LegacyChurnEvent>), (status = 404, body = LegacyErrorBody)))]
+    params(("id" = String, Path)), responses((status = 200, body = Data<UnscopedChurnEvent>), (status = 404, body = UnscopedErrorBody)))]
 pub async fn get(
     State(s): State<AppState>,
-    LegacyCaller(caller): LegacyCaller,
+    UnscopedCaller(caller): UnscopedCaller,
     Path(id): Path<String>,
-) -> LegacyResult<Json<Data<LegacyChurnEvent>>> {
+) -> UnscopedResult<Json<Data<UnscopedChurnEvent>>> {
     let access = event_access(&s, caller, &id).await?;
     Ok(Json(Data::new(
         s.churn.core().event(&access, &id).await?.into(),
@@ -95,12 +95,12 @@ pub async fn get(
 }
 
 #[utoipa::path(post, path = "/churn-events/{id}/recovered", operation_id = "mark_churn_event_recovered_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
-    params(("id" = String, Path)), responses((status = 200, body = Data<LegacyChurnEvent>), (status = 400, body = LegacyErrorBody)))]
+    params(("id" = String, Path)), responses((status = 200, body = Data<UnscopedChurnEvent>), (status = 400, body = UnscopedErrorBody)))]
 pub async fn recovered(
     State(s): State<AppState>,
-    LegacyCaller(caller): LegacyCaller,
+    UnscopedCaller(caller): UnscopedCaller,
     Path(id): Path<String>,
-) -> LegacyResult<Json<Data<LegacyChurnEvent>>> {
+) -> UnscopedResult<Json<Data<UnscopedChurnEvent>>> {
     let access = event_access(&s, caller, &id).await?;
     s.churn.core().recover_event(&access, &id).await?;
     Ok(Json(Data::new(
@@ -109,27 +109,27 @@ pub async fn recovered(
 }
 
 #[utoipa::path(post, path = "/churn-events/{id}/generate", operation_id = "generate_variants_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
-    params(("id" = String, Path)), responses((status = 200, body = LegacyGenerated), (status = 400, body = LegacyErrorBody)))]
+    params(("id" = String, Path)), responses((status = 200, body = UnscopedGenerated), (status = 400, body = UnscopedErrorBody)))]
 pub async fn generate(
     State(s): State<AppState>,
-    LegacyCaller(caller): LegacyCaller,
+    UnscopedCaller(caller): UnscopedCaller,
     Path(id): Path<String>,
-) -> LegacyResult<Json<LegacyGenerated>> {
+) -> UnscopedResult<Json<UnscopedGenerated>> {
     let access = event_access(&s, caller, &id).await?;
     let generated = s.churn.generation().generate(&access, &id).await?;
-    Ok(Json(LegacyGenerated {
+    Ok(Json(UnscopedGenerated {
         variants: generated.variants,
     }))
 }
 
 #[utoipa::path(post, path = "/churn-events/{id}/variants/{variant_id}/send", operation_id = "send_variant_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
     params(("id" = String, Path), ("variant_id" = String, Path)),
-    responses((status = 200, body = Data<SentVariant>), (status = 400, body = LegacyErrorBody)))]
+    responses((status = 200, body = Data<SentVariant>), (status = 400, body = UnscopedErrorBody)))]
 pub async fn send(
     State(s): State<AppState>,
-    LegacyCaller(caller): LegacyCaller,
+    UnscopedCaller(caller): UnscopedCaller,
     Path((id, variant_id)): Path<(String, String)>,
-) -> LegacyResult<Json<Data<SentVariant>>> {
+) -> UnscopedResult<Json<Data<SentVariant>>> {
     let access = event_access(&s, caller, &id).await?;
     match s
         .churn
