@@ -113,17 +113,16 @@ pub async fn submit(
     body: Result<ApiJson<CancelReasonSubmission>, ApiError>,
 ) -> Response {
     let origin = origin_of(&headers);
-    let key = presented_key(
+    let (key, access) = match widget_caller(
+        &s,
         &headers,
         query.as_ref().ok().and_then(|q| q.0.public_key.as_deref()),
         body.as_ref().ok().and_then(|b| b.0.public_key.as_deref()),
-    );
-    let Some(key) = key else {
-        return no_key();
-    };
-    let access = match s.churn.core().widget_access(&key, origin).await {
-        Ok(access) => access,
-        Err(e) => return with_vary(ApiError::from(e).into_response()),
+    )
+    .await
+    {
+        Ok(caller) => caller,
+        Err(refused) => return refused,
     };
     let stamp = match limits
         .as_ref()
@@ -138,6 +137,23 @@ pub async fn submit(
         stamp.apply(response.headers_mut());
     }
     with_cors(response, origin)
+}
+
+/// The key a widget call presents (header, query or body) and its project, checked against
+/// the browser's origin; else the answer that refuses the call.
+async fn widget_caller(
+    s: &AppState,
+    headers: &HeaderMap,
+    from_query: Option<&str>,
+    from_body: Option<&str>,
+) -> Result<(String, ProjectAccess), Response> {
+    let Some(key) = presented_key(headers, from_query, from_body) else {
+        return Err(no_key());
+    };
+    match s.churn.core().widget_access(&key, origin_of(headers)).await {
+        Ok(access) => Ok((key, access)),
+        Err(e) => Err(with_vary(ApiError::from(e).into_response())),
+    }
 }
 
 fn no_key() -> Response {
@@ -167,17 +183,16 @@ pub async fn session_reason(
     body: Result<ApiJson<SessionReason>, ApiError>,
 ) -> Response {
     let origin = origin_of(&headers);
-    let key = presented_key(
+    let (_, access) = match widget_caller(
+        &s,
         &headers,
         query.as_ref().ok().and_then(|q| q.0.public_key.as_deref()),
         body.as_ref().ok().and_then(|b| b.0.public_key.as_deref()),
-    );
-    let Some(key) = key else {
-        return no_key();
-    };
-    let access = match s.churn.core().widget_access(&key, origin).await {
-        Ok(access) => access,
-        Err(e) => return with_vary(ApiError::from(e).into_response()),
+    )
+    .await
+    {
+        Ok(caller) => caller,
+        Err(refused) => return refused,
     };
     let answer = async {
         query?;
