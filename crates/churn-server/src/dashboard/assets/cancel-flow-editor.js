@@ -8,6 +8,7 @@
   if (!form || !frame || !form.elements) return;
   // The reason whose offer is being edited: the preview opens on that offer.
   var offerOf = null;
+  var compliance = document.getElementById("compliance_mode");
 
   function value(name) {
     var el = form.elements[name];
@@ -30,6 +31,10 @@
       if (kind === "discount") offers[code] = { kind: kind, percent: num("percent_" + n), months: num("months_" + n) };
       else if (kind === "pause") offers[code] = { kind: kind, max_months: num("max_months_" + n) };
       else if (kind === "downgrade") offers[code] = { kind: kind, plan: value("plan_" + n) };
+      else if (kind === "trial_extension") offers[code] = { kind: kind, days: num("days_" + n) };
+      else if (kind === "plan_change") offers[code] = { kind: kind, plan: value("plan_" + n), price_id: value("price_id_" + n) };
+      else if (kind === "contact") offers[code] = value("url_" + n) ? { kind: kind, url: value("url_" + n) } : { kind: kind, email: value("email_" + n) };
+      else if (kind === "redirect") offers[code] = { kind: kind, url: value("url_" + n), label: value("link_label_" + n) };
     }
     var copy = {};
     form.querySelectorAll("input[name^='copy_']").forEach(function (el) {
@@ -41,6 +46,7 @@
       copy: copy,
       colors: { primary: value("color_primary"), background: value("color_background"), text: value("color_text") },
       language: value("language") || "en",
+      compliance_mode: !!(compliance && compliance.checked),
     };
   }
 
@@ -48,7 +54,8 @@
     form.querySelectorAll("[data-row]").forEach(function (row) {
       var kind = row.querySelector("[data-kind]").value;
       row.querySelectorAll("[data-offer]").forEach(function (field) {
-        field.hidden = field.getAttribute("data-offer") !== kind;
+        // An input may serve several kinds (`data-offer="contact redirect"`).
+        field.hidden = field.getAttribute("data-offer").split(" ").indexOf(kind) < 0;
       });
     });
   }
