@@ -72,7 +72,7 @@ const COLORS: &[(&str, &str)] = &[
 
 /// Every kind of offer the API takes, as the editor names them. A test keeps this list equal
 /// to `OfferKind::ALL`.
-const OFFER_KINDS: &[(&str, &str)] = &[
+pub(super) const OFFER_KINDS: &[(&str, &str)] = &[
     ("none", "No offer"),
     ("discount", "Discount"),
     ("pause", "Pause"),
@@ -94,7 +94,7 @@ pub struct Field {
 }
 
 impl Field {
-    fn new(name: String, label: &'static str, value: String) -> Self {
+    pub(super) fn new(name: String, label: &'static str, value: String) -> Self {
         Field {
             name,
             value,
@@ -170,7 +170,7 @@ pub struct FlowForm {
 }
 
 impl FlowForm {
-    fn from_flow(flow: &CancelFlow) -> Self {
+    pub(super) fn from_flow(flow: &CancelFlow) -> Self {
         let copy = serde_json::to_value(&flow.copy).unwrap_or_default();
         let colors = serde_json::to_value(&flow.colors).unwrap_or_default();
         Self::build(
@@ -209,7 +209,7 @@ impl FlowForm {
         )
     }
 
-    fn from_posted(posted: &[(String, String)]) -> Self {
+    pub(super) fn from_posted(posted: &[(String, String)]) -> Self {
         let get = |name: &str| {
             posted
                 .iter()
@@ -284,7 +284,7 @@ impl FlowForm {
     }
 
     /// The service's input, and which input each of its field names refers to.
-    fn input(&self) -> (CancelFlowInput, Vec<(String, String)>) {
+    pub(super) fn input(&self) -> (CancelFlowInput, Vec<(String, String)>) {
         let mut names = vec![("language".to_owned(), "language".to_owned())];
         let mut reasons = Vec::new();
         let mut offers = BTreeMap::new();
@@ -347,7 +347,7 @@ impl FlowForm {
 
     /// Puts each of the service's complaints beside its input; whether every one found its
     /// place.
-    fn complain(
+    pub(super) fn complain(
         &mut self,
         details: &[churn_core::api::FieldError],
         names: &[(String, String)],
@@ -405,6 +405,11 @@ fn offer_input(kind: &str, row: &Row) -> OfferInput {
         email: contact(&row.email),
         label: text_of(&["redirect"], &row.link_label),
     }
+}
+
+/// The reason codes a slot may hold, for its select.
+pub(super) fn reason_codes() -> Vec<&'static str> {
+    ReasonCode::ALL.iter().map(|c| c.as_str()).collect()
 }
 
 /// `label_3` → (3, "label"); `max_months_0` → (0, "max_months").
@@ -517,7 +522,7 @@ async fn render(
             notice: shown.notice,
             error: shown.error,
             form: shown.form.unwrap_or_else(|| FlowForm::from_flow(&flow)),
-            codes: ReasonCode::ALL.iter().map(|c| c.as_str()).collect(),
+            codes: reason_codes(),
             kinds: OFFER_KINDS,
             origins: shown
                 .origins
