@@ -186,7 +186,7 @@ pub fn snapshot_filters() -> insta::Settings {
 }
 
 /// What a browser would post from the form with `id` on the page, its CSRF token left out:
-/// each input's value (a checkbox's when checked), each select's selected option (else its
+/// each input's value (a checkbox's when checked), each textarea's text, each select's selected option (else its
 /// first), in the page's order. Reads the dashboard's own markup, one tag per element.
 pub fn form_fields(html: &str, id: &str) -> Vec<(String, String)> {
     let start = html
@@ -212,6 +212,12 @@ pub fn form_fields(html: &str, id: &str) -> Vec<(String, String)> {
             {
                 fields.push((name, attr(tag, "value").unwrap_or_default()));
             }
+        } else if tag.starts_with("<textarea ") {
+            let end = rest.find("</textarea>").expect("the textarea ends");
+            fields.push((
+                attr(tag, "name").expect("a textarea has a name"),
+                unescape(&rest[tag.len()..end]),
+            ));
         } else if tag.starts_with("<select ") {
             let end = rest.find("</select>").expect("the select ends");
             let options: Vec<&str> = rest[..end].split("<option ").skip(1).collect();
