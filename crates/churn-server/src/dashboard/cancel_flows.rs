@@ -8,7 +8,7 @@ use askama::Template;
 use axum::extract::{Form, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use churn_core::api::cancel_flow::SegmentedFlow;
+use churn_core::api::cancel_flow::{FlowResultsQuery, SegmentedFlow, VariantResult};
 use churn_core::domain::cancel_flow::{SegmentedFlowInput, VariantInput};
 use churn_core::domain::role::Permission;
 use churn_core::domain::segment::{Segment, SegmentInput};
@@ -16,6 +16,7 @@ use churn_core::services::ProjectAccess;
 use serde::Deserialize;
 
 use super::cancel_flow::{FlowForm, OFFER_KINDS, reason_codes};
+use super::chart;
 use super::error::PageError;
 use super::layout::{Frame, html};
 use super::risk::number;
@@ -475,6 +476,86 @@ pub async fn delete(
 ) -> Result<Response, PageError> {
     s.churn.core().delete_segmented_flow(&access, &id).await?;
     Ok(to_list(&access, "deleted"))
+}
+
+/// The periods the results page offers.
+const RESULT_DAYS: [i64; 2] = [30, 90];
+
+/// A variant's row of the results, with its interval drawn when it has one.
+pub struct ResultRow {
+    pub result: VariantResult,
+    pub chart: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/cancel_flow_results.html")]
+struct ResultsPage {
+    frame: Frame,
+    id: String,
+    name: String,
+    days: i64,
+    periods: [i64; 2],
+    rows: Vec<ResultRow>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct DaysParam {
+    #[serde(default)]
+    days: Option<String>,
+}
+
+/// An experiment's results (decisions §19), from the service of `GET …/:id/results`.
+pub async fn results(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Path((_, id)): Path<(String, String)>,
+    axum::extract::Query(params): axum::extract::Query<DaysParam>,
+) -> Result<Response, PageError> {
+    // Only the periods offered; anything else is the longer one.
+    let days = params
+        .days
+        .and_then(|d| d.parse().ok())
+        .filter(|d| RESULT_DAYS.contains(d))
+        .unwrap_or(90);
+    let core = s.churn.core();
+    let query = FlowResultsQuery { days: Some(days) };
+    let (flow, results, projects) = futures::try_join!(
+        core.segmented_flow(&access, &id),
+        core.flow_results(&access, &id, query),
+        core.list_projects(&signed.user.id),
+    )?;
+    let rows = results
+        .variants
+        .into_iter()
+        .enumerate()
+        .map(|(i, result)| ResultRow {
+            chart: match (result.uplift_points, result.ci95) {
+                (Some(point), Some([low, high])) => Some(chart::interval(
+                    &format!("uplift-{i}"),
+                    &format!(
+                        "Uplift of {} over the baseline in percentage points, with its 95% interval",
+                        result.key
+                    ),
+                    point,
+                    low,
+                    high,
+                )),
+                _ => None,
+            },
+            result,
+        })
+        .collect();
+    Ok(html(
+        StatusCode::OK,
+        ResultsPage {
+            frame: Frame::new(&signed, &access, &projects, "cancel-flow", None),
+            id,
+            name: flow.name,
+            days,
+            periods: RESULT_DAYS,
+            rows,
+        },
+    ))
 }
 
 fn to_list(access: &ProjectAccess, done: &str) -> Response {

@@ -94,6 +94,7 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
             get(cancel_flows::list).post(cancel_flows::create),
         )
         .route("/cancel-flows/new", get(cancel_flows::new_page))
+        .route("/cancel-flows/{id}/results", get(cancel_flows::results))
         .route(
             "/cancel-flows/{id}",
             get(cancel_flows::edit_page).post(cancel_flows::save),

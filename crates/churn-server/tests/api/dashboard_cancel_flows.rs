@@ -18,6 +18,7 @@ both_backends!(
     writes_need_the_csrf_token_and_an_admin,
     another_tenants_flow_is_not_found,
     the_list_page,
+    an_experiments_results_page,
 );
 
 const PAGE: &str = "/app/p/acme/cancel-flows";
@@ -238,4 +239,52 @@ async fn the_list_page(backend: Backend) {
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
     let html = main_of(&owner.get(PAGE, 200).await);
     snapshot_filters().bind(|| insta::assert_snapshot!("cancel_flows_list", html));
+}
+
+async fn an_experiments_results_page(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let mut experiment = flow("Tested", 1, json!({}));
+    experiment["variants"] = json!([{"key": "control", "weight": 1}, {"key": "bold", "weight": 1}]);
+    let id = create(&app, &token, &experiment).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let results = format!("{PAGE}/{id}/results");
+    // Every role reads it, with the API's numbers in its table.
+    join(&app, &token, "viewer@acme.io", "viewer").await;
+    let viewer = Browser::sign_in(&app, "viewer@acme.io").await;
+    let html = viewer.get(&format!("{results}?days=30"), 200).await;
+    assert!(html.contains("cancellations of the last 30 days"));
+    assert!(html.contains(&format!(r#"href="{results}?days=30" aria-current="true""#)));
+    assert!(
+        html.contains(r#"<th scope="row">control (baseline)</th>"#),
+        "{html}"
+    );
+    assert!(html.contains(r#"<th scope="row">bold</th>"#));
+    let api = app
+        .expect(
+            app.req(Method::GET, &format!("{FLOWS}/{id}/results?days=30"))
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    let sessions = api["data"]["variants"][1]["sessions"].to_string();
+    assert!(html.contains(&format!(r#"<td class="num">{sessions}</td>"#)));
+    // A period not offered is the longer one.
+    let html = viewer.get(&format!("{results}?days=7"), 200).await;
+    assert!(html.contains("cancellations of the last 90 days"));
+    // A flow without an experiment says so; another tenant's is not found.
+    let plain = create(&app, &token, &flow("Plain", 2, json!({}))).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let html = viewer.get(&format!("{PAGE}/{plain}/results"), 200).await;
+    assert!(html.contains("This flow runs no experiment"));
+    let other = app.register("mallory@evil.io").await;
+    app.create_project(&other.token, "Evil").await;
+    let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
+    mallory
+        .get(&format!("/app/p/evil/cancel-flows/{id}/results"), 404)
+        .await;
 }
