@@ -268,6 +268,7 @@ struct EditPage {
     form: FlowForm,
     codes: Vec<&'static str>,
     kinds: &'static [(&'static str, &'static str)],
+    editor_js: String,
 }
 
 async fn render_edit(
@@ -290,6 +291,7 @@ async fn render_edit(
             form,
             codes: reason_codes(),
             kinds: OFFER_KINDS,
+            editor_js: super::assets::url("cancel-flow-editor.js"),
         },
     ))
 }

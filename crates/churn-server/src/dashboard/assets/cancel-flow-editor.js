@@ -5,7 +5,8 @@
 (function () {
   var form = document.getElementById("flow-form");
   var frame = document.getElementById("preview");
-  if (!form || !frame || !form.elements) return;
+  // A page without a preview (a segmented flow's) still hides the other kinds' inputs.
+  if (!form || !form.elements) return;
   // The reason whose offer is being edited: the preview opens on that offer.
   var offerOf = null;
   var compliance = document.getElementById("compliance_mode");
@@ -61,6 +62,7 @@
   }
 
   function send() {
+    if (!frame) return;
     frame.contentWindow.postMessage({ flow: flow(), reason: offerOf }, "*");
   }
 
@@ -75,6 +77,6 @@
   form.addEventListener("input", update);
   form.addEventListener("change", update);
   // The frame opens on the saved flow; a page shown again after a refused save holds more.
-  frame.addEventListener("load", send);
+  if (frame) frame.addEventListener("load", send);
   showKinds();
 })();
