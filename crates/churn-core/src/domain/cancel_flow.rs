@@ -144,7 +144,7 @@ pub enum OfferKind {
 }
 
 impl OfferKind {
-    const ALL: [OfferKind; 8] = [
+    pub const ALL: [OfferKind; 8] = [
         OfferKind::Discount,
         OfferKind::Pause,
         OfferKind::Downgrade,

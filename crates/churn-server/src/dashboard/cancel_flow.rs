@@ -70,11 +70,17 @@ const COLORS: &[(&str, &str)] = &[
     ("text", "Text"),
 ];
 
-const OFFER_KINDS: &[(&str, &str)] = &[
+/// Every kind of offer the API takes, as the editor names them. A test keeps this list equal
+/// to `OfferKind::ALL`.
+pub(super) const OFFER_KINDS: &[(&str, &str)] = &[
     ("none", "No offer"),
     ("discount", "Discount"),
     ("pause", "Pause"),
     ("downgrade", "Downgrade"),
+    ("trial_extension", "Trial extension"),
+    ("plan_change", "Plan change"),
+    ("contact", "Contact"),
+    ("redirect", "Redirect"),
 ];
 
 /// One input of the editor: its name (also its id), what it holds, the service's complaint.
@@ -88,7 +94,7 @@ pub struct Field {
 }
 
 impl Field {
-    fn new(name: String, label: &'static str, value: String) -> Self {
+    pub(super) fn new(name: String, label: &'static str, value: String) -> Self {
         Field {
             name,
             value,
@@ -109,6 +115,46 @@ pub struct Row {
     pub months: Field,
     pub max_months: Field,
     pub plan: Field,
+    pub days: Field,
+    pub price_id: Field,
+    pub url: Field,
+    pub email: Field,
+    /// The redirect's link text (`label` in the API; `label_n` is the reason's).
+    pub link_label: Field,
+}
+
+impl Row {
+    /// The inputs of the offer, every kind's.
+    fn offer_fields(&self) -> [&Field; 9] {
+        [
+            &self.percent,
+            &self.months,
+            &self.max_months,
+            &self.plan,
+            &self.days,
+            &self.price_id,
+            &self.url,
+            &self.email,
+            &self.link_label,
+        ]
+    }
+
+    fn fields_mut(&mut self) -> [&mut Field; 12] {
+        [
+            &mut self.code,
+            &mut self.label,
+            &mut self.kind,
+            &mut self.percent,
+            &mut self.months,
+            &mut self.max_months,
+            &mut self.plan,
+            &mut self.days,
+            &mut self.price_id,
+            &mut self.url,
+            &mut self.email,
+            &mut self.link_label,
+        ]
+    }
 }
 
 /// The editor's inputs, from the saved flow or from what was posted.
@@ -117,12 +163,14 @@ pub struct FlowForm {
     pub copy: Vec<Field>,
     pub colors: Vec<Field>,
     pub language: Field,
+    /// Click-to-cancel; `None` when the posted form did not hold it (the flow's is kept).
+    pub compliance_mode: Option<bool>,
     /// A complaint about the reasons as a whole (their number).
     pub reasons_error: Option<String>,
 }
 
 impl FlowForm {
-    fn from_flow(flow: &CancelFlow) -> Self {
+    pub(super) fn from_flow(flow: &CancelFlow) -> Self {
         let copy = serde_json::to_value(&flow.copy).unwrap_or_default();
         let colors = serde_json::to_value(&flow.colors).unwrap_or_default();
         Self::build(
@@ -137,17 +185,31 @@ impl FlowForm {
                     ("percent", Some(Offer::Discount { percent, .. })) => percent.to_string(),
                     ("months", Some(Offer::Discount { months, .. })) => months.to_string(),
                     ("max_months", Some(Offer::Pause { max_months })) => max_months.to_string(),
-                    ("plan", Some(Offer::Downgrade { plan })) => plan.clone(),
+                    ("plan", Some(Offer::Downgrade { plan } | Offer::PlanChange { plan, .. })) => {
+                        plan.clone()
+                    }
+                    ("days", Some(Offer::TrialExtension { days })) => days.to_string(),
+                    ("price_id", Some(Offer::PlanChange { price_id, .. })) => price_id.clone(),
+                    ("url", Some(Offer::Contact { url: Some(url), .. })) => url.clone(),
+                    ("url", Some(Offer::Redirect { url, .. })) => url.clone(),
+                    (
+                        "email",
+                        Some(Offer::Contact {
+                            email: Some(email), ..
+                        }),
+                    ) => email.clone(),
+                    ("link_label", Some(Offer::Redirect { label, .. })) => label.clone(),
                     _ => return None,
                 })
             },
             |key| copy[key].as_str().map(str::to_owned),
             |key| colors[key].as_str().map(full_hex),
             flow.language.clone(),
+            Some(flow.compliance_mode),
         )
     }
 
-    fn from_posted(posted: &[(String, String)]) -> Self {
+    pub(super) fn from_posted(posted: &[(String, String)]) -> Self {
         let get = |name: &str| {
             posted
                 .iter()
@@ -159,6 +221,12 @@ impl FlowForm {
             |key| get(&format!("copy_{key}")),
             |key| get(&format!("color_{key}")),
             get("language").unwrap_or_default(),
+            // A hidden `false` precedes the checkbox, so the form always says which.
+            posted.iter().any(|(k, _)| k == "compliance_mode").then(|| {
+                posted
+                    .iter()
+                    .any(|(k, v)| k == "compliance_mode" && v == "true")
+            }),
         )
     }
 
@@ -167,6 +235,7 @@ impl FlowForm {
         copy: impl Fn(&str) -> Option<String>,
         color: impl Fn(&str) -> Option<String>,
         language: String,
+        compliance_mode: Option<bool>,
     ) -> Self {
         let defaults = serde_json::to_value(FlowCopy::default()).unwrap_or_default();
         let field = |n: usize, key: &str, label| {
@@ -184,6 +253,11 @@ impl FlowForm {
                     months: field(n, "months", "For months"),
                     max_months: field(n, "max_months", "Up to months"),
                     plan: field(n, "plan", "Plan"),
+                    days: field(n, "days", "Days more"),
+                    price_id: field(n, "price_id", "Price ID at the provider"),
+                    url: field(n, "url", "Link (https)"),
+                    email: field(n, "email", "Email address"),
+                    link_label: field(n, "link_label", "Link text"),
                 })
                 .collect(),
             copy: COPY
@@ -204,12 +278,13 @@ impl FlowForm {
                 })
                 .collect(),
             language: Field::new("language".into(), "Language", language),
+            compliance_mode,
             reasons_error: None,
         }
     }
 
     /// The service's input, and which input each of its field names refers to.
-    fn input(&self) -> (CancelFlowInput, Vec<(String, String)>) {
+    pub(super) fn input(&self) -> (CancelFlowInput, Vec<(String, String)>) {
         let mut names = vec![("language".to_owned(), "language".to_owned())];
         let mut reasons = Vec::new();
         let mut offers = BTreeMap::new();
@@ -232,30 +307,15 @@ impl FlowForm {
             let offer = format!("offers.{code}");
             names.push((offer.clone(), row.kind.name.clone()));
             names.push((format!("{offer}.kind"), row.kind.name.clone()));
-            for f in [&row.percent, &row.months, &row.max_months, &row.plan] {
-                let (_, key) = row_field(&f.name);
+            for f in row.offer_fields() {
+                let key = match row_field(&f.name).1 {
+                    "link_label" => "label",
+                    key => key,
+                };
                 names.push((format!("{offer}.{key}"), f.name.clone()));
             }
-            // Only the fields of the chosen kind: the others stay on the page unused.
-            let of = |wanted: &str, f: &Field| (kind == wanted).then(|| number(&f.value)).flatten();
-            offers.insert(
-                code.to_owned(),
-                OfferInput {
-                    kind: kind.to_owned(),
-                    percent: of("discount", &row.percent),
-                    months: of("discount", &row.months),
-                    max_months: of("pause", &row.max_months),
-                    plan: (kind == "downgrade").then(|| row.plan.value.clone()),
-                    ..OfferInput::default()
-                },
-            );
+            offers.insert(code.to_owned(), offer_input(kind, row));
         }
-        // A blank text or colour is the default.
-        let given = |f: &Field| {
-            Some(f.value.trim())
-                .filter(|v| !v.is_empty())
-                .map(str::to_owned)
-        };
         let copy: serde_json::Map<String, serde_json::Value> = self
             .copy
             .iter()
@@ -280,14 +340,14 @@ impl FlowForm {
             copy: serde_json::from_value::<CopyInput>(copy.into()).ok(),
             colors: Some(colors),
             language: given(&self.language),
-            compliance_mode: None,
+            compliance_mode: self.compliance_mode,
         };
         (input, names)
     }
 
     /// Puts each of the service's complaints beside its input; whether every one found its
     /// place.
-    fn complain(
+    pub(super) fn complain(
         &mut self,
         details: &[churn_core::api::FieldError],
         names: &[(String, String)],
@@ -305,17 +365,7 @@ impl FlowForm {
             let field = self
                 .rows
                 .iter_mut()
-                .flat_map(|r| {
-                    [
-                        &mut r.code,
-                        &mut r.label,
-                        &mut r.kind,
-                        &mut r.percent,
-                        &mut r.months,
-                        &mut r.max_months,
-                        &mut r.plan,
-                    ]
-                })
+                .flat_map(Row::fields_mut)
                 .chain(self.copy.iter_mut())
                 .chain(self.colors.iter_mut())
                 .chain([&mut self.language])
@@ -327,6 +377,39 @@ impl FlowForm {
         }
         placed
     }
+}
+
+/// A blank input is the default (or, for an offer, absent).
+fn given(f: &Field) -> Option<String> {
+    Some(f.value.trim())
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+}
+
+/// The offer of a row: only the fields of the chosen kind, the others stay on the page unused.
+fn offer_input(kind: &str, row: &Row) -> OfferInput {
+    let number_of =
+        |wanted: &[&str], f: &Field| wanted.contains(&kind).then(|| number(&f.value)).flatten();
+    let text_of = |wanted: &[&str], f: &Field| wanted.contains(&kind).then(|| f.value.clone());
+    // A contact holds one of its link and its address: the blank one is absent.
+    let contact = |f: &Field| (kind == "contact").then(|| given(f)).flatten();
+    OfferInput {
+        kind: kind.to_owned(),
+        percent: number_of(&["discount"], &row.percent),
+        months: number_of(&["discount"], &row.months),
+        max_months: number_of(&["pause"], &row.max_months),
+        days: number_of(&["trial_extension"], &row.days),
+        plan: text_of(&["downgrade", "plan_change"], &row.plan),
+        price_id: text_of(&["plan_change"], &row.price_id),
+        url: text_of(&["redirect"], &row.url).or_else(|| contact(&row.url)),
+        email: contact(&row.email),
+        label: text_of(&["redirect"], &row.link_label),
+    }
+}
+
+/// The reason codes a slot may hold, for its select.
+pub(super) fn reason_codes() -> Vec<&'static str> {
+    ReasonCode::ALL.iter().map(|c| c.as_str()).collect()
 }
 
 /// `label_3` → (3, "label"); `max_months_0` → (0, "max_months").
@@ -439,7 +522,7 @@ async fn render(
             notice: shown.notice,
             error: shown.error,
             form: shown.form.unwrap_or_else(|| FlowForm::from_flow(&flow)),
-            codes: ReasonCode::ALL.iter().map(|c| c.as_str()).collect(),
+            codes: reason_codes(),
             kinds: OFFER_KINDS,
             origins: shown
                 .origins
@@ -484,8 +567,10 @@ pub async fn save(
 ) -> Result<Response, PageError> {
     let mut form = FlowForm::from_posted(&posted);
     let (mut input, names) = form.input();
-    // The form does not show compliance mode (decisions §19): saving it keeps the flow's.
-    input.compliance_mode = Some(s.churn.core().cancel_flow(&access).await?.compliance_mode);
+    // A form from before the editor showed compliance mode keeps the flow's.
+    if input.compliance_mode.is_none() {
+        input.compliance_mode = Some(s.churn.core().cancel_flow(&access).await?.compliance_mode);
+    }
     let e = match s.churn.core().set_cancel_flow(&access, input).await {
         Ok(_) => return Ok(done(&access, "saved")),
         Err(e) => e,
@@ -608,6 +693,44 @@ mod tests {
         assert_eq!(form.rows[0].code.value, "too_expensive");
         assert_eq!(form.rows[0].kind.value, "discount");
         let (input, _) = form.input();
+        assert_eq!(input.validate(&Default::default()).unwrap(), flow);
+    }
+
+    #[test]
+    fn the_editor_offers_every_kind_the_api_takes() {
+        let mut known: Vec<&str> = churn_core::domain::cancel_flow::OfferKind::ALL
+            .iter()
+            .map(|k| k.as_str())
+            .collect();
+        let mut shown: Vec<&str> = OFFER_KINDS.iter().map(|(k, _)| *k).collect();
+        known.sort_unstable();
+        shown.sort_unstable();
+        assert_eq!(shown, known);
+    }
+
+    #[test]
+    fn every_offer_kind_and_compliance_mode_read_back_the_same() {
+        let flow: CancelFlowInput = serde_json::from_value(serde_json::json!({
+            "reasons": [
+                {"code": "too_expensive", "label": "Pricey"},
+                {"code": "missing_features", "label": "Missing"},
+                {"code": "switching_competitor", "label": "Elsewhere"},
+                {"code": "dont_need_anymore", "label": "Done"},
+                {"code": "technical_issues", "label": "Bugs"},
+                {"code": "other", "label": "Other"},
+            ],
+            "offers": {
+                "too_expensive": {"kind": "trial_extension", "days": 14},
+                "missing_features": {"kind": "plan_change", "plan": "Pro", "price_id": "price_pro"},
+                "switching_competitor": {"kind": "contact", "email": "help@acme.io"},
+                "dont_need_anymore": {"kind": "contact", "url": "https://acme.io/talk"},
+                "technical_issues": {"kind": "redirect", "url": "https://acme.io/help", "label": "Get help"},
+            },
+            "compliance_mode": true,
+        }))
+        .unwrap();
+        let flow = flow.validate(&Default::default()).unwrap();
+        let (input, _) = FlowForm::from_flow(&flow).input();
         assert_eq!(input.validate(&Default::default()).unwrap(), flow);
     }
 

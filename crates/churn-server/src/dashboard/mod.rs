@@ -21,6 +21,7 @@ mod analytics;
 mod assets;
 mod auth;
 mod cancel_flow;
+mod cancel_flows;
 mod cancel_sessions;
 mod chart;
 mod csv;
@@ -88,6 +89,20 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
         .route("/cancel-flow/origins", post(cancel_flow::save_origins))
         .route("/cancel-flow/preview", get(cancel_flow::preview))
         .route("/cancel-flow/sessions", get(cancel_sessions::list))
+        .route(
+            "/cancel-flows",
+            get(cancel_flows::list).post(cancel_flows::create),
+        )
+        .route("/cancel-flows/new", get(cancel_flows::new_page))
+        .route("/cancel-flows/{id}/results", get(cancel_flows::results))
+        .route(
+            "/cancel-flows/{id}",
+            get(cancel_flows::edit_page).post(cancel_flows::save),
+        )
+        .route(
+            "/cancel-flows/{id}/delete",
+            get(cancel_flows::delete_page).post(cancel_flows::delete),
+        )
         .route("/analytics", get(analytics::page))
         .route("/settings", get(settings::page))
         .route("/settings/project", post(settings::save_project))

@@ -7,7 +7,7 @@
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::dashboard_client::Browser;
+use crate::dashboard_client::{Browser, form_fields};
 use crate::dashboard_settings::project_json;
 use crate::helpers::{Backend, TestApp, acme_owner};
 use crate::team::join;
@@ -16,6 +16,7 @@ use churn_core::both_backends;
 both_backends!(
     the_flow_saved_on_the_page_is_the_one_the_api_answers,
     a_refused_field_is_shown_beside_it_and_nothing_changes,
+    every_offer_kind_survives_a_save_from_the_page,
     writes_need_the_csrf_token_and_an_admin,
     another_tenants_cancel_flow_is_not_found,
     the_preview_is_sandboxed_and_calls_nothing,
@@ -98,7 +99,7 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
     );
     assert_eq!(flow["colors"]["primary"], "#ff0000");
     assert_eq!(flow["compliance_mode"], false);
-    // Compliance mode is set through the API; saving the page keeps it.
+    // A form without the compliance mode input (posted before the page showed it) keeps it.
     let mut with_compliance = flow.clone();
     with_compliance["compliance_mode"] = Value::Bool(true);
     for derived in ["flow_id", "variant"] {
@@ -146,6 +147,77 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
         project_json(&app, &token).await["allowed_origins"],
         serde_json::json!(["https://shop.acme.io", "https://app.acme.io"])
     );
+}
+
+/// A flow holding each offer kind of decisions §19 and compliance mode, set through the API,
+/// posted back from the page as a browser would, is the same flow.
+async fn every_offer_kind_survives_a_save_from_the_page(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let flow = serde_json::json!({
+        "reasons": [
+            {"code": "too_expensive", "label": "Pricey"},
+            {"code": "missing_features", "label": "Missing"},
+            {"code": "switching_competitor", "label": "Elsewhere"},
+            {"code": "dont_need_anymore", "label": "Done"},
+            {"code": "technical_issues", "label": "Bugs"},
+            {"code": "poor_support", "label": "Support"},
+            {"code": "other", "label": "Other"},
+        ],
+        "offers": {
+            "too_expensive": {"kind": "trial_extension", "days": 14},
+            "missing_features": {"kind": "plan_change", "plan": "Pro", "price_id": "price_pro"},
+            "switching_competitor": {"kind": "contact", "email": "help@acme.io"},
+            "dont_need_anymore": {"kind": "contact", "url": "https://acme.io/talk?a=1&b=2"},
+            "technical_issues": {"kind": "redirect", "url": "https://acme.io/help", "label": "Get \"help\""},
+            "poor_support": {"kind": "discount", "percent": 20, "months": 2},
+        },
+        "compliance_mode": true,
+    });
+    app.expect(
+        app.req(Method::PUT, "/projects/acme/cancel-flow")
+            .bearer_auth(&token)
+            .json(&flow),
+        200,
+    )
+    .await;
+    let before = flow_json(&app, &token).await;
+    let html = owner.get(PAGE, 200).await;
+    assert!(html.contains(r#"<option value="plan_change" selected>Plan change</option>"#));
+    assert!(html.contains(
+        r#"id="compliance_mode" type="checkbox" name="compliance_mode" value="true" checked"#
+    ));
+    let posted = form_fields(&html, "flow-form");
+    assert!(posted.contains(&("price_id_1".to_owned(), "price_pro".to_owned())));
+    let posted: Vec<(&str, &str)> = posted
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    owner.post(PAGE, &posted, 303).await;
+    assert_eq!(flow_json(&app, &token).await, before);
+
+    // Unticked, compliance mode is off; the offers stay.
+    let unticked: Vec<(&str, &str)> = posted
+        .iter()
+        .filter(|(k, v)| !(*k == "compliance_mode" && *v == "true"))
+        .copied()
+        .collect();
+    owner.post(PAGE, &unticked, 303).await;
+    let after = flow_json(&app, &token).await;
+    assert_eq!(after["compliance_mode"], false);
+    assert_eq!(after["offers"], before["offers"]);
+
+    // A field of a new kind refused comes back beside its input.
+    let mut bad = unticked.clone();
+    bad.retain(|(k, _)| *k != "days_0");
+    bad.push(("days_0", "400"));
+    let html = owner.post(PAGE, &bad, 400).await.body;
+    assert!(
+        html.contains(r#"id="days_0-error">must be between 1 and 90"#),
+        "{html}"
+    );
+    assert_eq!(flow_json(&app, &token).await, after);
 }
 
 async fn a_refused_field_is_shown_beside_it_and_nothing_changes(backend: Backend) {

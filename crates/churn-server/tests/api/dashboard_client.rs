@@ -184,3 +184,69 @@ pub fn snapshot_filters() -> insta::Settings {
     }
     settings
 }
+
+/// What a browser would post from the form with `id` on the page, its CSRF token left out:
+/// each input's value (a checkbox's when checked), each textarea's text, each select's selected option (else its
+/// first), in the page's order. Reads the dashboard's own markup, one tag per element.
+pub fn form_fields(html: &str, id: &str) -> Vec<(String, String)> {
+    let start = html
+        .find(&format!(r#"<form id="{id}""#))
+        .expect("the page has the form");
+    let form = &html[start..start + html[start..].find("</form>").expect("the form ends")];
+    let attr = |tag: &str, name: &str| {
+        tag.split(&format!(r#" {name}=""#))
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .map(unescape)
+    };
+    let mut fields = Vec::new();
+    let mut rest = form;
+    while let Some(at) = rest.find(['<']) {
+        rest = &rest[at..];
+        let tag = &rest[..rest.find('>').map_or(rest.len(), |e| e + 1)];
+        if tag.starts_with("<input ") {
+            let checkable = attr(tag, "type").as_deref() == Some("checkbox");
+            if let Some(name) = attr(tag, "name")
+                && name != "csrf_token"
+                && (!checkable || tag.contains(" checked"))
+            {
+                fields.push((name, attr(tag, "value").unwrap_or_default()));
+            }
+        } else if tag.starts_with("<textarea ") {
+            let end = rest.find("</textarea>").expect("the textarea ends");
+            fields.push((
+                attr(tag, "name").expect("a textarea has a name"),
+                unescape(&rest[tag.len()..end]),
+            ));
+        } else if tag.starts_with("<select ") {
+            let end = rest.find("</select>").expect("the select ends");
+            let options: Vec<&str> = rest[..end].split("<option ").skip(1).collect();
+            let chosen = options
+                .iter()
+                .find(|o| {
+                    o.split('>')
+                        .next()
+                        .unwrap_or_default()
+                        .contains(" selected")
+                })
+                .or(options.first());
+            let value = chosen.and_then(|o| attr(&format!(" {o}"), "value"));
+            fields.push((
+                attr(tag, "name").expect("a select has a name"),
+                value.unwrap_or_default(),
+            ));
+        }
+        rest = &rest[1..];
+    }
+    fields
+}
+
+fn unescape(text: &str) -> String {
+    text.replace("&#34;", "\"")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+        .replace("&#38;", "&")
+}

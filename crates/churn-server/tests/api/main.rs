@@ -20,6 +20,7 @@ mod conventions;
 mod dashboard;
 mod dashboard_analytics;
 mod dashboard_cancel_flow;
+mod dashboard_cancel_flows;
 mod dashboard_client;
 mod dashboard_customers;
 mod dashboard_pages;

@@ -5,9 +5,11 @@
 (function () {
   var form = document.getElementById("flow-form");
   var frame = document.getElementById("preview");
-  if (!form || !frame || !form.elements) return;
+  // A page without a preview (a segmented flow's) still hides the other kinds' inputs.
+  if (!form || !form.elements) return;
   // The reason whose offer is being edited: the preview opens on that offer.
   var offerOf = null;
+  var compliance = document.getElementById("compliance_mode");
 
   function value(name) {
     var el = form.elements[name];
@@ -30,6 +32,10 @@
       if (kind === "discount") offers[code] = { kind: kind, percent: num("percent_" + n), months: num("months_" + n) };
       else if (kind === "pause") offers[code] = { kind: kind, max_months: num("max_months_" + n) };
       else if (kind === "downgrade") offers[code] = { kind: kind, plan: value("plan_" + n) };
+      else if (kind === "trial_extension") offers[code] = { kind: kind, days: num("days_" + n) };
+      else if (kind === "plan_change") offers[code] = { kind: kind, plan: value("plan_" + n), price_id: value("price_id_" + n) };
+      else if (kind === "contact") offers[code] = value("url_" + n) ? { kind: kind, url: value("url_" + n) } : { kind: kind, email: value("email_" + n) };
+      else if (kind === "redirect") offers[code] = { kind: kind, url: value("url_" + n), label: value("link_label_" + n) };
     }
     var copy = {};
     form.querySelectorAll("input[name^='copy_']").forEach(function (el) {
@@ -41,6 +47,7 @@
       copy: copy,
       colors: { primary: value("color_primary"), background: value("color_background"), text: value("color_text") },
       language: value("language") || "en",
+      compliance_mode: !!(compliance && compliance.checked),
     };
   }
 
@@ -48,12 +55,14 @@
     form.querySelectorAll("[data-row]").forEach(function (row) {
       var kind = row.querySelector("[data-kind]").value;
       row.querySelectorAll("[data-offer]").forEach(function (field) {
-        field.hidden = field.getAttribute("data-offer") !== kind;
+        // An input may serve several kinds (`data-offer="contact redirect"`).
+        field.hidden = field.getAttribute("data-offer").split(" ").indexOf(kind) < 0;
       });
     });
   }
 
   function send() {
+    if (!frame) return;
     frame.contentWindow.postMessage({ flow: flow(), reason: offerOf }, "*");
   }
 
@@ -68,6 +77,6 @@
   form.addEventListener("input", update);
   form.addEventListener("change", update);
   // The frame opens on the saved flow; a page shown again after a refused save holds more.
-  frame.addEventListener("load", send);
+  if (frame) frame.addEventListener("load", send);
   showKinds();
 })();

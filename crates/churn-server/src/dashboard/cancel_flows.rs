@@ -1,0 +1,625 @@
+//! Segmented cancel flows (decisions §19, §17): the list in routing order beside the default
+//! flow, a flow's editor (name, priority, active, segment, and the flow itself through the
+//! default flow's editor inputs), and deletion behind a confirmation. Writes go through the
+//! services of `POST /projects/{slug}/cancel-flows` and `PUT`/`DELETE …/{id}`, whose
+//! validation and role checks apply; an edit keeps the flow's experiment variants.
+
+use askama::Template;
+use axum::extract::{Form, Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use churn_core::api::cancel_flow::{FlowResultsQuery, SegmentedFlow, VariantResult};
+use churn_core::domain::cancel_flow::{SegmentedFlowInput, VariantInput};
+use churn_core::domain::role::Permission;
+use churn_core::domain::segment::{Segment, SegmentInput};
+use churn_core::services::ProjectAccess;
+use serde::Deserialize;
+
+use super::cancel_flow::{FlowForm, OFFER_KINDS, reason_codes};
+use super::chart;
+use super::error::PageError;
+use super::layout::{Frame, html};
+use super::risk::number;
+use super::session::{InProject, Signed};
+use crate::state::AppState;
+
+/// A flow as the list shows it.
+pub struct Listed {
+    pub id: String,
+    pub name: String,
+    pub priority: i64,
+    pub segment: String,
+    pub active: bool,
+    /// `key (weight)` of each variant; empty without an experiment.
+    pub variants: String,
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/cancel_flows.html")]
+struct ListPage {
+    frame: Frame,
+    can_admin: bool,
+    notice: Option<&'static str>,
+    flows: Vec<Listed>,
+}
+
+/// What a segment selects, in words; "Everyone" when it names nothing.
+fn summary(segment: &Segment) -> String {
+    let mut parts = Vec::new();
+    if let Some(plans) = &segment.plans {
+        parts.push(format!("plan {}", plans.join(" or ")));
+    }
+    let range = |what: &str, lo: Option<i64>, hi: Option<i64>, unit: &str| match (lo, hi) {
+        (Some(lo), Some(hi)) => Some(format!("{what} {lo}–{hi}{unit}")),
+        (Some(lo), None) => Some(format!("{what} ≥ {lo}{unit}")),
+        (None, Some(hi)) => Some(format!("{what} ≤ {hi}{unit}")),
+        (None, None) => None,
+    };
+    parts.extend(range("MRR", segment.mrr_min, segment.mrr_max, " cents"));
+    parts.extend(range(
+        "tenure",
+        segment.tenure_min_days,
+        segment.tenure_max_days,
+        " days",
+    ));
+    if let Some(interval) = interval_name(segment) {
+        parts.push(format!("billed by the {interval}"));
+    }
+    parts.extend(segment.properties.iter().map(|(k, v)| format!("{k} = {v}")));
+    if parts.is_empty() {
+        "Everyone".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn interval_name(segment: &Segment) -> Option<String> {
+    let interval = serde_json::to_value(segment.billing_interval?).ok()?;
+    interval.as_str().map(str::to_owned)
+}
+
+#[derive(Deserialize, Default)]
+pub struct Done {
+    #[serde(default)]
+    done: Option<String>,
+}
+
+pub async fn list(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    axum::extract::Query(params): axum::extract::Query<Done>,
+) -> Result<Response, PageError> {
+    let core = s.churn.core();
+    let (flows, projects) = futures::try_join!(
+        core.segmented_flows(&access),
+        core.list_projects(&signed.user.id),
+    )?;
+    let notice = match params.done.as_deref() {
+        Some("created") => Some("The flow is created."),
+        Some("saved") => Some("The flow is saved."),
+        Some("deleted") => Some("The flow is deleted."),
+        _ => None,
+    };
+    let flows = flows
+        .into_iter()
+        .map(|f| Listed {
+            segment: summary(&f.segment),
+            variants: f
+                .variants
+                .iter()
+                .map(|v| format!("{} ({})", v.key, v.weight))
+                .collect::<Vec<_>>()
+                .join(", "),
+            id: f.id,
+            name: f.name,
+            priority: f.priority,
+            active: f.active,
+        })
+        .collect();
+    Ok(html(
+        StatusCode::OK,
+        ListPage {
+            frame: Frame::new(&signed, &access, &projects, "cancel-flow", None),
+            can_admin: access.authorize(Permission::Administer).is_ok(),
+            notice,
+            flows,
+        },
+    ))
+}
+
+/// The inputs a segmented flow has besides the flow's own.
+pub struct SegmentForm {
+    pub name: super::cancel_flow::Field,
+    pub priority: super::cancel_flow::Field,
+    pub active: bool,
+    pub plans: super::cancel_flow::Field,
+    pub mrr_min: super::cancel_flow::Field,
+    pub mrr_max: super::cancel_flow::Field,
+    pub tenure_min_days: super::cancel_flow::Field,
+    pub tenure_max_days: super::cancel_flow::Field,
+    pub billing_interval: super::cancel_flow::Field,
+    /// One `key=value` a line.
+    pub properties: super::cancel_flow::Field,
+}
+
+impl SegmentForm {
+    fn of(get: impl Fn(&str) -> Option<String>, active: bool) -> Self {
+        use super::cancel_flow::Field;
+        let f = |name: &str, label| {
+            Field::new(
+                format!("segment_{name}"),
+                label,
+                get(name).unwrap_or_default(),
+            )
+        };
+        SegmentForm {
+            name: Field::new("name".into(), "Name", get("name").unwrap_or_default()),
+            priority: Field::new(
+                "priority".into(),
+                "Priority (lower comes first)",
+                get("priority").unwrap_or_default(),
+            ),
+            active,
+            plans: f("plans", "Plans (comma-separated)"),
+            mrr_min: f("mrr_min", "MRR at least (cents)"),
+            mrr_max: f("mrr_max", "MRR at most (cents)"),
+            tenure_min_days: f("tenure_min_days", "Customer for at least (days)"),
+            tenure_max_days: f("tenure_max_days", "Customer for at most (days)"),
+            billing_interval: f("billing_interval", "Billing interval"),
+            properties: f("properties", "Properties (one key=value a line)"),
+        }
+    }
+
+    fn from_flow(flow: &SegmentedFlow) -> Self {
+        let s = &flow.segment;
+        let n = |v: Option<i64>| v.map(|v| v.to_string());
+        Self::of(
+            |name| match name {
+                "name" => Some(flow.name.clone()),
+                "priority" => Some(flow.priority.to_string()),
+                "plans" => s.plans.as_ref().map(|p| p.join(", ")),
+                "mrr_min" => n(s.mrr_min),
+                "mrr_max" => n(s.mrr_max),
+                "tenure_min_days" => n(s.tenure_min_days),
+                "tenure_max_days" => n(s.tenure_max_days),
+                "billing_interval" => interval_name(s),
+                "properties" => Some(
+                    s.properties
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}\n"))
+                        .collect(),
+                ),
+                _ => None,
+            },
+            flow.active,
+        )
+    }
+
+    fn from_posted(posted: &[(String, String)]) -> Self {
+        let get = |name: &str| {
+            let key = match name {
+                "name" | "priority" => name.to_owned(),
+                _ => format!("segment_{name}"),
+            };
+            posted
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.clone())
+        };
+        // A hidden `false` precedes the checkbox.
+        let active = posted.iter().any(|(k, v)| k == "active" && v == "true");
+        Self::of(get, active)
+    }
+
+    fn segment(&self) -> SegmentInput {
+        let text = |f: &super::cancel_flow::Field| {
+            Some(f.value.trim().to_owned()).filter(|v| !v.is_empty())
+        };
+        let plans = text(&self.plans).map(|p| {
+            p.split(',')
+                .map(|p| p.trim().to_owned())
+                .filter(|p| !p.is_empty())
+                .collect()
+        });
+        let properties: std::collections::BTreeMap<String, String> = self
+            .properties
+            .value
+            .lines()
+            .filter_map(|line| {
+                let (k, v) = line.split_once('=')?;
+                Some((k.trim().to_owned(), v.trim().to_owned()))
+            })
+            .collect();
+        SegmentInput {
+            plans,
+            mrr_min: number(&self.mrr_min.value),
+            mrr_max: number(&self.mrr_max.value),
+            tenure_min_days: number(&self.tenure_min_days.value),
+            tenure_max_days: number(&self.tenure_max_days.value),
+            billing_interval: text(&self.billing_interval),
+            properties: (!properties.is_empty()).then_some(properties),
+        }
+    }
+
+    fn fields_mut(&mut self) -> [&mut super::cancel_flow::Field; 9] {
+        [
+            &mut self.name,
+            &mut self.priority,
+            &mut self.plans,
+            &mut self.mrr_min,
+            &mut self.mrr_max,
+            &mut self.tenure_min_days,
+            &mut self.tenure_max_days,
+            &mut self.billing_interval,
+            &mut self.properties,
+        ]
+    }
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/cancel_flows_edit.html")]
+struct EditPage {
+    frame: Frame,
+    can_admin: bool,
+    /// None for a new flow.
+    id: Option<String>,
+    error: Option<String>,
+    segment: SegmentForm,
+    form: FlowForm,
+    codes: Vec<&'static str>,
+    kinds: &'static [(&'static str, &'static str)],
+    editor_js: String,
+}
+
+async fn render_edit(
+    s: &AppState,
+    signed: &Signed,
+    access: &ProjectAccess,
+    status: StatusCode,
+    page: (Option<String>, SegmentForm, FlowForm, Option<String>),
+) -> Result<Response, PageError> {
+    let projects = s.churn.core().list_projects(&signed.user.id).await?;
+    let (id, segment, form, error) = page;
+    Ok(html(
+        status,
+        EditPage {
+            frame: Frame::new(signed, access, &projects, "cancel-flow", None),
+            can_admin: access.authorize(Permission::Administer).is_ok(),
+            id,
+            error,
+            segment,
+            form,
+            codes: reason_codes(),
+            kinds: OFFER_KINDS,
+            editor_js: super::assets::url("cancel-flow-editor.js"),
+        },
+    ))
+}
+
+pub async fn new_page(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+) -> Result<Response, PageError> {
+    access.authorize(Permission::Administer)?;
+    // A new flow starts from the project's default flow.
+    let flow = s.churn.core().cancel_flow(&access).await?;
+    let segment = SegmentForm::of(|_| None, true);
+    let page = (None, segment, FlowForm::from_flow(&flow), None);
+    render_edit(&s, &signed, &access, StatusCode::OK, page).await
+}
+
+pub async fn edit_page(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Path((_, id)): Path<(String, String)>,
+) -> Result<Response, PageError> {
+    let flow = s.churn.core().segmented_flow(&access, &id).await?;
+    let page = (
+        Some(id),
+        SegmentForm::from_flow(&flow),
+        FlowForm::from_flow(&flow.flow),
+        None,
+    );
+    render_edit(&s, &signed, &access, StatusCode::OK, page).await
+}
+
+/// The service's input from the posted form, and which input each field name refers to.
+fn input(
+    segment: &SegmentForm,
+    form: &FlowForm,
+    variants: Option<Vec<VariantInput>>,
+) -> (SegmentedFlowInput, Vec<(String, String)>) {
+    let (flow, mut names) = form.input();
+    for f in [
+        &segment.plans,
+        &segment.mrr_min,
+        &segment.mrr_max,
+        &segment.tenure_min_days,
+        &segment.tenure_max_days,
+        &segment.billing_interval,
+        &segment.properties,
+    ] {
+        names.push((f.name.replacen("segment_", "segment.", 1), f.name.clone()));
+    }
+    let input = SegmentedFlowInput {
+        name: segment.name.value.clone(),
+        priority: number(&segment.priority.value),
+        segment: Some(segment.segment()),
+        reasons: flow.reasons,
+        offers: flow.offers,
+        copy: flow.copy,
+        colors: flow.colors,
+        language: flow.language,
+        active: Some(segment.active),
+        variants,
+        compliance_mode: flow.compliance_mode,
+    };
+    (input, names)
+}
+
+/// The variants of a stored flow as the service takes them back: an edit keeps them.
+fn kept_variants(flow: &SegmentedFlow) -> Result<Vec<VariantInput>, PageError> {
+    let value = serde_json::to_value(&flow.variants).map_err(churn_core::Error::internal)?;
+    Ok(serde_json::from_value(value).map_err(churn_core::Error::internal)?)
+}
+
+async fn write(
+    s: &AppState,
+    signed: &Signed,
+    access: &ProjectAccess,
+    id: Option<String>,
+    posted: &[(String, String)],
+) -> Result<Response, PageError> {
+    access.authorize(Permission::Administer)?;
+    let core = s.churn.core();
+    let mut segment = SegmentForm::from_posted(posted);
+    let mut form = FlowForm::from_posted(posted);
+    let result = match &id {
+        None => {
+            let (input, names) = input(&segment, &form, None);
+            (
+                core.create_segmented_flow(access, input).await,
+                names,
+                "created",
+            )
+        }
+        Some(id) => {
+            let stored = core.segmented_flow(access, id).await?;
+            let (mut input, names) = input(&segment, &form, Some(kept_variants(&stored)?));
+            if input.compliance_mode.is_none() {
+                input.compliance_mode = Some(stored.flow.compliance_mode);
+            }
+            (
+                core.replace_segmented_flow(access, id, input).await,
+                names,
+                "saved",
+            )
+        }
+    };
+    let (e, names) = match result {
+        (Ok(_), _, done) => return Ok(to_list(access, done)),
+        (Err(e), names, _) => (e, names),
+    };
+    let mut beside = true;
+    if let churn_core::Error::Validation { details, .. } = &e {
+        let (own, rest): (Vec<_>, Vec<_>) = details.iter().cloned().partition(|d| {
+            d.field == "name" || d.field == "priority" || d.field.starts_with("segment.")
+        });
+        for d in own {
+            let name = d.field.replacen("segment.", "segment_", 1);
+            match segment.fields_mut().into_iter().find(|f| f.name == name) {
+                Some(f) => _ = f.error.get_or_insert(d.message),
+                None => beside = false,
+            }
+        }
+        beside &= form.complain(&rest, &names);
+    } else {
+        beside = false;
+    }
+    let (message, status) = super::error::typed(e)?;
+    let error = Some(match beside {
+        true => "The flow is not saved: see the messages beside the inputs.".to_owned(),
+        false => message,
+    });
+    render_edit(s, signed, access, status, (id, segment, form, error)).await
+}
+
+pub async fn create(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Form(posted): Form<Vec<(String, String)>>,
+) -> Result<Response, PageError> {
+    write(&s, &signed, &access, None, &posted).await
+}
+
+pub async fn save(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Path((_, id)): Path<(String, String)>,
+    Form(posted): Form<Vec<(String, String)>>,
+) -> Result<Response, PageError> {
+    write(&s, &signed, &access, Some(id), &posted).await
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/cancel_flows_delete.html")]
+struct DeletePage {
+    frame: Frame,
+    id: String,
+    name: String,
+}
+
+/// The confirmation: deleting is a second, explicit step.
+pub async fn delete_page(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Path((_, id)): Path<(String, String)>,
+) -> Result<Response, PageError> {
+    access.authorize(Permission::Administer)?;
+    let core = s.churn.core();
+    let (flow, projects) = futures::try_join!(
+        core.segmented_flow(&access, &id),
+        core.list_projects(&signed.user.id),
+    )?;
+    Ok(html(
+        StatusCode::OK,
+        DeletePage {
+            frame: Frame::new(&signed, &access, &projects, "cancel-flow", None),
+            id,
+            name: flow.name,
+        },
+    ))
+}
+
+pub async fn delete(
+    State(s): State<AppState>,
+    InProject { access, .. }: InProject,
+    Path((_, id)): Path<(String, String)>,
+) -> Result<Response, PageError> {
+    s.churn.core().delete_segmented_flow(&access, &id).await?;
+    Ok(to_list(&access, "deleted"))
+}
+
+/// The periods the results page offers.
+const RESULT_DAYS: [i64; 2] = [30, 90];
+
+/// A variant's row of the results, with its interval drawn when it has one.
+pub struct ResultRow {
+    pub result: VariantResult,
+    pub chart: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/cancel_flow_results.html")]
+struct ResultsPage {
+    frame: Frame,
+    id: String,
+    name: String,
+    days: i64,
+    periods: [i64; 2],
+    rows: Vec<ResultRow>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct DaysParam {
+    #[serde(default)]
+    days: Option<String>,
+}
+
+/// An experiment's results (decisions §19), from the service of `GET …/:id/results`.
+pub async fn results(
+    State(s): State<AppState>,
+    InProject { signed, access }: InProject,
+    Path((_, id)): Path<(String, String)>,
+    axum::extract::Query(params): axum::extract::Query<DaysParam>,
+) -> Result<Response, PageError> {
+    // Only the periods offered; anything else is the longer one.
+    let days = params
+        .days
+        .and_then(|d| d.parse().ok())
+        .filter(|d| RESULT_DAYS.contains(d))
+        .unwrap_or(90);
+    let core = s.churn.core();
+    let query = FlowResultsQuery { days: Some(days) };
+    let (flow, results, projects) = futures::try_join!(
+        core.segmented_flow(&access, &id),
+        core.flow_results(&access, &id, query),
+        core.list_projects(&signed.user.id),
+    )?;
+    let rows = results
+        .variants
+        .into_iter()
+        .enumerate()
+        .map(|(i, result)| ResultRow {
+            chart: match (result.uplift_points, result.ci95) {
+                (Some(point), Some([low, high])) => Some(chart::interval(
+                    &format!("uplift-{i}"),
+                    &format!(
+                        "Uplift of {} over the baseline in percentage points, with its 95% interval",
+                        result.key
+                    ),
+                    point,
+                    low,
+                    high,
+                )),
+                _ => None,
+            },
+            result,
+        })
+        .collect();
+    Ok(html(
+        StatusCode::OK,
+        ResultsPage {
+            frame: Frame::new(&signed, &access, &projects, "cancel-flow", None),
+            id,
+            name: flow.name,
+            days,
+            periods: RESULT_DAYS,
+            rows,
+        },
+    ))
+}
+
+fn to_list(access: &ProjectAccess, done: &str) -> Response {
+    Redirect::to(&format!(
+        "/app/p/{}/cancel-flows?done={done}",
+        access.project.slug
+    ))
+    .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_segment_reads_as_words() {
+        assert_eq!(summary(&Segment::default()), "Everyone");
+        let segment = Segment {
+            plans: Some(vec!["Pro".into(), "Team".into()]),
+            mrr_min: Some(5000),
+            tenure_max_days: Some(30),
+            properties: [("region".to_owned(), "eu".to_owned())].into(),
+            ..Segment::default()
+        };
+        assert_eq!(
+            summary(&segment),
+            "plan Pro or Team, MRR ≥ 5000 cents, tenure ≤ 30 days, region = eu"
+        );
+    }
+
+    #[test]
+    fn a_stored_flow_fills_the_form_and_reads_back_the_same() {
+        let input: SegmentedFlowInput = serde_json::from_value(serde_json::json!({
+            "name": "Annual pros",
+            "priority": 3,
+            "segment": {"plans": ["Pro"], "mrr_min": 100, "billing_interval": "year",
+                        "properties": {"region": "eu"}},
+            "reasons": [{"code": "other", "label": "Other"}],
+            "active": false,
+        }))
+        .unwrap();
+        let definition = input.validate(&Default::default()).unwrap();
+        let stored = SegmentedFlow {
+            id: "f".into(),
+            name: definition.name.clone(),
+            priority: definition.priority,
+            segment: definition.segment.clone(),
+            flow: definition.flow.clone(),
+            active: definition.active,
+            variants: vec![],
+            created_at: churn_core::time::parse("2026-01-01T00:00:00Z").unwrap(),
+            updated_at: churn_core::time::parse("2026-01-01T00:00:00Z").unwrap(),
+        };
+        let (again, _) = input_of(&stored);
+        assert_eq!(again.validate(&Default::default()).unwrap(), definition);
+    }
+
+    fn input_of(flow: &SegmentedFlow) -> (SegmentedFlowInput, Vec<(String, String)>) {
+        input(
+            &SegmentForm::from_flow(flow),
+            &FlowForm::from_flow(&flow.flow),
+            None,
+        )
+    }
+}

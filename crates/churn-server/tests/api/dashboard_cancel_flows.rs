@@ -1,0 +1,290 @@
+//! The dashboard's segmented cancel flows (decisions §19, §17): a flow created and edited on
+//! the page is the one the API answers (an edit keeps the experiment's variants), a refused
+//! field comes back beside its input with nothing stored, deletion takes a confirmation,
+//! writes need the CSRF token and an admin, and another tenant's flow is 404.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::cancel_flows::{FLOWS, create, flow};
+use crate::dashboard_client::{Browser, form_fields, main_of, snapshot_filters};
+use crate::helpers::{Backend, TestApp, acme_owner};
+use crate::team::join;
+use churn_core::both_backends;
+
+both_backends!(
+    a_flow_made_on_the_page_is_the_one_the_api_answers,
+    a_refused_field_is_shown_beside_it_and_nothing_is_stored,
+    writes_need_the_csrf_token_and_an_admin,
+    another_tenants_flow_is_not_found,
+    the_list_page,
+    an_experiments_results_page,
+);
+
+const PAGE: &str = "/app/p/acme/cancel-flows";
+
+/// A segmented flow's inputs: a segment of every kind and one reason with a trial extension.
+const NEW_FLOW: &[(&str, &str)] = &[
+    ("name", "Yearly pros"),
+    ("priority", "5"),
+    ("active", "false"),
+    ("active", "true"),
+    ("segment_plans", "Pro, Team"),
+    ("segment_mrr_min", "1000"),
+    ("segment_mrr_max", ""),
+    ("segment_tenure_min_days", "30"),
+    ("segment_tenure_max_days", ""),
+    ("segment_billing_interval", "year"),
+    ("segment_properties", "region=eu\n"),
+    ("code_0", "too_expensive"),
+    ("label_0", "Too pricey"),
+    ("kind_0", "trial_extension"),
+    ("days_0", "21"),
+    ("compliance_mode", "false"),
+    ("language", "en"),
+];
+
+async fn flows_json(app: &TestApp, token: &str) -> Vec<Value> {
+    app.expect(app.req(Method::GET, FLOWS).bearer_auth(token), 200)
+        .await["data"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+async fn a_flow_made_on_the_page_is_the_one_the_api_answers(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let html = owner.get("/app/p/acme/cancel-flow", 200).await;
+    assert!(html.contains(r#"href="/app/p/acme/cancel-flows">Segmented flows"#));
+    let html = owner.get(&format!("{PAGE}/new"), 200).await;
+    assert!(html.contains("Create the flow"));
+
+    let to = owner.post(PAGE, NEW_FLOW, 303).await.location;
+    assert_eq!(to, format!("{PAGE}?done=created"));
+    let flows = flows_json(&app, &token).await;
+    assert_eq!(flows.len(), 1);
+    let made = &flows[0];
+    assert_eq!(made["name"], "Yearly pros");
+    assert_eq!(made["priority"], 5);
+    assert_eq!(made["active"], true);
+    assert_eq!(
+        made["segment"],
+        json!({"plans": ["Pro", "Team"], "mrr_min": 1000, "tenure_min_days": 30,
+               "billing_interval": "year", "properties": {"region": "eu"}})
+    );
+    assert_eq!(
+        made["offers"],
+        json!({"too_expensive": {"kind": "trial_extension", "days": 21}})
+    );
+    let html = owner.get(&format!("{PAGE}?done=created"), 200).await;
+    assert!(html.contains("The flow is created."));
+    assert!(html.contains(
+        "plan Pro or Team, MRR ≥ 1000 cents, tenure ≥ 30 days, billed by the year, region = eu"
+    ));
+
+    // An experiment set through the API survives an edit from the page.
+    let id = made["id"].as_str().unwrap().to_owned();
+    let mut with_variants = made.clone();
+    for derived in ["id", "created_at", "updated_at"] {
+        with_variants.as_object_mut().unwrap().remove(derived);
+    }
+    with_variants["variants"] = json!([{"key": "a", "weight": 1}, {"key": "b", "weight": 3}]);
+    app.expect(
+        app.req(Method::PUT, &format!("{FLOWS}/{id}"))
+            .bearer_auth(&token)
+            .json(&with_variants),
+        200,
+    )
+    .await;
+    let html = owner.get(PAGE, 200).await;
+    assert!(html.contains("a (1), b (3)"));
+    let before = flows_json(&app, &token).await.remove(0);
+    // The edit page posted back as a browser would changes nothing.
+    let html = owner.get(&format!("{PAGE}/{id}"), 200).await;
+    let posted = form_fields(&html, "flow-form");
+    let posted: Vec<(&str, &str)> = posted
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let to = owner
+        .post(&format!("{PAGE}/{id}"), &posted, 303)
+        .await
+        .location;
+    assert_eq!(to, format!("{PAGE}?done=saved"));
+    let after = flows_json(&app, &token).await.remove(0);
+    for (key, value) in before.as_object().unwrap() {
+        if key != "updated_at" {
+            assert_eq!(&after[key], value, "{key}");
+        }
+    }
+    // Inactive, another name.
+    let mut edited: Vec<(&str, &str)> = posted
+        .iter()
+        .filter(|(k, v)| *k != "name" && !(*k == "active" && *v == "true"))
+        .copied()
+        .collect();
+    edited.push(("name", "Yearly pros, paused"));
+    owner.post(&format!("{PAGE}/{id}"), &edited, 303).await;
+    let after = flows_json(&app, &token).await.remove(0);
+    assert_eq!(after["name"], "Yearly pros, paused");
+    assert_eq!(after["active"], false);
+    assert_eq!(after["variants"], before["variants"]);
+
+    // Deleting asks first.
+    let html = owner.get(&format!("{PAGE}/{id}/delete"), 200).await;
+    assert!(html.contains("Delete the flow “Yearly pros, paused”?"));
+    let to = owner
+        .post(&format!("{PAGE}/{id}/delete"), &[], 303)
+        .await
+        .location;
+    assert_eq!(to, format!("{PAGE}?done=deleted"));
+    assert!(flows_json(&app, &token).await.is_empty());
+    owner.get(&format!("{PAGE}/{id}"), 404).await;
+}
+
+async fn a_refused_field_is_shown_beside_it_and_nothing_is_stored(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let mut form = NEW_FLOW.to_vec();
+    form.retain(|(k, _)| !["name", "segment_mrr_max", "days_0"].contains(k));
+    form.extend([("name", " "), ("segment_mrr_max", "10"), ("days_0", "91")]);
+    let html = owner.post(PAGE, &form, 400).await.body;
+    assert!(html.contains(r#"id="name-error""#), "{html}");
+    assert!(html.contains(r#"id="segment_mrr_max-error""#), "{html}");
+    assert!(
+        html.contains(r#"id="days_0-error">must be between 1 and 90"#),
+        "{html}"
+    );
+    assert!(html.contains("see the messages beside the inputs"));
+    assert!(
+        html.contains(r#"value="Pro, Team""#),
+        "what was typed is kept"
+    );
+    assert!(flows_json(&app, &token).await.is_empty());
+}
+
+async fn writes_need_the_csrf_token_and_an_admin(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    join(&app, &token, "viewer@acme.io", "viewer").await;
+    let id = create(&app, &token, &flow("Pros", 1, json!({"plans": ["Pro"]}))).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let before = flows_json(&app, &token).await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let edit = format!("{PAGE}/{id}");
+    let delete = format!("{PAGE}/{id}/delete");
+    for path in [PAGE, edit.as_str(), delete.as_str()] {
+        owner.post_with_csrf(path, NEW_FLOW, "forged", 403).await;
+        owner.post_with_csrf(path, NEW_FLOW, "", 403).await;
+    }
+    let viewer = Browser::sign_in(&app, "viewer@acme.io").await;
+    let html = viewer.get(PAGE, 200).await;
+    assert!(html.contains("Pros"), "a viewer sees the flows");
+    assert!(!html.contains("New flow"));
+    let html = viewer.get(&edit, 200).await;
+    assert!(html.contains(r#"<fieldset class="plain" disabled>"#));
+    assert!(!html.contains("Save the flow") && !html.contains("Delete this flow"));
+    viewer.get(&format!("{PAGE}/new"), 403).await;
+    viewer.get(&delete, 403).await;
+    for path in [PAGE, edit.as_str(), delete.as_str()] {
+        viewer.post(path, NEW_FLOW, 403).await;
+    }
+    assert_eq!(flows_json(&app, &token).await, before);
+}
+
+async fn another_tenants_flow_is_not_found(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let id = create(&app, &token, &flow("Pros", 1, json!({}))).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let before = flows_json(&app, &token).await;
+    let other = app.register("mallory@evil.io").await;
+    app.create_project(&other.token, "Evil").await;
+    let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
+    // Acme's flow through Mallory's own project, and Acme's project itself.
+    for base in ["/app/p/evil/cancel-flows", PAGE] {
+        mallory.get(&format!("{base}/{id}"), 404).await;
+        mallory.get(&format!("{base}/{id}/delete"), 404).await;
+        mallory.post(&format!("{base}/{id}"), NEW_FLOW, 404).await;
+        mallory.post(&format!("{base}/{id}/delete"), &[], 404).await;
+    }
+    mallory.get(PAGE, 404).await;
+    assert_eq!(flows_json(&app, &token).await, before);
+}
+
+async fn the_list_page(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    create(
+        &app,
+        &token,
+        &flow(
+            "Yearly Pro",
+            10,
+            json!({"plans": ["Pro"], "billing_interval": "year"}),
+        ),
+    )
+    .await;
+    let mut experiment = flow("Everyone, tested", 20, json!({}));
+    experiment["variants"] = json!([{"key": "control", "weight": 1}, {"key": "bold", "weight": 1}]);
+    experiment["active"] = json!(false);
+    create(&app, &token, &experiment).await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let html = main_of(&owner.get(PAGE, 200).await);
+    snapshot_filters().bind(|| insta::assert_snapshot!("cancel_flows_list", html));
+}
+
+async fn an_experiments_results_page(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let mut experiment = flow("Tested", 1, json!({}));
+    experiment["variants"] = json!([{"key": "control", "weight": 1}, {"key": "bold", "weight": 1}]);
+    let id = create(&app, &token, &experiment).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let results = format!("{PAGE}/{id}/results");
+    // Every role reads it, with the API's numbers in its table.
+    join(&app, &token, "viewer@acme.io", "viewer").await;
+    let viewer = Browser::sign_in(&app, "viewer@acme.io").await;
+    let html = viewer.get(&format!("{results}?days=30"), 200).await;
+    assert!(html.contains("cancellations of the last 30 days"));
+    assert!(html.contains(&format!(r#"href="{results}?days=30" aria-current="true""#)));
+    assert!(
+        html.contains(r#"<th scope="row">control (baseline)</th>"#),
+        "{html}"
+    );
+    assert!(html.contains(r#"<th scope="row">bold</th>"#));
+    let api = app
+        .expect(
+            app.req(Method::GET, &format!("{FLOWS}/{id}/results?days=30"))
+                .bearer_auth(&token),
+            200,
+        )
+        .await;
+    let sessions = api["data"]["variants"][1]["sessions"].to_string();
+    assert!(html.contains(&format!(r#"<td class="num">{sessions}</td>"#)));
+    // A period not offered is the longer one.
+    let html = viewer.get(&format!("{results}?days=7"), 200).await;
+    assert!(html.contains("cancellations of the last 90 days"));
+    // A flow without an experiment says so; another tenant's is not found.
+    let plain = create(&app, &token, &flow("Plain", 2, json!({}))).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let html = viewer.get(&format!("{PAGE}/{plain}/results"), 200).await;
+    assert!(html.contains("This flow runs no experiment"));
+    let other = app.register("mallory@evil.io").await;
+    app.create_project(&other.token, "Evil").await;
+    let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
+    mallory
+        .get(&format!("/app/p/evil/cancel-flows/{id}/results"), 404)
+        .await;
+}
