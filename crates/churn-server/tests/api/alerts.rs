@@ -13,7 +13,9 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::fake_provider::{self, FakeProvider};
-use crate::helpers::{Acme, Backend, Options, TestApp, acme_with_key, clock_now};
+use crate::helpers::{
+    Acme, Backend, Options, TestApp, acme_with_key, advance as advance_seconds, clock_now, login,
+};
 use crate::risk::{advance, recompute, track};
 use churn_core::both_backends;
 
@@ -29,24 +31,11 @@ both_backends!(
     a_pending_alert_whose_job_gave_up_is_redelivered_once_stuck,
 );
 
-/// The owner's token, logged in afresh (the test clock moves on days).
-pub(crate) async fn login(app: &TestApp) -> String {
-    app.expect(
-        app.req(Method::POST, "/auth/login")
-            .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
-        200,
-    )
-    .await["data"]["token"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 /// Changes the configuration as the owner.
 pub(crate) async fn configure(app: &TestApp, patch: Value) {
     app.expect(
         app.req(Method::PUT, "/projects/acme/churn-risk/config")
-            .bearer_auth(login(app).await)
+            .bearer_auth(login(app, "owner@acme.io").await)
             .json(&patch),
         200,
     )
@@ -110,7 +99,7 @@ async fn scoring_runs_raise_alerts_by_the_rules(backend: Backend) {
     assert_eq!(recompute(&app, &acme).await["alerts"], 0);
     advance(&app, 6).await;
     assert_eq!(recompute(&app, &acme).await["alerts"], 0);
-    advance(&app, 1).await;
+    advance_seconds(&app, 1).await;
     assert_eq!(recompute(&app, &acme).await["alerts"], 1);
 
     // Disabled: scoring goes on, no alert, no log entry; above the score: nothing either.
@@ -161,15 +150,6 @@ pub(crate) async fn quiet_customers(app: &TestApp, acme: &Acme, emails: &[&str])
     }
     app.run_jobs().await;
     configure(app, json!({"enabled": true})).await;
-}
-
-async fn advance_seconds(app: &TestApp, seconds: i64) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": seconds})),
-        200,
-    )
-    .await;
 }
 
 pub(crate) async fn answer(receiver: &FakeProvider, template: ResponseTemplate) {
@@ -291,7 +271,7 @@ async fn webhooks_are_signed_both_ways_and_verified_by_the_sdk(backend: Backend)
 pub(crate) async fn webhook_secret(app: &TestApp) -> String {
     app.expect(
         app.req(Method::GET, "/projects/acme/webhook-secret")
-            .bearer_auth(login(app).await),
+            .bearer_auth(login(app, "owner@acme.io").await),
         200,
     )
     .await["data"]["webhook_secret"]
@@ -367,7 +347,7 @@ async fn a_rotated_secret_signs_deliveries_too_for_24_hours(backend: Backend) {
             Method::POST,
             &format!("/projects/acme/churn-risk/alerts/{id}/redeliver"),
         )
-        .bearer_auth(login(&app).await),
+        .bearer_auth(login(&app, "owner@acme.io").await),
         200,
     )
     .await;
@@ -736,7 +716,7 @@ async fn direct_mode_emails_the_customer_unless_suppressed_or_over_quota(backend
             Method::POST,
             &format!("/projects/acme/churn-risk/alerts/{id}/redeliver"),
         )
-        .bearer_auth(&login(&app).await),
+        .bearer_auth(&login(&app, "owner@acme.io").await),
         200,
     )
     .await;
@@ -839,12 +819,12 @@ async fn a_check_in_claimed_and_never_recorded_is_not_sent_again(backend: Backen
     assert!(check_ins(&app).is_empty());
 
     // Bo's job gave up: pending, not redeliverable until stuck 20 minutes after it was due.
-    let token = login(&app).await;
+    let token = login(&app, "owner@acme.io").await;
     let redeliver = format!("/projects/acme/churn-risk/alerts/{bo}/redeliver");
     app.expect(app.req(Method::POST, &redeliver).bearer_auth(&token), 409)
         .await;
     advance_seconds(&app, 20 * 60 + 1).await;
-    let token = login(&app).await;
+    let token = login(&app, "owner@acme.io").await;
     let again = app
         .expect(app.req(Method::POST, &redeliver).bearer_auth(&token), 200)
         .await["data"]
@@ -895,7 +875,7 @@ async fn a_pending_alert_whose_job_gave_up_is_redelivered_once_stuck(backend: Ba
         409,
     )
     .await;
-    advance_seconds(&app, 1).await;
+    advance(&app, 1).await;
     let again = app
         .expect(
             app.req(Method::POST, &redeliver).bearer_auth(&acme.token),

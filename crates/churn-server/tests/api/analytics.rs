@@ -4,22 +4,15 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, acme_owner, event_with_variants};
+use crate::helpers::{Backend, TestApp, acme_owner, event_with_variants, mark_recovered};
+// `dashboard_analytics` takes the clock setter from here.
+pub use crate::helpers::set_clock;
 use churn_core::both_backends;
 
 both_backends!(
     cohorts_count_each_month_and_attribute_recoveries,
     forecasts_need_three_complete_months_then_use_ets
 );
-
-pub async fn set_clock(app: &TestApp, at: &str) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"set": at})),
-        200,
-    )
-    .await;
-}
 
 async fn create_event(app: &TestApp, token: &str, email: &str, mrr: i64) -> String {
     app.expect(
@@ -32,18 +25,6 @@ async fn create_event(app: &TestApp, token: &str, email: &str, mrr: i64) -> Stri
         .as_str()
         .unwrap()
         .to_owned()
-}
-
-async fn recover(app: &TestApp, token: &str, id: &str) {
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{id}/recovered"),
-        )
-        .bearer_auth(token),
-        200,
-    )
-    .await;
 }
 
 async fn get(app: &TestApp, token: &str, path: &str) -> Value {
@@ -89,8 +70,8 @@ async fn cohorts_count_each_month_and_attribute_recoveries(backend: Backend) {
     set_clock(&app, "2026-03-01T00:00:00Z").await;
     create_event(&app, &owner, "d@example.com", 500).await;
     create_event(&app, &owner, "e@example.com", 700).await;
-    recover(&app, &owner, &sent_event).await;
-    recover(&app, &owner, &unsent).await;
+    mark_recovered(&app, &owner, &sent_event).await;
+    mark_recovered(&app, &owner, &unsent).await;
 
     let rows = get(&app, &owner, "/projects/acme/cohorts?months=3").await;
     let rows = rows.as_array().unwrap();
@@ -175,7 +156,7 @@ async fn forecasts_need_three_complete_months_then_use_ets(backend: Backend) {
         let id = create_event(&app, &owner, &format!("c{i}@example.com"), *mrr).await;
         create_event(&app, &owner, &format!("d{i}@example.com"), 100).await;
         if i == 0 {
-            recover(&app, &owner, &id).await;
+            mark_recovered(&app, &owner, &id).await;
             first_recovered = Some(id);
         }
         if i == 2 {

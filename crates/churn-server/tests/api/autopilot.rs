@@ -5,9 +5,10 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::analytics::set_clock;
 use crate::events::find_url;
-use crate::helpers::{Backend, Options, TestApp, acme_owner, event_with_variants};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner, advance, event_with_variants, mark_recovered, set_clock,
+};
 use crate::mailrules::{outbox_mail, unsubscribe_url};
 use churn_core::both_backends;
 use churn_core::domain::analytics::newcombe;
@@ -50,15 +51,6 @@ async fn event(app: &TestApp, token: &str, id: &str) -> Value {
     )
     .await["data"]
         .clone()
-}
-
-async fn advance(app: &TestApp, seconds: i64) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": seconds})),
-        200,
-    )
-    .await;
 }
 
 fn sent_strategies(event: &Value) -> Vec<(i64, bool)> {
@@ -230,15 +222,7 @@ async fn autopilot_records_every_skip(backend: Backend) {
     let control = control.expect("a control event in 40 tries");
     // Recovered before the send, and an unsubscribed address (treatment events).
     let (recovered, lost) = (treated[0].clone(), treated[1].clone());
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{recovered}/recovered"),
-        )
-        .bearer_auth(&owner),
-        200,
-    )
-    .await;
+    mark_recovered(&app, &owner, &recovered).await;
     let gone = loop {
         let e = create(&app, &owner, "gone@example.com").await;
         if e["group"] == "treatment" {
@@ -316,15 +300,7 @@ async fn uplift_compares_treatment_with_the_holdout(backend: Backend) {
         );
         // Every third event comes back within its window.
         if i % 3 == 0 {
-            app.expect(
-                app.req(
-                    Method::POST,
-                    &format!("/projects/acme/churn-events/{id}/recovered"),
-                )
-                .bearer_auth(&owner),
-                200,
-            )
-            .await;
+            mark_recovered(&app, &owner, &id).await;
         }
         groups.push((group, i % 3 == 0));
     }

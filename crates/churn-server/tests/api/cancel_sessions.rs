@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::cancel_flow::{acme_keys, identity_secret, signed};
 use crate::dashboard_analytics::table_rows;
 use crate::dashboard_client::Browser;
-use crate::helpers::{Backend, TestApp, acme_owner, fields};
+use crate::helpers::{Backend, TestApp, acme_owner, advance, fields};
 use churn_core::both_backends;
 
 both_backends!(
@@ -157,15 +157,6 @@ async fn session(app: &TestApp, token: &str, id: &str) -> Value {
         .find(|s| s["id"] == id)
         .cloned()
         .unwrap_or_else(|| panic!("no session {id}"))
-}
-
-async fn advance(app: &TestApp, seconds: i64) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": seconds})),
-        200,
-    )
-    .await;
 }
 
 async fn each_step_moves_a_session_forward_only(backend: Backend) {

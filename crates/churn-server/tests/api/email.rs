@@ -11,7 +11,9 @@ use mailin_embedded::{Handler, Response, Server, response};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner as owner, event_with_variants};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner as owner, event_with_variants, variant_of,
+};
 use churn_core::both_backends;
 
 both_backends!(
@@ -74,23 +76,7 @@ pub(crate) fn start_smtp() -> (u16, Arc<Mutex<Vec<String>>>) {
 }
 
 async fn variant_status(app: &TestApp, token: &str, id: &str, vid: &str) -> Value {
-    let list = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/churn-events/{id}/variants"),
-            )
-            .bearer_auth(token),
-            200,
-        )
-        .await;
-    list["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["id"] == vid)
-        .unwrap()["status"]
-        .clone()
+    variant_of(app, token, id, vid).await["status"].clone()
 }
 
 async fn smtp_delivers_and_records_bounces(backend: Backend) {

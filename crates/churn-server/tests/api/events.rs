@@ -1,7 +1,9 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner as owner};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner as owner, advance, login, mark_recovered, variant_of,
+};
 use churn_core::both_backends;
 
 both_backends!(
@@ -77,15 +79,6 @@ fn outbox(app: &TestApp) -> Vec<String> {
     mails.retain(|m| !m.contains("Subject: Confirm your email address"));
     mails.sort();
     mails
-}
-
-async fn advance(app: &TestApp, seconds: i64) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": seconds})),
-        200,
-    )
-    .await;
 }
 
 async fn run_jobs(app: &TestApp) -> u64 {
@@ -611,7 +604,7 @@ async fn recovery_window_moves_unrecovered_events_to_lost(backend: Backend) {
         "nothing is due before the window ends"
     );
     // Sessions last a week of clock time: sign in again after the jump.
-    let token = login(&app).await;
+    let token = login(&app, "owner@acme.io").await;
     let event = |id: &str| {
         app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
             .bearer_auth(&token)
@@ -652,17 +645,6 @@ async fn recovery_window_moves_unrecovered_events_to_lost(backend: Backend) {
     assert_eq!(lost_message["error"]["message"], "churn event is lost");
 }
 
-async fn login(app: &TestApp) -> String {
-    let body = app
-        .expect(
-            app.req(Method::POST, "/auth/login")
-                .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
-            200,
-        )
-        .await;
-    body["data"]["token"].as_str().unwrap().to_owned()
-}
-
 async fn statistics_count_and_sum(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
@@ -689,15 +671,7 @@ async fn statistics_count_and_sum(backend: Backend) {
     }
     // Recover the 1000 and the MRR-less event; lose the 2500 through the recovery window.
     for i in [0, 2] {
-        app.expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{}/recovered", ids[i]),
-            )
-            .bearer_auth(&token),
-            200,
-        )
-        .await;
+        mark_recovered(&app, &token, &ids[i]).await;
     }
     let vid = recommended(&generate(&app, &token, &ids[1]).await)["id"]
         .as_str()
@@ -711,16 +685,7 @@ async fn statistics_count_and_sum(backend: Backend) {
     .await;
     advance(&app, 30 * 86_400).await;
     run_jobs(&app).await;
-    let token = app
-        .expect(
-            app.req(Method::POST, "/auth/login")
-                .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
-            200,
-        )
-        .await["data"]["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = login(&app, "owner@acme.io").await;
     let stats = app
         .expect(
             app.req(Method::GET, "/projects/acme/stats")
@@ -927,26 +892,6 @@ async fn opens_and_clicks_are_tracked_without_open_redirects(backend: Backend) {
     );
     let no_sig = click.split("&s=").next().unwrap().to_owned();
     assert_eq!(app.client.get(&no_sig).send().await.unwrap().status(), 404);
-}
-
-async fn variant_of(app: &TestApp, token: &str, event: &str, vid: &str) -> Value {
-    let list = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/churn-events/{event}/variants"),
-            )
-            .bearer_auth(token),
-            200,
-        )
-        .await;
-    list["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["id"] == vid)
-        .unwrap()
-        .clone()
 }
 
 /// The first URL in a raw email containing `needle`, with the address rebased on the test server.
@@ -1511,15 +1456,7 @@ async fn terminal_events_cannot_be_edited(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{id}/recovered"),
-        )
-        .bearer_auth(&token),
-        200,
-    )
-    .await;
+    mark_recovered(&app, &token, id).await;
     let edit = app
         .expect(
             app.req(
@@ -1623,15 +1560,7 @@ async fn strategy_outcomes_follow_sends_and_recoveries(backend: Backend) {
     )
     .await;
     for id in [&sent[0], &sent[2], unsent["id"].as_str().unwrap()] {
-        app.expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/recovered"),
-            )
-            .bearer_auth(&token),
-            200,
-        )
-        .await;
+        mark_recovered(&app, &token, id).await;
     }
     advance(&app, 31 * 24 * 3600).await;
     run_jobs(&app).await;

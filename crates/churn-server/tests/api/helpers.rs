@@ -340,17 +340,8 @@ pub struct Acme {
 /// `acme_owner`, with the secret key from a key rotation.
 pub async fn acme_with_key(app: &TestApp) -> Acme {
     let token = acme_owner(app).await;
-    let body = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&token),
-            200,
-        )
-        .await;
-    Acme {
-        token,
-        key: body["data"]["secret_key"].as_str().unwrap().to_owned(),
-    }
+    let key = rotate_secret_key(app, &token).await;
+    Acme { token, key }
 }
 
 /// The test clock's now.
@@ -372,4 +363,84 @@ pub fn fields(body: &Value) -> Vec<&str> {
         .iter()
         .map(|d| d["field"].as_str().unwrap())
         .collect()
+}
+
+/// Moves the test clock on by `seconds`.
+pub async fn advance(app: &TestApp, seconds: i64) {
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"advance_seconds": seconds})),
+        200,
+    )
+    .await;
+}
+
+/// Sets the test clock to `at` (RFC 3339).
+pub async fn set_clock(app: &TestApp, at: &str) {
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"set": at})),
+        200,
+    )
+    .await;
+}
+
+/// A fresh session for `email` (after the test clock moved past the earlier ones' lifetime).
+pub async fn login(app: &TestApp, email: &str) -> String {
+    app.expect(
+        app.req(Method::POST, "/auth/login")
+            .json(&json!({"email": email, "password": "correct horse"})),
+        200,
+    )
+    .await["data"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A fresh secret key for `acme`, from a key rotation.
+pub async fn rotate_secret_key(app: &TestApp, token: &str) -> String {
+    app.expect(
+        app.req(Method::POST, "/projects/acme/rotate-keys")
+            .bearer_auth(token),
+        200,
+    )
+    .await["data"]["secret_key"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The variant `vid` of the `acme` event `event`, as the variant list shows it.
+pub async fn variant_of(app: &TestApp, token: &str, event: &str, vid: &str) -> Value {
+    let list = app
+        .expect(
+            app.req(
+                Method::GET,
+                &format!("/projects/acme/churn-events/{event}/variants"),
+            )
+            .bearer_auth(token),
+            200,
+        )
+        .await;
+    list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == vid)
+        .unwrap()
+        .clone()
+}
+
+/// Marks the `acme` event `id` recovered.
+pub async fn mark_recovered(app: &TestApp, token: &str, id: &str) {
+    app.expect(
+        app.req(
+            Method::POST,
+            &format!("/projects/acme/churn-events/{id}/recovered"),
+        )
+        .bearer_auth(token),
+        200,
+    )
+    .await;
 }

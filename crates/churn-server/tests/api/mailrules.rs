@@ -11,7 +11,9 @@ use hickory_proto::rr::{RData, Record, RecordType};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner, generated_event as event};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner, generated_event as event, set_clock, variant_of,
+};
 use churn_core::both_backends;
 
 both_backends!(
@@ -52,23 +54,8 @@ async fn send(app: &TestApp, token: &str, event: &str, variant: &Value, status: 
 }
 
 async fn variant_status(app: &TestApp, token: &str, event: &str, variant: &Value) -> Value {
-    let list = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/churn-events/{event}/variants"),
-            )
-            .bearer_auth(token),
-            200,
-        )
-        .await;
-    list["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["id"] == variant["id"])
-        .unwrap()["status"]
-        .clone()
+    let vid = variant["id"].as_str().unwrap();
+    variant_of(app, token, event, vid).await["status"].clone()
 }
 
 /// The email with this message id from the outbox, quoted-printable soft breaks and folded
@@ -388,15 +375,6 @@ async fn suppression_routes_and_roles(backend: Backend) {
         .await;
     assert_eq!(suppressions(&app, &token).await["meta"]["total"], 0);
     send(&app, &token, &id, &variants[1], 200).await;
-}
-
-async fn set_clock(app: &TestApp, at: &str) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"set": at})),
-        200,
-    )
-    .await;
 }
 
 async fn quota_resets_at_the_utc_day_boundary(backend: Backend) {

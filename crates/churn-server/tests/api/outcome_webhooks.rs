@@ -14,7 +14,7 @@ use wiremock::{Mock, ResponseTemplate};
 
 use crate::alerts::{quiet_customers, start_dns, with_receiver};
 use crate::fake_provider::{self, FakeProvider};
-use crate::helpers::{Backend, Options, TestApp, acme_owner, acme_with_key, fields};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, acme_with_key, advance, fields};
 use crate::risk::recompute;
 use churn_core::both_backends;
 
@@ -95,15 +95,6 @@ async fn churn_event(app: &TestApp, token: &str, email: &str) -> Value {
     )
     .await["data"]
         .clone()
-}
-
-async fn advance_seconds(app: &TestApp, seconds: i64) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": seconds})),
-        200,
-    )
-    .await;
 }
 
 fn header<'a>(request: &'a wiremock::Request, name: &str) -> Option<&'a str> {
@@ -430,9 +421,9 @@ async fn failed_deliveries_retry_on_the_endpoint_schedule_then_fail(backend: Bac
         let next: chrono::DateTime<chrono::Utc> =
             entry["next_attempt_at"].as_str().unwrap().parse().unwrap();
         assert_eq!((next - at).num_seconds(), wait);
-        advance_seconds(&app, wait - 1).await;
+        advance(&app, wait - 1).await;
         assert_eq!(app.run_jobs().await, 0, "not before {wait} s");
-        advance_seconds(&app, 1).await;
+        advance(&app, 1).await;
         assert_eq!(app.run_jobs().await, 1);
     }
     let entry = deliveries(&app, &token, id).await[0].clone();
@@ -490,13 +481,13 @@ async fn an_endpoint_failing_for_five_days_is_disabled_and_its_admins_emailed(ba
 
     // Failing on: a message a day, each failing.
     for day in 1..5 {
-        advance_seconds(&app, 86_400).await;
+        advance(&app, 86_400).await;
         churn_event(&app, &token, &format!("day{day}@shop.io")).await;
         app.run_jobs().await;
         assert_eq!(get().await["enabled"], true, "day {day}");
     }
     assert!(mails().is_empty());
-    advance_seconds(&app, 86_400).await;
+    advance(&app, 86_400).await;
     churn_event(&app, &token, "day5@shop.io").await;
     app.run_jobs().await;
     let disabled = get().await;
@@ -510,7 +501,7 @@ async fn an_endpoint_failing_for_five_days_is_disabled_and_its_admins_emailed(ba
     // Disabled: nothing more is emitted to it, and its pending retries are skipped.
     let before = received(&receiver).await.len();
     churn_event(&app, &token, "later@shop.io").await;
-    advance_seconds(&app, 40_000).await;
+    advance(&app, 40_000).await;
     app.run_jobs().await;
     assert_eq!(received(&receiver).await.len(), before);
     let log = deliveries(&app, &token, id).await;
@@ -902,13 +893,13 @@ async fn an_event_lost_at_the_end_of_its_window_is_told(backend: Backend) {
         200,
     )
     .await;
-    advance_seconds(&app, 10 * 86_400 - 60).await;
+    advance(&app, 10 * 86_400 - 60).await;
     app.run_jobs().await;
     assert!(
         received(&receiver).await.is_empty(),
         "not lost before the window ends"
     );
-    advance_seconds(&app, 120).await;
+    advance(&app, 120).await;
     app.run_jobs().await;
     app.run_jobs().await;
     let hooks = received(&receiver).await;

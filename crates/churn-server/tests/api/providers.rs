@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner, acme_with_key};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, acme_with_key, login};
 use churn_core::{both_backends, signature};
 
 both_backends!(
@@ -152,18 +152,11 @@ async fn credentials_are_sealed_at_rest(backend: Backend) {
     }
     // A server with the same key reads them back (another key refuses to start at all).
     let app = TestApp::start(db, Options::default()).await;
-    let session = app
-        .expect(
-            app.req(Method::POST, "/auth/login")
-                .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
-            200,
-        )
-        .await;
-    let token = session["data"]["token"].as_str().unwrap();
+    let token = login(&app, "owner@acme.io").await;
     let list = app
         .expect(
             app.req(Method::GET, "/projects/acme/providers")
-                .bearer_auth(token),
+                .bearer_auth(&token),
             200,
         )
         .await;
@@ -501,16 +494,7 @@ async fn stored_aliases_become_real_names(backend: Backend) {
     assert_eq!(stored, ["stripe", "stripe"]);
 
     let app = TestApp::start(db, Options::default()).await;
-    let token = app
-        .expect(
-            app.req(Method::POST, "/auth/login")
-                .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
-            200,
-        )
-        .await["data"]["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = login(&app, "owner@acme.io").await;
     let list = app
         .expect(
             app.req(Method::GET, "/projects/acme/providers")

@@ -10,7 +10,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, login};
 use crate::webhooks::{Setup, setup};
 use churn_core::both_backends;
 use churn_core::signature;
@@ -48,18 +48,6 @@ async fn stored_secrets(app: &TestApp) -> Vec<(String, String)> {
         all.push((row.get("slug"), row.get("webhook_secret")));
     }
     all
-}
-
-async fn login(app: &TestApp) -> String {
-    app.expect(
-        app.req(Method::POST, "/auth/login")
-            .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
-        200,
-    )
-    .await["data"]["token"]
-        .as_str()
-        .unwrap()
-        .to_owned()
 }
 
 async fn webhook_secret(app: &TestApp, token: &str) -> String {
@@ -143,13 +131,19 @@ async fn secrets_are_sealed_at_rest_and_plaintext_rows_sealed_once_at_start(back
         webhook_secret(&app, &resigned(&token, legacy_jwt)).await,
         legacy_whsec
     );
-    assert_eq!(webhook_secret(&app, &login(&app).await).await, legacy_whsec);
+    assert_eq!(
+        webhook_secret(&app, &login(&app, "owner@acme.io").await).await,
+        legacy_whsec
+    );
 
     // A later start seals nothing again.
     let db = app.stop().await;
     let app = TestApp::start(db, Options::default()).await;
     assert_eq!(stored_secrets(&app).await, sealed);
-    assert_eq!(webhook_secret(&app, &login(&app).await).await, legacy_whsec);
+    assert_eq!(
+        webhook_secret(&app, &login(&app, "owner@acme.io").await).await,
+        legacy_whsec
+    );
 }
 
 async fn rotate_encryption(db: &churn_core::testing::TestDatabase, new_key: &str) -> String {
@@ -263,7 +257,7 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
     let after = sealed_values(app).await;
     assert_eq!(after.len(), before.len());
     assert!(before.iter().zip(&after).all(|(b, a)| b != a));
-    let token = login(app).await;
+    let token = login(app, "owner@acme.io").await;
     assert_eq!(webhook_secret(app, &token).await, rotated);
     let current_identity = app
         .expect(

@@ -4,7 +4,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, advance, login};
 use churn_core::both_backends;
 
 both_backends!(
@@ -101,28 +101,6 @@ pub fn id_of(members: &[Value], email: &str) -> String {
         .as_str()
         .unwrap()
         .to_owned()
-}
-
-/// A fresh session (after the test clock moved past the earlier ones' lifetime).
-async fn login(app: &TestApp, email: &str) -> String {
-    app.expect(
-        app.req(Method::POST, "/auth/login")
-            .json(&json!({"email": email, "password": "correct horse"})),
-        200,
-    )
-    .await["data"]["token"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
-async fn advance(app: &TestApp, seconds: i64) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": seconds})),
-        200,
-    )
-    .await;
 }
 
 async fn invitations_live_seven_days_and_open_once(backend: Backend) {
