@@ -1,7 +1,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{Backend, Options, TestApp};
+use crate::helpers::{Backend, Options, TestApp, fields};
 use churn_core::both_backends;
 
 both_backends!(
@@ -87,13 +87,7 @@ async fn registration_is_validated_and_unique(backend: Backend) {
             400,
         )
         .await;
-    let fields: Vec<_> = bad["error"]["details"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["field"].as_str().unwrap())
-        .collect();
-    assert_eq!(fields, ["name", "email"]);
+    assert_eq!(fields(&bad), ["name", "email"]);
 
     app.register("ada@example.com").await;
     let dup = app

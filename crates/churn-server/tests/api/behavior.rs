@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_with_key, clock_now, generated_event, wire_time,
+    Backend, Options, TestApp, acme_with_key, clock_now, fields, generated_event, wire_time,
 };
 use churn_core::both_backends;
 
@@ -39,15 +39,6 @@ async fn track(app: &TestApp, key: &str, body: Value, status: u16) -> Value {
 async fn get(app: &TestApp, token: &str, path: &str) -> Value {
     app.expect(app.req(Method::GET, path).bearer_auth(token), 200)
         .await
-}
-
-fn fields(body: &Value) -> Vec<String> {
-    body["error"]["details"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["field"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 async fn tracking_takes_only_the_secret_key(backend: Backend) {

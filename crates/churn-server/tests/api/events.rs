@@ -2,7 +2,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner as owner, advance, login, mark_recovered, variant_of,
+    Backend, Options, TestApp, acme_owner as owner, advance, login, mark_recovered,
+    rotate_secret_key, variant_of,
 };
 use churn_core::both_backends;
 
@@ -702,16 +703,7 @@ async fn statistics_count_and_sum(backend: Backend) {
     assert_eq!(account["data"]["total_events"], 4);
     assert_eq!(account["data"]["projects"][0]["slug"], "acme");
     assert_eq!(account["data"]["projects"][0]["recovered_mrr_cents"], 1000);
-    let key = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&token),
-            200,
-        )
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = rotate_secret_key(&app, &token).await;
     let by_key = app
         .expect(
             app.req(Method::GET, "/stats").header("X-API-Key", &key),
@@ -731,16 +723,7 @@ async fn expired_subscription_is_402_on_every_event_route(backend: Backend) {
     )
     .await;
     let id = event["id"].as_str().unwrap();
-    let key = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&token),
-            200,
-        )
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = rotate_secret_key(&app, &token).await;
     advance(&app, 15 * 86_400).await;
     let routes = [
         (
@@ -969,16 +952,7 @@ async fn drafts_are_edited_and_sanitised(backend: Backend) {
 async fn unscoped_form_has_its_own_shapes(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    let key = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&token),
-            200,
-        )
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = rotate_secret_key(&app, &token).await;
     let created = app
         .expect(
             app.req(Method::POST, "/churn-events")

@@ -12,7 +12,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner, generated_event as event, set_clock, variant_of,
+    Backend, Options, TestApp, acme_owner, fields, generated_event as event, rotate_secret_key,
+    set_clock, variant_of,
 };
 use churn_core::both_backends;
 
@@ -314,16 +315,7 @@ async fn suppression_routes_and_roles(backend: Backend) {
         .unwrap();
 
     // The project's secret key reads the list like other project data, but cannot delete.
-    let key = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&token),
-            200,
-        )
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = rotate_secret_key(&app, &token).await;
     let listed = app
         .expect(
             app.req(Method::GET, "/projects/acme/suppressions?per_page=1")
@@ -470,13 +462,7 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
             400,
         )
         .await;
-    let fields: Vec<_> = bad["error"]["details"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["field"].as_str().unwrap())
-        .collect();
-    assert_eq!(fields, ["from_email", "reply_to"]);
+    assert_eq!(fields(&bad), ["from_email", "reply_to"]);
     app.expect(
         app.req(Method::POST, &format!("{settings}/verify"))
             .bearer_auth(&token),
@@ -553,16 +539,7 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
     assert_ne!(moved["data"]["dns_record"]["value"], value.as_str());
 
     // Administration only: a secret key is 401, another account 404.
-    let key = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&token),
-            200,
-        )
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = rotate_secret_key(&app, &token).await;
     app.expect(
         app.req(Method::GET, settings).header("x-api-key", &key),
         401,

@@ -1,7 +1,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp};
+use crate::helpers::{Backend, TestApp, fields};
 use churn_core::both_backends;
 
 both_backends!(
@@ -176,13 +176,10 @@ async fn update_is_partial_for_put_and_patch(backend: Backend) {
             400,
         )
         .await;
-    let fields: Vec<_> = bad["error"]["details"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["field"].as_str().unwrap())
-        .collect();
-    assert_eq!(fields, ["support_email", "settings.recovery_window_days"]);
+    assert_eq!(
+        fields(&bad),
+        ["support_email", "settings.recovery_window_days"]
+    );
     let unchanged = app
         .expect(
             app.req(Method::GET, "/projects/acme").bearer_auth(&s.token),
@@ -251,13 +248,7 @@ async fn allowed_origins_are_validated_and_normalised(backend: Backend) {
             400,
         )
         .await;
-    let fields: Vec<_> = bad["error"]["details"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["field"].as_str().unwrap())
-        .collect();
-    assert_eq!(fields, ["allowed_origins[1]", "allowed_origins[2]"]);
+    assert_eq!(fields(&bad), ["allowed_origins[1]", "allowed_origins[2]"]);
     let many: Vec<String> = (0..51).map(|i| format!("https://a{i}.io")).collect();
     app.expect(put(json!(many)), 400).await;
     let detail = app

@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner, acme_with_key, login};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, acme_with_key, fields, login};
 use churn_core::{both_backends, signature};
 
 both_backends!(
@@ -166,14 +166,6 @@ async fn credentials_are_sealed_at_rest(backend: Backend) {
 async fn fields_are_checked_per_provider(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
-    let fields = |body: &Value| -> Vec<String> {
-        body["error"]["details"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["field"].as_str().unwrap().to_owned())
-            .collect()
-    };
     let missing = put(&app, &token, "stripe", json!({"api_key": A_KEY}), 400).await;
     assert_eq!(fields(&missing), ["webhook_secret"]);
     let foreign = put(
