@@ -99,7 +99,7 @@ async fn scoring_runs_raise_alerts_by_the_rules(backend: Backend) {
     assert_eq!(recompute(&app, &acme).await["alerts"], 0);
     advance(&app, 6).await;
     assert_eq!(recompute(&app, &acme).await["alerts"], 0);
-    advance_seconds(&app, 1).await;
+    advance(&app, 1).await;
     assert_eq!(recompute(&app, &acme).await["alerts"], 1);
 
     // Disabled: scoring goes on, no alert, no log entry; above the score: nothing either.
@@ -875,7 +875,7 @@ async fn a_pending_alert_whose_job_gave_up_is_redelivered_once_stuck(backend: Ba
         409,
     )
     .await;
-    advance(&app, 1).await;
+    advance_seconds(&app, 1).await;
     let again = app
         .expect(
             app.req(Method::POST, &redeliver).bearer_auth(&acme.token),
