@@ -444,3 +444,34 @@ pub async fn mark_recovered(app: &TestApp, token: &str, id: &str) {
     )
     .await;
 }
+
+/// Asks `status` until it answers `expected`: a second process hears of a change by a
+/// notification, a moment later. Fails saying `what` (and the last answer) after five seconds.
+pub async fn until_status(expected: u16, what: &str, status: impl AsyncFn() -> u16) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let got = status().await;
+        if got == expected {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what} ({got})");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// What `revoke`, sent to `first`, revokes is refused (401) by `first` at once and by
+/// `second` once its notification comes, though `second` had it cached: `get` asks with it.
+pub async fn revoked_on_both(
+    first: &TestApp,
+    second: &TestApp,
+    revoke: RequestBuilder,
+    what: &str,
+    get: impl AsyncFn(&TestApp) -> u16,
+) {
+    for _ in 0..3 {
+        assert_eq!(get(second).await, 200, "warms the second process's cache");
+    }
+    first.expect(revoke, 200).await;
+    assert_eq!(get(first).await, 401);
+    until_status(401, what, async || get(second).await).await;
+}

@@ -4,7 +4,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner, advance, login};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, advance, login, until_status};
 use churn_core::both_backends;
 
 both_backends!(
@@ -449,12 +449,10 @@ async fn removal_takes_effect_on_every_process() {
         )
         .await;
     assert_eq!(read(&first).await.unwrap().status(), 404);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while read(&second).await.unwrap().status() != 404 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the second process still lets the removed member in"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until_status(
+        404,
+        "the second process still lets the removed member in",
+        async || read(&second).await.unwrap().status().as_u16(),
+    )
+    .await;
 }

@@ -9,7 +9,7 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::fake_provider::{self, FakeProvider};
-use crate::helpers::{Backend, Options, TestApp, acme_owner};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, until_status};
 use crate::providers::{A_KEY, A_WHSEC};
 use churn_core::both_backends;
 use churn_core::signature;
@@ -1007,14 +1007,10 @@ async fn a_changed_connection_holds_at_once_on_every_process(backend: Backend) {
         .await;
     assert_eq!(send(&s.app, A_WHSEC, 3).await, 400);
     assert_eq!(send(&s.app, rotated, 4).await, 200);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while send(other, A_WHSEC, 5).await != 400 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the other process kept the old secret"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    until_status(400, "the other process kept the old secret", async || {
+        send(other, A_WHSEC, 5).await
+    })
+    .await;
     assert_eq!(send(other, rotated, 6).await, 200);
     s.app
         .expect(
