@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 use crate::events::find_url;
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner, advance, event_with_variants, mark_recovered, set_clock,
+    Backend, Options, TestApp, acme_owner, advance, configure, event_with_variants, mark_recovered,
+    set_clock,
 };
 use crate::mailrules::{outbox_mail, unsubscribe_url};
 use churn_core::both_backends;
@@ -21,16 +22,6 @@ both_backends!(
     autopilot_never_sends_a_variant_with_warnings,
     uplift_compares_treatment_with_the_holdout
 );
-
-async fn configure(app: &TestApp, token: &str, settings: Value) {
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(token)
-            .json(&json!({ "settings": settings })),
-        200,
-    )
-    .await;
-}
 
 async fn create(app: &TestApp, token: &str, email: &str) -> Value {
     app.expect(

@@ -11,7 +11,7 @@ use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::cancel_offers::without_offer_cooldown;
-use crate::helpers::{Backend, Options, TestApp, acme_owner, fields};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, fields, set_clock};
 use crate::providers::A_KEY;
 use crate::webhooks::{Setup, fixture, setup};
 use churn_core::both_backends;
@@ -1046,14 +1046,7 @@ async fn accepted_offers_are_applied_at_stripe(backend: Backend) {
     // The setup's own jobs (emails), so that those counted below are the offers'.
     s.app.run_jobs().await;
     // The last day of a month: a pause of 2 calendar months ends on the last of February.
-    s.app
-        .expect(
-            s.app
-                .req(Method::POST, "/dev/clock")
-                .json(&json!({"set": "2025-12-31T09:30:00.000Z"})),
-            200,
-        )
-        .await;
+    set_clock(&s.app, "2025-12-31T09:30:00.000Z").await;
     Mock::given(method("POST"))
         .and(path("/v1/coupons"))
         .respond_with(
@@ -1219,14 +1212,7 @@ async fn accepted_offers_are_applied_at_stripe(backend: Backend) {
     );
 
     // Without a Stripe connection: recovered, not applied, no error, no call.
-    s.app
-        .expect(
-            s.app
-                .req(Method::DELETE, "/projects/acme/providers/stripe")
-                .bearer_auth(&s.token),
-            204,
-        )
-        .await;
+    s.disconnect_stripe().await;
     let mut body = submission("too_expensive");
     body["offer_accepted"] = json!(true);
     body["provider_subscription_id"] = json!("sub_1");

@@ -9,7 +9,7 @@ use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::cancel_flow::{identity_secret, owned_by, pairs, signed};
-use crate::helpers::{Backend, TestApp, acme_owner, fields};
+use crate::helpers::{Backend, TestApp, acme_owner, configure, fields};
 use crate::webhooks::{Setup, setup};
 use churn_core::both_backends;
 
@@ -29,30 +29,13 @@ const DANA: &str = "dana@customer.example";
 const NOW_UNIX: i64 = 1_772_359_200;
 
 async fn set_clock(s: &Setup) {
-    s.app
-        .expect(
-            s.app
-                .req(Method::POST, "/dev/clock")
-                .json(&json!({"set": "2026-03-01T10:00:00.000Z"})),
-            200,
-        )
-        .await;
+    crate::helpers::set_clock(&s.app, "2026-03-01T10:00:00.000Z").await;
 }
 
 /// Lets a customer accept one offer after another (the default cooldown refuses it): for
 /// tests of something else than the cooldown.
 pub(crate) async fn without_offer_cooldown(app: &TestApp, token: &str) {
     configure(app, token, json!({"offer_cooldown_days": 0})).await;
-}
-
-async fn configure(app: &TestApp, token: &str, settings: Value) {
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(token)
-            .json(&json!({ "settings": settings })),
-        200,
-    )
-    .await;
 }
 
 /// The default flow with one offer of each new kind.
@@ -303,14 +286,7 @@ async fn new_offers_are_not_applied_through_razorpay(backend: Backend) {
     let s = setup(backend).await;
     new_offers_flow(&s.app, &s.token).await;
     without_offer_cooldown(&s.app, &s.token).await;
-    s.app
-        .expect(
-            s.app
-                .req(Method::DELETE, "/projects/acme/providers/stripe")
-                .bearer_auth(&s.token),
-            204,
-        )
-        .await;
+    s.disconnect_stripe().await;
     for reason in ["too_expensive", "not_using_enough"] {
         let saved = s.submit(accepted(reason, "sub_rzp_1")).await;
         assert_eq!(saved["status"], "recovered");

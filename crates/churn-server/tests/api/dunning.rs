@@ -622,14 +622,7 @@ async fn custom_retry_calls_carry_both_signatures_after_a_rotation(backend: Back
         .mount(&s.fake.mock)
         .await;
     let old = s.webhook_secret().await;
-    s.app
-        .expect(
-            s.app
-                .req(Method::POST, "/projects/acme/webhook-secret/rotate")
-                .bearer_auth(&s.token),
-            200,
-        )
-        .await;
+    s.rotate_webhook_secret().await;
     let new = s.webhook_secret().await;
     s.send_custom(
         json!({"id": "c1", "type": "payment.failed", "customer_email": "ada@example.com",

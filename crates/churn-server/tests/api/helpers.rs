@@ -307,6 +307,12 @@ pub async fn generated_event(app: &TestApp, token: &str, email: &str) -> (String
         )
         .await;
     let id = event["data"]["id"].as_str().unwrap().to_owned();
+    let variants = generate(app, token, &id).await;
+    (id, variants)
+}
+
+/// Generates the drafts of the `acme` event `id`; answers the variants.
+pub async fn generate(app: &TestApp, token: &str, id: &str) -> Vec<Value> {
     let generated = app
         .expect(
             app.req(
@@ -317,8 +323,18 @@ pub async fn generated_event(app: &TestApp, token: &str, email: &str) -> (String
             200,
         )
         .await;
-    let variants = generated["data"]["variants"].as_array().unwrap().clone();
-    (id, variants)
+    generated["data"]["variants"].as_array().unwrap().clone()
+}
+
+/// Patches the `acme` project's settings.
+pub async fn configure(app: &TestApp, token: &str, settings: Value) {
+    app.expect(
+        app.req(Method::PATCH, "/projects/acme")
+            .bearer_auth(token)
+            .json(&json!({ "settings": settings })),
+        200,
+    )
+    .await;
 }
 
 /// Like `generated_event`; returns the event id and the recommended variant's id.

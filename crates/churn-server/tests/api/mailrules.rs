@@ -12,8 +12,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner, fields, generated_event as event, rotate_secret_key,
-    set_clock, variant_of,
+    Backend, Options, TestApp, acme_owner, configure, fields, generated_event as event,
+    rotate_secret_key, set_clock, variant_of,
 };
 use churn_core::both_backends;
 
@@ -28,13 +28,7 @@ both_backends!(
 
 async fn owner(app: &TestApp, settings: Value) -> String {
     let token = acme_owner(app).await;
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&token)
-            .json(&json!({ "settings": settings })),
-        200,
-    )
-    .await;
+    configure(app, &token, settings).await;
     token
 }
 

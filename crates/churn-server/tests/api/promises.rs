@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
-use crate::helpers::{Backend, TestApp, acme_owner};
+use crate::helpers::{Backend, TestApp, acme_owner, generate};
 use crate::providers::A_KEY;
 use crate::webhooks::{Setup, setup};
 
@@ -32,20 +32,6 @@ async fn cancellation(app: &TestApp, token: &str, body: Value) -> String {
         .await;
     let id = event["data"]["id"].as_str().or(event["id"].as_str());
     id.unwrap().to_owned()
-}
-
-async fn generate(app: &TestApp, token: &str, id: &str) -> Vec<Value> {
-    let generated = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/generate"),
-            )
-            .bearer_auth(token),
-            200,
-        )
-        .await;
-    generated["data"]["variants"].as_array().unwrap().clone()
 }
 
 fn variant<'a>(variants: &'a [Value], strategy: &str) -> &'a Value {

@@ -294,14 +294,7 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
 async fn a_rotated_webhook_secret_verifies_inbound_events_for_24_hours(backend: Backend) {
     let s = setup(backend).await;
     let old = s.webhook_secret().await;
-    s.app
-        .expect(
-            s.app
-                .req(Method::POST, "/projects/acme/webhook-secret/rotate")
-                .bearer_auth(&s.token),
-            200,
-        )
-        .await;
+    s.rotate_webhook_secret().await;
     let new = s.webhook_secret().await;
     assert_ne!(old, new);
     let event = |id: &str| {

@@ -159,6 +159,23 @@ impl Setup {
         body["data"]["webhook_secret"].as_str().unwrap().to_owned()
     }
 
+    /// Rotates the inbound webhook secret (the old one verifies for 24 more hours).
+    pub async fn rotate_webhook_secret(&self) {
+        self.call(Method::POST, "/projects/acme/webhook-secret/rotate", 200)
+            .await;
+    }
+
+    /// Removes the Stripe connection.
+    pub async fn disconnect_stripe(&self) {
+        self.call(Method::DELETE, "/projects/acme/providers/stripe", 204)
+            .await;
+    }
+
+    async fn call(&self, method: Method, path: &str, status: u16) {
+        let request = self.app.req(method, path).bearer_auth(&self.token);
+        self.app.expect(request, status).await;
+    }
+
     pub async fn send_custom(&self, event: Value) -> Value {
         let body = event.to_string();
         let sig = signature::sign_hex(&self.webhook_secret().await, body.as_bytes());
@@ -1012,13 +1029,6 @@ async fn a_changed_connection_holds_at_once_on_every_process(backend: Backend) {
     })
     .await;
     assert_eq!(send(other, rotated, 6).await, 200);
-    s.app
-        .expect(
-            s.app
-                .req(Method::DELETE, "/projects/acme/providers/stripe")
-                .bearer_auth(&s.token),
-            204,
-        )
-        .await;
+    s.disconnect_stripe().await;
     assert_eq!(send(&s.app, rotated, 7).await, 400);
 }
