@@ -4,7 +4,9 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, acme_owner, event_with_variants, mark_recovered};
+use crate::helpers::{
+    Backend, TestApp, acme_owner, event_with_variants, mark_recovered, send_variant,
+};
 // `dashboard_analytics` takes the clock setter from here.
 pub use crate::helpers::set_clock;
 use churn_core::both_backends;
@@ -55,15 +57,7 @@ async fn cohorts_count_each_month_and_attribute_recoveries(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{sent_event}/variants/{variant}/send"),
-        )
-        .bearer_auth(&owner),
-        200,
-    )
-    .await;
+    send_variant(&app, &owner, &sent_event, &variant, 200).await;
     let unsent = create_event(&app, &owner, "b@example.com", 2000).await;
     create_event(&app, &owner, "c@example.com", 3000).await;
     // March: two events, nothing resolved.

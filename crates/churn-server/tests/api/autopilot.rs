@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use crate::events::find_url;
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner, advance, configure, event_with_variants, mark_recovered,
-    set_clock,
+    Backend, Options, TestApp, acme_owner, advance, configure, event_of, event_with_variants,
+    mark_recovered, send_variant, set_clock,
 };
 use crate::mailrules::{outbox_mail, unsubscribe_url};
 use churn_core::both_backends;
@@ -29,16 +29,6 @@ async fn create(app: &TestApp, token: &str, email: &str) -> Value {
             .bearer_auth(token)
             .json(&json!({"customer_email": email, "event_type": "cancellation", "cancel_reason": "too_expensive"})),
         201,
-    )
-    .await["data"]
-        .clone()
-}
-
-async fn event(app: &TestApp, token: &str, id: &str) -> Value {
-    app.expect(
-        app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-            .bearer_auth(token),
-        200,
     )
     .await["data"]
         .clone()
@@ -80,13 +70,13 @@ async fn autopilot_sends_after_the_delay_and_follows_up_once(backend: Backend) {
     // Not before the delay.
     advance(&app, 59 * 60).await;
     app.run_jobs().await;
-    assert_eq!(event(&app, &owner, id).await["status"], "new");
+    assert_eq!(event_of(&app, &owner, id).await["status"], "new");
     assert_eq!(mails_to(&app, "dana@example.com"), 0);
 
     // At the delay: generated, and the recommended variant sent; a follow-up is planned.
     advance(&app, 60).await;
     app.run_jobs().await;
-    let first = event(&app, &owner, id).await;
+    let first = event_of(&app, &owner, id).await;
     assert_eq!(first["status"], "email_sent");
     assert_eq!(sent_strategies(&first), [(1, true)]);
     assert_eq!(first["autopilot"], json!({"status": "scheduled"}));
@@ -95,10 +85,10 @@ async fn autopilot_sends_after_the_delay_and_follows_up_once(backend: Backend) {
     // Three days later, nothing clicked: the next-ranked one, once.
     advance(&app, 3 * 86_400 - 1).await;
     app.run_jobs().await;
-    assert_eq!(sent_strategies(&event(&app, &owner, id).await).len(), 1);
+    assert_eq!(sent_strategies(&event_of(&app, &owner, id).await).len(), 1);
     advance(&app, 1).await;
     app.run_jobs().await;
-    let second = event(&app, &owner, id).await;
+    let second = event_of(&app, &owner, id).await;
     assert_eq!(sent_strategies(&second), [(1, true), (2, false)]);
     assert_eq!(second["autopilot"], json!({"status": "sent"}));
 
@@ -129,7 +119,7 @@ async fn autopilot_never_sends_a_variant_with_warnings(backend: Backend) {
         .unwrap()
         .to_owned();
     app.run_jobs().await;
-    let first = event(&app, &owner, &id).await;
+    let first = event_of(&app, &owner, &id).await;
     assert_eq!(sent_strategies(&first), [(1, true)]);
     let variants = first["variants"].as_array().unwrap();
     // No code, testimonials, features or founder's name: four variants warn, ranked last.
@@ -160,7 +150,7 @@ async fn autopilot_never_sends_a_variant_with_warnings(backend: Backend) {
     }
     advance(&app, 86_400).await;
     app.run_jobs().await;
-    let after = event(&app, &owner, &id).await;
+    let after = event_of(&app, &owner, &id).await;
     assert_eq!(
         sent_strategies(&after).len(),
         5,
@@ -177,16 +167,7 @@ async fn autopilot_records_every_skip(backend: Backend) {
     let owner = acme_owner(&app).await;
     // An address that unsubscribed, before autopilot is on.
     let (suppressed_event, variant) = event_with_variants(&app, &owner, "gone@example.com").await;
-    let sent = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{suppressed_event}/variants/{variant}/send"),
-            )
-            .bearer_auth(&owner),
-            200,
-        )
-        .await;
+    let sent = send_variant(&app, &owner, &suppressed_event, &variant, 200).await;
     let url = unsubscribe_url(&outbox_mail(&app, &sent));
     assert_eq!(app.client.post(&url).send().await.unwrap().status(), 200);
 
@@ -224,14 +205,14 @@ async fn autopilot_records_every_skip(backend: Backend) {
     app.run_jobs().await;
     let reason = |e: &Value| e["autopilot"].clone();
     assert_eq!(
-        reason(&event(&app, &owner, &recovered).await),
+        reason(&event_of(&app, &owner, &recovered).await),
         json!({"status": "skipped", "reason": "recovered"})
     );
     assert_eq!(
-        reason(&event(&app, &owner, &gone).await),
+        reason(&event_of(&app, &owner, &gone).await),
         json!({"status": "skipped", "reason": "suppressed"})
     );
-    let control_event = event(&app, &owner, &control).await;
+    let control_event = event_of(&app, &owner, &control).await;
     assert_eq!(
         control_event["status"], "new",
         "autopilot never emails the control group"
@@ -241,10 +222,10 @@ async fn autopilot_records_every_skip(backend: Backend) {
         json!({"status": "skipped", "reason": "control_group"})
     );
     // Lost a day after its send, before the follow-up was due.
-    assert_eq!(event(&app, &owner, &lost).await["status"], "email_sent");
+    assert_eq!(event_of(&app, &owner, &lost).await["status"], "email_sent");
     advance(&app, 3 * 86_400).await;
     app.run_jobs().await;
-    let lost_event = event(&app, &owner, &lost).await;
+    let lost_event = event_of(&app, &owner, &lost).await;
     assert_eq!(lost_event["status"], "lost");
     assert_eq!(
         reason(&lost_event),
@@ -266,8 +247,8 @@ async fn autopilot_stops_at_the_quota(backend: Backend) {
     let second = create(&app, &owner, "b@example.com").await;
     app.run_jobs().await;
     let states = [
-        event(&app, &owner, first["id"].as_str().unwrap()).await["autopilot"].clone(),
-        event(&app, &owner, second["id"].as_str().unwrap()).await["autopilot"].clone(),
+        event_of(&app, &owner, first["id"].as_str().unwrap()).await["autopilot"].clone(),
+        event_of(&app, &owner, second["id"].as_str().unwrap()).await["autopilot"].clone(),
     ];
     assert!(states.contains(&json!({"status": "sent"})), "{states:?}");
     assert!(
@@ -387,7 +368,7 @@ async fn a_click_makes_the_follow_up_unnecessary(backend: Backend) {
     assert_eq!(app.client.get(&click).send().await.unwrap().status(), 302);
     advance(&app, 2 * 86_400).await;
     app.run_jobs().await;
-    let after = event(&app, &owner, &id).await;
+    let after = event_of(&app, &owner, &id).await;
     assert_eq!(
         sent_strategies(&after),
         [(1, true)],

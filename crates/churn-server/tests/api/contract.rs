@@ -6,7 +6,9 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, acme_owner, acme_with_key, event_with_variants, fields};
+use crate::helpers::{
+    Backend, TestApp, acme_owner, acme_with_key, event_with_variants, fields, send_variant,
+};
 use churn_core::both_backends;
 
 both_backends!(
@@ -278,15 +280,7 @@ async fn addresses_the_mail_library_refuses_are_refused_at_entry(backend: Backen
     )
     .await;
     let (id, vid) = event_with_variants(&app, &token, "o'brien+x@shop.io").await;
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
-        )
-        .bearer_auth(&token),
-        200,
-    )
-    .await;
+    send_variant(&app, &token, &id, &vid, 200).await;
 }
 
 async fn styles_that_load_something_are_stripped_from_edited_bodies(backend: Backend) {

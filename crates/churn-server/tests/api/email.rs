@@ -12,7 +12,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner as owner, event_with_variants, variant_of,
+    Backend, Options, TestApp, acme_owner as owner, event_with_variants, send_variant, variant_of,
 };
 use churn_core::both_backends;
 
@@ -89,16 +89,7 @@ async fn smtp_delivers_and_records_bounces(backend: Backend) {
     let token = owner(&app).await;
 
     let (id, vid) = event_with_variants(&app, &token, "dana@northwind.example").await;
-    let sent = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
-            )
-            .bearer_auth(&token),
-            200,
-        )
-        .await;
+    let sent = send_variant(&app, &token, &id, &vid, 200).await;
     let message_id = sent["data"]["message_id"].as_str().unwrap().to_owned();
     let messages = received.lock().unwrap().clone();
     assert_eq!(messages.len(), 1);
@@ -119,16 +110,7 @@ async fn smtp_delivers_and_records_bounces(backend: Backend) {
 
     // A permanent refusal of the recipient: 502, and the variant is marked bounced.
     let (id, vid) = event_with_variants(&app, &token, "bounce@northwind.example").await;
-    let refused = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
-            )
-            .bearer_auth(&token),
-            502,
-        )
-        .await;
+    let refused = send_variant(&app, &token, &id, &vid, 502).await;
     assert_eq!(refused["error"]["code"], "UPSTREAM_ERROR");
     assert_eq!(variant_status(&app, &token, &id, &vid).await, "bounced");
     let event = app
@@ -158,15 +140,7 @@ async fn smtp_delivers_and_records_bounces(backend: Backend) {
     .await;
     let token = owner(&app).await;
     let (id, vid) = event_with_variants(&app, &token, "dana@northwind.example").await;
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
-        )
-        .bearer_auth(&token),
-        502,
-    )
-    .await;
+    send_variant(&app, &token, &id, &vid, 502).await;
     assert_eq!(variant_status(&app, &token, &id, &vid).await, "draft");
     let event = app
         .expect(

@@ -491,3 +491,24 @@ pub async fn revoked_on_both(
     assert_eq!(get(first).await, 401);
     until_status(401, what, async || get(second).await).await;
 }
+
+/// Sends the variant `vid` of the `acme` event `id`, asserting `status`; answers the body.
+pub async fn send_variant(app: &TestApp, token: &str, id: &str, vid: &str, status: u16) -> Value {
+    let path = format!("/projects/acme/churn-events/{id}/variants/{vid}/send");
+    app.expect(app.req(Method::POST, &path).bearer_auth(token), status)
+        .await
+}
+
+/// The `acme` event `id`.
+pub async fn event_of(app: &TestApp, token: &str, id: &str) -> Value {
+    let path = format!("/projects/acme/churn-events/{id}");
+    app.expect(app.req(Method::GET, &path).bearer_auth(token), 200)
+        .await["data"]
+        .clone()
+}
+
+/// The `/metrics` page.
+pub async fn metrics(app: &TestApp) -> String {
+    let response = app.req(Method::GET, "/metrics").send().await.unwrap();
+    response.text().await.unwrap()
+}

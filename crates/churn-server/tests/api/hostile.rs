@@ -6,7 +6,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner, event_with_variants};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, event_with_variants, send_variant};
 use crate::webhooks::setup;
 use churn_core::both_backends;
 use churn_core::signature;
@@ -188,16 +188,7 @@ async fn stored_hostile_names_never_break_an_email(backend: Backend) {
         store_text(&db.url, sql, &value).await;
     }
     let app = TestApp::start(db, Options::default()).await;
-    let sent = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
-            )
-            .bearer_auth(&owner),
-            200,
-        )
-        .await;
+    let sent = send_variant(&app, &owner, &id, &vid, 200).await;
     assert!(sent["data"]["message_id"].is_string(), "{sent}");
     // The owner's verification email, and a reset, to the user with the hostile name.
     app.expect(

@@ -1,7 +1,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{Backend, Options, TestApp};
+use crate::helpers::{Backend, Options, TestApp, metrics};
 use churn_core::both_backends;
 
 both_backends!(
@@ -25,14 +25,7 @@ async fn health_ready_and_metrics(backend: Backend) {
     app.expect(app.req(Method::GET, "/projects/acme"), 401)
         .await;
     app.expect(app.req(Method::GET, "/nowhere"), 404).await;
-    let metrics = app
-        .req(Method::GET, "/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics(&app).await;
     assert!(
         metrics.contains(r#"churn_http_requests_total{method="GET",route="/api/v1/projects/{slug}",status="401"} 1"#),
         "{metrics}"

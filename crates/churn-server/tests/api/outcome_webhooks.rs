@@ -14,7 +14,9 @@ use wiremock::{Mock, ResponseTemplate};
 
 use crate::alerts::{quiet_customers, start_dns, with_receiver};
 use crate::fake_provider::{self, FakeProvider};
-use crate::helpers::{Backend, Options, TestApp, acme_owner, acme_with_key, advance, fields};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner, acme_with_key, advance, fields, send_variant,
+};
 use crate::risk::recompute;
 use churn_core::both_backends;
 
@@ -813,16 +815,7 @@ async fn a_send_and_its_first_click_are_told_once(backend: Backend) {
     )
     .await;
     let (event, vid) = crate::helpers::event_with_variants(&app, &token, "c@x.io").await;
-    let sent = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{event}/variants/{vid}/send"),
-            )
-            .bearer_auth(&token),
-            200,
-        )
-        .await;
+    let sent = send_variant(&app, &token, &event, &vid, 200).await;
     let mail = crate::mailrules::outbox_mail(&app, &sent);
     let click = crate::events::find_url(&mail, "/c?u=").replace("&amp;", "&");
     // Four clicks at once: each counts, one is the first.
@@ -884,15 +877,7 @@ async fn an_event_lost_at_the_end_of_its_window_is_told(backend: Backend) {
     )
     .await;
     let (event, vid) = crate::helpers::event_with_variants(&app, &token, "gone@x.io").await;
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{event}/variants/{vid}/send"),
-        )
-        .bearer_auth(&token),
-        200,
-    )
-    .await;
+    send_variant(&app, &token, &event, &vid, 200).await;
     advance(&app, 10 * 86_400 - 60).await;
     app.run_jobs().await;
     assert!(

@@ -19,7 +19,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
 
 use crate::helpers::{
-    Backend, Options, TestApp, TestDatabase, acme_owner as owner, event_with_variants, variant_of,
+    Backend, Options, TestApp, TestDatabase, acme_owner as owner, event_of, event_with_variants,
+    variant_of,
 };
 
 both_backends!(
@@ -105,16 +106,6 @@ async fn session(
     Ok(())
 }
 
-async fn event(app: &TestApp, token: &str, id: &str) -> Value {
-    app.expect(
-        app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-            .bearer_auth(token),
-        200,
-    )
-    .await["data"]
-        .clone()
-}
-
 fn send_path(id: &str, vid: &str) -> String {
     format!("/projects/acme/churn-events/{id}/variants/{vid}/send")
 }
@@ -176,7 +167,7 @@ async fn a_send_finishes_when_its_client_goes_away(backend: Backend) {
     };
     assert_eq!(sent["status"], "sent", "{sent}");
     assert!(sent["claimed_at"].is_null() && sent["sent_at"].is_string());
-    assert_eq!(event(&app, &token, &id).await["status"], "email_sent");
+    assert_eq!(event_of(&app, &token, &id).await["status"], "email_sent");
     assert_eq!(relay.received.lock().unwrap().len(), 1);
 }
 
@@ -230,12 +221,15 @@ async fn outbox_claims_are_settled_at_start_up(backend: Backend) {
     assert_eq!(gone["status"], "sent", "{gone}");
     assert!(gone["sent_at"].is_string() && gone["claimed_at"].is_null());
     assert_eq!(gone["recipient"], "dana@northwind.example");
-    assert_eq!(event(&app, &token, &gone_id).await["status"], "email_sent");
+    assert_eq!(
+        event_of(&app, &token, &gone_id).await["status"],
+        "email_sent"
+    );
     let kept = variant_of(&app, &token, &kept_id, &kept_vid).await;
     assert_eq!(kept["status"], "draft", "{kept}");
     assert!(kept["claimed_at"].is_null() && kept["recipient"].is_null());
     assert_eq!(
-        event(&app, &token, &kept_id).await["status"],
+        event_of(&app, &token, &kept_id).await["status"],
         "variants_generated"
     );
     // The draft can be sent again; the settled send started its recovery window.
@@ -254,7 +248,7 @@ async fn outbox_claims_are_settled_at_start_up(backend: Backend) {
     .await;
     app.expect(app.req(Method::POST, "/dev/jobs/run"), 200)
         .await;
-    assert_eq!(event(&app, &token, &gone_id).await["status"], "lost");
+    assert_eq!(event_of(&app, &token, &gone_id).await["status"], "lost");
 }
 
 /// The relay refuses with words of its own: the client gets a fixed message, the log (with
