@@ -945,17 +945,12 @@ impl Setup {
     }
 
     pub(crate) async fn event(&self, id: &Value) -> Value {
-        self.app
-            .expect(
-                self.app
-                    .req(
-                        Method::GET,
-                        &format!("/projects/acme/churn-events/{}", id.as_str().unwrap()),
-                    )
-                    .bearer_auth(&self.token),
-                200,
-            )
-            .await["data"]
+        self.call(
+            Method::GET,
+            &format!("/projects/acme/churn-events/{}", id.as_str().unwrap()),
+            200,
+        )
+        .await["data"]
             .clone()
     }
 

@@ -321,24 +321,12 @@ async fn views_survive_amounts_as_large_as_i64_max(backend: Backend) {
         ))
         .await;
     let list = s
-        .app
-        .expect(
-            s.app
-                .req(Method::GET, "/projects/acme/payment-failures")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(Method::GET, "/projects/acme/payment-failures", 200)
         .await;
     assert_eq!(list["data"]["total"], 2, "{list}");
     assert_eq!(list["data"]["failures"][0]["amount"], i64::MAX, "{list}");
     let stats = s
-        .app
-        .expect(
-            s.app
-                .req(Method::GET, "/projects/acme/payment-failures/stats")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(Method::GET, "/projects/acme/payment-failures/stats", 200)
         .await;
     assert_eq!(stats["data"]["active"], 2, "{stats}");
 }

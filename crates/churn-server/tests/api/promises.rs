@@ -186,14 +186,9 @@ async fn a_stripe_error_leaves_the_draft_unsent(backend: Backend) {
     );
     assert!(s.app.outbox().is_empty(), "no email without its code");
     let listed = s
-        .app
-        .expect(
-            s.app
-                .req(
-                    Method::GET,
-                    &format!("/projects/acme/churn-events/{id}/variants"),
-                )
-                .bearer_auth(&s.token),
+        .call(
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}/variants"),
             200,
         )
         .await;
@@ -201,11 +196,9 @@ async fn a_stripe_error_leaves_the_draft_unsent(backend: Backend) {
     assert_eq!(discount["status"], "draft");
     assert_eq!(discount["sent_at"], Value::Null);
     let event = s
-        .app
-        .expect(
-            s.app
-                .req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-                .bearer_auth(&s.token),
+        .call(
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}"),
             200,
         )
         .await;

@@ -148,13 +148,7 @@ impl Setup {
 
     pub async fn webhook_secret(&self) -> String {
         let body = self
-            .app
-            .expect(
-                self.app
-                    .req(Method::GET, "/projects/acme/webhook-secret")
-                    .bearer_auth(&self.token),
-                200,
-            )
+            .call(Method::GET, "/projects/acme/webhook-secret", 200)
             .await;
         body["data"]["webhook_secret"].as_str().unwrap().to_owned()
     }
@@ -171,9 +165,10 @@ impl Setup {
             .await;
     }
 
-    async fn call(&self, method: Method, path: &str, status: u16) {
+    /// `method path` as the owner, asserting `status`; answers the body.
+    pub async fn call(&self, method: Method, path: &str, status: u16) -> Value {
         let request = self.app.req(method, path).bearer_auth(&self.token);
-        self.app.expect(request, status).await;
+        self.app.expect(request, status).await
     }
 
     pub async fn send_custom(&self, event: Value) -> Value {
@@ -192,13 +187,7 @@ impl Setup {
 
     pub async fn events(&self) -> Vec<Value> {
         let list = self
-            .app
-            .expect(
-                self.app
-                    .req(Method::GET, "/projects/acme/churn-events")
-                    .bearer_auth(&self.token),
-                200,
-            )
+            .call(Method::GET, "/projects/acme/churn-events", 200)
             .await;
         list["data"].as_array().unwrap().clone()
     }
@@ -284,13 +273,7 @@ async fn stripe_signatures_are_checked_and_refusals_store_nothing(backend: Backe
             404,
         )
         .await;
-    s.app
-        .expect(
-            s.app
-                .req(Method::DELETE, "/projects/acme/providers/razorpay")
-                .bearer_auth(&s.token),
-            204,
-        )
+    s.call(Method::DELETE, "/projects/acme/providers/razorpay", 204)
         .await;
     let b = fixture("b_payment_failed");
     s.app
@@ -727,13 +710,7 @@ async fn custom_events_with_both_signature_forms(backend: Backend) {
         (&json!("too_expensive"), &json!(4900))
     );
     // Without the custom connection, custom events are refused.
-    s.app
-        .expect(
-            s.app
-                .req(Method::DELETE, "/projects/acme/providers/custom")
-                .bearer_auth(&s.token),
-            204,
-        )
+    s.call(Method::DELETE, "/projects/acme/providers/custom", 204)
         .await;
     let text = json!({"id": "c6", "type": "payment.failed", "customer_email": "cy@example.com"})
         .to_string();
@@ -807,13 +784,7 @@ async fn provider_events_feed_customers_autopilot_and_risk(backend: Backend) {
         )
         .await;
     let rotated = s
-        .app
-        .expect(
-            s.app
-                .req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(Method::POST, "/projects/acme/rotate-keys", 200)
         .await;
     let key = rotated["data"]["secret_key"].as_str().unwrap().to_owned();
     // The webhook URL names the project by its current public key.
@@ -877,13 +848,7 @@ async fn provider_events_feed_customers_autopilot_and_risk(backend: Backend) {
 async fn stripe_card_expiry_is_tracked_and_feeds_the_expiring_signal(backend: Backend) {
     let mut s = setup(backend).await;
     let rotated = s
-        .app
-        .expect(
-            s.app
-                .req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(Method::POST, "/projects/acme/rotate-keys", 200)
         .await;
     let key = rotated["data"]["secret_key"].as_str().unwrap().to_owned();
     // The webhook URL names the project by its current public key.
