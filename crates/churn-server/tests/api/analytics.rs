@@ -17,10 +17,11 @@ both_backends!(
 );
 
 async fn create_event(app: &TestApp, token: &str, email: &str, mrr: i64) -> String {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-events")
-            .bearer_auth(token)
-            .json(&json!({"customer_email": email, "event_type": "cancellation", "mrr": mrr})),
+    app.call_json(
+        token,
+        Method::POST,
+        "/projects/acme/churn-events",
+        &json!({"customer_email": email, "event_type": "cancellation", "mrr": mrr}),
         201,
     )
     .await["data"]["id"]
@@ -30,9 +31,7 @@ async fn create_event(app: &TestApp, token: &str, email: &str, mrr: i64) -> Stri
 }
 
 async fn get(app: &TestApp, token: &str, path: &str) -> Value {
-    app.expect(app.req(Method::GET, path).bearer_auth(token), 200)
-        .await["data"]
-        .clone()
+    app.call(token, Method::GET, path, 200).await["data"].clone()
 }
 
 async fn cohorts_count_each_month_and_attribute_recoveries(backend: Backend) {
@@ -113,9 +112,10 @@ async fn cohorts_count_each_month_and_attribute_recoveries(backend: Backend) {
     );
     for bad in ["0", "37", "x"] {
         let answer = app
-            .expect(
-                app.req(Method::GET, &format!("/projects/acme/cohorts?months={bad}"))
-                    .bearer_auth(&owner),
+            .call(
+                &owner,
+                Method::GET,
+                &format!("/projects/acme/cohorts?months={bad}"),
                 400,
             )
             .await;
@@ -210,12 +210,10 @@ async fn forecasts_need_three_complete_months_then_use_ets(backend: Backend) {
         );
     }
     for bad in ["0", "13"] {
-        app.expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/forecasting?horizon={bad}"),
-            )
-            .bearer_auth(&owner),
+        app.call(
+            &owner,
+            Method::GET,
+            &format!("/projects/acme/forecasting?horizon={bad}"),
             400,
         )
         .await;

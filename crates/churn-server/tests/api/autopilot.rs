@@ -24,13 +24,7 @@ both_backends!(
 );
 
 async fn create(app: &TestApp, token: &str, email: &str) -> Value {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-events")
-            .bearer_auth(token)
-            .json(&json!({"customer_email": email, "event_type": "cancellation", "cancel_reason": "too_expensive"})),
-        201,
-    )
-    .await["data"]
+    app.call_json(token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": email, "event_type": "cancellation", "cancel_reason": "too_expensive"}), 201).await["data"]
         .clone()
 }
 
@@ -135,15 +129,13 @@ async fn autopilot_never_sends_a_variant_with_warnings(backend: Backend) {
         .iter()
         .filter(|v| (2..=5).contains(&v["rank"].as_i64().unwrap()))
     {
-        app.expect(
-            app.req(
-                Method::POST,
-                &format!(
-                    "/projects/acme/churn-events/{id}/variants/{}/send",
-                    v["id"].as_str().unwrap()
-                ),
-            )
-            .bearer_auth(&owner),
+        app.call(
+            &owner,
+            Method::POST,
+            &format!(
+                "/projects/acme/churn-events/{id}/variants/{}/send",
+                v["id"].as_str().unwrap()
+            ),
             200,
         )
         .await;
@@ -284,11 +276,7 @@ async fn uplift_compares_treatment_with_the_holdout(backend: Backend) {
     };
     // While the windows are open only recoveries count.
     let open = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/analytics/uplift")
-                .bearer_auth(&owner),
-            200,
-        )
+        .call(&owner, Method::GET, "/projects/acme/analytics/uplift", 200)
         .await["data"]
         .clone();
     assert_eq!(open["treatment"]["lost"], 0);
@@ -296,9 +284,10 @@ async fn uplift_compares_treatment_with_the_holdout(backend: Backend) {
 
     advance(&app, 2 * 86_400).await;
     let uplift = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/analytics/uplift?days=30")
-                .bearer_auth(&owner),
+        .call(
+            &owner,
+            Method::GET,
+            "/projects/acme/analytics/uplift?days=30",
             200,
         )
         .await["data"]
@@ -329,12 +318,10 @@ async fn uplift_compares_treatment_with_the_holdout(backend: Backend) {
         json!(round(low) > 0.0 || round(high) < 0.0)
     );
     for bad in ["0", "366"] {
-        app.expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/analytics/uplift?days={bad}"),
-            )
-            .bearer_auth(&owner),
+        app.call(
+            &owner,
+            Method::GET,
+            &format!("/projects/acme/analytics/uplift?days={bad}"),
             400,
         )
         .await;

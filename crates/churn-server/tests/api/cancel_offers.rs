@@ -40,27 +40,7 @@ pub(crate) async fn without_offer_cooldown(app: &TestApp, token: &str) {
 
 /// The default flow with one offer of each new kind.
 async fn new_offers_flow(app: &TestApp, token: &str) {
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/cancel-flow")
-            .bearer_auth(token)
-            .json(&json!({
-                "reasons": [
-                    {"code": "too_expensive", "label": "Too expensive"},
-                    {"code": "not_using_enough", "label": "Not using it"},
-                    {"code": "missing_features", "label": "Missing features"},
-                    {"code": "poor_support", "label": "Support"},
-                    {"code": "other", "label": "Other"},
-                ],
-                "offers": {
-                    "too_expensive": {"kind": "plan_change", "plan": "Starter", "price_id": "price_starter"},
-                    "not_using_enough": {"kind": "trial_extension", "days": 7},
-                    "missing_features": {"kind": "redirect", "url": "https://acme.io/roadmap", "label": "See the roadmap"},
-                    "poor_support": {"kind": "contact", "email": "help@acme.io"},
-                },
-            })),
-        200,
-    )
-    .await;
+    app.call_json(token, Method::PUT, "/projects/acme/cancel-flow", &json!({"reasons": [{"code": "too_expensive", "label": "Too expensive"}, {"code": "not_using_enough", "label": "Not using it"}, {"code": "missing_features", "label": "Missing features"}, {"code": "poor_support", "label": "Support"}, {"code": "other", "label": "Other"},], "offers": {"too_expensive": {"kind": "plan_change", "plan": "Starter", "price_id": "price_starter"}, "not_using_enough": {"kind": "trial_extension", "days": 7}, "missing_features": {"kind": "redirect", "url": "https://acme.io/roadmap", "label": "See the roadmap"}, "poor_support": {"kind": "contact", "email": "help@acme.io"},},}), 200).await;
 }
 
 /// Answers `GET /v1/subscriptions/{sub}?expand[]=customer` with Dana's subscription, its
@@ -361,21 +341,17 @@ async fn every_new_field_is_validated(backend: Backend) {
     assert_eq!(error["error"]["code"], "VALIDATION_ERROR");
     for days in [-1, 3651] {
         let error = app
-            .expect(
-                app.req(Method::PATCH, "/projects/acme")
-                    .bearer_auth(&token)
-                    .json(&json!({"settings": {"offer_cooldown_days": days}})),
+            .call_json(
+                &token,
+                Method::PATCH,
+                "/projects/acme",
+                &json!({"settings": {"offer_cooldown_days": days}}),
                 400,
             )
             .await;
         assert_eq!(fields(&error), ["settings.offer_cooldown_days"]);
     }
-    let project = app
-        .expect(
-            app.req(Method::GET, "/projects/acme").bearer_auth(&token),
-            200,
-        )
-        .await;
+    let project = app.call(&token, Method::GET, "/projects/acme", 200).await;
     assert_eq!(project["data"]["settings"]["offer_cooldown_days"], 180);
     configure(&app, &token, json!({"offer_cooldown_days": 3650})).await;
 
@@ -480,10 +456,11 @@ async fn compliance_mode_is_kept_on_default_and_segmented_flows(backend: Backend
     );
     let reasons = json!([{"code": "other", "label": "Other"}]);
     let set = app
-        .expect(
-            app.req(Method::PUT, "/projects/acme/cancel-flow")
-                .bearer_auth(&token)
-                .json(&json!({"reasons": reasons, "compliance_mode": true})),
+        .call_json(
+            &token,
+            Method::PUT,
+            "/projects/acme/cancel-flow",
+            &json!({"reasons": reasons, "compliance_mode": true}),
             200,
         )
         .await;
@@ -492,17 +469,7 @@ async fn compliance_mode_is_kept_on_default_and_segmented_flows(backend: Backend
         flow("/projects/acme/cancel-flow").await["data"]["compliance_mode"],
         true
     );
-    let created = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/cancel-flows")
-                .bearer_auth(&token)
-                .json(
-                    &json!({"name": "Yearly", "reasons": reasons, "compliance_mode": true,
-                    "segment": {"billing_interval": "year"}}),
-                ),
-            201,
-        )
-        .await;
+    let created = app.call_json(&token, Method::POST, "/projects/acme/cancel-flows", &json!({"name": "Yearly", "reasons": reasons, "compliance_mode": true, "segment": {"billing_interval": "year"}}), 201).await;
     assert_eq!(created["data"]["compliance_mode"], true);
     let id = created["data"]["id"].as_str().unwrap();
     let public = flow("/projects/acme").await["data"]["public_key"]
@@ -516,10 +483,11 @@ async fn compliance_mode_is_kept_on_default_and_segmented_flows(backend: Backend
     assert_eq!(config["data"]["flow_id"], id);
     assert_eq!(config["data"]["compliance_mode"], true);
     let replaced = app
-        .expect(
-            app.req(Method::PUT, &format!("/projects/acme/cancel-flows/{id}"))
-                .bearer_auth(&token)
-                .json(&json!({"name": "Yearly", "reasons": reasons})),
+        .call_json(
+            &token,
+            Method::PUT,
+            &format!("/projects/acme/cancel-flows/{id}"),
+            &json!({"name": "Yearly", "reasons": reasons}),
             200,
         )
         .await;

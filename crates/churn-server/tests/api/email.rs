@@ -114,9 +114,10 @@ async fn smtp_delivers_and_records_bounces(backend: Backend) {
     assert_eq!(refused["error"]["code"], "UPSTREAM_ERROR");
     assert_eq!(variant_status(&app, &token, &id, &vid).await, "bounced");
     let event = app
-        .expect(
-            app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}"),
             200,
         )
         .await;
@@ -143,9 +144,10 @@ async fn smtp_delivers_and_records_bounces(backend: Backend) {
     send_variant(&app, &token, &id, &vid, 502).await;
     assert_eq!(variant_status(&app, &token, &id, &vid).await, "draft");
     let event = app
-        .expect(
-            app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}"),
             200,
         )
         .await;
@@ -226,22 +228,13 @@ async fn llm_answers_are_used_and_failures_fall_back(backend: Backend) {
     )
     .await;
     let token = owner(&app).await;
-    let event = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/churn-events")
-                .bearer_auth(&token)
-                .json(&json!({"customer_email": "dana@x.io", "customer_name": "Dana", "event_type": "cancellation", "cancel_reason": "too_expensive"})),
-            201,
-        )
-        .await;
+    let event = app.call_json(&token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": "dana@x.io", "customer_name": "Dana", "event_type": "cancellation", "cancel_reason": "too_expensive"}), 201).await;
     let id = event["data"]["id"].as_str().unwrap();
     let generated = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/generate"),
-            )
-            .bearer_auth(&token),
+        .call(
+            &token,
+            Method::POST,
+            &format!("/projects/acme/churn-events/{id}/generate"),
             200,
         )
         .await;

@@ -218,6 +218,31 @@ impl TestApp {
         }
     }
 
+    /// `method path` as `token`, asserting `status`; answers the body as `expect` does.
+    pub async fn call(
+        &self,
+        token: impl std::fmt::Display,
+        method: Method,
+        path: &str,
+        status: u16,
+    ) -> Value {
+        self.expect(self.req(method, path).bearer_auth(token), status)
+            .await
+    }
+
+    /// `call` with a JSON body.
+    pub async fn call_json<B: serde::Serialize + ?Sized>(
+        &self,
+        token: impl std::fmt::Display,
+        method: Method,
+        path: &str,
+        body: &B,
+        status: u16,
+    ) -> Value {
+        let request = self.req(method, path).bearer_auth(token).json(body);
+        self.expect(request, status).await
+    }
+
     pub async fn register(&self, email: &str) -> Session {
         let body = self
             .expect(

@@ -40,12 +40,8 @@ fn send_path(event: &str, variant: &Value) -> String {
 }
 
 async fn send(app: &TestApp, token: &str, event: &str, variant: &Value, status: u16) -> Value {
-    app.expect(
-        app.req(Method::POST, &send_path(event, variant))
-            .bearer_auth(token),
-        status,
-    )
-    .await
+    app.call(token, Method::POST, &send_path(event, variant), status)
+        .await
 }
 
 async fn variant_status(app: &TestApp, token: &str, event: &str, variant: &Value) -> Value {
@@ -83,12 +79,8 @@ pub fn unsubscribe_url(mail: &str) -> String {
 }
 
 async fn suppressions(app: &TestApp, token: &str) -> Value {
-    app.expect(
-        app.req(Method::GET, "/projects/acme/suppressions")
-            .bearer_auth(token),
-        200,
-    )
-    .await
+    app.call(token, Method::GET, "/projects/acme/suppressions", 200)
+        .await
 }
 
 async fn every_email_has_a_button_and_an_unsubscribe_link(backend: Backend) {
@@ -158,10 +150,11 @@ async fn every_email_has_a_button_and_an_unsubscribe_link(backend: Backend) {
 
     // Without any URL the button is a reply to the support address; an edit that drops the
     // button gets it back at send time.
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&token)
-            .json(&json!({"settings": {"reactivation_url": null}})),
+    app.call_json(
+        &token,
+        Method::PATCH,
+        "/projects/acme",
+        &json!({"settings": {"reactivation_url": null}}),
         200,
     )
     .await;
@@ -170,16 +163,14 @@ async fn every_email_has_a_button_and_an_unsubscribe_link(backend: Backend) {
         .iter()
         .find(|v| v["strategy"] == "value_recap")
         .unwrap();
-    app.expect(
-        app.req(
-            Method::PATCH,
-            &format!(
-                "/projects/acme/churn-events/{id}/variants/{}",
-                value_recap["id"].as_str().unwrap()
-            ),
-        )
-        .bearer_auth(&token)
-        .json(&json!({"body": "Hi Eve,\n\nWe would love to have you back."})),
+    app.call_json(
+        &token,
+        Method::PATCH,
+        &format!(
+            "/projects/acme/churn-events/{id}/variants/{}",
+            value_recap["id"].as_str().unwrap()
+        ),
+        &json!({"body": "Hi Eve,\n\nWe would love to have you back."}),
         200,
     )
     .await;
@@ -190,10 +181,11 @@ async fn every_email_has_a_button_and_an_unsubscribe_link(backend: Backend) {
         "{mail}"
     );
     let refused = app
-        .expect(
-            app.req(Method::PATCH, "/projects/acme")
-                .bearer_auth(&token)
-                .json(&json!({"settings": {"reactivation_url": "http://acme.io/back"}})),
+        .call_json(
+            &token,
+            Method::PATCH,
+            "/projects/acme",
+            &json!({"settings": {"reactivation_url": "http://acme.io/back"}}),
             400,
         )
         .await;
@@ -325,9 +317,10 @@ async fn suppression_routes_and_roles(backend: Backend) {
     app.expect(app.req(Method::DELETE, path).header("x-api-key", &key), 401)
         .await;
     let bad = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/suppressions?per_page=101")
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            "/projects/acme/suppressions?per_page=101",
             400,
         )
         .await;
@@ -335,30 +328,24 @@ async fn suppression_routes_and_roles(backend: Backend) {
 
     // Another account sees no such project.
     let stranger = app.register("eve@else.io").await;
-    app.expect(
-        app.req(Method::GET, "/projects/acme/suppressions")
-            .bearer_auth(&stranger.token),
+    app.call(
+        &stranger.token,
+        Method::GET,
+        "/projects/acme/suppressions",
         404,
     )
     .await;
-    app.expect(
-        app.req(Method::DELETE, path).bearer_auth(&stranger.token),
-        404,
-    )
-    .await;
+    app.call(&stranger.token, Method::DELETE, path, 404).await;
 
     // The admin (here the owner) lifts it; the address may be emailed again.
-    app.expect(
-        app.req(
-            Method::DELETE,
-            "/projects/acme/suppressions/Dana@Northwind.example",
-        )
-        .bearer_auth(&token),
+    app.call(
+        &token,
+        Method::DELETE,
+        "/projects/acme/suppressions/Dana@Northwind.example",
         204,
     )
     .await;
-    app.expect(app.req(Method::DELETE, path).bearer_auth(&token), 404)
-        .await;
+    app.call(&token, Method::DELETE, path, 404).await;
     assert_eq!(suppressions(&app, &token).await["meta"]["total"], 0);
     send(&app, &token, &id, &variants[1], 200).await;
 }
@@ -441,37 +428,25 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
     .await;
     let token = owner(&app, json!({})).await;
     let settings = "/projects/acme/email-settings";
-    let empty = app
-        .expect(app.req(Method::GET, settings).bearer_auth(&token), 200)
-        .await;
+    let empty = app.call(&token, Method::GET, settings, 200).await;
     assert_eq!(
         empty["data"],
         json!({"from_name": null, "from_email": null, "reply_to": null, "domain": null, "domain_verified": false, "dns_record": null})
     );
     let bad = app
-        .expect(
-            app.req(Method::PUT, settings)
-                .bearer_auth(&token)
-                .json(&json!({"from_email": "not an address", "reply_to": "x@"})),
+        .call_json(
+            &token,
+            Method::PUT,
+            settings,
+            &json!({"from_email": "not an address", "reply_to": "x@"}),
             400,
         )
         .await;
     assert_eq!(fields(&bad), ["from_email", "reply_to"]);
-    app.expect(
-        app.req(Method::POST, &format!("{settings}/verify"))
-            .bearer_auth(&token),
-        400,
-    )
-    .await;
+    app.call(&token, Method::POST, &format!("{settings}/verify"), 400)
+        .await;
 
-    let put = app
-        .expect(
-            app.req(Method::PUT, settings)
-                .bearer_auth(&token)
-                .json(&json!({"from_name": "Ada at Acme", "from_email": "Hello@Acme.io", "reply_to": "help@acme.io"})),
-            200,
-        )
-        .await["data"]
+    let put = app.call_json(&token, Method::PUT, settings, &json!({"from_name": "Ada at Acme", "from_email": "Hello@Acme.io", "reply_to": "help@acme.io"}), 200).await["data"]
         .clone();
     assert_eq!(put["from_email"], "hello@acme.io");
     assert_eq!(put["domain"], "acme.io");
@@ -489,15 +464,11 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
 
     // The record is not there yet: still unverified.
     let verify = format!("{settings}/verify");
-    let answer = app
-        .expect(app.req(Method::POST, &verify).bearer_auth(&token), 200)
-        .await;
+    let answer = app.call(&token, Method::POST, &verify, 200).await;
     assert_eq!(answer["data"]["domain_verified"], false);
 
     records.lock().unwrap().push(value.clone());
-    let answer = app
-        .expect(app.req(Method::POST, &verify).bearer_auth(&token), 200)
-        .await;
+    let answer = app.call(&token, Method::POST, &verify, 200).await;
     assert_eq!(answer["data"]["domain_verified"], true);
     let mail = outbox_mail(&app, &send(&app, &token, &id, &variants[1], 200).await);
     assert!(
@@ -508,10 +479,11 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
 
     // The same domain keeps its proof; another domain needs a new one.
     let same = app
-        .expect(
-            app.req(Method::PUT, settings)
-                .bearer_auth(&token)
-                .json(&json!({"from_email": "team@acme.io"})),
+        .call_json(
+            &token,
+            Method::PUT,
+            settings,
+            &json!({"from_email": "team@acme.io"}),
             200,
         )
         .await;
@@ -521,10 +493,11 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
     assert!(mail.contains("From: Acme <team@acme.io>"), "{mail}");
     assert!(mail.contains("Reply-To: support@acme.io"), "{mail}");
     let moved = app
-        .expect(
-            app.req(Method::PUT, settings)
-                .bearer_auth(&token)
-                .json(&json!({"from_email": "team@acme.dev"})),
+        .call_json(
+            &token,
+            Method::PUT,
+            settings,
+            &json!({"from_email": "team@acme.dev"}),
             200,
         )
         .await;
@@ -540,10 +513,11 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
     )
     .await;
     let stranger = app.register("eve@else.io").await;
-    app.expect(
-        app.req(Method::PUT, settings)
-            .bearer_auth(&stranger.token)
-            .json(&json!({"from_email": "eve@acme.io"})),
+    app.call_json(
+        &stranger.token,
+        Method::PUT,
+        settings,
+        &json!({"from_email": "eve@acme.io"}),
         404,
     )
     .await;

@@ -337,8 +337,7 @@ async fn state_survives_a_restart(backend: Backend) {
     let db = app.stop().await;
 
     let app = TestApp::start(db, Options::default().with("dev_mode", false)).await;
-    app.expect(app.req(Method::GET, "/auth/me").bearer_auth(&s.token), 200)
-        .await;
+    app.call(&s.token, Method::GET, "/auth/me", 200).await;
     let detail = app
         .expect(
             app.req(Method::GET, "/projects/acme")

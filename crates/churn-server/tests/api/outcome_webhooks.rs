@@ -60,10 +60,11 @@ async fn received(receiver: &FakeProvider) -> Vec<wiremock::Request> {
 
 /// Creates an endpoint as the owner; answers the creation's `data`.
 async fn create(app: &TestApp, token: &str, body: Value) -> Value {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/webhook-endpoints")
-            .bearer_auth(token)
-            .json(&body),
+    app.call_json(
+        token,
+        Method::POST,
+        "/projects/acme/webhook-endpoints",
+        &body,
         201,
     )
     .await["data"]
@@ -71,12 +72,10 @@ async fn create(app: &TestApp, token: &str, body: Value) -> Value {
 }
 
 async fn deliveries(app: &TestApp, token: &str, endpoint: &str) -> Vec<Value> {
-    app.expect(
-        app.req(
-            Method::GET,
-            &format!("/projects/acme/webhook-endpoints/{endpoint}/deliveries"),
-        )
-        .bearer_auth(token),
+    app.call(
+        token,
+        Method::GET,
+        &format!("/projects/acme/webhook-endpoints/{endpoint}/deliveries"),
         200,
     )
     .await["data"]
@@ -86,16 +85,7 @@ async fn deliveries(app: &TestApp, token: &str, endpoint: &str) -> Vec<Value> {
 }
 
 async fn churn_event(app: &TestApp, token: &str, email: &str) -> Value {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-events")
-            .bearer_auth(token)
-            .json(
-                &json!({"customer_email": email, "event_type": "cancellation",
-                "cancel_reason": "too expensive", "mrr": 4900}),
-            ),
-        201,
-    )
-    .await["data"]
+    app.call_json(token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": email, "event_type": "cancellation", "cancel_reason": "too expensive", "mrr": 4900}), 201).await["data"]
         .clone()
 }
 
@@ -147,12 +137,10 @@ async fn endpoints_are_created_read_changed_and_deleted(backend: Backend) {
     assert_eq!(listed["data"].as_array().unwrap().len(), 1);
     assert!(listed["data"][0].get("secret").is_none());
     let one = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/webhook-endpoints/{id}"),
-            )
-            .bearer_auth(&acme.token),
+        .call(
+            &acme.token,
+            Method::GET,
+            &format!("/projects/acme/webhook-endpoints/{id}"),
             200,
         )
         .await;
@@ -164,50 +152,37 @@ async fn endpoints_are_created_read_changed_and_deleted(backend: Backend) {
 
     // Bad input: every field named.
     let refused = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/webhook-endpoints")
-                .bearer_auth(&acme.token)
-                .json(&json!({"url": "http://example.com/hooks", "event_types": ["churn_event.nope"]})),
+        .call_json(
+            &acme.token,
+            Method::POST,
+            "/projects/acme/webhook-endpoints",
+            &json!({"url": "http://example.com/hooks", "event_types": ["churn_event.nope"]}),
             400,
         )
         .await;
     assert_eq!(fields(&refused), ["url", "event_types"]);
     let empty = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/webhook-endpoints")
-                .bearer_auth(&acme.token)
-                .json(&json!({"url": "https://127.0.0.1:9/x", "event_types": []})),
+        .call_json(
+            &acme.token,
+            Method::POST,
+            "/projects/acme/webhook-endpoints",
+            &json!({"url": "https://127.0.0.1:9/x", "event_types": []}),
             400,
         )
         .await;
     assert_eq!(fields(&empty), ["event_types"]);
-    app.expect(
-        app.req(Method::POST, "/projects/acme/webhook-endpoints")
-            .bearer_auth(&acme.token)
-            .json(&json!({"url": "https://127.0.0.1:9/x", "event_types": ["variant.sent"], "colour": 1})),
+    app.call_json(
+        &acme.token,
+        Method::POST,
+        "/projects/acme/webhook-endpoints",
+        &json!({"url": "https://127.0.0.1:9/x", "event_types": ["variant.sent"], "colour": 1}),
         400,
     )
     .await;
-    app.expect(
-        app.req(Method::POST, "/projects/acme/webhook-endpoints")
-            .bearer_auth(&acme.token)
-            .json(&json!({"url": "https://127.0.0.1:9/x", "event_types": ["variant.sent"], "format": "teams"})),
-        400,
-    )
-    .await;
+    app.call_json(&acme.token, Method::POST, "/projects/acme/webhook-endpoints", &json!({"url": "https://127.0.0.1:9/x", "event_types": ["variant.sent"], "format": "teams"}), 400).await;
 
     // Changed: the fields given.
-    let patched = app
-        .expect(
-            app.req(
-                Method::PATCH,
-                &format!("/projects/acme/webhook-endpoints/{id}"),
-            )
-            .bearer_auth(&acme.token)
-            .json(&json!({"enabled": false, "format": "slack", "event_types": ["payment_failure.created"]})),
-            200,
-        )
-        .await["data"]
+    let patched = app.call_json(&acme.token, Method::PATCH, &format!("/projects/acme/webhook-endpoints/{id}"), &json!({"enabled": false, "format": "slack", "event_types": ["payment_failure.created"]}), 200).await["data"]
         .clone();
     assert_eq!(patched["enabled"], false);
     assert_eq!(patched["format"], "slack");
@@ -215,13 +190,11 @@ async fn endpoints_are_created_read_changed_and_deleted(backend: Backend) {
     assert_eq!(patched["url"], "https://127.0.0.1:9/hooks");
     assert_eq!(patched["description"], "CRM");
     let bad = app
-        .expect(
-            app.req(
-                Method::PATCH,
-                &format!("/projects/acme/webhook-endpoints/{id}"),
-            )
-            .bearer_auth(&acme.token)
-            .json(&json!({"url": "ftp://example.com"})),
+        .call_json(
+            &acme.token,
+            Method::PATCH,
+            &format!("/projects/acme/webhook-endpoints/{id}"),
+            &json!({"url": "ftp://example.com"}),
             400,
         )
         .await;
@@ -230,31 +203,25 @@ async fn endpoints_are_created_read_changed_and_deleted(backend: Backend) {
     // Another project's endpoint is not found.
     let other = app.register("eve@evil.io").await;
     app.create_project(&other.token, "Evil").await;
-    app.expect(
-        app.req(
-            Method::GET,
-            &format!("/projects/evil/webhook-endpoints/{id}"),
-        )
-        .bearer_auth(&other.token),
+    app.call(
+        &other.token,
+        Method::GET,
+        &format!("/projects/evil/webhook-endpoints/{id}"),
         404,
     )
     .await;
 
-    app.expect(
-        app.req(
-            Method::DELETE,
-            &format!("/projects/acme/webhook-endpoints/{id}"),
-        )
-        .bearer_auth(&acme.token),
+    app.call(
+        &acme.token,
+        Method::DELETE,
+        &format!("/projects/acme/webhook-endpoints/{id}"),
         204,
     )
     .await;
-    app.expect(
-        app.req(
-            Method::GET,
-            &format!("/projects/acme/webhook-endpoints/{id}"),
-        )
-        .bearer_auth(&acme.token),
+    app.call(
+        &acme.token,
+        Method::GET,
+        &format!("/projects/acme/webhook-endpoints/{id}"),
         404,
     )
     .await;
@@ -367,15 +334,13 @@ async fn messages_verify_with_the_standardwebhooks_reference_library(backend: Ba
     assert_eq!(log[0]["next_attempt_at"], Value::Null);
 
     // Recovered: the other endpoint's type.
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!(
-                "/projects/acme/churn-events/{}/recovered",
-                event["id"].as_str().unwrap()
-            ),
-        )
-        .bearer_auth(&token),
+    app.call(
+        &token,
+        Method::POST,
+        &format!(
+            "/projects/acme/churn-events/{}/recovered",
+            event["id"].as_str().unwrap()
+        ),
         200,
     )
     .await;
@@ -458,12 +423,10 @@ async fn an_endpoint_failing_for_five_days_is_disabled_and_its_admins_emailed(ba
     .await;
     let id = endpoint["id"].as_str().unwrap();
     let get = || async {
-        app.expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/webhook-endpoints/{id}"),
-            )
-            .bearer_auth(&token),
+        app.call(
+            &token,
+            Method::GET,
+            &format!("/projects/acme/webhook-endpoints/{id}"),
             200,
         )
         .await["data"]
@@ -515,13 +478,11 @@ async fn an_endpoint_failing_for_five_days_is_disabled_and_its_admins_emailed(ba
 
     // Enabled again by an admin: its failure record starts afresh.
     let enabled = app
-        .expect(
-            app.req(
-                Method::PATCH,
-                &format!("/projects/acme/webhook-endpoints/{id}"),
-            )
-            .bearer_auth(&token)
-            .json(&json!({"enabled": true})),
+        .call_json(
+            &token,
+            Method::PATCH,
+            &format!("/projects/acme/webhook-endpoints/{id}"),
+            &json!({"enabled": true}),
             200,
         )
         .await["data"]
@@ -584,10 +545,11 @@ async fn private_addresses_are_refused_at_save_and_at_delivery(backend: Backend)
         "https://localhost/hooks",
     ] {
         let refused = app
-            .expect(
-                app.req(Method::POST, "/projects/acme/webhook-endpoints")
-                    .bearer_auth(&token)
-                    .json(&json!({"url": url, "event_types": ["churn_event.created"]})),
+            .call_json(
+                &token,
+                Method::POST,
+                "/projects/acme/webhook-endpoints",
+                &json!({"url": url, "event_types": ["churn_event.created"]}),
                 400,
             )
             .await;
@@ -616,16 +578,14 @@ async fn private_addresses_are_refused_at_save_and_at_delivery(backend: Backend)
     assert!(received(&receiver).await.is_empty(), "never called");
     // Saved again while it resolves to loopback: refused.
     let refused = app
-        .expect(
-            app.req(
-                Method::PATCH,
-                &format!(
-                    "/projects/acme/webhook-endpoints/{}",
-                    endpoint["id"].as_str().unwrap()
-                ),
-            )
-            .bearer_auth(&token)
-            .json(&json!({"url": format!("{url}/again")})),
+        .call_json(
+            &token,
+            Method::PATCH,
+            &format!(
+                "/projects/acme/webhook-endpoints/{}",
+                endpoint["id"].as_str().unwrap()
+            ),
+            &json!({"url": format!("{url}/again")}),
             400,
         )
         .await;
@@ -672,12 +632,10 @@ async fn test_sends_and_redelivery_keep_the_message_id(backend: Backend) {
     .await;
     let id = endpoint["id"].as_str().unwrap();
     let test = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/webhook-endpoints/{id}/test"),
-            )
-            .bearer_auth(&token),
+        .call(
+            &token,
+            Method::POST,
+            &format!("/projects/acme/webhook-endpoints/{id}/test"),
             202,
         )
         .await["data"]
@@ -686,8 +644,7 @@ async fn test_sends_and_redelivery_keep_the_message_id(backend: Backend) {
     assert_eq!(test["status"], "pending");
     let did = test["id"].as_str().unwrap();
     let redeliver = format!("/projects/acme/webhook-endpoints/{id}/deliveries/{did}/redeliver");
-    app.expect(app.req(Method::POST, &redeliver).bearer_auth(&token), 409)
-        .await;
+    app.call(&token, Method::POST, &redeliver, 409).await;
     app.run_jobs().await;
     let requests = received(&receiver).await;
     assert_eq!(requests.len(), 1);
@@ -696,10 +653,7 @@ async fn test_sends_and_redelivery_keep_the_message_id(backend: Backend) {
     assert_eq!(body["data"], json!({"endpoint_id": id}));
     verify_with_reference_library(endpoint["secret"].as_str().unwrap(), &requests[0]);
 
-    let again = app
-        .expect(app.req(Method::POST, &redeliver).bearer_auth(&token), 200)
-        .await["data"]
-        .clone();
+    let again = app.call(&token, Method::POST, &redeliver, 200).await["data"].clone();
     assert_eq!(again["status"], "pending");
     assert_eq!(again["message_id"], test["message_id"]);
     app.run_jobs().await;
@@ -715,12 +669,10 @@ async fn test_sends_and_redelivery_keep_the_message_id(backend: Backend) {
     assert_eq!(log[0]["status"], "delivered");
     assert_eq!(log[0]["attempts"].as_array().unwrap().len(), 2);
     // Unknown ones, and another endpoint's path: 404.
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/webhook-endpoints/{id}/deliveries/nope/redeliver"),
-        )
-        .bearer_auth(&token),
+    app.call(
+        &token,
+        Method::POST,
+        &format!("/projects/acme/webhook-endpoints/{id}/deliveries/nope/redeliver"),
         404,
     )
     .await;
@@ -799,10 +751,11 @@ async fn a_send_and_its_first_click_are_told_once(backend: Backend) {
     answer(&receiver, ResponseTemplate::new(200)).await;
     let app = with_receiver(backend, &receiver).await;
     let token = acme_owner(&app).await;
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&token)
-            .json(&json!({"settings": {"product_url": "https://acme.io/account"}})),
+    app.call_json(
+        &token,
+        Method::PATCH,
+        "/projects/acme",
+        &json!({"settings": {"product_url": "https://acme.io/account"}}),
         200,
     )
     .await;
@@ -837,12 +790,10 @@ async fn a_send_and_its_first_click_are_told_once(backend: Backend) {
     told.sort_unstable();
     assert_eq!(told, ["variant.clicked", "variant.sent"]);
     let variants = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/churn-events/{event}/variants"),
-            )
-            .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            &format!("/projects/acme/churn-events/{event}/variants"),
             200,
         )
         .await;
@@ -862,10 +813,11 @@ async fn an_event_lost_at_the_end_of_its_window_is_told(backend: Backend) {
     answer(&receiver, ResponseTemplate::new(200)).await;
     let app = with_receiver(backend, &receiver).await;
     let token = acme_owner(&app).await;
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&token)
-            .json(&json!({"settings": {"recovery_window_days": 10}})),
+    app.call_json(
+        &token,
+        Method::PATCH,
+        "/projects/acme",
+        &json!({"settings": {"recovery_window_days": 10}}),
         200,
     )
     .await;

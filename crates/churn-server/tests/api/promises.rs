@@ -23,10 +23,11 @@ both_backends!(
 /// A cancellation in `acme`; the unscoped form, which also takes `provider_customer_id`.
 async fn cancellation(app: &TestApp, token: &str, body: Value) -> String {
     let event = app
-        .expect(
-            app.req(Method::POST, "/churn-events?project=acme")
-                .bearer_auth(token)
-                .json(&body),
+        .call_json(
+            token,
+            Method::POST,
+            "/churn-events?project=acme",
+            &body,
             201,
         )
         .await;
@@ -47,10 +48,11 @@ fn send(app: &TestApp, token: &str, id: &str, vid: &str) -> reqwest::RequestBuil
 }
 
 async fn patch_settings(app: &TestApp, token: &str, settings: Value, status: u16) -> Value {
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(token)
-            .json(&json!({"settings": settings})),
+    app.call_json(
+        token,
+        Method::PATCH,
+        "/projects/acme",
+        &json!({"settings": settings}),
         status,
     )
     .await

@@ -51,12 +51,8 @@ async fn stored_secrets(app: &TestApp) -> Vec<(String, String)> {
 }
 
 async fn webhook_secret(app: &TestApp, token: &str) -> String {
-    app.expect(
-        app.req(Method::GET, "/projects/acme/webhook-secret")
-            .bearer_auth(token),
-        200,
-    )
-    .await["data"]["webhook_secret"]
+    app.call(token, Method::GET, "/projects/acme/webhook-secret", 200)
+        .await["data"]["webhook_secret"]
         .as_str()
         .unwrap()
         .to_owned()
@@ -202,9 +198,10 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
     // credentials, identity secrets, a stored idempotent answer; the service secrets are there
     // from the start.
     let rotated = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/webhook-secret/rotate")
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::POST,
+            "/projects/acme/webhook-secret/rotate",
             200,
         )
         .await["data"]["webhook_secret"]
@@ -212,9 +209,10 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
         .unwrap()
         .to_owned();
     let identity = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/identity-secret/rotate")
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::POST,
+            "/projects/acme/identity-secret/rotate",
             200,
         )
         .await["data"]["identity_secret"]
@@ -260,11 +258,7 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
     let token = login(app, "owner@acme.io").await;
     assert_eq!(webhook_secret(app, &token).await, rotated);
     let current_identity = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/identity-secret")
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::GET, "/projects/acme/identity-secret", 200)
         .await["data"]["identity_secret"]
         .clone();
     assert_eq!(current_identity, identity);

@@ -175,10 +175,11 @@ async fn a_send_finishes_when_its_client_goes_away(backend: Backend) {
 async fn outbox_claims_are_settled_at_start_up(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&token)
-            .json(&json!({"settings": {"recovery_window_days": 2}})),
+    app.call_json(
+        &token,
+        Method::PATCH,
+        "/projects/acme",
+        &json!({"settings": {"recovery_window_days": 2}}),
         200,
     )
     .await;
@@ -233,12 +234,8 @@ async fn outbox_claims_are_settled_at_start_up(backend: Backend) {
         "variants_generated"
     );
     // The draft can be sent again; the settled send started its recovery window.
-    app.expect(
-        app.req(Method::POST, &send_path(&kept_id, &kept_vid))
-            .bearer_auth(&token),
-        200,
-    )
-    .await;
+    app.call(&token, Method::POST, &send_path(&kept_id, &kept_vid), 200)
+        .await;
     assert_eq!(std::fs::read_dir(&outbox_dir).unwrap().count(), 2);
     app.expect(
         app.req(Method::POST, "/dev/clock")

@@ -55,13 +55,7 @@ fn project_routes(slug: &str) -> Vec<(Method, String, Option<Value>)> {
 }
 
 async fn assert_untouched(app: &TestApp, token: &str, before: &Value) {
-    let after = app
-        .expect(
-            app.req(Method::GET, "/projects/acme").bearer_auth(token),
-            200,
-        )
-        .await["data"]
-        .clone();
+    let after = app.call(token, Method::GET, "/projects/acme", 200).await["data"].clone();
     assert_eq!(&after, before, "another tenant changed the project");
 }
 
@@ -70,11 +64,7 @@ async fn another_tenant_gets_404_on_every_project_route(backend: Backend) {
     let owner = app.register("ada@example.com").await;
     let project = app.create_project(&owner.token, "Acme").await;
     let before = app
-        .expect(
-            app.req(Method::GET, "/projects/acme")
-                .bearer_auth(&owner.token),
-            200,
-        )
+        .call(&owner.token, Method::GET, "/projects/acme", 200)
         .await["data"]
         .clone();
     let intruder = app.register("mallory@example.com").await;
@@ -92,11 +82,7 @@ async fn another_tenant_gets_404_on_every_project_route(backend: Backend) {
     }
     assert_untouched(&app, &owner.token, &before).await;
     let listed = app
-        .expect(
-            app.req(Method::GET, "/projects")
-                .bearer_auth(&intruder.token),
-            200,
-        )
+        .call(&intruder.token, Method::GET, "/projects", 200)
         .await;
     assert_eq!(listed["data"].as_array().unwrap().len(), 1);
 }
@@ -106,11 +92,7 @@ async fn api_keys_act_only_on_their_own_project(backend: Backend) {
     let owner = app.register("ada@example.com").await;
     let acme = app.create_project(&owner.token, "Acme").await;
     let before = app
-        .expect(
-            app.req(Method::GET, "/projects/acme")
-                .bearer_auth(&owner.token),
-            200,
-        )
+        .call(&owner.token, Method::GET, "/projects/acme", 200)
         .await["data"]
         .clone();
     let other = app.register("bob@example.com").await;
@@ -139,12 +121,8 @@ async fn api_keys_act_only_on_their_own_project(backend: Backend) {
         401,
     )
     .await;
-    app.expect(
-        app.req(Method::GET, "/projects/acme")
-            .bearer_auth(own_secret),
-        401,
-    )
-    .await;
+    app.call(own_secret, Method::GET, "/projects/acme", 401)
+        .await;
     // A bad JWT falls back to a valid key.
     app.expect(
         app.req(Method::GET, "/projects/acme")
@@ -223,10 +201,7 @@ async fn fingerprint(app: &TestApp, token: &str) -> Vec<Value> {
         "/projects/acme/email-settings",
         "/projects/acme/dunning-config",
     ] {
-        seen.push(
-            app.expect(app.req(Method::GET, path).bearer_auth(token), 200)
-                .await,
-        );
+        seen.push(app.call(token, Method::GET, path, 200).await);
     }
     seen
 }

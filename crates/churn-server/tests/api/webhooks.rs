@@ -63,20 +63,16 @@ pub async fn setup(backend: Backend) -> Setup {
         ),
         ("custom", json!({})),
     ] {
-        app.expect(
-            app.req(Method::PUT, &format!("/projects/acme/providers/{provider}"))
-                .bearer_auth(&token)
-                .json(&body),
+        app.call_json(
+            &token,
+            Method::PUT,
+            &format!("/projects/acme/providers/{provider}"),
+            &body,
             200,
         )
         .await;
     }
-    let project = app
-        .expect(
-            app.req(Method::GET, "/projects/acme").bearer_auth(&token),
-            200,
-        )
-        .await;
+    let project = app.call(&token, Method::GET, "/projects/acme", 200).await;
     Setup {
         public_key: project["data"]["public_key"].as_str().unwrap().to_owned(),
         app,
@@ -814,9 +810,10 @@ async fn provider_events_feed_customers_autopilot_and_risk(backend: Backend) {
     assert_eq!(event["group"], "treatment");
     assert_eq!(event["autopilot"]["status"], "scheduled");
     let customer = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/customers/ada@example.com")
-                .bearer_auth(&s.token),
+        .call(
+            &s.token,
+            Method::GET,
+            "/projects/acme/customers/ada@example.com",
             200,
         )
         .await;
@@ -829,12 +826,10 @@ async fn provider_events_feed_customers_autopilot_and_risk(backend: Backend) {
     )
     .await;
     let risk = app
-        .expect(
-            app.req(
-                Method::GET,
-                "/projects/acme/churn-risk/customers/ada@example.com",
-            )
-            .bearer_auth(&s.token),
+        .call(
+            &s.token,
+            Method::GET,
+            "/projects/acme/churn-risk/customers/ada@example.com",
             200,
         )
         .await;
