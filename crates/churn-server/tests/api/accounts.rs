@@ -1,7 +1,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{Backend, Options, TestApp};
+use crate::helpers::{Backend, Options, TestApp, fields, revoked_on_both};
 use churn_core::both_backends;
 
 both_backends!(
@@ -37,9 +37,7 @@ async fn register_login_and_me(backend: Backend) {
     let token = login["data"]["token"].as_str().unwrap();
     assert_eq!(login["data"]["user"], registered["data"]["user"]);
 
-    let me = app
-        .expect(app.req(Method::GET, "/auth/me").bearer_auth(token), 200)
-        .await;
+    let me = app.call(token, Method::GET, "/auth/me", 200).await;
     assert_eq!(me["data"]["email"], "ada@example.com");
     assert_eq!(me["data"]["subscription"]["status"], "trial");
     assert!(me["data"]["subscription"]["paid_until"].is_null());
@@ -61,11 +59,7 @@ async fn register_login_and_me(backend: Backend) {
         .await;
     assert_eq!(wrong, unknown);
     app.expect(app.req(Method::GET, "/auth/me"), 401).await;
-    app.expect(
-        app.req(Method::GET, "/auth/me").bearer_auth("not-a-jwt"),
-        401,
-    )
-    .await;
+    app.call("not-a-jwt", Method::GET, "/auth/me", 401).await;
 }
 
 async fn registration_is_validated_and_unique(backend: Backend) {
@@ -87,13 +81,7 @@ async fn registration_is_validated_and_unique(backend: Backend) {
             400,
         )
         .await;
-    let fields: Vec<_> = bad["error"]["details"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["field"].as_str().unwrap())
-        .collect();
-    assert_eq!(fields, ["name", "email"]);
+    assert_eq!(fields(&bad), ["name", "email"]);
 
     app.register("ada@example.com").await;
     let dup = app
@@ -115,30 +103,16 @@ async fn jwt_expires_after_seven_days_on_the_test_clock(backend: Backend) {
             .json(&json!({"advance_seconds": secs}))
     };
     app.expect(advance(7 * 86_400 - 60), 200).await;
-    app.expect(
-        app.req(Method::GET, "/auth/me").bearer_auth(&session.token),
-        200,
-    )
-    .await;
+    app.call(&session.token, Method::GET, "/auth/me", 200).await;
     app.expect(advance(60), 200).await;
-    let expired = app
-        .expect(
-            app.req(Method::GET, "/auth/me").bearer_auth(&session.token),
-            401,
-        )
-        .await;
+    let expired = app.call(&session.token, Method::GET, "/auth/me", 401).await;
     assert_eq!(expired["error"]["code"], "UNAUTHORIZED");
 }
 
 async fn subscription_follows_the_clock(backend: Backend) {
     let app = TestApp::spawn_with(backend, Options::default().with("subscriptions", "on")).await;
     let session = app.register("ada@example.com").await;
-    let me = app
-        .expect(
-            app.req(Method::GET, "/auth/me").bearer_auth(&session.token),
-            200,
-        )
-        .await;
+    let me = app.call(&session.token, Method::GET, "/auth/me", 200).await;
     let created = churn_core::time::parse(me["data"]["created_at"].as_str().unwrap()).unwrap();
     let trial_ends = churn_core::time::parse(
         me["data"]["subscription"]["trial_ends_at"]
@@ -179,12 +153,7 @@ async fn subscriptions_off_nothing_expires(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let session = app.register("ada@example.com").await;
     let paid = json!({"status": "paid", "trial_ends_at": null, "paid_until": null});
-    let me = app
-        .expect(
-            app.req(Method::GET, "/auth/me").bearer_auth(&session.token),
-            200,
-        )
-        .await;
+    let me = app.call(&session.token, Method::GET, "/auth/me", 200).await;
     assert_eq!(me["data"]["subscription"], paid);
     let created = app.create_project(&session.token, "Acme").await;
     let key = created["api_keys"]["secret_key"].as_str().unwrap();
@@ -203,9 +172,7 @@ async fn subscriptions_off_nothing_expires(backend: Backend) {
         )
         .await;
     let token = login["data"]["token"].as_str().unwrap();
-    let me = app
-        .expect(app.req(Method::GET, "/auth/me").bearer_auth(token), 200)
-        .await;
+    let me = app.call(token, Method::GET, "/auth/me", 200).await;
     assert_eq!(me["data"]["subscription"], paid);
     app.expect(
         app.req(Method::POST, "/projects/acme/churn-events")
@@ -214,23 +181,15 @@ async fn subscriptions_off_nothing_expires(backend: Backend) {
         201,
     )
     .await;
-    app.expect(
-        app.req(Method::GET, "/projects/acme/churn-events")
-            .bearer_auth(token),
-        200,
-    )
-    .await;
+    app.call(token, Method::GET, "/projects/acme/churn-events", 200)
+        .await;
 }
 
 async fn onboarding_creates_the_default_project_once(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let session = app.register("ada@example.com").await;
     let done = app
-        .expect(
-            app.req(Method::POST, "/auth/onboarding")
-                .bearer_auth(&session.token),
-            201,
-        )
+        .call(&session.token, Method::POST, "/auth/onboarding", 201)
         .await;
     assert_eq!(done["data"]["project"]["name"], "Default");
     assert_eq!(done["data"]["project"]["slug"], "default");
@@ -247,20 +206,17 @@ async fn onboarding_creates_the_default_project_once(backend: Backend) {
             .starts_with("pub_")
     );
     let again = app
-        .expect(
-            app.req(Method::POST, "/auth/onboarding")
-                .bearer_auth(&session.token)
-                .json(&json!({"project_name": "Other"})),
+        .call_json(
+            &session.token,
+            Method::POST,
+            "/auth/onboarding",
+            &json!({"project_name": "Other"}),
             409,
         )
         .await;
     assert_eq!(again["error"]["code"], "CONFLICT");
     let list = app
-        .expect(
-            app.req(Method::GET, "/projects")
-                .bearer_auth(&session.token),
-            200,
-        )
+        .call(&session.token, Method::GET, "/projects", 200)
         .await;
     assert_eq!(
         list["data"].as_array().unwrap().len(),
@@ -269,14 +225,7 @@ async fn onboarding_creates_the_default_project_once(backend: Backend) {
     );
 
     let named = app.register("bob@example.com").await;
-    let done = app
-        .expect(
-            app.req(Method::POST, "/auth/onboarding")
-                .bearer_auth(&named.token)
-                .json(&json!({"project_name": "Bob's Tool", "product_type": "SaaS", "support_email": "help@bob.dev"})),
-            201,
-        )
-        .await;
+    let done = app.call_json(&named.token, Method::POST, "/auth/onboarding", &json!({"project_name": "Bob's Tool", "product_type": "SaaS", "support_email": "help@bob.dev"}), 201).await;
     assert_eq!(done["data"]["project"]["slug"], "bob-s-tool");
     assert_eq!(done["data"]["project"]["support_email"], "help@bob.dev");
 }
@@ -285,26 +234,24 @@ async fn auth_allowed_origins_set_the_default_project(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let session = app.register("ada@example.com").await;
     let none = app
-        .expect(
-            app.req(Method::PUT, "/auth/allowed-origins")
-                .bearer_auth(&session.token)
-                .json(&json!({"allowed_origins": []})),
+        .call_json(
+            &session.token,
+            Method::PUT,
+            "/auth/allowed-origins",
+            &json!({"allowed_origins": []}),
             404,
         )
         .await;
     assert_eq!(none["error"]["code"], "NOT_FOUND");
     app.create_project(&session.token, "Older").await;
-    app.expect(
-        app.req(Method::POST, "/auth/onboarding")
-            .bearer_auth(&session.token),
-        201,
-    )
-    .await;
+    app.call(&session.token, Method::POST, "/auth/onboarding", 201)
+        .await;
     let set = app
-        .expect(
-            app.req(Method::PUT, "/auth/allowed-origins")
-                .bearer_auth(&session.token)
-                .json(&json!({"allowed_origins": ["https://App.example.com"]})),
+        .call_json(
+            &session.token,
+            Method::PUT,
+            "/auth/allowed-origins",
+            &json!({"allowed_origins": ["https://App.example.com"]}),
             200,
         )
         .await;
@@ -400,12 +347,8 @@ async fn password_reset_by_email(backend: Backend) {
         .await;
     assert_eq!(reused["error"]["details"][0]["field"], "token");
     // The reset ended the sessions from before it, and proved the address.
-    app.expect(
-        app.req(Method::GET, "/auth/me")
-            .bearer_auth(&old_session.token),
-        401,
-    )
-    .await;
+    app.call(&old_session.token, Method::GET, "/auth/me", 401)
+        .await;
     let fresh = app
         .expect(
             login(&app, "ada@example.com", "a brand new passphrase"),
@@ -496,11 +439,7 @@ async fn password_change_and_logout_all_revoke_sessions(backend: Backend) {
         .await;
 
     let out = app
-        .expect(
-            app.req(Method::POST, "/auth/logout-all")
-                .bearer_auth(&third),
-            200,
-        )
+        .call(&third, Method::POST, "/auth/logout-all", 200)
         .await;
     assert_eq!(out, json!({"data": {"status": "ok"}}));
     app.expect(project(&third), 401).await;
@@ -702,9 +641,7 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
 }
 
 async fn email_verified(app: &TestApp, token: &str) -> serde_json::Value {
-    app.expect(app.req(Method::GET, "/auth/me").bearer_auth(token), 200)
-        .await["data"]["email_verified"]
-        .clone()
+    app.call(token, Method::GET, "/auth/me", 200).await["data"]["email_verified"].clone()
 }
 
 async fn another_encryption_key_refuses_to_start(backend: Backend) {
@@ -730,37 +667,17 @@ async fn revoked_sessions_are_refused_on_every_process() {
     let second = first.alongside(Options::default()).await;
     let token = first.register("ada@example.com").await.token;
     first.create_project(&token, "Acme").await;
-    let get = |app: &TestApp| {
-        app.req(Method::GET, "/projects/acme")
-            .bearer_auth(&token)
-            .send()
-    };
-    for _ in 0..3 {
-        assert_eq!(
-            get(&second).await.unwrap().status(),
-            200,
-            "warms the second process's cache"
-        );
-    }
-    first
-        .expect(
-            first
-                .req(Method::POST, "/auth/logout-all")
-                .bearer_auth(&token),
-            200,
-        )
-        .await;
-    assert_eq!(get(&first).await.unwrap().status(), 401);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        let status = get(&second).await.unwrap().status();
-        if status == 401 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the second process still accepts the revoked token ({status})"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    revoked_on_both(
+        &first,
+        &second,
+        first
+            .req(Method::POST, "/auth/logout-all")
+            .bearer_auth(&token),
+        "the second process still accepts the revoked token",
+        async |app: &TestApp| {
+            let get = app.req(Method::GET, "/projects/acme").bearer_auth(&token);
+            get.send().await.unwrap().status().as_u16()
+        },
+    )
+    .await;
 }

@@ -13,7 +13,9 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::fake_provider::{self, FakeProvider};
-use crate::helpers::{Acme, Backend, Options, TestApp, acme_with_key, clock_now};
+use crate::helpers::{
+    Acme, Backend, Options, TestApp, acme_with_key, advance as advance_seconds, clock_now, login,
+};
 use crate::risk::{advance, recompute, track};
 use churn_core::both_backends;
 
@@ -29,24 +31,11 @@ both_backends!(
     a_pending_alert_whose_job_gave_up_is_redelivered_once_stuck,
 );
 
-/// The owner's token, logged in afresh (the test clock moves on days).
-pub(crate) async fn login(app: &TestApp) -> String {
-    app.expect(
-        app.req(Method::POST, "/auth/login")
-            .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
-        200,
-    )
-    .await["data"]["token"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 /// Changes the configuration as the owner.
 pub(crate) async fn configure(app: &TestApp, patch: Value) {
     app.expect(
         app.req(Method::PUT, "/projects/acme/churn-risk/config")
-            .bearer_auth(login(app).await)
+            .bearer_auth(login(app, "owner@acme.io").await)
             .json(&patch),
         200,
     )
@@ -163,15 +152,6 @@ pub(crate) async fn quiet_customers(app: &TestApp, acme: &Acme, emails: &[&str])
     configure(app, json!({"enabled": true})).await;
 }
 
-async fn advance_seconds(app: &TestApp, seconds: i64) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": seconds})),
-        200,
-    )
-    .await;
-}
-
 pub(crate) async fn answer(receiver: &FakeProvider, template: ResponseTemplate) {
     receiver.mock.reset().await;
     Mock::given(method("POST"))
@@ -218,9 +198,10 @@ async fn webhooks_are_signed_both_ways_and_verified_by_the_sdk(backend: Backend)
         concat!("churn/", env!("CARGO_PKG_VERSION"))
     );
     let secret = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/webhook-secret")
-                .bearer_auth(&acme.token),
+        .call(
+            &acme.token,
+            Method::GET,
+            "/projects/acme/webhook-secret",
             200,
         )
         .await["data"]["webhook_secret"]
@@ -251,11 +232,7 @@ async fn webhooks_are_signed_both_ways_and_verified_by_the_sdk(backend: Backend)
     .expect("the Standard Webhooks signature verifies");
 
     let project = app
-        .expect(
-            app.req(Method::GET, "/projects/acme")
-                .bearer_auth(&acme.token),
-            200,
-        )
+        .call(&acme.token, Method::GET, "/projects/acme", 200)
         .await["data"]
         .clone();
     let payload: Value = serde_json::from_slice(body).unwrap();
@@ -291,7 +268,7 @@ async fn webhooks_are_signed_both_ways_and_verified_by_the_sdk(backend: Backend)
 pub(crate) async fn webhook_secret(app: &TestApp) -> String {
     app.expect(
         app.req(Method::GET, "/projects/acme/webhook-secret")
-            .bearer_auth(login(app).await),
+            .bearer_auth(login(app, "owner@acme.io").await),
         200,
     )
     .await["data"]["webhook_secret"]
@@ -345,9 +322,10 @@ async fn a_rotated_secret_signs_deliveries_too_for_24_hours(backend: Backend) {
     configure(&app, json!({"webhook_url": url})).await;
     quiet_customers(&app, &acme, &["quiet@shop.io"]).await;
     let old = webhook_secret(&app).await;
-    app.expect(
-        app.req(Method::POST, "/projects/acme/webhook-secret/rotate")
-            .bearer_auth(&acme.token),
+    app.call(
+        &acme.token,
+        Method::POST,
+        "/projects/acme/webhook-secret/rotate",
         200,
     )
     .await;
@@ -367,7 +345,7 @@ async fn a_rotated_secret_signs_deliveries_too_for_24_hours(backend: Backend) {
             Method::POST,
             &format!("/projects/acme/churn-risk/alerts/{id}/redeliver"),
         )
-        .bearer_auth(login(&app).await),
+        .bearer_auth(login(&app, "owner@acme.io").await),
         200,
     )
     .await;
@@ -469,12 +447,10 @@ async fn failed_attempts_retry_after_10_60_300_seconds_then_fail_and_can_be_rede
         401,
     )
     .await;
-    app.expect(
-        app.req(
-            Method::POST,
-            "/projects/acme/churn-risk/alerts/nope/redeliver",
-        )
-        .bearer_auth(&acme.token),
+    app.call(
+        &acme.token,
+        Method::POST,
+        "/projects/acme/churn-risk/alerts/nope/redeliver",
         404,
     )
     .await;
@@ -483,24 +459,13 @@ async fn failed_attempts_retry_after_10_60_300_seconds_then_fail_and_can_be_rede
         ResponseTemplate::new(200).set_body_string("thanks"),
     )
     .await;
-    let again = app
-        .expect(
-            app.req(Method::POST, &redeliver).bearer_auth(&acme.token),
-            200,
-        )
-        .await["data"]
-        .clone();
+    let again = app.call(&acme.token, Method::POST, &redeliver, 200).await["data"].clone();
     let now = crate::helpers::wire_time(clock_now(&app).await);
     assert_eq!(again["status"], "pending");
     assert_eq!(again["next_attempt_at"], json!(now));
     assert_eq!(again["opaque_id"], failed["opaque_id"]);
     assert_eq!(again["attempts"].as_array().unwrap().len(), 4);
-    let conflict = app
-        .expect(
-            app.req(Method::POST, &redeliver).bearer_auth(&acme.token),
-            409,
-        )
-        .await;
+    let conflict = app.call(&acme.token, Method::POST, &redeliver, 409).await;
     insta::assert_json_snapshot!("redeliver_while_pending", conflict);
     assert_eq!(app.run_jobs().await, 1);
     let requests = received(&receiver).await;
@@ -626,10 +591,11 @@ async fn a_name_rebound_to_a_private_address_is_refused_at_delivery(backend: Bac
 
     // Configured while it resolves to loopback: refused outright.
     let refused = app
-        .expect(
-            app.req(Method::PUT, "/projects/acme/churn-risk/config")
-                .bearer_auth(&acme.token)
-                .json(&json!({"webhook_url": format!("{url}/again")})),
+        .call_json(
+            &acme.token,
+            Method::PUT,
+            "/projects/acme/churn-risk/config",
+            &json!({"webhook_url": format!("{url}/again")}),
             400,
         )
         .await;
@@ -646,10 +612,11 @@ fn check_ins(app: &TestApp) -> Vec<String> {
 
 /// A verified sender and direct mode (professional tone); the project's id.
 async fn direct_mode(app: &TestApp, acme: &Acme) -> String {
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/email-settings")
-            .bearer_auth(&acme.token)
-            .json(&json!({"from_name": "Ada at Acme", "from_email": "ada@acme.io"})),
+    app.call_json(
+        &acme.token,
+        Method::PUT,
+        "/projects/acme/email-settings",
+        &json!({"from_name": "Ada at Acme", "from_email": "ada@acme.io"}),
         200,
     )
     .await;
@@ -660,12 +627,8 @@ async fn direct_mode(app: &TestApp, acme: &Acme) -> String {
         json!({"delivery_mode": "direct", "email_tone": "professional"}),
     )
     .await;
-    app.expect(
-        app.req(Method::GET, "/projects/acme")
-            .bearer_auth(&acme.token),
-        200,
-    )
-    .await["data"]["id"]
+    app.call(&acme.token, Method::GET, "/projects/acme", 200)
+        .await["data"]["id"]
         .as_str()
         .unwrap()
         .to_owned()
@@ -736,7 +699,7 @@ async fn direct_mode_emails_the_customer_unless_suppressed_or_over_quota(backend
             Method::POST,
             &format!("/projects/acme/churn-risk/alerts/{id}/redeliver"),
         )
-        .bearer_auth(&login(&app).await),
+        .bearer_auth(&login(&app, "owner@acme.io").await),
         200,
     )
     .await;
@@ -839,16 +802,12 @@ async fn a_check_in_claimed_and_never_recorded_is_not_sent_again(backend: Backen
     assert!(check_ins(&app).is_empty());
 
     // Bo's job gave up: pending, not redeliverable until stuck 20 minutes after it was due.
-    let token = login(&app).await;
+    let token = login(&app, "owner@acme.io").await;
     let redeliver = format!("/projects/acme/churn-risk/alerts/{bo}/redeliver");
-    app.expect(app.req(Method::POST, &redeliver).bearer_auth(&token), 409)
-        .await;
+    app.call(&token, Method::POST, &redeliver, 409).await;
     advance_seconds(&app, 20 * 60 + 1).await;
-    let token = login(&app).await;
-    let again = app
-        .expect(app.req(Method::POST, &redeliver).bearer_auth(&token), 200)
-        .await["data"]
-        .clone();
+    let token = login(&app, "owner@acme.io").await;
+    let again = app.call(&token, Method::POST, &redeliver, 200).await["data"].clone();
     assert_eq!(again["status"], "pending");
     assert_eq!(again["attempts"], json!([unknown]));
     assert_eq!(app.run_jobs().await, 1);
@@ -884,25 +843,11 @@ async fn a_pending_alert_whose_job_gave_up_is_redelivered_once_stuck(backend: Ba
     assert_eq!(app.run_jobs().await, 0);
 
     let redeliver = format!("/projects/acme/churn-risk/alerts/{id}/redeliver");
-    app.expect(
-        app.req(Method::POST, &redeliver).bearer_auth(&acme.token),
-        409,
-    )
-    .await;
+    app.call(&acme.token, Method::POST, &redeliver, 409).await;
     advance_seconds(&app, 20 * 60).await;
-    app.expect(
-        app.req(Method::POST, &redeliver).bearer_auth(&acme.token),
-        409,
-    )
-    .await;
+    app.call(&acme.token, Method::POST, &redeliver, 409).await;
     advance_seconds(&app, 1).await;
-    let again = app
-        .expect(
-            app.req(Method::POST, &redeliver).bearer_auth(&acme.token),
-            200,
-        )
-        .await["data"]
-        .clone();
+    let again = app.call(&acme.token, Method::POST, &redeliver, 200).await["data"].clone();
     assert_eq!(again["status"], "pending");
     assert_eq!(again["opaque_id"], pending["opaque_id"]);
     assert_eq!(

@@ -4,7 +4,11 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, acme_owner, event_with_variants};
+use crate::helpers::{
+    Backend, TestApp, acme_owner, event_with_variants, mark_recovered, send_variant,
+};
+// `dashboard_analytics` takes the clock setter from here.
+pub use crate::helpers::set_clock;
 use churn_core::both_backends;
 
 both_backends!(
@@ -12,20 +16,12 @@ both_backends!(
     forecasts_need_three_complete_months_then_use_ets
 );
 
-pub async fn set_clock(app: &TestApp, at: &str) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"set": at})),
-        200,
-    )
-    .await;
-}
-
 async fn create_event(app: &TestApp, token: &str, email: &str, mrr: i64) -> String {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-events")
-            .bearer_auth(token)
-            .json(&json!({"customer_email": email, "event_type": "cancellation", "mrr": mrr})),
+    app.call_json(
+        token,
+        Method::POST,
+        "/projects/acme/churn-events",
+        &json!({"customer_email": email, "event_type": "cancellation", "mrr": mrr}),
         201,
     )
     .await["data"]["id"]
@@ -34,22 +30,8 @@ async fn create_event(app: &TestApp, token: &str, email: &str, mrr: i64) -> Stri
         .to_owned()
 }
 
-async fn recover(app: &TestApp, token: &str, id: &str) {
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{id}/recovered"),
-        )
-        .bearer_auth(token),
-        200,
-    )
-    .await;
-}
-
 async fn get(app: &TestApp, token: &str, path: &str) -> Value {
-    app.expect(app.req(Method::GET, path).bearer_auth(token), 200)
-        .await["data"]
-        .clone()
+    app.call(token, Method::GET, path, 200).await["data"].clone()
 }
 
 async fn cohorts_count_each_month_and_attribute_recoveries(backend: Backend) {
@@ -74,23 +56,15 @@ async fn cohorts_count_each_month_and_attribute_recoveries(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{sent_event}/variants/{variant}/send"),
-        )
-        .bearer_auth(&owner),
-        200,
-    )
-    .await;
+    send_variant(&app, &owner, &sent_event, &variant, 200).await;
     let unsent = create_event(&app, &owner, "b@example.com", 2000).await;
     create_event(&app, &owner, "c@example.com", 3000).await;
     // March: two events, nothing resolved.
     set_clock(&app, "2026-03-01T00:00:00Z").await;
     create_event(&app, &owner, "d@example.com", 500).await;
     create_event(&app, &owner, "e@example.com", 700).await;
-    recover(&app, &owner, &sent_event).await;
-    recover(&app, &owner, &unsent).await;
+    mark_recovered(&app, &owner, &sent_event).await;
+    mark_recovered(&app, &owner, &unsent).await;
 
     let rows = get(&app, &owner, "/projects/acme/cohorts?months=3").await;
     let rows = rows.as_array().unwrap();
@@ -138,9 +112,10 @@ async fn cohorts_count_each_month_and_attribute_recoveries(backend: Backend) {
     );
     for bad in ["0", "37", "x"] {
         let answer = app
-            .expect(
-                app.req(Method::GET, &format!("/projects/acme/cohorts?months={bad}"))
-                    .bearer_auth(&owner),
+            .call(
+                &owner,
+                Method::GET,
+                &format!("/projects/acme/cohorts?months={bad}"),
                 400,
             )
             .await;
@@ -175,7 +150,7 @@ async fn forecasts_need_three_complete_months_then_use_ets(backend: Backend) {
         let id = create_event(&app, &owner, &format!("c{i}@example.com"), *mrr).await;
         create_event(&app, &owner, &format!("d{i}@example.com"), 100).await;
         if i == 0 {
-            recover(&app, &owner, &id).await;
+            mark_recovered(&app, &owner, &id).await;
             first_recovered = Some(id);
         }
         if i == 2 {
@@ -235,12 +210,10 @@ async fn forecasts_need_three_complete_months_then_use_ets(backend: Backend) {
         );
     }
     for bad in ["0", "13"] {
-        app.expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/forecasting?horizon={bad}"),
-            )
-            .bearer_auth(&owner),
+        app.call(
+            &owner,
+            Method::GET,
+            &format!("/projects/acme/forecasting?horizon={bad}"),
             400,
         )
         .await;

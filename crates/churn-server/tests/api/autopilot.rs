@@ -5,9 +5,11 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::analytics::set_clock;
 use crate::events::find_url;
-use crate::helpers::{Backend, Options, TestApp, acme_owner, event_with_variants};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner, advance, configure, event_of, event_with_variants,
+    mark_recovered, send_variant, set_clock,
+};
 use crate::mailrules::{outbox_mail, unsubscribe_url};
 use churn_core::both_backends;
 use churn_core::domain::analytics::newcombe;
@@ -21,44 +23,9 @@ both_backends!(
     uplift_compares_treatment_with_the_holdout
 );
 
-async fn configure(app: &TestApp, token: &str, settings: Value) {
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(token)
-            .json(&json!({ "settings": settings })),
-        200,
-    )
-    .await;
-}
-
 async fn create(app: &TestApp, token: &str, email: &str) -> Value {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-events")
-            .bearer_auth(token)
-            .json(&json!({"customer_email": email, "event_type": "cancellation", "cancel_reason": "too_expensive"})),
-        201,
-    )
-    .await["data"]
+    app.call_json(token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": email, "event_type": "cancellation", "cancel_reason": "too_expensive"}), 201).await["data"]
         .clone()
-}
-
-async fn event(app: &TestApp, token: &str, id: &str) -> Value {
-    app.expect(
-        app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-            .bearer_auth(token),
-        200,
-    )
-    .await["data"]
-        .clone()
-}
-
-async fn advance(app: &TestApp, seconds: i64) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": seconds})),
-        200,
-    )
-    .await;
 }
 
 fn sent_strategies(event: &Value) -> Vec<(i64, bool)> {
@@ -97,13 +64,13 @@ async fn autopilot_sends_after_the_delay_and_follows_up_once(backend: Backend) {
     // Not before the delay.
     advance(&app, 59 * 60).await;
     app.run_jobs().await;
-    assert_eq!(event(&app, &owner, id).await["status"], "new");
+    assert_eq!(event_of(&app, &owner, id).await["status"], "new");
     assert_eq!(mails_to(&app, "dana@example.com"), 0);
 
     // At the delay: generated, and the recommended variant sent; a follow-up is planned.
     advance(&app, 60).await;
     app.run_jobs().await;
-    let first = event(&app, &owner, id).await;
+    let first = event_of(&app, &owner, id).await;
     assert_eq!(first["status"], "email_sent");
     assert_eq!(sent_strategies(&first), [(1, true)]);
     assert_eq!(first["autopilot"], json!({"status": "scheduled"}));
@@ -112,10 +79,10 @@ async fn autopilot_sends_after_the_delay_and_follows_up_once(backend: Backend) {
     // Three days later, nothing clicked: the next-ranked one, once.
     advance(&app, 3 * 86_400 - 1).await;
     app.run_jobs().await;
-    assert_eq!(sent_strategies(&event(&app, &owner, id).await).len(), 1);
+    assert_eq!(sent_strategies(&event_of(&app, &owner, id).await).len(), 1);
     advance(&app, 1).await;
     app.run_jobs().await;
-    let second = event(&app, &owner, id).await;
+    let second = event_of(&app, &owner, id).await;
     assert_eq!(sent_strategies(&second), [(1, true), (2, false)]);
     assert_eq!(second["autopilot"], json!({"status": "sent"}));
 
@@ -146,7 +113,7 @@ async fn autopilot_never_sends_a_variant_with_warnings(backend: Backend) {
         .unwrap()
         .to_owned();
     app.run_jobs().await;
-    let first = event(&app, &owner, &id).await;
+    let first = event_of(&app, &owner, &id).await;
     assert_eq!(sent_strategies(&first), [(1, true)]);
     let variants = first["variants"].as_array().unwrap();
     // No code, testimonials, features or founder's name: four variants warn, ranked last.
@@ -162,22 +129,20 @@ async fn autopilot_never_sends_a_variant_with_warnings(backend: Backend) {
         .iter()
         .filter(|v| (2..=5).contains(&v["rank"].as_i64().unwrap()))
     {
-        app.expect(
-            app.req(
-                Method::POST,
-                &format!(
-                    "/projects/acme/churn-events/{id}/variants/{}/send",
-                    v["id"].as_str().unwrap()
-                ),
-            )
-            .bearer_auth(&owner),
+        app.call(
+            &owner,
+            Method::POST,
+            &format!(
+                "/projects/acme/churn-events/{id}/variants/{}/send",
+                v["id"].as_str().unwrap()
+            ),
             200,
         )
         .await;
     }
     advance(&app, 86_400).await;
     app.run_jobs().await;
-    let after = event(&app, &owner, &id).await;
+    let after = event_of(&app, &owner, &id).await;
     assert_eq!(
         sent_strategies(&after).len(),
         5,
@@ -194,16 +159,7 @@ async fn autopilot_records_every_skip(backend: Backend) {
     let owner = acme_owner(&app).await;
     // An address that unsubscribed, before autopilot is on.
     let (suppressed_event, variant) = event_with_variants(&app, &owner, "gone@example.com").await;
-    let sent = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{suppressed_event}/variants/{variant}/send"),
-            )
-            .bearer_auth(&owner),
-            200,
-        )
-        .await;
+    let sent = send_variant(&app, &owner, &suppressed_event, &variant, 200).await;
     let url = unsubscribe_url(&outbox_mail(&app, &sent));
     assert_eq!(app.client.post(&url).send().await.unwrap().status(), 200);
 
@@ -230,15 +186,7 @@ async fn autopilot_records_every_skip(backend: Backend) {
     let control = control.expect("a control event in 40 tries");
     // Recovered before the send, and an unsubscribed address (treatment events).
     let (recovered, lost) = (treated[0].clone(), treated[1].clone());
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{recovered}/recovered"),
-        )
-        .bearer_auth(&owner),
-        200,
-    )
-    .await;
+    mark_recovered(&app, &owner, &recovered).await;
     let gone = loop {
         let e = create(&app, &owner, "gone@example.com").await;
         if e["group"] == "treatment" {
@@ -249,14 +197,14 @@ async fn autopilot_records_every_skip(backend: Backend) {
     app.run_jobs().await;
     let reason = |e: &Value| e["autopilot"].clone();
     assert_eq!(
-        reason(&event(&app, &owner, &recovered).await),
+        reason(&event_of(&app, &owner, &recovered).await),
         json!({"status": "skipped", "reason": "recovered"})
     );
     assert_eq!(
-        reason(&event(&app, &owner, &gone).await),
+        reason(&event_of(&app, &owner, &gone).await),
         json!({"status": "skipped", "reason": "suppressed"})
     );
-    let control_event = event(&app, &owner, &control).await;
+    let control_event = event_of(&app, &owner, &control).await;
     assert_eq!(
         control_event["status"], "new",
         "autopilot never emails the control group"
@@ -266,10 +214,10 @@ async fn autopilot_records_every_skip(backend: Backend) {
         json!({"status": "skipped", "reason": "control_group"})
     );
     // Lost a day after its send, before the follow-up was due.
-    assert_eq!(event(&app, &owner, &lost).await["status"], "email_sent");
+    assert_eq!(event_of(&app, &owner, &lost).await["status"], "email_sent");
     advance(&app, 3 * 86_400).await;
     app.run_jobs().await;
-    let lost_event = event(&app, &owner, &lost).await;
+    let lost_event = event_of(&app, &owner, &lost).await;
     assert_eq!(lost_event["status"], "lost");
     assert_eq!(
         reason(&lost_event),
@@ -291,8 +239,8 @@ async fn autopilot_stops_at_the_quota(backend: Backend) {
     let second = create(&app, &owner, "b@example.com").await;
     app.run_jobs().await;
     let states = [
-        event(&app, &owner, first["id"].as_str().unwrap()).await["autopilot"].clone(),
-        event(&app, &owner, second["id"].as_str().unwrap()).await["autopilot"].clone(),
+        event_of(&app, &owner, first["id"].as_str().unwrap()).await["autopilot"].clone(),
+        event_of(&app, &owner, second["id"].as_str().unwrap()).await["autopilot"].clone(),
     ];
     assert!(states.contains(&json!({"status": "sent"})), "{states:?}");
     assert!(
@@ -316,15 +264,7 @@ async fn uplift_compares_treatment_with_the_holdout(backend: Backend) {
         );
         // Every third event comes back within its window.
         if i % 3 == 0 {
-            app.expect(
-                app.req(
-                    Method::POST,
-                    &format!("/projects/acme/churn-events/{id}/recovered"),
-                )
-                .bearer_auth(&owner),
-                200,
-            )
-            .await;
+            mark_recovered(&app, &owner, &id).await;
         }
         groups.push((group, i % 3 == 0));
     }
@@ -336,11 +276,7 @@ async fn uplift_compares_treatment_with_the_holdout(backend: Backend) {
     };
     // While the windows are open only recoveries count.
     let open = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/analytics/uplift")
-                .bearer_auth(&owner),
-            200,
-        )
+        .call(&owner, Method::GET, "/projects/acme/analytics/uplift", 200)
         .await["data"]
         .clone();
     assert_eq!(open["treatment"]["lost"], 0);
@@ -348,9 +284,10 @@ async fn uplift_compares_treatment_with_the_holdout(backend: Backend) {
 
     advance(&app, 2 * 86_400).await;
     let uplift = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/analytics/uplift?days=30")
-                .bearer_auth(&owner),
+        .call(
+            &owner,
+            Method::GET,
+            "/projects/acme/analytics/uplift?days=30",
             200,
         )
         .await["data"]
@@ -381,12 +318,10 @@ async fn uplift_compares_treatment_with_the_holdout(backend: Backend) {
         json!(round(low) > 0.0 || round(high) < 0.0)
     );
     for bad in ["0", "366"] {
-        app.expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/analytics/uplift?days={bad}"),
-            )
-            .bearer_auth(&owner),
+        app.call(
+            &owner,
+            Method::GET,
+            &format!("/projects/acme/analytics/uplift?days={bad}"),
             400,
         )
         .await;
@@ -420,7 +355,7 @@ async fn a_click_makes_the_follow_up_unnecessary(backend: Backend) {
     assert_eq!(app.client.get(&click).send().await.unwrap().status(), 302);
     advance(&app, 2 * 86_400).await;
     app.run_jobs().await;
-    let after = event(&app, &owner, &id).await;
+    let after = event_of(&app, &owner, &id).await;
     assert_eq!(
         sent_strategies(&after),
         [(1, true)],

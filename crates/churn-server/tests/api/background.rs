@@ -43,10 +43,11 @@ async fn a_hanging_alert_receiver_does_not_delay_a_password_reset(backend: Backe
     )
     .await;
     let acme = acme_with_key(&app).await;
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/churn-risk/config")
-            .bearer_auth(&acme.token)
-            .json(&json!({"webhook_url": format!("https://127.0.0.1:{receiver}/alerts")})),
+    app.call_json(
+        &acme.token,
+        Method::PUT,
+        "/projects/acme/churn-risk/config",
+        &json!({"webhook_url": format!("https://127.0.0.1:{receiver}/alerts")}),
         200,
     )
     .await;

@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_with_key, clock_now, generated_event, wire_time,
+    Backend, Options, TestApp, acme_with_key, clock_now, fields, generated_event, wire_time,
 };
 use churn_core::both_backends;
 
@@ -37,17 +37,7 @@ async fn track(app: &TestApp, key: &str, body: Value, status: u16) -> Value {
 }
 
 async fn get(app: &TestApp, token: &str, path: &str) -> Value {
-    app.expect(app.req(Method::GET, path).bearer_auth(token), 200)
-        .await
-}
-
-fn fields(body: &Value) -> Vec<String> {
-    body["error"]["details"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["field"].as_str().unwrap().to_owned())
-        .collect()
+    app.call(token, Method::GET, path, 200).await
 }
 
 async fn tracking_takes_only_the_secret_key(backend: Backend) {
@@ -58,12 +48,7 @@ async fn tracking_takes_only_the_secret_key(backend: Backend) {
     assert_eq!(answer, json!({"status": "ok"}));
 
     let jwt = app
-        .expect(
-            app.req(Method::POST, "/track")
-                .bearer_auth(&acme.token)
-                .json(&event),
-            401,
-        )
+        .call_json(&acme.token, Method::POST, "/track", &event, 401)
         .await;
     assert_eq!(jwt["error"]["code"], "UNAUTHORIZED");
     let project = get(&app, &acme.token, "/projects/acme").await;
@@ -330,10 +315,11 @@ async fn customers_come_from_tracking_and_churn_events(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let acme = acme_with_key(&app).await;
     let now = clock_now(&app).await;
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-events")
-            .bearer_auth(&acme.token)
-            .json(&json!({"customer_email": "Lee@Shop.io", "event_type": "cancellation"})),
+    app.call_json(
+        &acme.token,
+        Method::POST,
+        "/projects/acme/churn-events",
+        &json!({"customer_email": "Lee@Shop.io", "event_type": "cancellation"}),
         201,
     )
     .await;
@@ -426,9 +412,10 @@ async fn customer_lists_filter_sort_and_page(backend: Backend) {
         "colour=red",
     ] {
         let answer = app
-            .expect(
-                app.req(Method::GET, &format!("/projects/acme/customers?{bad}"))
-                    .bearer_auth(&acme.token),
+            .call(
+                &acme.token,
+                Method::GET,
+                &format!("/projects/acme/customers?{bad}"),
                 400,
             )
             .await;
@@ -488,9 +475,7 @@ async fn a_customer_shows_its_counts_and_timeline(backend: Backend) {
     // The documented 1 to 64 characters (schemathesis found a longer name answered 200).
     for name in ["".to_owned(), "x".repeat(65)] {
         let path = format!("/projects/acme/customers/dana@shop.io/events?event={name}");
-        let answer = app
-            .expect(app.req(Method::GET, &path).bearer_auth(&acme.token), 400)
-            .await;
+        let answer = app.call(&acme.token, Method::GET, &path, 400).await;
         assert_eq!(answer["error"]["details"][0]["field"], "event", "{answer}");
     }
     for path in [
@@ -498,9 +483,7 @@ async fn a_customer_shows_its_counts_and_timeline(backend: Backend) {
         "/projects/acme/customers/nobody@shop.io/events",
         "/projects/acme/customers/not-an-email",
     ] {
-        let answer = app
-            .expect(app.req(Method::GET, path).bearer_auth(&acme.token), 404)
-            .await;
+        let answer = app.call(&acme.token, Method::GET, path, 404).await;
         assert_eq!(answer["error"]["code"], "NOT_FOUND", "{path}");
     }
 }
@@ -536,12 +519,10 @@ async fn analytics_counts_every_event_name(backend: Backend) {
         ])
     );
     for bad in ["days=0", "days=366"] {
-        app.expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/analytics/events?{bad}"),
-            )
-            .bearer_auth(&acme.token),
+        app.call(
+            &acme.token,
+            Method::GET,
+            &format!("/projects/acme/analytics/events?{bad}"),
             400,
         )
         .await;
@@ -566,8 +547,7 @@ async fn customers_of_another_tenant_are_404(backend: Backend) {
         "/projects/acme/customers/dana@shop.io/events",
         "/projects/acme/analytics/events",
     ] {
-        app.expect(app.req(Method::GET, path).bearer_auth(&intruder.token), 404)
-            .await;
+        app.call(&intruder.token, Method::GET, path, 404).await;
         let key = theirs["api_keys"]["secret_key"].as_str().unwrap();
         app.expect(app.req(Method::GET, path).header("x-api-key", key), 403)
             .await;

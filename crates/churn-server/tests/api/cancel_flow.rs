@@ -11,7 +11,7 @@ use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::cancel_offers::without_offer_cooldown;
-use crate::helpers::{Backend, Options, TestApp, acme_owner, fields};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, fields, set_clock};
 use crate::providers::A_KEY;
 use crate::webhooks::{Setup, fixture, setup};
 use churn_core::both_backends;
@@ -35,12 +35,7 @@ const SHOP: &str = "https://shop.example";
 
 /// The acme project's public key and id.
 pub async fn acme_keys(app: &TestApp, token: &str) -> (String, String) {
-    let detail = app
-        .expect(
-            app.req(Method::GET, "/projects/acme").bearer_auth(token),
-            200,
-        )
-        .await;
+    let detail = app.call(token, Method::GET, "/projects/acme", 200).await;
     (
         detail["data"]["public_key"].as_str().unwrap().to_owned(),
         detail["data"]["id"].as_str().unwrap().to_owned(),
@@ -55,9 +50,10 @@ fn submission(reason: &str) -> Value {
 
 /// A project's identity secret (decisions §16), as its admin reads it.
 pub async fn identity_secret(app: &TestApp, token: &str, slug: &str) -> String {
-    app.expect(
-        app.req(Method::GET, &format!("/projects/{slug}/identity-secret"))
-            .bearer_auth(token),
+    app.call(
+        token,
+        Method::GET,
+        &format!("/projects/{slug}/identity-secret"),
         200,
     )
     .await["data"]["identity_secret"]
@@ -78,12 +74,8 @@ pub fn signed(secret: &str, mut body: Value) -> Value {
 }
 
 async fn events(app: &TestApp, token: &str) -> Vec<Value> {
-    app.expect(
-        app.req(Method::GET, "/projects/acme/churn-events")
-            .bearer_auth(token),
-        200,
-    )
-    .await["data"]
+    app.call(token, Method::GET, "/projects/acme/churn-events", 200)
+        .await["data"]
         .as_array()
         .unwrap()
         .clone()
@@ -93,11 +85,7 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
     let flow = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/cancel-flow")
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::GET, "/projects/acme/cancel-flow", 200)
         .await["data"]
         .clone();
     assert_eq!(flow["reasons"].as_array().unwrap().len(), 8);
@@ -112,21 +100,7 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
     assert_eq!(flow["colors"]["primary"], "#4f46e5");
     assert_eq!(flow["copy"]["title"], "Before you go");
 
-    let bad = app
-        .expect(
-            app.req(Method::PUT, "/projects/acme/cancel-flow")
-                .bearer_auth(&token)
-                .json(&json!({
-                    "reasons": [
-                        {"code": "too_expensive", "label": "Too pricey"},
-                        {"code": "too_expensive", "label": "Again"},
-                    ],
-                    "offers": {"too_expensive": {"kind": "discount", "percent": 95, "months": 3}},
-                    "colors": {"primary": "red"},
-                })),
-            400,
-        )
-        .await;
+    let bad = app.call_json(&token, Method::PUT, "/projects/acme/cancel-flow", &json!({"reasons": [{"code": "too_expensive", "label": "Too pricey"}, {"code": "too_expensive", "label": "Again"},], "offers": {"too_expensive": {"kind": "discount", "percent": 95, "months": 3}}, "colors": {"primary": "red"},}), 400).await;
     assert_eq!(bad["error"]["code"], "VALIDATION_ERROR");
     assert_eq!(
         fields(&bad),
@@ -137,10 +111,11 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
         ]
     );
     let unknown = app
-        .expect(
-            app.req(Method::PUT, "/projects/acme/cancel-flow")
-                .bearer_auth(&token)
-                .json(&json!({"reasons": [{"code": "other", "label": "x"}], "theme": "dark"})),
+        .call_json(
+            &token,
+            Method::PUT,
+            "/projects/acme/cancel-flow",
+            &json!({"reasons": [{"code": "other", "label": "x"}], "theme": "dark"}),
             400,
         )
         .await;
@@ -167,10 +142,11 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
         "language": "de",
     });
     let stored = app
-        .expect(
-            app.req(Method::PUT, "/projects/acme/cancel-flow")
-                .bearer_auth(&token)
-                .json(&body),
+        .call_json(
+            &token,
+            Method::PUT,
+            "/projects/acme/cancel-flow",
+            &body,
             200,
         )
         .await["data"]
@@ -182,21 +158,18 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
     assert_eq!(stored["colors"]["primary"], "#0a7");
     assert_eq!(stored["language"], "de");
     let read = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/cancel-flow")
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::GET, "/projects/acme/cancel-flow", 200)
         .await["data"]
         .clone();
     assert_eq!(read, stored);
 
     // Configuration takes a session: the secret key alone is 401; another tenant sees 404.
     let created = app
-        .expect(
-            app.req(Method::POST, "/projects")
-                .bearer_auth(&token)
-                .json(&json!({"name": "Second"})),
+        .call_json(
+            &token,
+            Method::POST,
+            "/projects",
+            &json!({"name": "Second"}),
             201,
         )
         .await;
@@ -208,10 +181,11 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
     )
     .await;
     let stranger = app.register("stranger@other.example").await;
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/cancel-flow")
-            .bearer_auth(&stranger.token)
-            .json(&body),
+    app.call_json(
+        &stranger.token,
+        Method::PUT,
+        "/projects/acme/cancel-flow",
+        &body,
         404,
     )
     .await;
@@ -222,11 +196,7 @@ async fn public_config_counts_opens_per_customer(backend: Backend) {
     let token = acme_owner(&app).await;
     let (public, project_id) = acme_keys(&app, &token).await;
     let mut own = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/cancel-flow")
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::GET, "/projects/acme/cancel-flow", 200)
         .await;
     // The default flow, with the routing fields of decisions §19.
     own["data"]["flow_id"] = Value::Null;
@@ -305,10 +275,11 @@ async fn public_config_counts_opens_per_customer(backend: Backend) {
     )
     .await;
     let created = app
-        .expect(
-            app.req(Method::POST, "/projects")
-                .bearer_auth(&token)
-                .json(&json!({"name": "Second"})),
+        .call_json(
+            &token,
+            Method::POST,
+            "/projects",
+            &json!({"name": "Second"}),
             201,
         )
         .await;
@@ -369,9 +340,10 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     );
     let id = saved["churn_event_id"].as_str().unwrap();
     let event = app
-        .expect(
-            app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}"),
             200,
         )
         .await["data"]
@@ -422,9 +394,10 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     assert_eq!(plain["offer"], Value::Null);
     let id = plain["churn_event_id"].as_str().unwrap();
     let event = app
-        .expect(
-            app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}"),
             200,
         )
         .await["data"]
@@ -433,16 +406,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     assert_eq!(event["recovered_via"], Value::Null);
 
     // Reasons outside the flow and pauses beyond its maximum are refused, nothing stored.
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/cancel-flow")
-            .bearer_auth(&token)
-            .json(&json!({
-                "reasons": [{"code": "dont_need_anymore", "label": "Done"}],
-                "offers": {"dont_need_anymore": {"kind": "pause", "max_months": 2}},
-            })),
-        200,
-    )
-    .await;
+    app.call_json(&token, Method::PUT, "/projects/acme/cancel-flow", &json!({"reasons": [{"code": "dont_need_anymore", "label": "Done"}], "offers": {"dont_need_anymore": {"kind": "pause", "max_months": 2}},}), 200).await;
     let mut body = submission("dont_need_anymore");
     body["pause_months"] = json!(3);
     body["customer_email"] = json!("not an email");
@@ -465,10 +429,11 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
         .await;
     assert_eq!(fields(&refused), ["reason"]);
     // A reason without a pause offer still refuses a pause no flow could offer.
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/cancel-flow")
-            .bearer_auth(&token)
-            .json(&json!({"reasons": [{"code": "poor_support", "label": "Support"}]})),
+    app.call_json(
+        &token,
+        Method::PUT,
+        "/projects/acme/cancel-flow",
+        &json!({"reasons": [{"code": "poor_support", "label": "Support"}]}),
         200,
     )
     .await;
@@ -543,9 +508,10 @@ async fn submissions_act_only_for_the_signed_customer(backend: Backend) {
 
     // Rotation: the old secret keeps verifying for 24 hours, then only the new one does.
     let rotated = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/identity-secret/rotate")
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::POST,
+            "/projects/acme/identity-secret/rotate",
             200,
         )
         .await["data"]["identity_secret"]
@@ -573,10 +539,11 @@ async fn submissions_need_a_public_key(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
     let created = app
-        .expect(
-            app.req(Method::POST, "/projects")
-                .bearer_auth(&token)
-                .json(&json!({"name": "Second"})),
+        .call_json(
+            &token,
+            Method::POST,
+            "/projects",
+            &json!({"name": "Second"}),
             201,
         )
         .await;
@@ -645,10 +612,11 @@ async fn browser_calls_only_from_allowed_origins(backend: Backend) {
             .is_none()
     );
 
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/allowed-origins")
-            .bearer_auth(&token)
-            .json(&json!({"allowed_origins": [SHOP]})),
+    app.call_json(
+        &token,
+        Method::PUT,
+        "/projects/acme/allowed-origins",
+        &json!({"allowed_origins": [SHOP]}),
         200,
     )
     .await;
@@ -777,10 +745,11 @@ async fn submissions_are_limited_per_key(backend: Backend) {
     let token = acme_owner(&app).await;
     let (public, _) = acme_keys(&app, &token).await;
     let created = app
-        .expect(
-            app.req(Method::POST, "/projects")
-                .bearer_auth(&token)
-                .json(&json!({"name": "Second"})),
+        .call_json(
+            &token,
+            Method::POST,
+            "/projects",
+            &json!({"name": "Second"}),
             201,
         )
         .await;
@@ -945,17 +914,12 @@ impl Setup {
     }
 
     pub(crate) async fn event(&self, id: &Value) -> Value {
-        self.app
-            .expect(
-                self.app
-                    .req(
-                        Method::GET,
-                        &format!("/projects/acme/churn-events/{}", id.as_str().unwrap()),
-                    )
-                    .bearer_auth(&self.token),
-                200,
-            )
-            .await["data"]
+        self.call(
+            Method::GET,
+            &format!("/projects/acme/churn-events/{}", id.as_str().unwrap()),
+            200,
+        )
+        .await["data"]
             .clone()
     }
 
@@ -1046,14 +1010,7 @@ async fn accepted_offers_are_applied_at_stripe(backend: Backend) {
     // The setup's own jobs (emails), so that those counted below are the offers'.
     s.app.run_jobs().await;
     // The last day of a month: a pause of 2 calendar months ends on the last of February.
-    s.app
-        .expect(
-            s.app
-                .req(Method::POST, "/dev/clock")
-                .json(&json!({"set": "2025-12-31T09:30:00.000Z"})),
-            200,
-        )
-        .await;
+    set_clock(&s.app, "2025-12-31T09:30:00.000Z").await;
     Mock::given(method("POST"))
         .and(path("/v1/coupons"))
         .respond_with(
@@ -1219,14 +1176,7 @@ async fn accepted_offers_are_applied_at_stripe(backend: Backend) {
     );
 
     // Without a Stripe connection: recovered, not applied, no error, no call.
-    s.app
-        .expect(
-            s.app
-                .req(Method::DELETE, "/projects/acme/providers/stripe")
-                .bearer_auth(&s.token),
-            204,
-        )
-        .await;
+    s.disconnect_stripe().await;
     let mut body = submission("too_expensive");
     body["offer_accepted"] = json!(true);
     body["provider_subscription_id"] = json!("sub_1");

@@ -99,19 +99,12 @@ async fn variants_are_stored_and_every_bad_field_named(backend: Backend) {
         ])
     );
     let path = format!("{FLOWS}/{}", created["id"].as_str().unwrap());
-    let read = app
-        .expect(app.req(Method::GET, &path).bearer_auth(&owner), 200)
-        .await;
+    let read = app.call(&owner, Method::GET, &path, 200).await;
     assert_eq!(read["data"], created);
 
     // Replaced without variants: no experiment.
     let replaced = app
-        .expect(
-            app.req(Method::PUT, &path)
-                .bearer_auth(&owner)
-                .json(&flow("Pro", 1, json!({}))),
-            200,
-        )
+        .call_json(&owner, Method::PUT, &path, &flow("Pro", 1, json!({})), 200)
         .await;
     assert_eq!(replaced["data"]["variants"], json!([]));
 
@@ -121,12 +114,7 @@ async fn variants_are_stored_and_every_bad_field_named(backend: Backend) {
         {"key": "a", "weight": 1, "offers": {"other": {"kind": "none"}}},
         {"key": "B!", "weight": 2, "reasons": [], "copy": {"title": " "}},
     ]);
-    let refused = app
-        .expect(
-            app.req(Method::POST, FLOWS).bearer_auth(&owner).json(&bad),
-            400,
-        )
-        .await;
+    let refused = app.call_json(&owner, Method::POST, FLOWS, &bad, 400).await;
     assert_eq!(
         fields(&refused),
         [
@@ -139,9 +127,7 @@ async fn variants_are_stored_and_every_bad_field_named(backend: Backend) {
         ]
     );
     insta::assert_json_snapshot!("bad_variants", refused);
-    let listed = app
-        .expect(app.req(Method::GET, FLOWS).bearer_auth(&owner), 200)
-        .await;
+    let listed = app.call(&owner, Method::GET, FLOWS, 200).await;
     assert_eq!(
         listed["data"].as_array().unwrap().len(),
         1,
@@ -186,15 +172,13 @@ async fn customers_keep_their_variant_and_submissions_record_it(backend: Backend
         let answer = submit(&app, &key, &secret, email, false).await;
         assert_eq!(answer["offer"]["percent"], percent, "the variant's offer");
         let event = app
-            .expect(
-                app.req(
-                    Method::GET,
-                    &format!(
-                        "/projects/acme/churn-events/{}",
-                        answer["churn_event_id"].as_str().unwrap()
-                    ),
-                )
-                .bearer_auth(&owner),
+            .call(
+                &owner,
+                Method::GET,
+                &format!(
+                    "/projects/acme/churn-events/{}",
+                    answer["churn_event_id"].as_str().unwrap()
+                ),
                 200,
             )
             .await;
@@ -238,12 +222,10 @@ async fn results_compare_each_variant_with_the_first(backend: Backend) {
     submit(&app, &key, &secret, &deeper[4], false).await;
     // Recovered later by other means, a cancellation stays one: the flow did not save it.
     let later = cancelled[0]["churn_event_id"].as_str().unwrap();
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{later}/recovered"),
-        )
-        .bearer_auth(&owner),
+    app.call(
+        &owner,
+        Method::POST,
+        &format!("/projects/acme/churn-events/{later}/recovered"),
         200,
     )
     .await;
@@ -329,31 +311,24 @@ async fn results_of_another_project_s_flow_are_not_found(backend: Backend) {
     let other = app.register("owner@globex.io").await.token;
     app.create_project(&other, "Globex").await;
     let theirs = format!("/projects/globex/cancel-flows/{id}/results");
-    let missing = app
-        .expect(app.req(Method::GET, &theirs).bearer_auth(&other), 404)
-        .await;
+    let missing = app.call(&other, Method::GET, &theirs, 404).await;
     assert_eq!(missing["error"]["code"], "NOT_FOUND");
     // Nor through acme's path without being a member of it.
-    app.expect(
-        app.req(Method::GET, &format!("{FLOWS}/{id}/results"))
-            .bearer_auth(&other),
-        404,
-    )
-    .await;
-    app.expect(
-        app.req(
-            Method::GET,
-            &format!("{FLOWS}/0190f7d2-0000-7000-8000-000000000000/results"),
-        )
-        .bearer_auth(&owner),
+    app.call(&other, Method::GET, &format!("{FLOWS}/{id}/results"), 404)
+        .await;
+    app.call(
+        &owner,
+        Method::GET,
+        &format!("{FLOWS}/0190f7d2-0000-7000-8000-000000000000/results"),
         404,
     )
     .await;
     // A flow without an experiment has no variants to compare.
     let none = app
-        .expect(
-            app.req(Method::GET, &format!("{FLOWS}/{plain}/results"))
-                .bearer_auth(&owner),
+        .call(
+            &owner,
+            Method::GET,
+            &format!("{FLOWS}/{plain}/results"),
             200,
         )
         .await;

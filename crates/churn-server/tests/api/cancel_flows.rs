@@ -34,20 +34,11 @@ pub fn flow(name: &str, priority: i64, segment: Value) -> Value {
 }
 
 pub async fn create(app: &TestApp, token: &str, body: &Value) -> Value {
-    app.expect(
-        app.req(Method::POST, FLOWS).bearer_auth(token).json(body),
-        201,
-    )
-    .await["data"]
-        .clone()
+    app.call_json(token, Method::POST, FLOWS, body, 201).await["data"].clone()
 }
 
 pub async fn public_key(app: &TestApp, token: &str) -> String {
-    app.expect(
-        app.req(Method::GET, "/projects/acme").bearer_auth(token),
-        200,
-    )
-    .await["data"]["public_key"]
+    app.call(token, Method::GET, "/projects/acme", 200).await["data"]["public_key"]
         .as_str()
         .unwrap()
         .to_owned()
@@ -100,28 +91,13 @@ async fn flows_are_configured_by_admins_and_read_by_every_role(backend: Backend)
     let path = format!("{FLOWS}/{id}");
 
     // Every role reads.
-    let listed = app
-        .expect(app.req(Method::GET, FLOWS).bearer_auth(&viewer), 200)
-        .await;
+    let listed = app.call(&viewer, Method::GET, FLOWS, 200).await;
     assert_eq!(listed["data"], json!([created]));
-    let read = app
-        .expect(app.req(Method::GET, &path).bearer_auth(&viewer), 200)
-        .await;
+    let read = app.call(&viewer, Method::GET, &path, 200).await;
     assert_eq!(read["data"], created);
 
     // Admins replace the whole flow: what is left out takes its default.
-    let replaced = app
-        .expect(
-            app.req(Method::PUT, &path)
-                .bearer_auth(&owner)
-                .json(&json!({
-                    "name": "Everyone",
-                    "reasons": [{"code": "other", "label": "Other"}],
-                    "active": false,
-                })),
-            200,
-        )
-        .await["data"]
+    let replaced = app.call_json(&owner, Method::PUT, &path, &json!({"name": "Everyone", "reasons": [{"code": "other", "label": "Other"}], "active": false,}), 200).await["data"]
         .clone();
     assert_eq!(replaced["id"], created["id"]);
     assert_eq!(replaced["priority"], 0);
@@ -131,18 +107,7 @@ async fn flows_are_configured_by_admins_and_read_by_every_role(backend: Backend)
     assert_eq!(replaced["created_at"], created["created_at"]);
 
     // Validation names every bad field, the flow's own as the default flow's.
-    let bad = app
-        .expect(
-            app.req(Method::POST, FLOWS).bearer_auth(&owner).json(&json!({
-                "name": " ",
-                "priority": -1,
-                "segment": {"mrr_min": 500, "mrr_max": 100, "billing_interval": "week", "plans": []},
-                "reasons": [{"code": "too_expensive", "label": "a"}],
-                "offers": {"too_expensive": {"kind": "discount", "percent": 95, "months": 3}},
-            })),
-            400,
-        )
-        .await;
+    let bad = app.call_json(&owner, Method::POST, FLOWS, &json!({"name": " ", "priority": -1, "segment": {"mrr_min": 500, "mrr_max": 100, "billing_interval": "week", "plans": []}, "reasons": [{"code": "too_expensive", "label": "a"}], "offers": {"too_expensive": {"kind": "discount", "percent": 95, "months": 3}},}), 400).await;
     assert_eq!(bad["error"]["code"], "VALIDATION_ERROR");
     assert_eq!(
         fields(&bad),
@@ -159,46 +124,22 @@ async fn flows_are_configured_by_admins_and_read_by_every_role(backend: Backend)
     let mut with_variants = flow("A/B", 1, json!({}));
     with_variants["variants"] = json!([{"key": "a", "weight": 50}]);
     let refused = app
-        .expect(
-            app.req(Method::POST, FLOWS)
-                .bearer_auth(&owner)
-                .json(&with_variants),
-            400,
-        )
+        .call_json(&owner, Method::POST, FLOWS, &with_variants, 400)
         .await;
     assert_eq!(fields(&refused), ["variants"]);
 
     // Viewers never write.
     let body = flow("Viewer's", 1, json!({}));
-    app.expect(
-        app.req(Method::POST, FLOWS)
-            .bearer_auth(&viewer)
-            .json(&body),
-        403,
-    )
-    .await;
-    app.expect(
-        app.req(Method::PUT, &path).bearer_auth(&viewer).json(&body),
-        403,
-    )
-    .await;
-    app.expect(app.req(Method::DELETE, &path).bearer_auth(&viewer), 403)
+    app.call_json(&viewer, Method::POST, FLOWS, &body, 403)
         .await;
+    app.call_json(&viewer, Method::PUT, &path, &body, 403).await;
+    app.call(&viewer, Method::DELETE, &path, 403).await;
 
-    app.expect(app.req(Method::DELETE, &path).bearer_auth(&owner), 204)
-        .await;
-    app.expect(app.req(Method::GET, &path).bearer_auth(&owner), 404)
-        .await;
-    app.expect(app.req(Method::DELETE, &path).bearer_auth(&owner), 404)
-        .await;
-    app.expect(
-        app.req(Method::PUT, &path).bearer_auth(&owner).json(&body),
-        404,
-    )
-    .await;
-    let listed = app
-        .expect(app.req(Method::GET, FLOWS).bearer_auth(&owner), 200)
-        .await;
+    app.call(&owner, Method::DELETE, &path, 204).await;
+    app.call(&owner, Method::GET, &path, 404).await;
+    app.call(&owner, Method::DELETE, &path, 404).await;
+    app.call_json(&owner, Method::PUT, &path, &body, 404).await;
+    let listed = app.call(&owner, Method::GET, FLOWS, 200).await;
     assert_eq!(listed["data"], json!([]));
 }
 
@@ -213,45 +154,26 @@ async fn flows_of_another_project_are_not_found(backend: Backend) {
     let other = app.register("owner@globex.io").await.token;
     app.create_project(&other, "Globex").await;
     let theirs = format!("/projects/globex/cancel-flows/{id}");
-    app.expect(app.req(Method::GET, &theirs).bearer_auth(&other), 404)
-        .await;
+    app.call(&other, Method::GET, &theirs, 404).await;
     let body = flow("Taken", 1, json!({}));
-    app.expect(
-        app.req(Method::PUT, &theirs)
-            .bearer_auth(&other)
-            .json(&body),
-        404,
-    )
-    .await;
-    app.expect(app.req(Method::DELETE, &theirs).bearer_auth(&other), 404)
+    app.call_json(&other, Method::PUT, &theirs, &body, 404)
         .await;
+    app.call(&other, Method::DELETE, &theirs, 404).await;
     let listed = app
-        .expect(
-            app.req(Method::GET, "/projects/globex/cancel-flows")
-                .bearer_auth(&other),
-            200,
-        )
+        .call(&other, Method::GET, "/projects/globex/cancel-flows", 200)
         .await;
     assert_eq!(listed["data"], json!([]));
     // Nor does acme's widget route to it from globex's key.
-    let globex_key = app
-        .expect(
-            app.req(Method::GET, "/projects/globex").bearer_auth(&other),
-            200,
-        )
-        .await["data"]["public_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let globex_key =
+        app.call(&other, Method::GET, "/projects/globex", 200).await["data"]["public_key"]
+            .as_str()
+            .unwrap()
+            .to_owned();
     let shown = config(&app, &globex_key, &[("plan_name", "Pro")]).await;
     assert_eq!(shown["flow_id"], Value::Null);
     // Acme's flow is untouched.
-    app.expect(
-        app.req(Method::GET, &format!("{FLOWS}/{id}"))
-            .bearer_auth(&owner),
-        200,
-    )
-    .await;
+    app.call(&owner, Method::GET, &format!("{FLOWS}/{id}"), 200)
+        .await;
 }
 
 async fn the_widget_is_routed_by_segment_and_priority(backend: Backend) {
@@ -262,11 +184,7 @@ async fn the_widget_is_routed_by_segment_and_priority(backend: Backend) {
     // Without flows: the default flow, as before, with `flow_id` and `variant` null (and no
     // session, without a customer).
     let default = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/cancel-flow")
-                .bearer_auth(&owner),
-            200,
-        )
+        .call(&owner, Method::GET, "/projects/acme/cancel-flow", 200)
         .await["data"]
         .clone();
     let mut expected = default.clone();
@@ -344,10 +262,11 @@ async fn the_widget_is_routed_by_segment_and_priority(backend: Backend) {
     // Once active, the flow for everyone comes first.
     let mut active = everyone.clone();
     active["active"] = json!(true);
-    app.expect(
-        app.req(Method::PUT, &format!("{FLOWS}/{everyone_id}"))
-            .bearer_auth(&owner)
-            .json(&active),
+    app.call_json(
+        &owner,
+        Method::PUT,
+        &format!("{FLOWS}/{everyone_id}"),
+        &active,
         200,
     )
     .await;
@@ -397,11 +316,7 @@ async fn bad_customer_facts_are_named(backend: Backend) {
         .await;
     assert_eq!(fields(&bad), ["billing_interval", "properties"]);
     let events = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/churn-events")
-                .bearer_auth(&owner),
-            200,
-        )
+        .call(&owner, Method::GET, "/projects/acme/churn-events", 200)
         .await;
     assert_eq!(events["data"], json!([]), "nothing stored");
 }
@@ -498,14 +413,7 @@ async fn the_outcome_webhook_names_the_flow(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    app.expect(
-        app.req(Method::POST, "/projects/acme/webhook-endpoints")
-            .bearer_auth(&owner)
-            .json(&json!({"url": format!("{}/hooks", receiver.base),
-                "event_types": ["cancel_flow.saved", "cancel_flow.cancelled"]})),
-        201,
-    )
-    .await;
+    app.call_json(&owner, Method::POST, "/projects/acme/webhook-endpoints", &json!({"url": format!("{}/hooks", receiver.base), "event_types": ["cancel_flow.saved", "cancel_flow.cancelled"]}), 201).await;
     for (plan, accepted) in [("Pro", true), ("Basic", false)] {
         let body = json!({"customer_email": DANA, "reason": "too_expensive",
             "offer_accepted": accepted, "plan_name": plan});

@@ -9,7 +9,7 @@ use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::cancel_flow::{identity_secret, owned_by, pairs, signed};
-use crate::helpers::{Backend, TestApp, acme_owner, fields};
+use crate::helpers::{Backend, TestApp, acme_owner, configure, fields};
 use crate::webhooks::{Setup, setup};
 use churn_core::both_backends;
 
@@ -29,14 +29,7 @@ const DANA: &str = "dana@customer.example";
 const NOW_UNIX: i64 = 1_772_359_200;
 
 async fn set_clock(s: &Setup) {
-    s.app
-        .expect(
-            s.app
-                .req(Method::POST, "/dev/clock")
-                .json(&json!({"set": "2026-03-01T10:00:00.000Z"})),
-            200,
-        )
-        .await;
+    crate::helpers::set_clock(&s.app, "2026-03-01T10:00:00.000Z").await;
 }
 
 /// Lets a customer accept one offer after another (the default cooldown refuses it): for
@@ -45,39 +38,9 @@ pub(crate) async fn without_offer_cooldown(app: &TestApp, token: &str) {
     configure(app, token, json!({"offer_cooldown_days": 0})).await;
 }
 
-async fn configure(app: &TestApp, token: &str, settings: Value) {
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(token)
-            .json(&json!({ "settings": settings })),
-        200,
-    )
-    .await;
-}
-
 /// The default flow with one offer of each new kind.
 async fn new_offers_flow(app: &TestApp, token: &str) {
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/cancel-flow")
-            .bearer_auth(token)
-            .json(&json!({
-                "reasons": [
-                    {"code": "too_expensive", "label": "Too expensive"},
-                    {"code": "not_using_enough", "label": "Not using it"},
-                    {"code": "missing_features", "label": "Missing features"},
-                    {"code": "poor_support", "label": "Support"},
-                    {"code": "other", "label": "Other"},
-                ],
-                "offers": {
-                    "too_expensive": {"kind": "plan_change", "plan": "Starter", "price_id": "price_starter"},
-                    "not_using_enough": {"kind": "trial_extension", "days": 7},
-                    "missing_features": {"kind": "redirect", "url": "https://acme.io/roadmap", "label": "See the roadmap"},
-                    "poor_support": {"kind": "contact", "email": "help@acme.io"},
-                },
-            })),
-        200,
-    )
-    .await;
+    app.call_json(token, Method::PUT, "/projects/acme/cancel-flow", &json!({"reasons": [{"code": "too_expensive", "label": "Too expensive"}, {"code": "not_using_enough", "label": "Not using it"}, {"code": "missing_features", "label": "Missing features"}, {"code": "poor_support", "label": "Support"}, {"code": "other", "label": "Other"},], "offers": {"too_expensive": {"kind": "plan_change", "plan": "Starter", "price_id": "price_starter"}, "not_using_enough": {"kind": "trial_extension", "days": 7}, "missing_features": {"kind": "redirect", "url": "https://acme.io/roadmap", "label": "See the roadmap"}, "poor_support": {"kind": "contact", "email": "help@acme.io"},},}), 200).await;
 }
 
 /// Answers `GET /v1/subscriptions/{sub}?expand[]=customer` with Dana's subscription, its
@@ -303,14 +266,7 @@ async fn new_offers_are_not_applied_through_razorpay(backend: Backend) {
     let s = setup(backend).await;
     new_offers_flow(&s.app, &s.token).await;
     without_offer_cooldown(&s.app, &s.token).await;
-    s.app
-        .expect(
-            s.app
-                .req(Method::DELETE, "/projects/acme/providers/stripe")
-                .bearer_auth(&s.token),
-            204,
-        )
-        .await;
+    s.disconnect_stripe().await;
     for reason in ["too_expensive", "not_using_enough"] {
         let saved = s.submit(accepted(reason, "sub_rzp_1")).await;
         assert_eq!(saved["status"], "recovered");
@@ -385,21 +341,17 @@ async fn every_new_field_is_validated(backend: Backend) {
     assert_eq!(error["error"]["code"], "VALIDATION_ERROR");
     for days in [-1, 3651] {
         let error = app
-            .expect(
-                app.req(Method::PATCH, "/projects/acme")
-                    .bearer_auth(&token)
-                    .json(&json!({"settings": {"offer_cooldown_days": days}})),
+            .call_json(
+                &token,
+                Method::PATCH,
+                "/projects/acme",
+                &json!({"settings": {"offer_cooldown_days": days}}),
                 400,
             )
             .await;
         assert_eq!(fields(&error), ["settings.offer_cooldown_days"]);
     }
-    let project = app
-        .expect(
-            app.req(Method::GET, "/projects/acme").bearer_auth(&token),
-            200,
-        )
-        .await;
+    let project = app.call(&token, Method::GET, "/projects/acme", 200).await;
     assert_eq!(project["data"]["settings"]["offer_cooldown_days"], 180);
     configure(&app, &token, json!({"offer_cooldown_days": 3650})).await;
 
@@ -504,10 +456,11 @@ async fn compliance_mode_is_kept_on_default_and_segmented_flows(backend: Backend
     );
     let reasons = json!([{"code": "other", "label": "Other"}]);
     let set = app
-        .expect(
-            app.req(Method::PUT, "/projects/acme/cancel-flow")
-                .bearer_auth(&token)
-                .json(&json!({"reasons": reasons, "compliance_mode": true})),
+        .call_json(
+            &token,
+            Method::PUT,
+            "/projects/acme/cancel-flow",
+            &json!({"reasons": reasons, "compliance_mode": true}),
             200,
         )
         .await;
@@ -516,17 +469,7 @@ async fn compliance_mode_is_kept_on_default_and_segmented_flows(backend: Backend
         flow("/projects/acme/cancel-flow").await["data"]["compliance_mode"],
         true
     );
-    let created = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/cancel-flows")
-                .bearer_auth(&token)
-                .json(
-                    &json!({"name": "Yearly", "reasons": reasons, "compliance_mode": true,
-                    "segment": {"billing_interval": "year"}}),
-                ),
-            201,
-        )
-        .await;
+    let created = app.call_json(&token, Method::POST, "/projects/acme/cancel-flows", &json!({"name": "Yearly", "reasons": reasons, "compliance_mode": true, "segment": {"billing_interval": "year"}}), 201).await;
     assert_eq!(created["data"]["compliance_mode"], true);
     let id = created["data"]["id"].as_str().unwrap();
     let public = flow("/projects/acme").await["data"]["public_key"]
@@ -540,10 +483,11 @@ async fn compliance_mode_is_kept_on_default_and_segmented_flows(backend: Backend
     assert_eq!(config["data"]["flow_id"], id);
     assert_eq!(config["data"]["compliance_mode"], true);
     let replaced = app
-        .expect(
-            app.req(Method::PUT, &format!("/projects/acme/cancel-flows/{id}"))
-                .bearer_auth(&token)
-                .json(&json!({"name": "Yearly", "reasons": reasons})),
+        .call_json(
+            &token,
+            Method::PUT,
+            &format!("/projects/acme/cancel-flows/{id}"),
+            &json!({"name": "Yearly", "reasons": reasons}),
             200,
         )
         .await;

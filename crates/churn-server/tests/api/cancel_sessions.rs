@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::cancel_flow::{acme_keys, identity_secret, signed};
 use crate::dashboard_analytics::table_rows;
 use crate::dashboard_client::Browser;
-use crate::helpers::{Backend, TestApp, acme_owner, fields};
+use crate::helpers::{Backend, TestApp, acme_owner, advance, fields};
 use churn_core::both_backends;
 
 both_backends!(
@@ -31,12 +31,8 @@ impl<'a> Widget<'a> {
         let public = if slug == "acme" {
             acme_keys(app, token).await.0
         } else {
-            app.expect(
-                app.req(Method::GET, &format!("/projects/{slug}"))
-                    .bearer_auth(token),
-                200,
-            )
-            .await["data"]["public_key"]
+            app.call(token, Method::GET, &format!("/projects/{slug}"), 200)
+                .await["data"]["public_key"]
                 .as_str()
                 .unwrap()
                 .to_owned()
@@ -122,28 +118,14 @@ impl<'a> Widget<'a> {
 
 /// A flow with an offer for `too_expensive` and none for `missing_features`.
 async fn put_flow(app: &TestApp, token: &str, slug: &str) {
-    app.expect(
-        app.req(Method::PUT, &format!("/projects/{slug}/cancel-flow"))
-            .bearer_auth(token)
-            .json(&json!({
-                "reasons": [
-                    {"code": "too_expensive", "label": "Too pricey"},
-                    {"code": "missing_features", "label": "Missing something"},
-                ],
-                "offers": {"too_expensive": {"kind": "discount", "percent": 20, "months": 3}},
-            })),
-        200,
-    )
-    .await;
+    app.call_json(token, Method::PUT, &format!("/projects/{slug}/cancel-flow"), &json!({"reasons": [{"code": "too_expensive", "label": "Too pricey"}, {"code": "missing_features", "label": "Missing something"},], "offers": {"too_expensive": {"kind": "discount", "percent": 20, "months": 3}},}), 200).await;
 }
 
 async fn sessions(app: &TestApp, token: &str, query: &str) -> Value {
-    app.expect(
-        app.req(
-            Method::GET,
-            &format!("/projects/acme/cancel-flow/sessions{query}"),
-        )
-        .bearer_auth(token),
+    app.call(
+        token,
+        Method::GET,
+        &format!("/projects/acme/cancel-flow/sessions{query}"),
         200,
     )
     .await
@@ -157,15 +139,6 @@ async fn session(app: &TestApp, token: &str, id: &str) -> Value {
         .find(|s| s["id"] == id)
         .cloned()
         .unwrap_or_else(|| panic!("no session {id}"))
-}
-
-async fn advance(app: &TestApp, seconds: i64) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": seconds})),
-        200,
-    )
-    .await;
 }
 
 async fn each_step_moves_a_session_forward_only(backend: Backend) {
@@ -263,10 +236,11 @@ async fn another_projects_or_a_forged_session_moves_nothing(backend: Backend) {
     put_flow(&app, &token, "acme").await;
     let intruder = app.register("mallory@example.com").await;
     let elsewhere = app
-        .expect(
-            app.req(Method::POST, "/projects")
-                .bearer_auth(&intruder.token)
-                .json(&json!({"name": "Elsewhere"})),
+        .call_json(
+            &intruder.token,
+            Method::POST,
+            "/projects",
+            &json!({"name": "Elsewhere"}),
             201,
         )
         .await;
@@ -305,9 +279,10 @@ async fn another_projects_or_a_forged_session_moves_nothing(backend: Backend) {
     assert_eq!(untouched["reason"], Value::Null);
     for (token, slug) in [(&token, "acme"), (&intruder.token, slug.as_str())] {
         let listed = app
-            .expect(
-                app.req(Method::GET, &format!("/projects/{slug}/churn-events"))
-                    .bearer_auth(token),
+            .call(
+                token,
+                Method::GET,
+                &format!("/projects/{slug}/churn-events"),
                 200,
             )
             .await;
@@ -315,12 +290,10 @@ async fn another_projects_or_a_forged_session_moves_nothing(backend: Backend) {
     }
     // The other project lists none of acme's sessions.
     let theirs = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/{slug}/cancel-flow/sessions"),
-            )
-            .bearer_auth(&intruder.token),
+        .call(
+            &intruder.token,
+            Method::GET,
+            &format!("/projects/{slug}/cancel-flow/sessions"),
             200,
         )
         .await;
@@ -336,12 +309,10 @@ async fn the_funnel_counts_sessions_abandoned_on_the_test_clock(backend: Backend
         let app = &app;
         let token = &token;
         async move {
-            app.expect(
-                app.req(
-                    Method::GET,
-                    &format!("/projects/acme/analytics/cancel-flow{query}"),
-                )
-                .bearer_auth(token),
+            app.call(
+                token,
+                Method::GET,
+                &format!("/projects/acme/analytics/cancel-flow{query}"),
                 200,
             )
             .await["data"]
@@ -358,14 +329,7 @@ async fn the_funnel_counts_sessions_abandoned_on_the_test_clock(backend: Backend
 
     // The MRR a reason counts is each customer's latest churn event's: erin has one from
     // before, and none from the flow, since her session is abandoned.
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-events")
-            .bearer_auth(&token)
-            .json(&json!({"customer_email": "erin@customer.example",
-                "event_type": "cancellation", "mrr": 7000})),
-        201,
-    )
-    .await;
+    app.call_json(&token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": "erin@customer.example", "event_type": "cancellation", "mrr": 7000}), 201).await;
     // a: offer shown and taken; b: offer declined; c: a reason without offer, cancelled;
     // d: offer shown, then left; e: opened, then left.
     let a = w.open("a@customer.example").await;
@@ -460,9 +424,10 @@ async fn the_funnel_counts_sessions_abandoned_on_the_test_clock(backend: Backend
     );
     assert_eq!(funnel("?days=7").await["sessions"], 6);
     let bad = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/analytics/cancel-flow?days=0")
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            "/projects/acme/analytics/cancel-flow?days=0",
             400,
         )
         .await;
@@ -494,12 +459,10 @@ async fn the_funnel_counts_sessions_abandoned_on_the_test_clock(backend: Backend
     // Newest first: the last page holds the first sessions opened.
     assert_eq!(page["data"][1]["id"], a.as_str());
     let bad = app
-        .expect(
-            app.req(
-                Method::GET,
-                "/projects/acme/cancel-flow/sessions?status=lost",
-            )
-            .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            "/projects/acme/cancel-flow/sessions?status=lost",
             400,
         )
         .await;

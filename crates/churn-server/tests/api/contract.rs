@@ -6,7 +6,9 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, acme_owner, acme_with_key, event_with_variants, fields};
+use crate::helpers::{
+    Backend, TestApp, acme_owner, acme_with_key, event_with_variants, fields, send_variant,
+};
 use churn_core::both_backends;
 
 both_backends!(
@@ -35,12 +37,11 @@ async fn every_unknown_key_is_named(backend: Backend) {
 
     let token = acme_owner(&app).await;
     let nested = app
-        .expect(
-            app.req(Method::PATCH, "/projects/acme")
-                .bearer_auth(&token)
-                .json(
-                    &json!({"colour": "red", "settings": {"tone": 1, "autopilot": {"speed": 2}}}),
-                ),
+        .call_json(
+            &token,
+            Method::PATCH,
+            "/projects/acme",
+            &json!({"colour": "red", "settings": {"tone": 1, "autopilot": {"speed": 2}}}),
             400,
         )
         .await;
@@ -105,10 +106,11 @@ async fn types_are_named_in_words(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
     let wrong = app
-        .expect(
-            app.req(Method::PUT, "/projects/acme/churn-risk/config")
-                .bearer_auth(&token)
-                .json(&json!({"risk_threshold": "high"})),
+        .call_json(
+            &token,
+            Method::PUT,
+            "/projects/acme/churn-risk/config",
+            &json!({"risk_threshold": "high"}),
             400,
         )
         .await;
@@ -118,10 +120,11 @@ async fn types_are_named_in_words(backend: Backend) {
         (json!({"enabled": "yes"}), "expected a boolean"),
     ] {
         let refused = app
-            .expect(
-                app.req(Method::PUT, "/projects/acme/churn-risk/config")
-                    .bearer_auth(&token)
-                    .json(&body),
+            .call_json(
+                &token,
+                Method::PUT,
+                "/projects/acme/churn-risk/config",
+                &body,
                 400,
             )
             .await;
@@ -129,10 +132,11 @@ async fn types_are_named_in_words(backend: Backend) {
         assert!(message.contains(words), "{message}");
     }
     let settings = app
-        .expect(
-            app.req(Method::PATCH, "/projects/acme")
-                .bearer_auth(&token)
-                .json(&json!({"settings": "cheap"})),
+        .call_json(
+            &token,
+            Method::PATCH,
+            "/projects/acme",
+            &json!({"settings": "cheap"}),
             400,
         )
         .await;
@@ -146,17 +150,19 @@ async fn suppression_pages_beyond_u32_are_refused(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
     let refused = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/suppressions?page=4294967296")
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            "/projects/acme/suppressions?page=4294967296",
             400,
         )
         .await;
     assert_eq!(fields(&refused), ["page"]);
     let last = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/suppressions?page=4294967295")
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            "/projects/acme/suppressions?page=4294967295",
             200,
         )
         .await;
@@ -251,42 +257,37 @@ async fn addresses_the_mail_library_refuses_are_refused_at_entry(backend: Backen
         "dana@-shop.io",
     ] {
         let refused = app
-            .expect(
-                app.req(Method::POST, "/projects/acme/churn-events")
-                    .bearer_auth(&token)
-                    .json(&json!({"customer_email": bad, "event_type": "cancellation"})),
+            .call_json(
+                &token,
+                Method::POST,
+                "/projects/acme/churn-events",
+                &json!({"customer_email": bad, "event_type": "cancellation"}),
                 400,
             )
             .await;
         assert_eq!(fields(&refused), ["customer_email"], "{bad}");
         let refused = app
-            .expect(
-                app.req(Method::PATCH, "/projects/acme")
-                    .bearer_auth(&token)
-                    .json(&json!({"support_email": bad})),
+            .call_json(
+                &token,
+                Method::PATCH,
+                "/projects/acme",
+                &json!({"support_email": bad}),
                 400,
             )
             .await;
         assert_eq!(fields(&refused), ["support_email"], "{bad}");
     }
     // What is accepted can be sent: the email is handed over.
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&token)
-            .json(&json!({"support_email": "help+desk@shop.io"})),
+    app.call_json(
+        &token,
+        Method::PATCH,
+        "/projects/acme",
+        &json!({"support_email": "help+desk@shop.io"}),
         200,
     )
     .await;
     let (id, vid) = event_with_variants(&app, &token, "o'brien+x@shop.io").await;
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
-        )
-        .bearer_auth(&token),
-        200,
-    )
-    .await;
+    send_variant(&app, &token, &id, &vid, 200).await;
 }
 
 async fn styles_that_load_something_are_stripped_from_edited_bodies(backend: Backend) {
@@ -296,13 +297,11 @@ async fn styles_that_load_something_are_stripped_from_edited_bodies(backend: Bac
     let body = "<p style=\"background: url(https://t.example/p.gif)\">Hello</p>\
                 <p style=\"color: #333\">Dana</p>";
     let edited = app
-        .expect(
-            app.req(
-                Method::PATCH,
-                &format!("/projects/acme/churn-events/{id}/variants/{vid}"),
-            )
-            .bearer_auth(&token)
-            .json(&json!({"body": body})),
+        .call_json(
+            &token,
+            Method::PATCH,
+            &format!("/projects/acme/churn-events/{id}/variants/{vid}"),
+            &json!({"body": body}),
             200,
         )
         .await;

@@ -52,10 +52,11 @@ async fn error_bodies(backend: Backend) {
     insta::assert_json_snapshot!("unsupported_media_type", not_json);
     let huge = "x".repeat(1024 * 1024 + 1);
     let too_large = app
-        .expect(
-            app.req(Method::POST, "/projects")
-                .bearer_auth(&s.token)
-                .json(&json!({"name": huge})),
+        .call_json(
+            &s.token,
+            Method::POST,
+            "/projects",
+            &json!({"name": huge}),
             413,
         )
         .await;
@@ -63,23 +64,13 @@ async fn error_bodies(backend: Backend) {
 
     let unauthorized = app.expect(app.req(Method::GET, "/projects"), 401).await;
     insta::assert_json_snapshot!("unauthorized", unauthorized);
-    let not_found = app
-        .expect(
-            app.req(Method::GET, "/projects/nope").bearer_auth(&s.token),
-            404,
-        )
-        .await;
+    let not_found = app.call(&s.token, Method::GET, "/projects/nope", 404).await;
     insta::assert_json_snapshot!("project_not_found", not_found);
     let no_route = app
         .expect(app.req(Method::GET, "/no/such/route"), 404)
         .await;
     insta::assert_json_snapshot!("no_route", no_route);
-    let method = app
-        .expect(
-            app.req(Method::DELETE, "/auth/me").bearer_auth(&s.token),
-            405,
-        )
-        .await;
+    let method = app.call(&s.token, Method::DELETE, "/auth/me", 405).await;
     insta::assert_json_snapshot!("method_not_allowed", method);
     let conflict = app
         .expect(

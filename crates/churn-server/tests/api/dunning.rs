@@ -68,13 +68,7 @@ impl Setup {
 
     pub(crate) async fn only_failure(&self) -> Value {
         let list = self
-            .app
-            .expect(
-                self.app
-                    .req(Method::GET, "/projects/acme/payment-failures")
-                    .bearer_auth(&self.token),
-                200,
-            )
+            .call(Method::GET, "/projects/acme/payment-failures", 200)
             .await;
         let id = list["data"]["failures"][0]["id"]
             .as_str()
@@ -84,17 +78,12 @@ impl Setup {
     }
 
     pub(crate) async fn detail(&self, id: &str) -> Value {
-        self.app
-            .expect(
-                self.app
-                    .req(
-                        Method::GET,
-                        &format!("/projects/acme/payment-failures/{id}"),
-                    )
-                    .bearer_auth(&self.token),
-                200,
-            )
-            .await["data"]
+        self.call(
+            Method::GET,
+            &format!("/projects/acme/payment-failures/{id}"),
+            200,
+        )
+        .await["data"]
             .clone()
     }
 
@@ -266,13 +255,7 @@ async fn a_soft_decline_an_error_then_success(backend: Backend) {
     s.app.run_jobs().await;
     assert_eq!(s.pay_keys().await.len(), 3, "nothing after recovery");
     let stats = s
-        .app
-        .expect(
-            s.app
-                .req(Method::GET, "/projects/acme/payment-failures/stats")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(Method::GET, "/projects/acme/payment-failures/stats", 200)
         .await;
     assert_eq!(
         stats["data"],
@@ -319,14 +302,9 @@ async fn hard_declines_advice_codes_and_exhaustion(backend: Backend) {
         s.advance_hours(1).await;
     }
     let list = s
-        .app
-        .expect(
-            s.app
-                .req(
-                    Method::GET,
-                    "/projects/acme/payment-failures?status=abandoned",
-                )
-                .bearer_auth(&s.token),
+        .call(
+            Method::GET,
+            "/projects/acme/payment-failures?status=abandoned",
             200,
         )
         .await;
@@ -362,14 +340,9 @@ async fn hard_declines_advice_codes_and_exhaustion(backend: Backend) {
     .await;
     s.app.run_jobs().await;
     let list = s
-        .app
-        .expect(
-            s.app
-                .req(
-                    Method::GET,
-                    "/projects/acme/payment-failures?status=abandoned&per_page=1",
-                )
-                .bearer_auth(&s.token),
+        .call(
+            Method::GET,
+            "/projects/acme/payment-failures?status=abandoned&per_page=1",
             200,
         )
         .await;
@@ -389,13 +362,7 @@ async fn hard_declines_advice_codes_and_exhaustion(backend: Backend) {
         .unwrap();
     assert!(to_lars.contains("your card has expired"));
     let stats = s
-        .app
-        .expect(
-            s.app
-                .req(Method::GET, "/projects/acme/payment-failures/stats")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(Method::GET, "/projects/acme/payment-failures/stats", 200)
         .await;
     assert_eq!(
         (&stats["data"]["recovery_rate"], &stats["data"]["abandoned"]),
@@ -444,40 +411,25 @@ async fn manual_retries(backend: Backend) {
     );
     assert_eq!(retry(409).await["error"]["code"], "CONFLICT");
     // Another project's id is 404; Razorpay retries itself: 400.
-    s.app
-        .expect(
-            s.app
-                .req(
-                    Method::POST,
-                    "/projects/acme/payment-failures/00000000-0000-0000-0000-000000000000/retry",
-                )
-                .bearer_auth(&s.token),
-            404,
-        )
-        .await;
+    s.call(
+        Method::POST,
+        "/projects/acme/payment-failures/00000000-0000-0000-0000-000000000000/retry",
+        404,
+    )
+    .await;
     s.send_b("evt_b1", &fixture("b_payment_failed")).await;
     let list = s
-        .app
-        .expect(
-            s.app
-                .req(
-                    Method::GET,
-                    "/projects/acme/payment-failures?status=failing",
-                )
-                .bearer_auth(&s.token),
+        .call(
+            Method::GET,
+            "/projects/acme/payment-failures?status=failing",
             200,
         )
         .await;
     let b = list["data"]["failures"][0]["id"].as_str().unwrap();
     let refused = s
-        .app
-        .expect(
-            s.app
-                .req(
-                    Method::POST,
-                    &format!("/projects/acme/payment-failures/{b}/retry"),
-                )
-                .bearer_auth(&s.token),
+        .call(
+            Method::POST,
+            &format!("/projects/acme/payment-failures/{b}/retry"),
             400,
         )
         .await;
@@ -493,14 +445,9 @@ async fn manual_retries(backend: Backend) {
     s.send_a(&third.to_string(), 200).await;
     s.pay_answers("in_third", paid("in_third")).await;
     let failing = s
-        .app
-        .expect(
-            s.app
-                .req(
-                    Method::GET,
-                    "/projects/acme/payment-failures?status=failing&per_page=100",
-                )
-                .bearer_auth(&s.token),
+        .call(
+            Method::GET,
+            "/projects/acme/payment-failures?status=failing&per_page=100",
             200,
         )
         .await;
@@ -514,14 +461,9 @@ async fn manual_retries(backend: Backend) {
         .unwrap()
         .to_owned();
     let answer = s
-        .app
-        .expect(
-            s.app
-                .req(
-                    Method::POST,
-                    &format!("/projects/acme/payment-failures/{third_id}/retry"),
-                )
-                .bearer_auth(&s.token),
+        .call(
+            Method::POST,
+            &format!("/projects/acme/payment-failures/{third_id}/retry"),
             200,
         )
         .await;
@@ -583,14 +525,9 @@ async fn custom_retry_url_and_razorpay_reminders(backend: Backend) {
         s.app.run_jobs().await;
     }
     let list = s
-        .app
-        .expect(
-            s.app
-                .req(
-                    Method::GET,
-                    "/projects/acme/payment-failures?status=abandoned",
-                )
-                .bearer_auth(&s.token),
+        .call(
+            Method::GET,
+            "/projects/acme/payment-failures?status=abandoned",
             200,
         )
         .await;
@@ -622,14 +559,7 @@ async fn custom_retry_calls_carry_both_signatures_after_a_rotation(backend: Back
         .mount(&s.fake.mock)
         .await;
     let old = s.webhook_secret().await;
-    s.app
-        .expect(
-            s.app
-                .req(Method::POST, "/projects/acme/webhook-secret/rotate")
-                .bearer_auth(&s.token),
-            200,
-        )
-        .await;
+    s.rotate_webhook_secret().await;
     let new = s.webhook_secret().await;
     s.send_custom(
         json!({"id": "c1", "type": "payment.failed", "customer_email": "ada@example.com",
@@ -668,13 +598,7 @@ async fn custom_retry_calls_carry_both_signatures_after_a_rotation(backend: Back
 async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(backend: Backend) {
     let s = setup(backend).await;
     let config = s
-        .app
-        .expect(
-            s.app
-                .req(Method::GET, "/projects/acme/dunning-config")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(Method::GET, "/projects/acme/dunning-config", 200)
         .await;
     assert_eq!(
         config["data"],

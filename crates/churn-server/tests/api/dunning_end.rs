@@ -40,13 +40,7 @@ impl Setup {
     /// Every record, by customer email.
     async fn failures_by_email(&self) -> Vec<(String, Value)> {
         let list = self
-            .app
-            .expect(
-                self.app
-                    .req(Method::GET, "/projects/acme/payment-failures")
-                    .bearer_auth(&self.token),
-                200,
-            )
+            .call(Method::GET, "/projects/acme/payment-failures", 200)
             .await;
         list["data"]["failures"]
             .as_array()

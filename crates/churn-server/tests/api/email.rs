@@ -11,7 +11,9 @@ use mailin_embedded::{Handler, Response, Server, response};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner as owner, event_with_variants};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner as owner, event_with_variants, send_variant, variant_of,
+};
 use churn_core::both_backends;
 
 both_backends!(
@@ -74,23 +76,7 @@ pub(crate) fn start_smtp() -> (u16, Arc<Mutex<Vec<String>>>) {
 }
 
 async fn variant_status(app: &TestApp, token: &str, id: &str, vid: &str) -> Value {
-    let list = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/churn-events/{id}/variants"),
-            )
-            .bearer_auth(token),
-            200,
-        )
-        .await;
-    list["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["id"] == vid)
-        .unwrap()["status"]
-        .clone()
+    variant_of(app, token, id, vid).await["status"].clone()
 }
 
 async fn smtp_delivers_and_records_bounces(backend: Backend) {
@@ -103,16 +89,7 @@ async fn smtp_delivers_and_records_bounces(backend: Backend) {
     let token = owner(&app).await;
 
     let (id, vid) = event_with_variants(&app, &token, "dana@northwind.example").await;
-    let sent = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
-            )
-            .bearer_auth(&token),
-            200,
-        )
-        .await;
+    let sent = send_variant(&app, &token, &id, &vid, 200).await;
     let message_id = sent["data"]["message_id"].as_str().unwrap().to_owned();
     let messages = received.lock().unwrap().clone();
     assert_eq!(messages.len(), 1);
@@ -133,22 +110,14 @@ async fn smtp_delivers_and_records_bounces(backend: Backend) {
 
     // A permanent refusal of the recipient: 502, and the variant is marked bounced.
     let (id, vid) = event_with_variants(&app, &token, "bounce@northwind.example").await;
-    let refused = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
-            )
-            .bearer_auth(&token),
-            502,
-        )
-        .await;
+    let refused = send_variant(&app, &token, &id, &vid, 502).await;
     assert_eq!(refused["error"]["code"], "UPSTREAM_ERROR");
     assert_eq!(variant_status(&app, &token, &id, &vid).await, "bounced");
     let event = app
-        .expect(
-            app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}"),
             200,
         )
         .await;
@@ -172,20 +141,13 @@ async fn smtp_delivers_and_records_bounces(backend: Backend) {
     .await;
     let token = owner(&app).await;
     let (id, vid) = event_with_variants(&app, &token, "dana@northwind.example").await;
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
-        )
-        .bearer_auth(&token),
-        502,
-    )
-    .await;
+    send_variant(&app, &token, &id, &vid, 502).await;
     assert_eq!(variant_status(&app, &token, &id, &vid).await, "draft");
     let event = app
-        .expect(
-            app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}"),
             200,
         )
         .await;
@@ -266,22 +228,13 @@ async fn llm_answers_are_used_and_failures_fall_back(backend: Backend) {
     )
     .await;
     let token = owner(&app).await;
-    let event = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/churn-events")
-                .bearer_auth(&token)
-                .json(&json!({"customer_email": "dana@x.io", "customer_name": "Dana", "event_type": "cancellation", "cancel_reason": "too_expensive"})),
-            201,
-        )
-        .await;
+    let event = app.call_json(&token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": "dana@x.io", "customer_name": "Dana", "event_type": "cancellation", "cancel_reason": "too_expensive"}), 201).await;
     let id = event["data"]["id"].as_str().unwrap();
     let generated = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/generate"),
-            )
-            .bearer_auth(&token),
+        .call(
+            &token,
+            Method::POST,
+            &format!("/projects/acme/churn-events/{id}/generate"),
             200,
         )
         .await;

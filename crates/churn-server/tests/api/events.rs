@@ -1,7 +1,10 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner as owner};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner as owner, advance, login, mark_recovered,
+    rotate_secret_key, variant_of,
+};
 use churn_core::both_backends;
 
 both_backends!(
@@ -26,10 +29,11 @@ both_backends!(
 );
 
 async fn create_event(app: &TestApp, token: &str, body: Value) -> Value {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-events")
-            .bearer_auth(token)
-            .json(&body),
+    app.call_json(
+        token,
+        Method::POST,
+        "/projects/acme/churn-events",
+        &body,
         201,
     )
     .await["data"]
@@ -37,12 +41,10 @@ async fn create_event(app: &TestApp, token: &str, body: Value) -> Value {
 }
 
 async fn generate(app: &TestApp, token: &str, id: &str) -> Value {
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{id}/generate"),
-        )
-        .bearer_auth(token),
+    app.call(
+        token,
+        Method::POST,
+        &format!("/projects/acme/churn-events/{id}/generate"),
         200,
     )
     .await["data"]
@@ -79,15 +81,6 @@ fn outbox(app: &TestApp) -> Vec<String> {
     mails
 }
 
-async fn advance(app: &TestApp, seconds: i64) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": seconds})),
-        200,
-    )
-    .await;
-}
-
 async fn run_jobs(app: &TestApp) -> u64 {
     app.expect(app.req(Method::POST, "/dev/jobs/run"), 200)
         .await["data"]["ran"]
@@ -115,11 +108,7 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
 
     // Sending before generating: the event's status decides, whatever the variant id.
     let early = app
-        .expect(
-            app.req(Method::POST, &send_path(id, "no-such-variant"))
-                .bearer_auth(&token),
-            400,
-        )
+        .call(&token, Method::POST, &send_path(id, "no-such-variant"), 400)
         .await;
     assert_eq!(
         early["error"]["message"],
@@ -173,12 +162,10 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
     assert_eq!(pause["offer"]["kind"], "pause");
 
     let again = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/generate"),
-            )
-            .bearer_auth(&token),
+        .call(
+            &token,
+            Method::POST,
+            &format!("/projects/acme/churn-events/{id}/generate"),
             400,
         )
         .await;
@@ -188,12 +175,10 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
     );
 
     let listed = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/churn-events/{id}/variants"),
-            )
-            .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}/variants"),
             200,
         )
         .await;
@@ -201,19 +186,11 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
 
     let vid = best["id"].as_str().unwrap();
     let unknown = app
-        .expect(
-            app.req(Method::POST, &send_path(id, "nope"))
-                .bearer_auth(&token),
-            404,
-        )
+        .call(&token, Method::POST, &send_path(id, "nope"), 404)
         .await;
     assert_eq!(unknown["error"]["message"], "variant not found");
     let sent = app
-        .expect(
-            app.req(Method::POST, &send_path(id, vid))
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::POST, &send_path(id, vid), 200)
         .await["data"]
         .clone();
     assert_eq!(sent["variant_id"], vid);
@@ -221,11 +198,7 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
     assert_eq!(sent["recipient"], "dana@northwind.example");
     assert!(sent["sent_at"].as_str().unwrap().ends_with('Z'));
     let twice = app
-        .expect(
-            app.req(Method::POST, &send_path(id, vid))
-                .bearer_auth(&token),
-            409,
-        )
+        .call(&token, Method::POST, &send_path(id, vid), 409)
         .await;
     assert_eq!(twice["error"]["code"], "CONFLICT");
 
@@ -249,9 +222,10 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
     );
 
     let detail = app
-        .expect(
-            app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}"),
             200,
         )
         .await["data"]
@@ -267,20 +241,14 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    app.expect(
-        app.req(Method::POST, &send_path(id, &other))
-            .bearer_auth(&token),
-        200,
-    )
-    .await;
+    app.call(&token, Method::POST, &send_path(id, &other), 200)
+        .await;
 
     let recovered = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/recovered"),
-            )
-            .bearer_auth(&token),
+        .call(
+            &token,
+            Method::POST,
+            &format!("/projects/acme/churn-events/{id}/recovered"),
             200,
         )
         .await["data"]
@@ -289,12 +257,10 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
     assert_eq!(recovered["recovered_via"], "email");
     assert!(recovered["recovered_at"].is_string());
     let repeat = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/recovered"),
-            )
-            .bearer_auth(&token),
+        .call(
+            &token,
+            Method::POST,
+            &format!("/projects/acme/churn-events/{id}/recovered"),
             400,
         )
         .await;
@@ -303,13 +269,11 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
         "churn event is already recovered"
     );
     let reason = app
-        .expect(
-            app.req(
-                Method::PATCH,
-                &format!("/projects/acme/churn-events/{id}/cancel-reason"),
-            )
-            .bearer_auth(&token)
-            .json(&json!({"cancel_reason": "x"})),
+        .call_json(
+            &token,
+            Method::PATCH,
+            &format!("/projects/acme/churn-events/{id}/cancel-reason"),
+            &json!({"cancel_reason": "x"}),
             400,
         )
         .await;
@@ -318,11 +282,7 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
         "churn event is already recovered"
     );
     let late = app
-        .expect(
-            app.req(Method::POST, &send_path(id, vid))
-                .bearer_auth(&token),
-            400,
-        )
+        .call(&token, Method::POST, &send_path(id, vid), 400)
         .await;
     assert_eq!(
         late["error"]["message"],
@@ -337,15 +297,13 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
     )
     .await;
     let back = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!(
-                    "/projects/acme/churn-events/{}/recovered",
-                    early["id"].as_str().unwrap()
-                ),
-            )
-            .bearer_auth(&token),
+        .call(
+            &token,
+            Method::POST,
+            &format!(
+                "/projects/acme/churn-events/{}/recovered",
+                early["id"].as_str().unwrap()
+            ),
             200,
         )
         .await;
@@ -358,16 +316,14 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
     )
     .await;
     let changed = app
-        .expect(
-            app.req(
-                Method::PATCH,
-                &format!(
-                    "/projects/acme/churn-events/{}/cancel-reason",
-                    fresh["id"].as_str().unwrap()
-                ),
-            )
-            .bearer_auth(&token)
-            .json(&json!({"cancel_reason": "Switching to a competitor"})),
+        .call_json(
+            &token,
+            Method::PATCH,
+            &format!(
+                "/projects/acme/churn-events/{}/cancel-reason",
+                fresh["id"].as_str().unwrap()
+            ),
+            &json!({"cancel_reason": "Switching to a competitor"}),
             200,
         )
         .await;
@@ -377,20 +333,14 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
 async fn creation_and_list_are_validated(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    let bad = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/churn-events")
-                .bearer_auth(&token)
-                .json(&json!({"customer_email": "nope", "event_type": "refund", "mrr": -1, "currency": "dollars", "tenure_days": -2})),
-            400,
-        )
-        .await;
+    let bad = app.call_json(&token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": "nope", "event_type": "refund", "mrr": -1, "currency": "dollars", "tenure_days": -2}), 400).await;
     insta::assert_json_snapshot!("event_validation", bad);
     let missing = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/churn-events")
-                .bearer_auth(&token)
-                .json(&json!({"event_type": "cancellation"})),
+        .call_json(
+            &token,
+            Method::POST,
+            "/projects/acme/churn-events",
+            &json!({"event_type": "cancellation"}),
             400,
         )
         .await;
@@ -404,21 +354,18 @@ async fn creation_and_list_are_validated(backend: Backend) {
         "order=up",
     ] {
         let body = app
-            .expect(
-                app.req(Method::GET, &format!("/projects/acme/churn-events?{query}"))
-                    .bearer_auth(&token),
+            .call(
+                &token,
+                Method::GET,
+                &format!("/projects/acme/churn-events?{query}"),
                 400,
             )
             .await;
         let field = query.split('=').next().unwrap();
         assert_eq!(body["error"]["details"][0]["field"], field, "{query}");
     }
-    app.expect(
-        app.req(Method::GET, "/projects/acme/churn-events/nope")
-            .bearer_auth(&token),
-        404,
-    )
-    .await;
+    app.call(&token, Method::GET, "/projects/acme/churn-events/nope", 404)
+        .await;
 }
 
 async fn lists_paginate_filter_and_sort(backend: Backend) {
@@ -500,17 +447,7 @@ async fn lists_paginate_filter_and_sort(backend: Backend) {
 
 /// Gives `acme` every strategy's material (decisions §15), so the mapping alone decides.
 async fn with_material(app: &TestApp, token: &str) {
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(token)
-            .json(
-                &json!({"settings": {"coupon_code": "COMEBACK20", "founder_name": "Ada Lovelace",
-                "testimonials": [{"quote": "Setup took one afternoon.", "author": "Tom"}],
-                "features": ["Scheduled reports"]}}),
-            ),
-        200,
-    )
-    .await;
+    app.call_json(token, Method::PATCH, "/projects/acme", &json!({"settings": {"coupon_code": "COMEBACK20", "founder_name": "Ada Lovelace", "testimonials": [{"quote": "Setup took one afternoon.", "author": "Tom"}], "features": ["Scheduled reports"]}}), 200).await;
 }
 
 async fn the_mapped_strategy_is_recommended_for_each_reason(backend: Backend) {
@@ -576,10 +513,11 @@ async fn recovery_window_moves_unrecovered_events_to_lost(backend: Backend) {
     let token = owner(&app).await;
     // Registration queued a verification email: out of the way before counting jobs.
     run_jobs(&app).await;
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&token)
-            .json(&json!({"settings": {"recovery_window_days": 10}})),
+    app.call_json(
+        &token,
+        Method::PATCH,
+        "/projects/acme",
+        &json!({"settings": {"recovery_window_days": 10}}),
         200,
     )
     .await;
@@ -596,12 +534,8 @@ async fn recovery_window_moves_unrecovered_events_to_lost(backend: Backend) {
             .as_str()
             .unwrap()
             .to_owned();
-        app.expect(
-            app.req(Method::POST, &send_path(&id, &vid))
-                .bearer_auth(&token),
-            200,
-        )
-        .await;
+        app.call(&token, Method::POST, &send_path(&id, &vid), 200)
+            .await;
         ids.push(id);
     }
     advance(&app, 10 * 86_400 - 60).await;
@@ -611,7 +545,7 @@ async fn recovery_window_moves_unrecovered_events_to_lost(backend: Backend) {
         "nothing is due before the window ends"
     );
     // Sessions last a week of clock time: sign in again after the jump.
-    let token = login(&app).await;
+    let token = login(&app, "owner@acme.io").await;
     let event = |id: &str| {
         app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
             .bearer_auth(&token)
@@ -620,12 +554,10 @@ async fn recovery_window_moves_unrecovered_events_to_lost(backend: Backend) {
         app.expect(event(&ids[0]), 200).await["data"]["status"],
         "email_sent"
     );
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{}/recovered", ids[1]),
-        )
-        .bearer_auth(&token),
+    app.call(
+        &token,
+        Method::POST,
+        &format!("/projects/acme/churn-events/{}/recovered", ids[1]),
         200,
     )
     .await;
@@ -640,38 +572,21 @@ async fn recovery_window_moves_unrecovered_events_to_lost(backend: Backend) {
     );
     assert_eq!(run_jobs(&app).await, 0, "jobs run once");
     let lost_message = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{}/recovered", ids[0]),
-            )
-            .bearer_auth(&token),
+        .call(
+            &token,
+            Method::POST,
+            &format!("/projects/acme/churn-events/{}/recovered", ids[0]),
             400,
         )
         .await;
     assert_eq!(lost_message["error"]["message"], "churn event is lost");
 }
 
-async fn login(app: &TestApp) -> String {
-    let body = app
-        .expect(
-            app.req(Method::POST, "/auth/login")
-                .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
-            200,
-        )
-        .await;
-    body["data"]["token"].as_str().unwrap().to_owned()
-}
-
 async fn statistics_count_and_sum(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
     let empty = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/stats")
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::GET, "/projects/acme/stats", 200)
         .await;
     assert_eq!(
         empty["data"],
@@ -689,64 +604,28 @@ async fn statistics_count_and_sum(backend: Backend) {
     }
     // Recover the 1000 and the MRR-less event; lose the 2500 through the recovery window.
     for i in [0, 2] {
-        app.expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{}/recovered", ids[i]),
-            )
-            .bearer_auth(&token),
-            200,
-        )
-        .await;
+        mark_recovered(&app, &token, &ids[i]).await;
     }
     let vid = recommended(&generate(&app, &token, &ids[1]).await)["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    app.expect(
-        app.req(Method::POST, &send_path(&ids[1], &vid))
-            .bearer_auth(&token),
-        200,
-    )
-    .await;
+    app.call(&token, Method::POST, &send_path(&ids[1], &vid), 200)
+        .await;
     advance(&app, 30 * 86_400).await;
     run_jobs(&app).await;
-    let token = app
-        .expect(
-            app.req(Method::POST, "/auth/login")
-                .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
-            200,
-        )
-        .await["data"]["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = login(&app, "owner@acme.io").await;
     let stats = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/stats")
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::GET, "/projects/acme/stats", 200)
         .await;
     let expected = json!({"total_events": 4, "recovered": 2, "lost": 1, "processing": 1, "recovery_rate": 66.67, "total_mrr_cents": 7500, "recovered_mrr_cents": 1000});
     assert_eq!(stats["data"], expected);
 
-    let account = app
-        .expect(app.req(Method::GET, "/stats").bearer_auth(&token), 200)
-        .await;
+    let account = app.call(&token, Method::GET, "/stats", 200).await;
     assert_eq!(account["data"]["total_events"], 4);
     assert_eq!(account["data"]["projects"][0]["slug"], "acme");
     assert_eq!(account["data"]["projects"][0]["recovered_mrr_cents"], 1000);
-    let key = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&token),
-            200,
-        )
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = rotate_secret_key(&app, &token).await;
     let by_key = app
         .expect(
             app.req(Method::GET, "/stats").header("X-API-Key", &key),
@@ -766,16 +645,7 @@ async fn expired_subscription_is_402_on_every_event_route(backend: Backend) {
     )
     .await;
     let id = event["id"].as_str().unwrap();
-    let key = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&token),
-            200,
-        )
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = rotate_secret_key(&app, &token).await;
     advance(&app, 15 * 86_400).await;
     let routes = [
         (
@@ -859,10 +729,11 @@ async fn expired_subscription_is_402_on_every_event_route(backend: Backend) {
 async fn opens_and_clicks_are_tracked_without_open_redirects(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&token)
-            .json(&json!({"settings": {"product_url": "https://acme.io/account"}})),
+    app.call_json(
+        &token,
+        Method::PATCH,
+        "/projects/acme",
+        &json!({"settings": {"product_url": "https://acme.io/account"}}),
         200,
     )
     .await;
@@ -870,12 +741,8 @@ async fn opens_and_clicks_are_tracked_without_open_redirects(backend: Backend) {
     let id = event["id"].as_str().unwrap();
     let generated = generate(&app, &token, id).await;
     let vid = recommended(&generated)["id"].as_str().unwrap().to_owned();
-    app.expect(
-        app.req(Method::POST, &send_path(id, &vid))
-            .bearer_auth(&token),
-        200,
-    )
-    .await;
+    app.call(&token, Method::POST, &send_path(id, &vid), 200)
+        .await;
     let mail = outbox(&app)
         .remove(0)
         .replace("=\r\n", "")
@@ -929,26 +796,6 @@ async fn opens_and_clicks_are_tracked_without_open_redirects(backend: Backend) {
     assert_eq!(app.client.get(&no_sig).send().await.unwrap().status(), 404);
 }
 
-async fn variant_of(app: &TestApp, token: &str, event: &str, vid: &str) -> Value {
-    let list = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/churn-events/{event}/variants"),
-            )
-            .bearer_auth(token),
-            200,
-        )
-        .await;
-    list["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["id"] == vid)
-        .unwrap()
-        .clone()
-}
-
 /// The first URL in a raw email containing `needle`, with the address rebased on the test server.
 pub fn find_url(mail: &str, needle: &str) -> String {
     let at = mail
@@ -974,14 +821,7 @@ async fn drafts_are_edited_and_sanitised(backend: Backend) {
         .unwrap()
         .to_owned();
     let path = format!("/projects/acme/churn-events/{id}/variants/{vid}");
-    let edited = app
-        .expect(
-            app.req(Method::PATCH, &path)
-                .bearer_auth(&token)
-                .json(&json!({"subject": "A better subject", "body": "<p onclick=\"x()\">Hello <b>Dana</b></p><script>alert(1)</script>"})),
-            200,
-        )
-        .await["data"]
+    let edited = app.call_json(&token, Method::PATCH, &path, &json!({"subject": "A better subject", "body": "<p onclick=\"x()\">Hello <b>Dana</b></p><script>alert(1)</script>"}), 200).await["data"]
         .clone();
     assert_eq!(edited["subject"], "A better subject");
     assert_eq!(edited["status"], "draft");
@@ -991,27 +831,25 @@ async fn drafts_are_edited_and_sanitised(backend: Backend) {
         "{body}"
     );
     let long = app
-        .expect(
-            app.req(Method::PATCH, &path)
-                .bearer_auth(&token)
-                .json(&json!({"subject": "x".repeat(201)})),
+        .call_json(
+            &token,
+            Method::PATCH,
+            &path,
+            &json!({"subject": "x".repeat(201)}),
             400,
         )
         .await;
     assert_eq!(long["error"]["details"][0]["field"], "subject");
-    app.expect(
-        app.req(Method::POST, &send_path(id, &vid))
-            .bearer_auth(&token),
-        200,
-    )
-    .await;
+    app.call(&token, Method::POST, &send_path(id, &vid), 200)
+        .await;
     let mail = outbox(&app).remove(0);
     assert!(mail.contains("Subject: A better subject"));
     let sent = app
-        .expect(
-            app.req(Method::PATCH, &path)
-                .bearer_auth(&token)
-                .json(&json!({"subject": "late"})),
+        .call_json(
+            &token,
+            Method::PATCH,
+            &path,
+            &json!({"subject": "late"}),
             409,
         )
         .await;
@@ -1024,16 +862,7 @@ async fn drafts_are_edited_and_sanitised(backend: Backend) {
 async fn unscoped_form_has_its_own_shapes(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    let key = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&token),
-            200,
-        )
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = rotate_secret_key(&app, &token).await;
     let created = app
         .expect(
             app.req(Method::POST, "/churn-events")
@@ -1115,43 +944,38 @@ async fn unscoped_form_has_its_own_shapes(backend: Backend) {
 
     // With a session: the user's only project, or ?project=.
     let detail = app
-        .expect(
-            app.req(Method::GET, &format!("/churn-events/{id}"))
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::GET, &format!("/churn-events/{id}"), 200)
         .await;
     assert_eq!(detail["data"]["status"], "email_sent");
-    app.expect(
-        app.req(Method::POST, "/churn-events?project=acme")
-            .bearer_auth(&token)
-            .json(&json!({"customer_email": "d@x.io"})),
+    app.call_json(
+        &token,
+        Method::POST,
+        "/churn-events?project=acme",
+        &json!({"customer_email": "d@x.io"}),
         201,
     )
     .await;
     let recovered = app
-        .expect(
-            app.req(Method::POST, &format!("/churn-events/{id}/recovered"))
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::POST,
+            &format!("/churn-events/{id}/recovered"),
             200,
         )
         .await;
     assert_eq!(recovered["data"]["status"], "recovered");
     let missing = app
-        .expect(
-            app.req(Method::GET, "/churn-events/nope")
-                .bearer_auth(&token),
-            404,
-        )
+        .call(&token, Method::GET, "/churn-events/nope", 404)
         .await;
     insta::assert_json_snapshot!("legacy_not_found", missing);
     let unauthorized = app.expect(app.req(Method::GET, "/churn-events"), 401).await;
     assert_eq!(unauthorized["code"], "UNAUTHORIZED");
     // Another tenant sees nothing.
     let other = app.register("other@x.io").await;
-    app.expect(
-        app.req(Method::GET, &format!("/churn-events/{id}"))
-            .bearer_auth(&other.token),
+    app.call(
+        &other.token,
+        Method::GET,
+        &format!("/churn-events/{id}"),
         404,
     )
     .await;
@@ -1172,23 +996,17 @@ async fn sending_without_email_configured_is_500(backend: Backend) {
         .unwrap()
         .to_owned();
     let answer = app
-        .expect(
-            app.req(Method::POST, &send_path(id, &vid))
-                .bearer_auth(&token),
-            500,
-        )
+        .call(&token, Method::POST, &send_path(id, &vid), 500)
         .await;
     assert_eq!(
         answer["error"]["message"],
         "email service is not configured"
     );
     let variants = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/churn-events/{id}/variants"),
-            )
-            .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}/variants"),
             200,
         )
         .await;
@@ -1243,12 +1061,10 @@ async fn concurrent_generations_store_one_set(backend: Backend) {
         "the generator ran once"
     );
     let variants = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/churn-events/{id}/variants"),
-            )
-            .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}/variants"),
             200,
         )
         .await;
@@ -1274,9 +1090,7 @@ async fn concurrent_generations_store_one_set(backend: Backend) {
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    let busy = app
-        .expect(app.req(Method::POST, &path).bearer_auth(&token), 409)
-        .await;
+    let busy = app.call(&token, Method::POST, &path, 409).await;
     assert_eq!(
         busy["error"]["message"],
         "generation is already in progress"
@@ -1322,10 +1136,11 @@ async fn events_are_isolated_between_tenants(backend: Backend) {
     // Mallory owns a project with the same slug: A's event ids mean nothing there.
     let mallory = app.register("mallory@x.io").await;
     let created = app
-        .expect(
-            app.req(Method::POST, "/projects")
-                .bearer_auth(&mallory.token)
-                .json(&json!({"name": "Acme"})),
+        .call_json(
+            &mallory.token,
+            Method::POST,
+            "/projects",
+            &json!({"name": "Acme"}),
             201,
         )
         .await;
@@ -1350,11 +1165,7 @@ async fn events_are_isolated_between_tenants(backend: Backend) {
         (Method::POST, send_path(id, &vid)),
     ];
     for (method, path) in &routes {
-        app.expect(
-            app.req(method.clone(), path).bearer_auth(&mallory.token),
-            404,
-        )
-        .await;
+        app.call(&mallory.token, method.clone(), path, 404).await;
         app.expect(
             app.req(method.clone(), path)
                 .header("X-API-Key", &mallory_key),
@@ -1403,9 +1214,10 @@ async fn events_are_isolated_between_tenants(backend: Backend) {
     assert_eq!(listed["meta"]["total"], 0);
     // Nothing changed for the owner.
     let detail = app
-        .expect(
-            app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}"),
             200,
         )
         .await;
@@ -1416,20 +1228,17 @@ async fn query_errors_use_each_form_s_body(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
     let scoped = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/churn-events?page=abc")
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            "/projects/acme/churn-events?page=abc",
             400,
         )
         .await;
     assert_eq!(scoped["error"]["code"], "VALIDATION_ERROR");
     assert_eq!(scoped["error"]["details"][0]["field"], "page");
     let legacy = app
-        .expect(
-            app.req(Method::GET, "/churn-events?limit=x")
-                .bearer_auth(&token),
-            400,
-        )
+        .call(&token, Method::GET, "/churn-events?limit=x", 400)
         .await;
     assert_eq!(legacy["code"], "VALIDATION_ERROR");
     assert!(
@@ -1437,51 +1246,30 @@ async fn query_errors_use_each_form_s_body(backend: Backend) {
         "{legacy}"
     );
     let negative = app
-        .expect(
-            app.req(Method::GET, "/churn-events?offset=-1")
-                .bearer_auth(&token),
-            400,
-        )
+        .call(&token, Method::GET, "/churn-events?offset=-1", 400)
         .await;
     assert_eq!(negative["error"], "offset: must not be negative");
     // Answers made outside the routes keep each form's shape too.
     let no_route = app
-        .expect(
-            app.req(Method::GET, "/churn-events/x/nowhere")
-                .bearer_auth(&token),
-            404,
-        )
+        .call(&token, Method::GET, "/churn-events/x/nowhere", 404)
         .await;
     assert_eq!(no_route["code"], "NOT_FOUND");
-    let method = app
-        .expect(
-            app.req(Method::DELETE, "/churn-events").bearer_auth(&token),
-            405,
-        )
-        .await;
+    let method = app.call(&token, Method::DELETE, "/churn-events", 405).await;
     assert_eq!(method["code"], "METHOD_NOT_ALLOWED");
     let scoped_method = app
-        .expect(
-            app.req(Method::DELETE, "/projects/acme/churn-events")
-                .bearer_auth(&token),
-            405,
-        )
+        .call(&token, Method::DELETE, "/projects/acme/churn-events", 405)
         .await;
     assert_eq!(scoped_method["error"]["code"], "METHOD_NOT_ALLOWED");
     // With several projects a session must say which one.
-    app.expect(
-        app.req(Method::POST, "/projects")
-            .bearer_auth(&token)
-            .json(&json!({"name": "Second"})),
+    app.call_json(
+        &token,
+        Method::POST,
+        "/projects",
+        &json!({"name": "Second"}),
         201,
     )
     .await;
-    let which = app
-        .expect(
-            app.req(Method::GET, "/churn-events").bearer_auth(&token),
-            400,
-        )
-        .await;
+    let which = app.call(&token, Method::GET, "/churn-events", 400).await;
     assert!(
         which["error"]
             .as_str()
@@ -1489,9 +1277,10 @@ async fn query_errors_use_each_form_s_body(backend: Backend) {
             .contains("several projects"),
         "{which}"
     );
-    app.expect(
-        app.req(Method::GET, "/churn-events?project=second&status=new")
-            .bearer_auth(&token),
+    app.call(
+        &token,
+        Method::GET,
+        "/churn-events?project=second&status=new",
         200,
     )
     .await;
@@ -1511,33 +1300,19 @@ async fn terminal_events_cannot_be_edited(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{id}/recovered"),
-        )
-        .bearer_auth(&token),
-        200,
-    )
-    .await;
+    mark_recovered(&app, &token, id).await;
     let edit = app
-        .expect(
-            app.req(
-                Method::PATCH,
-                &format!("/projects/acme/churn-events/{id}/variants/{vid}"),
-            )
-            .bearer_auth(&token)
-            .json(&json!({"subject": "x"})),
+        .call_json(
+            &token,
+            Method::PATCH,
+            &format!("/projects/acme/churn-events/{id}/variants/{vid}"),
+            &json!({"subject": "x"}),
             400,
         )
         .await;
     assert_eq!(edit["error"]["message"], "churn event is already recovered");
     let send = app
-        .expect(
-            app.req(Method::POST, &send_path(id, &vid))
-                .bearer_auth(&token),
-            400,
-        )
+        .call(&token, Method::POST, &send_path(id, &vid), 400)
         .await;
     assert_eq!(
         send["error"]["message"],
@@ -1550,13 +1325,7 @@ async fn terminal_events_cannot_be_edited(backend: Backend) {
 async fn nine_emails_of_a_fixed_event(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&token)
-            .json(&json!({"settings": {"founder_name": "Ada Lovelace", "product_url": "https://acme.io", "discount_percent": 25}})),
-        200,
-    )
-    .await;
+    app.call_json(&token, Method::PATCH, "/projects/acme", &json!({"settings": {"founder_name": "Ada Lovelace", "product_url": "https://acme.io", "discount_percent": 25}}), 200).await;
     let event = create_event(
         &app,
         &token,
@@ -1605,12 +1374,10 @@ async fn strategy_outcomes_follow_sends_and_recoveries(backend: Backend) {
         .await;
         let id = event["id"].as_str().unwrap().to_owned();
         let variant = recommended(&generate(&app, &token, &id).await);
-        app.expect(
-            app.req(
-                Method::POST,
-                &send_path(&id, variant["id"].as_str().unwrap()),
-            )
-            .bearer_auth(&token),
+        app.call(
+            &token,
+            Method::POST,
+            &send_path(&id, variant["id"].as_str().unwrap()),
             200,
         )
         .await;
@@ -1623,15 +1390,7 @@ async fn strategy_outcomes_follow_sends_and_recoveries(backend: Backend) {
     )
     .await;
     for id in [&sent[0], &sent[2], unsent["id"].as_str().unwrap()] {
-        app.expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/recovered"),
-            )
-            .bearer_auth(&token),
-            200,
-        )
-        .await;
+        mark_recovered(&app, &token, id).await;
     }
     advance(&app, 31 * 24 * 3600).await;
     run_jobs(&app).await;

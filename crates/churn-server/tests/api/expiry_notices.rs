@@ -33,13 +33,7 @@ impl Setup {
     async fn ready(&mut self) -> String {
         self.verified_sender().await;
         let rotated = self
-            .app
-            .expect(
-                self.app
-                    .req(Method::POST, "/projects/acme/rotate-keys")
-                    .bearer_auth(&self.token),
-                200,
-            )
+            .call(Method::POST, "/projects/acme/rotate-keys", 200)
             .await;
         self.public_key = rotated["data"]["public_key"].as_str().unwrap().to_owned();
         rotated["data"]["secret_key"].as_str().unwrap().to_owned()

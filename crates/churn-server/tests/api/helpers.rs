@@ -218,6 +218,31 @@ impl TestApp {
         }
     }
 
+    /// `method path` as `token`, asserting `status`; answers the body as `expect` does.
+    pub async fn call(
+        &self,
+        token: impl std::fmt::Display,
+        method: Method,
+        path: &str,
+        status: u16,
+    ) -> Value {
+        self.expect(self.req(method, path).bearer_auth(token), status)
+            .await
+    }
+
+    /// `call` with a JSON body.
+    pub async fn call_json<B: serde::Serialize + ?Sized>(
+        &self,
+        token: impl std::fmt::Display,
+        method: Method,
+        path: &str,
+        body: &B,
+        status: u16,
+    ) -> Value {
+        let request = self.req(method, path).bearer_auth(token).json(body);
+        self.expect(request, status).await
+    }
+
     pub async fn register(&self, email: &str) -> Session {
         let body = self
             .expect(
@@ -307,6 +332,12 @@ pub async fn generated_event(app: &TestApp, token: &str, email: &str) -> (String
         )
         .await;
     let id = event["data"]["id"].as_str().unwrap().to_owned();
+    let variants = generate(app, token, &id).await;
+    (id, variants)
+}
+
+/// Generates the drafts of the `acme` event `id`; answers the variants.
+pub async fn generate(app: &TestApp, token: &str, id: &str) -> Vec<Value> {
     let generated = app
         .expect(
             app.req(
@@ -317,8 +348,18 @@ pub async fn generated_event(app: &TestApp, token: &str, email: &str) -> (String
             200,
         )
         .await;
-    let variants = generated["data"]["variants"].as_array().unwrap().clone();
-    (id, variants)
+    generated["data"]["variants"].as_array().unwrap().clone()
+}
+
+/// Patches the `acme` project's settings.
+pub async fn configure(app: &TestApp, token: &str, settings: Value) {
+    app.expect(
+        app.req(Method::PATCH, "/projects/acme")
+            .bearer_auth(token)
+            .json(&json!({ "settings": settings })),
+        200,
+    )
+    .await;
 }
 
 /// Like `generated_event`; returns the event id and the recommended variant's id.
@@ -340,17 +381,8 @@ pub struct Acme {
 /// `acme_owner`, with the secret key from a key rotation.
 pub async fn acme_with_key(app: &TestApp) -> Acme {
     let token = acme_owner(app).await;
-    let body = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&token),
-            200,
-        )
-        .await;
-    Acme {
-        token,
-        key: body["data"]["secret_key"].as_str().unwrap().to_owned(),
-    }
+    let key = rotate_secret_key(app, &token).await;
+    Acme { token, key }
 }
 
 /// The test clock's now.
@@ -372,4 +404,136 @@ pub fn fields(body: &Value) -> Vec<&str> {
         .iter()
         .map(|d| d["field"].as_str().unwrap())
         .collect()
+}
+
+/// Moves the test clock on by `seconds`.
+pub async fn advance(app: &TestApp, seconds: i64) {
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"advance_seconds": seconds})),
+        200,
+    )
+    .await;
+}
+
+/// Sets the test clock to `at` (RFC 3339).
+pub async fn set_clock(app: &TestApp, at: &str) {
+    app.expect(
+        app.req(Method::POST, "/dev/clock")
+            .json(&json!({"set": at})),
+        200,
+    )
+    .await;
+}
+
+/// A fresh session for `email` (after the test clock moved past the earlier ones' lifetime).
+pub async fn login(app: &TestApp, email: &str) -> String {
+    app.expect(
+        app.req(Method::POST, "/auth/login")
+            .json(&json!({"email": email, "password": "correct horse"})),
+        200,
+    )
+    .await["data"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A fresh secret key for `acme`, from a key rotation.
+pub async fn rotate_secret_key(app: &TestApp, token: &str) -> String {
+    app.expect(
+        app.req(Method::POST, "/projects/acme/rotate-keys")
+            .bearer_auth(token),
+        200,
+    )
+    .await["data"]["secret_key"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The variant `vid` of the `acme` event `event`, as the variant list shows it.
+pub async fn variant_of(app: &TestApp, token: &str, event: &str, vid: &str) -> Value {
+    let list = app
+        .expect(
+            app.req(
+                Method::GET,
+                &format!("/projects/acme/churn-events/{event}/variants"),
+            )
+            .bearer_auth(token),
+            200,
+        )
+        .await;
+    list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == vid)
+        .unwrap()
+        .clone()
+}
+
+/// Marks the `acme` event `id` recovered.
+pub async fn mark_recovered(app: &TestApp, token: &str, id: &str) {
+    app.expect(
+        app.req(
+            Method::POST,
+            &format!("/projects/acme/churn-events/{id}/recovered"),
+        )
+        .bearer_auth(token),
+        200,
+    )
+    .await;
+}
+
+/// Asks `status` until it answers `expected`: a second process hears of a change by a
+/// notification, a moment later. Fails saying `what` (and the last answer) after five seconds.
+pub async fn until_status(expected: u16, what: &str, status: impl AsyncFn() -> u16) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let got = status().await;
+        if got == expected {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what} ({got})");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// What `revoke`, sent to `first`, revokes is refused (401) by `first` at once and by
+/// `second` once its notification comes, though `second` had it cached: `get` asks with it.
+pub async fn revoked_on_both(
+    first: &TestApp,
+    second: &TestApp,
+    revoke: RequestBuilder,
+    what: &str,
+    get: impl AsyncFn(&TestApp) -> u16,
+) {
+    for _ in 0..3 {
+        assert_eq!(get(second).await, 200, "warms the second process's cache");
+    }
+    first.expect(revoke, 200).await;
+    assert_eq!(get(first).await, 401);
+    until_status(401, what, async || get(second).await).await;
+}
+
+/// Sends the variant `vid` of the `acme` event `id`, asserting `status`; answers the body.
+pub async fn send_variant(app: &TestApp, token: &str, id: &str, vid: &str, status: u16) -> Value {
+    let path = format!("/projects/acme/churn-events/{id}/variants/{vid}/send");
+    app.expect(app.req(Method::POST, &path).bearer_auth(token), status)
+        .await
+}
+
+/// The `acme` event `id`.
+pub async fn event_of(app: &TestApp, token: &str, id: &str) -> Value {
+    let path = format!("/projects/acme/churn-events/{id}");
+    app.expect(app.req(Method::GET, &path).bearer_auth(token), 200)
+        .await["data"]
+        .clone()
+}
+
+/// The `/metrics` page.
+pub async fn metrics(app: &TestApp) -> String {
+    let response = app.req(Method::GET, "/metrics").send().await.unwrap();
+    response.text().await.unwrap()
 }

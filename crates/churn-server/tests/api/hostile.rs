@@ -6,7 +6,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner, event_with_variants};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, event_with_variants, send_variant};
 use crate::webhooks::setup;
 use churn_core::both_backends;
 use churn_core::signature;
@@ -35,15 +35,11 @@ async fn refused(app: &TestApp, request: reqwest::RequestBuilder, field: &str) {
 async fn display_names_and_subjects_are_one_line_at_every_entry(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let owner = acme_owner(&app).await;
-    let public_key = app
-        .expect(
-            app.req(Method::GET, "/projects/acme").bearer_auth(&owner),
-            200,
-        )
-        .await["data"]["public_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let public_key =
+        app.call(&owner, Method::GET, "/projects/acme", 200).await["data"]["public_key"]
+            .as_str()
+            .unwrap()
+            .to_owned();
     let identity = crate::cancel_flow::identity_secret(&app, &owner, "acme").await;
     let (id, vid) = event_with_variants(&app, &owner, "dana@example.com").await;
     for name in HOSTILE {
@@ -188,16 +184,7 @@ async fn stored_hostile_names_never_break_an_email(backend: Backend) {
         store_text(&db.url, sql, &value).await;
     }
     let app = TestApp::start(db, Options::default()).await;
-    let sent = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
-            )
-            .bearer_auth(&owner),
-            200,
-        )
-        .await;
+    let sent = send_variant(&app, &owner, &id, &vid, 200).await;
     assert!(sent["data"]["message_id"].is_string(), "{sent}");
     // The owner's verification email, and a reset, to the user with the hostile name.
     app.expect(
@@ -330,24 +317,12 @@ async fn views_survive_amounts_as_large_as_i64_max(backend: Backend) {
         ))
         .await;
     let list = s
-        .app
-        .expect(
-            s.app
-                .req(Method::GET, "/projects/acme/payment-failures")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(Method::GET, "/projects/acme/payment-failures", 200)
         .await;
     assert_eq!(list["data"]["total"], 2, "{list}");
     assert_eq!(list["data"]["failures"][0]["amount"], i64::MAX, "{list}");
     let stats = s
-        .app
-        .expect(
-            s.app
-                .req(Method::GET, "/projects/acme/payment-failures/stats")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(Method::GET, "/projects/acme/payment-failures/stats", 200)
         .await;
     assert_eq!(stats["data"]["active"], 2, "{stats}");
 }

@@ -49,9 +49,7 @@ async fn repeats_get_the_first_answer_and_nothing_runs_twice(backend: Backend) {
     assert_eq!(headers[REPLAYED], "true");
     assert_eq!(headers["cache-control"], "no-store");
     assert_eq!(headers["content-type"], first_headers["content-type"]);
-    let projects = app
-        .expect(app.req(Method::GET, "/projects").bearer_auth(&s.token), 200)
-        .await;
+    let projects = app.call(&s.token, Method::GET, "/projects", 200).await;
     assert_eq!(projects["data"].as_array().unwrap().len(), 1);
 
     // The same key with another body, or on another route, is refused.
@@ -112,9 +110,7 @@ async fn a_key_belongs_to_its_caller(backend: Backend) {
     assert!(headers.get(REPLAYED).is_none(), "Bob's request ran");
     assert_ne!(for_ada, for_bob);
     for token in [&ada.token, &bob.token] {
-        let projects = app
-            .expect(app.req(Method::GET, "/projects").bearer_auth(token), 200)
-            .await;
+        let projects = app.call(token, Method::GET, "/projects", 200).await;
         assert_eq!(projects["data"].as_array().unwrap().len(), 1);
     }
 
@@ -237,9 +233,10 @@ fn widget_submission(
 /// `slug`'s public key and secret key, fresh from a rotation.
 async fn project_keys(app: &TestApp, token: &str, slug: &str) -> (String, String) {
     let rotated = app
-        .expect(
-            app.req(Method::POST, &format!("/projects/{slug}/rotate-keys"))
-                .bearer_auth(token),
+        .call(
+            token,
+            Method::POST,
+            &format!("/projects/{slug}/rotate-keys"),
             200,
         )
         .await;
@@ -248,9 +245,10 @@ async fn project_keys(app: &TestApp, token: &str, slug: &str) -> (String, String
 }
 
 async fn event_count(app: &TestApp, token: &str, slug: &str) -> u64 {
-    app.expect(
-        app.req(Method::GET, &format!("/projects/{slug}/churn-events"))
-            .bearer_auth(token),
+    app.call(
+        token,
+        Method::GET,
+        &format!("/projects/{slug}/churn-events"),
         200,
     )
     .await["meta"]["total"]
@@ -335,12 +333,10 @@ async fn removed_members_and_rotated_keys_replay_nothing(backend: Backend) {
     }
 
     let member_id = crate::team::id_of(&crate::team::members(&app, &owner).await, "member@acme.io");
-    app.expect(
-        app.req(
-            Method::DELETE,
-            &format!("/projects/acme/members/{member_id}"),
-        )
-        .bearer_auth(&owner),
+    app.call(
+        &owner,
+        Method::DELETE,
+        &format!("/projects/acme/members/{member_id}"),
         204,
     )
     .await;

@@ -139,12 +139,7 @@ async fn id_tokens_sign_in_or_create_users(backend: Backend) {
     // The takeover rule: a password account whose email was never verified belongs to
     // whoever proves the address. The password and every earlier token stop working.
     let ada = app.register("ada@example.com").await;
-    let before = app
-        .expect(
-            app.req(Method::GET, "/auth/me").bearer_auth(&ada.token),
-            200,
-        )
-        .await;
+    let before = app.call(&ada.token, Method::GET, "/auth/me", 200).await;
     assert_eq!(before["data"]["email_verified"], false);
     let taken = app
         .expect(
@@ -156,22 +151,13 @@ async fn id_tokens_sign_in_or_create_users(backend: Backend) {
         )
         .await;
     assert_eq!(taken["data"]["user"]["id"], before["data"]["id"]);
-    app.expect(
-        app.req(Method::GET, "/auth/me").bearer_auth(&ada.token),
-        401,
-    )
-    .await;
+    app.call(&ada.token, Method::GET, "/auth/me", 401).await;
     let password_login = app
         .req(Method::POST, "/auth/login")
         .json(&json!({"email": "ada@example.com", "password": "correct horse"}));
     app.expect(password_login, 401).await;
     let taken_token = taken["data"]["token"].as_str().unwrap();
-    let me = app
-        .expect(
-            app.req(Method::GET, "/auth/me").bearer_auth(taken_token),
-            200,
-        )
-        .await;
+    let me = app.call(taken_token, Method::GET, "/auth/me", 200).await;
     assert_eq!(me["data"]["email_verified"], true);
     // Verified now: signing in through the provider again ends no session.
     app.expect(
@@ -182,11 +168,7 @@ async fn id_tokens_sign_in_or_create_users(backend: Backend) {
         200,
     )
     .await;
-    app.expect(
-        app.req(Method::GET, "/auth/me").bearer_auth(taken_token),
-        200,
-    )
-    .await;
+    app.call(taken_token, Method::GET, "/auth/me", 200).await;
 
     // An account whose owner verified the address links without losing anything.
     let bob = app.register("bob@example.com").await;
@@ -218,11 +200,7 @@ async fn id_tokens_sign_in_or_create_users(backend: Backend) {
         200,
     )
     .await;
-    app.expect(
-        app.req(Method::GET, "/auth/me").bearer_auth(&bob.token),
-        200,
-    )
-    .await;
+    app.call(&bob.token, Method::GET, "/auth/me", 200).await;
     app.expect(
         app.req(Method::POST, "/auth/login")
             .json(&json!({"email": "bob@example.com", "password": "correct horse"})),

@@ -27,11 +27,7 @@ fn limited() -> Options {
 }
 
 async fn public_key(app: &TestApp, token: &str) -> String {
-    app.expect(
-        app.req(Method::GET, "/projects/acme").bearer_auth(token),
-        200,
-    )
-    .await["data"]["public_key"]
+    app.call(token, Method::GET, "/projects/acme", 200).await["data"]["public_key"]
         .as_str()
         .unwrap()
         .to_owned()

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{TestApp, acme_owner, event_with_variants};
+use crate::helpers::{TestApp, acme_owner, event_with_variants, send_variant};
 use crate::team::{invite, token_of};
 use churn_core::both_backends;
 use churn_core::testing::{Backend, TestDatabase};
@@ -174,12 +174,10 @@ async fn no_token_reaches_the_log(backend: Backend) {
     let invitation_token = token_of(&invitation);
     let page = invitation["accept_url"].as_str().unwrap();
     assert_eq!(web.get(page).send().await.unwrap().status(), 200);
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/invitations/{invitation_token}/accept"),
-        )
-        .bearer_auth(&owner),
+    app.call(
+        &owner,
+        Method::POST,
+        &format!("/invitations/{invitation_token}/accept"),
         403,
     )
     .await;
@@ -216,15 +214,7 @@ async fn no_token_reaches_the_log(backend: Backend) {
 
     // A recovery email: its tracking pixel and link, and its unsubscribe page.
     let (id, vid) = event_with_variants(&app, &owner, "dana@example.com").await;
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
-        )
-        .bearer_auth(&owner),
-        200,
-    )
-    .await;
+    send_variant(&app, &owner, &id, &vid, 200).await;
     let mail = app
         .outbox()
         .into_iter()

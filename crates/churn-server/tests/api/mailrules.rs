@@ -11,7 +11,10 @@ use hickory_proto::rr::{RData, Record, RecordType};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner, generated_event as event};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner, configure, fields, generated_event as event,
+    rotate_secret_key, set_clock, variant_of,
+};
 use churn_core::both_backends;
 
 both_backends!(
@@ -25,13 +28,7 @@ both_backends!(
 
 async fn owner(app: &TestApp, settings: Value) -> String {
     let token = acme_owner(app).await;
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&token)
-            .json(&json!({ "settings": settings })),
-        200,
-    )
-    .await;
+    configure(app, &token, settings).await;
     token
 }
 
@@ -43,32 +40,13 @@ fn send_path(event: &str, variant: &Value) -> String {
 }
 
 async fn send(app: &TestApp, token: &str, event: &str, variant: &Value, status: u16) -> Value {
-    app.expect(
-        app.req(Method::POST, &send_path(event, variant))
-            .bearer_auth(token),
-        status,
-    )
-    .await
+    app.call(token, Method::POST, &send_path(event, variant), status)
+        .await
 }
 
 async fn variant_status(app: &TestApp, token: &str, event: &str, variant: &Value) -> Value {
-    let list = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/churn-events/{event}/variants"),
-            )
-            .bearer_auth(token),
-            200,
-        )
-        .await;
-    list["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["id"] == variant["id"])
-        .unwrap()["status"]
-        .clone()
+    let vid = variant["id"].as_str().unwrap();
+    variant_of(app, token, event, vid).await["status"].clone()
 }
 
 /// The email with this message id from the outbox, quoted-printable soft breaks and folded
@@ -101,12 +79,8 @@ pub fn unsubscribe_url(mail: &str) -> String {
 }
 
 async fn suppressions(app: &TestApp, token: &str) -> Value {
-    app.expect(
-        app.req(Method::GET, "/projects/acme/suppressions")
-            .bearer_auth(token),
-        200,
-    )
-    .await
+    app.call(token, Method::GET, "/projects/acme/suppressions", 200)
+        .await
 }
 
 async fn every_email_has_a_button_and_an_unsubscribe_link(backend: Backend) {
@@ -176,10 +150,11 @@ async fn every_email_has_a_button_and_an_unsubscribe_link(backend: Backend) {
 
     // Without any URL the button is a reply to the support address; an edit that drops the
     // button gets it back at send time.
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&token)
-            .json(&json!({"settings": {"reactivation_url": null}})),
+    app.call_json(
+        &token,
+        Method::PATCH,
+        "/projects/acme",
+        &json!({"settings": {"reactivation_url": null}}),
         200,
     )
     .await;
@@ -188,16 +163,14 @@ async fn every_email_has_a_button_and_an_unsubscribe_link(backend: Backend) {
         .iter()
         .find(|v| v["strategy"] == "value_recap")
         .unwrap();
-    app.expect(
-        app.req(
-            Method::PATCH,
-            &format!(
-                "/projects/acme/churn-events/{id}/variants/{}",
-                value_recap["id"].as_str().unwrap()
-            ),
-        )
-        .bearer_auth(&token)
-        .json(&json!({"body": "Hi Eve,\n\nWe would love to have you back."})),
+    app.call_json(
+        &token,
+        Method::PATCH,
+        &format!(
+            "/projects/acme/churn-events/{id}/variants/{}",
+            value_recap["id"].as_str().unwrap()
+        ),
+        &json!({"body": "Hi Eve,\n\nWe would love to have you back."}),
         200,
     )
     .await;
@@ -208,10 +181,11 @@ async fn every_email_has_a_button_and_an_unsubscribe_link(backend: Backend) {
         "{mail}"
     );
     let refused = app
-        .expect(
-            app.req(Method::PATCH, "/projects/acme")
-                .bearer_auth(&token)
-                .json(&json!({"settings": {"reactivation_url": "http://acme.io/back"}})),
+        .call_json(
+            &token,
+            Method::PATCH,
+            "/projects/acme",
+            &json!({"settings": {"reactivation_url": "http://acme.io/back"}}),
             400,
         )
         .await;
@@ -327,16 +301,7 @@ async fn suppression_routes_and_roles(backend: Backend) {
         .unwrap();
 
     // The project's secret key reads the list like other project data, but cannot delete.
-    let key = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&token),
-            200,
-        )
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = rotate_secret_key(&app, &token).await;
     let listed = app
         .expect(
             app.req(Method::GET, "/projects/acme/suppressions?per_page=1")
@@ -352,9 +317,10 @@ async fn suppression_routes_and_roles(backend: Backend) {
     app.expect(app.req(Method::DELETE, path).header("x-api-key", &key), 401)
         .await;
     let bad = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/suppressions?per_page=101")
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            "/projects/acme/suppressions?per_page=101",
             400,
         )
         .await;
@@ -362,41 +328,26 @@ async fn suppression_routes_and_roles(backend: Backend) {
 
     // Another account sees no such project.
     let stranger = app.register("eve@else.io").await;
-    app.expect(
-        app.req(Method::GET, "/projects/acme/suppressions")
-            .bearer_auth(&stranger.token),
+    app.call(
+        &stranger.token,
+        Method::GET,
+        "/projects/acme/suppressions",
         404,
     )
     .await;
-    app.expect(
-        app.req(Method::DELETE, path).bearer_auth(&stranger.token),
-        404,
-    )
-    .await;
+    app.call(&stranger.token, Method::DELETE, path, 404).await;
 
     // The admin (here the owner) lifts it; the address may be emailed again.
-    app.expect(
-        app.req(
-            Method::DELETE,
-            "/projects/acme/suppressions/Dana@Northwind.example",
-        )
-        .bearer_auth(&token),
+    app.call(
+        &token,
+        Method::DELETE,
+        "/projects/acme/suppressions/Dana@Northwind.example",
         204,
     )
     .await;
-    app.expect(app.req(Method::DELETE, path).bearer_auth(&token), 404)
-        .await;
+    app.call(&token, Method::DELETE, path, 404).await;
     assert_eq!(suppressions(&app, &token).await["meta"]["total"], 0);
     send(&app, &token, &id, &variants[1], 200).await;
-}
-
-async fn set_clock(app: &TestApp, at: &str) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"set": at})),
-        200,
-    )
-    .await;
 }
 
 async fn quota_resets_at_the_utc_day_boundary(backend: Backend) {
@@ -477,43 +428,25 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
     .await;
     let token = owner(&app, json!({})).await;
     let settings = "/projects/acme/email-settings";
-    let empty = app
-        .expect(app.req(Method::GET, settings).bearer_auth(&token), 200)
-        .await;
+    let empty = app.call(&token, Method::GET, settings, 200).await;
     assert_eq!(
         empty["data"],
         json!({"from_name": null, "from_email": null, "reply_to": null, "domain": null, "domain_verified": false, "dns_record": null})
     );
     let bad = app
-        .expect(
-            app.req(Method::PUT, settings)
-                .bearer_auth(&token)
-                .json(&json!({"from_email": "not an address", "reply_to": "x@"})),
+        .call_json(
+            &token,
+            Method::PUT,
+            settings,
+            &json!({"from_email": "not an address", "reply_to": "x@"}),
             400,
         )
         .await;
-    let fields: Vec<_> = bad["error"]["details"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["field"].as_str().unwrap())
-        .collect();
-    assert_eq!(fields, ["from_email", "reply_to"]);
-    app.expect(
-        app.req(Method::POST, &format!("{settings}/verify"))
-            .bearer_auth(&token),
-        400,
-    )
-    .await;
+    assert_eq!(fields(&bad), ["from_email", "reply_to"]);
+    app.call(&token, Method::POST, &format!("{settings}/verify"), 400)
+        .await;
 
-    let put = app
-        .expect(
-            app.req(Method::PUT, settings)
-                .bearer_auth(&token)
-                .json(&json!({"from_name": "Ada at Acme", "from_email": "Hello@Acme.io", "reply_to": "help@acme.io"})),
-            200,
-        )
-        .await["data"]
+    let put = app.call_json(&token, Method::PUT, settings, &json!({"from_name": "Ada at Acme", "from_email": "Hello@Acme.io", "reply_to": "help@acme.io"}), 200).await["data"]
         .clone();
     assert_eq!(put["from_email"], "hello@acme.io");
     assert_eq!(put["domain"], "acme.io");
@@ -531,15 +464,11 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
 
     // The record is not there yet: still unverified.
     let verify = format!("{settings}/verify");
-    let answer = app
-        .expect(app.req(Method::POST, &verify).bearer_auth(&token), 200)
-        .await;
+    let answer = app.call(&token, Method::POST, &verify, 200).await;
     assert_eq!(answer["data"]["domain_verified"], false);
 
     records.lock().unwrap().push(value.clone());
-    let answer = app
-        .expect(app.req(Method::POST, &verify).bearer_auth(&token), 200)
-        .await;
+    let answer = app.call(&token, Method::POST, &verify, 200).await;
     assert_eq!(answer["data"]["domain_verified"], true);
     let mail = outbox_mail(&app, &send(&app, &token, &id, &variants[1], 200).await);
     assert!(
@@ -550,10 +479,11 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
 
     // The same domain keeps its proof; another domain needs a new one.
     let same = app
-        .expect(
-            app.req(Method::PUT, settings)
-                .bearer_auth(&token)
-                .json(&json!({"from_email": "team@acme.io"})),
+        .call_json(
+            &token,
+            Method::PUT,
+            settings,
+            &json!({"from_email": "team@acme.io"}),
             200,
         )
         .await;
@@ -563,10 +493,11 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
     assert!(mail.contains("From: Acme <team@acme.io>"), "{mail}");
     assert!(mail.contains("Reply-To: support@acme.io"), "{mail}");
     let moved = app
-        .expect(
-            app.req(Method::PUT, settings)
-                .bearer_auth(&token)
-                .json(&json!({"from_email": "team@acme.dev"})),
+        .call_json(
+            &token,
+            Method::PUT,
+            settings,
+            &json!({"from_email": "team@acme.dev"}),
             200,
         )
         .await;
@@ -575,26 +506,18 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
     assert_ne!(moved["data"]["dns_record"]["value"], value.as_str());
 
     // Administration only: a secret key is 401, another account 404.
-    let key = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&token),
-            200,
-        )
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = rotate_secret_key(&app, &token).await;
     app.expect(
         app.req(Method::GET, settings).header("x-api-key", &key),
         401,
     )
     .await;
     let stranger = app.register("eve@else.io").await;
-    app.expect(
-        app.req(Method::PUT, settings)
-            .bearer_auth(&stranger.token)
-            .json(&json!({"from_email": "eve@acme.io"})),
+    app.call_json(
+        &stranger.token,
+        Method::PUT,
+        settings,
+        &json!({"from_email": "eve@acme.io"}),
         404,
     )
     .await;

@@ -1,7 +1,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{Backend, Options, TestApp};
+use crate::helpers::{Backend, Options, TestApp, metrics};
 use churn_core::both_backends;
 
 both_backends!(
@@ -25,14 +25,7 @@ async fn health_ready_and_metrics(backend: Backend) {
     app.expect(app.req(Method::GET, "/projects/acme"), 401)
         .await;
     app.expect(app.req(Method::GET, "/nowhere"), 404).await;
-    let metrics = app
-        .req(Method::GET, "/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics(&app).await;
     assert!(
         metrics.contains(r#"churn_http_requests_total{method="GET",route="/api/v1/projects/{slug}",status="401"} 1"#),
         "{metrics}"
@@ -348,8 +341,7 @@ async fn state_survives_a_restart(backend: Backend) {
     let db = app.stop().await;
 
     let app = TestApp::start(db, Options::default().with("dev_mode", false)).await;
-    app.expect(app.req(Method::GET, "/auth/me").bearer_auth(&s.token), 200)
-        .await;
+    app.call(&s.token, Method::GET, "/auth/me", 200).await;
     let detail = app
         .expect(
             app.req(Method::GET, "/projects/acme")

@@ -14,7 +14,9 @@ use wiremock::{Mock, ResponseTemplate};
 
 use crate::alerts::{quiet_customers, start_dns, with_receiver};
 use crate::fake_provider::{self, FakeProvider};
-use crate::helpers::{Backend, Options, TestApp, acme_owner, acme_with_key, fields};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner, acme_with_key, advance, fields, send_variant,
+};
 use crate::risk::recompute;
 use churn_core::both_backends;
 
@@ -58,10 +60,11 @@ async fn received(receiver: &FakeProvider) -> Vec<wiremock::Request> {
 
 /// Creates an endpoint as the owner; answers the creation's `data`.
 async fn create(app: &TestApp, token: &str, body: Value) -> Value {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/webhook-endpoints")
-            .bearer_auth(token)
-            .json(&body),
+    app.call_json(
+        token,
+        Method::POST,
+        "/projects/acme/webhook-endpoints",
+        &body,
         201,
     )
     .await["data"]
@@ -69,12 +72,10 @@ async fn create(app: &TestApp, token: &str, body: Value) -> Value {
 }
 
 async fn deliveries(app: &TestApp, token: &str, endpoint: &str) -> Vec<Value> {
-    app.expect(
-        app.req(
-            Method::GET,
-            &format!("/projects/acme/webhook-endpoints/{endpoint}/deliveries"),
-        )
-        .bearer_auth(token),
+    app.call(
+        token,
+        Method::GET,
+        &format!("/projects/acme/webhook-endpoints/{endpoint}/deliveries"),
         200,
     )
     .await["data"]
@@ -84,26 +85,8 @@ async fn deliveries(app: &TestApp, token: &str, endpoint: &str) -> Vec<Value> {
 }
 
 async fn churn_event(app: &TestApp, token: &str, email: &str) -> Value {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-events")
-            .bearer_auth(token)
-            .json(
-                &json!({"customer_email": email, "event_type": "cancellation",
-                "cancel_reason": "too expensive", "mrr": 4900}),
-            ),
-        201,
-    )
-    .await["data"]
+    app.call_json(token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": email, "event_type": "cancellation", "cancel_reason": "too expensive", "mrr": 4900}), 201).await["data"]
         .clone()
-}
-
-async fn advance_seconds(app: &TestApp, seconds: i64) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": seconds})),
-        200,
-    )
-    .await;
 }
 
 fn header<'a>(request: &'a wiremock::Request, name: &str) -> Option<&'a str> {
@@ -154,12 +137,10 @@ async fn endpoints_are_created_read_changed_and_deleted(backend: Backend) {
     assert_eq!(listed["data"].as_array().unwrap().len(), 1);
     assert!(listed["data"][0].get("secret").is_none());
     let one = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/webhook-endpoints/{id}"),
-            )
-            .bearer_auth(&acme.token),
+        .call(
+            &acme.token,
+            Method::GET,
+            &format!("/projects/acme/webhook-endpoints/{id}"),
             200,
         )
         .await;
@@ -171,50 +152,37 @@ async fn endpoints_are_created_read_changed_and_deleted(backend: Backend) {
 
     // Bad input: every field named.
     let refused = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/webhook-endpoints")
-                .bearer_auth(&acme.token)
-                .json(&json!({"url": "http://example.com/hooks", "event_types": ["churn_event.nope"]})),
+        .call_json(
+            &acme.token,
+            Method::POST,
+            "/projects/acme/webhook-endpoints",
+            &json!({"url": "http://example.com/hooks", "event_types": ["churn_event.nope"]}),
             400,
         )
         .await;
     assert_eq!(fields(&refused), ["url", "event_types"]);
     let empty = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/webhook-endpoints")
-                .bearer_auth(&acme.token)
-                .json(&json!({"url": "https://127.0.0.1:9/x", "event_types": []})),
+        .call_json(
+            &acme.token,
+            Method::POST,
+            "/projects/acme/webhook-endpoints",
+            &json!({"url": "https://127.0.0.1:9/x", "event_types": []}),
             400,
         )
         .await;
     assert_eq!(fields(&empty), ["event_types"]);
-    app.expect(
-        app.req(Method::POST, "/projects/acme/webhook-endpoints")
-            .bearer_auth(&acme.token)
-            .json(&json!({"url": "https://127.0.0.1:9/x", "event_types": ["variant.sent"], "colour": 1})),
+    app.call_json(
+        &acme.token,
+        Method::POST,
+        "/projects/acme/webhook-endpoints",
+        &json!({"url": "https://127.0.0.1:9/x", "event_types": ["variant.sent"], "colour": 1}),
         400,
     )
     .await;
-    app.expect(
-        app.req(Method::POST, "/projects/acme/webhook-endpoints")
-            .bearer_auth(&acme.token)
-            .json(&json!({"url": "https://127.0.0.1:9/x", "event_types": ["variant.sent"], "format": "teams"})),
-        400,
-    )
-    .await;
+    app.call_json(&acme.token, Method::POST, "/projects/acme/webhook-endpoints", &json!({"url": "https://127.0.0.1:9/x", "event_types": ["variant.sent"], "format": "teams"}), 400).await;
 
     // Changed: the fields given.
-    let patched = app
-        .expect(
-            app.req(
-                Method::PATCH,
-                &format!("/projects/acme/webhook-endpoints/{id}"),
-            )
-            .bearer_auth(&acme.token)
-            .json(&json!({"enabled": false, "format": "slack", "event_types": ["payment_failure.created"]})),
-            200,
-        )
-        .await["data"]
+    let patched = app.call_json(&acme.token, Method::PATCH, &format!("/projects/acme/webhook-endpoints/{id}"), &json!({"enabled": false, "format": "slack", "event_types": ["payment_failure.created"]}), 200).await["data"]
         .clone();
     assert_eq!(patched["enabled"], false);
     assert_eq!(patched["format"], "slack");
@@ -222,13 +190,11 @@ async fn endpoints_are_created_read_changed_and_deleted(backend: Backend) {
     assert_eq!(patched["url"], "https://127.0.0.1:9/hooks");
     assert_eq!(patched["description"], "CRM");
     let bad = app
-        .expect(
-            app.req(
-                Method::PATCH,
-                &format!("/projects/acme/webhook-endpoints/{id}"),
-            )
-            .bearer_auth(&acme.token)
-            .json(&json!({"url": "ftp://example.com"})),
+        .call_json(
+            &acme.token,
+            Method::PATCH,
+            &format!("/projects/acme/webhook-endpoints/{id}"),
+            &json!({"url": "ftp://example.com"}),
             400,
         )
         .await;
@@ -237,31 +203,25 @@ async fn endpoints_are_created_read_changed_and_deleted(backend: Backend) {
     // Another project's endpoint is not found.
     let other = app.register("eve@evil.io").await;
     app.create_project(&other.token, "Evil").await;
-    app.expect(
-        app.req(
-            Method::GET,
-            &format!("/projects/evil/webhook-endpoints/{id}"),
-        )
-        .bearer_auth(&other.token),
+    app.call(
+        &other.token,
+        Method::GET,
+        &format!("/projects/evil/webhook-endpoints/{id}"),
         404,
     )
     .await;
 
-    app.expect(
-        app.req(
-            Method::DELETE,
-            &format!("/projects/acme/webhook-endpoints/{id}"),
-        )
-        .bearer_auth(&acme.token),
+    app.call(
+        &acme.token,
+        Method::DELETE,
+        &format!("/projects/acme/webhook-endpoints/{id}"),
         204,
     )
     .await;
-    app.expect(
-        app.req(
-            Method::GET,
-            &format!("/projects/acme/webhook-endpoints/{id}"),
-        )
-        .bearer_auth(&acme.token),
+    app.call(
+        &acme.token,
+        Method::GET,
+        &format!("/projects/acme/webhook-endpoints/{id}"),
         404,
     )
     .await;
@@ -374,15 +334,13 @@ async fn messages_verify_with_the_standardwebhooks_reference_library(backend: Ba
     assert_eq!(log[0]["next_attempt_at"], Value::Null);
 
     // Recovered: the other endpoint's type.
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!(
-                "/projects/acme/churn-events/{}/recovered",
-                event["id"].as_str().unwrap()
-            ),
-        )
-        .bearer_auth(&token),
+    app.call(
+        &token,
+        Method::POST,
+        &format!(
+            "/projects/acme/churn-events/{}/recovered",
+            event["id"].as_str().unwrap()
+        ),
         200,
     )
     .await;
@@ -430,9 +388,9 @@ async fn failed_deliveries_retry_on_the_endpoint_schedule_then_fail(backend: Bac
         let next: chrono::DateTime<chrono::Utc> =
             entry["next_attempt_at"].as_str().unwrap().parse().unwrap();
         assert_eq!((next - at).num_seconds(), wait);
-        advance_seconds(&app, wait - 1).await;
+        advance(&app, wait - 1).await;
         assert_eq!(app.run_jobs().await, 0, "not before {wait} s");
-        advance_seconds(&app, 1).await;
+        advance(&app, 1).await;
         assert_eq!(app.run_jobs().await, 1);
     }
     let entry = deliveries(&app, &token, id).await[0].clone();
@@ -465,12 +423,10 @@ async fn an_endpoint_failing_for_five_days_is_disabled_and_its_admins_emailed(ba
     .await;
     let id = endpoint["id"].as_str().unwrap();
     let get = || async {
-        app.expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/webhook-endpoints/{id}"),
-            )
-            .bearer_auth(&token),
+        app.call(
+            &token,
+            Method::GET,
+            &format!("/projects/acme/webhook-endpoints/{id}"),
             200,
         )
         .await["data"]
@@ -490,13 +446,13 @@ async fn an_endpoint_failing_for_five_days_is_disabled_and_its_admins_emailed(ba
 
     // Failing on: a message a day, each failing.
     for day in 1..5 {
-        advance_seconds(&app, 86_400).await;
+        advance(&app, 86_400).await;
         churn_event(&app, &token, &format!("day{day}@shop.io")).await;
         app.run_jobs().await;
         assert_eq!(get().await["enabled"], true, "day {day}");
     }
     assert!(mails().is_empty());
-    advance_seconds(&app, 86_400).await;
+    advance(&app, 86_400).await;
     churn_event(&app, &token, "day5@shop.io").await;
     app.run_jobs().await;
     let disabled = get().await;
@@ -510,7 +466,7 @@ async fn an_endpoint_failing_for_five_days_is_disabled_and_its_admins_emailed(ba
     // Disabled: nothing more is emitted to it, and its pending retries are skipped.
     let before = received(&receiver).await.len();
     churn_event(&app, &token, "later@shop.io").await;
-    advance_seconds(&app, 40_000).await;
+    advance(&app, 40_000).await;
     app.run_jobs().await;
     assert_eq!(received(&receiver).await.len(), before);
     let log = deliveries(&app, &token, id).await;
@@ -522,13 +478,11 @@ async fn an_endpoint_failing_for_five_days_is_disabled_and_its_admins_emailed(ba
 
     // Enabled again by an admin: its failure record starts afresh.
     let enabled = app
-        .expect(
-            app.req(
-                Method::PATCH,
-                &format!("/projects/acme/webhook-endpoints/{id}"),
-            )
-            .bearer_auth(&token)
-            .json(&json!({"enabled": true})),
+        .call_json(
+            &token,
+            Method::PATCH,
+            &format!("/projects/acme/webhook-endpoints/{id}"),
+            &json!({"enabled": true}),
             200,
         )
         .await["data"]
@@ -591,10 +545,11 @@ async fn private_addresses_are_refused_at_save_and_at_delivery(backend: Backend)
         "https://localhost/hooks",
     ] {
         let refused = app
-            .expect(
-                app.req(Method::POST, "/projects/acme/webhook-endpoints")
-                    .bearer_auth(&token)
-                    .json(&json!({"url": url, "event_types": ["churn_event.created"]})),
+            .call_json(
+                &token,
+                Method::POST,
+                "/projects/acme/webhook-endpoints",
+                &json!({"url": url, "event_types": ["churn_event.created"]}),
                 400,
             )
             .await;
@@ -623,16 +578,14 @@ async fn private_addresses_are_refused_at_save_and_at_delivery(backend: Backend)
     assert!(received(&receiver).await.is_empty(), "never called");
     // Saved again while it resolves to loopback: refused.
     let refused = app
-        .expect(
-            app.req(
-                Method::PATCH,
-                &format!(
-                    "/projects/acme/webhook-endpoints/{}",
-                    endpoint["id"].as_str().unwrap()
-                ),
-            )
-            .bearer_auth(&token)
-            .json(&json!({"url": format!("{url}/again")})),
+        .call_json(
+            &token,
+            Method::PATCH,
+            &format!(
+                "/projects/acme/webhook-endpoints/{}",
+                endpoint["id"].as_str().unwrap()
+            ),
+            &json!({"url": format!("{url}/again")}),
             400,
         )
         .await;
@@ -679,12 +632,10 @@ async fn test_sends_and_redelivery_keep_the_message_id(backend: Backend) {
     .await;
     let id = endpoint["id"].as_str().unwrap();
     let test = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/webhook-endpoints/{id}/test"),
-            )
-            .bearer_auth(&token),
+        .call(
+            &token,
+            Method::POST,
+            &format!("/projects/acme/webhook-endpoints/{id}/test"),
             202,
         )
         .await["data"]
@@ -693,8 +644,7 @@ async fn test_sends_and_redelivery_keep_the_message_id(backend: Backend) {
     assert_eq!(test["status"], "pending");
     let did = test["id"].as_str().unwrap();
     let redeliver = format!("/projects/acme/webhook-endpoints/{id}/deliveries/{did}/redeliver");
-    app.expect(app.req(Method::POST, &redeliver).bearer_auth(&token), 409)
-        .await;
+    app.call(&token, Method::POST, &redeliver, 409).await;
     app.run_jobs().await;
     let requests = received(&receiver).await;
     assert_eq!(requests.len(), 1);
@@ -703,10 +653,7 @@ async fn test_sends_and_redelivery_keep_the_message_id(backend: Backend) {
     assert_eq!(body["data"], json!({"endpoint_id": id}));
     verify_with_reference_library(endpoint["secret"].as_str().unwrap(), &requests[0]);
 
-    let again = app
-        .expect(app.req(Method::POST, &redeliver).bearer_auth(&token), 200)
-        .await["data"]
-        .clone();
+    let again = app.call(&token, Method::POST, &redeliver, 200).await["data"].clone();
     assert_eq!(again["status"], "pending");
     assert_eq!(again["message_id"], test["message_id"]);
     app.run_jobs().await;
@@ -722,12 +669,10 @@ async fn test_sends_and_redelivery_keep_the_message_id(backend: Backend) {
     assert_eq!(log[0]["status"], "delivered");
     assert_eq!(log[0]["attempts"].as_array().unwrap().len(), 2);
     // Unknown ones, and another endpoint's path: 404.
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/webhook-endpoints/{id}/deliveries/nope/redeliver"),
-        )
-        .bearer_auth(&token),
+    app.call(
+        &token,
+        Method::POST,
+        &format!("/projects/acme/webhook-endpoints/{id}/deliveries/nope/redeliver"),
         404,
     )
     .await;
@@ -806,10 +751,11 @@ async fn a_send_and_its_first_click_are_told_once(backend: Backend) {
     answer(&receiver, ResponseTemplate::new(200)).await;
     let app = with_receiver(backend, &receiver).await;
     let token = acme_owner(&app).await;
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&token)
-            .json(&json!({"settings": {"product_url": "https://acme.io/account"}})),
+    app.call_json(
+        &token,
+        Method::PATCH,
+        "/projects/acme",
+        &json!({"settings": {"product_url": "https://acme.io/account"}}),
         200,
     )
     .await;
@@ -822,16 +768,7 @@ async fn a_send_and_its_first_click_are_told_once(backend: Backend) {
     )
     .await;
     let (event, vid) = crate::helpers::event_with_variants(&app, &token, "c@x.io").await;
-    let sent = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{event}/variants/{vid}/send"),
-            )
-            .bearer_auth(&token),
-            200,
-        )
-        .await;
+    let sent = send_variant(&app, &token, &event, &vid, 200).await;
     let mail = crate::mailrules::outbox_mail(&app, &sent);
     let click = crate::events::find_url(&mail, "/c?u=").replace("&amp;", "&");
     // Four clicks at once: each counts, one is the first.
@@ -853,12 +790,10 @@ async fn a_send_and_its_first_click_are_told_once(backend: Backend) {
     told.sort_unstable();
     assert_eq!(told, ["variant.clicked", "variant.sent"]);
     let variants = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/churn-events/{event}/variants"),
-            )
-            .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            &format!("/projects/acme/churn-events/{event}/variants"),
             200,
         )
         .await;
@@ -878,10 +813,11 @@ async fn an_event_lost_at_the_end_of_its_window_is_told(backend: Backend) {
     answer(&receiver, ResponseTemplate::new(200)).await;
     let app = with_receiver(backend, &receiver).await;
     let token = acme_owner(&app).await;
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&token)
-            .json(&json!({"settings": {"recovery_window_days": 10}})),
+    app.call_json(
+        &token,
+        Method::PATCH,
+        "/projects/acme",
+        &json!({"settings": {"recovery_window_days": 10}}),
         200,
     )
     .await;
@@ -893,22 +829,14 @@ async fn an_event_lost_at_the_end_of_its_window_is_told(backend: Backend) {
     )
     .await;
     let (event, vid) = crate::helpers::event_with_variants(&app, &token, "gone@x.io").await;
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{event}/variants/{vid}/send"),
-        )
-        .bearer_auth(&token),
-        200,
-    )
-    .await;
-    advance_seconds(&app, 10 * 86_400 - 60).await;
+    send_variant(&app, &token, &event, &vid, 200).await;
+    advance(&app, 10 * 86_400 - 60).await;
     app.run_jobs().await;
     assert!(
         received(&receiver).await.is_empty(),
         "not lost before the window ends"
     );
-    advance_seconds(&app, 120).await;
+    advance(&app, 120).await;
     app.run_jobs().await;
     app.run_jobs().await;
     let hooks = received(&receiver).await;

@@ -1,7 +1,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp};
+use crate::helpers::{Backend, TestApp, fields};
 use churn_core::both_backends;
 
 both_backends!(
@@ -29,14 +29,7 @@ async fn get_with_key(app: &TestApp, slug: &str, key: &str, status: u16) -> Valu
 async fn create_shows_keys_once_and_lists_with_role(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let s = app.register("ada@example.com").await;
-    let created = app
-        .expect(
-            app.req(Method::POST, "/projects")
-                .bearer_auth(&s.token)
-                .json(&json!({"name": "Acme Analytics", "product_type": "SaaS", "support_email": "Help@Acme.io"})),
-            201,
-        )
-        .await["data"]
+    let created = app.call_json(&s.token, Method::POST, "/projects", &json!({"name": "Acme Analytics", "product_type": "SaaS", "support_email": "Help@Acme.io"}), 201).await["data"]
         .clone();
     assert_eq!(created["slug"], "acme-analytics");
     assert_eq!(created["product_type"], "SaaS");
@@ -55,11 +48,7 @@ async fn create_shows_keys_once_and_lists_with_role(backend: Backend) {
     assert!(created["created_at"].as_str().unwrap().ends_with('Z'));
 
     let detail = app
-        .expect(
-            app.req(Method::GET, "/projects/acme-analytics")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(&s.token, Method::GET, "/projects/acme-analytics", 200)
         .await["data"]
         .clone();
     assert_eq!(detail["role"], "owner");
@@ -76,12 +65,8 @@ async fn create_shows_keys_once_and_lists_with_role(backend: Backend) {
 
     // By id as well as slug, and with the secret key in every accepted form.
     let id = created["id"].as_str().unwrap();
-    app.expect(
-        app.req(Method::GET, &format!("/projects/{id}"))
-            .bearer_auth(&s.token),
-        200,
-    )
-    .await;
+    app.call(&s.token, Method::GET, &format!("/projects/{id}"), 200)
+        .await;
     let body = &secret["sk_live_".len()..];
     for form in [
         secret.clone(),
@@ -92,9 +77,7 @@ async fn create_shows_keys_once_and_lists_with_role(backend: Backend) {
     }
 
     app.create_project(&s.token, "Second").await;
-    let list = app
-        .expect(app.req(Method::GET, "/projects").bearer_auth(&s.token), 200)
-        .await;
+    let list = app.call(&s.token, Method::GET, "/projects", 200).await;
     let items = list["data"].as_array().unwrap();
     assert_eq!(items.len(), 2);
     assert!(
@@ -126,10 +109,11 @@ async fn slug_collisions_get_a_suffix_per_user(backend: Backend) {
     let empty = app.create_project(&bob.token, "!!!").await;
     assert_eq!(empty["slug"], "project");
     let missing = app
-        .expect(
-            app.req(Method::POST, "/projects")
-                .bearer_auth(&bob.token)
-                .json(&json!({"product_type": "SaaS"})),
+        .call_json(
+            &bob.token,
+            Method::POST,
+            "/projects",
+            &json!({"product_type": "SaaS"}),
             400,
         )
         .await;
@@ -141,14 +125,7 @@ async fn update_is_partial_for_put_and_patch(backend: Backend) {
     let s = app.register("ada@example.com").await;
     app.create_project(&s.token, "Acme").await;
     for method in [Method::PUT, Method::PATCH] {
-        let updated = app
-            .expect(
-                app.req(method.clone(), "/projects/acme")
-                    .bearer_auth(&s.token)
-                    .json(&json!({"name": format!("Acme {method}"), "settings": {"discount_percent": 35, "founder_name": "Ada"}})),
-                200,
-            )
-            .await["data"]
+        let updated = app.call_json(&s.token, method.clone(), "/projects/acme", &json!({"name": format!("Acme {method}"), "settings": {"discount_percent": 35, "founder_name": "Ada"}}), 200).await["data"]
             .clone();
         assert_eq!(updated["name"], format!("Acme {method}"));
         assert_eq!(updated["slug"], "acme", "renaming keeps the slug");
@@ -157,10 +134,11 @@ async fn update_is_partial_for_put_and_patch(backend: Backend) {
         assert_eq!(updated["settings"]["recovery_window_days"], 30);
     }
     let support = app
-        .expect(
-            app.req(Method::PATCH, "/projects/acme")
-                .bearer_auth(&s.token)
-                .json(&json!({"support_email": "help@acme.io"})),
+        .call_json(
+            &s.token,
+            Method::PATCH,
+            "/projects/acme",
+            &json!({"support_email": "help@acme.io"}),
             200,
         )
         .await;
@@ -169,26 +147,19 @@ async fn update_is_partial_for_put_and_patch(backend: Backend) {
         "absent fields are kept"
     );
     let bad = app
-        .expect(
-            app.req(Method::PATCH, "/projects/acme")
-                .bearer_auth(&s.token)
-                .json(&json!({"support_email": "nope", "settings": {"recovery_window_days": 400}})),
+        .call_json(
+            &s.token,
+            Method::PATCH,
+            "/projects/acme",
+            &json!({"support_email": "nope", "settings": {"recovery_window_days": 400}}),
             400,
         )
         .await;
-    let fields: Vec<_> = bad["error"]["details"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["field"].as_str().unwrap())
-        .collect();
-    assert_eq!(fields, ["support_email", "settings.recovery_window_days"]);
-    let unchanged = app
-        .expect(
-            app.req(Method::GET, "/projects/acme").bearer_auth(&s.token),
-            200,
-        )
-        .await;
+    assert_eq!(
+        fields(&bad),
+        ["support_email", "settings.recovery_window_days"]
+    );
+    let unchanged = app.call(&s.token, Method::GET, "/projects/acme", 200).await;
     assert_eq!(unchanged["data"]["support_email"], "help@acme.io");
 }
 
@@ -199,25 +170,13 @@ async fn delete_removes_everything(backend: Backend) {
     let secret = created["api_keys"]["secret_key"].as_str().unwrap();
     get_with_key(&app, "acme", secret, 200).await;
     let gone = app
-        .expect(
-            app.req(Method::DELETE, "/projects/acme")
-                .bearer_auth(&s.token),
-            204,
-        )
+        .call(&s.token, Method::DELETE, "/projects/acme", 204)
         .await;
     assert!(gone.is_null(), "204 has no body");
-    app.expect(
-        app.req(Method::GET, "/projects/acme").bearer_auth(&s.token),
-        404,
-    )
-    .await;
+    app.call(&s.token, Method::GET, "/projects/acme", 404).await;
     get_with_key(&app, "acme", secret, 401).await;
-    app.expect(
-        app.req(Method::DELETE, "/projects/acme")
-            .bearer_auth(&s.token),
-        404,
-    )
-    .await;
+    app.call(&s.token, Method::DELETE, "/projects/acme", 404)
+        .await;
     // The slug is free again.
     assert_eq!(app.create_project(&s.token, "Acme").await["slug"], "acme");
 }
@@ -251,21 +210,10 @@ async fn allowed_origins_are_validated_and_normalised(backend: Backend) {
             400,
         )
         .await;
-    let fields: Vec<_> = bad["error"]["details"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["field"].as_str().unwrap())
-        .collect();
-    assert_eq!(fields, ["allowed_origins[1]", "allowed_origins[2]"]);
+    assert_eq!(fields(&bad), ["allowed_origins[1]", "allowed_origins[2]"]);
     let many: Vec<String> = (0..51).map(|i| format!("https://a{i}.io")).collect();
     app.expect(put(json!(many)), 400).await;
-    let detail = app
-        .expect(
-            app.req(Method::GET, "/projects/acme").bearer_auth(&s.token),
-            200,
-        )
-        .await;
+    let detail = app.call(&s.token, Method::GET, "/projects/acme", 200).await;
     assert_eq!(
         detail["data"]["allowed_origins"],
         json!(["https://app.acme.io", "http://localhost:3000"])
@@ -278,11 +226,7 @@ async fn rotate_keys_invalidates_old_keys(backend: Backend) {
     let created = app.create_project(&s.token, "Acme").await;
     let old_secret = created["api_keys"]["secret_key"].as_str().unwrap();
     let rotated = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(&s.token, Method::POST, "/projects/acme/rotate-keys", 200)
         .await["data"]
         .clone();
     let new_secret = rotated["secret_key"].as_str().unwrap();
@@ -292,10 +236,11 @@ async fn rotate_keys_invalidates_old_keys(backend: Backend) {
     let detail = get_with_key(&app, "acme", new_secret, 200).await;
     assert_eq!(detail["data"]["public_key"], rotated["public_key"]);
     let bad = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&s.token)
-                .json(&json!({"expire_old_in_hours": 73})),
+        .call_json(
+            &s.token,
+            Method::POST,
+            "/projects/acme/rotate-keys",
+            &json!({"expire_old_in_hours": 73}),
             400,
         )
         .await;
@@ -308,10 +253,11 @@ async fn rotate_keys_with_grace_period(backend: Backend) {
     let created = app.create_project(&s.token, "Acme").await;
     let old_secret = created["api_keys"]["secret_key"].as_str().unwrap();
     let rotated = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&s.token)
-                .json(&json!({"expire_old_in_hours": 2})),
+        .call_json(
+            &s.token,
+            Method::POST,
+            "/projects/acme/rotate-keys",
+            &json!({"expire_old_in_hours": 2}),
             200,
         )
         .await["data"]
@@ -350,10 +296,11 @@ async fn public_key_works(app: &TestApp, public_key: &str) -> bool {
 }
 
 async fn rotate(app: &TestApp, token: &str, body: Value, status: u16) -> Value {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/rotate-keys")
-            .bearer_auth(token)
-            .json(&body),
+    app.call_json(
+        token,
+        Method::POST,
+        "/projects/acme/rotate-keys",
+        &body,
         status,
     )
     .await
@@ -442,29 +389,22 @@ async fn webhook_secret_get_and_rotate(backend: Backend) {
     let s = app.register("ada@example.com").await;
     app.create_project(&s.token, "Acme").await;
     let first = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/webhook-secret")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(&s.token, Method::GET, "/projects/acme/webhook-secret", 200)
         .await["data"]["webhook_secret"]
         .clone();
     assert!(first.as_str().unwrap().starts_with("whsec_"));
     let rotated = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/webhook-secret/rotate")
-                .bearer_auth(&s.token),
+        .call(
+            &s.token,
+            Method::POST,
+            "/projects/acme/webhook-secret/rotate",
             200,
         )
         .await["data"]["webhook_secret"]
         .clone();
     assert_ne!(first, rotated);
     let again = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/webhook-secret")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(&s.token, Method::GET, "/projects/acme/webhook-secret", 200)
         .await["data"]["webhook_secret"]
         .clone();
     assert_eq!(again, rotated);
@@ -515,21 +455,12 @@ async fn concurrent_changes_do_not_overwrite_each_other(backend: Backend) {
     );
     assert_eq!(renamed["data"]["name"], "Renamed");
     let current = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/webhook-secret")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(&s.token, Method::GET, "/projects/acme/webhook-secret", 200)
         .await;
     assert_eq!(
         current["data"]["webhook_secret"], rotated["data"]["webhook_secret"],
         "the rename kept the new secret"
     );
-    let detail = app
-        .expect(
-            app.req(Method::GET, "/projects/acme").bearer_auth(&s.token),
-            200,
-        )
-        .await;
+    let detail = app.call(&s.token, Method::GET, "/projects/acme", 200).await;
     assert_eq!(detail["data"]["name"], "Renamed");
 }

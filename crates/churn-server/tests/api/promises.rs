@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
-use crate::helpers::{Backend, TestApp, acme_owner};
+use crate::helpers::{Backend, TestApp, acme_owner, generate};
 use crate::providers::A_KEY;
 use crate::webhooks::{Setup, setup};
 
@@ -23,29 +23,16 @@ both_backends!(
 /// A cancellation in `acme`; the unscoped form, which also takes `provider_customer_id`.
 async fn cancellation(app: &TestApp, token: &str, body: Value) -> String {
     let event = app
-        .expect(
-            app.req(Method::POST, "/churn-events?project=acme")
-                .bearer_auth(token)
-                .json(&body),
+        .call_json(
+            token,
+            Method::POST,
+            "/churn-events?project=acme",
+            &body,
             201,
         )
         .await;
     let id = event["data"]["id"].as_str().or(event["id"].as_str());
     id.unwrap().to_owned()
-}
-
-async fn generate(app: &TestApp, token: &str, id: &str) -> Vec<Value> {
-    let generated = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/generate"),
-            )
-            .bearer_auth(token),
-            200,
-        )
-        .await;
-    generated["data"]["variants"].as_array().unwrap().clone()
 }
 
 fn variant<'a>(variants: &'a [Value], strategy: &str) -> &'a Value {
@@ -61,10 +48,11 @@ fn send(app: &TestApp, token: &str, id: &str, vid: &str) -> reqwest::RequestBuil
 }
 
 async fn patch_settings(app: &TestApp, token: &str, settings: Value, status: u16) -> Value {
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(token)
-            .json(&json!({"settings": settings})),
+    app.call_json(
+        token,
+        Method::PATCH,
+        "/projects/acme",
+        &json!({"settings": settings}),
         status,
     )
     .await
@@ -200,14 +188,9 @@ async fn a_stripe_error_leaves_the_draft_unsent(backend: Backend) {
     );
     assert!(s.app.outbox().is_empty(), "no email without its code");
     let listed = s
-        .app
-        .expect(
-            s.app
-                .req(
-                    Method::GET,
-                    &format!("/projects/acme/churn-events/{id}/variants"),
-                )
-                .bearer_auth(&s.token),
+        .call(
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}/variants"),
             200,
         )
         .await;
@@ -215,11 +198,9 @@ async fn a_stripe_error_leaves_the_draft_unsent(backend: Backend) {
     assert_eq!(discount["status"], "draft");
     assert_eq!(discount["sent_at"], Value::Null);
     let event = s
-        .app
-        .expect(
-            s.app
-                .req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-                .bearer_auth(&s.token),
+        .call(
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}"),
             200,
         )
         .await;

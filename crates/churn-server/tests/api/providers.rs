@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner, acme_with_key};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, acme_with_key, fields, login};
 use churn_core::{both_backends, signature};
 
 both_backends!(
@@ -22,10 +22,11 @@ pub const A_KEY: &str = "sk_test_51Hx9stripekey4242";
 pub const A_WHSEC: &str = "whsec_churn_test_secret";
 
 async fn put(app: &TestApp, token: &str, provider: &str, body: Value, status: u16) -> Value {
-    app.expect(
-        app.req(Method::PUT, &format!("/projects/acme/providers/{provider}"))
-            .bearer_auth(token)
-            .json(&body),
+    app.call_json(
+        token,
+        Method::PUT,
+        &format!("/projects/acme/providers/{provider}"),
+        &body,
         status,
     )
     .await
@@ -34,12 +35,7 @@ async fn put(app: &TestApp, token: &str, provider: &str, body: Value, status: u1
 async fn connections_show_hints_and_the_webhook_address(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
-    let project = app
-        .expect(
-            app.req(Method::GET, "/projects/acme").bearer_auth(&token),
-            200,
-        )
-        .await;
+    let project = app.call(&token, Method::GET, "/projects/acme", 200).await;
     let public_key = project["data"]["public_key"].as_str().unwrap().to_owned();
     let a = put(
         &app,
@@ -81,11 +77,7 @@ async fn connections_show_hints_and_the_webhook_address(backend: Backend) {
     let custom = put(&app, &token, "custom", json!({}), 200).await["data"].clone();
     assert_eq!(custom["retry_url"], Value::Null);
     let list = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/providers")
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::GET, "/projects/acme/providers", 200)
         .await;
     let names: Vec<&str> = list["data"]
         .as_array()
@@ -106,15 +98,17 @@ async fn connections_show_hints_and_the_webhook_address(backend: Backend) {
         .clone();
     assert_eq!(again["api_key_hint"], "0007");
     assert_eq!(again["created_at"], a["created_at"]);
-    app.expect(
-        app.req(Method::DELETE, "/projects/acme/providers/razorpay")
-            .bearer_auth(&token),
+    app.call(
+        &token,
+        Method::DELETE,
+        "/projects/acme/providers/razorpay",
         204,
     )
     .await;
-    app.expect(
-        app.req(Method::DELETE, "/projects/acme/providers/razorpay")
-            .bearer_auth(&token),
+    app.call(
+        &token,
+        Method::DELETE,
+        "/projects/acme/providers/razorpay",
         404,
     )
     .await;
@@ -152,20 +146,9 @@ async fn credentials_are_sealed_at_rest(backend: Backend) {
     }
     // A server with the same key reads them back (another key refuses to start at all).
     let app = TestApp::start(db, Options::default()).await;
-    let session = app
-        .expect(
-            app.req(Method::POST, "/auth/login")
-                .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
-            200,
-        )
-        .await;
-    let token = session["data"]["token"].as_str().unwrap();
+    let token = login(&app, "owner@acme.io").await;
     let list = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/providers")
-                .bearer_auth(token),
-            200,
-        )
+        .call(&token, Method::GET, "/projects/acme/providers", 200)
         .await;
     assert_eq!(list["data"][0]["api_key_hint"], "4242");
 }
@@ -173,14 +156,6 @@ async fn credentials_are_sealed_at_rest(backend: Backend) {
 async fn fields_are_checked_per_provider(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
-    let fields = |body: &Value| -> Vec<String> {
-        body["error"]["details"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["field"].as_str().unwrap().to_owned())
-            .collect()
-    };
     let missing = put(&app, &token, "stripe", json!({"api_key": A_KEY}), 400).await;
     assert_eq!(fields(&missing), ["webhook_secret"]);
     let foreign = put(
@@ -280,10 +255,11 @@ async fn only_admins_manage_providers(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
     let created = app
-        .expect(
-            app.req(Method::POST, "/projects")
-                .bearer_auth(&token)
-                .json(&json!({"name": "Other"})),
+        .call_json(
+            &token,
+            Method::POST,
+            "/projects",
+            &json!({"name": "Other"}),
             201,
         )
         .await;
@@ -297,9 +273,10 @@ async fn only_admins_manage_providers(backend: Backend) {
     .await;
     // Another user's project is 404.
     let stranger = app.register("stranger@example.com").await;
-    app.expect(
-        app.req(Method::GET, "/projects/acme/providers")
-            .bearer_auth(&stranger.token),
+    app.call(
+        &stranger.token,
+        Method::GET,
+        "/projects/acme/providers",
         404,
     )
     .await;
@@ -311,12 +288,7 @@ async fn only_admins_manage_providers(backend: Backend) {
 async fn aliases_and_real_names_on_every_provider_route(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
-    let project = app
-        .expect(
-            app.req(Method::GET, "/projects/acme").bearer_auth(&token),
-            200,
-        )
-        .await;
+    let project = app.call(&token, Method::GET, "/projects/acme", 200).await;
     let public_key = project["data"]["public_key"].as_str().unwrap().to_owned();
     let port = app.address.rsplit(':').next().unwrap().to_owned();
     let clock = app.expect(app.req(Method::GET, "/dev/clock"), 200).await;
@@ -348,11 +320,7 @@ async fn aliases_and_real_names_on_every_provider_route(backend: Backend) {
             assert_eq!(&answer["created_at"], first, "PUT {path_name}");
         }
         let list = app
-            .expect(
-                app.req(Method::GET, "/projects/acme/providers")
-                    .bearer_auth(&token),
-                200,
-            )
+            .call(&token, Method::GET, "/projects/acme/providers", 200)
             .await;
         let listed: Vec<&Value> = list["data"]
             .as_array()
@@ -396,28 +364,32 @@ async fn aliases_and_real_names_on_every_provider_route(backend: Backend) {
         );
 
         // DELETE under the alias removes the connection the real name shows.
-        app.expect(
-            app.req(Method::DELETE, &format!("/projects/acme/providers/{alias}"))
-                .bearer_auth(&token),
+        app.call(
+            &token,
+            Method::DELETE,
+            &format!("/projects/acme/providers/{alias}"),
             204,
         )
         .await;
-        app.expect(
-            app.req(Method::DELETE, &format!("/projects/acme/providers/{name}"))
-                .bearer_auth(&token),
+        app.call(
+            &token,
+            Method::DELETE,
+            &format!("/projects/acme/providers/{name}"),
             404,
         )
         .await;
         put(&app, &token, name, body.clone(), 200).await;
-        app.expect(
-            app.req(Method::DELETE, &format!("/projects/acme/providers/{name}"))
-                .bearer_auth(&token),
+        app.call(
+            &token,
+            Method::DELETE,
+            &format!("/projects/acme/providers/{name}"),
             204,
         )
         .await;
-        app.expect(
-            app.req(Method::DELETE, &format!("/projects/acme/providers/{alias}"))
-                .bearer_auth(&token),
+        app.call(
+            &token,
+            Method::DELETE,
+            &format!("/projects/acme/providers/{alias}"),
             404,
         )
         .await;
@@ -449,11 +421,7 @@ async fn stored_aliases_become_real_names(backend: Backend) {
     .await;
     let provider_of_events = async |app: &TestApp, token: &str| -> Vec<String> {
         let list = app
-            .expect(
-                app.req(Method::GET, "/projects/acme/churn-events")
-                    .bearer_auth(token),
-                200,
-            )
+            .call(token, Method::GET, "/projects/acme/churn-events", 200)
             .await;
         list["data"]
             .as_array()
@@ -501,22 +469,9 @@ async fn stored_aliases_become_real_names(backend: Backend) {
     assert_eq!(stored, ["stripe", "stripe"]);
 
     let app = TestApp::start(db, Options::default()).await;
-    let token = app
-        .expect(
-            app.req(Method::POST, "/auth/login")
-                .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
-            200,
-        )
-        .await["data"]["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let token = login(&app, "owner@acme.io").await;
     let list = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/providers")
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::GET, "/projects/acme/providers", 200)
         .await;
     assert_eq!(list["data"][0]["provider"], "stripe");
     assert_eq!(provider_of_events(&app, &token).await, ["stripe"]);

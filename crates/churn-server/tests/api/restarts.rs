@@ -130,18 +130,13 @@ async fn autopilot_sends_once_and_plans_the_follow_up_across_restarts(backend: B
     let app = TestApp::spawn(backend).await;
     let owner = acme_owner(&app).await;
     app.run_jobs().await; // the owner's verification email
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&owner)
-            .json(&json!({"settings": {"autopilot": {"enabled": true, "delay_minutes": 60, "follow_up_days": 3}}})),
-        200,
-    )
-    .await;
+    app.call_json(&owner, Method::PATCH, "/projects/acme", &json!({"settings": {"autopilot": {"enabled": true, "delay_minutes": 60, "follow_up_days": 3}}}), 200).await;
     let created = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/churn-events")
-                .bearer_auth(&owner)
-                .json(&json!({"customer_email": "dana@example.com", "event_type": "cancellation"})),
+        .call_json(
+            &owner,
+            Method::POST,
+            "/projects/acme/churn-events",
+            &json!({"customer_email": "dana@example.com", "event_type": "cancellation"}),
             201,
         )
         .await;
@@ -152,9 +147,10 @@ async fn autopilot_sends_once_and_plans_the_follow_up_across_restarts(backend: B
             .json(&json!({"advance_seconds": seconds}))
     };
     let autopilot = || async {
-        app.expect(
-            app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-                .bearer_auth(&owner),
+        app.call(
+            &owner,
+            Method::GET,
+            &format!("/projects/acme/churn-events/{id}"),
             200,
         )
         .await["data"]["autopilot"]

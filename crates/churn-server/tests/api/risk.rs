@@ -59,8 +59,7 @@ pub(crate) async fn recompute(app: &TestApp, acme: &Acme) -> Value {
 }
 
 async fn get(app: &TestApp, token: &str, path: &str) -> Value {
-    app.expect(app.req(Method::GET, path).bearer_auth(token), 200)
-        .await
+    app.call(token, Method::GET, path, 200).await
 }
 
 async fn customers_with_a_short_history_have_no_score(backend: Backend) {
@@ -182,10 +181,11 @@ async fn scoring_runs_every_interval_as_a_job(backend: Backend) {
     assert_eq!(again["data"]["history"].as_array().unwrap().len(), 2);
 
     // The next run after a change of interval is due that many hours later.
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/churn-risk/config")
-            .bearer_auth(&acme.token)
-            .json(&json!({"check_interval_hours": 72})),
+    app.call_json(
+        &acme.token,
+        Method::PUT,
+        "/projects/acme/churn-risk/config",
+        &json!({"check_interval_hours": 72}),
         200,
     )
     .await;
@@ -258,23 +258,19 @@ async fn lists_filter_by_level_and_score(backend: Backend) {
     .await;
     assert_eq!(emails(&page), ["high@shop.io"]);
     for bad in ["level=severe", "min_score=101", "per_page=0"] {
-        app.expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/churn-risk/customers?{bad}"),
-            )
-            .bearer_auth(&acme.token),
+        app.call(
+            &acme.token,
+            Method::GET,
+            &format!("/projects/acme/churn-risk/customers?{bad}"),
             400,
         )
         .await;
     }
     let unknown = app
-        .expect(
-            app.req(
-                Method::GET,
-                "/projects/acme/churn-risk/customers/nobody@shop.io",
-            )
-            .bearer_auth(&acme.token),
+        .call(
+            &acme.token,
+            Method::GET,
+            "/projects/acme/churn-risk/customers/nobody@shop.io",
             404,
         )
         .await;
@@ -341,13 +337,13 @@ async fn other_tenants_cannot_read_or_recompute(backend: Backend) {
         } else {
             Method::GET
         };
-        app.expect(app.req(method, path).bearer_auth(&intruder.token), 404)
-            .await;
+        app.call(&intruder.token, method, path, 404).await;
     }
     let owner = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/churn-risk/recompute")
-                .bearer_auth(&acme.token),
+        .call(
+            &acme.token,
+            Method::POST,
+            "/projects/acme/churn-risk/recompute",
             200,
         )
         .await;
@@ -446,10 +442,11 @@ async fn the_configuration_has_defaults_and_validates_every_field(backend: Backe
     assert_eq!(cleared["data"]["risk_threshold"], 0, "the rest is kept");
 
     let intruder = app.register("mallory@example.com").await;
-    app.expect(
-        app.req(Method::PUT, path)
-            .bearer_auth(&intruder.token)
-            .json(&json!({"enabled": true})),
+    app.call_json(
+        &intruder.token,
+        Method::PUT,
+        path,
+        &json!({"enabled": true}),
         404,
     )
     .await;
@@ -463,10 +460,11 @@ async fn private_webhooks_are_allowed_when_the_operator_says_so(backend: Backend
     .await;
     let acme = acme_with_key(&app).await;
     let answer = app
-        .expect(
-            app.req(Method::PUT, "/projects/acme/churn-risk/config")
-                .bearer_auth(&acme.token)
-                .json(&json!({"webhook_url": "https://127.0.0.1:9443/churn"})),
+        .call_json(
+            &acme.token,
+            Method::PUT,
+            "/projects/acme/churn-risk/config",
+            &json!({"webhook_url": "https://127.0.0.1:9443/churn"}),
             200,
         )
         .await;
@@ -475,20 +473,22 @@ async fn private_webhooks_are_allowed_when_the_operator_says_so(backend: Backend
         "https://127.0.0.1:9443/churn"
     );
     // Still https only.
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/churn-risk/config")
-            .bearer_auth(&acme.token)
-            .json(&json!({"webhook_url": "http://127.0.0.1:9443/churn"})),
+    app.call_json(
+        &acme.token,
+        Method::PUT,
+        "/projects/acme/churn-risk/config",
+        &json!({"webhook_url": "http://127.0.0.1:9443/churn"}),
         400,
     )
     .await;
 }
 
 async fn churn(app: &TestApp, acme: &Acme, email: &str) {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-events")
-            .bearer_auth(&acme.token)
-            .json(&json!({"customer_email": email, "event_type": "cancellation"})),
+    app.call_json(
+        &acme.token,
+        Method::POST,
+        "/projects/acme/churn-events",
+        &json!({"customer_email": email, "event_type": "cancellation"}),
         201,
     )
     .await;

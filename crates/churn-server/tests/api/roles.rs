@@ -618,11 +618,7 @@ impl Fixture {
         let app = TestApp::spawn(backend).await;
         let owner = acme_owner(&app).await;
         let keys = app
-            .expect(
-                app.req(Method::POST, "/projects/acme/rotate-keys")
-                    .bearer_auth(&owner),
-                200,
-            )
+            .call(&owner, Method::POST, "/projects/acme/rotate-keys", 200)
             .await;
         let secret_key = keys["data"]["secret_key"].as_str().unwrap().to_owned();
         let target = join(&app, &owner, "target@acme.io", "viewer").await;
@@ -656,14 +652,7 @@ impl Fixture {
         match fresh {
             Fresh::Nothing => {}
             Fresh::Event => {
-                let created = app
-                    .expect(
-                        app.req(Method::POST, "/projects/acme/churn-events")
-                            .bearer_auth(&self.owner)
-                            .json(&json!({"customer_email": self.unique_email(), "event_type": "cancellation"})),
-                        201,
-                    )
-                    .await;
+                let created = app.call_json(&self.owner, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": self.unique_email(), "event_type": "cancellation"}), 201).await;
                 objects.event = created["data"]["id"].as_str().unwrap().to_owned();
             }
             Fresh::Drafts => {

@@ -10,7 +10,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, login};
 use crate::webhooks::{Setup, setup};
 use churn_core::both_backends;
 use churn_core::signature;
@@ -50,25 +50,9 @@ async fn stored_secrets(app: &TestApp) -> Vec<(String, String)> {
     all
 }
 
-async fn login(app: &TestApp) -> String {
-    app.expect(
-        app.req(Method::POST, "/auth/login")
-            .json(&json!({"email": "owner@acme.io", "password": "correct horse"})),
-        200,
-    )
-    .await["data"]["token"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
 async fn webhook_secret(app: &TestApp, token: &str) -> String {
-    app.expect(
-        app.req(Method::GET, "/projects/acme/webhook-secret")
-            .bearer_auth(token),
-        200,
-    )
-    .await["data"]["webhook_secret"]
+    app.call(token, Method::GET, "/projects/acme/webhook-secret", 200)
+        .await["data"]["webhook_secret"]
         .as_str()
         .unwrap()
         .to_owned()
@@ -143,13 +127,19 @@ async fn secrets_are_sealed_at_rest_and_plaintext_rows_sealed_once_at_start(back
         webhook_secret(&app, &resigned(&token, legacy_jwt)).await,
         legacy_whsec
     );
-    assert_eq!(webhook_secret(&app, &login(&app).await).await, legacy_whsec);
+    assert_eq!(
+        webhook_secret(&app, &login(&app, "owner@acme.io").await).await,
+        legacy_whsec
+    );
 
     // A later start seals nothing again.
     let db = app.stop().await;
     let app = TestApp::start(db, Options::default()).await;
     assert_eq!(stored_secrets(&app).await, sealed);
-    assert_eq!(webhook_secret(&app, &login(&app).await).await, legacy_whsec);
+    assert_eq!(
+        webhook_secret(&app, &login(&app, "owner@acme.io").await).await,
+        legacy_whsec
+    );
 }
 
 async fn rotate_encryption(db: &churn_core::testing::TestDatabase, new_key: &str) -> String {
@@ -208,9 +198,10 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
     // credentials, identity secrets, a stored idempotent answer; the service secrets are there
     // from the start.
     let rotated = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/webhook-secret/rotate")
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::POST,
+            "/projects/acme/webhook-secret/rotate",
             200,
         )
         .await["data"]["webhook_secret"]
@@ -218,9 +209,10 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
         .unwrap()
         .to_owned();
     let identity = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/identity-secret/rotate")
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::POST,
+            "/projects/acme/identity-secret/rotate",
             200,
         )
         .await["data"]["identity_secret"]
@@ -263,14 +255,10 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
     let after = sealed_values(app).await;
     assert_eq!(after.len(), before.len());
     assert!(before.iter().zip(&after).all(|(b, a)| b != a));
-    let token = login(app).await;
+    let token = login(app, "owner@acme.io").await;
     assert_eq!(webhook_secret(app, &token).await, rotated);
     let current_identity = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/identity-secret")
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::GET, "/projects/acme/identity-secret", 200)
         .await["data"]["identity_secret"]
         .clone();
     assert_eq!(current_identity, identity);
@@ -300,14 +288,7 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
 async fn a_rotated_webhook_secret_verifies_inbound_events_for_24_hours(backend: Backend) {
     let s = setup(backend).await;
     let old = s.webhook_secret().await;
-    s.app
-        .expect(
-            s.app
-                .req(Method::POST, "/projects/acme/webhook-secret/rotate")
-                .bearer_auth(&s.token),
-            200,
-        )
-        .await;
+    s.rotate_webhook_secret().await;
     let new = s.webhook_secret().await;
     assert_ne!(old, new);
     let event = |id: &str| {

@@ -19,7 +19,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
 
 use crate::helpers::{
-    Backend, Options, TestApp, TestDatabase, acme_owner as owner, event_with_variants,
+    Backend, Options, TestApp, TestDatabase, acme_owner as owner, event_of, event_with_variants,
+    variant_of,
 };
 
 both_backends!(
@@ -105,36 +106,6 @@ async fn session(
     Ok(())
 }
 
-async fn event(app: &TestApp, token: &str, id: &str) -> Value {
-    app.expect(
-        app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-            .bearer_auth(token),
-        200,
-    )
-    .await["data"]
-        .clone()
-}
-
-async fn variant(app: &TestApp, token: &str, id: &str, vid: &str) -> Value {
-    let list = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/churn-events/{id}/variants"),
-            )
-            .bearer_auth(token),
-            200,
-        )
-        .await;
-    list["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["id"] == vid)
-        .unwrap()
-        .clone()
-}
-
 fn send_path(id: &str, vid: &str) -> String {
     format!("/projects/acme/churn-events/{id}/variants/{vid}/send")
 }
@@ -167,7 +138,7 @@ async fn a_send_finishes_when_its_client_goes_away(backend: Backend) {
     assert!(request.await.unwrap_err().is_cancelled());
 
     // Meanwhile the claim is visible and holds the variant.
-    let held = variant(&app, &token, &id, &vid).await;
+    let held = variant_of(&app, &token, &id, &vid).await;
     assert_eq!(held["status"], "sending", "{held}");
     assert!(held["claimed_at"].is_string(), "{held}");
     for request in [
@@ -187,7 +158,7 @@ async fn a_send_finishes_when_its_client_goes_away(backend: Backend) {
 
     let deadline = Instant::now() + Duration::from_secs(30);
     let sent = loop {
-        let v = variant(&app, &token, &id, &vid).await;
+        let v = variant_of(&app, &token, &id, &vid).await;
         if v["status"] != "sending" {
             break v;
         }
@@ -196,7 +167,7 @@ async fn a_send_finishes_when_its_client_goes_away(backend: Backend) {
     };
     assert_eq!(sent["status"], "sent", "{sent}");
     assert!(sent["claimed_at"].is_null() && sent["sent_at"].is_string());
-    assert_eq!(event(&app, &token, &id).await["status"], "email_sent");
+    assert_eq!(event_of(&app, &token, &id).await["status"], "email_sent");
     assert_eq!(relay.received.lock().unwrap().len(), 1);
 }
 
@@ -204,10 +175,11 @@ async fn a_send_finishes_when_its_client_goes_away(backend: Backend) {
 async fn outbox_claims_are_settled_at_start_up(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&token)
-            .json(&json!({"settings": {"recovery_window_days": 2}})),
+    app.call_json(
+        &token,
+        Method::PATCH,
+        "/projects/acme",
+        &json!({"settings": {"recovery_window_days": 2}}),
         200,
     )
     .await;
@@ -246,25 +218,24 @@ async fn outbox_claims_are_settled_at_start_up(backend: Backend) {
     store.close().await;
 
     let app = TestApp::start(db, Options::default()).await;
-    let gone = variant(&app, &token, &gone_id, &gone_vid).await;
+    let gone = variant_of(&app, &token, &gone_id, &gone_vid).await;
     assert_eq!(gone["status"], "sent", "{gone}");
     assert!(gone["sent_at"].is_string() && gone["claimed_at"].is_null());
     assert_eq!(gone["recipient"], "dana@northwind.example");
-    assert_eq!(event(&app, &token, &gone_id).await["status"], "email_sent");
-    let kept = variant(&app, &token, &kept_id, &kept_vid).await;
+    assert_eq!(
+        event_of(&app, &token, &gone_id).await["status"],
+        "email_sent"
+    );
+    let kept = variant_of(&app, &token, &kept_id, &kept_vid).await;
     assert_eq!(kept["status"], "draft", "{kept}");
     assert!(kept["claimed_at"].is_null() && kept["recipient"].is_null());
     assert_eq!(
-        event(&app, &token, &kept_id).await["status"],
+        event_of(&app, &token, &kept_id).await["status"],
         "variants_generated"
     );
     // The draft can be sent again; the settled send started its recovery window.
-    app.expect(
-        app.req(Method::POST, &send_path(&kept_id, &kept_vid))
-            .bearer_auth(&token),
-        200,
-    )
-    .await;
+    app.call(&token, Method::POST, &send_path(&kept_id, &kept_vid), 200)
+        .await;
     assert_eq!(std::fs::read_dir(&outbox_dir).unwrap().count(), 2);
     app.expect(
         app.req(Method::POST, "/dev/clock")
@@ -274,7 +245,7 @@ async fn outbox_claims_are_settled_at_start_up(backend: Backend) {
     .await;
     app.expect(app.req(Method::POST, "/dev/jobs/run"), 200)
         .await;
-    assert_eq!(event(&app, &token, &gone_id).await["status"], "lost");
+    assert_eq!(event_of(&app, &token, &gone_id).await["status"], "lost");
 }
 
 /// The relay refuses with words of its own: the client gets a fixed message, the log (with

@@ -4,7 +4,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, advance, login, until_status};
 use churn_core::both_backends;
 
 both_backends!(
@@ -16,10 +16,11 @@ both_backends!(
 
 /// Invites `email` into `acme` as `role` and answers the invitation.
 pub async fn invite(app: &TestApp, token: &str, email: &str, role: &str) -> Value {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/invitations")
-            .bearer_auth(token)
-            .json(&json!({"email": email, "role": role})),
+    app.call_json(
+        token,
+        Method::POST,
+        "/projects/acme/invitations",
+        &json!({"email": email, "role": role}),
         201,
     )
     .await["data"]
@@ -33,9 +34,10 @@ pub fn token_of(invitation: &Value) -> String {
 }
 
 pub async fn accept(app: &TestApp, session: &str, token: &str, status: u16) -> Value {
-    app.expect(
-        app.req(Method::POST, &format!("/invitations/{token}/accept"))
-            .bearer_auth(session),
+    app.call(
+        session,
+        Method::POST,
+        &format!("/invitations/{token}/accept"),
         status,
     )
     .await
@@ -85,12 +87,8 @@ async fn verify_email(app: &TestApp, email: &str) {
 }
 
 pub async fn members(app: &TestApp, token: &str) -> Vec<Value> {
-    app.expect(
-        app.req(Method::GET, "/projects/acme/members")
-            .bearer_auth(token),
-        200,
-    )
-    .await["data"]
+    app.call(token, Method::GET, "/projects/acme/members", 200)
+        .await["data"]
         .as_array()
         .unwrap()
         .clone()
@@ -101,28 +99,6 @@ pub fn id_of(members: &[Value], email: &str) -> String {
         .as_str()
         .unwrap()
         .to_owned()
-}
-
-/// A fresh session (after the test clock moved past the earlier ones' lifetime).
-async fn login(app: &TestApp, email: &str) -> String {
-    app.expect(
-        app.req(Method::POST, "/auth/login")
-            .json(&json!({"email": email, "password": "correct horse"})),
-        200,
-    )
-    .await["data"]["token"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
-async fn advance(app: &TestApp, seconds: i64) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": seconds})),
-        200,
-    )
-    .await;
 }
 
 async fn invitations_live_seven_days_and_open_once(backend: Backend) {
@@ -138,11 +114,7 @@ async fn invitations_live_seven_days_and_open_once(backend: Backend) {
 
     // Listed without the link; a second invitation or one of a member is a conflict.
     let listed = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/invitations")
-                .bearer_auth(&owner),
-            200,
-        )
+        .call(&owner, Method::GET, "/projects/acme/invitations", 200)
         .await;
     assert_eq!(listed["data"].as_array().unwrap().len(), 1);
     assert_eq!(listed["data"][0]["id"], created["id"]);
@@ -156,10 +128,11 @@ async fn invitations_live_seven_days_and_open_once(backend: Backend) {
         (json!({"email": "not-an-address"}), 400),
     ] {
         let answer = app
-            .expect(
-                app.req(Method::POST, "/projects/acme/invitations")
-                    .bearer_auth(&owner)
-                    .json(&body),
+            .call_json(
+                &owner,
+                Method::POST,
+                "/projects/acme/invitations",
+                &body,
                 status,
             )
             .await;
@@ -217,11 +190,7 @@ async fn invitations_live_seven_days_and_open_once(backend: Backend) {
     );
     accept(&app, &carol, &token_of(&late), 400).await;
     let listed = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/invitations")
-                .bearer_auth(&owner),
-            200,
-        )
+        .call(&owner, Method::GET, "/projects/acme/invitations", 200)
         .await;
     assert_eq!(listed["data"], json!([]));
     let again = invite(&app, &owner, "carol@example.com", "member").await;
@@ -232,10 +201,8 @@ async fn invitations_live_seven_days_and_open_once(backend: Backend) {
         "/projects/acme/invitations/{}",
         again["id"].as_str().unwrap()
     );
-    app.expect(app.req(Method::DELETE, &path).bearer_auth(&owner), 204)
-        .await;
-    app.expect(app.req(Method::DELETE, &path).bearer_auth(&owner), 404)
-        .await;
+    app.call(&owner, Method::DELETE, &path, 204).await;
+    app.call(&owner, Method::DELETE, &path, 404).await;
     accept(&app, &carol, &token_of(&again), 404).await;
     accept(&app, &carol, "no-such-token", 404).await;
 }
@@ -264,10 +231,11 @@ async fn only_the_owner_hands_out_admin_and_nobody_removes_the_owner(backend: Ba
     };
 
     // An admin manages members and viewers, never admins; only the owner does.
-    app.expect(
-        app.req(Method::POST, "/projects/acme/invitations")
-            .bearer_auth(&admin)
-            .json(&json!({"email": "new@acme.io", "role": "admin"})),
+    app.call_json(
+        &admin,
+        Method::POST,
+        "/projects/acme/invitations",
+        &json!({"email": "new@acme.io", "role": "admin"}),
         403,
     )
     .await;
@@ -289,11 +257,7 @@ async fn only_the_owner_hands_out_admin_and_nobody_removes_the_owner(backend: Ba
     app.expect(patch(&owner, &viewer_id, "viewer"), 200).await;
     app.expect(delete(&owner, &admin_id), 204).await;
     // The removed admin lost access at once.
-    app.expect(
-        app.req(Method::GET, "/projects/acme").bearer_auth(&admin),
-        404,
-    )
-    .await;
+    app.call(&admin, Method::GET, "/projects/acme", 404).await;
 
     // The owner stays, whoever asks; a member may leave; a viewer removes nobody else.
     for token in [&owner, &member, &viewer] {
@@ -302,11 +266,7 @@ async fn only_the_owner_hands_out_admin_and_nobody_removes_the_owner(backend: Ba
     app.expect(delete(&viewer, &member_id), 403).await;
     app.expect(delete(&member, &member_id), 204).await;
     app.expect(delete(&owner, &member_id), 404).await;
-    app.expect(
-        app.req(Method::GET, "/projects/acme").bearer_auth(&member),
-        404,
-    )
-    .await;
+    app.call(&member, Method::GET, "/projects/acme", 404).await;
     let left: Vec<_> = members(&app, &owner)
         .await
         .iter()
@@ -404,9 +364,7 @@ async fn the_invitation_link_opens_a_page_to_join(backend: Backend) {
     assert_eq!(joined.map(|m| m["role"].clone()), Some(json!("member")));
     // The account is a real one, verified by the emailed link, and the link is spent.
     let newcomer = login(&app, "new@example.com").await;
-    let me = app
-        .expect(app.req(Method::GET, "/auth/me").bearer_auth(&newcomer), 200)
-        .await;
+    let me = app.call(&newcomer, Method::GET, "/auth/me", 200).await;
     assert_eq!(me["data"]["email_verified"], true);
     assert_eq!(page(web.get(url)).await.0, 409);
 
@@ -460,23 +418,18 @@ async fn removal_takes_effect_on_every_process() {
         );
     }
     first
-        .expect(
-            first
-                .req(
-                    Method::DELETE,
-                    &format!("/projects/acme/members/{member_id}"),
-                )
-                .bearer_auth(&owner),
+        .call(
+            &owner,
+            Method::DELETE,
+            &format!("/projects/acme/members/{member_id}"),
             204,
         )
         .await;
     assert_eq!(read(&first).await.unwrap().status(), 404);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while read(&second).await.unwrap().status() != 404 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the second process still lets the removed member in"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until_status(
+        404,
+        "the second process still lets the removed member in",
+        async || read(&second).await.unwrap().status().as_u16(),
+    )
+    .await;
 }

@@ -1,7 +1,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp};
+use crate::helpers::{Backend, TestApp, revoked_on_both};
 use churn_core::both_backends;
 
 both_backends!(
@@ -55,13 +55,7 @@ fn project_routes(slug: &str) -> Vec<(Method, String, Option<Value>)> {
 }
 
 async fn assert_untouched(app: &TestApp, token: &str, before: &Value) {
-    let after = app
-        .expect(
-            app.req(Method::GET, "/projects/acme").bearer_auth(token),
-            200,
-        )
-        .await["data"]
-        .clone();
+    let after = app.call(token, Method::GET, "/projects/acme", 200).await["data"].clone();
     assert_eq!(&after, before, "another tenant changed the project");
 }
 
@@ -70,11 +64,7 @@ async fn another_tenant_gets_404_on_every_project_route(backend: Backend) {
     let owner = app.register("ada@example.com").await;
     let project = app.create_project(&owner.token, "Acme").await;
     let before = app
-        .expect(
-            app.req(Method::GET, "/projects/acme")
-                .bearer_auth(&owner.token),
-            200,
-        )
+        .call(&owner.token, Method::GET, "/projects/acme", 200)
         .await["data"]
         .clone();
     let intruder = app.register("mallory@example.com").await;
@@ -92,11 +82,7 @@ async fn another_tenant_gets_404_on_every_project_route(backend: Backend) {
     }
     assert_untouched(&app, &owner.token, &before).await;
     let listed = app
-        .expect(
-            app.req(Method::GET, "/projects")
-                .bearer_auth(&intruder.token),
-            200,
-        )
+        .call(&intruder.token, Method::GET, "/projects", 200)
         .await;
     assert_eq!(listed["data"].as_array().unwrap().len(), 1);
 }
@@ -106,11 +92,7 @@ async fn api_keys_act_only_on_their_own_project(backend: Backend) {
     let owner = app.register("ada@example.com").await;
     let acme = app.create_project(&owner.token, "Acme").await;
     let before = app
-        .expect(
-            app.req(Method::GET, "/projects/acme")
-                .bearer_auth(&owner.token),
-            200,
-        )
+        .call(&owner.token, Method::GET, "/projects/acme", 200)
         .await["data"]
         .clone();
     let other = app.register("bob@example.com").await;
@@ -139,12 +121,8 @@ async fn api_keys_act_only_on_their_own_project(backend: Backend) {
         401,
     )
     .await;
-    app.expect(
-        app.req(Method::GET, "/projects/acme")
-            .bearer_auth(own_secret),
-        401,
-    )
-    .await;
+    app.call(own_secret, Method::GET, "/projects/acme", 401)
+        .await;
     // A bad JWT falls back to a valid key.
     app.expect(
         app.req(Method::GET, "/projects/acme")
@@ -180,39 +158,21 @@ async fn revoked_keys_stop_working_on_every_process() {
     let owner = first.register("ada@example.com").await;
     let created = first.create_project(&owner.token, "Acme").await;
     let secret = created["api_keys"]["secret_key"].as_str().unwrap();
-    let get = |app: &TestApp| {
-        app.req(Method::GET, "/projects/acme")
-            .header("X-API-Key", secret)
-            .send()
-    };
-    for _ in 0..3 {
-        assert_eq!(
-            get(&second).await.unwrap().status(),
-            200,
-            "warms the second process's cache"
-        );
-    }
-    first
-        .expect(
-            first
-                .req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&owner.token),
-            200,
-        )
-        .await;
-    assert_eq!(get(&first).await.unwrap().status(), 401);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        let status = get(&second).await.unwrap().status();
-        if status == 401 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the second process still accepts the revoked key"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    revoked_on_both(
+        &first,
+        &second,
+        first
+            .req(Method::POST, "/projects/acme/rotate-keys")
+            .bearer_auth(&owner.token),
+        "the second process still accepts the revoked key",
+        async |app: &TestApp| {
+            let get = app
+                .req(Method::GET, "/projects/acme")
+                .header("X-API-Key", secret);
+            get.send().await.unwrap().status().as_u16()
+        },
+    )
+    .await;
 }
 
 /// The answer without what differs between any two requests (the request id).
@@ -241,10 +201,7 @@ async fn fingerprint(app: &TestApp, token: &str) -> Vec<Value> {
         "/projects/acme/email-settings",
         "/projects/acme/dunning-config",
     ] {
-        seen.push(
-            app.expect(app.req(Method::GET, path).bearer_auth(token), 200)
-                .await,
-        );
+        seen.push(app.call(token, Method::GET, path, 200).await);
     }
     seen
 }

@@ -157,8 +157,7 @@ async fn tls_is_served_with_hsts(backend: Backend) {
         "max-age=31536000; includeSubDomains"
     );
     let s = app.register("ada@example.com").await;
-    app.expect(app.req(Method::GET, "/auth/me").bearer_auth(&s.token), 200)
-        .await;
+    app.call(&s.token, Method::GET, "/auth/me", 200).await;
     // Plain HTTP on the TLS port does not get an answer.
     let plain = app.address.replace("https://", "http://");
     assert!(

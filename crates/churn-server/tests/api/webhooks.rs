@@ -9,7 +9,7 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::fake_provider::{self, FakeProvider};
-use crate::helpers::{Backend, Options, TestApp, acme_owner};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, until_status};
 use crate::providers::{A_KEY, A_WHSEC};
 use churn_core::both_backends;
 use churn_core::signature;
@@ -63,20 +63,16 @@ pub async fn setup(backend: Backend) -> Setup {
         ),
         ("custom", json!({})),
     ] {
-        app.expect(
-            app.req(Method::PUT, &format!("/projects/acme/providers/{provider}"))
-                .bearer_auth(&token)
-                .json(&body),
+        app.call_json(
+            &token,
+            Method::PUT,
+            &format!("/projects/acme/providers/{provider}"),
+            &body,
             200,
         )
         .await;
     }
-    let project = app
-        .expect(
-            app.req(Method::GET, "/projects/acme").bearer_auth(&token),
-            200,
-        )
-        .await;
+    let project = app.call(&token, Method::GET, "/projects/acme", 200).await;
     Setup {
         public_key: project["data"]["public_key"].as_str().unwrap().to_owned(),
         app,
@@ -148,15 +144,27 @@ impl Setup {
 
     pub async fn webhook_secret(&self) -> String {
         let body = self
-            .app
-            .expect(
-                self.app
-                    .req(Method::GET, "/projects/acme/webhook-secret")
-                    .bearer_auth(&self.token),
-                200,
-            )
+            .call(Method::GET, "/projects/acme/webhook-secret", 200)
             .await;
         body["data"]["webhook_secret"].as_str().unwrap().to_owned()
+    }
+
+    /// Rotates the inbound webhook secret (the old one verifies for 24 more hours).
+    pub async fn rotate_webhook_secret(&self) {
+        self.call(Method::POST, "/projects/acme/webhook-secret/rotate", 200)
+            .await;
+    }
+
+    /// Removes the Stripe connection.
+    pub async fn disconnect_stripe(&self) {
+        self.call(Method::DELETE, "/projects/acme/providers/stripe", 204)
+            .await;
+    }
+
+    /// `method path` as the owner, asserting `status`; answers the body.
+    pub async fn call(&self, method: Method, path: &str, status: u16) -> Value {
+        let request = self.app.req(method, path).bearer_auth(&self.token);
+        self.app.expect(request, status).await
     }
 
     pub async fn send_custom(&self, event: Value) -> Value {
@@ -175,13 +183,7 @@ impl Setup {
 
     pub async fn events(&self) -> Vec<Value> {
         let list = self
-            .app
-            .expect(
-                self.app
-                    .req(Method::GET, "/projects/acme/churn-events")
-                    .bearer_auth(&self.token),
-                200,
-            )
+            .call(Method::GET, "/projects/acme/churn-events", 200)
             .await;
         list["data"].as_array().unwrap().clone()
     }
@@ -267,13 +269,7 @@ async fn stripe_signatures_are_checked_and_refusals_store_nothing(backend: Backe
             404,
         )
         .await;
-    s.app
-        .expect(
-            s.app
-                .req(Method::DELETE, "/projects/acme/providers/razorpay")
-                .bearer_auth(&s.token),
-            204,
-        )
+    s.call(Method::DELETE, "/projects/acme/providers/razorpay", 204)
         .await;
     let b = fixture("b_payment_failed");
     s.app
@@ -710,13 +706,7 @@ async fn custom_events_with_both_signature_forms(backend: Backend) {
         (&json!("too_expensive"), &json!(4900))
     );
     // Without the custom connection, custom events are refused.
-    s.app
-        .expect(
-            s.app
-                .req(Method::DELETE, "/projects/acme/providers/custom")
-                .bearer_auth(&s.token),
-            204,
-        )
+    s.call(Method::DELETE, "/projects/acme/providers/custom", 204)
         .await;
     let text = json!({"id": "c6", "type": "payment.failed", "customer_email": "cy@example.com"})
         .to_string();
@@ -790,13 +780,7 @@ async fn provider_events_feed_customers_autopilot_and_risk(backend: Backend) {
         )
         .await;
     let rotated = s
-        .app
-        .expect(
-            s.app
-                .req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(Method::POST, "/projects/acme/rotate-keys", 200)
         .await;
     let key = rotated["data"]["secret_key"].as_str().unwrap().to_owned();
     // The webhook URL names the project by its current public key.
@@ -826,9 +810,10 @@ async fn provider_events_feed_customers_autopilot_and_risk(backend: Backend) {
     assert_eq!(event["group"], "treatment");
     assert_eq!(event["autopilot"]["status"], "scheduled");
     let customer = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/customers/ada@example.com")
-                .bearer_auth(&s.token),
+        .call(
+            &s.token,
+            Method::GET,
+            "/projects/acme/customers/ada@example.com",
             200,
         )
         .await;
@@ -841,12 +826,10 @@ async fn provider_events_feed_customers_autopilot_and_risk(backend: Backend) {
     )
     .await;
     let risk = app
-        .expect(
-            app.req(
-                Method::GET,
-                "/projects/acme/churn-risk/customers/ada@example.com",
-            )
-            .bearer_auth(&s.token),
+        .call(
+            &s.token,
+            Method::GET,
+            "/projects/acme/churn-risk/customers/ada@example.com",
             200,
         )
         .await;
@@ -860,13 +843,7 @@ async fn provider_events_feed_customers_autopilot_and_risk(backend: Backend) {
 async fn stripe_card_expiry_is_tracked_and_feeds_the_expiring_signal(backend: Backend) {
     let mut s = setup(backend).await;
     let rotated = s
-        .app
-        .expect(
-            s.app
-                .req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&s.token),
-            200,
-        )
+        .call(Method::POST, "/projects/acme/rotate-keys", 200)
         .await;
     let key = rotated["data"]["secret_key"].as_str().unwrap().to_owned();
     // The webhook URL names the project by its current public key.
@@ -1007,22 +984,11 @@ async fn a_changed_connection_holds_at_once_on_every_process(backend: Backend) {
         .await;
     assert_eq!(send(&s.app, A_WHSEC, 3).await, 400);
     assert_eq!(send(&s.app, rotated, 4).await, 200);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while send(other, A_WHSEC, 5).await != 400 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the other process kept the old secret"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    until_status(400, "the other process kept the old secret", async || {
+        send(other, A_WHSEC, 5).await
+    })
+    .await;
     assert_eq!(send(other, rotated, 6).await, 200);
-    s.app
-        .expect(
-            s.app
-                .req(Method::DELETE, "/projects/acme/providers/stripe")
-                .bearer_auth(&s.token),
-            204,
-        )
-        .await;
+    s.disconnect_stripe().await;
     assert_eq!(send(&s.app, rotated, 7).await, 400);
 }

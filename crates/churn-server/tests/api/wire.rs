@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-use crate::helpers::{Backend, Options, TestApp};
+use crate::helpers::{Backend, Options, TestApp, metrics};
 use churn_core::both_backends;
 
 both_backends!(
@@ -141,9 +141,7 @@ async fn hostile_input_is_refused_by_name(backend: Backend) {
         )
         .await;
     insta::assert_json_snapshot!("trailing_data", trailing);
-    let projects = app
-        .expect(app.req(Method::GET, "/projects").bearer_auth(&s.token), 200)
-        .await;
+    let projects = app.call(&s.token, Method::GET, "/projects", 200).await;
     assert_eq!(
         projects["data"].as_array().unwrap().len(),
         1,
@@ -161,23 +159,16 @@ async fn hostile_input_is_refused_by_name(backend: Backend) {
         .await;
     insta::assert_json_snapshot!("nul_in_body", nul_body);
     let nul_path = app
-        .expect(
-            app.req(Method::GET, "/projects/a%00b")
-                .bearer_auth(&s.token),
-            400,
-        )
+        .call(&s.token, Method::GET, "/projects/a%00b", 400)
         .await;
     insta::assert_json_snapshot!("nul_in_path", nul_path);
-    app.expect(
-        app.req(Method::GET, "/churn-events/a%00b")
-            .bearer_auth(&s.token),
-        400,
-    )
-    .await;
+    app.call(&s.token, Method::GET, "/churn-events/a%00b", 400)
+        .await;
     let nul_query = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/churn-events?status=new%00")
-                .bearer_auth(&s.token),
+        .call(
+            &s.token,
+            Method::GET,
+            "/projects/acme/churn-events?status=new%00",
             400,
         )
         .await;
@@ -186,12 +177,10 @@ async fn hostile_input_is_refused_by_name(backend: Backend) {
     // Numbers out of range are refused, never truncated.
     for page in ["4294967297", "99999999999999999999", "0"] {
         let out = app
-            .expect(
-                app.req(
-                    Method::GET,
-                    &format!("/projects/acme/churn-events?page={page}"),
-                )
-                .bearer_auth(&s.token),
+            .call(
+                &s.token,
+                Method::GET,
+                &format!("/projects/acme/churn-events?page={page}"),
                 400,
             )
             .await;
@@ -229,9 +218,7 @@ async fn hostile_input_is_refused_by_name(backend: Backend) {
         .await;
     insta::assert_json_snapshot!("duplicated_query_parameter", duplicated);
     let long = format!("/projects?{}", "q=1&".repeat(3000));
-    let too_long = app
-        .expect(app.req(Method::GET, &long).bearer_auth(&s.token), 414)
-        .await;
+    let too_long = app.call(&s.token, Method::GET, &long, 414).await;
     insta::assert_json_snapshot!("uri_too_long", too_long);
 }
 
@@ -360,14 +347,7 @@ async fn made_up_methods_do_not_grow_metrics(backend: Backend) {
         let method = Method::from_bytes(m.as_bytes()).unwrap();
         app.req(method, "/health").send().await.unwrap();
     }
-    let metrics = app
-        .req(Method::GET, "/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics(&app).await;
     assert!(!metrics.contains("AAAA"), "{metrics}");
     assert!(metrics.contains(r#"method="OTHER""#), "{metrics}");
 }

@@ -64,10 +64,11 @@ async fn work_is_counted_in_metrics(backend: Backend) {
     assert_eq!(app.run_jobs().await, 1);
 
     // A provider event.
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/providers/custom")
-            .bearer_auth(&acme.token)
-            .json(&json!({})),
+    app.call_json(
+        &acme.token,
+        Method::PUT,
+        "/projects/acme/providers/custom",
+        &json!({}),
         200,
     )
     .await;
@@ -76,11 +77,7 @@ async fn work_is_counted_in_metrics(backend: Backend) {
     .to_string();
     let sig = signature::sign_hex(&webhook_secret(&app).await, event.as_bytes());
     let project = app
-        .expect(
-            app.req(Method::GET, "/projects/acme")
-                .bearer_auth(&acme.token),
-            200,
-        )
+        .call(&acme.token, Method::GET, "/projects/acme", 200)
         .await;
     let public_key = project["data"]["public_key"].as_str().unwrap();
     app.expect(
