@@ -9,57 +9,33 @@ use axum::response::Response;
 use churn_core::api::cancel_flow::{CancelFlowSession, SessionQuery};
 use churn_core::domain::cancel_session::SessionStatus;
 use churn_core::services::ProjectAccess;
-use serde::Deserialize;
 
 use super::csv;
 use super::customers;
 use super::error::PageError;
 use super::layout::{Frame, exact, html, when};
 use super::session::InProject;
+use super::status_list::StatusList;
 use crate::state::AppState;
 
 const PER_PAGE: i64 = 25;
 const EXPORT_PAGE: i64 = 100;
 
-#[derive(Deserialize, Default)]
-pub struct ListParams {
-    #[serde(default)]
-    status: Option<String>,
-    #[serde(default)]
-    page: Option<String>,
-    #[serde(default)]
-    format: Option<String>,
+type ListParams = StatusList;
+
+/// The service's query for the page's filter.
+fn query(params: &ListParams, page: Option<i64>, per_page: i64) -> SessionQuery {
+    let (status, page) = params.filter(page);
+    SessionQuery {
+        status,
+        page,
+        per_page: Some(per_page),
+    }
 }
 
-impl ListParams {
-    fn query(&self, page: Option<i64>, per_page: i64) -> SessionQuery {
-        let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
-        SessionQuery {
-            status: given(&self.status),
-            page: page.or_else(|| given(&self.page).map(|p| p.trim().parse().unwrap_or(0))),
-            per_page: Some(per_page),
-        }
-    }
-
-    fn href(&self, base: &str, page: Option<i64>, format: Option<&str>) -> String {
-        let mut pairs = Vec::new();
-        if let Some(v) = self.status.as_deref().filter(|v| !v.trim().is_empty()) {
-            pairs.push(("status", v.to_owned()));
-        }
-        if let Some(page) = page {
-            pairs.push(("page", page.to_string()));
-        }
-        if let Some(format) = format {
-            pairs.push(("format", format.to_owned()));
-        }
-        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
-        let path = format!("{base}/cancel-flow/sessions");
-        if query.is_empty() {
-            path
-        } else {
-            format!("{path}?{query}")
-        }
-    }
+/// The sessions list of `base` with the page's filter.
+fn href(params: &ListParams, base: &str, page: Option<i64>, format: Option<&str>) -> String {
+    params.href(&format!("{base}/cancel-flow/sessions"), page, format)
 }
 
 pub struct SessionRow {
@@ -102,7 +78,7 @@ pub async fn list(
     }
     let core = s.churn.core();
     let ((sessions, meta), projects) = futures::try_join!(
-        core.cancel_flow_sessions(&access, params.query(None, PER_PAGE)),
+        core.cancel_flow_sessions(&access, query(&params, None, PER_PAGE)),
         core.list_projects(&signed.user.id),
     )?;
     let frame = Frame::new(&signed, &access, &projects, "analytics", None);
@@ -137,9 +113,9 @@ pub async fn list(
             total: meta.total,
             page,
             total_pages,
-            prev: (page > 1).then(|| params.href(&base, Some(page - 1), None)),
-            next: ((page as u64) < total_pages).then(|| params.href(&base, Some(page + 1), None)),
-            csv: params.href(&base, None, Some("csv")),
+            prev: (page > 1).then(|| href(&params, &base, Some(page - 1), None)),
+            next: ((page as u64) < total_pages).then(|| href(&params, &base, Some(page + 1), None)),
+            csv: href(&params, &base, None, Some("csv")),
             frame,
         },
     ))
@@ -176,7 +152,7 @@ async fn export(
     let mut page = 1;
     loop {
         let (sessions, _) = core
-            .cancel_flow_sessions(access, params.query(Some(page), EXPORT_PAGE))
+            .cancel_flow_sessions(access, query(params, Some(page), EXPORT_PAGE))
             .await?;
         let done = sessions.len() < EXPORT_PAGE as usize;
         rows.extend(sessions.iter().map(csv_row));

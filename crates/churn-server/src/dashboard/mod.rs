@@ -36,6 +36,7 @@ mod payments;
 mod risk;
 mod session;
 mod settings;
+mod status_list;
 mod team;
 
 use std::sync::Arc;

@@ -19,6 +19,7 @@ use super::customers;
 use super::error::PageError;
 use super::layout::{Frame, exact, html, money, trim_number, when};
 use super::session::InProject;
+use super::status_list::StatusList;
 use crate::state::AppState;
 
 const PER_PAGE: i64 = 25;
@@ -27,43 +28,25 @@ const STATUSES: [&str; 3] = ["failing", "recovered", "abandoned"];
 
 #[derive(Deserialize, Default)]
 pub struct ListParams {
-    #[serde(default)]
-    status: Option<String>,
-    #[serde(default)]
-    page: Option<String>,
-    #[serde(default)]
-    format: Option<String>,
+    #[serde(flatten)]
+    list: StatusList,
+    /// What a retry or action just did, for the notice.
     #[serde(default)]
     done: Option<String>,
 }
 
 impl ListParams {
     fn query(&self, page: Option<i64>, per_page: i64) -> PaymentFailureQuery {
-        let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+        let (status, page) = self.list.filter(page);
         PaymentFailureQuery {
-            status: given(&self.status),
-            page: page.or_else(|| given(&self.page).map(|p| p.trim().parse().unwrap_or(0))),
+            status,
+            page,
             per_page: Some(per_page),
         }
     }
 
     fn href(&self, base: &str, page: Option<i64>, format: Option<&str>) -> String {
-        let mut pairs = Vec::new();
-        if let Some(v) = self.status.as_deref().filter(|v| !v.trim().is_empty()) {
-            pairs.push(("status", v.to_owned()));
-        }
-        if let Some(page) = page {
-            pairs.push(("page", page.to_string()));
-        }
-        if let Some(format) = format {
-            pairs.push(("format", format.to_owned()));
-        }
-        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
-        if query.is_empty() {
-            format!("{base}/payments")
-        } else {
-            format!("{base}/payments?{query}")
-        }
+        self.list.href(&format!("{base}/payments"), page, format)
     }
 }
 
@@ -165,7 +148,7 @@ pub async fn list(
     InProject { signed, access }: InProject,
     Query(params): Query<ListParams>,
 ) -> Result<Response, PageError> {
-    if params.format.as_deref() == Some("csv") {
+    if params.list.format.as_deref() == Some("csv") {
         return export(&s, &access, &params).await;
     }
     let payments = s.churn.payments();
@@ -180,7 +163,7 @@ pub async fn list(
     let base = frame.base();
     let page = params.query(None, PER_PAGE).page.unwrap_or(1).max(1);
     let total_pages = list.total.div_ceil(PER_PAGE as u64).max(1);
-    let status = params.status.clone().unwrap_or_default();
+    let status = params.list.status.clone().unwrap_or_default();
     let rows = list
         .failures
         .iter()

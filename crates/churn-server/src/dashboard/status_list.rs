@@ -1,0 +1,45 @@
+//! The query of a list page filtered by status (payments, cancel-flow sessions): `status`,
+//! `page` and `format=csv`, kept as typed so the service names a bad value; a blank one is
+//! none.
+
+use serde::Deserialize;
+
+#[derive(Deserialize, Default)]
+pub struct StatusList {
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    page: Option<String>,
+    #[serde(default)]
+    pub format: Option<String>,
+}
+
+impl StatusList {
+    /// The status filter, and `page` unless the caller names one; a page that is not a
+    /// number is 0, which the service refuses.
+    pub fn filter(&self, page: Option<i64>) -> (Option<String>, Option<i64>) {
+        let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+        (
+            given(&self.status),
+            page.or_else(|| given(&self.page).map(|p| p.trim().parse().unwrap_or(0))),
+        )
+    }
+
+    /// The list at `path` with the same filter, on `page`, in `format`.
+    pub fn href(&self, path: &str, page: Option<i64>, format: Option<&str>) -> String {
+        let mut pairs = Vec::new();
+        if let Some(v) = self.status.as_deref().filter(|v| !v.trim().is_empty()) {
+            pairs.push(("status", v.to_owned()));
+        }
+        if let Some(page) = page {
+            pairs.push(("page", page.to_string()));
+        }
+        if let Some(format) = format {
+            pairs.push(("format", format.to_owned()));
+        }
+        match serde_urlencoded::to_string(&pairs).unwrap_or_default() {
+            query if query.is_empty() => path.to_owned(),
+            query => format!("{path}?{query}"),
+        }
+    }
+}
