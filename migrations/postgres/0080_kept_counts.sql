@@ -320,7 +320,8 @@ REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION churn_
 
 -- Event emails (churn_event_emails): an event counts under its customer's email. The events
 -- search looks for a part of an email among a project's customers here, one row each,
--- instead of among its events. A row whose count went to 0 stays, and is skipped by reads.
+-- instead of among its events. A row whose count goes to 0 is deleted: the address of a
+-- customer whose events are all gone is not kept here.
 -- Decrements only update: during a project's cascading delete its rows may be gone already.
 
 CREATE TABLE churn_event_emails (
@@ -340,6 +341,8 @@ BEGIN
     END IF;
     UPDATE churn_event_emails SET n = n - 1
     WHERE project_id = OLD.project_id AND customer_email = OLD.customer_email;
+    DELETE FROM churn_event_emails
+    WHERE project_id = OLD.project_id AND customer_email = OLD.customer_email AND n <= 0;
     IF TG_OP = 'UPDATE' THEN
         INSERT INTO churn_event_emails (project_id, customer_email, n)
         VALUES (NEW.project_id, NEW.customer_email, 1)

@@ -201,7 +201,8 @@ END;
 
 -- Event emails (churn_event_emails): an event counts under its customer's email. The events
 -- search looks for a part of an email among a project's customers here, one row each,
--- instead of among its events. A row whose count went to 0 stays, and is skipped by reads.
+-- instead of among its events. A row whose count goes to 0 is deleted: the address of a
+-- customer whose events are all gone is not kept here.
 
 CREATE TABLE churn_event_emails (
     project_id     TEXT NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
@@ -225,6 +226,8 @@ WHEN OLD.customer_email IS NOT NEW.customer_email
 BEGIN
     UPDATE churn_event_emails SET n = n - 1
     WHERE project_id = OLD.project_id AND customer_email = OLD.customer_email;
+    DELETE FROM churn_event_emails
+    WHERE project_id = OLD.project_id AND customer_email = OLD.customer_email AND n <= 0;
     INSERT INTO churn_event_emails (project_id, customer_email, n)
     VALUES (NEW.project_id, NEW.customer_email, 1)
     ON CONFLICT (project_id, customer_email) DO UPDATE SET n = n + 1;
@@ -234,6 +237,8 @@ CREATE TRIGGER churn_event_emails_delete AFTER DELETE ON churn_events
 BEGIN
     UPDATE churn_event_emails SET n = n - 1
     WHERE project_id = OLD.project_id AND customer_email = OLD.customer_email;
+    DELETE FROM churn_event_emails
+    WHERE project_id = OLD.project_id AND customer_email = OLD.customer_email AND n <= 0;
 END;
 
 -- Cohorts (churn_cohorts): an event counts once under its month of creation, status and

@@ -703,6 +703,22 @@ mod storage_tests {
         assert_no_drift(&store, "an event moved to another customer").await;
         exec(
             &store,
+            "UPDATE churn_events SET customer_email = 'c@x.io' WHERE id = 'e4'",
+        )
+        .await;
+        let kept: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM churn_event_emails WHERE customer_email = 'd@x.io'",
+        )
+        .fetch_one(store.reader())
+        .await
+        .unwrap();
+        assert_eq!(
+            kept, 0,
+            "the address of a customer without events is not kept"
+        );
+        assert_no_drift(&store, "a customer's last event moved away").await;
+        exec(
+            &store,
             "UPDATE churn_events SET lost_at = '2026-11-08T10:00:00.000Z' WHERE id = 'e2'",
         )
         .await;
