@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::domain::objects_only::objects_only;
 use crate::time::{Timestamp, wire};
 
 /// One tracked behaviour event.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct TrackEvent {
     /// Makes the call idempotent per project: an id seen before is not stored again.
     #[schema(min_length = 1, max_length = 64)]
@@ -198,3 +199,5 @@ pub struct AnalyticsQuery {
     #[param(minimum = 1, maximum = 365)]
     pub days: Option<i64>,
 }
+
+objects_only!(TrackEvent);

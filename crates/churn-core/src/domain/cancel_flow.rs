@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 
 use super::analytics::stable_draw;
 use super::email::Email;
+use super::objects_only::objects_only;
 use super::retry::Waits;
 use super::segment::{Segment, SegmentInput};
 use super::settings::ProjectSettings;
@@ -93,7 +94,7 @@ pub enum Offer {
 
 /// An offer as sent: `kind` and the fields of that kind only.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct OfferInput {
     #[schema(value_type = OfferKind)]
     pub kind: String,
@@ -213,7 +214,7 @@ macro_rules! copy_texts {
 
         /// Texts to change; the others keep their defaults (in a variant: the flow's).
         #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-        #[serde(deny_unknown_fields)]
+        #[serde(deny_unknown_fields, remote = "Self")]
         pub struct CopyInput {
             $( $(#[$doc])* #[schema(min_length = 1, max_length = 300, pattern = r"\S")]
             #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -304,7 +305,7 @@ impl Default for FlowColors {
 
 /// Colours to change; the others keep their defaults.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct ColorsInput {
     #[schema(pattern = r"^#([0-9A-Fa-f]{3}|[0-9A-Fa-f]{6})$")]
     pub primary: Option<String>,
@@ -334,7 +335,7 @@ pub struct CancelFlowInput {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct ReasonInput {
     #[schema(value_type = ReasonCode)]
     pub code: String,
@@ -469,7 +470,7 @@ pub const MAX_WEIGHT: i64 = 10_000;
 
 /// One variant of a flow's experiment as sent: what it shows instead of the flow.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct VariantInput {
     /// 1–32 lower-case letters, digits, `-` or `_`; unique in the flow. Recorded on the
     /// churn events of the customers it was shown to.
@@ -952,6 +953,14 @@ fn is_color(value: &str) -> bool {
 fn is_language_tag(tag: &str) -> bool {
     (2..=16).contains(&tag.len()) && tag.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
 }
+
+objects_only!(
+    OfferInput,
+    ColorsInput,
+    ReasonInput,
+    VariantInput,
+    CopyInput
+);
 
 #[cfg(test)]
 mod tests {

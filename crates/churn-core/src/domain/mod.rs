@@ -18,6 +18,7 @@ pub mod keys;
 pub mod lifecycle;
 #[cfg(feature = "server")]
 pub mod model;
+pub(crate) mod objects_only;
 pub mod origin;
 pub mod password;
 pub mod provider;

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::objects_only::objects_only;
 use super::validation::{Validator, required_text};
 use super::wire::wire_enum;
 
@@ -61,7 +62,7 @@ pub struct Segment {
 
 /// A segment as sent; every condition optional.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct SegmentInput {
     /// 1–50 plan names.
     #[schema(min_items = 1, max_items = 50)]
@@ -309,6 +310,8 @@ fn check_properties(
     }
     checked
 }
+
+objects_only!(SegmentInput);
 
 #[cfg(test)]
 mod tests {

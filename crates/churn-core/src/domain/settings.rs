@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::objects_only::objects_only;
 use super::validation::{Validator, https_url};
 use crate::error::Result;
 
@@ -50,7 +51,7 @@ pub const MAX_FEATURE_NAME: usize = 100;
 
 /// A customer's words and who said them, as the founder wants them quoted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct Testimonial {
     /// One line, 1–500 characters.
     #[schema(
@@ -102,7 +103,7 @@ impl Default for AutopilotSettings {
 
 /// A partial update of the autopilot: only the keys it names change.
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct AutopilotPatch {
     pub enabled: Option<bool>,
     #[schema(minimum = 0, maximum = 10080)]
@@ -135,7 +136,7 @@ impl Default for ProjectSettings {
 
 /// A partial update: absent fields keep their value, `null` clears an optional one.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct SettingsPatch {
     #[schema(minimum = 1, maximum = 365)]
     pub recovery_window_days: Option<i64>,
@@ -441,6 +442,8 @@ pub(crate) mod double_option {
         v.as_ref().and_then(|inner| inner.as_ref()).serialize(s)
     }
 }
+
+objects_only!(SettingsPatch, AutopilotPatch, Testimonial);
 
 #[cfg(test)]
 mod tests {

@@ -133,6 +133,35 @@ async fn hostile_input_is_refused_by_name(backend: Backend) {
         )
         .await;
     assert_eq!(nested["error"]["details"][0]["field"], "settings.colour");
+    // serde would read an object's fields from an array, in order; an array is no object.
+    for (method, path, body, field) in [
+        (
+            Method::PATCH,
+            "/projects/acme",
+            r#"{"settings": []}"#,
+            "settings",
+        ),
+        (
+            Method::PUT,
+            "/projects/acme/cancel-flow",
+            r#"{"reasons": [{"code": "other", "label": "Other"}], "copy": [null, null]}"#,
+            "copy",
+        ),
+        (
+            Method::PUT,
+            "/projects/acme/cancel-flow",
+            r#"{"reasons": [["other", "Other"]]}"#,
+            "reasons[0]",
+        ),
+    ] {
+        let array = app.expect(raw(method, path, body), 400).await;
+        assert_eq!(array["error"]["details"][0]["field"], field, "{body}");
+        let message = array["error"]["details"][0]["message"].as_str().unwrap();
+        assert!(
+            message.contains("array, expected an object"),
+            "{body}: {message}"
+        );
+    }
 
     let trailing = app
         .expect(
