@@ -91,7 +91,8 @@ pub enum Command {
     #[command(subcommand)]
     Demo(DemoCommand),
     /// Compare every count kept by trigger (event totals, event days, event emails,
-    /// strategy days, cohorts, customers, risk levels) with a recount from its base tables;
+    /// strategy days, cohorts, customers, risk levels, customer latest MRR) with a recount
+    /// from its base tables;
     /// print each figure that drifted and exit 1.
     Doctor {
         /// Rebuild the counts that drifted from their recount, then check again.

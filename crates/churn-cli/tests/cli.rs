@@ -1716,7 +1716,7 @@ async fn doctor_reports_drift_made_by_hand_and_repairs_it(backend: Backend) {
     assert_eq!(
         printed,
         "Every kept count matches its recount (event totals, event days, event emails, \
-         strategy days, cohorts, customers, risk levels).\n"
+         strategy days, cohorts, customers, risk levels, customer latest MRR).\n"
     );
 
     for sql in [

@@ -1,7 +1,8 @@
 //! Every count the database keeps by trigger, and how to count it again from its base tables.
 //!
 //! The triggers and the rule each keeps are in one file per backend,
-//! `migrations/{sqlite,postgres}/0080_kept_counts.sql`; [`KeptCount`] lists the same counts,
+//! `migrations/{sqlite,postgres}/0080_kept_counts.sql`, and for the one figure kept on the
+//! customer row since, `0085_customer_latest_mrr.sql`; [`KeptCount`] lists the same counts,
 //! each with a query reading what is kept (shards added up), a recount of the same figures
 //! from the rows they count, and a rebuild. `churn doctor` compares the two ([`drift`]) and
 //! with `--repair` rebuilds a count that drifted ([`repair`]).
@@ -44,6 +45,9 @@ pub enum KeptCount {
     /// project and level whose latest score row (the `risk_scores` row of their `risk_day`)
     /// exists, as the risk list joins it. The risk list's totals.
     RiskLevels,
+    /// `customers.latest_mrr`: the MRR of each customer's latest churn event (0 for none).
+    /// The overview's critical customers without an alert are walked by it.
+    CustomerMrr,
 }
 
 /// The strategy a recovered event counts under in its cohort, for an event aliased `e`.
@@ -63,12 +67,17 @@ const EVENT_DAYS: &str = "SELECT project_id, 'created' AS kind, substr(created_a
      OR recovered_at < lost_at THEN recovered_at ELSE lost_at END, 1, 10), '', mrr \
      FROM churn_events WHERE recovered_at IS NOT NULL OR lost_at IS NOT NULL";
 
+/// The MRR of the latest churn event of the customer aliased `c`, 0 for none.
+const LATEST_MRR: &str = "COALESCE((SELECT e.mrr FROM churn_events e \
+     WHERE e.project_id = c.project_id AND e.customer_email = c.email \
+     ORDER BY e.created_at DESC, e.id DESC LIMIT 1), 0)";
+
 /// Customers with their latest score row, aliased `c`.
 const SCORED_CUSTOMERS: &str = "customers c JOIN risk_scores r ON r.project_id = c.project_id \
      AND r.customer_email = c.email AND r.day = c.risk_day";
 
 impl KeptCount {
-    pub const ALL: [KeptCount; 7] = [
+    pub const ALL: [KeptCount; 8] = [
         KeptCount::EventTotals,
         KeptCount::EventDays,
         KeptCount::EventEmails,
@@ -76,6 +85,7 @@ impl KeptCount {
         KeptCount::Cohorts,
         KeptCount::Customers,
         KeptCount::RiskLevels,
+        KeptCount::CustomerMrr,
     ];
 
     /// The name `churn doctor` shows.
@@ -88,6 +98,7 @@ impl KeptCount {
             KeptCount::Cohorts => "cohorts",
             KeptCount::Customers => "customers",
             KeptCount::RiskLevels => "risk levels",
+            KeptCount::CustomerMrr => "customer latest MRR",
         }
     }
 
@@ -100,6 +111,7 @@ impl KeptCount {
             KeptCount::StrategyDays => "strategy_days",
             KeptCount::Cohorts => "churn_cohorts",
             KeptCount::Customers | KeptCount::RiskLevels => "customer_counts",
+            KeptCount::CustomerMrr => "customers",
         }
     }
 
@@ -109,6 +121,7 @@ impl KeptCount {
             KeptCount::EventTotals | KeptCount::EventDays | KeptCount::Cohorts => &["n", "mrr_sum"],
             KeptCount::StrategyDays => &["sends", "recoveries"],
             KeptCount::EventEmails | KeptCount::Customers | KeptCount::RiskLevels => &["n"],
+            KeptCount::CustomerMrr => &["latest_mrr"],
         }
     }
 
@@ -145,6 +158,10 @@ impl KeptCount {
             KeptCount::RiskLevels => {
                 "SELECT project_id, key, CAST(SUM(n) AS BIGINT), CAST(0 AS BIGINT) \
                  FROM customer_counts WHERE key <> 'customer' GROUP BY project_id, key"
+            }
+            KeptCount::CustomerMrr => {
+                "SELECT project_id, email, CAST(latest_mrr AS BIGINT), CAST(0 AS BIGINT) \
+                 FROM customers WHERE latest_mrr <> 0"
             }
         }
     }
@@ -187,14 +204,19 @@ impl KeptCount {
                  CAST(COUNT(*) AS BIGINT), CAST(0 AS BIGINT) FROM {SCORED_CUSTOMERS} \
                  GROUP BY c.project_id, c.risk_level"
             ),
+            KeptCount::CustomerMrr => format!(
+                "SELECT project_id, email, mrr, CAST(0 AS BIGINT) FROM (SELECT c.project_id, \
+                 c.email, CAST({LATEST_MRR} AS BIGINT) AS mrr FROM customers c) t \
+                 WHERE mrr <> 0"
+            ),
         }
     }
 
     /// Statements that replace every kept row of the count with its recount.
-    fn rebuild_sql(self, backend: Backend) -> [String; 2] {
+    fn rebuild_sql(self, backend: Backend) -> Vec<String> {
         let (shard, zero) = backend.event_count_shard();
         match self {
-            KeptCount::EventTotals => [
+            KeptCount::EventTotals => vec![
                 "DELETE FROM churn_event_counts".to_owned(),
                 format!(
                     "INSERT INTO churn_event_counts (project_id, status, event_type{shard}, n, \
@@ -203,7 +225,7 @@ impl KeptCount {
                      GROUP BY project_id, status, event_type"
                 ),
             ],
-            KeptCount::EventDays => [
+            KeptCount::EventDays => vec![
                 "DELETE FROM churn_event_days".to_owned(),
                 format!(
                     "INSERT INTO churn_event_days (project_id, kind, day, reason_code{shard}, \
@@ -212,14 +234,14 @@ impl KeptCount {
                      GROUP BY project_id, kind, day, reason_code"
                 ),
             ],
-            KeptCount::EventEmails => [
+            KeptCount::EventEmails => vec![
                 "DELETE FROM churn_event_emails".to_owned(),
                 "INSERT INTO churn_event_emails (project_id, customer_email, n) \
                  SELECT project_id, customer_email, COUNT(*) FROM churn_events \
                  GROUP BY project_id, customer_email"
                     .to_owned(),
             ],
-            KeptCount::StrategyDays => [
+            KeptCount::StrategyDays => vec![
                 "DELETE FROM strategy_days".to_owned(),
                 "INSERT INTO strategy_days (project_id, strategy, day, sends, recoveries) \
                  SELECT v.project_id, v.strategy, substr(v.sent_at, 1, 10), COUNT(*), \
@@ -229,7 +251,7 @@ impl KeptCount {
                  GROUP BY v.project_id, v.strategy, substr(v.sent_at, 1, 10)"
                     .to_owned(),
             ],
-            KeptCount::Cohorts => [
+            KeptCount::Cohorts => vec![
                 "DELETE FROM churn_cohorts".to_owned(),
                 format!(
                     "INSERT INTO churn_cohorts (project_id, month, status, strategy{shard}, n, \
@@ -240,13 +262,13 @@ impl KeptCount {
                      GROUP BY project_id, month, status, strategy"
                 ),
             ],
-            KeptCount::Customers => [
+            KeptCount::Customers => vec![
                 "DELETE FROM customer_counts WHERE key = 'customer'".to_owned(),
                 "INSERT INTO customer_counts (project_id, shard, key, n) \
                  SELECT project_id, 0, 'customer', COUNT(*) FROM customers GROUP BY project_id"
                     .to_owned(),
             ],
-            KeptCount::RiskLevels => [
+            KeptCount::RiskLevels => vec![
                 "DELETE FROM customer_counts WHERE key <> 'customer'".to_owned(),
                 format!(
                     "INSERT INTO customer_counts (project_id, shard, key, n) \
@@ -254,6 +276,10 @@ impl KeptCount {
                      COUNT(*) FROM {SCORED_CUSTOMERS} GROUP BY c.project_id, c.risk_level"
                 ),
             ],
+            KeptCount::CustomerMrr => vec![format!(
+                "UPDATE customers AS c SET latest_mrr = {LATEST_MRR} \
+                 WHERE c.latest_mrr <> {LATEST_MRR}"
+            )],
         }
     }
 }
@@ -437,6 +463,7 @@ mod storage_tests {
         every_kept_count_matches_its_recount_through_every_change,
         concurrent_writers_from_two_pools_keep_every_count,
         drift_made_by_hand_is_found_and_rebuilt,
+        a_customers_latest_mrr_is_that_of_their_latest_event,
     );
 
     const AT: &str = "2026-11-23T10:00:00.000Z";
@@ -888,10 +915,17 @@ mod storage_tests {
         let second = Store::connect(&url).await.unwrap();
         const ROUNDS: usize = 12;
         let writer = |store: Store, name: String| async move {
-            let emails: Vec<String> = (0..6).map(|i| format!("c{i}@x.io")).collect();
+            // `c@x.io` is the customer of every event, so each writer's events and moves
+            // change its latest MRR too.
+            let emails: Vec<String> = (0..6)
+                .map(|i| format!("c{i}@x.io"))
+                .chain(["c@x.io".to_owned()])
+                .collect();
             for round in 0..ROUNDS {
                 let id = |i: usize| format!("{name}-{round}-{i}");
                 let created = format!("2026-{:02}-03T09:00:00.000Z", 9 + round % 3);
+                // An hour earlier: `c@x.io`'s latest event is one with an MRR.
+                let earlier = format!("2026-{:02}-03T08:00:00.000Z", 9 + round % 3);
                 let (a, b) = (id(0), id(1));
                 insert_events(
                     store.writer(),
@@ -910,7 +944,7 @@ mod storage_tests {
                             "payment_failed",
                             "processing",
                             None,
-                            created.as_str(),
+                            earlier.as_str(),
                         ),
                     ],
                 )
@@ -1051,6 +1085,11 @@ mod storage_tests {
             "UPDATE customer_counts SET key = 'risk_low' WHERE key = 'risk_high'",
         )
         .await;
+        exec(
+            &store,
+            "UPDATE customers SET latest_mrr = 7 WHERE email = 'a@x.io'",
+        )
+        .await;
         let found: Vec<_> = drift(&store)
             .await
             .unwrap()
@@ -1106,6 +1145,7 @@ mod storage_tests {
                 (KeptCount::Customers, key("customer"), "n", 1, 2),
                 (KeptCount::RiskLevels, key("risk_high"), "n", 0, 1),
                 (KeptCount::RiskLevels, key("risk_low"), "n", 1, 0),
+                (KeptCount::CustomerMrr, key("a@x.io"), "latest_mrr", 7, 0),
             ]
         );
 
@@ -1123,6 +1163,114 @@ mod storage_tests {
         .await;
         track(&store, "p1", &["c@x.io"], "2026-11-21T10:00:00Z").await;
         save(&store, "p1", &[score("a@x.io", "2026-11-21", Some("low"))]).await;
+        assert_eq!(
+            latest_mrr(&store, "c@x.io").await,
+            100,
+            "a customer first tracked after their events: the later id of two at one time"
+        );
         assert_no_drift(&store, "changes after the rebuild").await;
+    }
+
+    async fn latest_mrr(store: &Store, email: &str) -> i64 {
+        sqlx::query_scalar(
+            "SELECT CAST(latest_mrr AS BIGINT) FROM customers \
+             WHERE project_id = 'p1' AND email = $1",
+        )
+        .bind(email)
+        .fetch_one(store.reader())
+        .await
+        .unwrap()
+    }
+
+    /// A customer's latest MRR follows their latest event through every change that can make
+    /// another event the latest, or change its MRR.
+    async fn a_customers_latest_mrr_is_that_of_their_latest_event(backend: testing::Backend) {
+        let db = TestDatabase::new(backend).await;
+        let store = store_with_project(&db).await;
+        let event = |id, mrr, at| (id, "p1", "cancellation", "processing", mrr, at);
+        insert_events(
+            store.writer(),
+            &[event("e1", Some(4900), "2026-11-01T09:00:00.000Z")],
+        )
+        .await;
+        track(&store, "p1", &["c@x.io", "a@x.io"], "2026-11-20T10:00:00Z").await;
+        enum Change {
+            /// A new event of `c@x.io`: id, MRR, creation time.
+            Event(&'static str, i64, &'static str),
+            Statements(&'static [&'static str]),
+        }
+        // (step, change, then c's and a's latest MRR)
+        let steps: [(&str, Change, i64, i64); 8] = [
+            (
+                "a customer tracked after their event",
+                Change::Statements(&[]),
+                4900,
+                0,
+            ),
+            (
+                "a later event",
+                Change::Event("e2", 1500, "2026-11-05T09:00:00.000Z"),
+                1500,
+                0,
+            ),
+            (
+                "an earlier event",
+                Change::Event("e0", 9900, "2026-10-01T09:00:00.000Z"),
+                1500,
+                0,
+            ),
+            (
+                "the latest event's MRR changed",
+                Change::Statements(&["UPDATE churn_events SET mrr = 2000 WHERE id = 'e2'"]),
+                2000,
+                0,
+            ),
+            (
+                "the latest event moved back in time",
+                Change::Statements(&[
+                    "UPDATE churn_events SET created_at = '2026-11-01T08:00:00.000Z' WHERE id = 'e2'",
+                ]),
+                4900,
+                0,
+            ),
+            (
+                "the latest event moved to another customer",
+                Change::Statements(&[
+                    "UPDATE churn_events SET customer_email = 'a@x.io' WHERE id = 'e1'",
+                ]),
+                2000,
+                4900,
+            ),
+            (
+                "the latest event deleted",
+                Change::Statements(&["DELETE FROM churn_events WHERE id = 'e2'"]),
+                9900,
+                4900,
+            ),
+            (
+                "the last event deleted, the other's MRR cleared",
+                Change::Statements(&[
+                    "DELETE FROM churn_events WHERE id = 'e0'",
+                    "UPDATE churn_events SET mrr = NULL WHERE id = 'e1'",
+                ]),
+                0,
+                0,
+            ),
+        ];
+        for (step, change, c, a) in steps {
+            match change {
+                Change::Event(id, mrr, at) => {
+                    insert_events(store.writer(), &[event(id, Some(mrr), at)]).await
+                }
+                Change::Statements(statements) => {
+                    for statement in statements {
+                        exec(&store, statement).await;
+                    }
+                }
+            }
+            assert_eq!(latest_mrr(&store, "c@x.io").await, c, "c, after {step}");
+            assert_eq!(latest_mrr(&store, "a@x.io").await, a, "a, after {step}");
+            assert_no_drift(&store, step).await;
+        }
     }
 }

@@ -238,11 +238,13 @@ pub async fn dunning_by_month<'e>(
     project_id: &str,
     first: &str,
 ) -> Result<Vec<(String, i64, i64)>> {
+    // Only the resolved failures are read, through the status index alone.
     Ok(sqlx::query_as(
         "SELECT substr(created_at, 1, 7) AS month, \
-         CAST(COALESCE(SUM(CASE WHEN status = 'recovered' THEN 1 ELSE 0 END), 0) AS BIGINT), \
-         CAST(COALESCE(SUM(CASE WHEN status = 'abandoned' THEN 1 ELSE 0 END), 0) AS BIGINT) \
-         FROM payment_failures WHERE project_id = $1 AND created_at >= $2 \
+         CAST(SUM(CASE WHEN status = 'recovered' THEN 1 ELSE 0 END) AS BIGINT), \
+         CAST(SUM(CASE WHEN status = 'abandoned' THEN 1 ELSE 0 END) AS BIGINT) \
+         FROM payment_failures WHERE project_id = $1 \
+         AND status IN ('recovered', 'abandoned') AND created_at >= $2 \
          GROUP BY substr(created_at, 1, 7)",
     )
     .persistent(false)
@@ -309,14 +311,13 @@ pub async fn unalerted_critical<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Vec<(String, i64)>> {
-    Ok(sqlx::query_as(concat!(
-        "SELECT c.email, CAST(",
-        latest_mrr!("c.project_id", "c.email"),
-        " AS BIGINT) AS mrr FROM customers c WHERE c.project_id = $1 AND c.risk_level = 'critical' \
+    Ok(sqlx::query_as(
+        "SELECT c.email, CAST(c.latest_mrr AS BIGINT) FROM customers c \
+         WHERE c.project_id = $1 AND c.risk_level = 'critical' \
          AND NOT EXISTS (SELECT 1 FROM risk_alerts a WHERE a.project_id = c.project_id \
              AND a.customer_email = c.email AND a.created_at >= c.risk_day) \
-         ORDER BY mrr DESC, c.email LIMIT $2"
-    ))
+         ORDER BY c.latest_mrr DESC, c.email LIMIT $2",
+    )
     .bind(project_id)
     .bind(NEEDS_LIMIT)
     .fetch_all(db)
