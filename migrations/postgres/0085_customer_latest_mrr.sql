@@ -77,6 +77,10 @@ EXECUTE FUNCTION customers_latest_mrr_events();
 
 CREATE FUNCTION customers_latest_mrr_customers() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    -- Tracking upserts its customers: most statements insert none.
+    IF NOT EXISTS (SELECT 1 FROM new_rows) THEN
+        RETURN NULL;
+    END IF;
     PERFORM customers_latest_mrr_set(array_agg(project_id), array_agg(email)) FROM new_rows;
     RETURN NULL;
 END;
