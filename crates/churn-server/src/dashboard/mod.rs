@@ -97,6 +97,7 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
         )
         .route("/cancel-flows/new", get(cancel_flows::new_page))
         .route("/cancel-flows/{id}/results", get(cancel_flows::results))
+        .route("/cancel-flows/{id}/preview", get(cancel_flows::preview))
         .route(
             "/cancel-flows/{id}",
             get(cancel_flows::edit_page).post(cancel_flows::save),
