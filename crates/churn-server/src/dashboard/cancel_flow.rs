@@ -238,11 +238,10 @@ impl FlowForm {
             |key| get(&format!("color_{key}")),
             get("language").unwrap_or_default(),
             // A hidden `false` precedes the checkbox, so the form always says which.
-            posted.iter().any(|(k, _)| *k == compliance).then(|| {
-                posted
-                    .iter()
-                    .any(|(k, v)| *k == compliance && v == "true")
-            }),
+            posted
+                .iter()
+                .any(|(k, _)| *k == compliance)
+                .then(|| posted.iter().any(|(k, v)| *k == compliance && v == "true")),
         )
     }
 
@@ -356,7 +355,10 @@ impl FlowForm {
             .collect();
         let mut color = |i: usize| {
             let f = &self.colors[i];
-            names.push((unprefixed(f).replacen("color_", "colors.", 1), f.name.clone()));
+            names.push((
+                unprefixed(f).replacen("color_", "colors.", 1),
+                f.name.clone(),
+            ));
             given(f)
         };
         let colors = ColorsInput {

@@ -609,8 +609,9 @@ async fn write(
             d.field == "name" || d.field == "priority" || d.field.starts_with("segment.")
         });
         // The variants' complaints are numbered among the slots used, in order.
-        let (of_variants, rest): (Vec<_>, Vec<_>) =
-            rest.into_iter().partition(|d| d.field.starts_with("variants"));
+        let (of_variants, rest): (Vec<_>, Vec<_>) = rest
+            .into_iter()
+            .partition(|d| d.field.starts_with("variants"));
         let mut used = variants.iter_mut().filter(|v| v.used()).collect::<Vec<_>>();
         for d in of_variants {
             let Some((i, field)) = variant_field(&d.field) else {

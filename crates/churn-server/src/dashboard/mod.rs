@@ -134,7 +134,10 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
             "/settings/webhooks/{id}",
             get(webhook_endpoints::page).post(webhook_endpoints::save),
         )
-        .route("/settings/webhooks/{id}/test", post(webhook_endpoints::test))
+        .route(
+            "/settings/webhooks/{id}/test",
+            post(webhook_endpoints::test),
+        )
         .route(
             "/settings/webhooks/{id}/delete",
             get(webhook_endpoints::delete_page).post(webhook_endpoints::delete),

@@ -56,7 +56,11 @@ impl EndpointForm {
         EndpointForm {
             url: e.url.clone(),
             description: e.description.clone(),
-            event_types: e.event_types.iter().map(|t| t.as_str().to_owned()).collect(),
+            event_types: e
+                .event_types
+                .iter()
+                .map(|t| t.as_str().to_owned())
+                .collect(),
             format: e.format.as_str().to_owned(),
             enabled: e.enabled,
             ..Self::blank()
@@ -222,9 +226,13 @@ async fn render_list(
             format: e.format.as_str(),
             enabled: e.enabled,
             disabled_reason: e.disabled_reason.unwrap_or_default().replace('_', " "),
-            last: log
-                .first()
-                .map(|d| (d.status.as_str(), status_class(d.status), when(&d.created_at))),
+            last: log.first().map(|d| {
+                (
+                    d.status.as_str(),
+                    status_class(d.status),
+                    when(&d.created_at),
+                )
+            }),
             id: e.id,
             url: e.url,
             description: e.description,

@@ -311,7 +311,10 @@ fn posted_with(html: &str, changes: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 fn pairs(fields: &[(String, String)]) -> Vec<(&str, &str)> {
-    fields.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+    fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
 }
 
 /// Control and a bold variant with its own discount and heading, made on the page.
@@ -419,7 +422,10 @@ async fn variants_are_added_edited_and_removed_on_the_page(backend: Backend) {
         blank.push((format!("v{n}_key"), String::new()));
         blank.push((format!("v{n}_weight"), String::new()));
     }
-    let blank: Vec<(&str, &str)> = blank.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let blank: Vec<(&str, &str)> = blank
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
     let fields = posted_with(&html, &blank);
     owner.post(&page, &pairs(&fields), 303).await;
     let after = flows_json(&app, &token).await.remove(0);
@@ -446,7 +452,11 @@ async fn a_refused_variant_is_shown_beside_its_inputs_and_nothing_is_stored(back
     // A variant's own offer refused beside its input.
     let fields = posted_with(&html, &[("v1_percent_0", "0")]);
     let body = owner.post(&page, &pairs(&fields), 400).await.body;
-    assert!(body.contains(r#"id="v1_percent_0-error""#), "{}", main_of(&body));
+    assert!(
+        body.contains(r#"id="v1_percent_0-error""#),
+        "{}",
+        main_of(&body)
+    );
 
     // One variant alone is no experiment: said above the variants.
     let fields = posted_with(&html, &[("v1_key", ""), ("v1_weight", "")]);
@@ -489,28 +499,46 @@ async fn each_variant_has_its_preview(backend: Backend) {
     for b in [&owner, &viewer] {
         let r = b.open(&format!("{page}/preview?variant=bold")).await;
         assert_eq!(r.status(), 200);
-        let csp = r.headers()["content-security-policy"].to_str().unwrap().to_owned();
+        let csp = r.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_owned();
         assert!(csp.contains("sandbox allow-scripts") && csp.contains("default-src 'none'"));
         let bold = flow_of(&r.text().await.unwrap());
         assert_eq!(bold["copy"]["title"], "Wait, a better price");
-        assert_eq!(bold["reasons"], json!([{"code": "too_expensive", "label": "Costs too much"}]));
+        assert_eq!(
+            bold["reasons"],
+            json!([{"code": "too_expensive", "label": "Costs too much"}])
+        );
         assert_eq!(bold["offers"]["too_expensive"]["percent"], 30);
         let control = flow_of(&b.get(&format!("{page}/preview?variant=control"), 200).await);
         assert_eq!(control["copy"]["title"], "Before you go");
         assert!(control["reasons"].as_array().unwrap().len() > 1);
         // The flow itself, and an unknown key, show the flow.
-        assert_eq!(flow_of(&b.get(&format!("{page}/preview"), 200).await), control);
-        assert_eq!(flow_of(&b.get(&format!("{page}/preview?variant=nope"), 200).await), control);
+        assert_eq!(
+            flow_of(&b.get(&format!("{page}/preview"), 200).await),
+            control
+        );
+        assert_eq!(
+            flow_of(&b.get(&format!("{page}/preview?variant=nope"), 200).await),
+            control
+        );
     }
     // A viewer reads the variants, with nothing to change them.
     let html = viewer.get(&page, 200).await;
-    assert!(html.contains("Variant 2: bold") && html.contains("<fieldset class=\"plain\" disabled>"));
+    assert!(
+        html.contains("Variant 2: bold") && html.contains("<fieldset class=\"plain\" disabled>")
+    );
     assert!(!html.contains("data-add-variant") && !html.contains("data-remove-variant"));
 
     // Another tenant's flow has no preview.
     let other = app.register("mallory@evil.io").await;
     app.create_project(&other.token, "Evil").await;
     let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
-    mallory.get(&format!("/app/p/evil/cancel-flows/{id}/preview"), 404).await;
-    mallory.get(&format!("{page}/preview?variant=bold"), 404).await;
+    mallory
+        .get(&format!("/app/p/evil/cancel-flows/{id}/preview"), 404)
+        .await;
+    mallory
+        .get(&format!("{page}/preview?variant=bold"), 404)
+        .await;
 }

@@ -78,8 +78,15 @@ async fn an_endpoint_is_created_edited_tested_redelivered_and_deleted_from_its_p
     assert!(settings.contains("href=\"/app/p/acme/settings/webhooks\""));
     let html = owner.get(LIST, 200).await;
     assert!(html.contains("No endpoints yet.") && html.contains("Add the endpoint"));
-    for t in ["churn_event.recovered", "cancel_flow.saved", "churn_risk.alert"] {
-        assert!(html.contains(&format!("value=\"{t}\"")), "a checkbox for {t}");
+    for t in [
+        "churn_event.recovered",
+        "cancel_flow.saved",
+        "churn_risk.alert",
+    ] {
+        assert!(
+            html.contains(&format!("value=\"{t}\"")),
+            "a checkbox for {t}"
+        );
     }
 
     let url = format!("{}/alerts", receiver.base);
@@ -116,7 +123,10 @@ async fn an_endpoint_is_created_edited_tested_redelivered_and_deleted_from_its_p
         .nth(1)
         .and_then(|rest| rest.split('<').next())
         .unwrap();
-    assert!(secret.starts_with("whsec_") && secret.len() > 30, "{secret}");
+    assert!(
+        secret.starts_with("whsec_") && secret.len() > 30,
+        "{secret}"
+    );
     let page = format!("{LIST}/{id}");
     let html = owner.get(&page, 200).await;
     assert!(!html.contains("whsec_") && html.contains("Nothing sent yet."));
@@ -344,7 +354,12 @@ async fn viewers_and_members_read_without_write_controls_and_are_refused(backend
         assert!(!list.contains("<form"), "{who} sees no form on the list");
         let html = main_of(&b.get(&page, 200).await);
         assert!(html.contains("webhook.test") && html.contains("<dt>URL</dt>"));
-        for control in ["<form", "Send a test message", "Redeliver", "Delete this endpoint"] {
+        for control in [
+            "<form",
+            "Send a test message",
+            "Redeliver",
+            "Delete this endpoint",
+        ] {
             assert!(!html.contains(control), "{who} sees no {control:?}");
         }
         b.get(&format!("{page}/delete"), 403).await;
@@ -443,7 +458,14 @@ async fn another_tenants_endpoint_is_not_found(backend: Backend) {
             format!("{page}/deliveries/{did}/redeliver"),
         ] {
             mallory
-                .post(&path, &[("url", "https://evil.io/x"), ("event_types", "churn_event.lost")], 404)
+                .post(
+                    &path,
+                    &[
+                        ("url", "https://evil.io/x"),
+                        ("event_types", "churn_event.lost"),
+                    ],
+                    404,
+                )
                 .await;
         }
     }
