@@ -159,6 +159,8 @@ impl Row {
 
 /// The editor's inputs, from the saved flow or from what was posted.
 pub struct FlowForm {
+    /// Before every input's name and id: empty for a flow, `v0_` for its first variant.
+    pub prefix: String,
     pub rows: Vec<Row>,
     pub copy: Vec<Field>,
     pub colors: Vec<Field>,
@@ -171,9 +173,15 @@ pub struct FlowForm {
 
 impl FlowForm {
     pub(super) fn from_flow(flow: &CancelFlow) -> Self {
+        Self::from_flow_as("", flow)
+    }
+
+    /// The inputs of `flow`, their names after `prefix`.
+    pub(super) fn from_flow_as(prefix: &str, flow: &CancelFlow) -> Self {
         let copy = serde_json::to_value(&flow.copy).unwrap_or_default();
         let colors = serde_json::to_value(&flow.colors).unwrap_or_default();
         Self::build(
+            prefix,
             |name| {
                 let (n, field) = row_field(name);
                 let reason = flow.reasons.get(n)?;
@@ -210,27 +218,36 @@ impl FlowForm {
     }
 
     pub(super) fn from_posted(posted: &[(String, String)]) -> Self {
+        Self::from_posted_as("", posted)
+    }
+
+    /// The inputs posted under `prefix`.
+    pub(super) fn from_posted_as(prefix: &str, posted: &[(String, String)]) -> Self {
         let get = |name: &str| {
+            let name = format!("{prefix}{name}");
             posted
                 .iter()
-                .find(|(k, _)| k == name)
+                .find(|(k, _)| *k == name)
                 .map(|(_, v)| v.clone())
         };
+        let compliance = format!("{prefix}compliance_mode");
         Self::build(
+            prefix,
             |name| get(name),
             |key| get(&format!("copy_{key}")),
             |key| get(&format!("color_{key}")),
             get("language").unwrap_or_default(),
             // A hidden `false` precedes the checkbox, so the form always says which.
-            posted.iter().any(|(k, _)| k == "compliance_mode").then(|| {
-                posted
-                    .iter()
-                    .any(|(k, v)| k == "compliance_mode" && v == "true")
-            }),
+            posted
+                .iter()
+                .any(|(k, _)| *k == compliance)
+                .then(|| posted.iter().any(|(k, v)| *k == compliance && v == "true")),
         )
     }
 
+    /// `row`, `copy` and `color` are asked for a value by the name without the prefix.
     fn build(
+        prefix: &str,
         row: impl Fn(&str) -> Option<String>,
         copy: impl Fn(&str) -> Option<String>,
         color: impl Fn(&str) -> Option<String>,
@@ -240,9 +257,14 @@ impl FlowForm {
         let defaults = serde_json::to_value(FlowCopy::default()).unwrap_or_default();
         let field = |n: usize, key: &str, label| {
             let name = format!("{key}_{n}");
-            Field::new(name.clone(), label, row(&name).unwrap_or_default())
+            Field::new(
+                format!("{prefix}{name}"),
+                label,
+                row(&name).unwrap_or_default(),
+            )
         };
         FlowForm {
+            prefix: prefix.to_owned(),
             rows: (0..MAX_REASONS)
                 .map(|n| Row {
                     n,
@@ -264,20 +286,24 @@ impl FlowForm {
                 .iter()
                 .map(|(key, label)| Field {
                     placeholder: defaults[*key].as_str().unwrap_or_default().to_owned(),
-                    ..Field::new(format!("copy_{key}"), label, copy(key).unwrap_or_default())
+                    ..Field::new(
+                        format!("{prefix}copy_{key}"),
+                        label,
+                        copy(key).unwrap_or_default(),
+                    )
                 })
                 .collect(),
             colors: COLORS
                 .iter()
                 .map(|(key, label)| {
                     Field::new(
-                        format!("color_{key}"),
+                        format!("{prefix}color_{key}"),
                         label,
                         color(key).unwrap_or_default(),
                     )
                 })
                 .collect(),
-            language: Field::new("language".into(), "Language", language),
+            language: Field::new(format!("{prefix}language"), "Language", language),
             compliance_mode,
             reasons_error: None,
         }
@@ -285,7 +311,8 @@ impl FlowForm {
 
     /// The service's input, and which input each of its field names refers to.
     pub(super) fn input(&self) -> (CancelFlowInput, Vec<(String, String)>) {
-        let mut names = vec![("language".to_owned(), "language".to_owned())];
+        let unprefixed = |f: &Field| f.name[self.prefix.len()..].to_owned();
+        let mut names = vec![("language".to_owned(), self.language.name.clone())];
         let mut reasons = Vec::new();
         let mut offers = BTreeMap::new();
         for row in &self.rows {
@@ -308,7 +335,8 @@ impl FlowForm {
             names.push((offer.clone(), row.kind.name.clone()));
             names.push((format!("{offer}.kind"), row.kind.name.clone()));
             for f in row.offer_fields() {
-                let key = match row_field(&f.name).1 {
+                let bare = unprefixed(f);
+                let key = match row_field(&bare).1 {
                     "link_label" => "label",
                     key => key,
                 };
@@ -320,13 +348,17 @@ impl FlowForm {
             .copy
             .iter()
             .filter_map(|f| {
-                names.push((f.name.replacen("copy_", "copy.", 1), f.name.clone()));
-                Some((f.name["copy_".len()..].to_owned(), given(f)?.into()))
+                let key = unprefixed(f)["copy_".len()..].to_owned();
+                names.push((format!("copy.{key}"), f.name.clone()));
+                Some((key, given(f)?.into()))
             })
             .collect();
         let mut color = |i: usize| {
             let f = &self.colors[i];
-            names.push((f.name.replacen("color_", "colors.", 1), f.name.clone()));
+            names.push((
+                unprefixed(f).replacen("color_", "colors.", 1),
+                f.name.clone(),
+            ));
             given(f)
         };
         let colors = ColorsInput {
@@ -649,10 +681,15 @@ pub async fn preview(
     InProject { access, .. }: InProject,
 ) -> Result<Response, PageError> {
     let flow = s.churn.core().cancel_flow(&access).await?;
+    preview_of(&flow)
+}
+
+/// The preview frame opening on `flow`, under the preview's own policy.
+pub(super) fn preview_of(flow: &CancelFlow) -> Result<Response, PageError> {
     let page = PreviewPage {
         css: assets::url("dashboard.css"),
         preview_js: assets::url("cancel-flow-preview.js"),
-        flow: serde_json::to_string(&flow).map_err(churn_core::Error::internal)?,
+        flow: serde_json::to_string(flow).map_err(churn_core::Error::internal)?,
     };
     let mut response = html(StatusCode::OK, page);
     let headers = response.headers_mut();

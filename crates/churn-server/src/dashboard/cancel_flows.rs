@@ -9,13 +9,15 @@ use axum::extract::{Form, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use churn_core::api::cancel_flow::{FlowResultsQuery, SegmentedFlow, VariantResult};
-use churn_core::domain::cancel_flow::{SegmentedFlowInput, VariantInput};
+use churn_core::domain::cancel_flow::{
+    CancelFlow, CopyInput, FlowCopy, FlowVariant, MAX_VARIANTS, SegmentedFlowInput, VariantInput,
+};
 use churn_core::domain::role::Permission;
 use churn_core::domain::segment::{Segment, SegmentInput};
 use churn_core::services::ProjectAccess;
 use serde::Deserialize;
 
-use super::cancel_flow::{FlowForm, OFFER_KINDS, reason_codes};
+use super::cancel_flow::{Field, FlowForm, OFFER_KINDS, reason_codes};
 use super::chart;
 use super::error::PageError;
 use super::layout::{Frame, html};
@@ -256,6 +258,161 @@ impl SegmentForm {
     }
 }
 
+/// One slot of the experiment (decisions §19): a key and a weight, and, when it shows its own,
+/// reasons and offers in place of the flow's; its texts override the flow's one by one. A slot
+/// whose key and weight are blank is not used.
+pub struct VariantForm {
+    pub n: usize,
+    pub key: Field,
+    pub weight: Field,
+    /// Its own reasons and offers; else the flow's.
+    pub own: bool,
+    /// The variant's inputs under `v<n>_`; its texts blank where they are the flow's.
+    pub form: FlowForm,
+}
+
+impl VariantForm {
+    fn prefix(n: usize) -> String {
+        format!("v{n}_")
+    }
+
+    /// The slots of a stored flow: its variants, then unused ones holding the flow's reasons.
+    fn from_flow(flow: &CancelFlow, variants: &[FlowVariant]) -> Vec<Self> {
+        (0..MAX_VARIANTS)
+            .map(|n| {
+                let stored = variants.get(n);
+                let prefix = Self::prefix(n);
+                // The rows show what the variant shows; its texts only those it sets.
+                let shown = stored.map_or_else(|| flow.clone(), |v| v.apply(flow.clone()));
+                let mut form = FlowForm::from_flow_as(&prefix, &shown);
+                let own_copy = stored.and_then(|v| v.copy.clone()).unwrap_or_default();
+                texts_over(&mut form, &own_copy, &flow.copy);
+                let text = |f: fn(&FlowVariant) -> String| stored.map(f).unwrap_or_default();
+                VariantForm {
+                    n,
+                    key: Field::new(format!("{prefix}key"), "Key", text(|v| v.key.clone())),
+                    weight: Field::new(
+                        format!("{prefix}weight"),
+                        "Weight",
+                        text(|v| v.weight.to_string()),
+                    ),
+                    own: stored.is_some_and(|v| v.reasons.is_some() || v.offers.is_some()),
+                    form,
+                }
+            })
+            .collect()
+    }
+
+    /// The slots as posted; `base` is the flow's own form, whose texts a blank one stands for.
+    fn from_posted(posted: &[(String, String)], base: &FlowForm) -> Vec<Self> {
+        let base_copy = base.input().0.copy.unwrap_or_default();
+        let base_copy = over_defaults(&base_copy);
+        (0..MAX_VARIANTS)
+            .map(|n| {
+                let prefix = Self::prefix(n);
+                let get = |name: &str| {
+                    let name = format!("{prefix}{name}");
+                    posted
+                        .iter()
+                        .find(|(k, _)| *k == name)
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_default()
+                };
+                let mut form = FlowForm::from_posted_as(&prefix, posted);
+                let placeholders = serde_json::to_value(&base_copy).unwrap_or_default();
+                for f in &mut form.copy {
+                    let key = &f.name[prefix.len() + "copy_".len()..];
+                    f.placeholder = placeholders[key].as_str().unwrap_or_default().to_owned();
+                }
+                let own = format!("{prefix}own");
+                VariantForm {
+                    n,
+                    key: Field::new(format!("{prefix}key"), "Key", get("key")),
+                    weight: Field::new(format!("{prefix}weight"), "Weight", get("weight")),
+                    own: posted.iter().any(|(k, v)| *k == own && v == "true"),
+                    form,
+                }
+            })
+            .collect()
+    }
+
+    fn used(&self) -> bool {
+        !self.key.value.trim().is_empty() || !self.weight.value.trim().is_empty()
+    }
+
+    /// The service's input, and which input each of its field names (after `variants[i].`)
+    /// refers to.
+    fn input(&self) -> (VariantInput, Vec<(String, String)>) {
+        let (flow, mut names) = self.form.input();
+        names.push(("key".into(), self.key.name.clone()));
+        names.push(("weight".into(), self.weight.name.clone()));
+        // A blank weight is refused by the service, which names it.
+        let weight = number(&self.weight.value).unwrap_or(0);
+        let copy = flow
+            .copy
+            .filter(|c| serde_json::to_value(c).is_ok_and(|v| v != serde_json::json!({})));
+        let input = VariantInput {
+            key: self.key.value.trim().to_owned(),
+            weight,
+            reasons: self.own.then_some(flow.reasons),
+            offers: self.own.then_some(flow.offers),
+            copy,
+        };
+        (input, names)
+    }
+
+    /// Puts the service's complaints about this variant (names after `variants[i].`) beside
+    /// their inputs; whether each found its place.
+    fn complain(&mut self, details: &[churn_core::api::FieldError]) -> bool {
+        let (_, names) = self.input();
+        let mut placed = true;
+        let mut rest = Vec::new();
+        for d in details {
+            match d.field.as_str() {
+                "key" => _ = self.key.error.get_or_insert(d.message.clone()),
+                "weight" => _ = self.weight.error.get_or_insert(d.message.clone()),
+                _ => rest.push(d.clone()),
+            }
+        }
+        placed &= self.form.complain(&rest, &names);
+        placed
+    }
+
+    /// The preview frame's first flow: this variant as stored, else the flow.
+    pub fn preview(&self, base: String, id: &Option<String>) -> String {
+        match id {
+            Some(id) => {
+                let key = self.key.value.trim();
+                let query = serde_urlencoded::to_string([("variant", key)]).unwrap_or_default();
+                format!("{base}/cancel-flows/{id}/preview?{query}")
+            }
+            None => format!("{base}/cancel-flow/preview"),
+        }
+    }
+}
+
+/// The texts with the defaults under those a flow leaves unset.
+fn over_defaults(copy: &CopyInput) -> FlowCopy {
+    let mut texts = serde_json::to_value(FlowCopy::default()).unwrap_or_default();
+    if let (Some(texts), Ok(serde_json::Value::Object(set))) =
+        (texts.as_object_mut(), serde_json::to_value(copy))
+    {
+        texts.extend(set);
+    }
+    serde_json::from_value(texts).unwrap_or_default()
+}
+
+/// A variant's text inputs: the texts it sets, blank for the others, the flow's as placeholder.
+fn texts_over(form: &mut FlowForm, own: &CopyInput, flow: &FlowCopy) {
+    let own = serde_json::to_value(own).unwrap_or_default();
+    let flow = serde_json::to_value(flow).unwrap_or_default();
+    for f in &mut form.copy {
+        let key = &f.name[form.prefix.len() + "copy_".len()..];
+        f.value = own[key].as_str().unwrap_or_default().to_owned();
+        f.placeholder = flow[key].as_str().unwrap_or_default().to_owned();
+    }
+}
+
 #[derive(Template)]
 #[template(path = "dashboard/cancel_flows_edit.html")]
 struct EditPage {
@@ -266,9 +423,32 @@ struct EditPage {
     error: Option<String>,
     segment: SegmentForm,
     form: FlowForm,
+    variants: Vec<VariantForm>,
+    /// A complaint about the variants as a whole (their number).
+    variants_error: Option<String>,
     codes: Vec<&'static str>,
     kinds: &'static [(&'static str, &'static str)],
     editor_js: String,
+}
+
+impl EditPage {
+    /// The preview frame's first flow: this flow as stored, else the default flow.
+    fn preview(&self) -> String {
+        match &self.id {
+            Some(id) => format!("{}/cancel-flows/{id}/preview", self.frame.base()),
+            None => format!("{}/cancel-flow/preview", self.frame.base()),
+        }
+    }
+}
+
+/// What the editor shows: the stored flow, or what was posted with the service's complaints.
+struct Editing {
+    id: Option<String>,
+    segment: SegmentForm,
+    form: FlowForm,
+    variants: Vec<VariantForm>,
+    error: Option<String>,
+    variants_error: Option<String>,
 }
 
 async fn render_edit(
@@ -276,19 +456,20 @@ async fn render_edit(
     signed: &Signed,
     access: &ProjectAccess,
     status: StatusCode,
-    page: (Option<String>, SegmentForm, FlowForm, Option<String>),
+    page: Editing,
 ) -> Result<Response, PageError> {
     let projects = s.churn.core().list_projects(&signed.user.id).await?;
-    let (id, segment, form, error) = page;
     Ok(html(
         status,
         EditPage {
             frame: Frame::new(signed, access, &projects, "cancel-flow", None),
             can_admin: access.authorize(Permission::Administer).is_ok(),
-            id,
-            error,
-            segment,
-            form,
+            id: page.id,
+            error: page.error,
+            segment: page.segment,
+            form: page.form,
+            variants: page.variants,
+            variants_error: page.variants_error,
             codes: reason_codes(),
             kinds: OFFER_KINDS,
             editor_js: super::assets::url("cancel-flow-editor.js"),
@@ -303,8 +484,14 @@ pub async fn new_page(
     access.authorize(Permission::Administer)?;
     // A new flow starts from the project's default flow.
     let flow = s.churn.core().cancel_flow(&access).await?;
-    let segment = SegmentForm::of(|_| None, true);
-    let page = (None, segment, FlowForm::from_flow(&flow), None);
+    let page = Editing {
+        id: None,
+        segment: SegmentForm::of(|_| None, true),
+        form: FlowForm::from_flow(&flow),
+        variants: VariantForm::from_flow(&flow, &[]),
+        error: None,
+        variants_error: None,
+    };
     render_edit(&s, &signed, &access, StatusCode::OK, page).await
 }
 
@@ -314,12 +501,14 @@ pub async fn edit_page(
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, PageError> {
     let flow = s.churn.core().segmented_flow(&access, &id).await?;
-    let page = (
-        Some(id),
-        SegmentForm::from_flow(&flow),
-        FlowForm::from_flow(&flow.flow),
-        None,
-    );
+    let page = Editing {
+        id: Some(id),
+        segment: SegmentForm::from_flow(&flow),
+        form: FlowForm::from_flow(&flow.flow),
+        variants: VariantForm::from_flow(&flow.flow, &flow.variants),
+        error: None,
+        variants_error: None,
+    };
     render_edit(&s, &signed, &access, StatusCode::OK, page).await
 }
 
@@ -374,9 +563,18 @@ async fn write(
     let core = s.churn.core();
     let mut segment = SegmentForm::from_posted(posted);
     let mut form = FlowForm::from_posted(posted);
+    let mut variants = VariantForm::from_posted(posted, &form);
+    // A form without the experiment's inputs keeps the stored variants.
+    let posted_variants = posted.iter().any(|(k, _)| k == "v0_key").then(|| {
+        variants
+            .iter()
+            .filter(|v| v.used())
+            .map(|v| v.input().0)
+            .collect::<Vec<_>>()
+    });
     let result = match &id {
         None => {
-            let (input, names) = input(&segment, &form, None);
+            let (input, names) = input(&segment, &form, posted_variants);
             (
                 core.create_segmented_flow(access, input).await,
                 names,
@@ -385,7 +583,11 @@ async fn write(
         }
         Some(id) => {
             let stored = core.segmented_flow(access, id).await?;
-            let (mut input, names) = input(&segment, &form, Some(kept_variants(&stored)?));
+            let kept = match posted_variants {
+                Some(v) => v,
+                None => kept_variants(&stored)?,
+            };
+            let (mut input, names) = input(&segment, &form, Some(kept));
             if input.compliance_mode.is_none() {
                 input.compliance_mode = Some(stored.flow.compliance_mode);
             }
@@ -401,10 +603,30 @@ async fn write(
         (Err(e), names, _) => (e, names),
     };
     let mut beside = true;
+    let mut variants_error = None;
     if let churn_core::Error::Validation { details, .. } = &e {
         let (own, rest): (Vec<_>, Vec<_>) = details.iter().cloned().partition(|d| {
             d.field == "name" || d.field == "priority" || d.field.starts_with("segment.")
         });
+        // The variants' complaints are numbered among the slots used, in order.
+        let (of_variants, rest): (Vec<_>, Vec<_>) = rest
+            .into_iter()
+            .partition(|d| d.field.starts_with("variants"));
+        let mut used = variants.iter_mut().filter(|v| v.used()).collect::<Vec<_>>();
+        for d in of_variants {
+            let Some((i, field)) = variant_field(&d.field) else {
+                variants_error.get_or_insert(d.message);
+                continue;
+            };
+            let local = churn_core::api::FieldError {
+                field: field.to_owned(),
+                message: d.message.clone(),
+            };
+            match used.get_mut(i) {
+                Some(v) => beside &= v.complain(&[local]),
+                None => beside = false,
+            }
+        }
         for d in own {
             let name = d.field.replacen("segment.", "segment_", 1);
             match segment.fields_mut().into_iter().find(|f| f.name == name) {
@@ -421,7 +643,47 @@ async fn write(
         true => "The flow is not saved: see the messages beside the inputs.".to_owned(),
         false => message,
     });
-    render_edit(s, signed, access, status, (id, segment, form, error)).await
+    let page = Editing {
+        id,
+        segment,
+        form,
+        variants,
+        error,
+        variants_error,
+    };
+    render_edit(s, signed, access, status, page).await
+}
+
+/// `variants[1].reasons[0].code` → (1, `reasons[0].code`); `variants` alone → None.
+fn variant_field(field: &str) -> Option<(usize, &str)> {
+    let rest = field.strip_prefix("variants[")?;
+    let (i, rest) = rest.split_once("].")?;
+    Some((i.parse().ok()?, rest))
+}
+
+#[derive(Deserialize, Default)]
+pub struct PreviewParams {
+    #[serde(default)]
+    variant: Option<String>,
+}
+
+/// The preview frame of a segmented flow, or (`?variant=key`) of its variant: the stored one
+/// until the editor hands it another.
+pub async fn preview(
+    State(s): State<AppState>,
+    InProject { access, .. }: InProject,
+    Path((_, id)): Path<(String, String)>,
+    axum::extract::Query(params): axum::extract::Query<PreviewParams>,
+) -> Result<Response, PageError> {
+    let stored = s.churn.core().segmented_flow(&access, &id).await?;
+    let variant = params
+        .variant
+        .and_then(|key| stored.variants.iter().find(|v| v.key == key).cloned());
+    let flow = match variant {
+        Some(v) => v.apply(stored.flow),
+        None => stored.flow,
+    };
+    super::cancel_flow::preview_of(&flow)
 }
 
 pub async fn create(

@@ -38,6 +38,7 @@ mod session;
 mod settings;
 mod status_list;
 mod team;
+mod webhook_endpoints;
 
 use std::sync::Arc;
 
@@ -96,6 +97,7 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
         )
         .route("/cancel-flows/new", get(cancel_flows::new_page))
         .route("/cancel-flows/{id}/results", get(cancel_flows::results))
+        .route("/cancel-flows/{id}/preview", get(cancel_flows::preview))
         .route(
             "/cancel-flows/{id}",
             get(cancel_flows::edit_page).post(cancel_flows::save),
@@ -124,6 +126,26 @@ pub fn router(state: AppState, network: Arc<Network>) -> Router<AppState> {
         .route("/settings/sender", post(settings::save_sender))
         .route("/settings/sender/verify", post(settings::verify_sender))
         .route("/settings/suppressions", get(settings::suppressions))
+        .route(
+            "/settings/webhooks",
+            get(webhook_endpoints::list).post(webhook_endpoints::create),
+        )
+        .route(
+            "/settings/webhooks/{id}",
+            get(webhook_endpoints::page).post(webhook_endpoints::save),
+        )
+        .route(
+            "/settings/webhooks/{id}/test",
+            post(webhook_endpoints::test),
+        )
+        .route(
+            "/settings/webhooks/{id}/delete",
+            get(webhook_endpoints::delete_page).post(webhook_endpoints::delete),
+        )
+        .route(
+            "/settings/webhooks/{id}/deliveries/{delivery}/redeliver",
+            post(webhook_endpoints::redeliver),
+        )
         .route("/team", get(team::page))
         .route("/team/invitations", post(team::invite))
         .route("/team/invitations/{id}/revoke", post(team::revoke))

@@ -1,7 +1,9 @@
 //! The dashboard's segmented cancel flows (decisions §19, §17): a flow created and edited on
 //! the page is the one the API answers (an edit keeps the experiment's variants), a refused
 //! field comes back beside its input with nothing stored, deletion takes a confirmation,
-//! writes need the CSRF token and an admin, and another tenant's flow is 404.
+//! writes need the CSRF token and an admin, and another tenant's flow is 404. The experiment's
+//! variants are added, edited (their own reasons, offers and texts) and removed on the page,
+//! a refused one shown beside its inputs, and each has a preview of the flow as it shows it.
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -19,6 +21,9 @@ both_backends!(
     another_tenants_flow_is_not_found,
     the_list_page,
     an_experiments_results_page,
+    variants_are_added_edited_and_removed_on_the_page,
+    a_refused_variant_is_shown_beside_its_inputs_and_nothing_is_stored,
+    each_variant_has_its_preview,
 );
 
 const PAGE: &str = "/app/p/acme/cancel-flows";
@@ -286,5 +291,254 @@ async fn an_experiments_results_page(backend: Backend) {
     let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
     mallory
         .get(&format!("/app/p/evil/cancel-flows/{id}/results"), 404)
+        .await;
+}
+
+/// The page's flow form posted back, with `changes` in place of the inputs they name (a
+/// change of `vN_own` replaces its checkbox, whose hidden `false` stays).
+fn posted_with(html: &str, changes: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut fields = form_fields(html, "flow-form");
+    for (name, value) in changes {
+        if name.ends_with("_own") {
+            fields.retain(|(k, v)| k != name || v == "false");
+            fields.push(((*name).to_owned(), (*value).to_owned()));
+            continue;
+        }
+        let slot = fields.iter_mut().find(|(k, _)| k == name);
+        slot.unwrap_or_else(|| panic!("the form has {name}")).1 = (*value).to_owned();
+    }
+    fields
+}
+
+fn pairs(fields: &[(String, String)]) -> Vec<(&str, &str)> {
+    fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
+}
+
+/// Control and a bold variant with its own discount and heading, made on the page.
+async fn experiment_on_the_page(owner: &Browser<'_>) -> String {
+    let html = owner.get(&format!("{PAGE}/new"), 200).await;
+    assert!(html.contains("id=\"v0_key\"") && html.contains("id=\"v2_weight\""));
+    let fields = posted_with(
+        &html,
+        &[
+            ("name", "Yearly pros"),
+            ("v0_key", "control"),
+            ("v0_weight", "1"),
+            ("v1_key", "bold"),
+            ("v1_weight", "3"),
+            ("v1_own", "true"),
+            ("v1_code_0", "too_expensive"),
+            ("v1_label_0", "Costs too much"),
+            ("v1_kind_0", "discount"),
+            ("v1_percent_0", "30"),
+            ("v1_months_0", "2"),
+            ("v1_copy_title", "Wait, a better price"),
+        ],
+    );
+    // The variant shows that one reason alone: the other slots not used.
+    let mut fields = fields;
+    for (k, v) in &mut fields {
+        let unused = (1..8).any(|n| *k == format!("v1_code_{n}") || *k == format!("v1_label_{n}"));
+        if unused {
+            v.clear();
+        }
+    }
+    let to = owner.post(PAGE, &pairs(&fields), 303).await.location;
+    assert_eq!(to, format!("{PAGE}?done=created"));
+    to
+}
+
+async fn variants_are_added_edited_and_removed_on_the_page(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    experiment_on_the_page(&owner).await;
+    let made = flows_json(&app, &token).await.remove(0);
+    assert_eq!(
+        made["variants"],
+        json!([
+            {"key": "control", "weight": 1},
+            {"key": "bold", "weight": 3,
+             "reasons": [{"code": "too_expensive", "label": "Costs too much"}],
+             "offers": {"too_expensive": {"kind": "discount", "percent": 30, "months": 2}},
+             "copy": {"title": "Wait, a better price"}},
+        ])
+    );
+    let id = made["id"].as_str().unwrap().to_owned();
+    let html = owner.get(PAGE, 200).await;
+    assert!(html.contains("control (1), bold (3)"));
+
+    // The edit page shows each variant's own inputs; the flow's texts are its placeholders.
+    let page = format!("{PAGE}/{id}");
+    let html = owner.get(&page, 200).await;
+    for shown in [
+        "Variant 2: bold",
+        r#"id="v1_key" type="text" name="v1_key" value="bold""#,
+        r#"id="v1_own" type="checkbox" name="v1_own" value="true" data-own-toggle="v1_" checked"#,
+        r#"id="v1_label_0" type="text" name="v1_label_0" value="Costs too much""#,
+        r#"id="v1_copy_title" type="text" name="v1_copy_title" value="Wait, a better price""#,
+        r#"id="v0_copy_title" type="text" name="v0_copy_title" value="" placeholder="Before you go""#,
+        r#"<section class="card variant" data-variant="v2_" aria-labelledby="v2_heading" data-unused>"#,
+        "data-add-variant",
+    ] {
+        assert!(html.contains(shown), "the edit page shows {shown:?}");
+    }
+    assert!(!html.contains(r#"data-own-toggle="v0_" checked"#));
+    // Posted back unchanged: the same experiment.
+    let fields = posted_with(&html, &[]);
+    owner.post(&page, &pairs(&fields), 303).await;
+    let after = flows_json(&app, &token).await.remove(0);
+    assert_eq!(after["variants"], made["variants"]);
+
+    // A third variant; bold back to the flow's reasons with a new weight.
+    let fields = posted_with(
+        &html,
+        &[
+            ("v1_weight", "2"),
+            ("v1_own", "false"),
+            ("v2_key", "gentle"),
+            ("v2_weight", "1"),
+            ("v2_copy_reason_prompt", "What could we do better?"),
+        ],
+    );
+    owner.post(&page, &pairs(&fields), 303).await;
+    let after = flows_json(&app, &token).await.remove(0);
+    assert_eq!(
+        after["variants"],
+        json!([
+            {"key": "control", "weight": 1},
+            {"key": "bold", "weight": 2, "copy": {"title": "Wait, a better price"}},
+            {"key": "gentle", "weight": 1, "copy": {"reason_prompt": "What could we do better?"}},
+        ])
+    );
+
+    // Every variant removed (key and weight blank): no experiment.
+    let html = owner.get(&page, 200).await;
+    let mut blank = Vec::new();
+    for n in 0..3 {
+        blank.push((format!("v{n}_key"), String::new()));
+        blank.push((format!("v{n}_weight"), String::new()));
+    }
+    let blank: Vec<(&str, &str)> = blank
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let fields = posted_with(&html, &blank);
+    owner.post(&page, &pairs(&fields), 303).await;
+    let after = flows_json(&app, &token).await.remove(0);
+    assert_eq!(after["variants"], json!([]));
+    assert_eq!(after["name"], "Yearly pros");
+}
+
+async fn a_refused_variant_is_shown_beside_its_inputs_and_nothing_is_stored(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    experiment_on_the_page(&owner).await;
+    let before = flows_json(&app, &token).await.remove(0);
+    let page = format!("{PAGE}/{}", before["id"].as_str().unwrap());
+    let html = owner.get(&page, 200).await;
+
+    let fields = posted_with(&html, &[("v0_key", "Not A Key"), ("v1_weight", "0")]);
+    let body = owner.post(&page, &pairs(&fields), 400).await.body;
+    assert!(body.contains("see the messages beside the inputs"));
+    assert!(body.contains(r#"id="v0_key-error""#) && body.contains(r#"id="v1_weight-error""#));
+    assert!(body.contains(r#"value="Not A Key""#));
+    assert_eq!(flows_json(&app, &token).await.remove(0), before);
+
+    // A variant's own offer refused beside its input.
+    let fields = posted_with(&html, &[("v1_percent_0", "0")]);
+    let body = owner.post(&page, &pairs(&fields), 400).await.body;
+    assert!(
+        body.contains(r#"id="v1_percent_0-error""#),
+        "{}",
+        main_of(&body)
+    );
+
+    // One variant alone is no experiment: said above the variants.
+    let fields = posted_with(&html, &[("v1_key", ""), ("v1_weight", "")]);
+    let body = owner.post(&page, &pairs(&fields), 400).await.body;
+    assert!(body.contains("The variants must hold 2 to 3 variants, or none"));
+    assert_eq!(flows_json(&app, &token).await.remove(0), before);
+}
+
+async fn each_variant_has_its_preview(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    join(&app, &token, "viewer@acme.io", "viewer").await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    experiment_on_the_page(&owner).await;
+    let id = flows_json(&app, &token).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = format!("{PAGE}/{id}");
+    let html = owner.get(&page, 200).await;
+    for frame in [
+        format!(r#"src="{page}/preview""#),
+        format!(r#"data-preview="v0_" src="{page}/preview?variant=control""#),
+        format!(r#"data-preview="v1_" src="{page}/preview?variant=bold""#),
+    ] {
+        assert!(html.contains(&frame), "{frame}");
+    }
+    let flow_of = |html: &str| -> Value {
+        let raw = html
+            .split("data-flow=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap()
+            .replace("&#34;", "\"")
+            .replace("&#39;", "'")
+            .replace("&#38;", "&");
+        serde_json::from_str(&raw).unwrap()
+    };
+    let viewer = Browser::sign_in(&app, "viewer@acme.io").await;
+    for b in [&owner, &viewer] {
+        let r = b.open(&format!("{page}/preview?variant=bold")).await;
+        assert_eq!(r.status(), 200);
+        let csp = r.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(csp.contains("sandbox allow-scripts") && csp.contains("default-src 'none'"));
+        let bold = flow_of(&r.text().await.unwrap());
+        assert_eq!(bold["copy"]["title"], "Wait, a better price");
+        assert_eq!(
+            bold["reasons"],
+            json!([{"code": "too_expensive", "label": "Costs too much"}])
+        );
+        assert_eq!(bold["offers"]["too_expensive"]["percent"], 30);
+        let control = flow_of(&b.get(&format!("{page}/preview?variant=control"), 200).await);
+        assert_eq!(control["copy"]["title"], "Before you go");
+        assert!(control["reasons"].as_array().unwrap().len() > 1);
+        // The flow itself, and an unknown key, show the flow.
+        assert_eq!(
+            flow_of(&b.get(&format!("{page}/preview"), 200).await),
+            control
+        );
+        assert_eq!(
+            flow_of(&b.get(&format!("{page}/preview?variant=nope"), 200).await),
+            control
+        );
+    }
+    // A viewer reads the variants, with nothing to change them.
+    let html = viewer.get(&page, 200).await;
+    assert!(
+        html.contains("Variant 2: bold") && html.contains("<fieldset class=\"plain\" disabled>")
+    );
+    assert!(!html.contains("data-add-variant") && !html.contains("data-remove-variant"));
+
+    // Another tenant's flow has no preview.
+    let other = app.register("mallory@evil.io").await;
+    app.create_project(&other.token, "Evil").await;
+    let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
+    mallory
+        .get(&format!("/app/p/evil/cancel-flows/{id}/preview"), 404)
+        .await;
+    mallory
+        .get(&format!("{page}/preview?variant=bold"), 404)
         .await;
 }

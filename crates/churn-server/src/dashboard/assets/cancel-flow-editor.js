@@ -1,13 +1,15 @@
-// The cancel-flow editor: hands the form's unsaved values to the preview frame, where the
-// widget itself shows them (the frame is sandboxed and calls nothing), and hides the offer
-// inputs that do not apply to a reason's offer kind. Without it the frame shows the saved
-// flow and every input stays visible (the server ignores those of other kinds).
+// The cancel-flow editor: hands the form's unsaved values to the preview frames, where the
+// widget itself shows them (each frame is sandboxed and calls nothing), and hides the offer
+// inputs that do not apply to a reason's offer kind. On a segmented flow's page each
+// experiment variant (inputs named `v0_…`) has a frame of its own showing the flow as that
+// variant changes it, its reasons shown only when it has its own, and unused variants wait
+// behind "Add a variant". Without it the frames show the saved flows and every input stays
+// visible (the server ignores those that do not apply).
 (function () {
   var form = document.getElementById("flow-form");
-  var frame = document.getElementById("preview");
-  // A page without a preview (a segmented flow's) still hides the other kinds' inputs.
   if (!form || !form.elements) return;
-  // The reason whose offer is being edited: the preview opens on that offer.
+  var frame = document.getElementById("preview");
+  // The reason whose offer is being edited, and whose inputs hold it: its preview opens there.
   var offerOf = null;
   var compliance = document.getElementById("compliance_mode");
 
@@ -21,34 +23,70 @@
     return v === "" ? undefined : Number(v);
   }
 
-  function flow() {
+  // The reasons and offers under `p` (empty for the flow, `v0_` for its first variant).
+  function reasonsOf(p) {
     var reasons = [];
     var offers = {};
-    for (var n = 0; form.elements["code_" + n]; n++) {
-      var code = value("code_" + n);
+    for (var n = 0; form.elements[p + "code_" + n]; n++) {
+      var code = value(p + "code_" + n);
       if (!code) continue;
-      reasons.push({ code: code, label: value("label_" + n) });
-      var kind = value("kind_" + n);
-      if (kind === "discount") offers[code] = { kind: kind, percent: num("percent_" + n), months: num("months_" + n) };
-      else if (kind === "pause") offers[code] = { kind: kind, max_months: num("max_months_" + n) };
-      else if (kind === "downgrade") offers[code] = { kind: kind, plan: value("plan_" + n) };
-      else if (kind === "trial_extension") offers[code] = { kind: kind, days: num("days_" + n) };
-      else if (kind === "plan_change") offers[code] = { kind: kind, plan: value("plan_" + n), price_id: value("price_id_" + n) };
-      else if (kind === "contact") offers[code] = value("url_" + n) ? { kind: kind, url: value("url_" + n) } : { kind: kind, email: value("email_" + n) };
-      else if (kind === "redirect") offers[code] = { kind: kind, url: value("url_" + n), label: value("link_label_" + n) };
+      reasons.push({ code: code, label: value(p + "label_" + n) });
+      var kind = value(p + "kind_" + n);
+      var f = function (name) { return p + name + "_" + n; };
+      if (kind === "discount") offers[code] = { kind: kind, percent: num(f("percent")), months: num(f("months")) };
+      else if (kind === "pause") offers[code] = { kind: kind, max_months: num(f("max_months")) };
+      else if (kind === "downgrade") offers[code] = { kind: kind, plan: value(f("plan")) };
+      else if (kind === "trial_extension") offers[code] = { kind: kind, days: num(f("days")) };
+      else if (kind === "plan_change") offers[code] = { kind: kind, plan: value(f("plan")), price_id: value(f("price_id")) };
+      else if (kind === "contact") offers[code] = value(f("url")) ? { kind: kind, url: value(f("url")) } : { kind: kind, email: value(f("email")) };
+      else if (kind === "redirect") offers[code] = { kind: kind, url: value(f("url")), label: value(f("link_label")) };
     }
+    return { reasons: reasons, offers: offers };
+  }
+
+  // The texts under `p`, a blank one standing for its placeholder (the default, or the flow's).
+  function copyOf(p) {
     var copy = {};
-    form.querySelectorAll("input[name^='copy_']").forEach(function (el) {
-      copy[el.name.slice(5)] = el.value.trim() || el.placeholder;
+    form.querySelectorAll("input[name^='" + p + "copy_']").forEach(function (el) {
+      copy[el.name.slice(p.length + 5)] = el.value.trim() || el.placeholder;
     });
+    return copy;
+  }
+
+  function flow() {
+    var own = reasonsOf("");
     return {
-      reasons: reasons,
-      offers: offers,
-      copy: copy,
+      reasons: own.reasons,
+      offers: own.offers,
+      copy: copyOf(""),
       colors: { primary: value("color_primary"), background: value("color_background"), text: value("color_text") },
       language: value("language") || "en",
       compliance_mode: !!(compliance && compliance.checked),
     };
+  }
+
+  function hasOwn(p) {
+    var toggle = form.elements[p + "own"];
+    // The hidden `false` shares the name: the checkbox is the last of them.
+    var box = toggle && toggle.length ? toggle[toggle.length - 1] : toggle;
+    return !!(box && box.checked);
+  }
+
+  // The flow as variant `p` shows it: its texts over the flow's, and its own reasons and
+  // offers when it has them.
+  function variantFlow(base, p) {
+    var shown = Object.assign({}, base);
+    if (hasOwn(p)) {
+      var own = reasonsOf(p);
+      shown.reasons = own.reasons;
+      shown.offers = own.offers;
+    }
+    var copy = Object.assign({}, base.copy);
+    form.querySelectorAll("input[name^='" + p + "copy_']").forEach(function (el) {
+      if (el.value.trim()) copy[el.name.slice(p.length + 5)] = el.value.trim();
+    });
+    shown.copy = copy;
+    return shown;
   }
 
   function showKinds() {
@@ -59,24 +97,79 @@
         field.hidden = field.getAttribute("data-offer").split(" ").indexOf(kind) < 0;
       });
     });
+    form.querySelectorAll("[data-own]").forEach(function (section) {
+      section.hidden = !hasOwn(section.getAttribute("data-own"));
+    });
+  }
+
+  function reasonFor(p) {
+    return offerOf && offerOf.prefix === p ? offerOf.code : null;
   }
 
   function send() {
-    if (!frame) return;
-    frame.contentWindow.postMessage({ flow: flow(), reason: offerOf }, "*");
+    var base = flow();
+    if (frame) frame.contentWindow.postMessage({ flow: base, reason: reasonFor("") }, "*");
+    form.querySelectorAll("iframe[data-preview]").forEach(function (f) {
+      var p = f.getAttribute("data-preview");
+      if (f.closest("[data-variant]").hidden) return;
+      f.contentWindow.postMessage({ flow: variantFlow(base, p), reason: reasonFor(p) }, "*");
+    });
   }
 
   function update(event) {
     var row = event.target.closest && event.target.closest("[data-row]");
     var offerInput = row && (event.target.hasAttribute("data-kind") || event.target.closest("[data-offer]"));
-    offerOf = offerInput ? value("code_" + row.getAttribute("data-row")) || null : null;
+    offerOf = null;
+    if (offerInput) {
+      var p = row.getAttribute("data-prefix") || "";
+      var code = value(p + "code_" + row.getAttribute("data-row"));
+      if (code) offerOf = { prefix: p, code: code };
+    }
     showKinds();
     send();
   }
 
+  // Variants: the unused ones wait behind "Add a variant"; "Remove" blanks one's key and weight,
+  // which is how the server knows it is not used.
+  var add = form.querySelector("[data-add-variant]");
+  function showAdd() {
+    if (add) add.hidden = !form.querySelector("[data-variant][hidden]");
+  }
+  form.querySelectorAll("[data-variant]").forEach(function (section) {
+    if (section.hasAttribute("data-unused")) section.hidden = true;
+    var remove = section.querySelector("[data-remove-variant]");
+    if (!remove) return;
+    remove.hidden = false;
+    remove.addEventListener("click", function () {
+      var p = section.getAttribute("data-variant");
+      form.elements[p + "key"].value = "";
+      form.elements[p + "weight"].value = "";
+      section.hidden = true;
+      showAdd();
+      if (add) add.focus();
+    });
+  });
+  if (add) {
+    add.addEventListener("click", function () {
+      var next = form.querySelector("[data-variant][hidden]");
+      if (!next) return;
+      next.hidden = false;
+      var p = next.getAttribute("data-variant");
+      var weight = form.elements[p + "weight"];
+      if (!weight.value) weight.value = "1";
+      form.elements[p + "key"].focus();
+      showAdd();
+      send();
+    });
+    showAdd();
+  }
+
   form.addEventListener("input", update);
   form.addEventListener("change", update);
-  // The frame opens on the saved flow; a page shown again after a refused save holds more.
+  // The frames open on the saved flows; a page shown again after a refused save holds more.
   if (frame) frame.addEventListener("load", send);
+  form.querySelectorAll("iframe[data-preview]").forEach(function (f) {
+    f.addEventListener("load", send);
+  });
   showKinds();
 })();
