@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::validation::{Validator, required_text};
-use super::wire::wire_enum;
+use super::wire_enum::wire_enum;
 
 /// The plans a segment may name.
 pub const MAX_PLANS: usize = 50;
