@@ -161,7 +161,7 @@ impl TestApp {
         sqlx::query(sql).fetch_all(&mut conn).await.unwrap()
     }
 
-    /// The database URL, for a second client of it (the admin CLI's services).
+    /// The database URL, for a second client of it (the operator CLI's services).
     pub fn database_url(&self) -> &str {
         &self
             .db
