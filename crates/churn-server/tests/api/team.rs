@@ -48,16 +48,8 @@ pub async fn accept(app: &TestApp, session: &str, token: &str, status: u16) -> V
 pub async fn join(app: &TestApp, owner: &str, email: &str, role: &str) -> String {
     let invitation = invite(app, owner, email, role).await;
     let joined = app
-        .client
-        .post(invitation["accept_url"].as_str().unwrap())
-        .form(&[
-            ("mode", "register"),
-            ("name", "Test User"),
-            ("password", "correct horse"),
-        ])
-        .send()
-        .await
-        .unwrap();
+        .register_invited(invitation["accept_url"].as_str().unwrap(), "Test User")
+        .await;
     assert_eq!(joined.status(), 303, "signed in and on the project");
     assert_eq!(joined.headers()["location"], "/app/p/acme");
     login(app, email).await
