@@ -470,16 +470,7 @@ async fn needs_you_lists_each_kind_where_it_is_fixed(backend: Backend) {
     assert!(hrefs(&html).contains(&format!("/app/p/acme/payments/{failure}")));
 
     // A customer gone critical while alerts were off.
-    let key = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&s.token),
-            200,
-        )
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = crate::helpers::rotate_secret_key(app, &s.token).await;
     let acme = crate::helpers::Acme {
         token: s.token.clone(),
         key,

@@ -61,18 +61,7 @@ pub async fn seed(s: &Setup) -> (String, String) {
         .unwrap()
         .to_owned();
     // The webhook address names the public key, so the keys rotate after the failure.
-    let key = s
-        .app
-        .expect(
-            s.app
-                .req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&s.token),
-            200,
-        )
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = crate::helpers::rotate_secret_key(&s.app, &s.token).await;
     let acme = Acme {
         token: s.token.clone(),
         key,

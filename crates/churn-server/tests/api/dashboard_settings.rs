@@ -541,19 +541,7 @@ async fn an_invitation_accepted_from_its_page_lands_in_the_project(backend: Back
     // An existing account signs in on the page and lands in the project as well.
     // (Its address confirmed through the verification page, which ends in the dashboard.)
     app.register("bo@example.com").await;
-    app.run_jobs().await;
-    let mail = app
-        .outbox()
-        .into_iter()
-        .find(|m| m.contains("<bo@example.com>") && m.contains("/verify-email?token="))
-        .expect("a verification email");
-    let verification: String = mail
-        .split("/verify-email?token=")
-        .nth(1)
-        .unwrap()
-        .chars()
-        .take_while(char::is_ascii_alphanumeric)
-        .collect();
+    let verification = app.verification_token("bo@example.com").await;
     let r = app
         .post_form(
             url(&app, "/verify-email"),

@@ -313,6 +313,22 @@ impl TestApp {
         mails.into_iter().map(|(_, text)| text).collect()
     }
 
+    /// The token of the verification email to `email` (runs the due jobs first).
+    pub async fn verification_token(&self, email: &str) -> String {
+        self.run_jobs().await;
+        let mail = self
+            .outbox()
+            .into_iter()
+            .find(|m| m.contains(&format!("<{email}>")) && m.contains("/verify-email?token="))
+            .expect("a verification email");
+        mail.split("/verify-email?token=")
+            .nth(1)
+            .unwrap()
+            .chars()
+            .take_while(char::is_ascii_alphanumeric)
+            .collect()
+    }
+
     /// Creates a project and returns the creation answer's `data`.
     pub async fn create_project(&self, token: &str, name: &str) -> Value {
         let body = self

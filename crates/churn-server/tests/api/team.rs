@@ -57,19 +57,7 @@ pub async fn join(app: &TestApp, owner: &str, email: &str, role: &str) -> String
 
 /// Verifies `email` with the link of its verification email (runs the due jobs).
 async fn verify_email(app: &TestApp, email: &str) {
-    app.run_jobs().await;
-    let mail = app
-        .outbox()
-        .into_iter()
-        .find(|m| m.contains(&format!("<{email}>")) && m.contains("/verify-email?token="))
-        .expect("a verification email");
-    let token: String = mail
-        .split("/verify-email?token=")
-        .nth(1)
-        .unwrap()
-        .chars()
-        .take_while(char::is_ascii_alphanumeric)
-        .collect();
+    let token = app.verification_token(email).await;
     app.expect(
         app.req(Method::POST, "/auth/verify-email")
             .json(&json!({"token": token})),
