@@ -869,7 +869,7 @@ async fn team_and_analytics_reports(backend: Backend) {
 
 /// The service on `db` with `ada@example.com` owning the project `acme`; Ada's user id.
 async fn ada_with_acme(db: &TestDatabase) -> (Churn, String) {
-    let config = config_for(&db, json!({}));
+    let config = config_for(db, json!({}));
     let service = Churn::open(&config, Arc::new(SystemClock)).await.unwrap();
     let session = register(&service, "Ada", "ada@example.com").await;
     create_acme(&service, &session.user.id, None).await;
