@@ -5,8 +5,8 @@
 use std::io::Write;
 use std::time::Instant;
 
-use churn_core::services::operator::Operator;
 use churn_core::services::demo::{MAX_ROWS, SeedOptions};
+use churn_core::services::operator::Operator;
 use clap::Subcommand;
 use serde_json::json;
 
