@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# churn-server and the churn admin CLI on Debian slim, running as an unprivileged user with its
+# churn-server and the churn operator CLI on Debian slim, running as an unprivileged user with its
 # data under /data. See deploy/README.md for compose, systemd and reverse-proxy examples.
 
 ARG RUST_VERSION=1.95

@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use churn_core::api::alerts::{Alert, AlertQuery};
-use churn_core::services::admin::Admin;
+use churn_core::services::operator::Operator;
 use churn_core::time;
 use clap::Subcommand;
 
@@ -32,13 +32,13 @@ pub enum AlertsCommand {
 
 pub async fn alerts(
     command: AlertsCommand,
-    admin: Admin,
+    operator: Operator,
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
     match command {
         AlertsCommand::List { project, page } => {
-            let view = admin.as_owner(&project).await?;
+            let view = operator.as_owner(&project).await?;
             let (alerts, meta) = view
                 .core
                 .list_alerts(
@@ -70,8 +70,8 @@ pub async fn alerts(
             )?;
         }
         AlertsCommand::Redeliver { id } => {
-            let project = admin.project_of_alert(&id).await?;
-            let view = admin.as_owner(&project).await?;
+            let project = operator.project_of_alert(&id).await?;
+            let view = operator.as_owner(&project).await?;
             let alert = view.core.redeliver_alert(&view.access, &id).await?;
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&alert)?)?;

@@ -5,8 +5,8 @@
 use std::io::Write;
 use std::time::Instant;
 
-use churn_core::services::admin::Admin;
 use churn_core::services::demo::{MAX_ROWS, SeedOptions};
+use churn_core::services::operator::Operator;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -44,7 +44,7 @@ pub enum DemoCommand {
 
 pub async fn demo(
     command: DemoCommand,
-    admin: Admin,
+    operator: Operator,
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
@@ -57,14 +57,14 @@ pub async fn demo(
             seed,
             currency,
         } => {
-            let project = admin.project(&project).await?;
+            let project = operator.project(&project).await?;
             let options = SeedOptions {
                 events,
                 customers,
                 seed,
                 currency: currency.to_lowercase(),
             };
-            let made = admin.demo().seed(&project, &options).await?;
+            let made = operator.demo().seed(&project, &options).await?;
             let seconds = started.elapsed().as_secs_f64();
             if json {
                 let report = json!({"project": project.slug, "seed": seed, "seconds": seconds, "made": made});
@@ -102,8 +102,8 @@ pub async fn demo(
             )?;
         }
         DemoCommand::Clear { project } => {
-            let project = admin.project(&project).await?;
-            let cleared = admin.demo().clear(&project).await?;
+            let project = operator.project(&project).await?;
+            let cleared = operator.demo().clear(&project).await?;
             if json {
                 let report = json!({"project": project.slug, "removed": cleared});
                 writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use churn_core::services::admin::Admin;
+use churn_core::services::operator::Operator;
 use churn_core::store::kept_counts::{Drift, KeptCount};
 use serde_json::json;
 
@@ -28,17 +28,17 @@ impl std::fmt::Display for Drifted {
 impl std::error::Error for Drifted {}
 
 pub async fn doctor(
-    admin: Admin,
+    operator: Operator,
     repair: bool,
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let found = admin.kept_count_drift().await?;
+    let found = operator.kept_count_drift().await?;
     let drifted: BTreeSet<KeptCount> = found.iter().map(|(d, _)| d.count).collect();
     let drifted: Vec<KeptCount> = drifted.into_iter().collect();
     let left = if repair && !found.is_empty() {
-        admin.rebuild_kept_counts(&drifted).await?;
-        admin.kept_count_drift().await?
+        operator.rebuild_kept_counts(&drifted).await?;
+        operator.kept_count_drift().await?
     } else {
         found.clone()
     };

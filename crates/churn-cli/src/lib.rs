@@ -1,4 +1,4 @@
-//! The admin CLI `churn`: operator tasks straight against the database, through churn-core.
+//! The operator CLI `churn`: tasks straight against the database, through churn-core.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -11,8 +11,8 @@ use churn_core::domain::keys::KeyKind;
 use churn_core::domain::lifecycle::EventStatus;
 use churn_core::domain::subscription::Subscriptions;
 use churn_core::services::Settlement;
-use churn_core::services::admin::{Admin, SubscriptionChange};
 use churn_core::services::events::event_view;
+use churn_core::services::operator::{Operator, SubscriptionChange};
 use churn_core::services::stats::stats;
 use churn_core::time::{self, Clock, SystemClock};
 use clap::{Args, Parser, Subcommand};
@@ -295,13 +295,13 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
     let config = Config::load(None, overrides)?;
     match cli.command {
         Command::Migrate => {
-            Admin::create(&config, Arc::new(SystemClock))
+            Operator::create(&config, Arc::new(SystemClock))
                 .await
                 .context("opening the database")?;
             writeln!(out, "migrations applied")?
         }
         Command::Users(UsersCommand::List) => {
-            let users = open_admin(&config).await?.list_users().await?;
+            let users = open_operator(&config).await?.list_users().await?;
             if cli.json {
                 let rows: Vec<_> = users
                     .iter()
@@ -338,7 +338,7 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             }
         }
         Command::Users(UsersCommand::Create { email, name }) => {
-            let created = open_admin(&config)
+            let created = open_operator(&config)
                 .await?
                 .create_user(&email, &name)
                 .await?;
@@ -373,7 +373,7 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                 Some(day) => SubscriptionChange::PaidUntil(day),
                 None => SubscriptionChange::Expire,
             };
-            let (user, status) = open_admin(&config)
+            let (user, status) = open_operator(&config)
                 .await?
                 .change_subscription(&set.email, change)
                 .await?;
@@ -397,7 +397,7 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             }
         }
         Command::Projects(ProjectsCommand::List { user }) => {
-            let projects = open_admin(&config)
+            let projects = open_operator(&config)
                 .await?
                 .list_all_projects(user.as_deref())
                 .await?;
@@ -434,9 +434,9 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             if public {
                 kinds.push(KeyKind::Public);
             }
-            let (project, keys) = open_admin(&config)
+            let (project, keys) = open_operator(&config)
                 .await?
-                .rotate_keys_admin(&project, &kinds, expire_old_in_hours)
+                .rotate_keys(&project, &kinds, expire_old_in_hours)
                 .await?;
             let expire_at = time::format(&keys.old_keys_expire_at);
             if cli.json {
@@ -459,7 +459,7 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             }
         }
         Command::Keys(KeysCommand::RotateEncryption { new_key }) => {
-            let rotation = open_admin(&config)
+            let rotation = open_operator(&config)
                 .await?
                 .rotate_encryption_key(&new_key)
                 .await?;
@@ -493,9 +493,9 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             status,
             limit,
         }) => {
-            let admin = open_admin(&config).await?;
-            let project = admin.project(&project).await?;
-            let (rows, total) = admin.recent_events(&project.id, status, limit).await?;
+            let operator = open_operator(&config).await?;
+            let project = operator.project(&project).await?;
+            let (rows, total) = operator.recent_events(&project.id, status, limit).await?;
             if cli.json {
                 let rows: Vec<_> = rows.into_iter().map(|r| event_view(r, None)).collect();
                 writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
@@ -527,7 +527,7 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             }
         }
         Command::Variants(VariantsCommand::Stuck) => {
-            let stuck = open_admin(&config).await?.stuck_variants().await?;
+            let stuck = open_operator(&config).await?.stuck_variants().await?;
             if cli.json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&stuck)?)?;
             } else {
@@ -554,7 +554,7 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             } else {
                 Settlement::NotSent
             };
-            open_admin(&config)
+            open_operator(&config)
                 .await?
                 .settle_variant(&id, outcome)
                 .await?;
@@ -566,9 +566,9 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             }
         }
         Command::Report(ReportCommand::Stats { project }) => {
-            let admin = open_admin(&config).await?;
-            let project = admin.project(&project).await?;
-            let figures = stats(admin.event_totals(&project.id).await?);
+            let operator = open_operator(&config).await?;
+            let project = operator.project(&project).await?;
+            let figures = stats(operator.event_totals(&project.id).await?);
             if cli.json {
                 let report = ProjectStats {
                     slug: project.slug,
@@ -594,43 +594,43 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
         }
         Command::Team(command) => {
             let as_owner = async |project: &str| -> anyhow::Result<_> {
-                Ok(open_admin(&config).await?.as_owner(project).await?)
+                Ok(open_operator(&config).await?.as_owner(project).await?)
             };
             team::team(command, as_owner, cli.json, out).await?;
         }
         Command::Payments(command) => {
-            let admin = open_admin(&config).await?;
-            payments::payments(command, &admin, &config, cli.json, out).await?;
+            let operator = open_operator(&config).await?;
+            payments::payments(command, &operator, &config, cli.json, out).await?;
         }
         Command::Alerts(command) => {
-            alerts::alerts(command, open_admin(&config).await?, cli.json, out).await?;
+            alerts::alerts(command, open_operator(&config).await?, cli.json, out).await?;
         }
         Command::Demo(command) => {
-            demo::demo(command, open_admin(&config).await?, cli.json, out).await?;
+            demo::demo(command, open_operator(&config).await?, cli.json, out).await?;
         }
         Command::Doctor { repair } => {
-            doctor::doctor(open_admin(&config).await?, repair, cli.json, out).await?;
+            doctor::doctor(open_operator(&config).await?, repair, cli.json, out).await?;
         }
         Command::Report(ReportCommand::Cohorts { project, months }) => {
-            let view = open_admin(&config).await?.as_owner(&project).await?;
+            let view = open_operator(&config).await?.as_owner(&project).await?;
             reports::cohorts(view, months, cli.json, out).await?;
         }
         Command::Report(ReportCommand::Forecast { project, horizon }) => {
-            let view = open_admin(&config).await?.as_owner(&project).await?;
+            let view = open_operator(&config).await?.as_owner(&project).await?;
             reports::forecast(view, horizon, cli.json, out).await?;
         }
         Command::Report(ReportCommand::Uplift { project, days }) => {
-            let view = open_admin(&config).await?.as_owner(&project).await?;
+            let view = open_operator(&config).await?.as_owner(&project).await?;
             reports::uplift(view, days, cli.json, out).await?;
         }
     }
     Ok(())
 }
 
-/// Connects and migrates through the admin service.
-async fn open_admin(config: &Config) -> anyhow::Result<Admin> {
+/// Connects and migrates through the operator service.
+async fn open_operator(config: &Config) -> anyhow::Result<Operator> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    Admin::open(config, clock)
+    Operator::open(config, clock)
         .await
         .context("opening the database")
 }

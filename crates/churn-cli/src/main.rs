@@ -1,4 +1,4 @@
-//! `churn`: the admin CLI.
+//! `churn`: the operator CLI.
 
 use clap::Parser;
 

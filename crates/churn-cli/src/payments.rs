@@ -6,7 +6,7 @@ use std::io::Write;
 use churn_core::api::payments::{PaymentFailureDetail, PaymentFailureQuery, RetryResult};
 use churn_core::config::Config;
 use churn_core::error::Error;
-use churn_core::services::admin::Admin;
+use churn_core::services::operator::Operator;
 use churn_core::time;
 use clap::Subcommand;
 
@@ -42,7 +42,7 @@ pub enum PaymentsCommand {
 
 pub async fn payments(
     command: PaymentsCommand,
-    admin: &Admin,
+    operator: &Operator,
     config: &Config,
     json: bool,
     out: &mut impl Write,
@@ -53,8 +53,8 @@ pub async fn payments(
             status,
             limit,
         } => {
-            let view = admin.as_owner(&project).await?;
-            let list = admin
+            let view = operator.as_owner(&project).await?;
+            let list = operator
                 .payments(config)
                 .await?
                 .list_failures(
@@ -109,9 +109,9 @@ pub async fn payments(
             )?;
         }
         PaymentsCommand::Show { id } => {
-            let project = admin.payment_failure_project(&id).await?;
-            let view = admin.as_owner(&project).await?;
-            let detail = admin
+            let project = operator.payment_failure_project(&id).await?;
+            let view = operator.as_owner(&project).await?;
+            let detail = operator
                 .payments(config)
                 .await?
                 .failure(&view.access, &id)
@@ -123,9 +123,9 @@ pub async fn payments(
             }
         }
         PaymentsCommand::Retry { id } => {
-            let project = admin.payment_failure_project(&id).await?;
-            let view = admin.as_owner(&project).await?;
-            let result = admin
+            let project = operator.payment_failure_project(&id).await?;
+            let view = operator.as_owner(&project).await?;
+            let result = operator
                 .payments(config)
                 .await?
                 .retry_now(&view.access, &id)

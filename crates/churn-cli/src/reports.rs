@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use churn_core::api::analytics::{CohortsQuery, ForecastQuery, UpliftQuery};
-use churn_core::services::admin::AsOwner;
+use churn_core::services::operator::AsOwner;
 
 use crate::{money, table};
 

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use churn_core::api::team::CreateInvitation;
-use churn_core::services::admin::AsOwner;
+use churn_core::services::operator::AsOwner;
 use churn_core::time;
 use clap::Subcommand;
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use churn_cli::{Cli, run};
-use churn_core::api::auth::{LoginRequest, RegisterRequest, ResetPassword};
+use churn_core::api::auth::{LoginRequest, RegisterRequest, ResetPassword, Session};
 use churn_core::api::events::CreateChurnEvent;
 use churn_core::api::projects::CreateProject;
 use churn_core::both_backends;
@@ -30,6 +30,47 @@ both_backends!(
     demo_seed_keeps_every_count_and_clear_takes_back_only_it,
     doctor_reports_drift_made_by_hand_and_repairs_it,
 );
+
+/// A command line of plain words (no quoting) as the arguments `churn` takes.
+fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// The configuration over `db` and its data folder, with `settings` on top.
+fn config_for(db: &TestDatabase, mut settings: serde_json::Value) -> Config {
+    settings["database_url"] = json!(db.url);
+    settings["data_dir"] = json!(db.data_dir.path());
+    Config::load(None, settings).unwrap()
+}
+
+/// Registers `name` <`email`> with the password the tests sign in with.
+async fn register(service: &Churn, name: &str, email: &str) -> Session {
+    service
+        .accounts()
+        .register(RegisterRequest {
+            name: name.into(),
+            email: email.into(),
+            password: "correct horse".into(),
+        })
+        .await
+        .unwrap()
+}
+
+/// Creates the project Acme (slug `acme`) owned by `owner_id`.
+async fn create_acme(service: &Churn, owner_id: &str, support_email: Option<String>) {
+    service
+        .core()
+        .create_project(
+            owner_id,
+            CreateProject {
+                name: "Acme".into(),
+                product_type: None,
+                support_email,
+            },
+        )
+        .await
+        .unwrap();
+}
 
 /// The CLI on `db`, with the server's data folder unless `args` name another (its
 /// encryption key opens the sealed tracking secret that invitations are signed with).
@@ -58,37 +99,14 @@ fn masked() -> insta::Settings {
 
 async fn users_subscriptions_projects_and_keys(backend: Backend) {
     let db = TestDatabase::new(backend).await;
-    let config = Config::load(
-        None,
-        json!({"database_url": db.url, "data_dir": db.data_dir.path()}),
-    )
-    .unwrap();
+    let config = config_for(&db, json!({}));
     let service = Churn::open(&config, Arc::new(SystemClock)).await.unwrap();
     for (name, email) in [
         ("Ada Lovelace", "ada@example.com"),
         ("Bob", "bob@example.com"),
     ] {
-        let session = service
-            .accounts()
-            .register(RegisterRequest {
-                name: name.into(),
-                email: email.into(),
-                password: "correct horse".into(),
-            })
-            .await
-            .unwrap();
-        service
-            .core()
-            .create_project(
-                &session.user.id,
-                CreateProject {
-                    name: "Acme".into(),
-                    product_type: None,
-                    support_email: None,
-                },
-            )
-            .await
-            .unwrap();
+        let session = register(&service, name, email).await;
+        create_acme(&service, &session.user.id, None).await;
     }
 
     assert_eq!(
@@ -130,15 +148,7 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
 
     let paid = churn(
         &db,
-        &[
-            "--subscriptions",
-            "on",
-            "subscription",
-            "set",
-            "ada@example.com",
-            "--paid-until",
-            "2099-12-31",
-        ],
+        &words("--subscriptions on subscription set ada@example.com --paid-until 2099-12-31"),
     )
     .await
     .unwrap();
@@ -148,15 +158,7 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
     );
     let expired = churn(
         &db,
-        &[
-            "--json",
-            "--subscriptions",
-            "on",
-            "subscription",
-            "set",
-            "bob@example.com",
-            "--expire",
-        ],
+        &words("--json --subscriptions on subscription set bob@example.com --expire"),
     )
     .await
     .unwrap();
@@ -180,14 +182,7 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
     assert!(
         churn(
             &db,
-            &[
-                "--subscriptions",
-                "on",
-                "subscription",
-                "set",
-                "nobody@example.com",
-                "--expire"
-            ]
+            &words("--subscriptions on subscription set nobody@example.com --expire")
         )
         .await
         .is_err()
@@ -356,11 +351,7 @@ async fn users_create_prints_a_link_that_sets_the_password(backend: Backend) {
     );
 
     // Registration being closed does not concern the operator's accounts.
-    let config = Config::load(
-        None,
-        json!({"database_url": db.url, "data_dir": db.data_dir.path(), "registration": "closed"}),
-    )
-    .unwrap();
+    let config = config_for(&db, json!({"registration": "closed"}));
     let service = Churn::open(&config, Arc::new(SystemClock)).await.unwrap();
     let login = || LoginRequest {
         email: "carol@example.com".into(),
@@ -396,37 +387,22 @@ async fn users_create_prints_a_link_that_sets_the_password(backend: Backend) {
 /// Ada's `acme` gets four events that end in four different statuses; Bob's `acme` one event.
 async fn events_list_and_stats_report(backend: Backend) {
     let db = TestDatabase::new(backend).await;
-    let config = Config::load(
-        None,
-        json!({"database_url": db.url, "data_dir": db.data_dir.path(), "email_outbox": db.data_dir.path().join("outbox")}),
-    )
-    .unwrap();
+    let config = config_for(
+        &db,
+        json!({"email_outbox": db.data_dir.path().join("outbox")}),
+    );
     // A clock that moves a minute per event keeps the newest-first order independent of timing.
     let clock = TestClock::default();
     let service = Churn::open(&config, Arc::new(clock.clone())).await.unwrap();
     let mut access = Vec::new();
     for (name, email) in [("Ada", "ada@example.com"), ("Bob", "bob@example.com")] {
-        let session = service
-            .accounts()
-            .register(RegisterRequest {
-                name: name.into(),
-                email: email.into(),
-                password: "correct horse".into(),
-            })
-            .await
-            .unwrap();
-        service
-            .core()
-            .create_project(
-                &session.user.id,
-                CreateProject {
-                    name: "Acme".into(),
-                    product_type: None,
-                    support_email: Some(format!("support@{}", email.split('@').nth(1).unwrap())),
-                },
-            )
-            .await
-            .unwrap();
+        let session = register(&service, name, email).await;
+        create_acme(
+            &service,
+            &session.user.id,
+            Some(format!("support@{}", email.split('@').nth(1).unwrap())),
+        )
+        .await;
         access.push(
             service
                 .core()
@@ -611,34 +587,14 @@ async fn stuck_sends_are_listed_and_settled(backend: Backend) {
         .local_addr()
         .unwrap()
         .port();
-    let config = Config::load(
-        None,
-        json!({"database_url": db.url, "data_dir": db.data_dir.path(), "smtp_url": format!("smtp://127.0.0.1:{closed}")}),
-    )
-    .unwrap();
+    let config = config_for(
+        &db,
+        json!({"smtp_url": format!("smtp://127.0.0.1:{closed}")}),
+    );
     let clock = TestClock::default();
     let service = Churn::open(&config, Arc::new(clock.clone())).await.unwrap();
-    let session = service
-        .accounts()
-        .register(RegisterRequest {
-            name: "Ada".into(),
-            email: "ada@example.com".into(),
-            password: "correct horse".into(),
-        })
-        .await
-        .unwrap();
-    service
-        .core()
-        .create_project(
-            &session.user.id,
-            CreateProject {
-                name: "Acme".into(),
-                product_type: None,
-                support_email: None,
-            },
-        )
-        .await
-        .unwrap();
+    let session = register(&service, "Ada", "ada@example.com").await;
+    create_acme(&service, &session.user.id, None).await;
     let access = service
         .core()
         .project_for_user(&session.user.id, "acme")
@@ -797,23 +753,14 @@ async fn stuck_sends_are_listed_and_settled(backend: Backend) {
 
 async fn team_and_analytics_reports(backend: Backend) {
     let db = TestDatabase::new(backend).await;
-    let config = Config::load(
-        None,
-        json!({"database_url": db.url, "data_dir": db.data_dir.path(), "email_outbox": db.data_dir.path().join("outbox")}),
-    )
-    .unwrap();
+    let config = config_for(
+        &db,
+        json!({"email_outbox": db.data_dir.path().join("outbox")}),
+    );
     let service = Churn::open(&config, Arc::new(SystemClock)).await.unwrap();
     let mut users = Vec::new();
     for (name, email) in [("Ada", "ada@example.com"), ("Bob", "bob@example.com")] {
-        let session = service
-            .accounts()
-            .register(RegisterRequest {
-                name: name.into(),
-                email: email.into(),
-                password: "correct horse".into(),
-            })
-            .await
-            .unwrap();
+        let session = register(&service, name, email).await;
         users.push(
             service
                 .accounts()
@@ -822,29 +769,10 @@ async fn team_and_analytics_reports(backend: Backend) {
                 .unwrap(),
         );
     }
-    service
-        .core()
-        .create_project(
-            &users[0].id,
-            CreateProject {
-                name: "Acme".into(),
-                product_type: None,
-                support_email: None,
-            },
-        )
-        .await
-        .unwrap();
+    create_acme(&service, &users[0].id, None).await;
     let invited = churn(
         &db,
-        &[
-            "team",
-            "invite",
-            "Bob@Example.com",
-            "--project",
-            "acme",
-            "--role",
-            "viewer",
-        ],
+        &words("team invite Bob@Example.com --project acme --role viewer"),
     )
     .await
     .unwrap();
@@ -915,19 +843,13 @@ async fn team_and_analytics_reports(backend: Backend) {
         settings.add_filter(r"\d{4}-\d{2}", "[month]");
         settings
     };
-    let cohorts = churn(
-        &db,
-        &["report", "cohorts", "--project", "acme", "--months", "2"],
-    )
-    .await
-    .unwrap();
+    let cohorts = churn(&db, &words("report cohorts --project acme --months 2"))
+        .await
+        .unwrap();
     months().bind(|| insta::assert_snapshot!("report_cohorts", cohorts));
-    let forecast = churn(
-        &db,
-        &["report", "forecast", "--project", "acme", "--horizon", "2"],
-    )
-    .await
-    .unwrap();
+    let forecast = churn(&db, &words("report forecast --project acme --horizon 2"))
+        .await
+        .unwrap();
     months().bind(|| insta::assert_snapshot!("report_forecast", forecast));
     let uplift = churn(&db, &["report", "uplift", "--project", "acme"])
         .await
@@ -935,15 +857,7 @@ async fn team_and_analytics_reports(backend: Backend) {
     insta::assert_snapshot!("report_uplift", uplift);
     let json_cohorts = churn(
         &db,
-        &[
-            "--json",
-            "report",
-            "cohorts",
-            "--project",
-            "acme",
-            "--months",
-            "3",
-        ],
+        &words("--json report cohorts --project acme --months 3"),
     )
     .await
     .unwrap();
@@ -955,33 +869,10 @@ async fn team_and_analytics_reports(backend: Backend) {
 
 /// The service on `db` with `ada@example.com` owning the project `acme`; Ada's user id.
 async fn ada_with_acme(db: &TestDatabase) -> (Churn, String) {
-    let config = Config::load(
-        None,
-        json!({"database_url": db.url, "data_dir": db.data_dir.path()}),
-    )
-    .unwrap();
+    let config = config_for(db, json!({}));
     let service = Churn::open(&config, Arc::new(SystemClock)).await.unwrap();
-    let session = service
-        .accounts()
-        .register(RegisterRequest {
-            name: "Ada".into(),
-            email: "ada@example.com".into(),
-            password: "correct horse".into(),
-        })
-        .await
-        .unwrap();
-    service
-        .core()
-        .create_project(
-            &session.user.id,
-            CreateProject {
-                name: "Acme".into(),
-                product_type: None,
-                support_email: None,
-            },
-        )
-        .await
-        .unwrap();
+    let session = register(&service, "Ada", "ada@example.com").await;
+    create_acme(&service, &session.user.id, None).await;
     (service, session.user.id)
 }
 
@@ -1110,15 +1001,9 @@ async fn payments_list_and_retry(backend: Backend) {
     let shown = cli(&["payments", "show", story]).await.unwrap();
     insta::assert_snapshot!("payments_show", shown);
     let failing: serde_json::Value = serde_json::from_str(
-        &cli(&[
-            "--json",
-            "payments",
-            "list",
-            "--project",
-            "acme",
-            "--status",
-            "failing",
-        ])
+        &cli(&words(
+            "--json payments list --project acme --status failing",
+        ))
         .await
         .unwrap(),
     )
@@ -1132,7 +1017,7 @@ async fn payments_list_and_retry(backend: Backend) {
         .collect();
     assert_eq!(listed, [ids[3].as_str(), ids[0].as_str()]);
     assert!(
-        cli(&["payments", "list", "--project", "acme", "--status", "paid"])
+        cli(&words("payments list --project acme --status paid"))
             .await
             .is_err()
     );
@@ -1546,17 +1431,7 @@ async fn demo_seed_keeps_every_count_and_clear_takes_back_only_it(backend: Backe
 
     let seeded = churn(
         &db,
-        &[
-            "--json",
-            "demo",
-            "seed",
-            "--project",
-            "acme",
-            "--events",
-            "600",
-            "--customers",
-            "150",
-        ],
+        &words("--json demo seed --project acme --events 600 --customers 150"),
     )
     .await
     .unwrap();
@@ -1640,16 +1515,7 @@ async fn demo_seed_keeps_every_count_and_clear_takes_back_only_it(backend: Backe
     // The same seed again makes the same events.
     churn(
         &db,
-        &[
-            "demo",
-            "seed",
-            "--project",
-            "acme",
-            "--events",
-            "600",
-            "--customers",
-            "150",
-        ],
+        &words("demo seed --project acme --events 600 --customers 150"),
     )
     .await
     .unwrap();

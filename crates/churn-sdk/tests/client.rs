@@ -113,6 +113,27 @@ async fn live(backend: Backend) -> Live {
     Live { base_url, stop, db }
 }
 
+/// Ada, registered through the client, and her project Acme: the anonymous client, Ada's
+/// and Acme's public key.
+async fn ada_with_acme(server: &Live, support_email: Option<&str>) -> (Client, Client, String) {
+    let anonymous = Client::new(&server.base_url).unwrap();
+    let session = anonymous
+        .register("Ada", "ada@example.com", "correct horse")
+        .await
+        .unwrap();
+    let ada = anonymous.clone().with_token(session.token);
+    let created = ada
+        .create_project(&CreateProject {
+            name: "Acme".into(),
+            product_type: None,
+            support_email: support_email.map(Into::into),
+        })
+        .await
+        .unwrap();
+    let public_key = created.api_keys.unwrap().public_key;
+    (anonymous, ada, public_key)
+}
+
 async fn accounts_and_projects_round_trip(backend: Backend) {
     let server = live(backend).await;
     let anonymous = Client::new(&server.base_url).unwrap();
@@ -203,19 +224,7 @@ async fn accounts_and_projects_round_trip(backend: Backend) {
 
 async fn churn_event_from_creation_to_recovery(backend: Backend) {
     let server = live(backend).await;
-    let anonymous = Client::new(&server.base_url).unwrap();
-    let session = anonymous
-        .register("Ada", "ada@example.com", "correct horse")
-        .await
-        .unwrap();
-    let ada = anonymous.with_token(session.token);
-    ada.create_project(&CreateProject {
-        name: "Acme".into(),
-        product_type: None,
-        support_email: Some("support@acme.io".into()),
-    })
-    .await
-    .unwrap();
+    let (_, ada, _) = ada_with_acme(&server, Some("support@acme.io")).await;
     // The founder's own code, so the discount email has one to offer (decisions §15).
     ada.update_project(
         "acme",
@@ -619,19 +628,7 @@ async fn team_and_analytics_round_trip(backend: Backend) {
     use churn_core::domain::role::Role;
 
     let server = live(backend).await;
-    let anonymous = Client::new(&server.base_url).unwrap();
-    let ada = anonymous
-        .register("Ada", "ada@example.com", "correct horse")
-        .await
-        .unwrap();
-    let ada = anonymous.clone().with_token(ada.token);
-    ada.create_project(&CreateProject {
-        name: "Acme".into(),
-        product_type: None,
-        support_email: None,
-    })
-    .await
-    .unwrap();
+    let (anonymous, ada, _) = ada_with_acme(&server, None).await;
     let invitation = ada
         .invite(
             "acme",
@@ -723,21 +720,7 @@ async fn cancel_flow_configuration_and_submission(backend: Backend) {
     use churn_core::domain::cancel_flow::{CancelFlowInput, Offer, OfferInput, ReasonInput};
 
     let server = live(backend).await;
-    let anonymous = Client::new(&server.base_url).unwrap();
-    let session = anonymous
-        .register("Ada", "ada@example.com", "correct horse")
-        .await
-        .unwrap();
-    let ada = anonymous.clone().with_token(session.token);
-    let created = ada
-        .create_project(&CreateProject {
-            name: "Acme".into(),
-            product_type: None,
-            support_email: None,
-        })
-        .await
-        .unwrap();
-    let public_key = created.api_keys.unwrap().public_key;
+    let (anonymous, ada, public_key) = ada_with_acme(&server, None).await;
     assert_eq!(ada.cancel_flow("acme").await.unwrap().reasons.len(), 8);
 
     let flow = CancelFlowInput {
@@ -845,21 +828,7 @@ async fn segmented_cancel_flows_round_trip(backend: Backend) {
     use churn_core::domain::segment::{BillingInterval, SegmentInput};
 
     let server = live(backend).await;
-    let anonymous = Client::new(&server.base_url).unwrap();
-    let session = anonymous
-        .register("Ada", "ada@example.com", "correct horse")
-        .await
-        .unwrap();
-    let ada = anonymous.clone().with_token(session.token);
-    let created = ada
-        .create_project(&CreateProject {
-            name: "Acme".into(),
-            product_type: None,
-            support_email: None,
-        })
-        .await
-        .unwrap();
-    let public_key = created.api_keys.unwrap().public_key;
+    let (anonymous, ada, public_key) = ada_with_acme(&server, None).await;
     let input = SegmentedFlowInput {
         name: "Yearly".into(),
         priority: Some(3),
@@ -1061,21 +1030,7 @@ async fn payments_round_trip(backend: Backend) {
     use churn_core::domain::provider::Provider;
 
     let server = live(backend).await;
-    let anonymous = Client::new(&server.base_url).unwrap();
-    let session = anonymous
-        .register("Ada", "ada@example.com", "correct horse")
-        .await
-        .unwrap();
-    let ada = anonymous.clone().with_token(session.token);
-    let created = ada
-        .create_project(&CreateProject {
-            name: "Acme".into(),
-            product_type: None,
-            support_email: None,
-        })
-        .await
-        .unwrap();
-    let public_key = created.api_keys.unwrap().public_key;
+    let (_, ada, public_key) = ada_with_acme(&server, None).await;
 
     // Dunning configuration: defaults, a partial change, a refusal by field.
     assert_eq!(ada.dunning_config("acme").await.unwrap().max_retries, 4);

@@ -5,7 +5,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::behavior::RiskLevelName;
 use super::risk::SignalWeight;
-use crate::domain::wire::wire_enum;
+use crate::domain::wire_enum::wire_enum;
 use crate::time::{Timestamp, wire};
 
 wire_enum! {

@@ -128,7 +128,7 @@ pub struct ChurnEvent {
     pub variants: Option<Vec<Variant>>,
 }
 
-crate::domain::wire::wire_enum! {
+crate::domain::wire_enum::wire_enum! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
     pub enum AutopilotStatus {
         /// A send is planned (also after the first send while a follow-up is planned).

@@ -55,7 +55,7 @@ pub struct WebhookReceived {
     pub action: WebhookAction,
 }
 
-crate::domain::wire::wire_enum! {
+crate::domain::wire_enum::wire_enum! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
     pub enum WebhookAction {
         PaymentFailureCreated = "payment_failure_created",

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::behavior::RiskLevelName;
-use crate::domain::wire::wire_enum;
+use crate::domain::wire_enum::wire_enum;
 use crate::time::{Timestamp, wire};
 
 /// A present signal and its contribution in score points (positive raises the risk).

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::lifecycle::EventStatus;
 use super::strategy::Strategy;
-use super::wire::wire_enum;
+use super::wire_enum::wire_enum;
 use crate::api::analytics::CohortRow;
 use crate::api::cancel_flow::VariantResult;
 use crate::time::Timestamp;

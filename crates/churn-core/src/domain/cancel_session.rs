@@ -6,7 +6,7 @@
 
 use utoipa::ToSchema;
 
-use super::wire::wire_enum;
+use super::wire_enum::wire_enum;
 use crate::time::Timestamp;
 
 /// A session without an outcome this long after it opened is abandoned.

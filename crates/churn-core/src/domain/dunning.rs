@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 
 use crate::time::Timestamp;
 
-use super::wire::wire_enum;
+use super::wire_enum::wire_enum;
 
 /// Declines that never succeed on the same payment method: the provider's documented
 /// non-retryable codes plus those whose remedy is another card or the issuer.

@@ -19,7 +19,7 @@ const SECRET_BODY_LEN: usize = 40;
 const PUBLIC_FORMS: [&str; 2] = ["cg_pub_", "pub_"];
 const SECRET_FORMS: [&str; 3] = ["cg_sk_", "sk_live_", "sk_"];
 
-super::wire::wire_enum! {
+super::wire_enum::wire_enum! {
     /// The two keys of a project, by the names they are stored and rotated under.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, utoipa::ToSchema)]
     pub enum KeyKind {

@@ -3,7 +3,7 @@
 
 use utoipa::ToSchema;
 
-use super::wire::wire_enum;
+use super::wire_enum::wire_enum;
 
 wire_enum! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ToSchema)]

@@ -39,4 +39,4 @@ pub mod validation;
 pub mod variant;
 pub mod webhook_secrets;
 pub mod webhooks;
-pub(crate) mod wire;
+pub(crate) mod wire_enum;

@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 
 use super::objects_only::objects_only;
 use super::validation::{Validator, required_text};
-use super::wire::wire_enum;
+use super::wire_enum::wire_enum;
 
 /// The plans a segment may name.
 pub const MAX_PLANS: usize = 50;

@@ -2,7 +2,7 @@
 //! address) pair and carries an HMAC of it, so `/u/<token>` cannot be used to unsubscribe
 //! anyone else; the address is base64url-encoded, not readable at a glance in the URL.
 
-use super::wire::wire_enum;
+use super::wire_enum::wire_enum;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};

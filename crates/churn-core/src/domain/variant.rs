@@ -8,7 +8,7 @@
 
 use utoipa::ToSchema;
 
-use super::wire::wire_enum;
+use super::wire_enum::wire_enum;
 
 pub const MAX_SUBJECT_CHARS: usize = 200;
 pub const MAX_BODY_CHARS: usize = 50_000;

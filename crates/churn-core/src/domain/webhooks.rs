@@ -7,7 +7,7 @@ use chrono::Duration;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::wire::wire_enum;
+use super::wire_enum::wire_enum;
 use crate::time::{Timestamp, wire};
 
 wire_enum! {

@@ -28,7 +28,7 @@ const EMAIL: Waits = Waits::new(&[
     Duration::from_secs(1800),
 ]);
 
-crate::domain::wire::wire_enum! {
+crate::domain::wire_enum::wire_enum! {
     /// The email a `Job::AccountEmail` sends.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum AccountEmail {

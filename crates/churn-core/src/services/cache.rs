@@ -8,7 +8,7 @@
 //! the other server processes, which clear theirs. While a process is not listening (at
 //! start, or after losing the listener connection) it does not cache at all. On SQLite, where
 //! nothing can notify, every change also counts itself in `access_changes`, and a process
-//! reads that counter before using what it cached (`observe`), so a change made by the admin
+//! reads that counter before using what it cached (`observe`), so a change made by the operator
 //! CLI or another process holds on the next request. An epoch counter keeps a lookup that
 //! raced with a change from storing what it read before it.
 //!

@@ -74,7 +74,7 @@ pub struct Cleared {
     pub cancel_flow: bool,
 }
 
-/// Seeds and clears demo data, with the operator's rights (the admin CLI).
+/// Seeds and clears demo data, with the operator's rights (the operator CLI).
 pub struct Demo {
     store: Store,
     clock: Arc<dyn Clock>,

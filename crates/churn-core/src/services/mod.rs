@@ -35,8 +35,9 @@
 //! that owns it.
 //!
 //! [`Churn`] builds them once ([`Churn::open`]) and hands them out (`churn.sending()`, ...);
-//! it also keeps the encryption key and the outbound HTTP clients. The admin CLI has its own
-//! [`admin::Admin`] over storage and clock, which also hands out [`demo::Demo`] (`churn demo`).
+//! it also keeps the encryption key and the outbound HTTP clients. The operator CLI has its own
+//! [`operator::Operator`] over storage and clock, which also hands out
+//! [`demo::Demo`] (`churn demo`).
 //!
 //! Most operations are one transaction. Those that wait on the outside world are not: they
 //! claim or record what they are about to do, do the slow outside work outside any
@@ -51,7 +52,6 @@
 
 pub mod access;
 pub mod accounts;
-pub mod admin;
 mod alerts;
 mod analytics;
 mod autopilot;
@@ -69,6 +69,7 @@ mod identity;
 mod idp;
 mod ingest;
 mod job_handlers;
+pub mod operator;
 pub mod overview;
 mod payments;
 pub mod projects;

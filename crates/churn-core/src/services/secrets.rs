@@ -264,7 +264,7 @@ fn load_or_create(config: &Config) -> Result<(EncryptionKey, bool)> {
     }
 }
 
-/// The configured key or the data folder's, never a new one: for the admin CLI, which must
+/// The configured key or the data folder's, never a new one: for the operator CLI, which must
 /// open what a server sealed.
 pub(super) fn existing_encryption_key(config: &Config) -> Result<EncryptionKey> {
     if config.encryption_key.is_none() && !config.data_dir.join(ENCRYPTION_KEY_FILE).exists() {

@@ -29,8 +29,8 @@ pub(crate) fn timestamp_opt(row: &AnyRow, column: &str) -> sqlx::Result<Option<T
     .transpose()
 }
 
-/// A wire-named enum (see `domain::wire`).
-pub(crate) fn named<T: TryFrom<String, Error = crate::domain::wire::UnknownName>>(
+/// A wire-named enum (see `domain::wire_enum`).
+pub(crate) fn named<T: TryFrom<String, Error = crate::domain::wire_enum::UnknownName>>(
     row: &AnyRow,
     column: &str,
 ) -> sqlx::Result<T> {

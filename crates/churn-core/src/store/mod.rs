@@ -89,14 +89,14 @@ pub struct Opening {
     /// `CHURN_DB_MAX_CONNECTIONS`; `None`: 16 on PostgreSQL, 8 readers on SQLite.
     pub max_connections: Option<u32>,
     /// Refuse a missing SQLite file, and give up on a PostgreSQL server that does not answer
-    /// within [`REACH_TIMEOUT`] instead of waiting for it to come up (the admin CLI).
+    /// within [`REACH_TIMEOUT`] instead of waiting for it to come up (the operator CLI).
     pub existing_only: bool,
 }
 
 /// How long an `existing_only` opening waits for PostgreSQL to answer.
 pub const REACH_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Why the database named by the URL cannot be opened as it is; the admin CLI exits 2.
+/// Why the database named by the URL cannot be opened as it is; the operator CLI exits 2.
 #[derive(Debug, thiserror::Error)]
 pub enum Unavailable {
     #[error(
@@ -205,7 +205,7 @@ impl Store {
 
     /// Tells every server process sharing this database that projects, memberships or keys
     /// changed, so they drop cached access decisions. Delivered when `tx` commits: on
-    /// PostgreSQL by NOTIFY; on SQLite (the admin CLI, a second server on the same file) by
+    /// PostgreSQL by NOTIFY; on SQLite (the operator CLI, a second server on the same file) by
     /// the change counter each process reads before trusting its cache.
     pub async fn announce_access_change(&self, tx: &mut Tx) -> Result<()> {
         access_changes::bump(tx).await?;

@@ -207,7 +207,7 @@ pub async fn lock(
         .await?)
 }
 
-/// Every project whose slug or id matches, across all owners (admin CLI only).
+/// Every project whose slug or id matches, across all owners (operator CLI only).
 pub async fn any_by_slug_or_id<'e>(
     db: impl Executor<'e, Database = Any>,
     slug_or_id: &str,
@@ -218,7 +218,7 @@ pub async fn any_by_slug_or_id<'e>(
     Ok(sqlx::query_as(&sql).bind(slug_or_id).fetch_all(db).await?)
 }
 
-/// All projects with their owner's email, optionally of one owner (admin CLI only).
+/// All projects with their owner's email, optionally of one owner (operator CLI only).
 pub async fn list_all<'e>(
     db: impl Executor<'e, Database = Any>,
     owner_email: Option<&str>,

@@ -1,6 +1,6 @@
 //! Query strings whose rejections use the API's error body and name the bad parameter, a
 //! repeated one included. (A NUL in any parameter is refused before routing, in
-//! `middleware::wire`.)
+//! `middleware::request_guards`.)
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;

@@ -4,7 +4,7 @@
 pub mod idempotency;
 pub mod network;
 pub mod rate_limit;
-pub mod wire;
+pub mod request_guards;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -107,7 +107,7 @@ pub async fn track_metrics(
     next: Next,
 ) -> Response {
     let start = Instant::now();
-    let method = wire::method_label(req.method());
+    let method = request_guards::method_label(req.method());
     let response = next.run(req).await;
     let route = response
         .extensions()

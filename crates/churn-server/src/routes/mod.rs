@@ -43,7 +43,7 @@ use crate::limits::{MAX_BODY_BYTES, RateLimits};
 use crate::middleware::idempotency::{Purges, idempotency};
 use crate::middleware::network::Network;
 use crate::middleware::rate_limit::RateLimitState;
-use crate::middleware::wire::{buffer_body, guard_uri, nosniff};
+use crate::middleware::request_guards::{buffer_body, guard_uri, nosniff};
 use crate::middleware::{https_policy, log_errors, tag_route, track_metrics};
 use crate::openapi::ApiDoc;
 use crate::state::AppState;

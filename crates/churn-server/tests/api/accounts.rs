@@ -1,7 +1,7 @@
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, fields, revoked_on_both};
+use crate::helpers::{Backend, Options, TestApp, advance, fields, revoked_on_both, set_clock};
 use churn_core::both_backends;
 
 both_backends!(
@@ -13,6 +13,13 @@ both_backends!(
     onboarding_creates_the_default_project_once,
     auth_allowed_origins_set_the_default_project,
 );
+
+/// `POST /auth/login` with `email` and `password`, asserting `status`; answers the body.
+async fn log_in(app: &TestApp, email: &str, password: &str, status: u16) -> Value {
+    let body = json!({"email": email, "password": password});
+    app.expect(app.req(Method::POST, "/auth/login").json(&body), status)
+        .await
+}
 
 async fn register_login_and_me(backend: Backend) {
     let app = TestApp::spawn_with(backend, Options::default().with("subscriptions", "on")).await;
@@ -27,13 +34,7 @@ async fn register_login_and_me(backend: Backend) {
     assert_eq!(registered["data"]["user"]["email"], "ada@example.com");
     assert_eq!(registered["data"]["user"]["name"], "Ada");
 
-    let login = app
-        .expect(
-            app.req(Method::POST, "/auth/login")
-                .json(&json!({"email": "ADA@example.com", "password": "correct horse"})),
-            200,
-        )
-        .await;
+    let login = log_in(&app, "ADA@example.com", "correct horse", 200).await;
     let token = login["data"]["token"].as_str().unwrap();
     assert_eq!(login["data"]["user"], registered["data"]["user"]);
 
@@ -43,20 +44,8 @@ async fn register_login_and_me(backend: Backend) {
     assert!(me["data"]["subscription"]["paid_until"].is_null());
 
     // One message for an unknown email and a wrong password: no account enumeration.
-    let wrong = app
-        .expect(
-            app.req(Method::POST, "/auth/login")
-                .json(&json!({"email": "ada@example.com", "password": "wrong password"})),
-            401,
-        )
-        .await;
-    let unknown = app
-        .expect(
-            app.req(Method::POST, "/auth/login")
-                .json(&json!({"email": "bob@example.com", "password": "correct horse"})),
-            401,
-        )
-        .await;
+    let wrong = log_in(&app, "ada@example.com", "wrong password", 401).await;
+    let unknown = log_in(&app, "bob@example.com", "correct horse", 401).await;
     assert_eq!(wrong, unknown);
     app.expect(app.req(Method::GET, "/auth/me"), 401).await;
     app.call("not-a-jwt", Method::GET, "/auth/me", 401).await;
@@ -124,19 +113,8 @@ async fn subscription_follows_the_clock(backend: Backend) {
 
     // Sessions last 7 days, the trial 14: log in again after the first week.
     let set = trial_ends + chrono::Duration::seconds(1);
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"set": churn_core::time::format(&set)})),
-        200,
-    )
-    .await;
-    let login = app
-        .expect(
-            app.req(Method::POST, "/auth/login")
-                .json(&json!({"email": "ada@example.com", "password": "correct horse"})),
-            200,
-        )
-        .await;
+    set_clock(&app, &churn_core::time::format(&set)).await;
+    let login = log_in(&app, "ada@example.com", "correct horse", 200).await;
     let me = app
         .expect(
             app.req(Method::GET, "/auth/me")
@@ -158,19 +136,8 @@ async fn subscriptions_off_nothing_expires(backend: Backend) {
     let created = app.create_project(&session.token, "Acme").await;
     let key = created["api_keys"]["secret_key"].as_str().unwrap();
 
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": 400 * 86_400})),
-        200,
-    )
-    .await;
-    let login = app
-        .expect(
-            app.req(Method::POST, "/auth/login")
-                .json(&json!({"email": "ada@example.com", "password": "correct horse"})),
-            200,
-        )
-        .await;
+    advance(&app, 400 * 86_400).await;
+    let login = log_in(&app, "ada@example.com", "correct horse", 200).await;
     let token = login["data"]["token"].as_str().unwrap();
     let me = app.call(token, Method::GET, "/auth/me", 200).await;
     assert_eq!(me["data"]["subscription"], paid);
@@ -588,12 +555,7 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
     .await;
     assert_eq!(status, 400);
 
-    app.expect(
-        app.req(Method::POST, "/auth/forgot-password")
-            .json(&json!({"email": "ada@example.com"})),
-        200,
-    )
-    .await;
+    app.forgot_password("ada@example.com").await;
     app.run_jobs().await;
     let token = token_after(
         &mails(&app, "ada@example.com", "Reset your churn password")[0],

@@ -5,7 +5,6 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
-use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{RData, Record, RecordType, rdata::A};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -15,6 +14,7 @@ use wiremock::{Mock, ResponseTemplate};
 use crate::fake_provider::{self, FakeProvider};
 use crate::helpers::{
     Acme, Backend, Options, TestApp, acme_with_key, advance as advance_seconds, clock_now, login,
+    serve_dns,
 };
 use crate::risk::{advance, recompute, track};
 use churn_core::both_backends;
@@ -526,37 +526,18 @@ async fn redirects_are_not_followed(backend: Backend) {
 /// A DNS server on loopback (UDP) answering A queries for `hooks.rebind.test` with the
 /// address in `answer`; other names: NXDOMAIN.
 pub(crate) async fn start_dns(answer: Arc<Mutex<Ipv4Addr>>) -> SocketAddr {
-    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let addr = socket.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut buf = [0u8; 1500];
-        while let Ok((n, peer)) = socket.recv_from(&mut buf).await {
-            let Ok(query) = Message::from_vec(&buf[..n]) else {
-                continue;
-            };
-            let mut reply = Message::response(query.metadata.id, query.metadata.op_code);
-            reply.metadata.recursion_desired = query.metadata.recursion_desired;
-            reply.metadata.recursion_available = true;
-            reply.add_queries(query.queries.clone());
-            let mut known = false;
-            for q in &query.queries {
-                let name = q.name().to_string().to_ascii_lowercase();
-                if name.trim_end_matches('.') == "hooks.rebind.test" {
-                    known = true;
-                    if q.query_type() == RecordType::A {
-                        let ip = *answer.lock().unwrap();
-                        // TTL 0: every lookup asks again, as a rebinding attacker wants.
-                        reply.add_answer(Record::from_rdata(q.name().clone(), 0, RData::A(A(ip))));
-                    }
-                }
-            }
-            if !known {
-                reply.metadata.response_code = ResponseCode::NXDomain;
-            }
-            let _ = socket.send_to(&reply.to_vec().unwrap(), peer).await;
-        }
-    });
-    addr
+    serve_dns(move |q| {
+        let name = q.name().to_string().to_ascii_lowercase();
+        (name.trim_end_matches('.') == "hooks.rebind.test").then(|| {
+            let ip = *answer.lock().unwrap();
+            // TTL 0: every lookup asks again, as a rebinding attacker wants.
+            (q.query_type() == RecordType::A)
+                .then(|| Record::from_rdata(q.name().clone(), 0, RData::A(A(ip))))
+                .into_iter()
+                .collect()
+        })
+    })
+    .await
 }
 
 async fn a_name_rebound_to_a_private_address_is_refused_at_delivery(backend: Backend) {

@@ -93,12 +93,7 @@ async fn a_hanging_alert_receiver_does_not_delay_a_password_reset(backend: Backe
             .count()
     };
     let asked = Instant::now();
-    app.expect(
-        app.req(Method::POST, "/auth/forgot-password")
-            .json(&json!({"email": "owner@acme.io"})),
-        200,
-    )
-    .await;
+    app.forgot_password("owner@acme.io").await;
     while resets() == 0 {
         assert!(
             asked.elapsed() < Duration::from_secs(5),

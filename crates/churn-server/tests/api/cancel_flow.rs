@@ -11,7 +11,7 @@ use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::cancel_offers::without_offer_cooldown;
-use crate::helpers::{Backend, Options, TestApp, acme_owner, fields, set_clock};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, advance, event_of, fields, set_clock};
 use crate::providers::A_KEY;
 use crate::webhooks::{Setup, fixture, setup};
 use churn_core::both_backends;
@@ -46,6 +46,14 @@ const DANA: &str = "dana@customer.example";
 
 fn submission(reason: &str) -> Value {
     json!({"customer_email": DANA, "reason": reason})
+}
+
+/// A submission of `reason` that accepts its offer for the subscription `sub`.
+fn accepted(reason: &str, sub: &str) -> Value {
+    let mut body = submission(reason);
+    body["offer_accepted"] = json!(true);
+    body["provider_subscription_id"] = json!(sub);
+    body
 }
 
 /// A project's identity secret (decisions §16), as its admin reads it.
@@ -164,16 +172,8 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
     assert_eq!(read, stored);
 
     // Configuration takes a session: the secret key alone is 401; another tenant sees 404.
-    let created = app
-        .call_json(
-            &token,
-            Method::POST,
-            "/projects",
-            &json!({"name": "Second"}),
-            201,
-        )
-        .await;
-    let secret = created["data"]["api_keys"]["secret_key"].as_str().unwrap();
+    let created = app.create_project(&token, "Second").await;
+    let secret = created["api_keys"]["secret_key"].as_str().unwrap();
     app.expect(
         app.req(Method::GET, "/projects/second/cancel-flow")
             .header("X-API-Key", secret),
@@ -274,16 +274,8 @@ async fn public_config_counts_opens_per_customer(backend: Backend) {
         404,
     )
     .await;
-    let created = app
-        .call_json(
-            &token,
-            Method::POST,
-            "/projects",
-            &json!({"name": "Second"}),
-            201,
-        )
-        .await;
-    let secret = created["data"]["api_keys"]["secret_key"].as_str().unwrap();
+    let created = app.create_project(&token, "Second").await;
+    let secret = created["api_keys"]["secret_key"].as_str().unwrap();
     app.expect(
         app.req(Method::GET, &format!("/cancel-flow/config/{secret}")),
         404,
@@ -339,15 +331,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
         json!({"kind": "discount", "percent": 20, "months": 3, "applied": false})
     );
     let id = saved["churn_event_id"].as_str().unwrap();
-    let event = app
-        .call(
-            &token,
-            Method::GET,
-            &format!("/projects/acme/churn-events/{id}"),
-            200,
-        )
-        .await["data"]
-        .clone();
+    let event = event_of(&app, &token, id).await;
     assert_eq!(event["provider"], "cancel_flow");
     assert_eq!(event["event_type"], "cancellation");
     assert_eq!(event["reason_code"], "too_expensive");
@@ -393,15 +377,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     assert_eq!(plain["status"], "new");
     assert_eq!(plain["offer"], Value::Null);
     let id = plain["churn_event_id"].as_str().unwrap();
-    let event = app
-        .call(
-            &token,
-            Method::GET,
-            &format!("/projects/acme/churn-events/{id}"),
-            200,
-        )
-        .await["data"]
-        .clone();
+    let event = event_of(&app, &token, id).await;
     assert_eq!(event["cancel_reason"], "other", "no feedback: the code");
     assert_eq!(event["recovered_via"], Value::Null);
 
@@ -524,12 +500,7 @@ async fn submissions_act_only_for_the_signed_customer(backend: Backend) {
     let new = signed(&rotated, submission("other"));
     app.expect(submit(&old), 201).await;
     app.expect(submit(&new), 201).await;
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": 24 * 60 * 60 + 1})),
-        200,
-    )
-    .await;
+    advance(&app, 24 * 60 * 60 + 1).await;
     app.expect(submit(&old), 401).await;
     app.expect(submit(&new), 201).await;
     assert_eq!(events(&app, &token).await.len(), 4);
@@ -538,16 +509,8 @@ async fn submissions_act_only_for_the_signed_customer(backend: Backend) {
 async fn submissions_need_a_public_key(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
-    let created = app
-        .call_json(
-            &token,
-            Method::POST,
-            "/projects",
-            &json!({"name": "Second"}),
-            201,
-        )
-        .await;
-    let secret = created["data"]["api_keys"]["secret_key"].as_str().unwrap();
+    let created = app.create_project(&token, "Second").await;
+    let secret = created["api_keys"]["secret_key"].as_str().unwrap();
     for request in [
         app.req(Method::POST, "/cancel-flow/reasons")
             .json(&submission("other")),
@@ -744,16 +707,8 @@ async fn submissions_are_limited_per_key(backend: Backend) {
     let app = TestApp::spawn_with(backend, Options::default().with("rate_limits", "on")).await;
     let token = acme_owner(&app).await;
     let (public, _) = acme_keys(&app, &token).await;
-    let created = app
-        .call_json(
-            &token,
-            Method::POST,
-            "/projects",
-            &json!({"name": "Second"}),
-            201,
-        )
-        .await;
-    let other = created["data"]["api_keys"]["public_key"]
+    let created = app.create_project(&token, "Second").await;
+    let other = created["api_keys"]["public_key"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -958,14 +913,7 @@ impl Setup {
     }
 
     pub(crate) async fn advance(&self, seconds: i64) {
-        self.app
-            .expect(
-                self.app
-                    .req(Method::POST, "/dev/clock")
-                    .json(&json!({"advance_seconds": seconds})),
-                200,
-            )
-            .await;
+        advance(&self.app, seconds).await;
     }
 }
 
@@ -982,10 +930,8 @@ pub(crate) async fn owned_by(s: &Setup, sub: &str, email: &str) {
         .await;
 }
 
-/// Answers `/v1/coupons` with a coupon, and `/v1/subscriptions/{sub}` with the subscription,
-/// Dana's.
-async fn mount_coupon_and_subscription(s: &Setup, sub: &str) {
-    owned_by(s, sub, DANA).await;
+/// Answers `/v1/coupons` with a coupon.
+async fn mount_coupon(s: &Setup) {
     Mock::given(method("POST"))
         .and(path("/v1/coupons"))
         .respond_with(
@@ -994,6 +940,13 @@ async fn mount_coupon_and_subscription(s: &Setup, sub: &str) {
         )
         .mount(&s.fake.mock)
         .await;
+}
+
+/// Answers `/v1/coupons` with a coupon, and `/v1/subscriptions/{sub}` with the subscription,
+/// Dana's.
+async fn mount_coupon_and_subscription(s: &Setup, sub: &str) {
+    owned_by(s, sub, DANA).await;
+    mount_coupon(s).await;
     Mock::given(method("POST"))
         .and(path(format!("/v1/subscriptions/{sub}")))
         .respond_with(
@@ -1011,14 +964,7 @@ async fn accepted_offers_are_applied_at_stripe(backend: Backend) {
     s.app.run_jobs().await;
     // The last day of a month: a pause of 2 calendar months ends on the last of February.
     set_clock(&s.app, "2025-12-31T09:30:00.000Z").await;
-    Mock::given(method("POST"))
-        .and(path("/v1/coupons"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"id": "Z4OV52SU", "object": "coupon", "percent_off": 20.0})),
-        )
-        .mount(&s.fake.mock)
-        .await;
+    mount_coupon(&s).await;
     for sub in ["sub_1", "sub_1SVC89HOQNg4XnOMoa93kOB2"] {
         Mock::given(method("POST"))
             .and(path(format!("/v1/subscriptions/{sub}")))
@@ -1047,9 +993,7 @@ async fn accepted_offers_are_applied_at_stripe(backend: Backend) {
         .await;
 
     // A discount with the body's subscription: a coupon, then the subscription's discount.
-    let mut body = submission("too_expensive");
-    body["offer_accepted"] = json!(true);
-    body["provider_subscription_id"] = json!("sub_1");
+    let body = accepted("too_expensive", "sub_1");
     let saved = s.submit(body).await;
     assert_eq!(saved["status"], "recovered");
     assert_eq!(
@@ -1114,9 +1058,7 @@ async fn accepted_offers_are_applied_at_stripe(backend: Backend) {
 
     // Another customer's subscription, signed for by Dana: refused before any change.
     let before = s.received().await;
-    let mut body = submission("dont_need_anymore");
-    body["offer_accepted"] = json!(true);
-    body["provider_subscription_id"] = json!("sub_someone_elses");
+    let body = accepted("dont_need_anymore", "sub_someone_elses");
     let foreign = s.submit(body).await;
     assert_eq!(foreign["status"], "recovered");
     assert_eq!(foreign["offer"]["applied"], false);
@@ -1134,9 +1076,7 @@ async fn accepted_offers_are_applied_at_stripe(backend: Backend) {
 
     // A provider error: the event stays recovered, not applied, with the error kept.
     let before = s.received().await;
-    let mut body = submission("too_expensive");
-    body["offer_accepted"] = json!(true);
-    body["provider_subscription_id"] = json!("sub_gone");
+    let body = accepted("too_expensive", "sub_gone");
     let failed = s.submit(body).await;
     assert_eq!(failed["status"], "recovered");
     assert_eq!(failed["offer"]["applied"], false);
@@ -1177,9 +1117,7 @@ async fn accepted_offers_are_applied_at_stripe(backend: Backend) {
 
     // Without a Stripe connection: recovered, not applied, no error, no call.
     s.disconnect_stripe().await;
-    let mut body = submission("too_expensive");
-    body["offer_accepted"] = json!(true);
-    body["provider_subscription_id"] = json!("sub_1");
+    let body = accepted("too_expensive", "sub_1");
     let unconnected = s.submit(body).await;
     assert_eq!(unconnected["status"], "recovered");
     assert_eq!(unconnected["offer"]["applied"], false);
@@ -1208,9 +1146,7 @@ async fn an_offer_the_provider_missed_is_applied_by_its_job(backend: Backend) {
         .await;
     mount_coupon_and_subscription(&s, "sub_1").await;
 
-    let mut body = submission("too_expensive");
-    body["offer_accepted"] = json!(true);
-    body["provider_subscription_id"] = json!("sub_1");
+    let body = accepted("too_expensive", "sub_1");
     let saved = s.submit(body).await;
     assert_eq!(saved["status"], "recovered");
     assert_eq!(
@@ -1274,23 +1210,14 @@ async fn an_offer_the_provider_missed_is_applied_by_its_job(backend: Backend) {
 async fn an_unavailable_provider_is_retried_then_its_error_kept(backend: Backend) {
     let s = setup(backend).await;
     s.app.run_jobs().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/coupons"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"id": "Z4OV52SU", "object": "coupon", "percent_off": 20.0})),
-        )
-        .mount(&s.fake.mock)
-        .await;
+    mount_coupon(&s).await;
     Mock::given(method("POST"))
         .and(path("/v1/subscriptions/sub_down"))
         .respond_with(ResponseTemplate::new(503).set_body_string("unavailable"))
         .mount(&s.fake.mock)
         .await;
     owned_by(&s, "sub_down", DANA).await;
-    let mut body = submission("too_expensive");
-    body["offer_accepted"] = json!(true);
-    body["provider_subscription_id"] = json!("sub_down");
+    let body = accepted("too_expensive", "sub_down");
     let saved = s.submit(body).await;
     assert_eq!(saved["offer"]["applied"], false);
     let id = saved["churn_event_id"].as_str().unwrap().to_owned();
@@ -1352,9 +1279,7 @@ async fn a_slow_provider_does_not_hold_the_answer(backend: Backend) {
         .mount(&s.fake.mock)
         .await;
     mount_coupon_and_subscription(&s, "sub_1").await;
-    let mut body = submission("too_expensive");
-    body["offer_accepted"] = json!(true);
-    body["provider_subscription_id"] = json!("sub_1");
+    let body = accepted("too_expensive", "sub_1");
     let started = std::time::Instant::now();
     let saved = s.submit(body).await;
     let took = started.elapsed();

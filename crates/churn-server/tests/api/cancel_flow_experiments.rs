@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::cancel_flow::{identity_secret, signed};
 use crate::cancel_flows::{FLOWS, create, flow, public_key};
-use crate::helpers::{Backend, TestApp, acme_owner, fields};
+use crate::helpers::{Backend, TestApp, acme_owner, advance, fields};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -203,12 +203,7 @@ async fn results_compare_each_variant_with_the_first(backend: Backend) {
     let (control, deeper) = (&customers["control"], &customers["deeper"]);
     // A cancellation before the window of the last two days.
     submit(&app, &key, &secret, &control[1], false).await;
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": 3 * 86_400})),
-        200,
-    )
-    .await;
+    advance(&app, 3 * 86_400).await;
 
     // In the last two days: control saves 1 of 5, deeper 4 of 5.
     submit(&app, &key, &secret, &control[0], true).await;

@@ -11,8 +11,8 @@ use wiremock::{Mock, ResponseTemplate};
 
 use crate::cancel_flow::identity_secret;
 use crate::dashboard_client::Browser;
-use crate::dunning::page_link;
-use crate::helpers::Backend;
+use crate::dunning::{INVOICE, page_link};
+use crate::helpers::{Backend, advance};
 use crate::webhooks::{Setup, fixture, setup};
 use churn_core::both_backends;
 
@@ -25,7 +25,6 @@ both_backends!(
     the_banner_status_follows_the_failing_record,
 );
 
-const INVOICE: &str = "in_1SXa2YHOQNg4XnOMkV3r8c2Q";
 const CUSTOMER: &str = "cus_TS6KX04w045BN9";
 
 /// A page as the customer's browser gets it (redirects not followed).
@@ -107,7 +106,7 @@ impl Setup {
 }
 
 /// Form parameters in the order the encoder writes them (by name).
-fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+pub(crate) fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut pairs: Vec<_> = list
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -310,23 +309,9 @@ async fn each_state_and_forged_or_expired_tokens(backend: Backend) {
     assert_eq!(r["page_visits"][0]["via"], "link");
 
     // The link lasts 60 days after the record's creation.
-    s.app
-        .expect(
-            s.app
-                .req(Method::POST, "/dev/clock")
-                .json(&json!({"advance_seconds": 60 * 24 * 3600 - 60})),
-            200,
-        )
-        .await;
+    advance(&s.app, 60 * 24 * 3600 - 60).await;
     assert_eq!(s.open(Method::GET, &page).await.status, 200);
-    s.app
-        .expect(
-            s.app
-                .req(Method::POST, "/dev/clock")
-                .json(&json!({"advance_seconds": 120})),
-            200,
-        )
-        .await;
+    advance(&s.app, 120).await;
     assert_eq!(s.open(Method::GET, &page).await.status, 404);
 }
 

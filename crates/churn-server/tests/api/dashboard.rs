@@ -7,7 +7,9 @@ use reqwest::header::{HeaderMap, SET_COOKIE};
 use serde_json::json;
 
 use crate::dashboard_client::{Browser, location, session_cookie, set_session_cookie, url as page};
-use crate::helpers::{Backend, Options, TestApp, acme_owner, event_with_variants};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner, advance, event_with_variants, mark_recovered,
+};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -136,12 +138,11 @@ async fn sign_in_sets_a_strict_cookie_that_the_api_ignores(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     acme_owner(&app).await;
     let wrong = app
-        .client
-        .post(page(&app, "/app/sign-in"))
-        .form(&[("email", "owner@acme.io"), ("password", "wrong horse")])
-        .send()
-        .await
-        .unwrap();
+        .post_form(
+            page(&app, "/app/sign-in"),
+            &[("email", "owner@acme.io"), ("password", "wrong horse")],
+        )
+        .await;
     assert_eq!(wrong.status(), 401);
     assert!(wrong.headers().get(SET_COOKIE).is_none());
     assert!(
@@ -153,12 +154,11 @@ async fn sign_in_sets_a_strict_cookie_that_the_api_ignores(backend: Backend) {
     );
 
     let r = app
-        .client
-        .post(page(&app, "/app/sign-in"))
-        .form(&[("email", "OWNER@acme.io"), ("password", "correct horse")])
-        .send()
-        .await
-        .unwrap();
+        .post_form(
+            page(&app, "/app/sign-in"),
+            &[("email", "OWNER@acme.io"), ("password", "correct horse")],
+        )
+        .await;
     assert_eq!((r.status().as_u16(), location(&r)), (303, "/app"));
     let (cookie, set) = (session_cookie(&r), set_session_cookie(&r));
     for flag in ["HttpOnly", "SameSite=Lax", "Path=/app", "Max-Age=604800"] {
@@ -194,19 +194,9 @@ async fn sessions_expire_and_sign_out_everywhere_revokes_them(backend: Backend) 
     let second = Browser::sign_in(&app, "owner@acme.io").await;
 
     // A session lasts 7 days of service time, as the API's.
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": 7 * 86_400 - 60})),
-        200,
-    )
-    .await;
+    advance(&app, 7 * 86_400 - 60).await;
     first.get("/app/p/acme", 200).await;
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": 120})),
-        200,
-    )
-    .await;
+    advance(&app, 120).await;
     let r = app
         .client
         .get(page(&app, "/app/p/acme"))
@@ -557,15 +547,7 @@ async fn an_empty_project_shows_the_checklist_then_the_overview(backend: Backend
     assert_eq!(html.matches("(to do)").count(), 5);
 
     let (id, _) = event_with_variants(&app, &token, "dana@example.com").await;
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{id}/recovered"),
-        )
-        .bearer_auth(&token),
-        200,
-    )
-    .await;
+    mark_recovered(&app, &token, &id).await;
     let html = browser.get("/app/p/acme?period=7", 200).await;
     for part in [
         "Recovered MRR",
@@ -585,17 +567,16 @@ async fn an_empty_project_shows_the_checklist_then_the_overview(backend: Backend
 async fn registration_opens_the_new_project(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let r = app
-        .client
-        .post(page(&app, "/app/register"))
-        .form(&[
-            ("name", "Ada"),
-            ("email", "ada@example.com"),
-            ("password", "correct horse"),
-            ("project_name", "Ada's App"),
-        ])
-        .send()
-        .await
-        .unwrap();
+        .post_form(
+            page(&app, "/app/register"),
+            &[
+                ("name", "Ada"),
+                ("email", "ada@example.com"),
+                ("password", "correct horse"),
+                ("project_name", "Ada's App"),
+            ],
+        )
+        .await;
     assert_eq!(
         (r.status().as_u16(), location(&r)),
         (303, "/app/p/ada-s-app")
@@ -608,15 +589,14 @@ async fn registration_opens_the_new_project(backend: Backend) {
     );
     // A second registration of the address is the service's 409, shown on the form.
     let r = app
-        .client
-        .post(page(&app, "/app/register"))
-        .form(&[
-            ("name", "Ada"),
-            ("email", "ada@example.com"),
-            ("password", "correct horse"),
-        ])
-        .send()
-        .await
-        .unwrap();
+        .post_form(
+            page(&app, "/app/register"),
+            &[
+                ("name", "Ada"),
+                ("email", "ada@example.com"),
+                ("password", "correct horse"),
+            ],
+        )
+        .await;
     assert_eq!(r.status(), 409);
 }

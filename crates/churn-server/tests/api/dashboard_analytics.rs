@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::analytics::set_clock;
 use crate::dashboard_client::Browser;
 use crate::dashboard_customers::{CUSTOMER, QUIET, seeded};
-use crate::helpers::{Backend, TestApp, acme_owner, event_with_variants};
+use crate::helpers::{Backend, TestApp, acme_owner, event_with_variants, mark_recovered};
 use churn_core::both_backends;
 
 both_backends!(
@@ -55,15 +55,7 @@ async fn months_of_events(app: &TestApp) -> (String, Browser<'_>) {
     event(app, &token, "d@example.com", 700).await;
     event(app, &token, "e@example.com", 300).await;
     for id in [january, march] {
-        app.expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/recovered"),
-            )
-            .bearer_auth(&token),
-            200,
-        )
-        .await;
+        mark_recovered(app, &token, &id).await;
     }
     let browser = Browser::sign_in(app, "owner@acme.io").await;
     (token, browser)
@@ -398,15 +390,7 @@ async fn strategy_performance_counts_the_periods_days(backend: Backend) {
         sent.push(id);
     }
     for id in &sent[..3] {
-        app.expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/recovered"),
-            )
-            .bearer_auth(&token),
-            200,
-        )
-        .await;
+        mark_recovered(&app, &token, id).await;
     }
     set_clock(&app, "2026-03-16T12:00:00Z").await;
     let browser = Browser::sign_in(&app, "owner@acme.io").await;
@@ -486,16 +470,7 @@ async fn needs_you_lists_each_kind_where_it_is_fixed(backend: Backend) {
     assert!(hrefs(&html).contains(&format!("/app/p/acme/payments/{failure}")));
 
     // A customer gone critical while alerts were off.
-    let key = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&s.token),
-            200,
-        )
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = crate::helpers::rotate_secret_key(app, &s.token).await;
     let acme = crate::helpers::Acme {
         token: s.token.clone(),
         key,

@@ -32,12 +32,11 @@ impl<'a> Browser<'a> {
     /// Signs in through the sign-in page.
     pub async fn sign_in(app: &'a TestApp, email: &str) -> Browser<'a> {
         let r = app
-            .client
-            .post(url(app, "/app/sign-in"))
-            .form(&[("email", email), ("password", PASSWORD)])
-            .send()
-            .await
-            .unwrap();
+            .post_form(
+                url(app, "/app/sign-in"),
+                &[("email", email), ("password", PASSWORD)],
+            )
+            .await;
         assert_eq!(r.status(), 303, "sign in as {email}");
         Browser::with_cookie(app, session_cookie(&r)).await
     }

@@ -9,7 +9,7 @@ use wiremock::matchers::{method, path};
 
 use crate::alerts::quiet_customers;
 use crate::dashboard_client::Browser;
-use crate::helpers::{Acme, Backend};
+use crate::helpers::{Acme, Backend, advance};
 use crate::risk::{recompute, track};
 use crate::team::join;
 use crate::webhooks::{Setup, fixture, setup};
@@ -61,18 +61,7 @@ pub async fn seed(s: &Setup) -> (String, String) {
         .unwrap()
         .to_owned();
     // The webhook address names the public key, so the keys rotate after the failure.
-    let key = s
-        .app
-        .expect(
-            s.app
-                .req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&s.token),
-            200,
-        )
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = crate::helpers::rotate_secret_key(&s.app, &s.token).await;
     let acme = Acme {
         token: s.token.clone(),
         key,
@@ -103,14 +92,7 @@ pub async fn seed(s: &Setup) -> (String, String) {
     for wait in [10, 60, 300, 0] {
         assert_eq!(s.app.run_jobs().await, 1);
         if wait > 0 {
-            s.app
-                .expect(
-                    s.app
-                        .req(Method::POST, "/dev/clock")
-                        .json(&json!({"advance_seconds": wait})),
-                    200,
-                )
-                .await;
+            advance(&s.app, wait).await;
         }
     }
     let alert = api(s, "/projects/acme/churn-risk/alerts").await[0].clone();

@@ -4,12 +4,9 @@
 //! time before anything is made, and what stays random (ids, tokens, keys, hashed asset
 //! names, ports) is replaced by placeholders (`dashboard_client::snapshot_filters`).
 
-use reqwest::Method;
-use serde_json::json;
-
 use crate::dashboard_client::{Browser, main_of, snapshot_filters, url};
 use crate::dashboard_customers::seed;
-use crate::helpers::{Backend, event_with_variants};
+use crate::helpers::{Backend, event_with_variants, set_clock};
 use crate::team::invite;
 use crate::webhooks::setup;
 use churn_core::both_backends;
@@ -23,12 +20,7 @@ const NOW: &str = "2001-03-05T09:00:00Z";
 async fn every_page_reads_as_a_founder_expects(backend: Backend) {
     let s = setup(backend).await;
     let app = &s.app;
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"set": NOW})),
-        200,
-    )
-    .await;
+    set_clock(app, NOW).await;
     let (failure, _) = seed(&s).await;
     let (event, _) = event_with_variants(app, &s.token, "dana@example.com").await;
     let invitation = invite(app, &s.token, "nell@example.com", "viewer").await;

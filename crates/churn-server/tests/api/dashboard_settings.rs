@@ -7,6 +7,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::cancel_flow::identity_secret;
 use crate::dashboard_client::{Browser, Posted, location, session_cookie, url};
 use crate::helpers::{Backend, TestApp, acme_owner};
 use crate::team::{invite, join};
@@ -314,33 +315,14 @@ async fn secrets_and_keys_are_for_admins_and_the_owner(backend: Backend) {
     admin
         .post("/app/p/acme/settings/keys/rotate", &[], 403)
         .await;
-    let before = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/identity-secret")
-                .bearer_auth(&token),
-            200,
-        )
-        .await;
+    let before = identity_secret(&app, &token, "acme").await;
     let Posted { body: html, .. } = admin
         .post("/app/p/acme/settings/identity-secret/rotate", &[], 200)
         .await;
-    let after = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/identity-secret")
-                .bearer_auth(&token),
-            200,
-        )
-        .await;
+    let after = identity_secret(&app, &token, "acme").await;
     assert_ne!(before, after);
-    assert!(html.contains(after["data"]["identity_secret"].as_str().unwrap()));
-    let webhook = || async {
-        app.expect(
-            app.req(Method::GET, "/projects/acme/webhook-secret")
-                .bearer_auth(&token),
-            200,
-        )
-        .await
-    };
+    assert!(html.contains(&after));
+    let webhook = || app.call(&token, Method::GET, "/projects/acme/webhook-secret", 200);
     let old = webhook().await;
     admin
         .post("/app/p/acme/settings/webhook-secret/rotate", &[], 303)
@@ -549,17 +531,7 @@ async fn an_invitation_accepted_from_its_page_lands_in_the_project(backend: Back
     let link = invitation["accept_url"].as_str().unwrap();
     let r = app.client.get(link).send().await.unwrap();
     assert_eq!(r.status(), 200);
-    let r = app
-        .client
-        .post(link)
-        .form(&[
-            ("mode", "register"),
-            ("name", "Nell"),
-            ("password", "correct horse"),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let r = app.register_invited(link, "Nell").await;
     assert_eq!(r.status(), 303);
     assert_eq!(location(&r), "/app/p/acme");
     let nell = Browser::with_cookie(&app, session_cookie(&r)).await;
@@ -569,35 +541,21 @@ async fn an_invitation_accepted_from_its_page_lands_in_the_project(backend: Back
     // An existing account signs in on the page and lands in the project as well.
     // (Its address confirmed through the verification page, which ends in the dashboard.)
     app.register("bo@example.com").await;
-    app.run_jobs().await;
-    let mail = app
-        .outbox()
-        .into_iter()
-        .find(|m| m.contains("<bo@example.com>") && m.contains("/verify-email?token="))
-        .expect("a verification email");
-    let verification: String = mail
-        .split("/verify-email?token=")
-        .nth(1)
-        .unwrap()
-        .chars()
-        .take_while(char::is_ascii_alphanumeric)
-        .collect();
+    let verification = app.verification_token("bo@example.com").await;
     let r = app
-        .client
-        .post(url(&app, "/verify-email"))
-        .form(&[("token", verification.as_str())])
-        .send()
-        .await
-        .unwrap();
+        .post_form(
+            url(&app, "/verify-email"),
+            &[("token", verification.as_str())],
+        )
+        .await;
     assert_eq!((r.status().as_u16(), location(&r)), (303, "/app"));
     let invitation = invite(&app, &token, "bo@example.com", "member").await;
     let r = app
-        .client
-        .post(invitation["accept_url"].as_str().unwrap())
-        .form(&[("mode", "signin"), ("password", "correct horse")])
-        .send()
-        .await
-        .unwrap();
+        .post_form(
+            invitation["accept_url"].as_str().unwrap(),
+            &[("mode", "signin"), ("password", "correct horse")],
+        )
+        .await;
     assert_eq!(r.status(), 303);
     assert_eq!(location(&r), "/app/p/acme");
     let bo = Browser::with_cookie(&app, session_cookie(&r)).await;
@@ -607,12 +565,7 @@ async fn an_invitation_accepted_from_its_page_lands_in_the_project(backend: Back
 async fn the_password_reset_page_signs_in(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
-    app.expect(
-        app.req(Method::POST, "/auth/forgot-password")
-            .json(&json!({"email": "owner@acme.io"})),
-        200,
-    )
-    .await;
+    app.forgot_password("owner@acme.io").await;
     app.run_jobs().await;
     let mails = app.outbox().join("\n");
     let reset: String = mails
@@ -623,12 +576,11 @@ async fn the_password_reset_page_signs_in(backend: Backend) {
         .take_while(char::is_ascii_alphanumeric)
         .collect();
     let r = app
-        .client
-        .post(url(&app, "/reset-password"))
-        .form(&[("token", reset.as_str()), ("password", "a brand new one")])
-        .send()
-        .await
-        .unwrap();
+        .post_form(
+            url(&app, "/reset-password"),
+            &[("token", reset.as_str()), ("password", "a brand new one")],
+        )
+        .await;
     assert_eq!(r.status(), 303);
     assert_eq!(location(&r), "/app");
     let signed = Browser::with_cookie(&app, session_cookie(&r)).await;

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
-use crate::helpers::Backend;
+use crate::helpers::{Backend, advance};
 use crate::webhooks::{Setup, fixture, setup};
 use churn_core::both_backends;
 use churn_core::signature;
@@ -23,18 +23,20 @@ both_backends!(
     the_button_is_the_card_update_page,
 );
 
-const INVOICE: &str = "in_1SXa2YHOQNg4XnOMkV3r8c2Q";
+/// The invoice the provider-A failure fixtures are about.
+pub(crate) const INVOICE: &str = "in_1SXa2YHOQNg4XnOMkV3r8c2Q";
+
+/// Provider A's failure with a hard decline (the Acacia fixture), for Lars.
+pub(crate) fn hard_decline_for_lars() -> String {
+    fixture("a_acacia_invoice_payment_failed").replace(
+        "\"customer_email\": null",
+        "\"customer_email\": \"lars@example.com\"",
+    )
+}
 
 impl Setup {
     pub(crate) async fn advance_hours(&self, hours: i64) {
-        self.app
-            .expect(
-                self.app
-                    .req(Method::POST, "/dev/clock")
-                    .json(&json!({"advance_seconds": hours * 3600})),
-                200,
-            )
-            .await;
+        advance(&self.app, hours * 3600).await;
     }
 
     pub(crate) async fn configure(&self, config: Value) -> Value {
@@ -330,14 +332,7 @@ async fn hard_declines_advice_codes_and_exhaustion(backend: Backend) {
         "one email per failure before the last"
     );
     // A failure that arrives with a hard decline is abandoned at once but still emailed.
-    s.send_a(
-        &fixture("a_acacia_invoice_payment_failed").replace(
-            "\"customer_email\": null",
-            "\"customer_email\": \"lars@example.com\"",
-        ),
-        200,
-    )
-    .await;
+    s.send_a(&hard_decline_for_lars(), 200).await;
     s.app.run_jobs().await;
     let list = s
         .call(

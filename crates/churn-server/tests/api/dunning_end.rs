@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
-use crate::dunning::decline;
-use crate::helpers::Backend;
+use crate::dunning::{INVOICE, decline, hard_decline_for_lars};
+use crate::helpers::{Backend, advance};
 use crate::webhooks::{Setup, fixture, setup};
 use churn_core::both_backends;
 
@@ -19,7 +19,6 @@ both_backends!(
     a_large_first_failure_emails_the_owner_and_admins_once,
 );
 
-const INVOICE: &str = "in_1SXa2YHOQNg4XnOMkV3r8c2Q";
 const SUBSCRIPTION: &str = "sub_1SVC89HOQNg4XnOMoa93kOB2";
 
 /// A call at the fake: method, idempotency key, form pairs.
@@ -251,14 +250,7 @@ async fn final_actions_pause_retry_refuse_and_skip(backend: Backend) {
         "{result}"
     );
     // The job tries again (30 s later) with the same key.
-    s.app
-        .expect(
-            s.app
-                .req(Method::POST, "/dev/clock")
-                .json(&json!({"advance_seconds": 60})),
-            200,
-        )
-        .await;
+    advance(&s.app, 60).await;
     s.app.run_jobs().await;
     let r = s.detail(&id).await;
     assert_eq!(r["final_action_result"]["outcome"], "done");
@@ -274,14 +266,7 @@ async fn final_actions_pause_retry_refuse_and_skip(backend: Backend) {
     );
     // A hard decline at intake abandons at once; Stripe refuses the pause (an unknown
     // subscription): failed for good, not tried again.
-    s.send_a(
-        &fixture("a_acacia_invoice_payment_failed").replace(
-            "\"customer_email\": null",
-            "\"customer_email\": \"lars@example.com\"",
-        ),
-        200,
-    )
-    .await;
+    s.send_a(&hard_decline_for_lars(), 200).await;
     s.app.run_jobs().await;
     s.advance_hours(1).await;
     s.app.run_jobs().await;

@@ -2,8 +2,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner as owner, advance, login, mark_recovered,
-    rotate_secret_key, variant_of,
+    Backend, Options, TestApp, acme_owner as owner, advance, configure, event_of, login,
+    mark_recovered, rotate_secret_key, variant_of,
 };
 use churn_core::both_backends;
 
@@ -63,6 +63,43 @@ fn recommended(generated: &Value) -> Value {
     recommended[0].clone()
 }
 
+/// A cancellation of `email` without a name or reason.
+async fn cancellation(app: &TestApp, token: &str, email: &str) -> Value {
+    create_event(
+        app,
+        token,
+        json!({"customer_email": email, "event_type": "cancellation"}),
+    )
+    .await
+}
+
+/// Generates the drafts of the event `id`; answers the recommended one's id.
+async fn recommended_id(app: &TestApp, token: &str, id: &str) -> String {
+    recommended(&generate(app, token, id).await)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// `GET …/churn-events/{id}/variants`, the whole body.
+async fn variants_of(app: &TestApp, token: &str, id: &str) -> Value {
+    let path = format!("/projects/acme/churn-events/{id}/variants");
+    app.call(token, Method::GET, &path, 200).await
+}
+
+/// The statuses of concurrent answers.
+fn statuses_of(answers: Vec<reqwest::Result<reqwest::Response>>) -> Vec<u16> {
+    answers
+        .into_iter()
+        .map(|r| r.unwrap().status().as_u16())
+        .collect()
+}
+
+/// How many of `statuses` are `status`.
+fn tally(statuses: &[u16], status: u16) -> usize {
+    statuses.iter().filter(|s| **s == status).count()
+}
+
 fn send_path(event: &str, variant: &str) -> String {
     format!("/projects/acme/churn-events/{event}/variants/{variant}/send")
 }
@@ -79,13 +116,6 @@ fn outbox(app: &TestApp) -> Vec<String> {
     mails.retain(|m| !m.contains("Subject: Confirm your email address"));
     mails.sort();
     mails
-}
-
-async fn run_jobs(app: &TestApp) -> u64 {
-    app.expect(app.req(Method::POST, "/dev/jobs/run"), 200)
-        .await["data"]["ran"]
-        .as_u64()
-        .unwrap()
 }
 
 async fn lifecycle_from_creation_to_recovery(backend: Backend) {
@@ -174,14 +204,7 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
         "variants have already been generated"
     );
 
-    let listed = app
-        .call(
-            &token,
-            Method::GET,
-            &format!("/projects/acme/churn-events/{id}/variants"),
-            200,
-        )
-        .await;
+    let listed = variants_of(&app, &token, id).await;
     assert_eq!(listed["data"].as_array().unwrap().len(), 9);
 
     let vid = best["id"].as_str().unwrap();
@@ -221,15 +244,7 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
             && mail.contains("text/html")
     );
 
-    let detail = app
-        .call(
-            &token,
-            Method::GET,
-            &format!("/projects/acme/churn-events/{id}"),
-            200,
-        )
-        .await["data"]
-        .clone();
+    let detail = event_of(&app, &token, id).await;
     assert_eq!(detail["status"], "email_sent");
     assert_eq!(detail["variants"].as_array().unwrap().len(), 9);
     let other = detail["variants"]
@@ -309,12 +324,7 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
         .await;
     assert_eq!(back["data"]["recovered_via"], "manual");
     // Cancel reason updates the code.
-    let fresh = create_event(
-        &app,
-        &token,
-        json!({"customer_email": "z@y.io", "event_type": "cancellation"}),
-    )
-    .await;
+    let fresh = cancellation(&app, &token, "z@y.io").await;
     let changed = app
         .call_json(
             &token,
@@ -474,37 +484,17 @@ async fn the_mapped_strategy_is_recommended_for_each_reason(backend: Backend) {
 async fn ten_concurrent_sends_deliver_one_email(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    let event = create_event(
-        &app,
-        &token,
-        json!({"customer_email": "c@x.io", "event_type": "cancellation"}),
-    )
-    .await;
+    let event = cancellation(&app, &token, "c@x.io").await;
     let id = event["id"].as_str().unwrap();
-    let vid = recommended(&generate(&app, &token, id).await)["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let vid = recommended_id(&app, &token, id).await;
     let sends = (0..10).map(|_| {
         app.req(Method::POST, &send_path(id, &vid))
             .bearer_auth(&token)
             .send()
     });
-    let statuses: Vec<u16> = futures::future::join_all(sends)
-        .await
-        .into_iter()
-        .map(|r| r.unwrap().status().as_u16())
-        .collect();
-    assert_eq!(
-        statuses.iter().filter(|s| **s == 200).count(),
-        1,
-        "{statuses:?}"
-    );
-    assert_eq!(
-        statuses.iter().filter(|s| **s == 409).count(),
-        9,
-        "{statuses:?}"
-    );
+    let statuses = statuses_of(futures::future::join_all(sends).await);
+    assert_eq!(tally(&statuses, 200), 1, "{statuses:?}");
+    assert_eq!(tally(&statuses, 409), 9, "{statuses:?}");
     assert_eq!(outbox(&app).len(), 1);
 }
 
@@ -512,15 +502,8 @@ async fn recovery_window_moves_unrecovered_events_to_lost(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
     // Registration queued a verification email: out of the way before counting jobs.
-    run_jobs(&app).await;
-    app.call_json(
-        &token,
-        Method::PATCH,
-        "/projects/acme",
-        &json!({"settings": {"recovery_window_days": 10}}),
-        200,
-    )
-    .await;
+    app.run_jobs().await;
+    configure(&app, &token, json!({"recovery_window_days": 10})).await;
     let mut ids = Vec::new();
     for email in ["stays@x.io", "comes-back@x.io"] {
         let event = create_event(
@@ -540,7 +523,7 @@ async fn recovery_window_moves_unrecovered_events_to_lost(backend: Backend) {
     }
     advance(&app, 10 * 86_400 - 60).await;
     assert_eq!(
-        run_jobs(&app).await,
+        app.run_jobs().await,
         0,
         "nothing is due before the window ends"
     );
@@ -562,7 +545,7 @@ async fn recovery_window_moves_unrecovered_events_to_lost(backend: Backend) {
     )
     .await;
     advance(&app, 60).await;
-    assert_eq!(run_jobs(&app).await, 2);
+    assert_eq!(app.run_jobs().await, 2);
     let lost = app.expect(event(&ids[0]), 200).await["data"].clone();
     assert_eq!(lost["status"], "lost");
     assert!(lost["lost_at"].is_string());
@@ -570,7 +553,7 @@ async fn recovery_window_moves_unrecovered_events_to_lost(backend: Backend) {
         app.expect(event(&ids[1]), 200).await["data"]["status"],
         "recovered"
     );
-    assert_eq!(run_jobs(&app).await, 0, "jobs run once");
+    assert_eq!(app.run_jobs().await, 0, "jobs run once");
     let lost_message = app
         .call(
             &token,
@@ -613,7 +596,7 @@ async fn statistics_count_and_sum(backend: Backend) {
     app.call(&token, Method::POST, &send_path(&ids[1], &vid), 200)
         .await;
     advance(&app, 30 * 86_400).await;
-    run_jobs(&app).await;
+    app.run_jobs().await;
     let token = login(&app, "owner@acme.io").await;
     let stats = app
         .call(&token, Method::GET, "/projects/acme/stats", 200)
@@ -638,12 +621,7 @@ async fn statistics_count_and_sum(backend: Backend) {
 async fn expired_subscription_is_402_on_every_event_route(backend: Backend) {
     let app = TestApp::spawn_with(backend, Options::default().with("subscriptions", "on")).await;
     let token = owner(&app).await;
-    let event = create_event(
-        &app,
-        &token,
-        json!({"customer_email": "c@x.io", "event_type": "cancellation"}),
-    )
-    .await;
+    let event = cancellation(&app, &token, "c@x.io").await;
     let id = event["id"].as_str().unwrap();
     let key = rotate_secret_key(&app, &token).await;
     advance(&app, 15 * 86_400).await;
@@ -729,12 +707,10 @@ async fn expired_subscription_is_402_on_every_event_route(backend: Backend) {
 async fn opens_and_clicks_are_tracked_without_open_redirects(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    app.call_json(
+    configure(
+        &app,
         &token,
-        Method::PATCH,
-        "/projects/acme",
-        &json!({"settings": {"product_url": "https://acme.io/account"}}),
-        200,
+        json!({"product_url": "https://acme.io/account"}),
     )
     .await;
     let event = create_event(&app, &token, json!({"customer_email": "c@x.io", "event_type": "cancellation", "cancel_reason": "not_using_enough"})).await;
@@ -809,17 +785,9 @@ pub fn find_url(mail: &str, needle: &str) -> String {
 async fn drafts_are_edited_and_sanitised(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    let event = create_event(
-        &app,
-        &token,
-        json!({"customer_email": "c@x.io", "event_type": "cancellation"}),
-    )
-    .await;
+    let event = cancellation(&app, &token, "c@x.io").await;
     let id = event["id"].as_str().unwrap();
-    let vid = recommended(&generate(&app, &token, id).await)["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let vid = recommended_id(&app, &token, id).await;
     let path = format!("/projects/acme/churn-events/{id}/variants/{vid}");
     let edited = app.call_json(&token, Method::PATCH, &path, &json!({"subject": "A better subject", "body": "<p onclick=\"x()\">Hello <b>Dana</b></p><script>alert(1)</script>"}), 200).await["data"]
         .clone();
@@ -984,17 +952,9 @@ async fn unscoped_form_has_its_own_shapes(backend: Backend) {
 async fn sending_without_email_configured_is_500(backend: Backend) {
     let app = TestApp::spawn_with(backend, Options::default().with("email_outbox", "")).await;
     let token = owner(&app).await;
-    let event = create_event(
-        &app,
-        &token,
-        json!({"customer_email": "c@x.io", "event_type": "cancellation"}),
-    )
-    .await;
+    let event = cancellation(&app, &token, "c@x.io").await;
     let id = event["id"].as_str().unwrap();
-    let vid = recommended(&generate(&app, &token, id).await)["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let vid = recommended_id(&app, &token, id).await;
     let answer = app
         .call(&token, Method::POST, &send_path(id, &vid), 500)
         .await;
@@ -1002,14 +962,7 @@ async fn sending_without_email_configured_is_500(backend: Backend) {
         answer["error"]["message"],
         "email service is not configured"
     );
-    let variants = app
-        .call(
-            &token,
-            Method::GET,
-            &format!("/projects/acme/churn-events/{id}/variants"),
-            200,
-        )
-        .await;
+    let variants = variants_of(&app, &token, id).await;
     assert!(
         variants["data"]
             .as_array()
@@ -1029,27 +982,15 @@ async fn concurrent_generations_store_one_set(backend: Backend) {
     )
     .await;
     let token = owner(&app).await;
-    let event = create_event(
-        &app,
-        &token,
-        json!({"customer_email": "c@x.io", "event_type": "cancellation"}),
-    )
-    .await;
+    let event = cancellation(&app, &token, "c@x.io").await;
     let id = event["id"].as_str().unwrap();
     let path = format!("/projects/acme/churn-events/{id}/generate");
     let answers = futures::future::join_all(
         (0..5).map(|_| app.req(Method::POST, &path).bearer_auth(&token).send()),
     )
     .await;
-    let statuses: Vec<u16> = answers
-        .into_iter()
-        .map(|r| r.unwrap().status().as_u16())
-        .collect();
-    assert_eq!(
-        statuses.iter().filter(|s| **s == 200).count(),
-        1,
-        "{statuses:?}"
-    );
+    let statuses = statuses_of(answers);
+    assert_eq!(tally(&statuses, 200), 1, "{statuses:?}");
     // Losers find the generation running (409) or already done (400).
     assert!(
         statuses.iter().all(|s| [200, 400, 409].contains(s)),
@@ -1060,25 +1001,13 @@ async fn concurrent_generations_store_one_set(backend: Backend) {
         9,
         "the generator ran once"
     );
-    let variants = app
-        .call(
-            &token,
-            Method::GET,
-            &format!("/projects/acme/churn-events/{id}/variants"),
-            200,
-        )
-        .await;
+    let variants = variants_of(&app, &token, id).await;
     assert_eq!(variants["data"].as_array().unwrap().len(), 9);
 
     // A generation left running (as by a crash) holds the event until its lease, twice the
     // LLM timeout, has passed on the service clock; then another may take over. The first
     // run lasts the 5 s timeout (one strategy's answer is slower), which leaves time for that.
-    let event = create_event(
-        &app,
-        &token,
-        json!({"customer_email": "d@x.io", "event_type": "cancellation"}),
-    )
-    .await;
+    let event = cancellation(&app, &token, "d@x.io").await;
     let id = event["id"].as_str().unwrap();
     let path = format!("/projects/acme/churn-events/{id}/generate");
     let first = tokio::spawn(app.req(Method::POST, &path).bearer_auth(&token).send());
@@ -1095,12 +1024,7 @@ async fn concurrent_generations_store_one_set(backend: Backend) {
         busy["error"]["message"],
         "generation is already in progress"
     );
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": 11})),
-        200,
-    )
-    .await;
+    advance(&app, 11).await;
     let second = app
         .req(Method::POST, &path)
         .bearer_auth(&token)
@@ -1121,17 +1045,9 @@ async fn concurrent_generations_store_one_set(backend: Backend) {
 async fn events_are_isolated_between_tenants(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    let event = create_event(
-        &app,
-        &token,
-        json!({"customer_email": "c@x.io", "event_type": "cancellation"}),
-    )
-    .await;
+    let event = cancellation(&app, &token, "c@x.io").await;
     let id = event["id"].as_str().unwrap();
-    let vid = recommended(&generate(&app, &token, id).await)["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let vid = recommended_id(&app, &token, id).await;
 
     // Mallory owns a project with the same slug: A's event ids mean nothing there.
     let mallory = app.register("mallory@x.io").await;
@@ -1213,15 +1129,10 @@ async fn events_are_isolated_between_tenants(backend: Backend) {
         .await;
     assert_eq!(listed["meta"]["total"], 0);
     // Nothing changed for the owner.
-    let detail = app
-        .call(
-            &token,
-            Method::GET,
-            &format!("/projects/acme/churn-events/{id}"),
-            200,
-        )
-        .await;
-    assert_eq!(detail["data"]["status"], "variants_generated");
+    assert_eq!(
+        event_of(&app, &token, id).await["status"],
+        "variants_generated"
+    );
 }
 
 async fn query_errors_use_each_form_s_body(backend: Backend) {
@@ -1261,14 +1172,7 @@ async fn query_errors_use_each_form_s_body(backend: Backend) {
         .await;
     assert_eq!(scoped_method["error"]["code"], "METHOD_NOT_ALLOWED");
     // With several projects a session must say which one.
-    app.call_json(
-        &token,
-        Method::POST,
-        "/projects",
-        &json!({"name": "Second"}),
-        201,
-    )
-    .await;
+    app.create_project(&token, "Second").await;
     let which = app.call(&token, Method::GET, "/churn-events", 400).await;
     assert!(
         which["error"]
@@ -1289,17 +1193,9 @@ async fn query_errors_use_each_form_s_body(backend: Backend) {
 async fn terminal_events_cannot_be_edited(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    let event = create_event(
-        &app,
-        &token,
-        json!({"customer_email": "c@x.io", "event_type": "cancellation"}),
-    )
-    .await;
+    let event = cancellation(&app, &token, "c@x.io").await;
     let id = event["id"].as_str().unwrap();
-    let vid = recommended(&generate(&app, &token, id).await)["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let vid = recommended_id(&app, &token, id).await;
     mark_recovered(&app, &token, id).await;
     let edit = app
         .call_json(
@@ -1325,7 +1221,7 @@ async fn terminal_events_cannot_be_edited(backend: Backend) {
 async fn nine_emails_of_a_fixed_event(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    app.call_json(&token, Method::PATCH, "/projects/acme", &json!({"settings": {"founder_name": "Ada Lovelace", "product_url": "https://acme.io", "discount_percent": 25}}), 200).await;
+    configure(&app, &token, json!({"founder_name": "Ada Lovelace", "product_url": "https://acme.io", "discount_percent": 25})).await;
     let event = create_event(
         &app,
         &token,
@@ -1393,7 +1289,7 @@ async fn strategy_outcomes_follow_sends_and_recoveries(backend: Backend) {
         mark_recovered(&app, &token, id).await;
     }
     advance(&app, 31 * 24 * 3600).await;
-    run_jobs(&app).await;
+    app.run_jobs().await;
 
     let db = app.stop().await;
     sqlx::any::install_default_drivers();

@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
+use crate::card_update::pairs;
 use crate::dashboard_client::Browser;
-use crate::helpers::{Backend, clock_now, fields, wire_time};
+use crate::helpers::{Backend, clock_now, fields, set_clock, wire_time};
 use crate::webhooks::{Setup, fixture, setup};
 use churn_core::both_backends;
 
@@ -242,14 +243,7 @@ async fn the_customer_page_saves_the_card_and_retries_nothing(backend: Backend) 
     let record_path = &record_link[record_link.find("/pay/").unwrap()..];
 
     // The fixture's card expires at the end of August 2030: nearer than 14 days, at once.
-    s.app
-        .expect(
-            s.app
-                .req(Method::POST, "/dev/clock")
-                .json(&json!({"set": "2030-08-20T09:00:00Z"})),
-            200,
-        )
-        .await;
+    set_clock(&s.app, "2030-08-20T09:00:00Z").await;
     Mock::given(method("GET"))
         .and(path(format!("/v1/customers/{STRIPE_CUSTOMER}")))
         .respond_with(
@@ -380,14 +374,6 @@ async fn the_customer_page_saves_the_card_and_retries_nothing(backend: Backend) 
                 form
             })
             .collect()
-    };
-    let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
-        let mut pairs: Vec<_> = list
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        pairs.sort();
-        pairs
     };
     assert_eq!(
         forms("POST", "/v1/checkout/sessions"),

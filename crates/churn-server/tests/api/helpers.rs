@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use churn_core::config::Config;
 pub use churn_core::testing::{Backend, TestDatabase};
 use churn_server::Application;
+use hickory_proto::op::{Message, Query, ResponseCode};
+use hickory_proto::rr::Record;
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -161,7 +163,7 @@ impl TestApp {
         sqlx::query(sql).fetch_all(&mut conn).await.unwrap()
     }
 
-    /// The database URL, for a second client of it (the admin CLI's services).
+    /// The database URL, for a second client of it (the operator CLI's services).
     pub fn database_url(&self) -> &str {
         &self
             .db
@@ -257,6 +259,32 @@ impl TestApp {
         }
     }
 
+    /// Asks for a password-reset email to `email` (answered 200 whether it has an account).
+    pub async fn forgot_password(&self, email: &str) {
+        let body = json!({ "email": email });
+        let request = self.req(Method::POST, "/auth/forgot-password").json(&body);
+        self.expect(request, 200).await;
+    }
+
+    /// Registers `name` (password "correct horse") on an invitation's page, the absolute `url`.
+    pub async fn register_invited(&self, url: &str, name: &str) -> reqwest::Response {
+        let form = [
+            ("mode", "register"),
+            ("name", name),
+            ("password", "correct horse"),
+        ];
+        self.post_form(url, &form).await
+    }
+
+    /// Posts `form` to the absolute `url` with the app's client (redirects not followed).
+    pub async fn post_form(
+        &self,
+        url: impl reqwest::IntoUrl,
+        form: &(impl serde::Serialize + ?Sized),
+    ) -> reqwest::Response {
+        self.client.post(url).form(form).send().await.unwrap()
+    }
+
     /// Runs every due job (dev mode) and says how many ran.
     pub async fn run_jobs(&self) -> u64 {
         let ran = self
@@ -283,6 +311,22 @@ impl TestApp {
             .collect();
         mails.sort_by_key(|(modified, _)| *modified);
         mails.into_iter().map(|(_, text)| text).collect()
+    }
+
+    /// The token of the verification email to `email` (runs the due jobs first).
+    pub async fn verification_token(&self, email: &str) -> String {
+        self.run_jobs().await;
+        let mail = self
+            .outbox()
+            .into_iter()
+            .find(|m| m.contains(&format!("<{email}>")) && m.contains("/verify-email?token="))
+            .expect("a verification email");
+        mail.split("/verify-email?token=")
+            .nth(1)
+            .unwrap()
+            .chars()
+            .take_while(char::is_ascii_alphanumeric)
+            .collect()
     }
 
     /// Creates a project and returns the creation answer's `data`.
@@ -536,4 +580,35 @@ pub async fn event_of(app: &TestApp, token: &str, id: &str) -> Value {
 pub async fn metrics(app: &TestApp) -> String {
     let response = app.req(Method::GET, "/metrics").send().await.unwrap();
     response.text().await.unwrap()
+}
+
+/// A DNS server on loopback (UDP): `zone` answers each question with its records (none: an
+/// empty answer), or `None` for a name it does not know (NXDOMAIN).
+pub async fn serve_dns(
+    zone: impl Fn(&Query) -> Option<Vec<Record>> + Send + 'static,
+) -> std::net::SocketAddr {
+    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let addr = socket.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 1500];
+        while let Ok((n, peer)) = socket.recv_from(&mut buf).await {
+            let Ok(query) = Message::from_vec(&buf[..n]) else {
+                continue;
+            };
+            let mut reply = Message::response(query.metadata.id, query.metadata.op_code);
+            reply.metadata.recursion_desired = query.metadata.recursion_desired;
+            reply.metadata.recursion_available = true;
+            reply.add_queries(query.queries.clone());
+            let mut known = false;
+            for records in query.queries.iter().filter_map(&zone) {
+                known = true;
+                reply.add_answers(records);
+            }
+            if !known {
+                reply.metadata.response_code = ResponseCode::NXDomain;
+            }
+            let _ = socket.send_to(&reply.to_vec().unwrap(), peer).await;
+        }
+    });
+    addr
 }

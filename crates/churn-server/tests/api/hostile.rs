@@ -121,16 +121,11 @@ async fn display_names_and_subjects_are_one_line_at_every_entry(backend: Backend
     // The invitation page's form registers through the same rule.
     let invitation = crate::team::invite(&app, &owner, "nell@example.com", "member").await;
     let page = app
-        .client
-        .post(invitation["accept_url"].as_str().unwrap())
-        .form(&[
-            ("mode", "register"),
-            ("name", "Nell\r\nBcc: evil@example.com"),
-            ("password", "correct horse"),
-        ])
-        .send()
-        .await
-        .unwrap();
+        .register_invited(
+            invitation["accept_url"].as_str().unwrap(),
+            "Nell\r\nBcc: evil@example.com",
+        )
+        .await;
     assert_eq!(page.status(), 400);
     assert!(
         page.text()
@@ -187,12 +182,7 @@ async fn stored_hostile_names_never_break_an_email(backend: Backend) {
     let sent = send_variant(&app, &owner, &id, &vid, 200).await;
     assert!(sent["data"]["message_id"].is_string(), "{sent}");
     // The owner's verification email, and a reset, to the user with the hostile name.
-    app.expect(
-        app.req(Method::POST, "/auth/forgot-password")
-            .json(&json!({"email": "owner@acme.io"})),
-        200,
-    )
-    .await;
+    app.forgot_password("owner@acme.io").await;
     app.run_jobs().await;
     let mails = app.outbox();
     let to = |address: &str| mails.iter().filter(|m| m.contains(address)).count();

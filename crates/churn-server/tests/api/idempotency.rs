@@ -4,7 +4,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp};
+use crate::helpers::{Backend, Options, TestApp, advance};
 use churn_core::both_backends;
 
 both_backends!(
@@ -198,12 +198,7 @@ async fn bad_keys_are_refused_and_answers_expire(backend: Backend) {
 
     app.expect(create("daily", "First"), 201).await;
     app.expect(create("daily", "Second"), 409).await;
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": 25 * 3600})),
-        200,
-    )
-    .await;
+    advance(&app, 25 * 3600).await;
     // The session is valid for 7 days; the stored answer only for 24 hours.
     let (status, headers, body) = send(create("daily", "Second")).await;
     assert_eq!(status, 201, "{body}");

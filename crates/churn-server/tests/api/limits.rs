@@ -1,13 +1,13 @@
 //! Limits that fit who calls (decisions §20): provider webhooks and `/track` limited per key
 //! once the key authenticates, made-up keys charged to their IP and refused from a memory of
-//! recent misses; revocations by the admin CLI seen on a running server's next request.
+//! recent misses; revocations by the operator CLI seen on a running server's next request.
 
 use std::sync::Arc;
 
 use churn_core::both_backends;
 use churn_core::config::Config;
 use churn_core::domain::keys::KeyKind;
-use churn_core::services::admin::Admin;
+use churn_core::services::operator::Operator;
 use churn_core::time::TestClock;
 use futures::StreamExt;
 use reqwest::Method;
@@ -163,7 +163,7 @@ async fn unknown_keys_are_refused_from_memory_without_a_database_read(backend: B
     );
 }
 
-/// `churn keys rotate` and `churn team remove` act through `Admin` on the database alone;
+/// `churn keys rotate` and `churn team remove` act through `Operator` on the database alone;
 /// a running server honours them on its next request (on PostgreSQL as soon as its
 /// notification arrives).
 async fn cli_revocations_hold_on_the_next_request(backend: Backend) {
@@ -192,9 +192,9 @@ async fn cli_revocations_hold_on_the_next_request(backend: Backend) {
     .unwrap();
     // The CLI's clock is the server's (dev mode keeps it still), so "expired now" agrees.
     let clock = TestClock::new(clock_now(&app).await);
-    let admin = Admin::open(&config, Arc::new(clock)).await.unwrap();
-    admin
-        .rotate_keys_admin("acme", &KeyKind::ALL, 0)
+    let operator = Operator::open(&config, Arc::new(clock)).await.unwrap();
+    operator
+        .rotate_keys("acme", &KeyKind::ALL, 0)
         .await
         .unwrap();
     refused_next(backend, 401, async || {
@@ -202,7 +202,7 @@ async fn cli_revocations_hold_on_the_next_request(backend: Backend) {
     })
     .await;
 
-    let owner = admin.as_owner("acme").await.unwrap();
+    let owner = operator.as_owner("acme").await.unwrap();
     let members = owner.team.members(&owner.access).await.unwrap();
     let gone = members
         .iter()

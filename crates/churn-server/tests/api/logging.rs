@@ -8,7 +8,6 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use reqwest::Method;
-use serde_json::json;
 
 use crate::helpers::{TestApp, acme_owner, event_with_variants, send_variant};
 use crate::team::{invite, token_of};
@@ -194,12 +193,7 @@ async fn no_token_reaches_the_log(backend: Backend) {
     assert_eq!(joined.status(), 303);
 
     // Verification and reset links.
-    app.expect(
-        app.req(Method::POST, "/auth/forgot-password")
-            .json(&json!({"email": "owner@acme.io"})),
-        200,
-    )
-    .await;
+    app.forgot_password("owner@acme.io").await;
     app.run_jobs().await;
     let mails = app.outbox().join("\n");
     let verification = segment_after(&mails, "/verify-email?token=");

@@ -5,7 +5,6 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::rdata::TXT;
 use hickory_proto::rr::{RData, Record, RecordType};
 use reqwest::Method;
@@ -13,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{
     Backend, Options, TestApp, acme_owner, configure, fields, generated_event as event,
-    rotate_secret_key, set_clock, variant_of,
+    rotate_secret_key, serve_dns, set_clock, variant_of,
 };
 use churn_core::both_backends;
 
@@ -150,14 +149,7 @@ async fn every_email_has_a_button_and_an_unsubscribe_link(backend: Backend) {
 
     // Without any URL the button is a reply to the support address; an edit that drops the
     // button gets it back at send time.
-    app.call_json(
-        &token,
-        Method::PATCH,
-        "/projects/acme",
-        &json!({"settings": {"reactivation_url": null}}),
-        200,
-    )
-    .await;
+    configure(&app, &token, json!({"reactivation_url": null})).await;
     let (id, variants) = event(&app, &token, "eve@northwind.example").await;
     let value_recap = variants
         .iter()
@@ -383,39 +375,25 @@ async fn quota_resets_at_the_utc_day_boundary(backend: Backend) {
 /// A DNS server on loopback (UDP) that answers TXT queries for `_churn.acme.io` with the
 /// values in `records`, and NXDOMAIN for everything else.
 async fn start_dns(records: Arc<Mutex<Vec<String>>>) -> SocketAddr {
-    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let addr = socket.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut buf = [0u8; 1500];
-        while let Ok((n, peer)) = socket.recv_from(&mut buf).await {
-            let Ok(query) = Message::from_vec(&buf[..n]) else {
-                continue;
-            };
-            let mut answer = Message::response(query.metadata.id, query.metadata.op_code);
-            answer.metadata.recursion_desired = query.metadata.recursion_desired;
-            answer.metadata.recursion_available = true;
-            answer.add_queries(query.queries.clone());
-            for q in &query.queries {
-                let name = q.name().to_string().to_ascii_lowercase();
-                if q.query_type() == RecordType::TXT
-                    && name.trim_end_matches('.') == "_churn.acme.io"
-                {
-                    for value in records.lock().unwrap().iter() {
-                        answer.add_answer(Record::from_rdata(
-                            q.name().clone(),
-                            60,
-                            RData::TXT(TXT::new(vec![value.clone()])),
-                        ));
-                    }
-                }
-            }
-            if answer.answers.is_empty() {
-                answer.metadata.response_code = ResponseCode::NXDomain;
-            }
-            let _ = socket.send_to(&answer.to_vec().unwrap(), peer).await;
-        }
-    });
-    addr
+    serve_dns(move |q| {
+        let name = q.name().to_string().to_ascii_lowercase();
+        let answers: Vec<_> = if q.query_type() == RecordType::TXT
+            && name.trim_end_matches('.') == "_churn.acme.io"
+        {
+            let records = records.lock().unwrap();
+            records
+                .iter()
+                .map(|value| {
+                    let txt = RData::TXT(TXT::new(vec![value.clone()]));
+                    Record::from_rdata(q.name().clone(), 60, txt)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (!answers.is_empty()).then_some(answers)
+    })
+    .await
 }
 
 async fn sender_domain_is_verified_through_dns(backend: Backend) {

@@ -1,7 +1,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, fields};
+use crate::helpers::{Backend, TestApp, advance, fields};
 use churn_core::both_backends;
 
 both_backends!(
@@ -270,12 +270,7 @@ async fn rotate_keys_with_grace_period(backend: Backend) {
     );
     get_with_key(&app, "acme", old_secret, 200).await;
     get_with_key(&app, "acme", rotated["secret_key"].as_str().unwrap(), 200).await;
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": 7200})),
-        200,
-    )
-    .await;
+    advance(&app, 7200).await;
     get_with_key(&app, "acme", old_secret, 401).await;
     get_with_key(&app, "acme", rotated["secret_key"].as_str().unwrap(), 200).await;
 }
@@ -334,12 +329,7 @@ async fn rotate_keys_by_kind(backend: Backend) {
     assert_ne!(secret1, secret0);
     get_with_key(&app, "acme", &secret0, 200).await;
     get_with_key(&app, "acme", &secret1, 200).await;
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": 3600})),
-        200,
-    )
-    .await;
+    advance(&app, 3600).await;
     get_with_key(&app, "acme", &secret0, 401).await;
     get_with_key(&app, "acme", &secret1, 200).await;
     assert!(

@@ -7,7 +7,7 @@ use reqwest::Method;
 use serde_json::json;
 use sqlx::Row;
 
-use crate::helpers::{Backend, TestApp, acme_owner};
+use crate::helpers::{Backend, TestApp, acme_owner, configure};
 use crate::team::invite;
 use crate::webhooks::{fixture, setup};
 use churn_core::both_backends;
@@ -74,12 +74,7 @@ fn mails(app: &TestApp, to: &str, subject: &str) -> usize {
 async fn account_and_invitation_emails_go_out_once_across_a_restart(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let owner = acme_owner(&app).await;
-    app.expect(
-        app.req(Method::POST, "/auth/forgot-password")
-            .json(&json!({"email": "owner@acme.io"})),
-        200,
-    )
-    .await;
+    app.forgot_password("owner@acme.io").await;
     invite(&app, &owner, "bea@example.com", "member").await;
     let expected = [
         ("owner@acme.io", "Confirm your email address"),
@@ -130,7 +125,12 @@ async fn autopilot_sends_once_and_plans_the_follow_up_across_restarts(backend: B
     let app = TestApp::spawn(backend).await;
     let owner = acme_owner(&app).await;
     app.run_jobs().await; // the owner's verification email
-    app.call_json(&owner, Method::PATCH, "/projects/acme", &json!({"settings": {"autopilot": {"enabled": true, "delay_minutes": 60, "follow_up_days": 3}}}), 200).await;
+    configure(
+        &app,
+        &owner,
+        json!({"autopilot": {"enabled": true, "delay_minutes": 60, "follow_up_days": 3}}),
+    )
+    .await;
     let created = app
         .call_json(
             &owner,

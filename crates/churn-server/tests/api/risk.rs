@@ -21,12 +21,7 @@ both_backends!(
 );
 
 pub(crate) async fn advance(app: &TestApp, days: i64) {
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": days * 86_400})),
-        200,
-    )
-    .await;
+    crate::helpers::advance(app, days * 86_400).await;
 }
 
 /// Tracks `(event, customer, days ago, properties)` in one batch.

@@ -735,13 +735,7 @@ async fn assert_every_project_operation_called(
     app: &TestApp,
     called: &std::collections::HashSet<(Method, String)>,
 ) {
-    let doc = app
-        .expect(
-            app.client
-                .get(format!("{}/api/v1/openapi.json", app.address)),
-            200,
-        )
-        .await;
+    let doc = app.expect(app.req(Method::GET, "/openapi.json"), 200).await;
     let matches = |template: &str, path: &str| {
         let path = path.split('?').next().unwrap_or_default();
         let (t, p): (Vec<&str>, Vec<&str>) =

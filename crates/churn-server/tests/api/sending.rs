@@ -19,8 +19,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
 
 use crate::helpers::{
-    Backend, Options, TestApp, TestDatabase, acme_owner as owner, event_of, event_with_variants,
-    variant_of,
+    Backend, Options, TestApp, TestDatabase, acme_owner as owner, advance, configure, event_of,
+    event_with_variants, variant_of,
 };
 
 both_backends!(
@@ -175,14 +175,7 @@ async fn a_send_finishes_when_its_client_goes_away(backend: Backend) {
 async fn outbox_claims_are_settled_at_start_up(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    app.call_json(
-        &token,
-        Method::PATCH,
-        "/projects/acme",
-        &json!({"settings": {"recovery_window_days": 2}}),
-        200,
-    )
-    .await;
+    configure(&app, &token, json!({"recovery_window_days": 2})).await;
     let (gone_id, gone_vid) = event_with_variants(&app, &token, "dana@northwind.example").await;
     let (kept_id, kept_vid) = event_with_variants(&app, &token, "eli@northwind.example").await;
     let outbox_dir = app.data_dir().join("outbox");
@@ -237,12 +230,7 @@ async fn outbox_claims_are_settled_at_start_up(backend: Backend) {
     app.call(&token, Method::POST, &send_path(&kept_id, &kept_vid), 200)
         .await;
     assert_eq!(std::fs::read_dir(&outbox_dir).unwrap().count(), 2);
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": 2 * 86_400 + 60})),
-        200,
-    )
-    .await;
+    advance(&app, 2 * 86_400 + 60).await;
     app.expect(app.req(Method::POST, "/dev/jobs/run"), 200)
         .await;
     assert_eq!(event_of(&app, &token, &gone_id).await["status"], "lost");

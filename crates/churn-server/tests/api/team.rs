@@ -48,16 +48,8 @@ pub async fn accept(app: &TestApp, session: &str, token: &str, status: u16) -> V
 pub async fn join(app: &TestApp, owner: &str, email: &str, role: &str) -> String {
     let invitation = invite(app, owner, email, role).await;
     let joined = app
-        .client
-        .post(invitation["accept_url"].as_str().unwrap())
-        .form(&[
-            ("mode", "register"),
-            ("name", "Test User"),
-            ("password", "correct horse"),
-        ])
-        .send()
-        .await
-        .unwrap();
+        .register_invited(invitation["accept_url"].as_str().unwrap(), "Test User")
+        .await;
     assert_eq!(joined.status(), 303, "signed in and on the project");
     assert_eq!(joined.headers()["location"], "/app/p/acme");
     login(app, email).await
@@ -65,19 +57,7 @@ pub async fn join(app: &TestApp, owner: &str, email: &str, role: &str) -> String
 
 /// Verifies `email` with the link of its verification email (runs the due jobs).
 async fn verify_email(app: &TestApp, email: &str) {
-    app.run_jobs().await;
-    let mail = app
-        .outbox()
-        .into_iter()
-        .find(|m| m.contains(&format!("<{email}>")) && m.contains("/verify-email?token="))
-        .expect("a verification email");
-    let token: String = mail
-        .split("/verify-email?token=")
-        .nth(1)
-        .unwrap()
-        .chars()
-        .take_while(char::is_ascii_alphanumeric)
-        .collect();
+    let token = app.verification_token(email).await;
     app.expect(
         app.req(Method::POST, "/auth/verify-email")
             .json(&json!({"token": token})),

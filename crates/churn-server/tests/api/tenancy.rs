@@ -236,13 +236,7 @@ async fn every_documented_route_answers_another_tenant_as_a_missing_object(backe
             keys["public_key"].as_str().unwrap().to_owned(),
         ),
     ];
-    let doc = app
-        .expect(
-            app.client
-                .get(format!("{}/api/v1/openapi.json", app.address)),
-            200,
-        )
-        .await;
+    let doc = app.expect(app.req(Method::GET, "/openapi.json"), 200).await;
     let before = fingerprint(&app, &owner.token).await;
     let unknown = "00000000-0000-7000-8000-000000000000";
     let mut checked = 0;

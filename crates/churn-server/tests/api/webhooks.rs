@@ -9,7 +9,7 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::fake_provider::{self, FakeProvider};
-use crate::helpers::{Backend, Options, TestApp, acme_owner, until_status};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, set_clock, until_status};
 use crate::providers::{A_KEY, A_WHSEC};
 use churn_core::both_backends;
 use churn_core::signature;
@@ -851,12 +851,7 @@ async fn stripe_card_expiry_is_tracked_and_feeds_the_expiring_signal(backend: Ba
     let app = &s.app;
     // The fixture's card expires at the end of August 2030. (Reads use the secret key: the
     // owner's JWT does not survive the clock's jump.)
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"set": "2030-07-01T09:00:00Z"})),
-        200,
-    )
-    .await;
+    set_clock(app, "2030-07-01T09:00:00Z").await;
     app.expect(
         app.req(Method::POST, "/track")
             .header("x-api-key", &key)
@@ -931,12 +926,7 @@ async fn stripe_card_expiry_is_tracked_and_feeds_the_expiring_signal(backend: Ba
         !signals(&far).contains(&"payment_method_expiring".to_owned()),
         "61 days ahead: {far}"
     );
-    app.expect(
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"set": "2030-08-12T09:00:00Z"})),
-        200,
-    )
-    .await;
+    set_clock(app, "2030-08-12T09:00:00Z").await;
     let near = recompute_and_read().await;
     assert!(
         near["data"]["signals"]

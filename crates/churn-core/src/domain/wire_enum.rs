@@ -39,10 +39,10 @@ macro_rules! wire_enum {
         }
 
         impl TryFrom<String> for $name {
-            type Error = $crate::domain::wire::UnknownName;
+            type Error = $crate::domain::wire_enum::UnknownName;
 
             fn try_from(raw: String) -> Result<Self, Self::Error> {
-                Self::parse(&raw).ok_or($crate::domain::wire::UnknownName(raw))
+                Self::parse(&raw).ok_or($crate::domain::wire_enum::UnknownName(raw))
             }
         }
     };

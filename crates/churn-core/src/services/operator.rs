@@ -1,4 +1,4 @@
-//! Operator actions of the admin CLI: they act across tenants, so they are not reachable
+//! Actions of the operator CLI: they act across tenants, so they are not reachable
 //! over HTTP.
 
 use std::sync::Arc;
@@ -33,9 +33,9 @@ use crate::store::variants;
 use crate::store::{Store, payment_failures};
 use crate::time::{Clock, Timestamp};
 
-/// The admin CLI's view of the service: storage and clock, without the keys the HTTP
+/// The operator CLI's view of the service: storage and clock, without the keys the HTTP
 /// service signs with.
-pub struct Admin {
+pub struct Operator {
     store: Store,
     clock: Arc<dyn Clock>,
     /// Base of the links it prints.
@@ -62,7 +62,7 @@ pub enum SubscriptionChange {
     Expire,
 }
 
-impl Admin {
+impl Operator {
     /// Connects to the existing database and migrates it: a missing SQLite file or a
     /// PostgreSQL server that does not answer is [`crate::store::Unavailable`].
     pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> Result<Self> {
@@ -302,7 +302,7 @@ impl Admin {
 
     /// Rotates the keys of the given kinds of the project with this slug or id; a slug
     /// several owners share is refused so the operator names the id.
-    pub async fn rotate_keys_admin(
+    pub async fn rotate_keys(
         &self,
         slug_or_id: &str,
         kinds: &[KeyKind],

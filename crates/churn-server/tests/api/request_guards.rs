@@ -1,5 +1,6 @@
-//! The wire: security headers, hostile input refused in the house error shape, early answers
-//! that keep the connection usable, bounded metric labels.
+//! What every request meets before its route (`middleware::request_guards`): security headers,
+//! hostile input refused in the house error shape, early answers that keep the connection
+//! usable, bounded metric labels.
 
 use reqwest::Method;
 use serde_json::json;
