@@ -7,7 +7,7 @@
 
 use super::access::ProjectAccess;
 use super::behavior::{meta, paging};
-use super::delivery::{Delivery, Step};
+use super::delivery::{Delivery, Step, unknown_attempt};
 use super::{Alerts, Core};
 use crate::api::Meta;
 use crate::api::alerts::{
@@ -40,8 +40,6 @@ pub(super) fn alert_rule(config: &RiskConfig) -> Rule {
             && config.webhook_url.is_none(),
     }
 }
-
-const MAX_URL: usize = 2000;
 
 impl Core {
     /// The project's configuration; the defaults until it is first changed.
@@ -238,22 +236,9 @@ impl Alerts {
             config.email_tone = tone;
         }
         if let Some(url) = patch.webhook_url {
-            config.webhook_url = match url.map(|u| u.trim().to_owned()) {
+            config.webhook_url = match url {
+                Some(u) => self.check_url(&mut v, "webhook_url", &u).await,
                 None => None,
-                Some(u) if u.chars().count() > MAX_URL => {
-                    v.add(
-                        "webhook_url",
-                        format!("must be at most {MAX_URL} characters"),
-                    );
-                    None
-                }
-                Some(u) => match self.outbound.check_tenant_url(&u).await {
-                    Ok(url) => Some(url.to_string()),
-                    Err(e) => {
-                        v.add("webhook_url", format!("webhook_url {e}"));
-                        None
-                    }
-                },
             };
         }
         if config.delivery_mode == DeliveryMode::Direct
@@ -287,25 +272,42 @@ impl Alerts {
 }
 
 impl Alerts {
-    /// An attempt of an alert: the webhook, signed both ways, to the configured URL, or the
-    /// check-in email; skipped when it can no longer happen (alerts disabled, the mode
-    /// changed, nowhere to send).
+    /// An attempt of an alert, and the channel it went by: the webhook, signed both ways, to
+    /// the configured URL, or the check-in email; skipped when it can no longer happen (alerts
+    /// disabled, the mode changed, nowhere to send); never again after a claimed check-in
+    /// whose outcome was not recorded.
     pub(super) async fn alert_attempt(
         &self,
         project_id: &str,
         alert: &AlertRecord,
+        due: &str,
+    ) -> Result<(Step, &'static str)> {
+        let channel = AlertChannel::parse(&alert.channel)
+            .ok_or_else(|| Error::internal("corrupt channel in risk_alerts"))?;
+        if let Some(claimed_at) = alert.claimed_at {
+            tracing::warn!(alert = %alert.id, "an alert attempt was claimed and never recorded; not sending it again");
+            return Ok((Step::Unknown(unknown_attempt(claimed_at)), channel.as_str()));
+        }
+        let step = match projects::by_id(self.core.store.reader(), project_id).await? {
+            Some(project) => self.alert_step(&project, alert, channel, due).await?,
+            None => Step::Nothing,
+        };
+        Ok((step, channel.as_str()))
+    }
+
+    async fn alert_step(
+        &self,
+        project: &ProjectRecord,
+        alert: &AlertRecord,
         channel: AlertChannel,
         due: &str,
     ) -> Result<Step> {
-        let Some(project) = projects::by_id(self.core.store.reader(), project_id).await? else {
-            return Ok(Step::Nothing);
-        };
-        let config = self.core.risk_config_of(project_id).await?;
+        let config = self.core.risk_config_of(&project.id).await?;
         if !config.enabled {
             return Ok(Step::Skipped("alerts_disabled"));
         }
         if channel == AlertChannel::Email {
-            return self.send_check_in(&project, &config, alert, due).await;
+            return self.send_check_in(project, &config, alert, due).await;
         }
         if config.delivery_mode != DeliveryMode::Webhook {
             return Ok(Step::Skipped("delivery_mode_changed"));
@@ -313,8 +315,8 @@ impl Alerts {
         let Some(url) = &config.webhook_url else {
             return Ok(Step::Skipped("no_webhook_url"));
         };
-        let secrets = self.core.webhook_secrets(&project)?;
-        let body = payload(project_id, alert)?;
+        let secrets = self.core.webhook_secrets(project)?;
+        let body = payload(&project.id, alert)?;
         self.post(
             "alert_webhook",
             url,

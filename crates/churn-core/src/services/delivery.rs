@@ -1,49 +1,43 @@
 //! The one delivery mechanism, of churn-risk alerts (decisions §9) and outcome webhook messages
-//! (§19) alike. A delivery is an entry of a log — an alert in `risk_alerts`, a message to one
-//! endpoint in `webhook_deliveries` — with one job per attempt (`deliver_alert`,
-//! `deliver_webhook`). An attempt POSTs the message ([`Alerts::post`]) through the tenant HTTP
-//! client, whose resolver refuses non-public addresses at connect time and which follows no
-//! redirect, signed both ways (a Slack endpoint: its one-line summary, unsigned); a
-//! direct-mode alert sends its check-in email instead. The attempt is logged and the next one
-//! scheduled on the kind's waits ([`Delivery::waits`]), or the delivery settled. Redelivery
-//! restarts either kind the same way ([`Core::restart_delivery`]). What differs by kind is what
-//! is sent (`alerts`, `webhooks`) and, for endpoints, their failure record.
+//! (§19) alike: an entry of a log (an alert in `risk_alerts`, a message to one endpoint in
+//! `webhook_deliveries`) with one job per attempt (`deliver_alert`, `deliver_webhook`). An
+//! attempt POSTs ([`Alerts::post`]) through the tenant client, which refuses non-public
+//! addresses at connect time and follows no redirect, signed both ways (Slack: unsigned); a
+//! direct-mode alert sends its check-in email instead (`alerts`). The attempt is logged and
+//! the next one scheduled on the kind's waits, or the delivery settled; redelivery restarts
+//! either kind ([`Core::restart_delivery`]). What is sent is the kind's (`alerts`, `webhooks`).
 //!
 //! - Webhooks are at least once: a process that dies between the receiver's answer and the
-//!   record posts again when the job is retried, with the same `webhook-id` (the alert's
-//!   opaque_id, the message id), by which receivers deduplicate. An attempt is recorded once:
-//!   the record is guarded by the due time.
-//! - Check-in emails are at most once: the attempt is claimed (`claimed_at`, in the
-//!   transaction that counts it in the quota) before the email is handed over, and the record
-//!   clears the claim. A job that finds a claim without a recorded outcome — the process died
-//!   mid-send, or the record failed after the send — sends nothing: it logs the attempt with
-//!   [`UNKNOWN_OUTCOME`] and settles the alert `failed`, its quota kept (the email may have
-//!   left). An admin may redeliver it.
+//!   record posts again, with the same `webhook-id`, by which receivers deduplicate. The
+//!   record is guarded by the due time, so an attempt is recorded once.
+//! - Check-in emails are at most once: claimed before they are handed over; a claim found
+//!   without a recorded outcome is logged as [`UNKNOWN_OUTCOME`] and the alert `failed`.
 //! - A delivery left `pending` because its job gave up (storage errors through all of the
-//!   job's own retries) stays in the log as is; once it is
-//!   [`STUCK_AFTER`](crate::domain::alerts::STUCK_AFTER) overdue, redelivery restarts it,
-//!   logging a stale claim as above first. Settling it from the jobs runtime's give-up path
-//!   would need the database that just failed, and a job dropped otherwise (unreadable,
-//!   purged) would never reach that path.
+//!   job's own retries) stays as is; once it is [`STUCK_AFTER`](crate::domain::alerts::STUCK_AFTER)
+//!   overdue, redelivery restarts it, logging a stale claim first. Settling it from the jobs
+//!   runtime's give-up path would need the database that just failed.
 
 use super::{Alerts, Core};
-use crate::api::alerts::{AlertAttempt, AlertChannel, AlertStatus};
+use crate::api::alerts::{AlertAttempt, AlertStatus};
 use crate::domain::alerts::{
-    AfterAttempt, ENDPOINT_RETRY_WAITS, LOGGED_BODY, RETRY_WAITS, UNKNOWN_OUTCOME, after_attempt,
-    logged_body, stuck,
+    ENDPOINT_RETRY_WAITS, LOGGED_BODY, RETRY_WAITS, UNKNOWN_OUTCOME, logged_body, stuck,
 };
 use crate::domain::retry::Waits;
+use crate::domain::validation::Validator;
 use crate::domain::webhook_secrets::WebhookSecrets;
 use crate::error::{Error, Result};
 use crate::jobs::kind::Job;
 use crate::outbound::OutboundError;
-use crate::store::alerts::{self as log, AlertRecord};
+use crate::store::alerts as log;
 use crate::store::delivery::{self, Log, Round, Settled};
-use crate::store::webhooks::{self as endpoints, DeliveryRow, EndpointRecord};
+use crate::store::webhooks::{self as endpoints, EndpointRecord};
 use crate::time::{self, Timestamp};
 
 /// A webhook attempt may take this long, body included.
-pub const WEBHOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+const WEBHOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The longest receiver URL accepted.
+const MAX_URL: usize = 2000;
 
 /// A delivery: the log entry it is kept in, by id.
 #[derive(Debug, Clone, Copy)]
@@ -55,24 +49,11 @@ pub(crate) enum Delivery<'a> {
 }
 
 impl<'a> Delivery<'a> {
-    /// The waits between attempts that the kind's contract names: §9's or §19's.
-    fn waits(self) -> Waits {
+    /// The waits between attempts that the kind's contract names (§9, §19), and its log.
+    fn kind(self) -> (Waits, Log, &'a str) {
         match self {
-            Delivery::Alert(_) => RETRY_WAITS,
-            Delivery::Endpoint(_) => ENDPOINT_RETRY_WAITS,
-        }
-    }
-
-    fn log(self) -> Log {
-        match self {
-            Delivery::Alert(_) => Log::Alerts,
-            Delivery::Endpoint(_) => Log::Endpoints,
-        }
-    }
-
-    fn id(self) -> &'a str {
-        match self {
-            Delivery::Alert(id) | Delivery::Endpoint(id) => id,
+            Delivery::Alert(id) => (RETRY_WAITS, Log::Alerts, id),
+            Delivery::Endpoint(id) => (ENDPOINT_RETRY_WAITS, Log::Endpoints, id),
         }
     }
 
@@ -95,39 +76,13 @@ impl<'a> Delivery<'a> {
 
     /// The answer to a redelivery while the delivery is pending.
     fn being_delivered(self) -> Error {
-        Error::Conflict(
-            match self {
-                Delivery::Alert(_) => {
-                    "this alert is being delivered; redeliver it once its attempts are over"
-                }
-                Delivery::Endpoint(_) => {
-                    "this delivery is pending; redeliver it once its attempts are over"
-                }
-            }
-            .into(),
-        )
-    }
-}
-
-/// A delivery as read for an attempt, with what its kind sends from.
-enum Loaded {
-    Alert {
-        project_id: String,
-        alert: AlertRecord,
-        channel: AlertChannel,
-    },
-    Endpoint {
-        message: DeliveryRow,
-        endpoint: EndpointRecord,
-    },
-}
-
-impl Loaded {
-    fn delivery(&self) -> Delivery<'_> {
-        match self {
-            Loaded::Alert { alert, .. } => Delivery::Alert(&alert.id),
-            Loaded::Endpoint { message, .. } => Delivery::Endpoint(&message.id),
-        }
+        let what = match self {
+            Delivery::Alert(_) => "alert",
+            Delivery::Endpoint(_) => "message",
+        };
+        Error::Conflict(format!(
+            "this {what} is being delivered; redeliver it once its attempts are over"
+        ))
     }
 }
 
@@ -142,8 +97,7 @@ pub(super) enum Step {
     },
     /// A claimed attempt whose outcome was never recorded: logged, and the delivery `failed`.
     Unknown(AlertAttempt),
-    /// Nothing to record: another worker claimed this attempt, or the delivery's project is
-    /// gone.
+    /// Nothing to record: another worker claimed this attempt, or the project is gone.
     Nothing,
 }
 
@@ -152,76 +106,72 @@ impl Alerts {
     /// round, unless it moved on since the job was scheduled for `due`.
     pub(crate) async fn deliver(&self, to: Delivery<'_>, attempt: u32, due: &str) -> Result<()> {
         let db = self.core.store.reader();
-        let loaded = match to {
-            Delivery::Alert(id) => match log::by_id(db, id).await? {
-                Some((project_id, alert)) => Some(Loaded::Alert {
-                    channel: AlertChannel::parse(&alert.channel)
-                        .ok_or_else(|| Error::internal("corrupt channel in risk_alerts"))?,
-                    project_id,
-                    alert,
-                }),
-                None => None,
-            },
-            Delivery::Endpoint(id) => match endpoints::delivery_by_id(db, id).await? {
-                Some(message) => endpoints::endpoint(db, &message.project_id, &message.endpoint_id)
-                    .await?
-                    .map(|endpoint| Loaded::Endpoint { message, endpoint }),
-                None => None,
-            },
-        };
-        let Some(loaded) = loaded else {
-            return Ok(());
-        };
-        let round = match &loaded {
-            Loaded::Alert { alert, .. } => alert.round(),
-            Loaded::Endpoint { message, .. } => message.round()?,
-        };
-        if !round.due(due) {
-            return Ok(());
-        }
-        let step = match (&loaded, round.claimed_at) {
-            (_, Some(claimed_at)) => {
-                tracing::warn!(
-                    delivery = to.id(),
-                    "an attempt was claimed and never recorded; not sending it again"
-                );
-                Step::Unknown(unknown_attempt(claimed_at))
+        let (round, endpoint, (step, channel)) = match to {
+            Delivery::Alert(id) => {
+                let Some((project_id, alert)) = log::by_id(db, id).await? else {
+                    return Ok(());
+                };
+                let round = alert.round();
+                if !round.due(due) {
+                    return Ok(());
+                }
+                let attempted = self.alert_attempt(&project_id, &alert, due).await?;
+                (round, None, attempted)
             }
-            (
-                Loaded::Alert {
-                    project_id,
-                    alert,
-                    channel,
-                },
-                None,
-            ) => self.alert_attempt(project_id, alert, *channel, due).await?,
-            (Loaded::Endpoint { message, endpoint }, None) => {
-                self.endpoint_attempt(message, endpoint).await?
+            Delivery::Endpoint(id) => {
+                let Some(message) = endpoints::delivery_by_id(db, id).await? else {
+                    return Ok(());
+                };
+                let Some(endpoint) =
+                    endpoints::endpoint(db, &message.project_id, &message.endpoint_id).await?
+                else {
+                    return Ok(());
+                };
+                let round = message.round()?;
+                if !round.due(due) {
+                    return Ok(());
+                }
+                let step = self.endpoint_attempt(&message, &endpoint).await?;
+                (round, Some(endpoint), (step, "outcome_webhook"))
             }
         };
-        self.count(&loaded, &step);
-        self.record(&loaded, &round, due, attempt, step).await
-    }
-
-    /// Counts the step in the delivery metrics, under the channel the delivery went by.
-    fn count(&self, loaded: &Loaded, step: &Step) {
-        let channel = match loaded {
-            Loaded::Alert { channel, .. } => channel.as_str(),
-            Loaded::Endpoint { .. } => "outcome_webhook",
-        };
-        let outcome = match step {
-            Step::Skipped(_) => "skipped",
+        let outcome = match &step {
+            Step::Skipped(_) => Some("skipped"),
             Step::Tried {
                 succeeded: true, ..
-            } => "delivered",
-            Step::Tried { .. } => "failed",
-            Step::Unknown(_) | Step::Nothing => return,
+            } => Some("delivered"),
+            Step::Tried { .. } => Some("failed"),
+            Step::Unknown(_) | Step::Nothing => None,
         };
-        self.core.metrics.delivery(channel, outcome);
-        if (channel, outcome) == (AlertChannel::Email.as_str(), "skipped") {
-            self.core
-                .metrics
-                .email("check_in", crate::metrics::EmailOutcome::Skipped);
+        if let Some(outcome) = outcome {
+            self.core.metrics.delivery(channel, outcome);
+        }
+        if (channel, outcome) == ("email", Some("skipped")) {
+            let skipped = crate::metrics::EmailOutcome::Skipped;
+            self.core.metrics.email("check_in", skipped);
+        }
+        self.record(to, &round, endpoint.as_ref(), due, attempt, step)
+            .await
+    }
+
+    /// A receiver URL as §9 wants it, for `field`: at most 2,000 characters, https, public.
+    pub(super) async fn check_url(
+        &self,
+        v: &mut Validator,
+        field: &str,
+        raw: &str,
+    ) -> Option<String> {
+        let raw = raw.trim();
+        if raw.chars().count() > MAX_URL {
+            v.add(field, format!("must be at most {MAX_URL} characters"));
+            return None;
+        }
+        match self.outbound.check_tenant_url(raw).await {
+            Ok(url) => Some(url.to_string()),
+            Err(e) => {
+                v.add(field, format!("{field} {e}"));
+                None
+            }
         }
     }
 
@@ -249,54 +199,40 @@ impl Alerts {
             .keep_body(LOGGED_BODY)
             .send()
             .await;
-        let kept = |body: &[u8]| (!body.is_empty()).then(|| logged_body(body, LOGGED_BODY));
-        let (attempt, succeeded) = match answer {
-            Ok(r) => (
-                AlertAttempt {
-                    at,
-                    status_code: Some(r.status.as_u16()),
-                    error: None,
-                    response_body: kept(&r.body),
-                },
-                true,
-            ),
-            Err(OutboundError::Status { status, body }) => (
-                AlertAttempt {
-                    at,
-                    status_code: Some(status.as_u16()),
-                    error: status
-                        .is_redirection()
-                        .then(|| "redirects are not followed".to_owned()),
-                    response_body: kept(&body),
-                },
-                false,
-            ),
-            Err(e) => (
-                AlertAttempt {
-                    at,
-                    status_code: None,
-                    error: Some(e.to_string()),
-                    response_body: None,
-                },
-                false,
-            ),
+        let (status, error, body) = match answer {
+            Ok(r) => (Some(r.status), None, r.body),
+            Err(OutboundError::Status { status, body }) => {
+                let redirect = status.is_redirection();
+                let error = redirect.then(|| "redirects are not followed".to_owned());
+                (Some(status), error, body)
+            }
+            Err(e) => (None, Some(e.to_string()), Vec::new()),
         };
-        Ok(Step::Tried { attempt, succeeded })
+        Ok(Step::Tried {
+            succeeded: status.is_some_and(|s| s.is_success()),
+            attempt: AlertAttempt {
+                at,
+                status_code: status.map(|s| s.as_u16()),
+                error,
+                response_body: (!body.is_empty()).then(|| logged_body(&body, LOGGED_BODY)),
+            },
+        })
     }
 
-    /// Logs the step and schedules what follows, with an endpoint's failure record, in one
-    /// transaction.
+    /// Logs the step and schedules what follows on the kind's waits, with an endpoint's
+    /// failure record, in one transaction.
     async fn record(
         &self,
-        loaded: &Loaded,
+        to: Delivery<'_>,
         round: &Round,
+        endpoint: Option<&EndpointRecord>,
         due: &str,
         attempt: u32,
         step: Step,
     ) -> Result<()> {
-        let to = loaded.delivery();
+        let (waits, log, id) = to.kind();
         let now = self.core.now();
-        let mut attempts = attempts_of(to, &round.attempts)?;
+        let mut attempts = attempts_of(&round.attempts)?;
         let mut tried = None;
         let (status, reason, next) = match step {
             Step::Nothing => return Ok(()),
@@ -309,15 +245,15 @@ impl Alerts {
                 attempt: made,
                 succeeded,
             } => {
-                if !succeeded {
-                    tracing::info!(delivery = to.id(), status = ?made.status_code, error = ?made.error, "delivery attempt failed");
-                }
                 tried = Some((made.at, succeeded));
+                if !succeeded {
+                    tracing::info!(delivery = ?to, status = ?made.status_code, error = ?made.error, "delivery attempt failed");
+                }
                 attempts.push(made);
-                match after_attempt(to.waits(), attempt, succeeded) {
-                    AfterAttempt::Delivered => (AlertStatus::Delivered, None, None),
-                    AfterAttempt::Failed => (AlertStatus::Failed, None, None),
-                    AfterAttempt::RetryIn(wait) => {
+                match (succeeded, waits.after(attempt)) {
+                    (true, _) => (AlertStatus::Delivered, None, None),
+                    (false, None) => (AlertStatus::Failed, None, None),
+                    (false, Some(wait)) => {
                         let wait = chrono::Duration::from_std(wait).map_err(Error::internal)?;
                         (AlertStatus::Pending, None, Some(now + wait))
                     }
@@ -325,14 +261,14 @@ impl Alerts {
             }
         };
         let attempts = serde_json::to_string(&attempts).map_err(Error::internal)?;
-        let mut tx = self.core.store.begin().await?;
         let settled = Settled {
             status: status.as_str(),
             reason,
             attempts: &attempts,
             next_attempt_at: next,
         };
-        if !delivery::settle(&mut *tx, to.log(), to.id(), due, &settled).await? {
+        let mut tx = self.core.store.begin().await?;
+        if !delivery::settle(&mut *tx, log, id, due, &settled).await? {
             // Another worker recorded this attempt first.
             tx.rollback().await?;
             return Ok(());
@@ -341,10 +277,10 @@ impl Alerts {
         if let Some(at) = next {
             jobs.push((to.job(attempt.saturating_add(1), at), at));
         }
-        if let (Loaded::Endpoint { endpoint, .. }, Some((at, succeeded))) = (loaded, tried) {
-            jobs.extend(
-                super::webhooks::keep_failure_record(&mut tx, endpoint, at, succeeded, now).await?,
-            );
+        if let (Some(endpoint), Some((at, succeeded))) = (endpoint, tried) {
+            let notices =
+                super::webhooks::keep_failure_record(&mut tx, endpoint, at, succeeded, now);
+            jobs.extend(notices.await?);
         }
         Job::enqueue_all(&mut tx, &jobs, now).await?;
         tx.commit().await?;
@@ -369,26 +305,15 @@ impl Core {
         if pending && !stuck(seen.next_attempt_at, seen.claimed_at, now) {
             return Err(to.being_delivered());
         }
-        let attempts = match seen.claimed_at.filter(|_| pending) {
-            Some(claimed_at) => {
-                let mut attempts = attempts_of(to, &seen.attempts)?;
-                attempts.push(unknown_attempt(claimed_at));
-                serde_json::to_string(&attempts).map_err(Error::internal)?
-            }
-            None => seen.attempts.clone(),
-        };
+        let mut attempts = seen.attempts.clone();
+        if let Some(claimed_at) = seen.claimed_at.filter(|_| pending) {
+            let mut logged = attempts_of(&attempts)?;
+            logged.push(unknown_attempt(claimed_at));
+            attempts = serde_json::to_string(&logged).map_err(Error::internal)?;
+        }
+        let (_, log, id) = to.kind();
         let mut tx = self.store.begin().await?;
-        if !delivery::restart(
-            &mut *tx,
-            to.log(),
-            project_id,
-            to.id(),
-            seen,
-            &attempts,
-            now,
-        )
-        .await?
-        {
+        if !delivery::restart(&mut *tx, log, project_id, id, seen, &attempts, now).await? {
             // An attempt was made or recorded since it was read.
             tx.rollback().await?;
             return Err(to.being_delivered());
@@ -399,13 +324,12 @@ impl Core {
     }
 }
 
-fn attempts_of(to: Delivery<'_>, raw: &str) -> Result<Vec<AlertAttempt>> {
-    serde_json::from_str(raw)
-        .map_err(|_| Error::internal(format!("corrupt attempts in the {:?} log", to.log())))
+fn attempts_of(raw: &str) -> Result<Vec<AlertAttempt>> {
+    serde_json::from_str(raw).map_err(|_| Error::internal("corrupt attempts in a delivery log"))
 }
 
 /// The log entry of a claimed attempt whose outcome was never recorded.
-fn unknown_attempt(claimed_at: Timestamp) -> AlertAttempt {
+pub(super) fn unknown_attempt(claimed_at: Timestamp) -> AlertAttempt {
     AlertAttempt {
         at: claimed_at,
         status_code: None,

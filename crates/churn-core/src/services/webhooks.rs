@@ -36,7 +36,6 @@ use crate::store::webhooks::{self as store, DeliveryRow, EndpointRecord};
 use crate::store::{Tx, projects, team};
 use crate::time::{self, Timestamp};
 
-const MAX_URL: usize = 2000;
 const MAX_DESCRIPTION: usize = 500;
 /// Why churn disabled an endpoint.
 const FAILING: &str = "failing_for_5_days";
@@ -212,22 +211,6 @@ fn types_json(types: &[EventType]) -> String {
 }
 
 impl Alerts {
-    /// A URL as §9 wants it: at most 2,000 characters, https, public.
-    async fn check_url(&self, v: &mut Validator, raw: &str) -> Option<String> {
-        let raw = raw.trim();
-        if raw.chars().count() > MAX_URL {
-            v.add("url", format!("must be at most {MAX_URL} characters"));
-            return None;
-        }
-        match self.outbound.check_tenant_url(raw).await {
-            Ok(url) => Some(url.to_string()),
-            Err(e) => {
-                v.add("url", format!("url {e}"));
-                None
-            }
-        }
-    }
-
     /// `POST /projects/:slug/webhook-endpoints`: the answer holds the secret, this once.
     pub async fn create_endpoint(
         &self,
@@ -236,7 +219,7 @@ impl Alerts {
     ) -> Result<CreatedWebhookEndpoint> {
         access.authorize(Permission::Administer)?;
         let mut v = Validator::new();
-        let url = self.check_url(&mut v, &new.url).await;
+        let url = self.check_url(&mut v, "url", &new.url).await;
         let description = v.check(
             "description",
             optional_text(&new.description, MAX_DESCRIPTION),
@@ -286,7 +269,7 @@ impl Alerts {
             .ok_or_else(endpoint_not_found)?;
         let mut v = Validator::new();
         if let Some(url) = &patch.url
-            && let Some(url) = self.check_url(&mut v, url).await
+            && let Some(url) = self.check_url(&mut v, "url", url).await
         {
             record.url = url;
         }

@@ -15,26 +15,11 @@ pub enum Log {
 }
 
 impl Log {
-    fn table(self) -> &'static str {
+    /// Its table, its claim column (`NULL` where nothing is claimed) and what releases a claim.
+    fn sql(self) -> (&'static str, &'static str, &'static str) {
         match self {
-            Log::Alerts => "risk_alerts",
-            Log::Endpoints => "webhook_deliveries",
-        }
-    }
-
-    /// The claim column, where the log has one; `NULL` (never claimed) where it has not.
-    fn claim(self) -> &'static str {
-        match self {
-            Log::Alerts => "claimed_at",
-            Log::Endpoints => "NULL",
-        }
-    }
-
-    /// What clears the claim when an attempt is recorded or restarted.
-    fn release(self) -> &'static str {
-        match self {
-            Log::Alerts => ", claimed_at = NULL",
-            Log::Endpoints => "",
+            Log::Alerts => ("risk_alerts", "claimed_at", ", claimed_at = NULL"),
+            Log::Endpoints => ("webhook_deliveries", "NULL", ""),
         }
     }
 }
@@ -75,11 +60,10 @@ pub async fn settle<'e>(
     due: &str,
     s: &Settled<'_>,
 ) -> Result<bool> {
+    let (table, _, release) = log.sql();
     let done = sqlx::query(&format!(
-        "UPDATE {} SET status = $1, reason = $2, attempts = $3, next_attempt_at = $4{} \
-         WHERE id = $5 AND status = 'pending' AND next_attempt_at = $6",
-        log.table(),
-        log.release()
+        "UPDATE {table} SET status = $1, reason = $2, attempts = $3, next_attempt_at = $4{release} \
+         WHERE id = $5 AND status = 'pending' AND next_attempt_at = $6"
     ))
     .bind(s.status)
     .bind(s.reason)
@@ -104,14 +88,12 @@ pub async fn restart<'e>(
     now: Timestamp,
 ) -> Result<bool> {
     let text = |t: Option<Timestamp>| t.as_ref().map(time::format).unwrap_or_default();
+    let (table, claim, release) = log.sql();
     let done = sqlx::query(&format!(
-        "UPDATE {} SET status = 'pending', reason = NULL, attempts = $1, \
-         next_attempt_at = $2{} \
+        "UPDATE {table} SET status = 'pending', reason = NULL, attempts = $1, \
+         next_attempt_at = $2{release} \
          WHERE project_id = $3 AND id = $4 AND status = $5 AND attempts = $6 \
-         AND COALESCE(next_attempt_at, '') = $7 AND COALESCE({}, '') = $8",
-        log.table(),
-        log.release(),
-        log.claim()
+         AND COALESCE(next_attempt_at, '') = $7 AND COALESCE({claim}, '') = $8"
     ))
     .bind(attempts)
     .bind(time::format(&now))
