@@ -63,8 +63,8 @@ pub fn decide(
     }
 }
 
-/// The retry schedules of the one delivery mechanism (alerts and outcome webhooks alike): the
-/// waits after each failed attempt of a delivery round; when they run out the delivery is
+/// The retry schedules of the one delivery mechanism (`services/delivery.rs`), one per kind:
+/// the waits after each failed attempt of a delivery round; when they run out the delivery is
 /// `failed`. Each attempt is its own job (`jobs/kind.rs`).
 ///
 /// Churn-risk alerts (§9): four attempts in all, 10 s, 60 s and 300 s apart.
@@ -91,27 +91,6 @@ pub const PAYLOAD_SIGNALS: usize = 5;
 
 /// The most bytes of a receiver's answer kept in the attempt log.
 pub const LOGGED_BODY: usize = 1024;
-
-/// What follows an attempt of a delivery round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AfterAttempt {
-    Delivered,
-    /// Another attempt after this wait.
-    RetryIn(std::time::Duration),
-    Failed,
-}
-
-/// The next step after attempt `attempt` (1-based, within this round) of a delivery on
-/// `waits` ([`RETRY_WAITS`] or [`ENDPOINT_RETRY_WAITS`]) succeeded or not.
-pub fn after_attempt(waits: Waits, attempt: u32, succeeded: bool) -> AfterAttempt {
-    if succeeded {
-        return AfterAttempt::Delivered;
-    }
-    match waits.after(attempt) {
-        Some(wait) => AfterAttempt::RetryIn(wait),
-        None => AfterAttempt::Failed,
-    }
-}
 
 /// A pending alert overdue by more than this is stuck: the `deliver_alert` job that should make
 /// its attempt gave up (its own retries on storage errors span 15 minutes, and a crashed
@@ -203,27 +182,15 @@ mod tests {
     use chrono::TimeZone;
 
     #[test]
-    fn four_attempts_ten_sixty_three_hundred_seconds_apart_then_failed() {
-        let secs = |s| AfterAttempt::RetryIn(std::time::Duration::from_secs(s));
-        let w = RETRY_WAITS;
-        assert_eq!(after_attempt(w, 1, false), secs(10));
-        assert_eq!(after_attempt(w, 2, false), secs(60));
-        assert_eq!(after_attempt(w, 3, false), secs(300));
-        assert_eq!(after_attempt(w, 4, false), AfterAttempt::Failed);
-        assert_eq!(after_attempt(w, 4, true), AfterAttempt::Delivered);
-        assert_eq!(after_attempt(w, 1, true), AfterAttempt::Delivered);
-    }
-
-    #[test]
-    fn endpoints_retry_after_5s_5m_30m_2h_5h_10h_10h_then_fail() {
-        let waits: Vec<_> = (1..=8)
-            .map(|n| match after_attempt(ENDPOINT_RETRY_WAITS, n, false) {
-                AfterAttempt::RetryIn(w) => Some(w.as_secs()),
-                _ => None,
-            })
-            .collect();
+    fn alerts_wait_10_60_300_s_and_endpoints_5s_5m_30m_2h_5h_10h_10h_then_fail() {
+        let waits = |w: Waits| {
+            (1..=w.attempts())
+                .map(|n| w.after(n).map(|d| d.as_secs()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(waits(RETRY_WAITS), [Some(10), Some(60), Some(300), None]);
         assert_eq!(
-            waits,
+            waits(ENDPOINT_RETRY_WAITS),
             [
                 Some(5),
                 Some(300),
@@ -234,10 +201,6 @@ mod tests {
                 Some(36000),
                 None
             ]
-        );
-        assert_eq!(
-            after_attempt(ENDPOINT_RETRY_WAITS, 8, false),
-            AfterAttempt::Failed
         );
     }
 

@@ -82,16 +82,16 @@ pub enum Job {
     Autopilot { event_id: String, follow_up: bool },
     /// Attempt `attempt` (1-based within this delivery round) of a churn-risk alert, due at
     /// `due` (the alert's `next_attempt_at` when it was scheduled; an alert that moved on
-    /// since ignores it). A failed attempt schedules the next one itself.
+    /// since ignores it). A failed attempt schedules the next one itself. This kind and
+    /// `DeliverWebhook` are the stored forms of the one delivery mechanism
+    /// (`services/delivery.rs`); this one was released, so its rows must keep decoding.
     DeliverAlert {
         alert_id: String,
         attempt: u32,
         due: String,
     },
-    /// Attempt `attempt` (1-based within this delivery round) of an outcome webhook message
-    /// to one endpoint, due at `due` (the delivery's `next_attempt_at` when it was
-    /// scheduled; a delivery that moved on since ignores it). A failed attempt schedules the
-    /// next one itself, on the endpoint schedule beside the alert's.
+    /// As `DeliverAlert`, of an outcome webhook message to one endpoint (a
+    /// `webhook_deliveries` row).
     DeliverWebhook {
         delivery_id: String,
         attempt: u32,
@@ -131,12 +131,10 @@ impl Job {
             Job::DunningRetry { .. } => QUADRATIC,
             // A provider that did not answer is tried again on this schedule, then left failed.
             Job::DunningFinalAction { .. } => QUADRATIC,
-            // Contract: alert attempts, after each of
-            // [`RETRY_WAITS`](crate::domain::alerts::RETRY_WAITS) (§9).
-            Job::DeliverAlert { .. } => QUADRATIC,
-            // Contract: endpoint attempts, after each of
+            // Contract: attempts after each of the kind's waits: an alert's
+            // [`RETRY_WAITS`](crate::domain::alerts::RETRY_WAITS) (§9), an endpoint's
             // [`ENDPOINT_RETRY_WAITS`](crate::domain::alerts::ENDPOINT_RETRY_WAITS) (§19).
-            Job::DeliverWebhook { .. } => QUADRATIC,
+            Job::DeliverAlert { .. } | Job::DeliverWebhook { .. } => QUADRATIC,
             // Emails wait on the mail server. A dunning email's tone is the step's: one per
             // retry of the payment (§10).
             Job::AccountEmail { .. }

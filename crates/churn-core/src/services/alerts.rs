@@ -1,23 +1,32 @@
 //! Churn-risk alerts (decisions §9): the project's configuration, whose webhook URL passes the
 //! outbound address filter when it is set (and again on every delivery, in `outbound`); the
 //! alerts a scoring run raises by `domain::alerts` (each pending one with its first delivery
-//! job, see `delivery`), the alert log and redelivery.
+//! job), the alert log and redelivery; and what an attempt of an alert sends — the webhook
+//! or, in direct mode, the check-in email, counted in the daily quota. The attempts are made,
+//! logged and retried by the one delivery mechanism (`delivery`), as outcome webhooks are.
 
 use super::access::ProjectAccess;
 use super::behavior::{meta, paging};
-use super::delivery::{first_attempt, payload, unknown_attempt};
+use super::delivery::{Delivery, Step, unknown_attempt};
 use super::{Alerts, Core};
 use crate::api::Meta;
-use crate::api::alerts::{Alert, AlertAttempt, AlertChannel, AlertQuery, AlertStatus};
-use crate::api::risk::{DeliveryMode, EmailTone, RiskConfig, RiskConfigPatch};
-use crate::domain::alerts::{LastAlert, Outcome, Rule, decide, stuck};
+use crate::api::alerts::{
+    ALERT_EVENT, Alert, AlertAttempt, AlertChannel, AlertPayload, AlertQuery, AlertStatus,
+};
+use crate::api::risk::{DeliveryMode, EmailTone, RiskConfig, RiskConfigPatch, SignalWeight};
+use crate::domain::alerts::{
+    CheckIn, LastAlert, Outcome, PAYLOAD_SIGNALS, Rule, check_in_email, decide,
+};
 use crate::domain::risk::Level;
 use crate::domain::role::Permission;
+use crate::domain::unsubscribe::SuppressionReason;
 use crate::domain::validation::Validator;
 use crate::domain::webhooks::EventType;
+use crate::email::{OutgoingEmail, SendError};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::store::alerts::{self as log, AlertRecord};
+use crate::store::projects::{self, ProjectRecord};
 use crate::store::risk::ScoreRecord;
 use crate::store::{Tx, email_settings, risk};
 use crate::time::Timestamp;
@@ -31,8 +40,6 @@ pub(super) fn alert_rule(config: &RiskConfig) -> Rule {
             && config.webhook_url.is_none(),
     }
 }
-
-const MAX_URL: usize = 2000;
 
 impl Core {
     /// The project's configuration; the defaults until it is first changed.
@@ -111,7 +118,10 @@ impl Core {
         };
         log::insert(tx, project_id, &record).await?;
         if next_attempt_at.is_some() {
-            first_attempt(&record.id, now).enqueue(tx, now, now).await?;
+            Delivery::Alert(&record.id)
+                .job(1, now)
+                .enqueue(tx, now, now)
+                .await?;
         }
         // The alert is also an outcome event: its §9 payload, to the endpoints subscribed.
         let data: serde_json::Value =
@@ -165,48 +175,20 @@ impl Core {
     }
 
     /// `POST /projects/:slug/churn-risk/alerts/:id/redeliver` and `churn alerts redeliver`:
-    /// a settled alert becomes pending again with a first attempt due now; its opaque_id is
-    /// kept and the new attempts are appended to its log. 409 while it is pending, unless it
-    /// is stuck (overdue by more than
-    /// [`STUCK_AFTER`](crate::domain::alerts::STUCK_AFTER): its job gave up); a stuck alert's
-    /// claimed check-in is first logged with an unknown outcome.
+    /// as any delivery ([`Core::restart_delivery`]): 409 while pending unless stuck.
     pub async fn redeliver_alert(&self, access: &ProjectAccess, id: &str) -> Result<Alert> {
         access.authorize(Permission::Administer)?;
         let project_id = &access.project.id;
-        let now = self.now();
         let seen = log::get(self.store.reader(), project_id, id)
             .await?
             .ok_or_else(alert_not_found)?;
-        let pending = seen.status == AlertStatus::Pending.as_str();
-        if pending && !stuck(seen.next_attempt_at, seen.claimed_at, now) {
-            return Err(being_delivered());
-        }
-        let attempts = match seen.claimed_at.filter(|_| pending) {
-            Some(claimed_at) => {
-                let mut attempts: Vec<AlertAttempt> = serde_json::from_str(&seen.attempts)
-                    .map_err(|_| Error::internal("corrupt attempts in risk_alerts"))?;
-                attempts.push(unknown_attempt(claimed_at));
-                serde_json::to_string(&attempts).map_err(Error::internal)?
-            }
-            None => seen.attempts.clone(),
-        };
-        let mut tx = self.store.begin().await?;
-        if !log::restart(&mut *tx, project_id, &seen, &attempts, now).await? {
-            // An attempt was made or recorded since it was read.
-            tx.rollback().await?;
-            return Err(being_delivered());
-        }
-        first_attempt(id, now).enqueue(&mut tx, now, now).await?;
-        tx.commit().await?;
+        self.restart_delivery(Delivery::Alert(id), project_id, &seen.round())
+            .await?;
         let record = log::get(self.store.reader(), project_id, id)
             .await?
             .ok_or_else(alert_not_found)?;
         alert_view(record)
     }
-}
-
-fn being_delivered() -> Error {
-    Error::Conflict("this alert is being delivered; redeliver it once its attempts are over".into())
 }
 
 fn alert_not_found() -> Error {
@@ -254,22 +236,9 @@ impl Alerts {
             config.email_tone = tone;
         }
         if let Some(url) = patch.webhook_url {
-            config.webhook_url = match url.map(|u| u.trim().to_owned()) {
+            config.webhook_url = match url {
+                Some(u) => self.check_url(&mut v, "webhook_url", &u).await,
                 None => None,
-                Some(u) if u.chars().count() > MAX_URL => {
-                    v.add(
-                        "webhook_url",
-                        format!("must be at most {MAX_URL} characters"),
-                    );
-                    None
-                }
-                Some(u) => match self.outbound.check_tenant_url(&u).await {
-                    Ok(url) => Some(url.to_string()),
-                    Err(e) => {
-                        v.add("webhook_url", format!("webhook_url {e}"));
-                        None
-                    }
-                },
             };
         }
         if config.delivery_mode == DeliveryMode::Direct
@@ -300,4 +269,179 @@ impl Alerts {
         .await?;
         Ok(config)
     }
+}
+
+impl Alerts {
+    /// An attempt of an alert, and the channel it went by: the webhook, signed both ways, to
+    /// the configured URL, or the check-in email; skipped when it can no longer happen (alerts
+    /// disabled, the mode changed, nowhere to send); never again after a claimed check-in
+    /// whose outcome was not recorded.
+    pub(super) async fn alert_attempt(
+        &self,
+        project_id: &str,
+        alert: &AlertRecord,
+        due: &str,
+    ) -> Result<(Step, &'static str)> {
+        let channel = AlertChannel::parse(&alert.channel)
+            .ok_or_else(|| Error::internal("corrupt channel in risk_alerts"))?;
+        if let Some(claimed_at) = alert.claimed_at {
+            tracing::warn!(alert = %alert.id, "an alert attempt was claimed and never recorded; not sending it again");
+            return Ok((Step::Unknown(unknown_attempt(claimed_at)), channel.as_str()));
+        }
+        let step = match projects::by_id(self.core.store.reader(), project_id).await? {
+            Some(project) => self.alert_step(&project, alert, channel, due).await?,
+            None => Step::Nothing,
+        };
+        Ok((step, channel.as_str()))
+    }
+
+    async fn alert_step(
+        &self,
+        project: &ProjectRecord,
+        alert: &AlertRecord,
+        channel: AlertChannel,
+        due: &str,
+    ) -> Result<Step> {
+        let config = self.core.risk_config_of(&project.id).await?;
+        if !config.enabled {
+            return Ok(Step::Skipped("alerts_disabled"));
+        }
+        if channel == AlertChannel::Email {
+            return self.send_check_in(project, &config, alert, due).await;
+        }
+        if config.delivery_mode != DeliveryMode::Webhook {
+            return Ok(Step::Skipped("delivery_mode_changed"));
+        }
+        let Some(url) = &config.webhook_url else {
+            return Ok(Step::Skipped("no_webhook_url"));
+        };
+        let secrets = self.core.webhook_secrets(project)?;
+        let body = payload(&project.id, alert)?;
+        self.post(
+            "alert_webhook",
+            url,
+            body,
+            Some((&secrets, &alert.opaque_id)),
+        )
+        .await
+    }
+
+    /// The check-in email to the customer, from the verified sender, counted in the quota and
+    /// claimed (in one committed transaction) before it is handed over.
+    async fn send_check_in(
+        &self,
+        project: &ProjectRecord,
+        config: &RiskConfig,
+        alert: &AlertRecord,
+        due: &str,
+    ) -> Result<Step> {
+        if config.delivery_mode != DeliveryMode::Direct {
+            return Ok(Step::Skipped("delivery_mode_changed"));
+        }
+        let sending = &self.sending;
+        let sender = sending.sender_for(project).await?;
+        if !sender.verified {
+            return Ok(Step::Skipped("no_verified_sender"));
+        }
+        let Some(transport) = sending.mailer.transport.clone() else {
+            return Ok(Step::Skipped("email_not_configured"));
+        };
+        if sending
+            .is_suppressed(&project.id, &alert.customer_email)
+            .await?
+            .is_some()
+        {
+            return Ok(Step::Skipped("suppressed"));
+        }
+        let mut tx = self.core.store.begin().await?;
+        let day = match sending.count_send(&mut tx, project).await {
+            Ok(day) => day,
+            Err(Error::RateLimited(_)) => return Ok(Step::Skipped("quota_reached")),
+            Err(e) => return Err(e),
+        };
+        if !log::claim(&mut *tx, &alert.id, due, self.core.now()).await? {
+            // The count goes with the claim.
+            tx.rollback().await?;
+            return Ok(Step::Nothing);
+        }
+        tx.commit().await?;
+
+        let address = super::sender_address(&sender.from);
+        let signer = sender
+            .from
+            .parse::<lettre::message::Mailbox>()
+            .ok()
+            .and_then(|m| m.name)
+            .unwrap_or_else(|| project.name.clone());
+        let (subject, text) = check_in_email(
+            config.email_tone,
+            &CheckIn {
+                product: &project.name,
+                sender: &signer,
+            },
+        );
+        let unsubscribe_url = sending.unsubscribe_url(&project.id, &alert.customer_email);
+        let text = format!("{text}\n\nUnsubscribe: {unsubscribe_url}");
+        let html = format!(
+            "<p>{}</p>",
+            crate::generation::html::escape(&text)
+                .replace("\n\n", "</p><p>")
+                .replace('\n', "<br>")
+        );
+        let email = OutgoingEmail {
+            from: sender.from.clone(),
+            to: alert.customer_email.clone(),
+            to_name: None,
+            reply_to: sender.reply_to.clone(),
+            subject,
+            html,
+            text,
+            list_unsubscribe: format!(
+                "<{unsubscribe_url}>, <mailto:{address}?subject=unsubscribe>"
+            ),
+            message_id: format!("{}@churn", uuid::Uuid::new_v4()),
+        };
+        let at = self.core.now();
+        let error =
+            match super::send_counted(&self.core, transport.as_ref(), "check_in", &email).await {
+                Ok(()) => None,
+                Err(e) => {
+                    // The mail server accepted nothing: the send does not count.
+                    sending.release_send(&project.id, &day).await?;
+                    if matches!(e, SendError::Rejected(_)) {
+                        sending
+                            .suppress(&project.id, &email.to, SuppressionReason::Bounced)
+                            .await?;
+                    }
+                    Some(e.to_string())
+                }
+            };
+        Ok(Step::Tried {
+            succeeded: error.is_none(),
+            attempt: AlertAttempt {
+                at,
+                status_code: None,
+                error,
+                response_body: None,
+            },
+        })
+    }
+}
+
+/// The exact bytes posted: the interface's payload with the largest signals.
+fn payload(project_id: &str, alert: &AlertRecord) -> Result<Vec<u8>> {
+    let mut signals: Vec<SignalWeight> = serde_json::from_str(&alert.signals)
+        .map_err(|_| Error::internal("corrupt signals in risk_alerts"))?;
+    signals.truncate(PAYLOAD_SIGNALS);
+    serde_json::to_vec(&AlertPayload {
+        event: ALERT_EVENT.to_owned(),
+        project_id: project_id.to_owned(),
+        customer_email: alert.customer_email.clone(),
+        risk_score: alert.risk_score,
+        risk_level: alert.risk_level.clone(),
+        signals,
+        triggered_at: alert.created_at,
+        opaque_id: alert.opaque_id.clone(),
+    })
+    .map_err(Error::internal)
 }

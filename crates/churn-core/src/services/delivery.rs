@@ -1,141 +1,259 @@
-//! Delivering churn-risk alerts (decisions §9), and the POST every webhook goes out by
-//! ([`post_once`], outcome webhooks too, see `webhooks`): the `deliver_alert` job makes one attempt —
-//! a signed webhook through the tenant HTTP client (whose resolver refuses non-public
-//! addresses at connect time), or a check-in email through the mail transport, counted in
-//! the daily quota — logs it in the alert, and schedules the next one (10 s, 60 s, 300 s)
-//! or settles the alert. An alert whose delivery can no longer happen (alerts disabled, the
-//! mode changed, nowhere to send) is `skipped` with the reason.
+//! The one delivery mechanism, of churn-risk alerts (decisions §9) and outcome webhook messages
+//! (§19) alike: an entry of a log (an alert in `risk_alerts`, a message to one endpoint in
+//! `webhook_deliveries`) with one job per attempt (`deliver_alert`, `deliver_webhook`). An
+//! attempt POSTs ([`Alerts::post`]) through the tenant client, which refuses non-public
+//! addresses at connect time and follows no redirect, signed both ways (Slack: unsigned); a
+//! direct-mode alert sends its check-in email instead (`alerts`). The attempt is logged and
+//! the next one scheduled on the kind's waits, or the delivery settled; redelivery restarts
+//! either kind ([`Core::restart_delivery`]). What is sent is the kind's (`alerts`, `webhooks`).
 //!
 //! - Webhooks are at least once: a process that dies between the receiver's answer and the
-//!   record posts again when the job is retried, with the same `webhook-id` (the opaque_id),
-//!   by which receivers deduplicate.
-//! - Check-in emails are at most once: the attempt is claimed (`claimed_at`, in the
-//!   transaction that counts it in the quota) before the email is handed over, and the record
-//!   clears the claim. A job that finds a claim without a recorded outcome — the process died
-//!   mid-send, or the record failed after the send — sends nothing: it logs the attempt with
-//!   [`UNKNOWN_OUTCOME`] and settles the alert `failed`, its quota kept (the email may have
-//!   left). An admin may redeliver it.
-//! - An alert left `pending` because its job gave up (storage errors through all of the
-//!   job's own retries) stays in the log as is; once it is
-//!   [`STUCK_AFTER`](crate::domain::alerts::STUCK_AFTER) overdue,
-//!   redelivery restarts it (`Core::redeliver_alert`), logging a stale claim as above first.
-//!   Settling it from the jobs runtime's give-up path would need the database that just
-//!   failed, and a job dropped otherwise (unreadable, purged) would never reach that path.
+//!   record posts again, with the same `webhook-id`, by which receivers deduplicate. The
+//!   record is guarded by the due time, so an attempt is recorded once.
+//! - Check-in emails are at most once: claimed before they are handed over; a claim found
+//!   without a recorded outcome is logged as [`UNKNOWN_OUTCOME`] and the alert `failed`.
+//! - A delivery left `pending` because its job gave up (storage errors through all of the
+//!   job's own retries) stays as is; once it is [`STUCK_AFTER`](crate::domain::alerts::STUCK_AFTER)
+//!   overdue, redelivery restarts it, logging a stale claim first. Settling it from the jobs
+//!   runtime's give-up path would need the database that just failed.
 
-use super::Alerts;
-use crate::api::alerts::{ALERT_EVENT, AlertAttempt, AlertChannel, AlertPayload, AlertStatus};
-use crate::api::risk::{DeliveryMode, RiskConfig, SignalWeight};
+use super::{Alerts, Core};
+use crate::api::alerts::{AlertAttempt, AlertStatus};
 use crate::domain::alerts::{
-    AfterAttempt, CheckIn, LOGGED_BODY, PAYLOAD_SIGNALS, RETRY_WAITS, UNKNOWN_OUTCOME,
-    after_attempt, check_in_email, logged_body,
+    ENDPOINT_RETRY_WAITS, LOGGED_BODY, RETRY_WAITS, UNKNOWN_OUTCOME, logged_body, stuck,
 };
-use crate::domain::unsubscribe::SuppressionReason;
-use crate::email::{OutgoingEmail, SendError};
+use crate::domain::retry::Waits;
+use crate::domain::validation::Validator;
+use crate::domain::webhook_secrets::WebhookSecrets;
 use crate::error::{Error, Result};
 use crate::jobs::kind::Job;
-use crate::outbound::{OutboundError, Request};
-use crate::store::alerts::{self as log, AlertRecord, Settled};
-use crate::store::projects::{self, ProjectRecord};
+use crate::outbound::OutboundError;
+use crate::store::alerts as log;
+use crate::store::delivery::{self, Log, Round, Settled};
+use crate::store::webhooks::{self as endpoints, EndpointRecord};
 use crate::time::{self, Timestamp};
 
 /// A webhook attempt may take this long, body included.
-pub const WEBHOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+const WEBHOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// What came of a delivery step.
-enum Step {
-    /// Nothing was attempted, and nothing will be: the alert is skipped for this reason.
+/// The longest receiver URL accepted.
+const MAX_URL: usize = 2000;
+
+/// A delivery: the log entry it is kept in, by id.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Delivery<'a> {
+    /// A churn-risk alert, to the project's alert URL or (direct mode) the customer.
+    Alert(&'a str),
+    /// An outcome webhook message to one endpoint.
+    Endpoint(&'a str),
+}
+
+impl<'a> Delivery<'a> {
+    /// The waits between attempts that the kind's contract names (§9, §19), and its log.
+    fn kind(self) -> (Waits, Log, &'a str) {
+        match self {
+            Delivery::Alert(id) => (RETRY_WAITS, Log::Alerts, id),
+            Delivery::Endpoint(id) => (ENDPOINT_RETRY_WAITS, Log::Endpoints, id),
+        }
+    }
+
+    /// The job of attempt `attempt` (1-based within a round), due at `due`.
+    pub(super) fn job(self, attempt: u32, due: Timestamp) -> Job {
+        let due = time::format(&due);
+        match self {
+            Delivery::Alert(id) => Job::DeliverAlert {
+                alert_id: id.to_owned(),
+                attempt,
+                due,
+            },
+            Delivery::Endpoint(id) => Job::DeliverWebhook {
+                delivery_id: id.to_owned(),
+                attempt,
+                due,
+            },
+        }
+    }
+
+    /// The answer to a redelivery while the delivery is pending.
+    fn being_delivered(self) -> Error {
+        let what = match self {
+            Delivery::Alert(_) => "alert",
+            Delivery::Endpoint(_) => "message",
+        };
+        Error::Conflict(format!(
+            "this {what} is being delivered; redeliver it once its attempts are over"
+        ))
+    }
+}
+
+/// What came of an attempt.
+pub(super) enum Step {
+    /// Nothing was attempted, and nothing will be: the delivery is skipped for this reason.
     Skipped(&'static str),
     /// An attempt, for the log.
     Tried {
         attempt: AlertAttempt,
         succeeded: bool,
     },
-    /// A claimed attempt whose outcome was never recorded: logged, and the alert `failed`.
+    /// A claimed attempt whose outcome was never recorded: logged, and the delivery `failed`.
     Unknown(AlertAttempt),
-    /// Another worker claimed this attempt: nothing to record.
-    Taken,
+    /// Nothing to record: another worker claimed this attempt, or the project is gone.
+    Nothing,
 }
 
 impl Alerts {
-    /// Job `deliver_alert`: attempt `attempt` of the alert's current round, unless the alert
-    /// moved on since the job was scheduled for `due`.
-    pub(crate) async fn deliver(&self, alert_id: &str, attempt: u32, due: &str) -> Result<()> {
+    /// Jobs `deliver_alert` and `deliver_webhook`: attempt `attempt` of the delivery's current
+    /// round, unless it moved on since the job was scheduled for `due`.
+    pub(crate) async fn deliver(&self, to: Delivery<'_>, attempt: u32, due: &str) -> Result<()> {
         let db = self.core.store.reader();
-        let Some((project_id, alert)) = log::by_id(db, alert_id).await? else {
-            return Ok(());
-        };
-        if alert.status != AlertStatus::Pending.as_str()
-            || alert.next_attempt_at.map(|t| time::format(&t)).as_deref() != Some(due)
-        {
-            return Ok(());
-        }
-        if let Some(claimed_at) = alert.claimed_at {
-            tracing::warn!(alert = %alert.id, "an alert attempt was claimed and never recorded; not sending it again");
-            return self
-                .record(
-                    &alert,
-                    due,
-                    attempt,
-                    Step::Unknown(unknown_attempt(claimed_at)),
-                )
-                .await;
-        }
-        let Some(project) = projects::by_id(db, &project_id).await? else {
-            return Ok(());
-        };
-        let config = self.core.risk_config_of(&project_id).await?;
-        let channel = AlertChannel::parse(&alert.channel)
-            .ok_or_else(|| Error::internal("corrupt channel in risk_alerts"))?;
-        let (step, label) = match channel {
-            AlertChannel::Webhook => (
-                self.post_webhook(&project, &config, &alert).await?,
-                "webhook",
-            ),
-            AlertChannel::Email => (
-                self.send_check_in(&project, &config, &alert, due).await?,
-                "email",
-            ),
+        let (round, endpoint, (step, channel)) = match to {
+            Delivery::Alert(id) => {
+                let Some((project_id, alert)) = log::by_id(db, id).await? else {
+                    return Ok(());
+                };
+                let round = alert.round();
+                if !round.due(due) {
+                    return Ok(());
+                }
+                let attempted = self.alert_attempt(&project_id, &alert, due).await?;
+                (round, None, attempted)
+            }
+            Delivery::Endpoint(id) => {
+                let Some(message) = endpoints::delivery_by_id(db, id).await? else {
+                    return Ok(());
+                };
+                let Some(endpoint) =
+                    endpoints::endpoint(db, &message.project_id, &message.endpoint_id).await?
+                else {
+                    return Ok(());
+                };
+                let round = message.round()?;
+                if !round.due(due) {
+                    return Ok(());
+                }
+                let step = self.endpoint_attempt(&message, &endpoint).await?;
+                (round, Some(endpoint), (step, "outcome_webhook"))
+            }
         };
         let outcome = match &step {
             Step::Skipped(_) => Some("skipped"),
             Step::Tried {
                 succeeded: true, ..
             } => Some("delivered"),
-            Step::Tried { .. } | Step::Unknown(_) => Some("failed"),
-            Step::Taken => None,
+            Step::Tried { .. } => Some("failed"),
+            Step::Unknown(_) | Step::Nothing => None,
         };
         if let Some(outcome) = outcome {
-            self.core.metrics.delivery(label, outcome);
+            self.core.metrics.delivery(channel, outcome);
         }
-        if let (Step::Skipped(_), AlertChannel::Email) = (&step, channel) {
-            self.core
-                .metrics
-                .email("check_in", crate::metrics::EmailOutcome::Skipped);
+        if (channel, outcome) == ("email", Some("skipped")) {
+            let skipped = crate::metrics::EmailOutcome::Skipped;
+            self.core.metrics.email("check_in", skipped);
         }
-        self.record(&alert, due, attempt, step).await
+        self.record(to, &round, endpoint.as_ref(), due, attempt, step)
+            .await
     }
 
-    /// Logs the step and schedules what follows, in one transaction.
-    async fn record(&self, alert: &AlertRecord, due: &str, attempt: u32, step: Step) -> Result<()> {
+    /// A receiver URL as §9 wants it, for `field`: at most 2,000 characters, https, public.
+    pub(super) async fn check_url(
+        &self,
+        v: &mut Validator,
+        field: &str,
+        raw: &str,
+    ) -> Option<String> {
+        let raw = raw.trim();
+        if raw.chars().count() > MAX_URL {
+            v.add(field, format!("must be at most {MAX_URL} characters"));
+            return None;
+        }
+        match self.outbound.check_tenant_url(raw).await {
+            Ok(url) => Some(url.to_string()),
+            Err(e) => {
+                v.add(field, format!("{field} {e}"));
+                None
+            }
+        }
+    }
+
+    /// The one POST of a webhook, alert or endpoint message alike: through the tenant client
+    /// (counted under `purpose`), 10 s at most, at most 1 KiB of the answer kept, any 2xx a
+    /// success, a redirect a failure (never followed). `signed`: the secrets and `webhook-id`
+    /// to sign under, both ways; `None` posts `body` as JSON unsigned (Slack).
+    pub(super) async fn post(
+        &self,
+        purpose: &'static str,
+        url: &str,
+        body: Vec<u8>,
+        signed: Option<(&WebhookSecrets, &str)>,
+    ) -> Result<Step> {
+        let at = self.core.now();
+        let request = self.outbound.tenant().for_purpose(purpose).post(url);
+        let request = match signed {
+            Some((secrets, id)) => request.signed_json(secrets, id, at.timestamp(), body)?,
+            None => request
+                .header("content-type", "application/json")
+                .body(body),
+        };
+        let answer = request
+            .timeout(WEBHOOK_TIMEOUT)
+            .keep_body(LOGGED_BODY)
+            .send()
+            .await;
+        let (status, error, body) = match answer {
+            Ok(r) => (Some(r.status), None, r.body),
+            Err(OutboundError::Status { status, body }) => {
+                let redirect = status.is_redirection();
+                let error = redirect.then(|| "redirects are not followed".to_owned());
+                (Some(status), error, body)
+            }
+            Err(e) => (None, Some(e.to_string()), Vec::new()),
+        };
+        Ok(Step::Tried {
+            succeeded: status.is_some_and(|s| s.is_success()),
+            attempt: AlertAttempt {
+                at,
+                status_code: status.map(|s| s.as_u16()),
+                error,
+                response_body: (!body.is_empty()).then(|| logged_body(&body, LOGGED_BODY)),
+            },
+        })
+    }
+
+    /// Logs the step and schedules what follows on the kind's waits, with an endpoint's
+    /// failure record, in one transaction.
+    async fn record(
+        &self,
+        to: Delivery<'_>,
+        round: &Round,
+        endpoint: Option<&EndpointRecord>,
+        due: &str,
+        attempt: u32,
+        step: Step,
+    ) -> Result<()> {
+        let (waits, log, id) = to.kind();
         let now = self.core.now();
-        let mut attempts: Vec<AlertAttempt> = serde_json::from_str(&alert.attempts)
-            .map_err(|_| Error::internal("corrupt attempts in risk_alerts"))?;
+        let mut attempts = attempts_of(&round.attempts)?;
+        let mut tried = None;
         let (status, reason, next) = match step {
-            Step::Taken => return Ok(()),
+            Step::Nothing => return Ok(()),
             Step::Skipped(reason) => (AlertStatus::Skipped, Some(reason), None),
-            Step::Unknown(tried) => {
-                attempts.push(tried);
+            Step::Unknown(unknown) => {
+                attempts.push(unknown);
                 (AlertStatus::Failed, None, None)
             }
             Step::Tried {
-                attempt: tried,
+                attempt: made,
                 succeeded,
             } => {
-                attempts.push(tried);
-                match after_attempt(RETRY_WAITS, attempt, succeeded) {
-                    AfterAttempt::Delivered => (AlertStatus::Delivered, None, None),
-                    AfterAttempt::Failed => (AlertStatus::Failed, None, None),
-                    AfterAttempt::RetryIn(wait) => {
+                tried = Some((made.at, succeeded));
+                if !succeeded {
+                    tracing::info!(delivery = ?to, status = ?made.status_code, error = ?made.error, "delivery attempt failed");
+                }
+                attempts.push(made);
+                match (succeeded, waits.after(attempt)) {
+                    (true, _) => (AlertStatus::Delivered, None, None),
+                    (false, None) => (AlertStatus::Failed, None, None),
+                    (false, Some(wait)) => {
                         let wait = chrono::Duration::from_std(wait).map_err(Error::internal)?;
                         (AlertStatus::Pending, None, Some(now + wait))
                     }
@@ -143,228 +261,71 @@ impl Alerts {
             }
         };
         let attempts = serde_json::to_string(&attempts).map_err(Error::internal)?;
-        let mut tx = self.core.store.begin().await?;
         let settled = Settled {
             status: status.as_str(),
             reason,
             attempts: &attempts,
             next_attempt_at: next,
         };
-        if !log::settle(&mut *tx, &alert.id, due, &settled).await? {
+        let mut tx = self.core.store.begin().await?;
+        if !delivery::settle(&mut *tx, log, id, due, &settled).await? {
             // Another worker recorded this attempt first.
             tx.rollback().await?;
             return Ok(());
         }
+        let mut jobs = Vec::new();
         if let Some(at) = next {
-            Job::DeliverAlert {
-                alert_id: alert.id.clone(),
-                attempt: attempt.saturating_add(1),
-                due: time::format(&at),
-            }
-            .enqueue(&mut tx, at, now)
-            .await?;
+            jobs.push((to.job(attempt.saturating_add(1), at), at));
         }
+        if let (Some(endpoint), Some((at, succeeded))) = (endpoint, tried) {
+            let notices =
+                super::webhooks::keep_failure_record(&mut tx, endpoint, at, succeeded, now);
+            jobs.extend(notices.await?);
+        }
+        Job::enqueue_all(&mut tx, &jobs, now).await?;
         tx.commit().await?;
         Ok(())
     }
+}
 
-    /// One POST of the payload to the configured URL, signed both ways.
-    async fn post_webhook(
+impl Core {
+    /// Redelivery, of an alert or an endpoint's message alike: a settled delivery, as `seen`,
+    /// becomes pending again with a first attempt due now; its `webhook-id` is kept and the new
+    /// attempts are appended to its log. 409 while it is pending, unless it is stuck (overdue
+    /// by more than [`STUCK_AFTER`](crate::domain::alerts::STUCK_AFTER): its job gave up); a
+    /// stuck delivery's claimed attempt is first logged with an unknown outcome.
+    pub(super) async fn restart_delivery(
         &self,
-        project: &ProjectRecord,
-        config: &RiskConfig,
-        alert: &AlertRecord,
-    ) -> Result<Step> {
-        if !config.enabled {
-            return Ok(Step::Skipped("alerts_disabled"));
+        to: Delivery<'_>,
+        project_id: &str,
+        seen: &Round,
+    ) -> Result<()> {
+        let now = self.now();
+        let pending = seen.status == AlertStatus::Pending.as_str();
+        if pending && !stuck(seen.next_attempt_at, seen.claimed_at, now) {
+            return Err(to.being_delivered());
         }
-        if config.delivery_mode != DeliveryMode::Webhook {
-            return Ok(Step::Skipped("delivery_mode_changed"));
+        let mut attempts = seen.attempts.clone();
+        if let Some(claimed_at) = seen.claimed_at.filter(|_| pending) {
+            let mut logged = attempts_of(&attempts)?;
+            logged.push(unknown_attempt(claimed_at));
+            attempts = serde_json::to_string(&logged).map_err(Error::internal)?;
         }
-        let Some(url) = &config.webhook_url else {
-            return Ok(Step::Skipped("no_webhook_url"));
-        };
-        let body = payload(&project.id, alert)?;
-        let at = self.core.now();
-        let timestamp = at.timestamp();
-        let secrets = self.core.webhook_secrets(project)?;
-        let request = self
-            .outbound
-            .tenant()
-            .for_purpose("alert_webhook")
-            .post(url)
-            .signed_json(&secrets, &alert.opaque_id, timestamp, body)?;
-        let (attempt, succeeded) = post_once(request, at).await;
-        if !succeeded {
-            tracing::info!(alert = %alert.id, status = ?attempt.status_code, error = ?attempt.error, "alert webhook attempt failed");
-        }
-        Ok(Step::Tried { attempt, succeeded })
-    }
-
-    /// The check-in email to the customer, from the verified sender, counted in the quota and
-    /// claimed (in one committed transaction) before it is handed over.
-    async fn send_check_in(
-        &self,
-        project: &ProjectRecord,
-        config: &RiskConfig,
-        alert: &AlertRecord,
-        due: &str,
-    ) -> Result<Step> {
-        if !config.enabled {
-            return Ok(Step::Skipped("alerts_disabled"));
-        }
-        if config.delivery_mode != DeliveryMode::Direct {
-            return Ok(Step::Skipped("delivery_mode_changed"));
-        }
-        let sending = &self.sending;
-        let sender = sending.sender_for(project).await?;
-        if !sender.verified {
-            return Ok(Step::Skipped("no_verified_sender"));
-        }
-        let Some(transport) = sending.mailer.transport.clone() else {
-            return Ok(Step::Skipped("email_not_configured"));
-        };
-        if sending
-            .is_suppressed(&project.id, &alert.customer_email)
-            .await?
-            .is_some()
-        {
-            return Ok(Step::Skipped("suppressed"));
-        }
-        let mut tx = self.core.store.begin().await?;
-        let day = match sending.count_send(&mut tx, project).await {
-            Ok(day) => day,
-            Err(Error::RateLimited(_)) => return Ok(Step::Skipped("quota_reached")),
-            Err(e) => return Err(e),
-        };
-        if !log::claim(&mut *tx, &alert.id, due, self.core.now()).await? {
-            // The count goes with the claim.
+        let (_, log, id) = to.kind();
+        let mut tx = self.store.begin().await?;
+        if !delivery::restart(&mut *tx, log, project_id, id, seen, &attempts, now).await? {
+            // An attempt was made or recorded since it was read.
             tx.rollback().await?;
-            return Ok(Step::Taken);
+            return Err(to.being_delivered());
         }
+        to.job(1, now).enqueue(&mut tx, now, now).await?;
         tx.commit().await?;
-
-        let address = super::sender_address(&sender.from);
-        let signer = sender
-            .from
-            .parse::<lettre::message::Mailbox>()
-            .ok()
-            .and_then(|m| m.name)
-            .unwrap_or_else(|| project.name.clone());
-        let (subject, text) = check_in_email(
-            config.email_tone,
-            &CheckIn {
-                product: &project.name,
-                sender: &signer,
-            },
-        );
-        let unsubscribe_url = sending.unsubscribe_url(&project.id, &alert.customer_email);
-        let text = format!("{text}\n\nUnsubscribe: {unsubscribe_url}");
-        let html = format!(
-            "<p>{}</p>",
-            crate::generation::html::escape(&text)
-                .replace("\n\n", "</p><p>")
-                .replace('\n', "<br>")
-        );
-        let email = OutgoingEmail {
-            from: sender.from.clone(),
-            to: alert.customer_email.clone(),
-            to_name: None,
-            reply_to: sender.reply_to.clone(),
-            subject,
-            html,
-            text,
-            list_unsubscribe: format!(
-                "<{unsubscribe_url}>, <mailto:{address}?subject=unsubscribe>"
-            ),
-            message_id: format!("{}@churn", uuid::Uuid::new_v4()),
-        };
-        let at = self.core.now();
-        let error =
-            match super::send_counted(&self.core, transport.as_ref(), "check_in", &email).await {
-                Ok(()) => None,
-                Err(e) => {
-                    // The mail server accepted nothing: the send does not count.
-                    sending.release_send(&project.id, &day).await?;
-                    if matches!(e, SendError::Rejected(_)) {
-                        sending
-                            .suppress(&project.id, &email.to, SuppressionReason::Bounced)
-                            .await?;
-                    }
-                    Some(e.to_string())
-                }
-            };
-        Ok(Step::Tried {
-            succeeded: error.is_none(),
-            attempt: AlertAttempt {
-                at,
-                status_code: None,
-                error,
-                response_body: None,
-            },
-        })
+        Ok(())
     }
 }
 
-/// The exact bytes posted: the interface's payload with the largest signals.
-pub(super) fn payload(project_id: &str, alert: &AlertRecord) -> Result<Vec<u8>> {
-    let mut signals: Vec<SignalWeight> = serde_json::from_str(&alert.signals)
-        .map_err(|_| Error::internal("corrupt signals in risk_alerts"))?;
-    signals.truncate(PAYLOAD_SIGNALS);
-    serde_json::to_vec(&AlertPayload {
-        event: ALERT_EVENT.to_owned(),
-        project_id: project_id.to_owned(),
-        customer_email: alert.customer_email.clone(),
-        risk_score: alert.risk_score,
-        risk_level: alert.risk_level.clone(),
-        signals,
-        triggered_at: alert.created_at,
-        opaque_id: alert.opaque_id.clone(),
-    })
-    .map_err(Error::internal)
-}
-
-/// One POST of a webhook, alert or outcome message alike: 10 s at most, at most 1 KiB of the
-/// answer kept, any 2xx a success, a redirect a failure (never followed). Answers the attempt
-/// for the log and whether it succeeded.
-pub(super) async fn post_once(request: Request, at: Timestamp) -> (AlertAttempt, bool) {
-    let answer = request
-        .timeout(WEBHOOK_TIMEOUT)
-        .keep_body(LOGGED_BODY)
-        .send()
-        .await;
-    let kept = |body: &[u8]| (!body.is_empty()).then(|| logged_body(body, LOGGED_BODY));
-    match answer {
-        Ok(r) => (
-            AlertAttempt {
-                at,
-                status_code: Some(r.status.as_u16()),
-                error: None,
-                response_body: kept(&r.body),
-            },
-            true,
-        ),
-        Err(OutboundError::Status { status, body }) => (
-            AlertAttempt {
-                at,
-                status_code: Some(status.as_u16()),
-                error: status
-                    .is_redirection()
-                    .then(|| "redirects are not followed".to_owned()),
-                response_body: kept(&body),
-            },
-            false,
-        ),
-        Err(e) => (
-            AlertAttempt {
-                at,
-                status_code: None,
-                error: Some(e.to_string()),
-                response_body: None,
-            },
-            false,
-        ),
-    }
+fn attempts_of(raw: &str) -> Result<Vec<AlertAttempt>> {
+    serde_json::from_str(raw).map_err(|_| Error::internal("corrupt attempts in a delivery log"))
 }
 
 /// The log entry of a claimed attempt whose outcome was never recorded.
@@ -374,14 +335,5 @@ pub(super) fn unknown_attempt(claimed_at: Timestamp) -> AlertAttempt {
         status_code: None,
         error: Some(UNKNOWN_OUTCOME.to_owned()),
         response_body: None,
-    }
-}
-
-/// When an alert raised now is first attempted.
-pub(super) fn first_attempt(alert_id: &str, now: Timestamp) -> Job {
-    Job::DeliverAlert {
-        alert_id: alert_id.to_owned(),
-        attempt: 1,
-        due: time::format(&now),
     }
 }

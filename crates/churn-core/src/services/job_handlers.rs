@@ -5,6 +5,7 @@ use crate::error::Result;
 use crate::jobs::{Job, JobRun, JobRunner, RunJob};
 
 use super::Churn;
+use super::delivery::Delivery;
 
 impl RunJob for Churn {
     async fn run(&self, job: &Job, run: &JobRun) -> Result<()> {
@@ -46,14 +47,18 @@ impl RunJob for Churn {
                 alert_id,
                 attempt,
                 due,
-            } => self.alerts().deliver(alert_id, *attempt, due).await,
+            } => {
+                self.alerts()
+                    .deliver(Delivery::Alert(alert_id), *attempt, due)
+                    .await
+            }
             Job::DeliverWebhook {
                 delivery_id,
                 attempt,
                 due,
             } => {
                 self.alerts()
-                    .deliver_endpoint(delivery_id, *attempt, due)
+                    .deliver(Delivery::Endpoint(delivery_id), *attempt, due)
                     .await
             }
             Job::EndpointDisabledNotice { endpoint_id, to } => {

@@ -1,28 +1,24 @@
 //! Outcome webhooks (decisions §19): endpoints (URL rules as §9's alert URL, checked at save
 //! and again by the tenant client at every delivery; secrets sealed), messages emitted in the
-//! transaction of the change they report, and their delivery by the mechanism of churn-risk
-//! alerts (`delivery`): the same outbound POST and attempt log, the schedule stated beside
-//! the alert's ([`ENDPOINT_RETRY_WAITS`]), one job per attempt.
+//! transaction of the change they report, and what an attempt sends. They are delivered by
+//! the one mechanism of churn-risk alerts (`delivery`): the same POST, attempt log, job per
+//! attempt and redelivery, on the endpoint schedule stated beside the alert's.
 //!
 //! - A message is one row per subscribed endpoint plus its first `deliver_webhook` job, both
-//!   written with the change: a crash before the commit loses both, after it neither. The
-//!   job settles its attempt guarded by the due time, so an attempt is recorded once; a
-//!   process dying between the receiver's answer and the record posts again with the same
-//!   `webhook-id`, by which receivers deduplicate (at least once, as alert webhooks).
+//!   written with the change: a crash before the commit loses both, after it neither.
 //! - An endpoint fails since its first failed attempt after its last success; a failure five
 //!   days after that disables it and enqueues one email per owner and admin.
 
 use super::access::ProjectAccess;
 use super::behavior::{meta, paging};
-use super::delivery::post_once;
+use super::delivery::{Delivery, Step};
 use super::{Alerts, Core};
 use crate::api::Meta;
-use crate::api::alerts::{AlertAttempt, AlertStatus};
+use crate::api::alerts::AlertStatus;
 use crate::api::webhooks::{
     CreatedWebhookEndpoint, DeliveryQuery, NewWebhookEndpoint, WebhookDelivery, WebhookEndpoint,
     WebhookEndpointPatch,
 };
-use crate::domain::alerts::{AfterAttempt, ENDPOINT_RETRY_WAITS, after_attempt};
 use crate::domain::keys::generate_webhook_secret;
 use crate::domain::role::{Permission, Role};
 use crate::domain::validation::{Validator, optional_text};
@@ -40,7 +36,6 @@ use crate::store::webhooks::{self as store, DeliveryRow, EndpointRecord};
 use crate::store::{Tx, projects, team};
 use crate::time::{self, Timestamp};
 
-const MAX_URL: usize = 2000;
 const MAX_DESCRIPTION: usize = 500;
 /// Why churn disabled an endpoint.
 const FAILING: &str = "failing_for_5_days";
@@ -163,19 +158,11 @@ async fn enqueue_message(
             created_at: due.clone(),
         };
         store::insert_delivery(&mut **tx, &row).await?;
-        jobs.push((first_attempt(&row.id, &due), now));
+        jobs.push((Delivery::Endpoint(&row.id).job(1, now), now));
         ids.push(row.id);
     }
     Job::enqueue_all(tx, &jobs, now).await?;
     Ok(ids)
-}
-
-fn first_attempt(delivery_id: &str, due: &str) -> Job {
-    Job::DeliverWebhook {
-        delivery_id: delivery_id.to_owned(),
-        attempt: 1,
-        due: due.to_owned(),
-    }
 }
 
 fn endpoint_view(r: &EndpointRecord) -> Result<WebhookEndpoint> {
@@ -224,22 +211,6 @@ fn types_json(types: &[EventType]) -> String {
 }
 
 impl Alerts {
-    /// A URL as §9 wants it: at most 2,000 characters, https, public.
-    async fn check_url(&self, v: &mut Validator, raw: &str) -> Option<String> {
-        let raw = raw.trim();
-        if raw.chars().count() > MAX_URL {
-            v.add("url", format!("must be at most {MAX_URL} characters"));
-            return None;
-        }
-        match self.outbound.check_tenant_url(raw).await {
-            Ok(url) => Some(url.to_string()),
-            Err(e) => {
-                v.add("url", format!("url {e}"));
-                None
-            }
-        }
-    }
-
     /// `POST /projects/:slug/webhook-endpoints`: the answer holds the secret, this once.
     pub async fn create_endpoint(
         &self,
@@ -248,7 +219,7 @@ impl Alerts {
     ) -> Result<CreatedWebhookEndpoint> {
         access.authorize(Permission::Administer)?;
         let mut v = Validator::new();
-        let url = self.check_url(&mut v, &new.url).await;
+        let url = self.check_url(&mut v, "url", &new.url).await;
         let description = v.check(
             "description",
             optional_text(&new.description, MAX_DESCRIPTION),
@@ -298,7 +269,7 @@ impl Alerts {
             .ok_or_else(endpoint_not_found)?;
         let mut v = Validator::new();
         if let Some(url) = &patch.url
-            && let Some(url) = self.check_url(&mut v, url).await
+            && let Some(url) = self.check_url(&mut v, "url", url).await
         {
             record.url = url;
         }
@@ -361,9 +332,9 @@ impl Alerts {
         delivery_view(row)
     }
 
-    /// `POST …/webhook-endpoints/:id/deliveries/:did/redeliver`: a settled delivery becomes
-    /// pending again with an attempt due now, the same message id, its attempts appended to
-    /// the same log entry; 409 while it is pending.
+    /// `POST …/webhook-endpoints/:id/deliveries/:did/redeliver`: as any delivery
+    /// ([`Core::restart_delivery`]): the same message id, its attempts appended to the same
+    /// log entry; 409 while it is pending unless stuck.
     pub async fn redeliver(
         &self,
         access: &ProjectAccess,
@@ -373,20 +344,12 @@ impl Alerts {
         access.authorize(Permission::Administer)?;
         let project_id = &access.project.id;
         let db = self.core.store.reader();
-        store::delivery(db, project_id, endpoint_id, id)
+        let seen = store::delivery(db, project_id, endpoint_id, id)
             .await?
             .ok_or_else(|| Error::NotFound("delivery not found".into()))?;
-        let now = self.core.now();
-        let due = time::format(&now);
-        let mut tx = self.core.store.begin().await?;
-        if !store::restart_delivery(&mut *tx, id, &due).await? {
-            tx.rollback().await?;
-            return Err(Error::Conflict(
-                "this delivery is pending; redeliver it once its attempts are over".into(),
-            ));
-        }
-        first_attempt(id, &due).enqueue(&mut tx, now, now).await?;
-        tx.commit().await?;
+        self.core
+            .restart_delivery(Delivery::Endpoint(id), project_id, &seen.round()?)
+            .await?;
         let row = store::delivery(db, project_id, endpoint_id, id)
             .await?
             .ok_or_else(|| Error::NotFound("delivery not found".into()))?;
@@ -445,51 +408,31 @@ impl Core {
 }
 
 impl Alerts {
-    /// Job `deliver_webhook`: attempt `attempt` of the delivery's current round, unless it
-    /// moved on since the job was scheduled for `due`.
-    pub(crate) async fn deliver_endpoint(
+    /// An attempt of a message to `endpoint`: the standard body signed under the endpoint's
+    /// secret, or the Slack summary; skipped when the endpoint was disabled meanwhile (a test
+    /// message goes anyway).
+    pub(super) async fn endpoint_attempt(
         &self,
-        delivery_id: &str,
-        attempt: u32,
-        due: &str,
-    ) -> Result<()> {
-        let db = self.core.store.reader();
-        let Some(delivery) = store::delivery_by_id(db, delivery_id).await? else {
-            return Ok(());
-        };
-        if delivery.status != AlertStatus::Pending.as_str()
-            || delivery.next_attempt_at.as_deref() != Some(due)
-        {
-            return Ok(());
+        message: &DeliveryRow,
+        endpoint: &EndpointRecord,
+    ) -> Result<Step> {
+        if !endpoint.enabled && message.event_type != TEST_EVENT {
+            return Ok(Step::Skipped("endpoint_disabled"));
         }
-        let Some(endpoint) =
-            store::endpoint(db, &delivery.project_id, &delivery.endpoint_id).await?
-        else {
-            return Ok(());
-        };
-        if !endpoint.enabled && delivery.event_type != TEST_EVENT {
-            let mut tx = self.core.store.begin().await?;
-            let attempts = delivery.attempts.as_str();
-            let skipped = AlertStatus::Skipped.as_str();
-            let reason = Some("endpoint_disabled");
-            store::settle_delivery(&mut *tx, delivery_id, due, skipped, reason, attempts, None)
-                .await?;
-            tx.commit().await?;
-            return Ok(());
-        }
-        let at = self.core.now();
-        let client = self.outbound.tenant().for_purpose("outcome_webhook");
-        let request = match Format::parse(&endpoint.format) {
+        match Format::parse(&endpoint.format) {
             Some(Format::Slack) => {
-                let project = projects::by_id(db, &delivery.project_id)
-                    .await?
-                    .ok_or_else(|| Error::internal("a delivery of no project"))?;
-                let message: serde_json::Value =
-                    serde_json::from_str(&delivery.body).map_err(Error::internal)?;
-                let text = slack_summary(&delivery.event_type, &project.name, &message["data"]);
-                client
-                    .post(&endpoint.url)
-                    .json(&serde_json::json!({ "text": text }))
+                let Some(project) =
+                    projects::by_id(self.core.store.reader(), &message.project_id).await?
+                else {
+                    return Ok(Step::Nothing);
+                };
+                let body: serde_json::Value =
+                    serde_json::from_str(&message.body).map_err(Error::internal)?;
+                let text = slack_summary(&message.event_type, &project.name, &body["data"]);
+                let summary = serde_json::to_vec(&serde_json::json!({ "text": text }))
+                    .map_err(Error::internal)?;
+                self.post("outcome_webhook", &endpoint.url, summary, None)
+                    .await
             }
             Some(Format::Standard) => {
                 let secret = String::from_utf8(ENDPOINT_SECRETS.open(
@@ -498,103 +441,18 @@ impl Alerts {
                     &endpoint.secret,
                 )?)
                 .map_err(Error::internal)?;
-                let secrets = WebhookSecrets::new(secret, None, at);
-                client.post(&endpoint.url).signed_json(
-                    &secrets,
-                    &delivery.message_id,
-                    at.timestamp(),
-                    delivery.body.clone().into_bytes(),
-                )?
+                let secrets = WebhookSecrets::new(secret, None, self.core.now());
+                let body = message.body.clone().into_bytes();
+                self.post(
+                    "outcome_webhook",
+                    &endpoint.url,
+                    body,
+                    Some((&secrets, &message.message_id)),
+                )
+                .await
             }
-            None => return Err(Error::internal("corrupt format in webhook_endpoints")),
-        };
-        let (tried, succeeded) = post_once(request, at).await;
-        self.core.metrics.delivery(
-            "outcome_webhook",
-            if succeeded { "delivered" } else { "failed" },
-        );
-        if !succeeded {
-            tracing::info!(delivery = %delivery.id, status = ?tried.status_code, error = ?tried.error, "outcome webhook attempt failed");
+            None => Err(Error::internal("corrupt format in webhook_endpoints")),
         }
-        self.record_attempt(&delivery, &endpoint, due, attempt, tried, succeeded)
-            .await
-    }
-
-    /// Logs the attempt, schedules what follows and keeps the endpoint's failure record, in
-    /// one transaction; disables an endpoint failing for five days and emails its admins.
-    async fn record_attempt(
-        &self,
-        delivery: &DeliveryRow,
-        endpoint: &EndpointRecord,
-        due: &str,
-        attempt: u32,
-        tried: AlertAttempt,
-        succeeded: bool,
-    ) -> Result<()> {
-        let now = self.core.now();
-        let at = tried.at;
-        let mut attempts: Vec<AlertAttempt> = serde_json::from_str(&delivery.attempts)
-            .map_err(|_| Error::internal("corrupt attempts in webhook_deliveries"))?;
-        attempts.push(tried);
-        let attempts = serde_json::to_string(&attempts).map_err(Error::internal)?;
-        let (status, next) = match after_attempt(ENDPOINT_RETRY_WAITS, attempt, succeeded) {
-            AfterAttempt::Delivered => (AlertStatus::Delivered, None),
-            AfterAttempt::Failed => (AlertStatus::Failed, None),
-            AfterAttempt::RetryIn(wait) => {
-                let wait = chrono::Duration::from_std(wait).map_err(Error::internal)?;
-                (AlertStatus::Pending, Some(now + wait))
-            }
-        };
-        let next_due = next.as_ref().map(time::format);
-        let mut tx = self.core.store.begin().await?;
-        if !store::settle_delivery(
-            &mut *tx,
-            &delivery.id,
-            due,
-            status.as_str(),
-            None,
-            &attempts,
-            next_due.as_deref(),
-        )
-        .await?
-        {
-            // Another worker recorded this attempt first.
-            tx.rollback().await?;
-            return Ok(());
-        }
-        let mut jobs = Vec::new();
-        if let (Some(at), Some(due)) = (next, next_due) {
-            jobs.push((
-                Job::DeliverWebhook {
-                    delivery_id: delivery.id.clone(),
-                    attempt: attempt.saturating_add(1),
-                    due,
-                },
-                at,
-            ));
-        }
-        if succeeded {
-            store::succeeded(&mut *tx, &endpoint.id).await?;
-        } else if let Some(since) = store::failed(&mut *tx, &endpoint.id, at).await?
-            && disables(since, at)
-            && store::disable(&mut *tx, &endpoint.id, FAILING, now).await?
-        {
-            tracing::warn!(endpoint = %endpoint.id, "a webhook endpoint failing for 5 days was disabled");
-            for member in team::members(&mut *tx, &endpoint.project_id).await? {
-                if matches!(member.role, Role::Owner | Role::Admin) {
-                    jobs.push((
-                        Job::EndpointDisabledNotice {
-                            endpoint_id: endpoint.id.clone(),
-                            to: member.email,
-                        },
-                        now,
-                    ));
-                }
-            }
-        }
-        Job::enqueue_all(&mut tx, &jobs, now).await?;
-        tx.commit().await?;
-        Ok(())
     }
 
     /// Job `endpoint_disabled_notice`: tells an owner or admin that an endpoint was disabled.
@@ -672,4 +530,38 @@ impl Alerts {
             }
         }
     }
+}
+
+/// Keeps the endpoint's failure record after an attempt at `at`, in the transaction that
+/// records it: a success clears it; a failure five days after the first one since the last
+/// success disables the endpoint. Answers the emails to its owners and admins that a
+/// disabling calls for.
+pub(super) async fn keep_failure_record(
+    tx: &mut Tx,
+    endpoint: &EndpointRecord,
+    at: Timestamp,
+    succeeded: bool,
+    now: Timestamp,
+) -> Result<Vec<(Job, Timestamp)>> {
+    let mut notices = Vec::new();
+    if succeeded {
+        store::succeeded(&mut **tx, &endpoint.id).await?;
+    } else if let Some(since) = store::failed(&mut **tx, &endpoint.id, at).await?
+        && disables(since, at)
+        && store::disable(&mut **tx, &endpoint.id, FAILING, now).await?
+    {
+        tracing::warn!(endpoint = %endpoint.id, "a webhook endpoint failing for 5 days was disabled");
+        for member in team::members(&mut **tx, &endpoint.project_id).await? {
+            if matches!(member.role, Role::Owner | Role::Admin) {
+                notices.push((
+                    Job::EndpointDisabledNotice {
+                        endpoint_id: endpoint.id.clone(),
+                        to: member.email,
+                    },
+                    now,
+                ));
+            }
+        }
+    }
+    Ok(notices)
 }

@@ -1,9 +1,10 @@
 //! The churn-risk alert log, `risk_alerts`: one row per alert, its delivery attempts as a JSON
-//! array.
+//! array (settled and restarted with the endpoints' deliveries, in `delivery`).
 
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
+use super::delivery::Round;
 use super::{Backend, Writes, decode, ts};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -47,6 +48,18 @@ impl FromRow<'_, AnyRow> for AlertRecord {
             claimed_at: decode::timestamp_opt(row, "claimed_at")?,
             created_at: decode::timestamp(row, "created_at")?,
         })
+    }
+}
+
+impl AlertRecord {
+    /// Its delivery state, as the delivery mechanism reads it.
+    pub fn round(&self) -> Round {
+        Round {
+            status: self.status.clone(),
+            attempts: self.attempts.clone(),
+            next_attempt_at: self.next_attempt_at,
+            claimed_at: self.claimed_at,
+        }
     }
 }
 
@@ -176,72 +189,6 @@ pub async fn claim<'e>(db: impl Writes<'e>, id: &str, due: &str, now: Timestamp)
     .bind(time::format(&now))
     .bind(id)
     .bind(due)
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() == 1)
-}
-
-/// What an attempt leaves in the log.
-#[derive(Debug, Clone)]
-pub struct Settled<'a> {
-    pub status: &'a str,
-    pub reason: Option<&'a str>,
-    /// The whole array, this attempt appended.
-    pub attempts: &'a str,
-    pub next_attempt_at: Option<Timestamp>,
-}
-
-/// Records an attempt of a pending delivery due at `due`, releasing its claim; `false` when
-/// the alert moved on meanwhile (another worker recorded this attempt).
-pub async fn settle<'e>(db: impl Writes<'e>, id: &str, due: &str, s: &Settled<'_>) -> Result<bool> {
-    let done = sqlx::query(
-        "UPDATE risk_alerts SET status = $1, reason = $2, attempts = $3, next_attempt_at = $4, \
-         claimed_at = NULL WHERE id = $5 AND status = 'pending' AND next_attempt_at = $6",
-    )
-    .bind(s.status)
-    .bind(s.reason)
-    .bind(s.attempts)
-    .bind(s.next_attempt_at.as_ref().map(time::format))
-    .bind(id)
-    .bind(due)
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() == 1)
-}
-
-/// Makes an alert pending again, due at `now`, with `attempts` as its log, provided it is
-/// still exactly as `seen` (status, attempts, due time, claim): `false` when it moved on.
-pub async fn restart<'e>(
-    db: impl Writes<'e>,
-    project_id: &str,
-    seen: &AlertRecord,
-    attempts: &str,
-    now: Timestamp,
-) -> Result<bool> {
-    let done = sqlx::query(
-        "UPDATE risk_alerts SET status = 'pending', reason = NULL, attempts = $1, \
-         next_attempt_at = $2, claimed_at = NULL \
-         WHERE project_id = $3 AND id = $4 AND status = $5 AND attempts = $6 \
-         AND COALESCE(next_attempt_at, '') = $7 AND COALESCE(claimed_at, '') = $8",
-    )
-    .bind(attempts)
-    .bind(time::format(&now))
-    .bind(project_id)
-    .bind(&seen.id)
-    .bind(&seen.status)
-    .bind(&seen.attempts)
-    .bind(
-        seen.next_attempt_at
-            .as_ref()
-            .map(time::format)
-            .unwrap_or_default(),
-    )
-    .bind(
-        seen.claimed_at
-            .as_ref()
-            .map(time::format)
-            .unwrap_or_default(),
-    )
     .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)

@@ -16,6 +16,7 @@ pub mod cancel_sessions;
 pub mod customers;
 mod db;
 mod decode;
+pub mod delivery;
 pub mod demo;
 mod dialect;
 pub mod dunning;

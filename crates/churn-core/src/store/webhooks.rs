@@ -1,10 +1,12 @@
 //! Outcome webhook endpoints (`webhook_endpoints`, secrets sealed) and their delivery log
-//! (`webhook_deliveries`: one row per message and endpoint, its attempts as a JSON array).
+//! (`webhook_deliveries`: one row per message and endpoint, its attempts as a JSON array,
+//! settled and restarted with the alerts, in `delivery`).
 
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Writes, decode, ts};
+use super::delivery::Round;
+use super::{Writes, decode, ts, ts_opt};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -219,6 +221,18 @@ pub struct DeliveryRow {
     pub created_at: String,
 }
 
+impl DeliveryRow {
+    /// Its delivery state, as the delivery mechanism reads it (never claimed).
+    pub fn round(&self) -> Result<Round> {
+        Ok(Round {
+            status: self.status.clone(),
+            attempts: self.attempts.clone(),
+            next_attempt_at: ts_opt(self.next_attempt_at.as_deref())?,
+            claimed_at: None,
+        })
+    }
+}
+
 const DELIVERY: &str = "id, project_id, endpoint_id, message_id, event_type, body, status, \
                         reason, attempts, next_attempt_at, created_at";
 
@@ -306,43 +320,4 @@ pub async fn delivery_by_id<'e>(
     .bind(id)
     .fetch_optional(db)
     .await?)
-}
-
-/// Records an attempt of a pending delivery due at `due`; `false` when the delivery moved on
-/// meanwhile (another worker recorded this attempt).
-pub async fn settle_delivery<'e>(
-    db: impl Writes<'e>,
-    id: &str,
-    due: &str,
-    status: &str,
-    reason: Option<&str>,
-    attempts: &str,
-    next_attempt_at: Option<&str>,
-) -> Result<bool> {
-    let done = sqlx::query(
-        "UPDATE webhook_deliveries SET status = $1, reason = $2, attempts = $3, \
-         next_attempt_at = $4 WHERE id = $5 AND status = 'pending' AND next_attempt_at = $6",
-    )
-    .bind(status)
-    .bind(reason)
-    .bind(attempts)
-    .bind(next_attempt_at)
-    .bind(id)
-    .bind(due)
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() == 1)
-}
-
-/// Makes a settled delivery pending again, due at `now`; `false` when it is pending.
-pub async fn restart_delivery<'e>(db: impl Writes<'e>, id: &str, now: &str) -> Result<bool> {
-    let done = sqlx::query(
-        "UPDATE webhook_deliveries SET status = 'pending', reason = NULL, next_attempt_at = $1 \
-         WHERE id = $2 AND status <> 'pending'",
-    )
-    .bind(now)
-    .bind(id)
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() == 1)
 }

@@ -2,7 +2,8 @@
 //! endpoint's secret and verified by the `standardwebhooks` reference library (PyPI), the
 //! retry schedule on the test clock, auto-disable with the email to admins, redirects and
 //! private addresses refused, the Slack format, test sends, redelivery, a provider webhook
-//! delivered twice emitting once, and churn-risk alerts as one event type among others.
+//! delivered twice emitting once, churn-risk alerts as one event type among others and
+//! delivered by the same mechanism, and the exact message of each payment-failure outcome.
 
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
@@ -15,7 +16,8 @@ use wiremock::{Mock, ResponseTemplate};
 use crate::alerts::{quiet_customers, start_dns, with_receiver};
 use crate::fake_provider::{self, FakeProvider};
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner, acme_with_key, advance, fields, send_variant,
+    Backend, Options, TestApp, acme_owner, acme_with_key, advance, clock_now, fields, send_variant,
+    wire_time,
 };
 use crate::risk::recompute;
 use churn_core::both_backends;
@@ -31,6 +33,9 @@ both_backends!(
     test_sends_and_redelivery_keep_the_message_id,
     a_provider_webhook_delivered_twice_emits_once,
     churn_risk_alerts_are_one_event_type_among_others,
+    an_alert_and_an_endpoint_message_are_delivered_by_one_mechanism,
+    a_recovered_payment_failure_is_told_as_it_now_stands,
+    an_abandoned_payment_failure_is_told_as_it_now_stands,
     a_send_and_its_first_click_are_told_once,
     an_event_lost_at_the_end_of_its_window_is_told,
 );
@@ -846,4 +851,250 @@ async fn an_event_lost_at_the_end_of_its_window_is_told(backend: Backend) {
     assert_eq!(body["data"]["id"], event.as_str());
     assert_eq!(body["data"]["customer_email"], "gone@x.io");
     assert_eq!(body["data"]["status"], "lost");
+}
+
+/// The alert to the project's URL and the message to an endpoint go through one mechanism:
+/// the same refusal of a private address at delivery, the same attempt logged, each on its
+/// own schedule (§9: 10 s, §19: 5 s), the same rule for redelivery while pending.
+async fn an_alert_and_an_endpoint_message_are_delivered_by_one_mechanism(backend: Backend) {
+    let receiver = fake_provider::start_for(&["hooks.rebind.test", "localhost"]).await;
+    answer(&receiver, ResponseTemplate::new(200)).await;
+    let address = Arc::new(Mutex::new(Ipv4Addr::new(93, 184, 216, 34)));
+    let dns = start_dns(address.clone()).await;
+    let app = TestApp::spawn_with(
+        backend,
+        Options::default()
+            .with("dns_resolver", dns.to_string())
+            .with("extra_ca_file", receiver.ca_file.path().to_str().unwrap()),
+    )
+    .await;
+    let acme = acme_with_key(&app).await;
+    let url = format!("{}{HOOK}", receiver.base);
+    // Public when saved, both.
+    app.call_json(
+        &acme.token,
+        Method::PUT,
+        "/projects/acme/churn-risk/config",
+        &json!({"webhook_url": url}),
+        200,
+    )
+    .await;
+    let endpoint = create(
+        &app,
+        &acme.token,
+        json!({"url": url, "event_types": ["churn_risk.alert"]}),
+    )
+    .await;
+    let endpoint_id = endpoint["id"].as_str().unwrap();
+    // Loopback, where the receiver listens, at delivery.
+    *address.lock().unwrap() = Ipv4Addr::LOCALHOST;
+    quiet_customers(&app, &acme, &["quiet@shop.io"]).await;
+    assert_eq!(recompute(&app, &acme).await["alerts"], 1);
+    let alert = || async {
+        app.call(
+            &acme.token,
+            Method::GET,
+            "/projects/acme/churn-risk/alerts",
+            200,
+        )
+        .await["data"][0]
+            .clone()
+    };
+    let message = || async { deliveries(&app, &acme.token, endpoint_id).await[0].clone() };
+    assert_eq!(app.run_jobs().await, 2, "the alert and the message");
+    let now = wire_time(clock_now(&app).await);
+    let (a, m) = (alert().await, message().await);
+    assert_eq!(
+        a["attempts"], m["attempts"],
+        "the same attempt, logged alike"
+    );
+    let attempt = &a["attempts"][0];
+    assert_eq!(attempt["at"], now.as_str());
+    assert_eq!(attempt["status_code"], Value::Null);
+    assert!(
+        attempt["error"].as_str().unwrap().contains("non-public"),
+        "{attempt}"
+    );
+    assert_eq!(attempt["response_body"], Value::Null);
+    assert!(received(&receiver).await.is_empty(), "never called");
+    for entry in [&a, &m] {
+        assert_eq!(entry["status"], "pending");
+    }
+    let next = |entry: &Value| {
+        let at = |key: &str| {
+            entry[key]
+                .as_str()
+                .unwrap()
+                .parse::<chrono::DateTime<chrono::Utc>>()
+                .unwrap()
+        };
+        (at("next_attempt_at") - at("created_at")).num_seconds()
+    };
+    assert_eq!((next(&a), next(&m)), (10, 5), "each kind's own waits");
+
+    // While pending, neither is redelivered.
+    let redeliver_alert = format!(
+        "/projects/acme/churn-risk/alerts/{}/redeliver",
+        a["id"].as_str().unwrap()
+    );
+    let redeliver_message = format!(
+        "/projects/acme/webhook-endpoints/{endpoint_id}/deliveries/{}/redeliver",
+        m["id"].as_str().unwrap()
+    );
+    app.call(&acme.token, Method::POST, &redeliver_alert, 409)
+        .await;
+    app.call(&acme.token, Method::POST, &redeliver_message, 409)
+        .await;
+
+    // The message's second attempt after 5 s, the alert's after 10 s: logged alike again.
+    advance(&app, 5).await;
+    assert_eq!(app.run_jobs().await, 1);
+    assert_eq!(message().await["attempts"].as_array().unwrap().len(), 2);
+    assert_eq!(alert().await["attempts"].as_array().unwrap().len(), 1);
+    advance(&app, 5).await;
+    assert_eq!(app.run_jobs().await, 1);
+    let (a, m) = (alert().await, message().await);
+    assert_eq!(a["attempts"][1]["error"], m["attempts"][1]["error"]);
+    assert_eq!(
+        (next(&a), next(&m)),
+        (10 + 60, 5 + 300),
+        "the second waits: 60 s and 5 min"
+    );
+    assert!(received(&receiver).await.is_empty());
+}
+
+/// The webhook endpoint for payment-failure messages of `event_type`, on `s.fake`.
+async fn payment_endpoint(s: &crate::webhooks::Setup, event_type: &str) -> Value {
+    Mock::given(method("POST"))
+        .and(path(HOOK))
+        .respond_with(ResponseTemplate::new(200))
+        .mount(&s.fake.mock)
+        .await;
+    s.app.run_jobs().await;
+    create(
+        &s.app,
+        &s.token,
+        json!({"url": format!("{}{HOOK}", s.fake.base), "event_types": [event_type]}),
+    )
+    .await
+}
+
+/// The one payment failure as `GET …/payment-failures` shows it, and the project's id.
+async fn failure_and_project(s: &crate::webhooks::Setup) -> (Value, Value) {
+    let failures = s
+        .app
+        .call(
+            &s.token,
+            Method::GET,
+            "/projects/acme/payment-failures",
+            200,
+        )
+        .await["data"]["failures"]
+        .clone();
+    assert_eq!(failures.as_array().unwrap().len(), 1, "{failures}");
+    let project = s
+        .app
+        .call(&s.token, Method::GET, "/projects/acme", 200)
+        .await["data"]["id"]
+        .clone();
+    (failures[0].clone(), project)
+}
+
+async fn a_recovered_payment_failure_is_told_as_it_now_stands(backend: Backend) {
+    let s = crate::webhooks::setup(backend).await;
+    let endpoint = payment_endpoint(&s, "payment_failure.recovered").await;
+    let failed = crate::webhooks::fixture("a_basil_invoice_payment_failed");
+    assert_eq!(
+        s.send_a(&failed, 200).await["action"],
+        "payment_failure_created"
+    );
+    s.app.run_jobs().await;
+    assert!(received(&s.fake).await.is_empty(), "not subscribed");
+    let paid = crate::webhooks::fixture("a_invoice_paid");
+    assert_eq!(s.send_a(&paid, 200).await["action"], "payment_recovered");
+    let now = wire_time(clock_now(&s.app).await);
+    s.app.run_jobs().await;
+
+    let hooks = received(&s.fake).await;
+    assert_eq!(hooks.len(), 1);
+    let (failure, project_id) = failure_and_project(&s).await;
+    let body: Value = serde_json::from_slice(&hooks[0].body).unwrap();
+    assert_eq!(
+        body,
+        json!({
+            "type": "payment_failure.recovered",
+            "id": header(&hooks[0], "webhook-id").unwrap(),
+            "created_at": now,
+            "project_id": project_id,
+            "data": {
+                "id": failure["id"],
+                "provider": "stripe",
+                "customer_email": "jenny.rosen@example.com",
+                "amount": 2990,
+                "currency": "usd",
+                "status": "recovered",
+                "failure_reason": "payment_failed",
+                "decline_code": null,
+                "attempts": 0,
+                "max_retries": 4,
+                "next_retry_at": null,
+                "abandon_reason": null,
+                "recovered_at": now,
+                "created_at": failure["created_at"],
+            },
+        })
+    );
+    assert_eq!(body["data"], failure, "the failure as the API shows it");
+    verify_with_reference_library(endpoint["secret"].as_str().unwrap(), &hooks[0]);
+}
+
+async fn an_abandoned_payment_failure_is_told_as_it_now_stands(backend: Backend) {
+    let s = crate::webhooks::setup(backend).await;
+    let endpoint = payment_endpoint(&s, "payment_failure.abandoned").await;
+    let failed = crate::webhooks::fixture("b_payment_failed");
+    assert_eq!(
+        s.send_b("evt_b1", &failed).await["action"],
+        "payment_failure_created"
+    );
+    s.app.run_jobs().await;
+    assert!(received(&s.fake).await.is_empty(), "not subscribed");
+    let halted = crate::webhooks::fixture("b_subscription_halted");
+    assert_eq!(
+        s.send_b("evt_b2", &halted).await["action"],
+        "payment_failure_abandoned"
+    );
+    let now = wire_time(clock_now(&s.app).await);
+    s.app.run_jobs().await;
+
+    let hooks = received(&s.fake).await;
+    assert_eq!(hooks.len(), 1);
+    let (failure, project_id) = failure_and_project(&s).await;
+    let body: Value = serde_json::from_slice(&hooks[0].body).unwrap();
+    assert_eq!(
+        body,
+        json!({
+            "type": "payment_failure.abandoned",
+            "id": header(&hooks[0], "webhook-id").unwrap(),
+            "created_at": now,
+            "project_id": project_id,
+            "data": {
+                "id": failure["id"],
+                "provider": "razorpay",
+                "customer_email": "gaurav.kumar@example.com",
+                "amount": 50000,
+                "currency": "inr",
+                "status": "abandoned",
+                "failure_reason": "payment_failed",
+                "decline_code": null,
+                "attempts": 0,
+                "max_retries": 4,
+                "next_retry_at": null,
+                "abandon_reason": "provider_halted",
+                "recovered_at": null,
+                "created_at": failure["created_at"],
+            },
+        })
+    );
+    assert_eq!(body["data"], failure, "the failure as the API shows it");
+    verify_with_reference_library(endpoint["secret"].as_str().unwrap(), &hooks[0]);
 }
