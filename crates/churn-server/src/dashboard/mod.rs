@@ -26,6 +26,7 @@ mod cancel_sessions;
 mod chart;
 mod csv;
 mod customers;
+mod delivery_log;
 mod error;
 mod events;
 mod layout;

@@ -12,8 +12,9 @@ use churn_core::domain::role::Permission;
 use serde::Deserialize;
 
 use super::customers;
+use super::delivery_log::{AttemptRow, status_class};
 use super::error::PageError;
-use super::layout::{Frame, exact, html, when};
+use super::layout::{Frame, html, when};
 use super::session::InProject;
 use crate::state::AppState;
 
@@ -25,13 +26,6 @@ pub struct Params {
     page: Option<String>,
     #[serde(default)]
     done: Option<String>,
-}
-
-pub struct AttemptRow {
-    pub at: String,
-    pub exact: String,
-    pub outcome: String,
-    pub body: String,
 }
 
 pub struct AlertRow {
@@ -113,29 +107,11 @@ pub async fn page(
             level: a.risk_level,
             channel: a.channel.as_str(),
             status: a.status.as_str(),
-            status_class: match a.status {
-                AlertStatus::Delivered => "good",
-                AlertStatus::Failed => "bad",
-                AlertStatus::Skipped => "warn",
-                AlertStatus::Pending => "",
-            },
+            status_class: status_class(a.status),
             reason: a.reason.unwrap_or_default().replace('_', " "),
             created: when(&a.created_at),
             next_attempt: a.next_attempt_at.as_ref().map(when).unwrap_or_default(),
-            attempts: a
-                .attempts
-                .iter()
-                .map(|t| AttemptRow {
-                    at: when(&t.at),
-                    exact: exact(&t.at),
-                    outcome: match (t.status_code, &t.error) {
-                        (Some(code), _) => format!("HTTP {code}"),
-                        (None, Some(e)) => e.clone(),
-                        (None, None) => "no answer".into(),
-                    },
-                    body: t.response_body.clone().unwrap_or_default(),
-                })
-                .collect(),
+            attempts: a.attempts.iter().map(AttemptRow::of).collect(),
             redeliver: (can_admin && a.status == AlertStatus::Failed)
                 .then(|| format!("{base}/risk/alerts/{}/redeliver", a.id)),
             id: a.id,

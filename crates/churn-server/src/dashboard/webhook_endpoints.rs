@@ -19,6 +19,7 @@ use churn_core::services::ProjectAccess;
 use serde::Deserialize;
 
 use super::csv;
+use super::delivery_log::{AttemptRow, outcome, status_class};
 use super::error::PageError;
 use super::layout::{Frame, exact, html, when};
 use super::session::{InProject, Signed};
@@ -132,26 +133,9 @@ impl EndpointForm {
     }
 }
 
-/// A delivery status as a badge class.
-fn status_class(status: AlertStatus) -> &'static str {
-    match status {
-        AlertStatus::Delivered => "good",
-        AlertStatus::Failed => "bad",
-        AlertStatus::Skipped => "warn",
-        AlertStatus::Pending => "",
-    }
-}
-
 /// The receiver's last answer: its status code, else why none came.
 fn last_answer(d: &WebhookDelivery) -> String {
-    match d.attempts.last() {
-        Some(a) => match (a.status_code, &a.error) {
-            (Some(code), _) => format!("HTTP {code}"),
-            (None, Some(e)) => e.clone(),
-            (None, None) => "no answer".into(),
-        },
-        None => String::new(),
-    }
+    d.attempts.last().map(outcome).unwrap_or_default()
 }
 
 pub struct Listed {
@@ -328,13 +312,6 @@ pub async fn create(
     render_list(&s, &signed, &access, status, (None, Some(error), form)).await
 }
 
-pub struct AttemptRow {
-    pub at: String,
-    pub exact: String,
-    pub outcome: String,
-    pub body: String,
-}
-
 pub struct DeliveryRow {
     pub id: String,
     pub message_id: String,
@@ -419,20 +396,7 @@ async fn render_page(
             created_exact: exact(&d.created_at),
             last_answer: last_answer(&d),
             next_attempt: d.next_attempt_at.as_ref().map(when).unwrap_or_default(),
-            attempts: d
-                .attempts
-                .iter()
-                .map(|t| AttemptRow {
-                    at: when(&t.at),
-                    exact: exact(&t.at),
-                    outcome: match (t.status_code, &t.error) {
-                        (Some(code), _) => format!("HTTP {code}"),
-                        (None, Some(e)) => e.clone(),
-                        (None, None) => "no answer".into(),
-                    },
-                    body: t.response_body.clone().unwrap_or_default(),
-                })
-                .collect(),
+            attempts: d.attempts.iter().map(AttemptRow::of).collect(),
             // The service refuses a pending one (409): no button for it.
             redeliver: (can_admin && d.status != AlertStatus::Pending)
                 .then(|| format!("{base}/deliveries/{}/redeliver", d.id)),
