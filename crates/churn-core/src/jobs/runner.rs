@@ -243,9 +243,36 @@ impl Shares {
     }
 }
 
+/// A claim that found nothing due outside the groups it excluded. While one project fills its
+/// half of the slots with a long queue (a burst of webhook deliveries), every claim for the
+/// other half walks that whole queue to find nothing; a claim excluding the same groups or more
+/// waits for the poll interval instead, which is as long as work of another group waits when
+/// the worker is idle.
+struct EmptyClaim {
+    excluded: Vec<Option<String>>,
+    at: tokio::time::Instant,
+}
+
+impl EmptyClaim {
+    /// Remembers a claim that excluded `full` and found nothing; a claim excluding no group
+    /// is not remembered, so the worker looks again as soon as a job ends.
+    fn after(full: &[Option<&str>]) -> Option<Self> {
+        (!full.is_empty()).then(|| Self {
+            excluded: full.iter().map(|g| g.map(str::to_owned)).collect(),
+            at: tokio::time::Instant::now(),
+        })
+    }
+
+    /// Whether a claim excluding `full` would find nothing either, within `interval`.
+    fn covers(&self, full: &[Option<&str>], interval: Duration) -> bool {
+        self.at.elapsed() < interval && self.excluded.iter().all(|g| full.contains(&g.as_deref()))
+    }
+}
+
 /// Runs due jobs, up to the runner's concurrency at once, at most half of it per project and
 /// the last free slot kept for a project with nothing running (see `Shares::full`);
-/// looks for due work again when a job ends, or every `interval` when none was due; purges
+/// looks for due work again when a job ends, or every `interval` when none was due (or none
+/// outside the groups at their cap: see [`EmptyClaim`]); purges
 /// old failed jobs hourly. Once `shutdown` is cancelled it claims nothing more and waits for
 /// the jobs running (each bounded by its calls' timeouts).
 pub fn spawn_worker<H: RunJob>(
@@ -259,6 +286,7 @@ pub fn spawn_worker<H: RunJob>(
         let mut running = JoinSet::new();
         let mut groups = HashMap::new();
         let mut last_purge: Option<tokio::time::Instant> = None;
+        let mut known_empty: Option<EmptyClaim> = None;
         while !shutdown.is_cancelled() {
             if last_purge.is_none_or(|at| at.elapsed() >= PURGE_EVERY) {
                 last_purge = Some(tokio::time::Instant::now());
@@ -269,10 +297,20 @@ pub fn spawn_worker<H: RunJob>(
                 }
             }
             if running.len() < runner.concurrency {
-                match runner
-                    .claim(&shares.full(runner.concurrency - running.len()))
-                    .await
+                let full = shares.full(runner.concurrency - running.len());
+                let claimed = if known_empty
+                    .as_ref()
+                    .is_some_and(|e| e.covers(&full, interval))
                 {
+                    Ok(None)
+                } else {
+                    let claimed = runner.claim(&full).await;
+                    if let Ok(None) = claimed {
+                        known_empty = EmptyClaim::after(&full);
+                    }
+                    claimed
+                };
+                match claimed {
                     Ok(Some(record)) => {
                         shares.take(record.project_id.clone());
                         let group = record.project_id.clone();
