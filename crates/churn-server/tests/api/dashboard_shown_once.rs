@@ -8,11 +8,12 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use reqwest::Method;
-use serde_json::Value;
 
+use crate::dashboard::behind_a_proxy;
 use crate::dashboard_client::{Browser, Posted, cookie_pair, set_cookies, url};
 use crate::dashboard_settings::project_json;
-use crate::helpers::{Backend, Options, TestApp, acme_owner, set_clock};
+use crate::dashboard_webhooks::endpoints;
+use crate::helpers::{Backend, TestApp, acme_owner, set_clock};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -39,14 +40,6 @@ const ENDPOINT: &[(&str, &str)] = &[
     ("enabled", "false"),
     ("enabled", "true"),
 ];
-
-async fn endpoints(app: &TestApp, token: &str) -> Vec<Value> {
-    app.call(token, Method::GET, "/projects/acme/webhook-endpoints", 200)
-        .await["data"]
-        .as_array()
-        .unwrap()
-        .clone()
-}
 
 /// The value shown once on a page (`id` of its `<code>`), if it is there.
 fn shown(html: &str, id: &str) -> Option<String> {
@@ -289,13 +282,7 @@ async fn a_shown_value_opens_for_no_other_user_session_page_or_project(backend: 
 }
 
 async fn the_cookie_is_secure_behind_an_https_proxy(backend: Backend) {
-    let app = TestApp::spawn_with(
-        backend,
-        Options::default()
-            .with("dev_mode", false)
-            .with("trusted_proxies", "127.0.0.1"),
-    )
-    .await;
+    let app = behind_a_proxy(backend).await;
     acme_owner(&app).await;
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
     let r = app

@@ -26,7 +26,7 @@ both_backends!(
 
 const LIST: &str = "/app/p/acme/settings/webhooks";
 
-async fn endpoints(app: &TestApp, token: &str) -> Vec<Value> {
+pub(crate) async fn endpoints(app: &TestApp, token: &str) -> Vec<Value> {
     app.call(token, Method::GET, "/projects/acme/webhook-endpoints", 200)
         .await["data"]
         .as_array()
