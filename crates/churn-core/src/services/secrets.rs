@@ -181,6 +181,18 @@ impl EncryptionKey {
         &self.0
     }
 
+    /// Seals a value that lives minutes and never reaches the database (the dashboard's
+    /// values shown once), with `scope` as associated data. No sealed column holds it, so
+    /// rotating the key does not reseal it: one sealed before a rotation opens nothing.
+    pub fn seal_transient(&self, scope: &str, plain: &[u8]) -> Result<String> {
+        sealed::seal(&self.0, &transient(scope), plain)
+    }
+
+    /// Opens what [`Self::seal_transient`] sealed under the same scope; an error otherwise.
+    pub fn open_transient(&self, scope: &str, value: &str) -> Result<Vec<u8>> {
+        sealed::open(&self.0, &transient(scope), value)
+    }
+
     /// Identifies the key without revealing it: hex HMAC-SHA256 of a constant under it.
     fn check_value(&self) -> String {
         use hmac::{Hmac, Mac};
@@ -199,6 +211,11 @@ impl EncryptionKey {
             .map_err(|_| Error::validation(format!("{origin}: must decode to 32 bytes")))?;
         Ok(Self(key))
     }
+}
+
+/// Transient scopes never equal a column's, so neither kind of value opens as the other.
+fn transient(scope: &str) -> String {
+    format!("transient:{scope}")
 }
 
 impl std::fmt::Debug for EncryptionKey {
@@ -334,5 +351,21 @@ mod tests {
                 encryption_key(&config).unwrap().check_value()
             );
         });
+    }
+
+    #[test]
+    fn transient_values_open_only_under_their_scope_and_never_as_a_column() {
+        let key = EncryptionKey([3; 32]);
+        let value = key.seal_transient("page:a", b"whsec_x").unwrap();
+        assert!(!value.contains("whsec_x"));
+        assert_eq!(key.open_transient("page:a", &value).unwrap(), b"whsec_x");
+        assert!(key.open_transient("page:b", &value).is_err());
+        assert!(
+            EncryptionKey([4; 32])
+                .open_transient("page:a", &value)
+                .is_err()
+        );
+        // A column's scope is taken as written: the transient prefix keeps the two apart.
+        assert!(sealed::open(&key.0, "page:a", &value).is_err());
     }
 }

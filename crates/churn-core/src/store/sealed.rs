@@ -12,8 +12,9 @@ use sqlx::{Any, AnyConnection, Row};
 use crate::domain::provider::Provider;
 use crate::error::{Error, Result};
 
-/// Callers outside this module seal through a [`Column`] of [`SEALED`].
-fn seal(key: &[u8; 32], scope: &str, plain: &[u8]) -> Result<String> {
+/// Values at rest seal through a [`Column`] of [`SEALED`]; values that never reach the
+/// database through [`crate::services::EncryptionKey::seal_transient`].
+pub(crate) fn seal(key: &[u8; 32], scope: &str, plain: &[u8]) -> Result<String> {
     let nonce: [u8; 12] = rand::rng().random();
     let sealed = Aes256Gcm::new(key.into())
         .encrypt(
@@ -27,7 +28,7 @@ fn seal(key: &[u8; 32], scope: &str, plain: &[u8]) -> Result<String> {
     Ok(STANDARD.encode([nonce.as_slice(), &sealed].concat()))
 }
 
-fn open(key: &[u8; 32], scope: &str, sealed: &str) -> Result<Vec<u8>> {
+pub(crate) fn open(key: &[u8; 32], scope: &str, sealed: &str) -> Result<Vec<u8>> {
     let corrupt = || Error::internal("a sealed value cannot be opened");
     let raw = STANDARD.decode(sealed).map_err(|_| corrupt())?;
     if raw.len() < 12 {

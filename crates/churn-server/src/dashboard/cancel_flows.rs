@@ -258,15 +258,18 @@ impl SegmentForm {
     }
 }
 
-/// One slot of the experiment (decisions §19): a key and a weight, and, when it shows its own,
-/// reasons and offers in place of the flow's; its texts override the flow's one by one. A slot
-/// whose key and weight are blank is not used.
+/// One slot of the experiment (decisions §19): a key and a weight, its own reasons and its own
+/// offers when it has them (each apart, as stored: one it leaves to the flow follows later
+/// changes of the flow's), and texts that override the flow's one by one. A slot whose key
+/// and weight are blank is not used.
 pub struct VariantForm {
     pub n: usize,
     pub key: Field,
     pub weight: Field,
-    /// Its own reasons and offers; else the flow's.
-    pub own: bool,
+    /// Its own reasons; else the flow's.
+    pub own_reasons: bool,
+    /// Its own offers; else the flow's for the reasons it shows.
+    pub own_offers: bool,
     /// The variant's inputs under `v<n>_`; its texts blank where they are the flow's.
     pub form: FlowForm,
 }
@@ -296,7 +299,8 @@ impl VariantForm {
                         "Weight",
                         text(|v| v.weight.to_string()),
                     ),
-                    own: stored.is_some_and(|v| v.reasons.is_some() || v.offers.is_some()),
+                    own_reasons: stored.is_some_and(|v| v.reasons.is_some()),
+                    own_offers: stored.is_some_and(|v| v.offers.is_some()),
                     form,
                 }
             })
@@ -318,18 +322,23 @@ impl VariantForm {
                         .map(|(_, v)| v.clone())
                         .unwrap_or_default()
                 };
+                // A hidden `false` precedes each checkbox.
+                let checked = |name: &str| {
+                    let name = format!("{prefix}{name}");
+                    posted.iter().any(|(k, v)| *k == name && v == "true")
+                };
                 let mut form = FlowForm::from_posted_as(&prefix, posted);
                 let placeholders = serde_json::to_value(&base_copy).unwrap_or_default();
                 for f in &mut form.copy {
                     let key = &f.name[prefix.len() + "copy_".len()..];
                     f.placeholder = placeholders[key].as_str().unwrap_or_default().to_owned();
                 }
-                let own = format!("{prefix}own");
                 VariantForm {
                     n,
                     key: Field::new(format!("{prefix}key"), "Key", get("key")),
                     weight: Field::new(format!("{prefix}weight"), "Weight", get("weight")),
-                    own: posted.iter().any(|(k, v)| *k == own && v == "true"),
+                    own_reasons: checked("own_reasons"),
+                    own_offers: checked("own_offers"),
                     form,
                 }
             })
@@ -354,8 +363,8 @@ impl VariantForm {
         let input = VariantInput {
             key: self.key.value.trim().to_owned(),
             weight,
-            reasons: self.own.then_some(flow.reasons),
-            offers: self.own.then_some(flow.offers),
+            reasons: self.own_reasons.then_some(flow.reasons),
+            offers: self.own_offers.then_some(flow.offers),
             copy,
         };
         (input, names)

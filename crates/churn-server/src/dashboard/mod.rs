@@ -14,7 +14,9 @@
 //! `templates/dashboard/`, and, for pages inside a project, an entry of [`layout::NAV`].
 //! Handlers call the same services as the API routes beside them; the role checks are the
 //! services' own. Sessions and CSRF are in `session`; every answer here carries the headers of
-//! [`security_headers`].
+//! [`security_headers`]. A write that succeeds answers a redirect (303) to a page, never the
+//! page itself, so a reload cannot repeat it; a value that page shows once (a secret, an
+//! invitation link) travels there through `shown_once`.
 
 mod account;
 mod analytics;
@@ -37,6 +39,7 @@ mod payments;
 mod risk;
 mod session;
 mod settings;
+mod shown_once;
 mod status_list;
 mod team;
 mod webhook_endpoints;

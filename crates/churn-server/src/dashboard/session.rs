@@ -50,15 +50,21 @@ pub async fn transport(
 
 /// The session token in the request's cookie, if any.
 pub fn cookie_token(headers: &HeaderMap) -> Option<&str> {
+    cookies(headers, COOKIE)
+        .next()
+        .filter(|value| !value.is_empty())
+}
+
+/// The values of the request's cookies named `name`, in the order sent (one per path).
+pub fn cookies<'a>(headers: &'a HeaderMap, name: &'a str) -> impl Iterator<Item = &'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .filter(move |(n, _)| *n == name)
         .map(|(_, value)| value.trim())
-        .filter(|value| !value.is_empty())
 }
 
 /// `Set-Cookie` holding a session token.
@@ -72,11 +78,23 @@ pub fn clear_cookie(transport: Transport) -> HeaderValue {
 }
 
 fn cookie(value: &str, max_age: i64, transport: Transport) -> HeaderValue {
+    set_cookie_as(COOKIE, value, "/app", max_age, "Lax", transport)
+}
+
+/// `Set-Cookie` for a dashboard cookie: `HttpOnly` always, `Secure` over HTTPS.
+pub fn set_cookie_as(
+    name: &str,
+    value: &str,
+    path: &str,
+    max_age: i64,
+    same_site: &str,
+    transport: Transport,
+) -> HeaderValue {
     let secure = if transport.secure { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
-        "{COOKIE}={value}; Path=/app; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}"
+        "{name}={value}; Path={path}; Max-Age={max_age}; HttpOnly; SameSite={same_site}{secure}"
     ))
-    .expect("a session token is a valid header value")
+    .expect("a dashboard cookie is a valid header value")
 }
 
 /// The signed-in user of a dashboard page, with the session's CSRF token for its forms.

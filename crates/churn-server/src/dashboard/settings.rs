@@ -21,9 +21,10 @@ use super::csv;
 use super::error::PageError;
 use super::layout::{Frame, exact, html, when};
 use super::session::{InProject, Signed};
+use super::shown_once::Handoff;
 use crate::state::AppState;
 
-/// A secret shown once, right after it was made.
+/// A secret shown once, on the first view after it was made.
 pub struct Shown {
     pub label: &'static str,
     pub value: String,
@@ -201,10 +202,20 @@ pub struct Done {
 pub async fn page(
     State(s): State<AppState>,
     InProject { signed, access }: InProject,
+    handoff: Handoff,
     Query(q): Query<Done>,
 ) -> Result<Response, PageError> {
+    let (secret, clear) = handoff.take::<String>(&s, &signed, &path(&access));
     let notice = match q.done.as_deref() {
         Some("project") => Some("The project settings are saved."),
+        Some("keys" | "keys_public") if secret.is_some() => Some("The keys are replaced."),
+        Some("keys" | "keys_public") => Some(
+            "The keys are replaced. The new secret key was shown once, right after; \
+             if it was not copied, replace it again.",
+        ),
+        Some("identity") => {
+            Some("The identity secret is replaced; the old one keeps verifying for 24 hours.")
+        }
         Some("webhook") => {
             Some("The webhook secret is replaced: update it where you sign churn's events.")
         }
@@ -214,17 +225,25 @@ pub async fn page(
         Some("verified") => Some("The sender domain is checked."),
         _ => None,
     };
-    render(
-        &s,
-        &signed,
-        &access,
-        StatusCode::OK,
-        Outcome {
-            notice,
-            ..Default::default()
-        },
-    )
-    .await
+    let shown = secret.map(|value| {
+        let mut note =
+            "Copy it now: it is not shown again. The old secret key stopped working.".to_owned();
+        if q.done.as_deref() == Some("keys_public") {
+            note.push_str(" The public key is new too: update the widget's script tag.");
+        }
+        Shown {
+            label: "New secret key",
+            value,
+            note,
+        }
+    });
+    let outcome = Outcome {
+        notice,
+        shown,
+        ..Default::default()
+    };
+    let page = render(&s, &signed, &access, StatusCode::OK, outcome).await?;
+    Ok(clear.on(page))
 }
 
 /// A write that failed because of what was typed: the page again, saying why.
@@ -248,12 +267,12 @@ async fn refused(
     .await
 }
 
+fn path(access: &ProjectAccess) -> String {
+    format!("/app/p/{}/settings", access.project.slug)
+}
+
 fn done(access: &ProjectAccess, what: &str) -> Response {
-    Redirect::to(&format!(
-        "/app/p/{}/settings?done={what}",
-        access.project.slug
-    ))
-    .into_response()
+    Redirect::to(&format!("{}?done={what}", path(access))).into_response()
 }
 
 #[derive(Deserialize, Default)]
@@ -374,11 +393,12 @@ pub struct RotateForm {
     public: Option<String>,
 }
 
-/// Replaces the secret key, and the public key only when asked (`POST …/rotate-keys`). The new
-/// secret is on this answer only.
+/// Replaces the secret key, and the public key only when asked (`POST …/rotate-keys`), then
+/// sends the browser to the settings, which show the new secret once.
 pub async fn rotate_keys(
     State(s): State<AppState>,
     InProject { signed, access }: InProject,
+    handoff: Handoff,
     Form(form): Form<RotateForm>,
 ) -> Result<Response, PageError> {
     let mut keys = vec![KeyKind::Secret];
@@ -396,47 +416,25 @@ pub async fn rotate_keys(
             },
         )
         .await?;
-    let mut note =
-        "Copy it now: it is not shown again. The old secret key stopped working.".to_owned();
-    if form.public.is_some() {
-        note.push_str(" The public key is new too: update the widget's script tag.");
+    let what = match form.public {
+        Some(_) => "keys_public",
+        None => "keys",
+    };
+    match rotated.secret_key {
+        Some(secret) => {
+            let to = format!("{}?done={what}", path(&access));
+            handoff.give(&s, &signed, &to, &secret)
+        }
+        None => Ok(done(&access, what)),
     }
-    render(
-        &s,
-        &signed,
-        &access,
-        StatusCode::OK,
-        Outcome {
-            notice: Some("The keys are replaced."),
-            shown: rotated.secret_key.map(|value| Shown {
-                label: "New secret key",
-                value,
-                note,
-            }),
-            ..Default::default()
-        },
-    )
-    .await
 }
 
 pub async fn rotate_identity_secret(
     State(s): State<AppState>,
-    InProject { signed, access }: InProject,
+    InProject { access, .. }: InProject,
 ) -> Result<Response, PageError> {
     s.churn.payments().rotate_identity_secret(&access).await?;
-    render(
-        &s,
-        &signed,
-        &access,
-        StatusCode::OK,
-        Outcome {
-            notice: Some(
-                "The identity secret is replaced; the old one keeps verifying for 24 hours.",
-            ),
-            ..Default::default()
-        },
-    )
-    .await
+    Ok(done(&access, "identity"))
 }
 
 pub async fn rotate_webhook_secret(

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::error::PageError;
 use super::layout::{Frame, html, when};
 use super::session::{InProject, Signed};
+use super::shown_once::Handoff;
 use crate::state::AppState;
 
 pub struct MemberRow {
@@ -47,7 +48,7 @@ struct TeamPage {
     can_leave: bool,
     notice: Option<&'static str>,
     error: Option<String>,
-    /// An invitation's link, shown once after it was made.
+    /// An invitation's address and link, on the first view after it was made.
     link: Option<(String, String)>,
     copy_js: String,
 }
@@ -154,25 +155,28 @@ pub struct Done {
 pub async fn page(
     State(s): State<AppState>,
     InProject { signed, access }: InProject,
+    handoff: Handoff,
     Query(q): Query<Done>,
 ) -> Result<Response, PageError> {
+    let (link, clear) = handoff.take::<(String, String)>(&s, &signed, &path(&access));
     let notice = match q.done.as_deref() {
+        Some("invited") if link.is_some() => Some("The invitation is sent."),
+        Some("invited") => Some(
+            "The invitation is sent. Its link was shown once, right after; it is in their \
+             email too.",
+        ),
         Some("revoked") => Some("The invitation is revoked: its link opens nothing now."),
         Some("role") => Some("The role is changed."),
         Some("removed") => Some("The member is removed."),
         _ => None,
     };
-    render(
-        &s,
-        &signed,
-        &access,
-        StatusCode::OK,
-        Outcome {
-            notice,
-            ..Default::default()
-        },
-    )
-    .await
+    let outcome = Outcome {
+        notice,
+        link,
+        ..Default::default()
+    };
+    let page = render(&s, &signed, &access, StatusCode::OK, outcome).await?;
+    Ok(clear.on(page))
 }
 
 async fn refused(
@@ -195,8 +199,12 @@ async fn refused(
     .await
 }
 
+fn path(access: &ProjectAccess) -> String {
+    format!("/app/p/{}/team", access.project.slug)
+}
+
 fn done(access: &ProjectAccess, what: &str) -> Response {
-    Redirect::to(&format!("/app/p/{}/team?done={what}", access.project.slug)).into_response()
+    Redirect::to(&format!("{}?done={what}", path(access))).into_response()
 }
 
 #[derive(Deserialize, Default)]
@@ -207,9 +215,11 @@ pub struct InviteForm {
     role: String,
 }
 
+/// Invites, then sends the browser to the team page, which shows the link once.
 pub async fn invite(
     State(s): State<AppState>,
     InProject { signed, access }: InProject,
+    handoff: Handoff,
     Form(form): Form<InviteForm>,
 ) -> Result<Response, PageError> {
     let invited = s
@@ -225,22 +235,13 @@ pub async fn invite(
         )
         .await;
     match invited {
-        Ok(invitation) => {
-            render(
-                &s,
-                &signed,
-                &access,
-                StatusCode::OK,
-                Outcome {
-                    notice: Some("The invitation is sent."),
-                    link: invitation
-                        .accept_url
-                        .map(|url| (invitation.email.clone(), url)),
-                    ..Default::default()
-                },
-            )
-            .await
-        }
+        Ok(invitation) => match invitation.accept_url {
+            Some(url) => {
+                let to = format!("{}?done=invited", path(&access));
+                handoff.give(&s, &signed, &to, &(invitation.email, url))
+            }
+            None => Ok(done(&access, "invited")),
+        },
         Err(e) => refused(&s, &signed, &access, e).await,
     }
 }

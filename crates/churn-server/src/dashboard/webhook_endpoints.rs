@@ -1,5 +1,6 @@
 //! Outcome webhook endpoints (decisions §19, §17), in the settings: the list with each
-//! endpoint's last delivery, creation (the `whsec_…` secret shown once), an endpoint's page
+//! endpoint's last delivery, creation (a redirect to the endpoint's page, which shows the
+//! `whsec_…` secret once: `shown_once`), an endpoint's page
 //! with its settings, a test send and its delivery log (paginated, CSV, redeliver), and
 //! deletion behind a confirmation. Every read and write calls the service its
 //! `/projects/{slug}/webhook-endpoints…` route calls: admins write, other members read, and
@@ -23,6 +24,7 @@ use super::delivery_log::{AttemptRow, outcome, status_class};
 use super::error::PageError;
 use super::layout::{Frame, exact, html, when};
 use super::session::{InProject, Signed};
+use super::shown_once::Handoff;
 use crate::state::AppState;
 
 const PER_PAGE: i64 = 20;
@@ -278,10 +280,11 @@ pub async fn list(
     render_list(&s, &signed, &access, StatusCode::OK, page).await
 }
 
-/// Creates an endpoint; its page answers at once, with the secret shown this once.
+/// Creates an endpoint, then sends the browser to its page, which shows the secret once.
 pub async fn create(
     State(s): State<AppState>,
     InProject { signed, access }: InProject,
+    handoff: Handoff,
     Form(posted): Form<Vec<(String, String)>>,
 ) -> Result<Response, PageError> {
     let mut form = EndpointForm::posted(&posted);
@@ -294,12 +297,8 @@ pub async fn create(
     };
     let e = match s.churn.alerts().create_endpoint(&access, new).await {
         Ok(created) => {
-            let shown = Shown {
-                secret: Some(created.secret),
-                ..Shown::default()
-            };
-            let id = created.endpoint.id;
-            return render_page(&s, &signed, &access, &id, StatusCode::OK, shown).await;
+            let to = format!("{}?done=created", page_path(&access, &created.endpoint.id));
+            return handoff.give(&s, &signed, &to, &created.secret);
         }
         Err(e) => e,
     };
@@ -335,7 +334,7 @@ struct EndpointPage {
     can_admin: bool,
     notice: Option<&'static str>,
     error: Option<String>,
-    /// The signing secret, right after creation.
+    /// The signing secret, on the first view after creation.
     secret: Option<String>,
     endpoint: WebhookEndpoint,
     base: String,
@@ -447,6 +446,7 @@ pub struct PageParams {
 pub async fn page(
     State(s): State<AppState>,
     InProject { signed, access }: InProject,
+    handoff: Handoff,
     Path((_, id)): Path<(String, String)>,
     Query(params): Query<PageParams>,
 ) -> Result<Response, PageError> {
@@ -493,7 +493,14 @@ pub async fn page(
             csv::table(&header, rows),
         ));
     }
+    let (secret, clear) = handoff.take::<String>(&s, &signed, &page_path(&access, &id));
     let notice = match params.done.as_deref() {
+        // The secret's own card says it is created.
+        Some("created") if secret.is_some() => None,
+        Some("created") => Some(
+            "The endpoint is created. Its signing secret was shown once, right after; \
+             to sign with a new one, add another endpoint and delete this one.",
+        ),
         Some("saved") => Some("The endpoint is saved."),
         Some("tested") => Some("A test message is on its way: it shows in the log below."),
         Some("redelivered") => Some("The message is being delivered again."),
@@ -506,10 +513,12 @@ pub async fn page(
         .map(|p| p.trim().parse().unwrap_or(0));
     let shown = Shown {
         notice,
+        secret,
         page,
         ..Shown::default()
     };
-    render_page(&s, &signed, &access, &id, StatusCode::OK, shown).await
+    let page = render_page(&s, &signed, &access, &id, StatusCode::OK, shown).await?;
+    Ok(clear.on(page))
 }
 
 /// Saves the endpoint's settings: every input of the form, as one `PATCH`.
@@ -603,10 +612,10 @@ pub async fn delete(
     .into_response())
 }
 
+fn page_path(access: &ProjectAccess, id: &str) -> String {
+    format!("/app/p/{}/settings/webhooks/{id}", access.project.slug)
+}
+
 fn to_page(access: &ProjectAccess, id: &str, done: &str) -> Response {
-    Redirect::to(&format!(
-        "/app/p/{}/settings/webhooks/{id}?done={done}",
-        access.project.slug
-    ))
-    .into_response()
+    Redirect::to(&format!("{}?done={done}", page_path(access, id))).into_response()
 }

@@ -238,14 +238,20 @@ async fn sessions_expire_and_sign_out_everywhere_revokes_them(backend: Backend) 
     .await;
 }
 
-async fn the_cookie_is_secure_behind_an_https_proxy(backend: Backend) {
-    let app = TestApp::spawn_with(
+/// A production server (not in dev mode) behind a proxy on loopback, which it trusts to say
+/// whether the browser came over HTTPS (`X-Forwarded-Proto`).
+pub(crate) async fn behind_a_proxy(backend: Backend) -> TestApp {
+    TestApp::spawn_with(
         backend,
         Options::default()
             .with("dev_mode", false)
             .with("trusted_proxies", "127.0.0.1"),
     )
-    .await;
+    .await
+}
+
+async fn the_cookie_is_secure_behind_an_https_proxy(backend: Backend) {
+    let app = behind_a_proxy(backend).await;
     acme_owner(&app).await;
     for (proto, secure) in [("https", true), ("http", false)] {
         let r = app

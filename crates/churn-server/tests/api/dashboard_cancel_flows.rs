@@ -22,6 +22,7 @@ both_backends!(
     the_list_page,
     an_experiments_results_page,
     variants_are_added_edited_and_removed_on_the_page,
+    a_variant_saved_unchanged_keeps_the_shape_it_was_stored_with,
     a_refused_variant_is_shown_beside_its_inputs_and_nothing_is_stored,
     each_variant_has_its_preview,
 );
@@ -295,11 +296,12 @@ async fn an_experiments_results_page(backend: Backend) {
 }
 
 /// The page's flow form posted back, with `changes` in place of the inputs they name (a
-/// change of `vN_own` replaces its checkbox, whose hidden `false` stays).
+/// change of `vN_own_reasons` or `vN_own_offers` replaces its checkbox, whose hidden `false`
+/// stays).
 fn posted_with(html: &str, changes: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut fields = form_fields(html, "flow-form");
     for (name, value) in changes {
-        if name.ends_with("_own") {
+        if name.ends_with("_own_reasons") || name.ends_with("_own_offers") {
             fields.retain(|(k, v)| k != name || v == "false");
             fields.push(((*name).to_owned(), (*value).to_owned()));
             continue;
@@ -329,7 +331,8 @@ async fn experiment_on_the_page(owner: &Browser<'_>) -> String {
             ("v0_weight", "1"),
             ("v1_key", "bold"),
             ("v1_weight", "3"),
-            ("v1_own", "true"),
+            ("v1_own_reasons", "true"),
+            ("v1_own_offers", "true"),
             ("v1_code_0", "too_expensive"),
             ("v1_label_0", "Costs too much"),
             ("v1_kind_0", "discount"),
@@ -377,7 +380,8 @@ async fn variants_are_added_edited_and_removed_on_the_page(backend: Backend) {
     for shown in [
         "Variant 2: bold",
         r#"id="v1_key" type="text" name="v1_key" value="bold""#,
-        r#"id="v1_own" type="checkbox" name="v1_own" value="true" data-own-toggle="v1_" checked"#,
+        r#"id="v1_own_reasons" type="checkbox" name="v1_own_reasons" value="true" data-own-toggle="v1_" checked"#,
+        r#"id="v1_own_offers" type="checkbox" name="v1_own_offers" value="true" data-own-toggle="v1_" checked"#,
         r#"id="v1_label_0" type="text" name="v1_label_0" value="Costs too much""#,
         r#"id="v1_copy_title" type="text" name="v1_copy_title" value="Wait, a better price""#,
         r#"id="v0_copy_title" type="text" name="v0_copy_title" value="" placeholder="Before you go""#,
@@ -398,7 +402,8 @@ async fn variants_are_added_edited_and_removed_on_the_page(backend: Backend) {
         &html,
         &[
             ("v1_weight", "2"),
-            ("v1_own", "false"),
+            ("v1_own_reasons", "false"),
+            ("v1_own_offers", "false"),
             ("v2_key", "gentle"),
             ("v2_weight", "1"),
             ("v2_copy_reason_prompt", "What could we do better?"),
@@ -431,6 +436,67 @@ async fn variants_are_added_edited_and_removed_on_the_page(backend: Backend) {
     let after = flows_json(&app, &token).await.remove(0);
     assert_eq!(after["variants"], json!([]));
     assert_eq!(after["name"], "Yearly pros");
+}
+
+/// A variant stored through the API with offers only (its reasons the flow's) or reasons only
+/// (the flow's offers for them), opened in the editor and saved unchanged, is stored as it
+/// was; a later change of the flow's reasons then still reaches the first.
+async fn a_variant_saved_unchanged_keeps_the_shape_it_was_stored_with(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let mut body = flow("Yearly pros", 1, json!({}));
+    body["reasons"] = json!([
+        {"code": "too_expensive", "label": "Too pricey"},
+        {"code": "missing_features", "label": "Missing something"},
+    ]);
+    body["variants"] = json!([
+        {"key": "control", "weight": 1},
+        {"key": "offers", "weight": 1,
+         "offers": {"too_expensive": {"kind": "pause", "max_months": 3},
+                    "missing_features": {"kind": "contact", "email": "ada@acme.io"}},
+         "copy": {"title": "Stay a little"}},
+        {"key": "reasons", "weight": 2,
+         "reasons": [{"code": "too_expensive", "label": "Costs too much"}]},
+    ]);
+    let id = create(&app, &token, &body).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let stored = flows_json(&app, &token).await.remove(0);
+    let page = format!("{PAGE}/{id}");
+    let html = owner.get(&page, 200).await;
+    for (shown, checked) in [
+        ("v1_own_reasons", false),
+        ("v1_own_offers", true),
+        ("v2_own_reasons", true),
+        ("v2_own_offers", false),
+    ] {
+        let tag = format!(
+            r#"name="{shown}" value="true" data-own-toggle="{}_" checked"#,
+            &shown[..2]
+        );
+        assert_eq!(html.contains(&tag), checked, "{shown} checked: {checked}");
+    }
+    let fields = posted_with(&html, &[]);
+    owner.post(&page, &pairs(&fields), 303).await;
+    let after = flows_json(&app, &token).await.remove(0);
+    assert_eq!(after["variants"], stored["variants"]);
+    assert_eq!(after["reasons"], stored["reasons"]);
+    assert_eq!(after["offers"], stored["offers"]);
+
+    // The flow's reasons renamed through the API reach the variant that left them to it.
+    let mut renamed = body.clone();
+    renamed["reasons"][1]["label"] = json!("Lacks a feature");
+    app.call_json(&token, Method::PUT, &format!("{FLOWS}/{id}"), &renamed, 200)
+        .await;
+    let html = owner.get(&page, 200).await;
+    assert!(html.contains(r#"name="v1_label_1" value="Lacks a feature""#));
+    owner
+        .post(&page, &pairs(&posted_with(&html, &[])), 303)
+        .await;
+    let after = flows_json(&app, &token).await.remove(0);
+    assert_eq!(after["variants"], stored["variants"]);
 }
 
 async fn a_refused_variant_is_shown_beside_its_inputs_and_nothing_is_stored(backend: Backend) {

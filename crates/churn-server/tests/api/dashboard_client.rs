@@ -4,7 +4,8 @@
 //!
 //! `Browser::sign_in(&app, email)` signs in with the test password; `browser.get(path, 200)`
 //! answers the page; `browser.post(path, form, 303)` adds the session's CSRF token and
-//! answers the `Location` and body; `post_with_csrf` sends another token, or none.
+//! answers the `Location`, body and cookies set; `post_with_csrf` sends another token, or
+//! none; `get_with` sends one more cookie (a value shown once) and answers the cookies set.
 
 use reqwest::Response;
 use reqwest::header::SET_COOKIE;
@@ -26,6 +27,8 @@ pub struct Browser<'a> {
 pub struct Posted {
     pub location: String,
     pub body: String,
+    /// Each `Set-Cookie` of the answer, whole.
+    pub cookies: Vec<String>,
 }
 
 impl<'a> Browser<'a> {
@@ -72,6 +75,33 @@ impl<'a> Browser<'a> {
         text
     }
 
+    /// The page at `path` sent with `cookie` (`name=value`) beside the session's, which must
+    /// answer `status`; its body and each `Set-Cookie`, whole.
+    pub async fn get_with(&self, path: &str, cookie: &str, status: u16) -> (String, Vec<String>) {
+        let r = self
+            .app
+            .client
+            .get(url(self.app, path))
+            .header("cookie", format!("{}; {cookie}", self.cookie))
+            .send()
+            .await
+            .unwrap();
+        let got = r.status().as_u16();
+        let cookies = set_cookies(&r);
+        let text = r.text().await.unwrap();
+        assert_eq!(got, status, "GET {path}: {text}");
+        (text, cookies)
+    }
+
+    /// The page a write redirected to, opened as the browser opens it: with the cookies the
+    /// write set. It must answer 200.
+    pub async fn follow(&self, posted: &Posted) -> String {
+        let cookies: Vec<&str> = posted.cookies.iter().map(|c| cookie_pair(c)).collect();
+        self.get_with(&posted.location, &cookies.join("; "), 200)
+            .await
+            .0
+    }
+
     /// Posts a form with the session's CSRF token; it must answer `status`.
     pub async fn post(&self, path: &str, form: &[(&str, &str)], status: u16) -> Posted {
         self.post_with_csrf(path, form, &self.csrf, status).await
@@ -100,9 +130,14 @@ impl<'a> Browser<'a> {
             .unwrap();
         let got = r.status().as_u16();
         let location = location(&r).to_owned();
+        let cookies = set_cookies(&r);
         let body = r.text().await.unwrap();
         assert_eq!(got, status, "POST {path}: {location} {body}");
-        Posted { location, body }
+        Posted {
+            location,
+            body,
+            cookies,
+        }
     }
 }
 
@@ -117,19 +152,31 @@ pub fn location(r: &Response) -> &str {
         .unwrap_or_default()
 }
 
-/// The whole `Set-Cookie` header that sets the session cookie.
-pub fn set_session_cookie(r: &Response) -> String {
+/// Each `Set-Cookie` of an answer, whole.
+pub fn set_cookies(r: &Response) -> Vec<String> {
     r.headers()
         .get_all(SET_COOKIE)
         .iter()
         .map(|v| v.to_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The `name=value` of a whole `Set-Cookie`.
+pub fn cookie_pair(set_cookie: &str) -> &str {
+    set_cookie.split(';').next().unwrap_or_default()
+}
+
+/// The whole `Set-Cookie` header that sets the session cookie.
+pub fn set_session_cookie(r: &Response) -> String {
+    set_cookies(r)
+        .into_iter()
         .find(|v| v.starts_with("churn_session="))
         .expect("a session cookie is set")
 }
 
 /// The `churn_session=<value>` pair of a `Set-Cookie` answer.
 pub fn session_cookie(r: &Response) -> String {
-    set_session_cookie(r).split(';').next().unwrap().to_owned()
+    cookie_pair(&set_session_cookie(r)).to_owned()
 }
 
 pub fn csrf_of(html: &str) -> String {

@@ -159,9 +159,11 @@ async fn the_secret_key_is_shown_once_and_the_public_key_stays(backend: Backend)
     let token = acme_owner(&app).await;
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
     let before = project_json(&app, &token).await;
-    let Posted { body: html, .. } = owner
-        .post("/app/p/acme/settings/keys/rotate", &[], 200)
+    let posted = owner
+        .post("/app/p/acme/settings/keys/rotate", &[], 303)
         .await;
+    assert_eq!(posted.location, "/app/p/acme/settings?done=keys");
+    let html = owner.follow(&posted).await;
     let secret = html
         .split("<code id=\"shown-value\">")
         .nth(1)
@@ -185,12 +187,19 @@ async fn the_secret_key_is_shown_once_and_the_public_key_stays(backend: Backend)
     assert!(!again.contains(&secret), "shown once");
 
     // Asked for, the public key is replaced too.
-    let Posted { body: html, .. } = owner
-        .post("/app/p/acme/settings/keys/rotate", &[("public", "on")], 200)
+    let posted = owner
+        .post("/app/p/acme/settings/keys/rotate", &[("public", "on")], 303)
         .await;
+    let html = owner.follow(&posted).await;
     let last = project_json(&app, &token).await;
     assert_ne!(last["public_key"], after["public_key"]);
     assert!(html.contains(last["public_key"].as_str().unwrap()));
+    assert!(html.contains("The public key is new too"));
+    assert!(html.contains(&format!(
+        "ends in <code>{}</code>",
+        last["secret_key_hint"].as_str().unwrap()
+    )));
+    assert!(html.contains("<code id=\"shown-value\">"));
 }
 
 async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backend) {
@@ -316,12 +325,17 @@ async fn secrets_and_keys_are_for_admins_and_the_owner(backend: Backend) {
         .post("/app/p/acme/settings/keys/rotate", &[], 403)
         .await;
     let before = identity_secret(&app, &token, "acme").await;
-    let Posted { body: html, .. } = admin
-        .post("/app/p/acme/settings/identity-secret/rotate", &[], 200)
+    let posted = admin
+        .post("/app/p/acme/settings/identity-secret/rotate", &[], 303)
         .await;
+    assert_eq!(posted.location, "/app/p/acme/settings?done=identity");
+    let html = admin.follow(&posted).await;
     let after = identity_secret(&app, &token, "acme").await;
     assert_ne!(before, after);
-    assert!(html.contains(&after));
+    assert!(html.contains(&after) && html.contains("The identity secret is replaced"));
+    // A reload rotates nothing.
+    admin.get(&posted.location, 200).await;
+    assert_eq!(identity_secret(&app, &token, "acme").await, after);
     let webhook = || app.call(&token, Method::GET, "/projects/acme/webhook-secret", 200);
     let old = webhook().await;
     admin
@@ -375,13 +389,15 @@ async fn team_invitations_roles_and_leaving_from_the_page(backend: Backend) {
     join(&app, &token, "member@acme.io", "member").await;
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
 
-    let Posted { body: html, .. } = owner
+    let posted = owner
         .post(
             "/app/p/acme/team/invitations",
             &[("email", "new@acme.io"), ("role", "viewer")],
-            200,
+            303,
         )
         .await;
+    assert_eq!(posted.location, "/app/p/acme/team?done=invited");
+    let html = owner.follow(&posted).await;
     assert!(html.contains("/invitations/") && html.contains("Invitation link for new@acme.io"));
     let pending = app
         .expect(

@@ -26,7 +26,7 @@ both_backends!(
 
 const LIST: &str = "/app/p/acme/settings/webhooks";
 
-async fn endpoints(app: &TestApp, token: &str) -> Vec<Value> {
+pub(crate) async fn endpoints(app: &TestApp, token: &str) -> Vec<Value> {
     app.call(token, Method::GET, "/projects/acme/webhook-endpoints", 200)
         .await["data"]
         .as_array()
@@ -90,7 +90,7 @@ async fn an_endpoint_is_created_edited_tested_redelivered_and_deleted_from_its_p
     }
 
     let url = format!("{}/alerts", receiver.base);
-    let Posted { body: created, .. } = owner
+    let posted = owner
         .post(
             LIST,
             &[
@@ -102,7 +102,7 @@ async fn an_endpoint_is_created_edited_tested_redelivered_and_deleted_from_its_p
                 ("enabled", "false"),
                 ("enabled", "true"),
             ],
-            200,
+            303,
         )
         .await;
     let stored = endpoints(&app, &token).await;
@@ -117,7 +117,9 @@ async fn an_endpoint_is_created_edited_tested_redelivered_and_deleted_from_its_p
     );
     assert_eq!(e["enabled"], true);
     assert_eq!(e["format"], "standard");
-    // The secret, once: on the page the creation answers, not on the endpoint's page after.
+    // The secret, once: on the endpoint's page the creation redirects to, not on the next view.
+    assert_eq!(posted.location, format!("{LIST}/{id}?done=created"));
+    let created = owner.follow(&posted).await;
     let secret = created
         .split("id=\"shown-value\">")
         .nth(1)

@@ -25,6 +25,7 @@ mod dashboard_client;
 mod dashboard_customers;
 mod dashboard_pages;
 mod dashboard_settings;
+mod dashboard_shown_once;
 mod dashboard_webhooks;
 mod dunning;
 mod dunning_end;

@@ -80,7 +80,8 @@ test("variants are added to a flow, each previewed as it changes the flow, and s
   await page.locator("#v1_copy_title").fill("Wait, a better price");
   await bold.getByText("Wait, a better price").waitFor();
   assert.equal(await page.locator("[data-own='v1_']").isVisible(), false, "the flow's reasons until it has its own");
-  await page.getByLabel("Its own reasons and offers (else the flow's)").nth(1).check();
+  await page.getByLabel("Its own reasons (else the flow's)").nth(1).check();
+  await page.getByLabel("Its own offers (else the flow's for the reasons it shows)").nth(1).check();
   const row = page.locator("[data-prefix='v1_'][data-row='0']");
   await row.getByLabel("Label").fill("Costs too much");
   await bold.getByText("Costs too much").waitFor();

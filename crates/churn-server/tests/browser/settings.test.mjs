@@ -1,7 +1,7 @@
 // Settings, Team and Account in a real browser (Debian's chromium, driven by playwright-core):
 // the owner connects Stripe (connecting stores the credentials and shows the webhook URL and
 // the events to enable; churn calls Stripe only later, so no fake of it is needed here),
-// replaces the secret key and sees it once, invites a teammate as a viewer, who accepts in a
+// replaces the secret key and sees it once (a reload rotates nothing), invites a teammate as a viewer, who accepts in a
 // second browser context and lands in the project, where the viewer sees no write controls.
 // axe-core checks every new page; no page may trip its Content-Security-Policy. Screenshots
 // go to <repo>/target/browser/settings-*.png.
@@ -67,6 +67,14 @@ test("settings: connect Stripe, replace the secret key once, copy buttons", asyn
   assert.equal(await page.locator("#public-key").textContent(), publicKey, "the public key stays");
   await checkA11y("settings-rotated");
   await shot("secret-shown");
+  const hint = () => page.locator("#keys p", { hasText: "ends in" }).locator("code").textContent();
+  assert.ok(secret.endsWith(await hint()));
+  // A reload repeats the GET the rotation redirected to: no secret, no second rotation.
+  await page.reload();
+  await page.getByText("The new secret key was shown once").waitFor();
+  assert.equal(await page.getByText(secret).count(), 0, "the secret is shown once");
+  assert.ok(secret.endsWith(await hint()), "a reload rotates nothing");
+  await shot("secret-reloaded");
   await page.goto(`${base}/app/p/acme/settings`);
   assert.equal(await page.getByText(secret).count(), 0, "the secret is shown once");
 
@@ -112,7 +120,10 @@ test("team: invite a viewer, who accepts in another browser and sees no write co
   await screenshot(vic, "settings-viewer");
   await other.close();
 
+  // The reload repeats the GET the invitation redirected to: the link is not shown again.
   await page.reload();
   await page.getByRole("cell", { name: "vic@acme.example", exact: true }).waitFor();
+  assert.equal(await page.locator("#invitation-link").count(), 0);
+  await page.getByText("Its link was shown once").waitFor();
   assert.deepEqual(cspViolations, [], "no page trips its Content-Security-Policy");
 });

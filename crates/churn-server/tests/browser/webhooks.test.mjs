@@ -1,5 +1,5 @@
 // Outcome webhooks in the dashboard (decisions §19, §17) in a real browser: an endpoint created
-// on its page (the signing secret shown once), a test message sent to an HTTPS receiver on
+// on its page (the signing secret shown once; a reload or "back" creates nothing), a test message sent to an HTTPS receiver on
 // loopback (a certificate from a test CA made here with openssl, the CA trusted through
 // CHURN_EXTRA_CA_FILE; private addresses allowed), the delivery in the log, then redelivered
 // from it with the same message id. axe-core (no serious or critical violation), no CSP violation, and a screenshot on each
@@ -96,7 +96,20 @@ test("an endpoint is created, sent a test message, and the message redelivered f
   const secret = await page.locator("#shown-value").textContent();
   assert.match(secret, /^whsec_[A-Za-z0-9+/=]{24,}$/);
   await check("created");
-  const endpointUrl = page.url();
+  // The creation redirected to the endpoint's page: a reload or "back" repeats that GET,
+  // shows no secret and creates nothing.
+  assert.match(page.url(), /\/settings\/webhooks\/[0-9a-f-]{36}\?done=created$/);
+  const endpointUrl = page.url().split("?")[0];
+  await page.reload();
+  await page.getByText("Its signing secret was shown once").waitFor();
+  assert.equal(await page.getByText(secret).count(), 0);
+  await check("reloaded");
+  await page.getByRole("link", { name: "← Outcome webhooks" }).click();
+  assert.equal(await page.getByRole("link", { name: receiverUrl }).count(), 1, "one endpoint");
+  await page.goBack();
+  await page.getByText("Its signing secret was shown once").waitFor();
+  assert.equal(await page.getByText(secret).count(), 0);
+  await page.goto(endpointUrl);
 
   await page.getByRole("button", { name: "Send a test message" }).click();
   await page.getByText("A test message is on its way").waitFor();

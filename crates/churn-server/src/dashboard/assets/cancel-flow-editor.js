@@ -2,8 +2,8 @@
 // widget itself shows them (each frame is sandboxed and calls nothing), and hides the offer
 // inputs that do not apply to a reason's offer kind. On a segmented flow's page each
 // experiment variant (inputs named `v0_…`) has a frame of its own showing the flow as that
-// variant changes it, its reasons shown only when it has its own, and unused variants wait
-// behind "Add a variant". Without it the frames show the saved flows and every input stays
+// variant changes it, its rows shown only when it has its own reasons or offers, and unused
+// variants wait behind "Add a variant". Without it the frames show the saved flows and every input stays
 // visible (the server ignores those that do not apply).
 (function () {
   var form = document.getElementById("flow-form");
@@ -65,21 +65,30 @@
     };
   }
 
-  function hasOwn(p) {
-    var toggle = form.elements[p + "own"];
+  function checked(name) {
+    var toggle = form.elements[name];
     // The hidden `false` shares the name: the checkbox is the last of them.
     var box = toggle && toggle.length ? toggle[toggle.length - 1] : toggle;
     return !!(box && box.checked);
   }
 
-  // The flow as variant `p` shows it: its texts over the flow's, and its own reasons and
-  // offers when it has them.
+  function hasOwn(p) {
+    return checked(p + "own_reasons") || checked(p + "own_offers");
+  }
+
+  // The flow as variant `p` shows it, as the server's `FlowVariant::apply`: its texts over
+  // the flow's, its own reasons and offers when it has them, and the flow's offers only for
+  // the reasons it shows.
   function variantFlow(base, p) {
     var shown = Object.assign({}, base);
-    if (hasOwn(p)) {
-      var own = reasonsOf(p);
-      shown.reasons = own.reasons;
-      shown.offers = own.offers;
+    var own = reasonsOf(p);
+    if (checked(p + "own_reasons")) shown.reasons = own.reasons;
+    if (checked(p + "own_offers")) shown.offers = own.offers;
+    else {
+      shown.offers = {};
+      shown.reasons.forEach(function (r) {
+        if (base.offers[r.code]) shown.offers[r.code] = base.offers[r.code];
+      });
     }
     var copy = Object.assign({}, base.copy);
     form.querySelectorAll("input[name^='" + p + "copy_']").forEach(function (el) {
