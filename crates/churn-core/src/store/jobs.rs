@@ -159,7 +159,12 @@ pub async fn claim_next(
         store.backend().json_rows(3),
         store.backend().skip_locked()
     );
+    // Planned anew each time, never from a cached generic plan: PostgreSQL settles a prepared
+    // statement's generic plan after five runs, and one settled while the queue was short (or
+    // before the table was ever analysed) sorts every due job to take the first, 50–160 ms
+    // per claim at 27,000 queued deliveries instead of 1 ms down the `jobs_due` index.
     Ok(sqlx::query_as(&sql)
+        .persistent(false)
         .bind(time::format(&now))
         .bind(time::format(&lease_until))
         .bind(json_array(&full))
