@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use super::error::PageError;
 use super::layout::{Frame, html, when};
+use super::outcome::{self, Done};
 use super::session::{InProject, Signed};
 use crate::state::AppState;
 
@@ -54,12 +55,8 @@ struct TeamPage {
 
 const GRANTABLE: [Role; 3] = [Role::Viewer, Role::Member, Role::Admin];
 
-#[derive(Default)]
-struct Outcome {
-    notice: Option<&'static str>,
-    error: Option<String>,
-    link: Option<(String, String)>,
-}
+/// Shown once, after an invitation is made: its email and link.
+type Outcome = outcome::Outcome<(String, String)>;
 
 async fn render(
     s: &AppState,
@@ -139,16 +136,10 @@ async fn render(
             can_leave: !owner,
             notice: outcome.notice,
             error: outcome.error,
-            link: outcome.link,
+            link: outcome.shown,
             copy_js: super::assets::url("copy.js"),
         },
     ))
-}
-
-#[derive(Deserialize, Default)]
-pub struct Done {
-    #[serde(default)]
-    done: Option<String>,
 }
 
 pub async fn page(
@@ -167,10 +158,7 @@ pub async fn page(
         &signed,
         &access,
         StatusCode::OK,
-        Outcome {
-            notice,
-            ..Default::default()
-        },
+        Outcome::notice(notice),
     )
     .await
 }
@@ -181,22 +169,12 @@ async fn refused(
     access: &ProjectAccess,
     e: churn_core::Error,
 ) -> Result<Response, PageError> {
-    let (error, status) = super::error::typed(e)?;
-    render(
-        s,
-        signed,
-        access,
-        status,
-        Outcome {
-            error: Some(error),
-            ..Default::default()
-        },
-    )
-    .await
+    let (status, outcome) = Outcome::refused(e)?;
+    render(s, signed, access, status, outcome).await
 }
 
 fn done(access: &ProjectAccess, what: &str) -> Response {
-    Redirect::to(&format!("/app/p/{}/team?done={what}", access.project.slug)).into_response()
+    outcome::redirect(access, "/team", what)
 }
 
 #[derive(Deserialize, Default)]
@@ -233,7 +211,7 @@ pub async fn invite(
                 StatusCode::OK,
                 Outcome {
                     notice: Some("The invitation is sent."),
-                    link: invitation
+                    shown: invitation
                         .accept_url
                         .map(|url| (invitation.email.clone(), url)),
                     ..Default::default()
