@@ -7,7 +7,7 @@
 LARGE=${LARGE:-1000000}
 SAMPLES=${SAMPLES:-50}
 source "$(dirname "$0")/common.sh"
-command -v sqlite3 >/dev/null || { echo "sqlite3 is required (apt-get install sqlite3)" >&2; exit 1; }
+require sqlite3
 
 # seed_<backend> <database> <project id> <count>: <count> events, event n created in month
 # n % 36 before the current one; every third recovered (one in ten of those after a sent
@@ -55,13 +55,7 @@ INSERT INTO recovery_variants (id, churn_event_id, project_id, strategy, subject
 SELECT 'seedv-' || lpad(n::text, 8, '0'), 'seed-' || lpad(n::text, 8, '0'), '$2', 'discount', 'Subject', '<p>Body</p>', 'Body', 'sent', 1, 1, 1.0, '[]',
        'template', 'c' || n || '@example.com', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z'
 FROM generate_series(30, $3, 30) n;
-DELETE FROM churn_event_counts WHERE project_id = '$2';
-INSERT INTO churn_event_counts (project_id, status, event_type, shard, n, mrr_sum)
-SELECT project_id, status, event_type, 0, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 4;
-DELETE FROM churn_cohorts WHERE project_id = '$2';
-INSERT INTO churn_cohorts (project_id, month, status, strategy, shard, n, mrr_sum)
-SELECT project_id, substr(created_at, 1, 7), status, churn_cohort_strategy(id, status), 0, COUNT(*), SUM(mrr)
-FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 4, 5;
+$(pg_recount "$2")
 COMMIT;
 ANALYZE;
 SQL
@@ -73,25 +67,21 @@ latency() {
   for _ in $(seq 1 "$SAMPLES"); do
     times+=("$(curl -sf -o /dev/null -w '%{time_total}' "$API$1" -H "X-API-Key: $2")")
   done
-  printf '%s\n' "${times[@]}" | sort -n | awk '{t[NR]=$1} END {printf "%.1f ms | %.1f ms", t[int(NR*0.5)]*1000, t[int(NR*0.99)]*1000}'
+  printf '%s\n' "${times[@]}" | percentiles
 }
-
-BACKENDS=("$@")
-[ ${#BACKENDS[@]} -gt 0 ] || BACKENDS=(sqlite postgres)
 
 echo "| backend | events | request | p50 | p99 |"
 echo "|---|---|---|---|---|"
 for BACKEND in "${BACKENDS[@]}"; do
   start_server "$BACKEND"
-  RESP=$(curl -sf "$API/projects" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"name":"large"}')
-  KEY=$(jq -r .data.api_keys.secret_key <<<"$RESP")
-  ID=$(jq -r .data.id <<<"$RESP")
-  if [ "$BACKEND" = postgres ]; then seed_postgres "$DB" "$ID" "$LARGE"; else seed_sqlite "$WORK/churn.db" "$ID" "$LARGE"; fi
+  new_projects large
+  key=${KEY[large]}
+  seed "${ID[large]}" "$LARGE"
   # Sanity: the aggregates hold every event, and the forecast used a model.
-  total=$(curl -sf "$API/projects/large/cohorts?months=36" -H "X-API-Key: $KEY" | jq '[.data[].total_events] | add')
-  method=$(curl -sf "$API/projects/large/forecasting?horizon=12" -H "X-API-Key: $KEY" | jq -r .data.method)
+  total=$(curl -sf "$API/projects/large/cohorts?months=36" -H "X-API-Key: $key" | jq '[.data[].total_events] | add')
+  method=$(curl -sf "$API/projects/large/forecasting?horizon=12" -H "X-API-Key: $key" | jq -r .data.method)
   [ "$total" = "$LARGE" ] || { echo "cohorts hold $total events, not $LARGE" >&2; exit 1; }
-  echo "| $BACKEND | $LARGE | GET cohorts?months=36 | $(latency "/projects/large/cohorts?months=36" "$KEY") |"
-  echo "| $BACKEND | $LARGE | GET forecasting?horizon=12 ($method) | $(latency "/projects/large/forecasting?horizon=12" "$KEY") |"
+  echo "| $BACKEND | $LARGE | GET cohorts?months=36 | $(latency "/projects/large/cohorts?months=36" "$key") |"
+  echo "| $BACKEND | $LARGE | GET forecasting?horizon=12 ($method) | $(latency "/projects/large/forecasting?horizon=12" "$key") |"
   stop_server
 done

@@ -6,9 +6,14 @@ DURATION=${DURATION:-10s}
 CONNS=${CONNS:-32}
 THREADS=${THREADS:-1}
 PG_ADMIN=${CHURN_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
-for tool in wrk jq curl psql; do
-  command -v $tool >/dev/null || { echo "$tool is required (apt-get install $tool)" >&2; exit 1; }
-done
+# require <tool>…: stops unless each is installed.
+require() {
+  local tool
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null || { echo "$tool is required (apt-get install $tool)" >&2; exit 1; }
+  done
+}
+require wrk jq curl psql
 # BENCH_BIN: an already built server instead of the release build (a quick look, not a figure).
 if [ -n "${BENCH_BIN:-}" ]; then
   BIN=$BENCH_BIN
@@ -25,6 +30,11 @@ row() {
   printf '| %s | %s | %s | %s | %s | %s |\n' "$BACKEND" "$name" \
     "$(awk '/^Requests\/sec/ {print $2}' <<<"$out")" "$(awk '$1=="50%" {print $2}' <<<"$out")" \
     "$(awk '$1=="99%" {print $2}' <<<"$out")" "$(awk '/Non-2xx/ {n=$5} END {print n+0}' <<<"$out")"
+}
+
+# percentiles: `<p50> ms | <p99> ms` of the times in seconds on stdin, one a line.
+percentiles() {
+  sort -n | awk '{t[NR]=$1} END {printf "%.1f ms | %.1f ms", t[int(NR*0.5)]*1000, t[int(NR*0.99)]*1000}'
 }
 
 # start_server <sqlite|postgres>: a release server on a fresh database with rate limits off
@@ -74,6 +84,45 @@ start_server() {
     TOKEN=$(curl -sf "$API/auth/register" -H 'content-type: application/json' \
       -d '{"name":"Bench","email":"bench@example.com","password":"benchmark password"}' | jq -r .data.token)
   fi
+}
+
+# new_projects <name>…: a project of each name; its secret key in KEY[<name>], its id in ID[<name>].
+new_projects() {
+  declare -gA KEY ID
+  local name resp
+  for name in "$@"; do
+    resp=$(curl -sf "$API/projects" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d "{\"name\":\"$name\"}")
+    KEY[$name]=$(jq -r .data.api_keys.secret_key <<<"$resp")
+    ID[$name]=$(jq -r .data.id <<<"$resp")
+  done
+}
+
+# seed <project id> <count>: the script's seed_<backend> on the running server's database.
+seed() {
+  if [ "$BACKEND" = postgres ]; then seed_postgres "$DB" "$@"; else seed_sqlite "$WORK/churn.db" "$@"; fi
+}
+
+# small_and_large <count>: projects `small` and `large` (see new_projects) seeded with 100 and
+# <count> rows; SIZE[<name>] says how many.
+small_and_large() {
+  new_projects small large
+  declare -gA SIZE=([small]=100 [large]=$1)
+  local p
+  for p in small large; do seed "${ID[$p]}" "${SIZE[$p]}"; done
+}
+
+# pg_recount <project id>: SQL counting the project's event counts and cohorts anew from its
+# events, for a PostgreSQL bulk load that leaves the counting to the end (see seed_postgres).
+pg_recount() {
+  cat <<SQL
+DELETE FROM churn_event_counts WHERE project_id = '$1';
+INSERT INTO churn_event_counts (project_id, status, event_type, shard, n, mrr_sum)
+SELECT project_id, status, event_type, 0, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$1' GROUP BY 1, 2, 3, 4;
+DELETE FROM churn_cohorts WHERE project_id = '$1';
+INSERT INTO churn_cohorts (project_id, month, status, strategy, shard, n, mrr_sum)
+SELECT project_id, substr(created_at, 1, 7), status, churn_cohort_strategy(id, status), 0, COUNT(*), SUM(mrr)
+FROM churn_events WHERE project_id = '$1' GROUP BY 1, 2, 3, 4, 5;
+SQL
 }
 
 # keep_database: with BENCH_REUSE set, keeps the fresh database just filled for the next run

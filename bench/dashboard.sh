@@ -17,7 +17,7 @@ SAMPLES=${SAMPLES:-20}
 # The request log's `finished processing request` lines carry each request's latency.
 BENCH_LOG=${BENCH_LOG:-warn,churn_server=info,tower_http=info}
 source "$(dirname "$0")/common.sh"
-command -v sqlite3 >/dev/null || { echo "sqlite3 is required (apt-get install sqlite3)" >&2; exit 1; }
+require sqlite3
 if [ -n "${BENCH_CLI:-}" ]; then
   CLI=$BENCH_CLI
 else

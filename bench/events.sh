@@ -6,7 +6,7 @@
 CONNS=${CONNS:-16}
 LARGE=${LARGE:-1000000}
 source "$(dirname "$0")/common.sh"
-command -v sqlite3 >/dev/null || { echo "sqlite3 is required (apt-get install sqlite3)" >&2; exit 1; }
+require sqlite3
 
 # seed_<backend> <database> <project id> <count>: <count> events, one second apart.
 seed_sqlite() {
@@ -44,19 +44,10 @@ echo "| backend | request | req/s | p50 | p99 | non-2xx |"
 echo "|---|---|---|---|---|---|"
 for BACKEND in "${BACKENDS[@]}"; do
   start_server "$BACKEND"
-  declare -A KEY ID
-  for p in small large; do
-    RESP=$(curl -sf "$API/projects" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d "{\"name\":\"$p\"}")
-    KEY[$p]=$(jq -r .data.api_keys.secret_key <<<"$RESP")
-    ID[$p]=$(jq -r .data.id <<<"$RESP")
-  done
-  for p in small large; do
-    n=100; [ $p = large ] && n=$LARGE
-    if [ "$BACKEND" = postgres ]; then seed_postgres "$DB" "${ID[$p]}" "$n"; else seed_sqlite "$WORK/churn.db" "${ID[$p]}" "$n"; fi
-  done
+  small_and_large "$LARGE"
 
   for p in small large; do
-    n=100; [ $p = large ] && n=$LARGE
+    n=${SIZE[$p]}
     last=$(( (n + 19) / 20 ))
     row "list $p ($n events), page 1" "$API/projects/$p/churn-events" -H "X-API-Key: ${KEY[$p]}"
     row "list $p ($n events), page $last (last)" "$API/projects/$p/churn-events?page=$last" -H "X-API-Key: ${KEY[$p]}"

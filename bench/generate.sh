@@ -7,7 +7,7 @@
 LARGE=${LARGE:-300000}
 SAMPLES=${SAMPLES:-200}
 source "$(dirname "$0")/common.sh"
-command -v sqlite3 >/dev/null || { echo "sqlite3 is required (apt-get install sqlite3)" >&2; exit 1; }
+require sqlite3
 
 STRATEGIES="'discount','downgrade_offer','feedback_request','founder_email','pain_point_fix','pause_option','social_proof','unused_feature','value_recap'"
 
@@ -57,16 +57,10 @@ SELECT 'seedv-$2-' || lpad(n::text, 8, '0'), 'seed-$2-' || lpad(n::text, 8, '0')
        'Subject', '<p>Body</p>', 'Body', 'sent', 1, 1, 1.0, '[]', 'template', 'c' || n || '@example.com',
        '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z'
 FROM generate_series(1, $3) n;
-DELETE FROM churn_event_counts WHERE project_id = '$2';
-INSERT INTO churn_event_counts (project_id, status, event_type, shard, n, mrr_sum)
-SELECT project_id, status, event_type, 0, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 4;
+$(pg_recount "$2")
 INSERT INTO strategy_days (project_id, strategy, day, sends, recoveries)
 SELECT v.project_id, v.strategy, substr(v.sent_at, 1, 10), COUNT(*), SUM(CASE WHEN e.status = 'recovered' THEN 1 ELSE 0 END)
 FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id WHERE v.project_id = '$2' GROUP BY 1, 2, 3;
-DELETE FROM churn_cohorts WHERE project_id = '$2';
-INSERT INTO churn_cohorts (project_id, month, status, strategy, shard, n, mrr_sum)
-SELECT project_id, substr(created_at, 1, 7), status, churn_cohort_strategy(id, status), 0, COUNT(*), SUM(mrr)
-FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 4, 5;
 COMMIT;
 ANALYZE;
 SQL
@@ -81,23 +75,16 @@ latency() {
       -d "{\"customer_email\":\"new$i@example.com\",\"cancel_reason\":\"too expensive\",\"mrr\":4900}" | jq -r .data.id)
     times+=("$(curl -sf -o /dev/null -w '%{time_total}' -X POST "$API/projects/$1/churn-events/$id/generate" -H "X-API-Key: $2")")
   done
-  printf '%s\n' "${times[@]}" | sort -n | awk '{t[NR]=$1} END {printf "%.1f ms | %.1f ms", t[int(NR*0.5)]*1000, t[int(NR*0.99)]*1000}'
+  printf '%s\n' "${times[@]}" | percentiles
 }
 
 echo "| backend | project | generate p50 | generate p99 |"
 echo "|---|---|---|---|"
 for BACKEND in "${BACKENDS[@]}"; do
   start_server "$BACKEND"
-  declare -A KEY ID
+  small_and_large "$LARGE"
   for p in small large; do
-    RESP=$(curl -sf "$API/projects" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d "{\"name\":\"$p\"}")
-    KEY[$p]=$(jq -r .data.api_keys.secret_key <<<"$RESP")
-    ID[$p]=$(jq -r .data.id <<<"$RESP")
-    n=100; [ $p = large ] && n=$LARGE
-    if [ "$BACKEND" = postgres ]; then seed_postgres "$DB" "${ID[$p]}" "$n"; else seed_sqlite "$WORK/churn.db" "${ID[$p]}" "$n"; fi
-  done
-  for p in small large; do
-    n=100; [ $p = large ] && n=$LARGE
+    n=${SIZE[$p]}
     echo "| $BACKEND | $n sent variants | $(latency "$p" "${KEY[$p]}") |"
   done
   stop_server

@@ -10,7 +10,7 @@
 #        FRESH=1: only the /track rows, on a fresh database)
 CUSTOMERS=${CUSTOMERS:-100000}
 source "$(dirname "$0")/common.sh"
-command -v sqlite3 >/dev/null || { echo "sqlite3 is required (apt-get install sqlite3)" >&2; exit 1; }
+require sqlite3
 
 # seed_<backend> <database> <project id> <customers>: each customer h<c>@example.com has one
 # event a day for the 30 days ending now (every fourth customer: for the 30 days ending a week
@@ -104,8 +104,8 @@ if [ -n "${FRESH:-}" ]; then
   echo "|---|---|---|---|---|---|"
   for BACKEND in "${BACKENDS[@]}"; do
     start_server "$BACKEND"
-    RESP=$(curl -sf "$API/projects" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"name":"track"}')
-    track_rows "$(jq -r .data.api_keys.secret_key <<<"$RESP")"
+    new_projects track
+    track_rows "${KEY[track]}"
     stop_server
   done
   exit 0
@@ -113,16 +113,11 @@ fi
 
 for BACKEND in "${BACKENDS[@]}"; do
   start_server "$BACKEND"
-  declare -A KEY ID
-  for p in small large track; do
-    RESP=$(curl -sf "$API/projects" -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d "{\"name\":\"$p\"}")
-    KEY[$p]=$(jq -r .data.api_keys.secret_key <<<"$RESP")
-    ID[$p]=$(jq -r .data.id <<<"$RESP")
-  done
+  new_projects small large track
   start=$(date +%s.%N)
   for p in small large; do
     n=100; [ $p = large ] && n=$CUSTOMERS
-    if [ "$BACKEND" = postgres ]; then seed_postgres "$DB" "${ID[$p]}" "$n"; else seed_sqlite "$WORK/churn.db" "${ID[$p]}" "$n"; fi
+    seed "${ID[$p]}" "$n"
   done
   echo "$BACKEND: seeded in $(echo "$(date +%s.%N) - $start" | bc) s; uptime: $(uptime)" >&2
 

@@ -77,8 +77,9 @@ pub fn parse(s: &str) -> Option<Timestamp> {
         .map(|t| truncate_ms(t.with_timezone(&Utc)))
 }
 
-/// Serde adapter for `Timestamp` fields in the wire format.
-pub mod wire {
+/// Serde adapter for `Timestamp` fields: the RFC 3339 text of [`format`], read back with
+/// [`parse`].
+pub mod rfc3339 {
     use serde::{Deserialize, Deserializer, Serializer};
 
     use super::Timestamp;

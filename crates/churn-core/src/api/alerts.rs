@@ -6,7 +6,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::behavior::RiskLevelName;
 use super::risk::SignalWeight;
 use crate::domain::wire_enum::wire_enum;
-use crate::time::{Timestamp, wire};
+use crate::time::{Timestamp, rfc3339};
 
 wire_enum! {
     /// How an alert reaches someone: a signed webhook or a check-in email to the customer.
@@ -30,7 +30,7 @@ wire_enum! {
 /// One delivery attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AlertAttempt {
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub at: Timestamp,
     /// The receiver's status code; null when no answer came.
@@ -60,10 +60,10 @@ pub struct Alert {
     /// `delivery_mode_changed`; null otherwise.
     pub reason: Option<String>,
     pub attempts: Vec<AlertAttempt>,
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub next_attempt_at: Option<Timestamp>,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
 }
@@ -92,7 +92,7 @@ pub struct AlertPayload {
     pub risk_level: String,
     /// The largest contributions, at most five.
     pub signals: Vec<SignalWeight>,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub triggered_at: Timestamp,
     /// Same on every delivery of the alert; receivers deduplicate by it.

@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 
 use super::projects::{ApiKeys, Project};
 use crate::domain::subscription::SubscriptionStatus;
-use crate::time::{Timestamp, wire};
+use crate::time::{Timestamp, rfc3339};
 
 /// `Debug` that shows the listed secret fields as `[hidden]`.
 macro_rules! debug_hiding {
@@ -70,7 +70,7 @@ pub struct Me {
     pub name: String,
     #[schema(format = Email)]
     pub email: String,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
     /// Whether the owner of the address has confirmed it (link, reset or identity provider).
@@ -84,10 +84,10 @@ pub struct Me {
 pub struct Subscription {
     pub status: SubscriptionStatus,
     /// Null when subscriptions are off (`CHURN_SUBSCRIPTIONS=off`): every account is paid.
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub trial_ends_at: Option<Timestamp>,
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub paid_until: Option<Timestamp>,
 }

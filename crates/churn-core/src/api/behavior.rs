@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::domain::objects_only::objects_only;
-use crate::time::{Timestamp, wire};
+use crate::time::{Timestamp, rfc3339};
 
 /// One tracked behaviour event.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -78,10 +78,10 @@ pub enum TrackResponse {
 pub struct Customer {
     #[schema(format = Email)]
     pub email: String,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub first_seen_at: Timestamp,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub last_seen_at: Timestamp,
     /// Tracked events in the last 30 days.
@@ -120,10 +120,10 @@ pub struct CustomerEvent {
     pub event: String,
     #[schema(value_type = Object)]
     pub properties: serde_json::Map<String, serde_json::Value>,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub timestamp: Timestamp,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub received_at: Timestamp,
 }

@@ -10,7 +10,7 @@ use crate::domain::cancel_session::SessionStatus;
 use crate::domain::lifecycle::EventStatus;
 use crate::domain::segment::{BillingInterval, Segment};
 use crate::domain::strategy::ReasonCode;
-use crate::time::{Timestamp, wire};
+use crate::time::{Timestamp, rfc3339};
 
 /// `POST /cancel-flow/reasons`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
@@ -210,11 +210,11 @@ pub struct CancelFlowSession {
     #[schema(value_type = Option<OfferKind>)]
     pub offer_kind: Option<String>,
     pub status: SessionStatus,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub opened_at: Timestamp,
     /// When it was saved or cancelled; null otherwise (an abandoned session never ended).
-    #[serde(with = "wire::option", default)]
+    #[serde(with = "rfc3339::option", default)]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub ended_at: Option<Timestamp>,
 }
@@ -250,10 +250,10 @@ pub struct SegmentedFlow {
     pub active: bool,
     /// The experiment's variants, the first the baseline; empty without an experiment.
     pub variants: Vec<FlowVariant>,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
 }

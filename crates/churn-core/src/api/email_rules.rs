@@ -4,14 +4,14 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::domain::unsubscribe::SuppressionReason;
-use crate::time::{Timestamp, wire};
+use crate::time::{Timestamp, rfc3339};
 
 /// An address the project's recovery and check-in emails are not sent to.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Suppression {
     pub email: String,
     pub reason: SuppressionReason,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
 }

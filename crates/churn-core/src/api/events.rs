@@ -6,7 +6,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::domain::lifecycle::EventStatus;
 use crate::domain::strategy::{ReasonCode, Strategy};
 use crate::domain::variant::VariantStatus;
-use crate::time::{Timestamp, wire};
+use crate::time::{Timestamp, rfc3339};
 
 /// `POST /projects/:slug/churn-events`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
@@ -88,16 +88,16 @@ pub struct ChurnEvent {
     pub provider_customer_id: Option<String>,
     #[schema(value_type = Option<RecoveredVia>)]
     pub recovered_via: Option<String>,
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub recovered_at: Option<Timestamp>,
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub lost_at: Option<Timestamp>,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
     /// `treatment` or `control` when the event was created with autopilot on; else null.
@@ -112,7 +112,7 @@ pub struct ChurnEvent {
     pub offer_error: Option<String>,
     /// When an offer accepted in the cancel flow was applied at the payment provider; null
     /// while it is not (yet).
-    #[serde(default, with = "wire::option")]
+    #[serde(default, with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub offer_applied_at: Option<Timestamp>,
     /// The segmented cancel flow the customer was shown (decisions §19); null for the
@@ -173,13 +173,13 @@ pub struct UnscopedChurnEvent {
     pub cancel_reason: Option<String>,
     pub reason_code: ReasonCode,
     pub status: EventStatus,
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub recovered_at: Option<Timestamp>,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -227,7 +227,7 @@ pub struct Variant {
     /// `sending` while a send holds the variant; see `claimed_at`.
     pub status: VariantStatus,
     /// When the send in progress claimed it; null unless `status` is `sending`.
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub claimed_at: Option<Timestamp>,
     pub recommended: bool,
@@ -249,21 +249,21 @@ pub struct Variant {
     #[schema(value_type = Option<Object>)]
     pub offer: Option<serde_json::Value>,
     pub recipient: Option<String>,
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub sent_at: Option<Timestamp>,
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub opened_at: Option<Timestamp>,
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub clicked_at: Option<Timestamp>,
     pub open_count: i64,
     pub click_count: i64,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
 }
@@ -287,7 +287,7 @@ pub struct UnscopedGenerated {
 pub struct Recovered {
     pub id: String,
     pub status: EventStatus,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub recovered_at: Timestamp,
     #[schema(value_type = RecoveredVia)]
@@ -307,7 +307,7 @@ pub struct CancelReasonChanged {
     pub id: String,
     pub cancel_reason: String,
     pub reason_code: ReasonCode,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
 }
@@ -330,7 +330,7 @@ pub struct EditedVariant {
     pub subject: String,
     pub body: String,
     pub status: VariantStatus,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
 }
@@ -339,7 +339,7 @@ pub struct EditedVariant {
 pub struct SentVariant {
     pub variant_id: String,
     pub status: VariantStatus,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub sent_at: Timestamp,
     pub recipient: String,
@@ -488,7 +488,7 @@ pub struct StuckVariant {
     pub churn_event_id: String,
     pub recipient: Option<String>,
     pub message_id: Option<String>,
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub claimed_at: Option<Timestamp>,
 }

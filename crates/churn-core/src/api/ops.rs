@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::time::{Timestamp, wire};
+use crate::time::{Timestamp, rfc3339};
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Health {
@@ -12,7 +12,7 @@ pub struct Health {
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ClockView {
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub now: Timestamp,
 }
@@ -22,7 +22,7 @@ pub struct ClockView {
 #[serde(deny_unknown_fields)]
 pub struct ClockChange {
     pub advance_seconds: Option<i64>,
-    #[serde(default, with = "wire::option")]
+    #[serde(default, with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub set: Option<Timestamp>,
 }

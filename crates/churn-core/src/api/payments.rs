@@ -5,7 +5,7 @@ use utoipa::ToSchema;
 
 use crate::domain::dunning::{FinalAction, Schedule, Tone};
 use crate::domain::provider::Provider;
-use crate::time::{Timestamp, wire};
+use crate::time::{Timestamp, rfc3339};
 
 /// `PUT /projects/:slug/providers/:provider`. Which fields apply depends on the provider:
 /// stripe `api_key`, `webhook_secret`, `api_base`?; razorpay `key_id`, `key_secret`,
@@ -37,10 +37,10 @@ pub struct ProviderConnection {
     pub retry_url: Option<String>,
     /// The address to give the provider for its webhooks.
     pub webhook_url: String,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
 }
@@ -161,15 +161,15 @@ pub struct PaymentFailure {
     pub decline_code: Option<String>,
     pub attempts: i64,
     pub max_retries: i64,
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub next_retry_at: Option<Timestamp>,
     /// hard_decline, retries_exhausted, window_closed or provider_halted.
     pub abandon_reason: Option<String>,
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub recovered_at: Option<Timestamp>,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
 }
@@ -177,7 +177,7 @@ pub struct PaymentFailure {
 /// One retry of a payment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PaymentAttempt {
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub at: Timestamp,
     /// succeeded, failed or error.
@@ -189,7 +189,7 @@ pub struct PaymentAttempt {
 /// One dunning email, sent or skipped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct DunningEmail {
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub at: Timestamp,
     pub tone: Tone,
@@ -201,7 +201,7 @@ pub struct DunningEmail {
 /// One visit of the record's card-update page (`/pay/<token>`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PageVisit {
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub at: Timestamp,
     /// email, banner or link.
@@ -232,7 +232,7 @@ pub struct FinalActionResult {
     pub outcome: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub at: Timestamp,
 }

@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 use crate::domain::keys::KeyKind;
 use crate::domain::role::Role;
 use crate::domain::settings::{ProjectSettings, SettingsPatch};
-use crate::time::{Timestamp, wire};
+use crate::time::{Timestamp, rfc3339};
 
 /// A project. The optional members appear where decisions §5 says: `api_keys` only in the
 /// creation answer, `role` in lists and details, key details and settings in the detail.
@@ -19,10 +19,10 @@ pub struct Project {
     pub product_type: Option<String>,
     pub support_email: Option<String>,
     pub allowed_origins: Vec<String>,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -102,7 +102,7 @@ pub struct RotatedKeys {
     pub public_key: String,
     /// The new secret key, shown only now; null when only the public key was rotated.
     pub secret_key: Option<String>,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub old_keys_expire_at: Timestamp,
 }

@@ -5,7 +5,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::behavior::RiskLevelName;
 use crate::domain::wire_enum::wire_enum;
-use crate::time::{Timestamp, wire};
+use crate::time::{Timestamp, rfc3339};
 
 /// A present signal and its contribution in score points (positive raises the risk).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -28,7 +28,7 @@ pub struct RiskScore {
     pub insufficient_data: bool,
     /// Every signal present; risk-raising first, largest first.
     pub signals: Vec<SignalWeight>,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub scored_at: Timestamp,
     /// `default` or `learned`.
@@ -87,7 +87,7 @@ pub struct RiskModel {
     /// Every feature the model weighs.
     pub weights: Vec<FeatureWeight>,
     /// Null for the default model.
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub trained_at: Option<Timestamp>,
     /// Labelled customers used, the held-out fifth included; 0 for the default model.

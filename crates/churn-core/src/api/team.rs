@@ -5,7 +5,7 @@ use utoipa::ToSchema;
 
 use super::projects::Project;
 use crate::domain::role::Role;
-use crate::time::{Timestamp, wire};
+use crate::time::{Timestamp, rfc3339};
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -28,7 +28,7 @@ pub struct Invitation {
     /// Always `pending`: used and expired invitations are not shown.
     #[schema(pattern = "^pending$")]
     pub status: String,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub expires_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -71,7 +71,7 @@ pub struct Member {
     #[schema(format = Email)]
     pub email: String,
     pub role: Role,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub joined_at: Timestamp,
 }

@@ -5,7 +5,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::alerts::{AlertAttempt, AlertStatus};
 use crate::domain::webhooks::{EventType, Format};
-use crate::time::{Timestamp, wire};
+use crate::time::{Timestamp, rfc3339};
 
 /// An endpoint as every member sees it (its secret only in the creation answer).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -20,13 +20,13 @@ pub struct WebhookEndpoint {
     /// by an admin.
     pub disabled_reason: Option<String>,
     /// The first failed attempt since the last success; null when the last attempt succeeded.
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub failing_since: Option<Timestamp>,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
 }
@@ -99,10 +99,10 @@ pub struct WebhookDelivery {
     /// Why a `skipped` delivery was not attempted (`endpoint_disabled`); null otherwise.
     pub reason: Option<String>,
     pub attempts: Vec<AlertAttempt>,
-    #[serde(with = "wire::option")]
+    #[serde(with = "rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub next_attempt_at: Option<Timestamp>,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: Timestamp,
 }

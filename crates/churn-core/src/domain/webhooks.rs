@@ -8,7 +8,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::wire_enum::wire_enum;
-use crate::time::{Timestamp, wire};
+use crate::time::{Timestamp, rfc3339};
 
 wire_enum! {
     /// What happened; an endpoint receives the types it lists.
@@ -80,7 +80,7 @@ pub struct Message<'a> {
     #[serde(rename = "type")]
     pub event_type: &'a str,
     pub id: &'a str,
-    #[serde(with = "wire")]
+    #[serde(with = "rfc3339")]
     pub created_at: Timestamp,
     pub project_id: &'a str,
     pub data: &'a serde_json::Value,

@@ -3,6 +3,16 @@
 
 use crate::domain::cta::CallToAction;
 
+/// Plain text as bare paragraphs, escaped: blank lines part them, single newlines break lines.
+pub fn paragraphs(text: &str) -> String {
+    format!(
+        "<p>{}</p>",
+        escape(text)
+            .replace("\n\n", "</p><p>")
+            .replace('\n', "<br>")
+    )
+}
+
 /// Renders plain text as simple, email-client-safe HTML: paragraphs, line breaks, bullet
 /// lists and clickable links, everything else escaped.
 pub fn from_text(text: &str) -> String {

@@ -431,20 +431,12 @@ impl Accounts {
                 ),
             ),
         };
-        OutgoingEmail {
-            from: self.mailer.email_from.clone(),
-            to: user.email.clone(),
-            to_name: Some(user.name.clone()),
-            reply_to: None,
-            subject: subject.into(),
-            html: crate::generation::html::from_text(&text),
+        self.mailer.service_email(
+            user.email.clone(),
+            Some(user.name.clone()),
+            subject.into(),
             text,
-            list_unsubscribe: format!(
-                "<mailto:{}?subject=unsubscribe>",
-                self.mailer.sender_address()
-            ),
-            message_id: format!("{}@churn", uuid::Uuid::new_v4()),
-        }
+        )
     }
 
     pub(super) fn session(&self, user: UserRecord) -> Result<Session> {

@@ -382,12 +382,7 @@ impl Alerts {
         );
         let unsubscribe_url = sending.unsubscribe_url(&project.id, &alert.customer_email);
         let text = format!("{text}\n\nUnsubscribe: {unsubscribe_url}");
-        let html = format!(
-            "<p>{}</p>",
-            crate::generation::html::escape(&text)
-                .replace("\n\n", "</p><p>")
-                .replace('\n', "<br>")
-        );
+        let html = crate::generation::html::paragraphs(&text);
         let email = OutgoingEmail {
             from: sender.from.clone(),
             to: alert.customer_email.clone(),

@@ -90,7 +90,7 @@ use crate::config::{Config, Registration};
 use crate::domain::subscription::{SubscriptionStatus, Subscriptions};
 use crate::domain::tracking::TrackingKeys;
 use crate::domain::unsubscribe::UnsubscribeKeys;
-use crate::email::{EmailTransport, Outbox, Smtp};
+use crate::email::{EmailTransport, Outbox, OutgoingEmail, Smtp};
 use crate::error::Error;
 use crate::error::Result;
 use crate::generation::Generator;
@@ -185,6 +185,28 @@ impl Mailer {
     /// The bare address of the configured sender.
     fn sender_address(&self) -> String {
         sender_address(&self.email_from)
+    }
+
+    /// An email from churn itself (the configured sender, not a project's): plain `text`, its
+    /// HTML made from it.
+    fn service_email(
+        &self,
+        to: String,
+        to_name: Option<String>,
+        subject: String,
+        text: String,
+    ) -> OutgoingEmail {
+        OutgoingEmail {
+            from: self.email_from.clone(),
+            to,
+            to_name,
+            reply_to: None,
+            subject,
+            html: crate::generation::html::from_text(&text),
+            text,
+            list_unsubscribe: format!("<mailto:{}?subject=unsubscribe>", self.sender_address()),
+            message_id: format!("{}@churn", uuid::Uuid::new_v4()),
+        }
     }
 }
 

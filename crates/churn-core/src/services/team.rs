@@ -16,7 +16,7 @@ use crate::api::team::{
 use crate::domain::email::Email;
 use crate::domain::invitation::VALID_FOR;
 use crate::domain::role::{Permission, Role};
-use crate::email::{OutgoingEmail, SendError};
+use crate::email::SendError;
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::jobs::JobRun;
@@ -312,20 +312,10 @@ impl Team {
             role = invitation.role.as_str(),
             email = invitation.email,
         );
-        let message = OutgoingEmail {
-            from: self.mailer.email_from.clone(),
-            to: invitation.email.clone(),
-            to_name: None,
-            reply_to: None,
-            subject: format!("You are invited to {} on churn", project.name),
-            html: crate::generation::html::from_text(&text),
-            text,
-            list_unsubscribe: format!(
-                "<mailto:{}?subject=unsubscribe>",
-                self.mailer.sender_address()
-            ),
-            message_id: format!("{}@churn", uuid::Uuid::new_v4()),
-        };
+        let subject = format!("You are invited to {} on churn", project.name);
+        let message = self
+            .mailer
+            .service_email(invitation.email.clone(), None, subject, text);
         if !run.claim_email(self.core.now()).await? {
             tracing::warn!(
                 "an invitation email claimed by an earlier run that did not finish is not sent again"

@@ -26,7 +26,7 @@ use crate::domain::webhook_secrets::WebhookSecrets;
 use crate::domain::webhooks::{
     EventType, Format, MESSAGE_PREFIX, Message, TEST_EVENT, disables, event_types, slack_summary,
 };
-use crate::email::{OutgoingEmail, SendError};
+use crate::email::SendError;
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::jobs::JobRun;
@@ -491,17 +491,7 @@ impl Alerts {
              redeliver the messages it missed.",
             endpoint.url, project.name
         );
-        let message = OutgoingEmail {
-            from: mailer.email_from.clone(),
-            to: to.to_owned(),
-            to_name: None,
-            reply_to: None,
-            subject,
-            html: crate::generation::html::from_text(&text),
-            text,
-            list_unsubscribe: format!("<mailto:{}?subject=unsubscribe>", mailer.sender_address()),
-            message_id: format!("{}@churn", uuid::Uuid::new_v4()),
-        };
+        let message = mailer.service_email(to.to_owned(), None, subject, text);
         if !run.claim_email(self.core.now()).await? {
             tracing::warn!(
                 "an endpoint-disabled notice claimed by an unfinished run is not sent again"

@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use super::error::{PageError, reason};
 use super::layout::{Lone, html};
+use super::outcome::Done;
 use super::session::{Signed, Transport, set_cookie};
 use crate::state::AppState;
 
@@ -40,12 +41,6 @@ fn account(signed: Signed, notice: Option<&'static str>, error: Option<String>) 
         notice,
         error,
     }
-}
-
-#[derive(Deserialize, Default)]
-pub struct Done {
-    #[serde(default)]
-    done: Option<String>,
 }
 
 pub async fn page(signed: Signed, Query(q): Query<Done>) -> Response {

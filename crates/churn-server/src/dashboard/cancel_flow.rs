@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use askama::Template;
 use axum::extract::{Form, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use churn_core::domain::cancel_flow::{
     CancelFlow, CancelFlowInput, ColorsInput, CopyInput, FlowCopy, MAX_REASONS, Offer, OfferInput,
     ReasonInput,
@@ -28,6 +28,7 @@ use serde::Deserialize;
 use super::assets;
 use super::error::PageError;
 use super::layout::{Frame, html};
+use super::outcome::{self, Done};
 use super::risk::number;
 use super::session::{InProject, Signed};
 use crate::state::AppState;
@@ -566,16 +567,10 @@ async fn render(
     ))
 }
 
-#[derive(Deserialize, Default)]
-pub struct Params {
-    #[serde(default)]
-    done: Option<String>,
-}
-
 pub async fn page(
     State(s): State<AppState>,
     InProject { signed, access }: InProject,
-    Query(params): Query<Params>,
+    Query(params): Query<Done>,
 ) -> Result<Response, PageError> {
     let notice = match params.done.as_deref() {
         Some("saved") => Some("The cancel flow is saved: the widget shows it from now on."),
@@ -659,11 +654,7 @@ pub async fn save_origins(
 }
 
 fn done(access: &ProjectAccess, what: &str) -> Response {
-    Redirect::to(&format!(
-        "/app/p/{}/cancel-flow?done={what}",
-        access.project.slug
-    ))
-    .into_response()
+    outcome::redirect(access, "/cancel-flow", what)
 }
 
 #[derive(Template)]

@@ -7,7 +7,7 @@
 use askama::Template;
 use axum::extract::{Form, Path, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use churn_core::api::cancel_flow::{FlowResultsQuery, SegmentedFlow, VariantResult};
 use churn_core::domain::cancel_flow::{
     CancelFlow, CopyInput, FlowCopy, FlowVariant, MAX_VARIANTS, SegmentedFlowInput, VariantInput,
@@ -19,8 +19,10 @@ use serde::Deserialize;
 
 use super::cancel_flow::{Field, FlowForm, OFFER_KINDS, reason_codes};
 use super::chart;
+use super::delete_confirm::{self, Deletion};
 use super::error::PageError;
 use super::layout::{Frame, html};
+use super::outcome::{self, Done};
 use super::risk::number;
 use super::session::{InProject, Signed};
 use crate::state::AppState;
@@ -78,12 +80,6 @@ fn summary(segment: &Segment) -> String {
 fn interval_name(segment: &Segment) -> Option<String> {
     let interval = serde_json::to_value(segment.billing_interval?).ok()?;
     interval.as_str().map(str::to_owned)
-}
-
-#[derive(Deserialize, Default)]
-pub struct Done {
-    #[serde(default)]
-    done: Option<String>,
 }
 
 pub async fn list(
@@ -712,14 +708,6 @@ pub async fn save(
     write(&s, &signed, &access, Some(id), &posted).await
 }
 
-#[derive(Template)]
-#[template(path = "dashboard/cancel_flows_delete.html")]
-struct DeletePage {
-    frame: Frame,
-    id: String,
-    name: String,
-}
-
 /// The confirmation: deleting is a second, explicit step.
 pub async fn delete_page(
     State(s): State<AppState>,
@@ -727,19 +715,16 @@ pub async fn delete_page(
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, PageError> {
     access.authorize(Permission::Administer)?;
-    let core = s.churn.core();
-    let (flow, projects) = futures::try_join!(
-        core.segmented_flow(&access, &id),
-        core.list_projects(&signed.user.id),
-    )?;
-    Ok(html(
-        StatusCode::OK,
-        DeletePage {
-            frame: Frame::new(&signed, &access, &projects, "cancel-flow", None),
-            id,
-            name: flow.name,
-        },
-    ))
+    let flow = s.churn.core().segmented_flow(&access, &id).await?;
+    let deletion = Deletion {
+        title: "Delete a flow",
+        question: format!("Delete the flow “{}”?", flow.name),
+        consequence: "Its customers see the next matching flow, or the default flow. \
+            Its sessions stay in the analytics.",
+        button: "Delete the flow",
+        path: format!("/cancel-flows/{id}"),
+    };
+    delete_confirm::page(&s, &signed, &access, "cancel-flow", deletion).await
 }
 
 pub async fn delete(
@@ -832,11 +817,7 @@ pub async fn results(
 }
 
 fn to_list(access: &ProjectAccess, done: &str) -> Response {
-    Redirect::to(&format!(
-        "/app/p/{}/cancel-flows?done={done}",
-        access.project.slug
-    ))
-    .into_response()
+    outcome::redirect(access, "/cancel-flows", done)
 }
 
 #[cfg(test)]

@@ -148,22 +148,13 @@ async fn export(
     params: &ListParams,
 ) -> Result<Response, PageError> {
     let core = s.churn.core();
-    let mut rows = Vec::new();
-    let mut page = 1;
-    loop {
-        let (sessions, _) = core
-            .cancel_flow_sessions(access, query(params, Some(page), EXPORT_PAGE))
-            .await?;
-        let done = sessions.len() < EXPORT_PAGE as usize;
-        rows.extend(sessions.iter().map(csv_row));
-        if done {
-            break;
-        }
-        page += 1;
-    }
+    let sessions = csv::all_pages(|page| {
+        core.cancel_flow_sessions(access, query(params, Some(page), EXPORT_PAGE))
+    })
+    .await?;
     Ok(csv::download(
         &format!("{}-cancel-flow-sessions.csv", access.project.slug),
-        csv::table(CSV_HEADER, rows),
+        csv::table(CSV_HEADER, sessions.iter().map(csv_row)),
     ))
 }
 

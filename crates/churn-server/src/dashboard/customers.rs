@@ -17,7 +17,7 @@ use serde::Deserialize;
 use super::chart;
 use super::csv;
 use super::error::PageError;
-use super::layout::{Frame, ago, exact, html, money, when};
+use super::layout::{Frame, ago, exact, html, list_href, money, when};
 use super::session::InProject;
 use crate::state::AppState;
 
@@ -71,24 +71,8 @@ impl ListParams {
     }
 
     fn href(&self, base: &str, page: Option<i64>, format: Option<&str>) -> String {
-        let mut pairs = Vec::new();
-        for (name, value) in [("q", &self.q), ("sort", &self.sort), ("order", &self.order)] {
-            if let Some(v) = value.as_deref().filter(|v| !v.trim().is_empty()) {
-                pairs.push((name, v.to_owned()));
-            }
-        }
-        if let Some(page) = page {
-            pairs.push(("page", page.to_string()));
-        }
-        if let Some(format) = format {
-            pairs.push(("format", format.to_owned()));
-        }
-        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
-        if query.is_empty() {
-            format!("{base}/customers")
-        } else {
-            format!("{base}/customers?{query}")
-        }
+        let filters = [("q", &self.q), ("sort", &self.sort), ("order", &self.order)];
+        list_href(&format!("{base}/customers"), &filters, page, format)
     }
 }
 

@@ -16,7 +16,8 @@ use serde::Deserialize;
 
 use super::csv;
 use super::error::PageError;
-use super::layout::{Frame, ago, exact, html, money, when};
+use super::layout::{Frame, ago, exact, html, list_href, money, when};
+use super::outcome::Done;
 use super::session::InProject;
 use crate::state::AppState;
 
@@ -50,24 +51,8 @@ impl ListParams {
 
     /// The list's URL with these filters and another page or format.
     fn href(&self, base: &str, page: Option<i64>, format: Option<&str>) -> String {
-        let mut pairs = Vec::new();
-        for (name, value) in [("status", &self.status), ("q", &self.q)] {
-            if let Some(v) = value.as_deref().filter(|v| !v.trim().is_empty()) {
-                pairs.push((name, v.to_owned()));
-            }
-        }
-        if let Some(page) = page {
-            pairs.push(("page", page.to_string()));
-        }
-        if let Some(format) = format {
-            pairs.push(("format", format.to_owned()));
-        }
-        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
-        if query.is_empty() {
-            format!("{base}/events")
-        } else {
-            format!("{base}/events?{query}")
-        }
+        let filters = [("status", &self.status), ("q", &self.q)];
+        list_href(&format!("{base}/events"), &filters, page, format)
     }
 }
 
@@ -291,17 +276,11 @@ struct EventPage {
     action: String,
 }
 
-#[derive(Deserialize, Default)]
-pub struct EventParams {
-    #[serde(default)]
-    done: Option<String>,
-}
-
 pub async fn page(
     State(s): State<AppState>,
     InProject { signed, access }: InProject,
     Path((_, id)): Path<(String, String)>,
-    Query(params): Query<EventParams>,
+    Query(params): Query<Done>,
 ) -> Result<Response, PageError> {
     let core = s.churn.core();
     let (event, projects) = futures::try_join!(

@@ -120,6 +120,31 @@ impl Frame {
     }
 }
 
+/// A list page's URL: `path` with the filters given (blank ones left out), `page` and `format`.
+pub fn list_href(
+    path: &str,
+    filters: &[(&str, &Option<String>)],
+    page: Option<i64>,
+    format: Option<&str>,
+) -> String {
+    let mut pairs = Vec::new();
+    for (name, value) in filters {
+        if let Some(v) = value.as_deref().filter(|v| !v.trim().is_empty()) {
+            pairs.push((*name, v.to_owned()));
+        }
+    }
+    if let Some(page) = page {
+        pairs.push(("page", page.to_string()));
+    }
+    if let Some(format) = format {
+        pairs.push(("format", format.to_owned()));
+    }
+    match serde_urlencoded::to_string(&pairs).unwrap_or_default() {
+        query if query.is_empty() => path.to_owned(),
+        query => format!("{path}?{query}"),
+    }
+}
+
 /// The head of pages outside a project (sign-in, errors).
 pub struct Lone {
     pub css: String,

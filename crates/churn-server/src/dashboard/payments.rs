@@ -18,6 +18,7 @@ use super::csv;
 use super::customers;
 use super::error::PageError;
 use super::layout::{Frame, exact, html, money, trim_number, when};
+use super::outcome::Done;
 use super::session::InProject;
 use super::status_list::StatusList;
 use crate::state::AppState;
@@ -330,17 +331,11 @@ struct FailurePage {
     retry: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
-pub struct FailureParams {
-    #[serde(default)]
-    done: Option<String>,
-}
-
 pub async fn page(
     State(s): State<AppState>,
     InProject { signed, access }: InProject,
     Path((_, id)): Path<(String, String)>,
-    Query(params): Query<FailureParams>,
+    Query(params): Query<Done>,
 ) -> Result<Response, PageError> {
     let (detail, projects) = futures::try_join!(
         s.churn.payments().failure(&access, &id),

@@ -6,7 +6,7 @@
 use askama::Template;
 use axum::extract::{Form, Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use churn_core::api::email_rules::{EmailSettings, PageQuery, UpdateEmailSettings};
 use churn_core::api::payments::{ProviderConnection, PutProvider};
 use churn_core::api::projects::{Project, RotateKeysRequest, UpdateProject};
@@ -20,6 +20,7 @@ use serde::Deserialize;
 use super::csv;
 use super::error::PageError;
 use super::layout::{Frame, exact, html, when};
+use super::outcome::{self, Done};
 use super::session::{InProject, Signed};
 use super::shown_once::Handoff;
 use crate::state::AppState;
@@ -109,12 +110,7 @@ const RAZORPAY_EVENTS: &[(&str, &str)] = &[
     ("subscription.cancelled", "a cancellation churn event"),
 ];
 
-#[derive(Default)]
-struct Outcome {
-    notice: Option<&'static str>,
-    error: Option<String>,
-    shown: Option<Shown>,
-}
+type Outcome = outcome::Outcome<Shown>;
 
 async fn render(
     s: &AppState,
@@ -193,12 +189,6 @@ async fn render(
     ))
 }
 
-#[derive(Deserialize, Default)]
-pub struct Done {
-    #[serde(default)]
-    done: Option<String>,
-}
-
 pub async fn page(
     State(s): State<AppState>,
     InProject { signed, access }: InProject,
@@ -253,18 +243,8 @@ async fn refused(
     access: &ProjectAccess,
     e: churn_core::Error,
 ) -> Result<Response, PageError> {
-    let (error, status) = super::error::typed(e)?;
-    render(
-        s,
-        signed,
-        access,
-        status,
-        Outcome {
-            error: Some(error),
-            ..Default::default()
-        },
-    )
-    .await
+    let (status, outcome) = Outcome::refused(e)?;
+    render(s, signed, access, status, outcome).await
 }
 
 fn path(access: &ProjectAccess) -> String {
@@ -272,7 +252,7 @@ fn path(access: &ProjectAccess) -> String {
 }
 
 fn done(access: &ProjectAccess, what: &str) -> Response {
-    Redirect::to(&format!("{}?done={what}", path(access))).into_response()
+    outcome::redirect(access, "/settings", what)
 }
 
 #[derive(Deserialize, Default)]

@@ -27,19 +27,6 @@ impl StatusList {
 
     /// The list at `path` with the same filter, on `page`, in `format`.
     pub fn href(&self, path: &str, page: Option<i64>, format: Option<&str>) -> String {
-        let mut pairs = Vec::new();
-        if let Some(v) = self.status.as_deref().filter(|v| !v.trim().is_empty()) {
-            pairs.push(("status", v.to_owned()));
-        }
-        if let Some(page) = page {
-            pairs.push(("page", page.to_string()));
-        }
-        if let Some(format) = format {
-            pairs.push(("format", format.to_owned()));
-        }
-        match serde_urlencoded::to_string(&pairs).unwrap_or_default() {
-            query if query.is_empty() => path.to_owned(),
-            query => format!("{path}?{query}"),
-        }
+        super::layout::list_href(path, &[("status", &self.status)], page, format)
     }
 }

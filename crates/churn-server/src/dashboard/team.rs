@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use super::error::PageError;
 use super::layout::{Frame, html, when};
+use super::outcome::{self, Done};
 use super::session::{InProject, Signed};
 use super::shown_once::Handoff;
 use crate::state::AppState;
@@ -55,12 +56,8 @@ struct TeamPage {
 
 const GRANTABLE: [Role; 3] = [Role::Viewer, Role::Member, Role::Admin];
 
-#[derive(Default)]
-struct Outcome {
-    notice: Option<&'static str>,
-    error: Option<String>,
-    link: Option<(String, String)>,
-}
+/// Shown once, after an invitation is made: its email and link.
+type Outcome = outcome::Outcome<(String, String)>;
 
 async fn render(
     s: &AppState,
@@ -140,16 +137,10 @@ async fn render(
             can_leave: !owner,
             notice: outcome.notice,
             error: outcome.error,
-            link: outcome.link,
+            link: outcome.shown,
             copy_js: super::assets::url("copy.js"),
         },
     ))
-}
-
-#[derive(Deserialize, Default)]
-pub struct Done {
-    #[serde(default)]
-    done: Option<String>,
 }
 
 pub async fn page(
@@ -172,7 +163,7 @@ pub async fn page(
     };
     let outcome = Outcome {
         notice,
-        link,
+        shown: link,
         ..Default::default()
     };
     let page = render(&s, &signed, &access, StatusCode::OK, outcome).await?;
@@ -185,18 +176,8 @@ async fn refused(
     access: &ProjectAccess,
     e: churn_core::Error,
 ) -> Result<Response, PageError> {
-    let (error, status) = super::error::typed(e)?;
-    render(
-        s,
-        signed,
-        access,
-        status,
-        Outcome {
-            error: Some(error),
-            ..Default::default()
-        },
-    )
-    .await
+    let (status, outcome) = Outcome::refused(e)?;
+    render(s, signed, access, status, outcome).await
 }
 
 fn path(access: &ProjectAccess) -> String {
@@ -204,7 +185,7 @@ fn path(access: &ProjectAccess) -> String {
 }
 
 fn done(access: &ProjectAccess, what: &str) -> Response {
-    Redirect::to(&format!("{}?done={what}", path(access))).into_response()
+    outcome::redirect(access, "/team", what)
 }
 
 #[derive(Deserialize, Default)]

@@ -9,7 +9,7 @@
 use askama::Template;
 use axum::extract::{Form, Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use churn_core::api::alerts::AlertStatus;
 use churn_core::api::webhooks::{
     DeliveryQuery, NewWebhookEndpoint, WebhookDelivery, WebhookEndpoint, WebhookEndpointPatch,
@@ -20,9 +20,11 @@ use churn_core::services::ProjectAccess;
 use serde::Deserialize;
 
 use super::csv;
+use super::delete_confirm::{self, Deletion};
 use super::delivery_log::{AttemptRow, outcome, status_class};
 use super::error::PageError;
 use super::layout::{Frame, exact, html, when};
+use super::outcome;
 use super::session::{InProject, Signed};
 use super::shown_once::Handoff;
 use crate::state::AppState;
@@ -571,13 +573,6 @@ pub async fn redeliver(
     Ok(to_page(&access, &id, "redelivered"))
 }
 
-#[derive(Template)]
-#[template(path = "dashboard/webhook_delete.html")]
-struct DeletePage {
-    frame: Frame,
-    endpoint: WebhookEndpoint,
-}
-
 /// The confirmation: deleting is a second, explicit step.
 pub async fn delete_page(
     State(s): State<AppState>,
@@ -585,18 +580,15 @@ pub async fn delete_page(
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, PageError> {
     access.authorize(Permission::Administer)?;
-    let core = s.churn.core();
-    let (endpoint, projects) = futures::try_join!(
-        core.get_endpoint(&access, &id),
-        core.list_projects(&signed.user.id),
-    )?;
-    Ok(html(
-        StatusCode::OK,
-        DeletePage {
-            frame: Frame::new(&signed, &access, &projects, "settings", None),
-            endpoint,
-        },
-    ))
+    let endpoint = s.churn.core().get_endpoint(&access, &id).await?;
+    let deletion = Deletion {
+        title: "Delete an endpoint",
+        question: format!("Delete the endpoint {}?", endpoint.url),
+        consequence: "Nothing more is sent to it, and its delivery log is deleted with it.",
+        button: "Delete the endpoint",
+        path: format!("/settings/webhooks/{id}"),
+    };
+    delete_confirm::page(&s, &signed, &access, "settings", deletion).await
 }
 
 pub async fn delete(
@@ -605,11 +597,7 @@ pub async fn delete(
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, PageError> {
     s.churn.alerts().delete_endpoint(&access, &id).await?;
-    Ok(Redirect::to(&format!(
-        "/app/p/{}/settings/webhooks?done=deleted",
-        access.project.slug
-    ))
-    .into_response())
+    Ok(outcome::redirect(&access, "/settings/webhooks", "deleted"))
 }
 
 fn page_path(access: &ProjectAccess, id: &str) -> String {
@@ -617,5 +605,5 @@ fn page_path(access: &ProjectAccess, id: &str) -> String {
 }
 
 fn to_page(access: &ProjectAccess, id: &str, done: &str) -> Response {
-    Redirect::to(&format!("{}?done={done}", page_path(access, id))).into_response()
+    outcome::redirect(access, &format!("/settings/webhooks/{id}"), done)
 }

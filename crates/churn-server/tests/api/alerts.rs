@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use hickory_proto::rr::{RData, Record, RecordType, rdata::A};
 use reqwest::Method;
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path};
+use wiremock::matchers::path;
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::fake_provider::{self, FakeProvider};
@@ -55,11 +55,7 @@ async fn log(app: &TestApp, acme: &Acme) -> Vec<Value> {
 }
 
 async fn scoring_runs_raise_alerts_by_the_rules(backend: Backend) {
-    let app = TestApp::spawn_with(
-        backend,
-        Options::default().with("webhook_allow_private", true),
-    )
-    .await;
+    let app = TestApp::spawn_private(backend).await;
     let acme = acme_with_key(&app).await;
     track(
         &app,
@@ -127,7 +123,7 @@ pub(crate) async fn with_receiver(backend: Backend, receiver: &FakeProvider) -> 
         backend,
         Options::default()
             .with("webhook_allow_private", true)
-            .with("extra_ca_file", receiver.ca_file.path().to_str().unwrap()),
+            .trusting(receiver),
     )
     .await
 }
@@ -152,17 +148,20 @@ pub(crate) async fn quiet_customers(app: &TestApp, acme: &Acme, emails: &[&str])
     configure(app, json!({"enabled": true})).await;
 }
 
-pub(crate) async fn answer(receiver: &FakeProvider, template: ResponseTemplate) {
-    receiver.mock.reset().await;
-    Mock::given(method("POST"))
-        .and(path("/alerts"))
-        .respond_with(template)
-        .mount(&receiver.mock)
-        .await;
+/// Alerts go to the receiver's `/alerts`, and one is raised: a quiet customer scored critical.
+pub(crate) async fn one_alert_raised(app: &TestApp, acme: &Acme, receiver: &FakeProvider) {
+    configure(
+        app,
+        json!({"webhook_url": format!("{}/alerts", receiver.base)}),
+    )
+    .await;
+    quiet_customers(app, acme, &["quiet@shop.io"]).await;
+    assert_eq!(recompute(app, acme).await["alerts"], 1);
 }
 
-async fn received(receiver: &FakeProvider) -> Vec<wiremock::Request> {
-    receiver.mock.received_requests().await.unwrap_or_default()
+/// Answers the alerts POSTed to the receiver's `/alerts`.
+pub(crate) async fn answer(receiver: &FakeProvider, template: ResponseTemplate) {
+    receiver.answer("/alerts", template).await;
 }
 
 async fn webhooks_are_signed_both_ways_and_verified_by_the_sdk(backend: Backend) {
@@ -177,10 +176,10 @@ async fn webhooks_are_signed_both_ways_and_verified_by_the_sdk(backend: Backend)
     let pending = log(&app, &acme).await[0].clone();
     assert_eq!(pending["status"], "pending");
     assert_eq!(pending["next_attempt_at"], pending["created_at"]);
-    assert!(received(&receiver).await.is_empty());
+    assert!(receiver.received().await.is_empty());
 
     assert_eq!(app.run_jobs().await, 1);
-    let requests = received(&receiver).await;
+    let requests = receiver.received().await;
     assert_eq!(requests.len(), 1);
     let request = &requests[0];
     let header = |name: &str| {
@@ -280,7 +279,7 @@ pub(crate) async fn webhook_secret(app: &TestApp) -> String {
 /// The Standard Webhooks signatures of the one request received, checked with the SDK under
 /// each of `secrets`; the list of `v1,` entries.
 async fn verified_by_each(app: &TestApp, receiver: &FakeProvider, secrets: &[&str]) -> usize {
-    let requests = received(receiver).await;
+    let requests = receiver.received().await;
     assert_eq!(requests.len(), 1);
     let request = &requests[0];
     let header = |name: &str| {
@@ -352,7 +351,7 @@ async fn a_rotated_secret_signs_deliveries_too_for_24_hours(backend: Backend) {
     // The day's scoring run is due as well.
     app.run_jobs().await;
     assert_eq!(verified_by_each(&app, &receiver, &[&new]).await, 1);
-    let old_refused = received(&receiver).await;
+    let old_refused = receiver.received().await;
     let request = &old_refused[0];
     let header = |name: &str| {
         request
@@ -388,13 +387,7 @@ async fn failed_attempts_retry_after_10_60_300_seconds_then_fail_and_can_be_rede
     .await;
     let app = with_receiver(backend, &receiver).await;
     let acme = acme_with_key(&app).await;
-    configure(
-        &app,
-        json!({"webhook_url": format!("{}/alerts", receiver.base)}),
-    )
-    .await;
-    quiet_customers(&app, &acme, &["quiet@shop.io"]).await;
-    assert_eq!(recompute(&app, &acme).await["alerts"], 1);
+    one_alert_raised(&app, &acme, &receiver).await;
     let start = clock_now(&app).await;
 
     let mut at = start;
@@ -436,7 +429,7 @@ async fn failed_attempts_retry_after_10_60_300_seconds_then_fail_and_can_be_rede
     }
     advance_seconds(&app, 3600).await;
     assert_eq!(app.run_jobs().await, 0, "no fifth attempt");
-    assert_eq!(received(&receiver).await.len(), 4);
+    assert_eq!(receiver.received().await.len(), 4);
 
     // Redelivery: admins only, JWT only; the same entry and opaque_id, an attempt at once.
     let id = failed["id"].as_str().unwrap();
@@ -468,7 +461,7 @@ async fn failed_attempts_retry_after_10_60_300_seconds_then_fail_and_can_be_rede
     let conflict = app.call(&acme.token, Method::POST, &redeliver, 409).await;
     insta::assert_json_snapshot!("redeliver_while_pending", conflict);
     assert_eq!(app.run_jobs().await, 1);
-    let requests = received(&receiver).await;
+    let requests = receiver.received().await;
     assert_eq!(requests.len(), 1);
     assert_eq!(
         requests[0]
@@ -491,34 +484,36 @@ async fn failed_attempts_retry_after_10_60_300_seconds_then_fail_and_can_be_rede
     );
 }
 
-async fn redirects_are_not_followed(backend: Backend) {
+/// A receiver answering `status` at `at`, redirecting to its `/elsewhere` (which would answer
+/// 200), and a server for it.
+pub(crate) async fn redirecting(
+    backend: Backend,
+    at: &str,
+    status: u16,
+) -> (FakeProvider, TestApp) {
     let receiver = fake_provider::start().await;
     let elsewhere = format!("{}/elsewhere", receiver.base);
-    answer(
-        &receiver,
-        ResponseTemplate::new(307).insert_header("location", elsewhere.as_str()),
-    )
-    .await;
+    let redirect = ResponseTemplate::new(status).insert_header("location", elsewhere.as_str());
+    receiver.answer(at, redirect).await;
     Mock::given(path("/elsewhere"))
         .respond_with(ResponseTemplate::new(200))
         .mount(&receiver.mock)
         .await;
     let app = with_receiver(backend, &receiver).await;
+    (receiver, app)
+}
+
+async fn redirects_are_not_followed(backend: Backend) {
+    let (receiver, app) = redirecting(backend, "/alerts", 307).await;
     let acme = acme_with_key(&app).await;
-    configure(
-        &app,
-        json!({"webhook_url": format!("{}/alerts", receiver.base)}),
-    )
-    .await;
-    quiet_customers(&app, &acme, &["quiet@shop.io"]).await;
-    recompute(&app, &acme).await;
+    one_alert_raised(&app, &acme, &receiver).await;
     assert_eq!(app.run_jobs().await, 1);
     let entry = log(&app, &acme).await[0].clone();
     assert_eq!(entry["status"], "pending", "a 3xx is a failed attempt");
     let attempt = &entry["attempts"][0];
     assert_eq!(attempt["status_code"], 307);
     assert_eq!(attempt["error"], "redirects are not followed");
-    let requests = received(&receiver).await;
+    let requests = receiver.received().await;
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].url.path(), "/alerts");
 }
@@ -540,19 +535,26 @@ pub(crate) async fn start_dns(answer: Arc<Mutex<Ipv4Addr>>) -> SocketAddr {
     .await
 }
 
-async fn a_name_rebound_to_a_private_address_is_refused_at_delivery(backend: Backend) {
+/// A name that moves: a receiver at `hooks.rebind.test` answering 200 at `at`; a DNS server
+/// resolving the name to the address the test sets, public at first; and a server resolving
+/// through it and trusting the receiver, private addresses refused (the default).
+pub(crate) async fn rebinding(
+    backend: Backend,
+    at: &str,
+) -> (FakeProvider, Arc<Mutex<Ipv4Addr>>, TestApp) {
     let receiver = fake_provider::start_for(&["hooks.rebind.test", "localhost"]).await;
-    answer(&receiver, ResponseTemplate::new(200)).await;
+    receiver.answer(at, ResponseTemplate::new(200)).await;
     let address = Arc::new(Mutex::new(Ipv4Addr::new(93, 184, 216, 34)));
     let dns = start_dns(address.clone()).await;
-    // Private addresses refused (the default), the receiver's CA trusted.
-    let app = TestApp::spawn_with(
-        backend,
-        Options::default()
-            .with("dns_resolver", dns.to_string())
-            .with("extra_ca_file", receiver.ca_file.path().to_str().unwrap()),
-    )
-    .await;
+    let options = Options::default()
+        .with("dns_resolver", dns.to_string())
+        .trusting(&receiver);
+    let app = TestApp::spawn_with(backend, options).await;
+    (receiver, address, app)
+}
+
+async fn a_name_rebound_to_a_private_address_is_refused_at_delivery(backend: Backend) {
+    let (receiver, address, app) = rebinding(backend, "/alerts").await;
     let acme = acme_with_key(&app).await;
     let url = format!("{}/alerts", receiver.base);
     assert!(url.starts_with("https://hooks.rebind.test:"));
@@ -568,7 +570,7 @@ async fn a_name_rebound_to_a_private_address_is_refused_at_delivery(backend: Bac
     assert_eq!(attempt["status_code"], Value::Null);
     let error = attempt["error"].as_str().unwrap();
     assert!(error.contains("non-public"), "{error}");
-    assert!(received(&receiver).await.is_empty(), "never called");
+    assert!(receiver.received().await.is_empty(), "never called");
 
     // Configured while it resolves to loopback: refused outright.
     let refused = app
@@ -811,13 +813,7 @@ async fn a_pending_alert_whose_job_gave_up_is_redelivered_once_stuck(backend: Ba
     answer(&receiver, ResponseTemplate::new(204)).await;
     let app = with_receiver(backend, &receiver).await;
     let acme = acme_with_key(&app).await;
-    configure(
-        &app,
-        json!({"webhook_url": format!("{}/alerts", receiver.base)}),
-    )
-    .await;
-    quiet_customers(&app, &acme, &["quiet@shop.io"]).await;
-    assert_eq!(recompute(&app, &acme).await["alerts"], 1);
+    one_alert_raised(&app, &acme, &receiver).await;
     let pending = log(&app, &acme).await[0].clone();
     let id = pending["id"].as_str().unwrap();
     give_up_jobs_of(&app, id).await;
@@ -837,7 +833,7 @@ async fn a_pending_alert_whose_job_gave_up_is_redelivered_once_stuck(backend: Ba
     );
     assert_eq!(again["attempts"], json!([]));
     assert_eq!(app.run_jobs().await, 1);
-    let requests = received(&receiver).await;
+    let requests = receiver.received().await;
     assert_eq!(requests.len(), 1);
     assert_eq!(
         requests[0]

@@ -11,7 +11,10 @@ use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::cancel_offers::without_offer_cooldown;
-use crate::helpers::{Backend, Options, TestApp, acme_owner, advance, event_of, fields, set_clock};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner, advance, event_of, fields, rotate_identity_secret,
+    set_clock,
+};
 use crate::providers::A_KEY;
 use crate::webhooks::{Setup, fixture, setup};
 use churn_core::both_backends;
@@ -483,17 +486,7 @@ async fn submissions_act_only_for_the_signed_customer(backend: Backend) {
     assert_eq!(saved["data"]["status"], "recovered");
 
     // Rotation: the old secret keeps verifying for 24 hours, then only the new one does.
-    let rotated = app
-        .call(
-            &token,
-            Method::POST,
-            "/projects/acme/identity-secret/rotate",
-            200,
-        )
-        .await["data"]["identity_secret"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let rotated = rotate_identity_secret(&app, &token).await;
     assert_ne!(rotated, secret);
     assert_eq!(identity_secret(&app, &token, "acme").await, rotated);
     let old = signed(&secret, submission("other"));

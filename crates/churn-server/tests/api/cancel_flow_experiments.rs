@@ -70,6 +70,18 @@ async fn customers_by_variant(
     panic!("200 customers never filled both variants: {by_variant:?}");
 }
 
+/// The [`experiment`] stored for `acme`, with what signs its customers in: (public key,
+/// identity secret, the flow's id).
+async fn stored_experiment(app: &TestApp, owner: &str) -> (String, String, String) {
+    let key = public_key(app, owner).await;
+    let secret = identity_secret(app, owner, "acme").await;
+    let id = create(app, owner, &experiment()).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (key, secret, id)
+}
+
 /// A signed submission of `too_expensive`, its offer accepted or not; the answer's data.
 async fn submit(app: &TestApp, key: &str, secret: &str, email: &str, accepted: bool) -> Value {
     let body =
@@ -138,12 +150,7 @@ async fn variants_are_stored_and_every_bad_field_named(backend: Backend) {
 async fn customers_keep_their_variant_and_submissions_record_it(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let owner = acme_owner(&app).await;
-    let key = public_key(&app, &owner).await;
-    let secret = identity_secret(&app, &owner, "acme").await;
-    let id = create(&app, &owner, &experiment()).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (key, secret, id) = stored_experiment(&app, &owner).await;
     let customers = customers_by_variant(&app, &key, &secret, 1).await;
 
     for (variant, percent, title) in [
@@ -191,12 +198,7 @@ async fn results_compare_each_variant_with_the_first(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let owner = acme_owner(&app).await;
     let viewer = join(&app, &owner, "viewer@acme.io", "viewer").await;
-    let key = public_key(&app, &owner).await;
-    let secret = identity_secret(&app, &owner, "acme").await;
-    let id = create(&app, &owner, &experiment()).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (key, secret, id) = stored_experiment(&app, &owner).await;
     // Customers accept offers again within the test's days.
     crate::cancel_offers::without_offer_cooldown(&app, &owner).await;
     let customers = customers_by_variant(&app, &key, &secret, 5).await;

@@ -427,10 +427,8 @@ async fn the_outcome_webhook_names_the_flow(backend: Backend) {
     }
     app.run_jobs().await;
     let mut told: Vec<(String, Value)> = receiver
-        .mock
-        .received_requests()
+        .received()
         .await
-        .unwrap()
         .iter()
         .filter(|r| r.url.path() == "/hooks")
         .map(|r| {

@@ -89,10 +89,8 @@ impl Setup {
     /// The requests Stripe received at `at`: (query, form parameters) of each.
     async fn stripe_received(&self, verb: &str, at: &str) -> Vec<(String, Vec<(String, String)>)> {
         self.fake
-            .mock
-            .received_requests()
+            .received()
             .await
-            .unwrap()
             .iter()
             .filter(|r| r.method.as_str() == verb && r.url.path() == at)
             .map(|r| {

@@ -589,9 +589,7 @@ async fn another_tenants_analytics_are_not_found(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    let other = app.register("mallory@evil.io").await;
-    app.create_project(&other.token, "Acme").await;
-    let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
+    let mallory = Browser::another_tenant(&app, "Acme").await;
     for path in ["/analytics", "/analytics?format=csv", "?metric=open_events"] {
         mallory.get(&format!("/app/p/{project}{path}"), 404).await;
     }

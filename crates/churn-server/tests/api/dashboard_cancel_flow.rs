@@ -314,9 +314,7 @@ async fn another_tenants_cancel_flow_is_not_found(backend: Backend) {
         .unwrap()
         .to_owned();
     let before = flow_json(&app, &token).await;
-    let other = app.register("mallory@evil.io").await;
-    app.create_project(&other.token, "Evil").await;
-    let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
+    let mallory = Browser::another_tenant(&app, "Evil").await;
     for project in ["acme", id.as_str()] {
         let page = format!("/app/p/{project}/cancel-flow");
         mallory.get(&page, 404).await;

@@ -211,9 +211,7 @@ async fn another_tenants_flow_is_not_found(backend: Backend) {
         .unwrap()
         .to_owned();
     let before = flows_json(&app, &token).await;
-    let other = app.register("mallory@evil.io").await;
-    app.create_project(&other.token, "Evil").await;
-    let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
+    let mallory = Browser::another_tenant(&app, "Evil").await;
     // Acme's flow through Mallory's own project, and Acme's project itself.
     for base in ["/app/p/evil/cancel-flows", PAGE] {
         mallory.get(&format!("{base}/{id}"), 404).await;
@@ -287,9 +285,7 @@ async fn an_experiments_results_page(backend: Backend) {
         .to_owned();
     let html = viewer.get(&format!("{PAGE}/{plain}/results"), 200).await;
     assert!(html.contains("This flow runs no experiment"));
-    let other = app.register("mallory@evil.io").await;
-    app.create_project(&other.token, "Evil").await;
-    let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
+    let mallory = Browser::another_tenant(&app, "Evil").await;
     mallory
         .get(&format!("/app/p/evil/cancel-flows/{id}/results"), 404)
         .await;
@@ -598,9 +594,7 @@ async fn each_variant_has_its_preview(backend: Backend) {
     assert!(!html.contains("data-add-variant") && !html.contains("data-remove-variant"));
 
     // Another tenant's flow has no preview.
-    let other = app.register("mallory@evil.io").await;
-    app.create_project(&other.token, "Evil").await;
-    let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
+    let mallory = Browser::another_tenant(&app, "Evil").await;
     mallory
         .get(&format!("/app/p/evil/cancel-flows/{id}/preview"), 404)
         .await;

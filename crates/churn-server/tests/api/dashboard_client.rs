@@ -44,6 +44,13 @@ impl<'a> Browser<'a> {
         Browser::with_cookie(app, session_cookie(&r)).await
     }
 
+    /// Mallory, signed in to a project of her own named `project`: another tenant.
+    pub async fn another_tenant(app: &'a TestApp, project: &str) -> Browser<'a> {
+        let mallory = app.register("mallory@evil.io").await;
+        app.create_project(&mallory.token, project).await;
+        Browser::sign_in(app, "mallory@evil.io").await
+    }
+
     /// The browser that holds `cookie`, with the CSRF token its pages carry.
     pub async fn with_cookie(app: &'a TestApp, cookie: String) -> Browser<'a> {
         let mut browser = Browser {

@@ -45,15 +45,7 @@ pub(crate) async fn seeded(backend: Backend) -> (Setup, String, String) {
 /// The data of [`seeded`] in a project made by `webhooks::setup`: the failure's id and the
 /// alert's id.
 pub async fn seed(s: &Setup) -> (String, String) {
-    s.app
-        .expect(
-            s.app
-                .req(Method::PUT, "/projects/acme/dunning-config")
-                .bearer_auth(&s.token)
-                .json(&json!({"max_retries": 3})),
-            200,
-        )
-        .await;
+    s.configure(json!({"max_retries": 3})).await;
     s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
         .await;
     let failure = api(s, "/projects/acme/payment-failures").await["failures"][0]["id"]
@@ -245,14 +237,11 @@ async fn the_pages_show_customers_alerts_and_payments_and_write_through_the_serv
     );
     let retry = format!("/app/p/acme/payments/{failure}/retry");
     assert!(detail.contains(&retry));
-    wiremock::Mock::given(method("POST"))
-        .and(path("/v1/invoices/in_1SXa2YHOQNg4XnOMkV3r8c2Q/pay"))
-        .respond_with(ResponseTemplate::new(402).set_body_json(json!({"error": {
-            "type": "card_error", "code": "card_declined", "decline_code": "insufficient_funds",
-            "message": "Your card was declined."}})))
-        .up_to_n_times(1)
-        .mount(&s.fake.mock)
-        .await;
+    let declined = ResponseTemplate::new(402).set_body_json(json!({"error": {
+        "type": "card_error", "code": "card_declined", "decline_code": "insufficient_funds",
+        "message": "Your card was declined."}}));
+    let pay = "/v1/invoices/in_1SXa2YHOQNg4XnOMkV3r8c2Q/pay";
+    s.fake.answer_once(pay, declined).await;
     assert_eq!(
         owner.post(&retry, &[], 303).await.location,
         format!("/app/p/acme/payments/{failure}?done=failed")

@@ -358,9 +358,7 @@ async fn another_tenants_settings_and_team_are_not_found(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    let other = app.register("mallory@evil.io").await;
-    app.create_project(&other.token, "Evil").await;
-    let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
+    let mallory = Browser::another_tenant(&app, "Evil").await;
     for path in ["settings", "team", "settings/suppressions"] {
         mallory.get(&format!("/app/p/{id}/{path}"), 404).await;
     }

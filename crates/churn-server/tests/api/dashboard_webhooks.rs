@@ -11,7 +11,7 @@ use wiremock::ResponseTemplate;
 use crate::alerts::{answer, with_receiver};
 use crate::dashboard_client::{Browser, Posted, main_of};
 use crate::fake_provider;
-use crate::helpers::{Backend, Options, TestApp, acme_owner};
+use crate::helpers::{Backend, TestApp, acme_owner};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -55,14 +55,6 @@ async fn endpoint_by_api(app: &TestApp, token: &str, url: &str) -> String {
         .as_str()
         .unwrap()
         .to_owned()
-}
-
-async fn private_app(backend: Backend) -> TestApp {
-    TestApp::spawn_with(
-        backend,
-        Options::default().with("webhook_allow_private", true),
-    )
-    .await
 }
 
 async fn an_endpoint_is_created_edited_tested_redelivered_and_deleted_from_its_pages(
@@ -259,7 +251,7 @@ async fn a_refused_endpoint_keeps_what_was_typed_and_creates_nothing(backend: Ba
 }
 
 async fn the_delivery_log_is_paginated_and_exported_as_csv(backend: Backend) {
-    let app = private_app(backend).await;
+    let app = TestApp::spawn_private(backend).await;
     let token = acme_owner(&app).await;
     // Port 9 answers nothing: every attempt fails, and stays pending until its retries end.
     let id = endpoint_by_api(&app, &token, "https://127.0.0.1:9/hooks").await;
@@ -323,7 +315,7 @@ async fn the_delivery_log_is_paginated_and_exported_as_csv(backend: Backend) {
 }
 
 async fn viewers_and_members_read_without_write_controls_and_are_refused(backend: Backend) {
-    let app = private_app(backend).await;
+    let app = TestApp::spawn_private(backend).await;
     let token = acme_owner(&app).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     join(&app, &token, "member@acme.io", "member").await;
@@ -381,7 +373,7 @@ async fn viewers_and_members_read_without_write_controls_and_are_refused(backend
 }
 
 async fn writes_without_the_csrf_token_are_refused_and_change_nothing(backend: Backend) {
-    let app = private_app(backend).await;
+    let app = TestApp::spawn_private(backend).await;
     let token = acme_owner(&app).await;
     let id = endpoint_by_api(&app, &token, "https://127.0.0.1:9/hooks").await;
     app.call(
@@ -426,7 +418,7 @@ async fn writes_without_the_csrf_token_are_refused_and_change_nothing(backend: B
 }
 
 async fn another_tenants_endpoint_is_not_found(backend: Backend) {
-    let app = private_app(backend).await;
+    let app = TestApp::spawn_private(backend).await;
     let token = acme_owner(&app).await;
     let id = endpoint_by_api(&app, &token, "https://127.0.0.1:9/hooks").await;
     app.call(
@@ -440,9 +432,7 @@ async fn another_tenants_endpoint_is_not_found(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    let other = app.register("mallory@evil.io").await;
-    app.create_project(&other.token, "Evil").await;
-    let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
+    let mallory = Browser::another_tenant(&app, "Evil").await;
     // Acme's endpoint under Mallory's own project, and Acme's pages themselves.
     for base in ["/app/p/evil/settings/webhooks", LIST] {
         let page = format!("{base}/{id}");

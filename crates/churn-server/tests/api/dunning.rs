@@ -40,16 +40,15 @@ impl Setup {
     }
 
     pub(crate) async fn configure(&self, config: Value) -> Value {
+        self.put_dunning_config(config, 200).await["data"].clone()
+    }
+
+    /// `PUT /projects/acme/dunning-config` answered with `status`; the whole answer.
+    pub(crate) async fn put_dunning_config(&self, config: Value, status: u16) -> Value {
+        let put = self.app.req(Method::PUT, "/projects/acme/dunning-config");
         self.app
-            .expect(
-                self.app
-                    .req(Method::PUT, "/projects/acme/dunning-config")
-                    .bearer_auth(&self.token)
-                    .json(&config),
-                200,
-            )
-            .await["data"]
-            .clone()
+            .expect(put.bearer_auth(&self.token).json(&config), status)
+            .await
     }
 
     /// A verified sender for `acme` (the DNS proof is tested with the email settings).
@@ -90,12 +89,8 @@ impl Setup {
     }
 
     pub(crate) async fn pay_answers(&self, invoice: &str, answer: ResponseTemplate) {
-        Mock::given(method("POST"))
-            .and(path(format!("/v1/invoices/{invoice}/pay")))
-            .respond_with(answer)
-            .up_to_n_times(1)
-            .mount(&self.fake.mock)
-            .await;
+        let at = format!("/v1/invoices/{invoice}/pay");
+        self.fake.answer_once(&at, answer).await;
     }
 
     /// The dunning emails in the outbox (the owner's verification email left out).
@@ -110,10 +105,8 @@ impl Setup {
     /// The idempotency keys of the pay calls so far.
     async fn pay_keys(&self) -> Vec<String> {
         self.fake
-            .mock
-            .received_requests()
+            .received()
             .await
-            .unwrap()
             .iter()
             .filter(|r| r.url.path().ends_with("/pay"))
             .map(|r| r.headers["idempotency-key"].to_str().unwrap().to_owned())
@@ -618,26 +611,10 @@ async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(back
         (json!({"schedule": "weekly"}), "schedule"),
         (json!({"final_action": "refund"}), "final_action"),
     ] {
-        let refused = s
-            .app
-            .expect(
-                s.app
-                    .req(Method::PUT, "/projects/acme/dunning-config")
-                    .bearer_auth(&s.token)
-                    .json(&body),
-                400,
-            )
-            .await;
+        let refused = s.put_dunning_config(body, 400).await;
         assert_eq!(refused["error"]["details"][0]["field"], field);
     }
-    s.app
-        .expect(
-            s.app
-                .req(Method::PUT, "/projects/acme/dunning-config")
-                .bearer_auth(&s.token)
-                .json(&json!({"tone_sequence": ["gentle"]})),
-            400,
-        )
+    s.put_dunning_config(json!({"tone_sequence": ["gentle"]}), 400)
         .await;
     let updated = s
         .configure(

@@ -67,10 +67,8 @@ impl Setup {
     /// The calls to `at` at the fake: (method, idempotency key, form pairs).
     async fn calls(&self, at: &str) -> Vec<Call> {
         self.fake
-            .mock
-            .received_requests()
+            .received()
             .await
-            .unwrap()
             .iter()
             .filter(|r| r.url.path() == at)
             .map(|r| {
@@ -221,12 +219,8 @@ async fn final_actions_pause_retry_refuse_and_skip(backend: Backend) {
     .await;
     // Stripe errs once, then pauses.
     for answer in [ResponseTemplate::new(500), subscription(SUBSCRIPTION)] {
-        Mock::given(method("POST"))
-            .and(path(format!("/v1/subscriptions/{SUBSCRIPTION}")))
-            .respond_with(answer)
-            .up_to_n_times(1)
-            .mount(&s.fake.mock)
-            .await;
+        let at = format!("/v1/subscriptions/{SUBSCRIPTION}");
+        s.fake.answer_once(&at, answer).await;
     }
     s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
         .await;

@@ -209,14 +209,7 @@ async fn no_notice_when_off_and_the_setting_is_checked(backend: Backend) {
         "the default"
     );
     let refused = s
-        .app
-        .expect(
-            s.app
-                .req(Method::PUT, "/projects/acme/dunning-config")
-                .bearer_auth(&s.token)
-                .json(&json!({"expiry_notice_days": 61})),
-            400,
-        )
+        .put_dunning_config(json!({"expiry_notice_days": 61}), 400)
         .await;
     assert_eq!(fields(&refused), ["expiry_notice_days"]);
     assert_eq!(

@@ -16,6 +16,35 @@ pub struct FakeProvider {
     pub ca_file: tempfile::NamedTempFile,
 }
 
+impl FakeProvider {
+    /// From now on answers POSTs to `at` with `template`, and nothing else.
+    pub async fn answer(&self, at: &str, template: wiremock::ResponseTemplate) {
+        use wiremock::matchers::{method, path};
+        self.mock.reset().await;
+        wiremock::Mock::given(method("POST"))
+            .and(path(at))
+            .respond_with(template)
+            .mount(&self.mock)
+            .await;
+    }
+
+    /// Answers the next POST to `at` with `template`; later ones get what was mounted before.
+    pub async fn answer_once(&self, at: &str, template: wiremock::ResponseTemplate) {
+        use wiremock::matchers::{method, path};
+        wiremock::Mock::given(method("POST"))
+            .and(path(at))
+            .respond_with(template)
+            .up_to_n_times(1)
+            .mount(&self.mock)
+            .await;
+    }
+
+    /// Every request received so far, in order.
+    pub async fn received(&self) -> Vec<wiremock::Request> {
+        self.mock.received_requests().await.unwrap()
+    }
+}
+
 async fn forward(
     State(target): State<(reqwest::Client, String)>,
     method: Method,

@@ -27,6 +27,11 @@ impl Default for Options {
 }
 
 impl Options {
+    /// Trusts the fake's test CA (`extra_ca_file`).
+    pub fn trusting(self, fake: &crate::fake_provider::FakeProvider) -> Self {
+        self.with("extra_ca_file", fake.ca_file.path().to_str().unwrap())
+    }
+
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.settings[key] = value.into();
         self
@@ -48,6 +53,15 @@ pub struct Session {
 impl TestApp {
     pub async fn spawn(backend: Backend) -> Self {
         Self::spawn_with(backend, Options::default()).await
+    }
+
+    /// A server that delivers to private addresses: the fake receivers listen on loopback.
+    pub async fn spawn_private(backend: Backend) -> Self {
+        Self::spawn_with(
+            backend,
+            Options::default().with("webhook_allow_private", true),
+        )
+        .await
     }
 
     pub async fn spawn_with(backend: Backend, options: Options) -> Self {
@@ -491,6 +505,20 @@ pub async fn rotate_secret_key(app: &TestApp, token: &str) -> String {
         200,
     )
     .await["data"]["secret_key"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A fresh identity secret for `acme` (the old one keeps verifying for 24 hours).
+pub async fn rotate_identity_secret(app: &TestApp, token: &str) -> String {
+    app.call(
+        token,
+        Method::POST,
+        "/projects/acme/identity-secret/rotate",
+        200,
+    )
+    .await["data"]["identity_secret"]
         .as_str()
         .unwrap()
         .to_owned()

@@ -6,17 +6,16 @@
 //! delivered by the same mechanism, and the exact message of each payment-failure outcome.
 
 use std::net::Ipv4Addr;
-use std::sync::{Arc, Mutex};
 
 use reqwest::Method;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
-use crate::alerts::{quiet_customers, start_dns, with_receiver};
+use crate::alerts::{quiet_customers, rebinding, redirecting, with_receiver};
 use crate::fake_provider::{self, FakeProvider};
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner, acme_with_key, advance, clock_now, fields, send_variant,
+    Backend, TestApp, acme_owner, acme_with_key, advance, clock_now, fields, send_variant,
     wire_time,
 };
 use crate::risk::recompute;
@@ -42,22 +41,16 @@ both_backends!(
 
 const HOOK: &str = "/hooks";
 
+/// Answers the messages POSTed to the receiver's [`HOOK`].
 async fn answer(receiver: &FakeProvider, template: ResponseTemplate) {
-    receiver.mock.reset().await;
-    Mock::given(method("POST"))
-        .and(path(HOOK))
-        .respond_with(template)
-        .mount(&receiver.mock)
-        .await;
+    receiver.answer(HOOK, template).await;
 }
 
 /// The requests the receiver got at [`HOOK`].
 async fn received(receiver: &FakeProvider) -> Vec<wiremock::Request> {
     receiver
-        .mock
-        .received_requests()
+        .received()
         .await
-        .unwrap_or_default()
         .into_iter()
         .filter(|r| r.url.path() == HOOK)
         .collect()
@@ -99,11 +92,7 @@ fn header<'a>(request: &'a wiremock::Request, name: &str) -> Option<&'a str> {
 }
 
 async fn endpoints_are_created_read_changed_and_deleted(backend: Backend) {
-    let app = TestApp::spawn_with(
-        backend,
-        Options::default().with("webhook_allow_private", true),
-    )
-    .await;
+    let app = TestApp::spawn_private(backend).await;
     let acme = acme_with_key(&app).await;
     let created = create(
         &app,
@@ -497,18 +486,7 @@ async fn an_endpoint_failing_for_five_days_is_disabled_and_its_admins_emailed(ba
 }
 
 async fn redirects_are_not_followed(backend: Backend) {
-    let receiver = fake_provider::start().await;
-    let elsewhere = format!("{}/elsewhere", receiver.base);
-    answer(
-        &receiver,
-        ResponseTemplate::new(302).insert_header("location", elsewhere.as_str()),
-    )
-    .await;
-    Mock::given(path("/elsewhere"))
-        .respond_with(ResponseTemplate::new(200))
-        .mount(&receiver.mock)
-        .await;
-    let app = with_receiver(backend, &receiver).await;
+    let (receiver, app) = redirecting(backend, HOOK, 302).await;
     let token = acme_owner(&app).await;
     app.run_jobs().await;
     let endpoint = create(
@@ -529,18 +507,7 @@ async fn redirects_are_not_followed(backend: Backend) {
 }
 
 async fn private_addresses_are_refused_at_save_and_at_delivery(backend: Backend) {
-    let receiver = fake_provider::start_for(&["hooks.rebind.test", "localhost"]).await;
-    answer(&receiver, ResponseTemplate::new(200)).await;
-    let address = Arc::new(Mutex::new(Ipv4Addr::new(93, 184, 216, 34)));
-    let dns = start_dns(address.clone()).await;
-    // Private addresses refused (the default).
-    let app = TestApp::spawn_with(
-        backend,
-        Options::default()
-            .with("dns_resolver", dns.to_string())
-            .with("extra_ca_file", receiver.ca_file.path().to_str().unwrap()),
-    )
-    .await;
+    let (receiver, address, app) = rebinding(backend, HOOK).await;
     let token = acme_owner(&app).await;
     app.run_jobs().await;
     for url in [
@@ -857,17 +824,7 @@ async fn an_event_lost_at_the_end_of_its_window_is_told(backend: Backend) {
 /// the same refusal of a private address at delivery, the same attempt logged, each on its
 /// own schedule (§9: 10 s, §19: 5 s), the same rule for redelivery while pending.
 async fn an_alert_and_an_endpoint_message_are_delivered_by_one_mechanism(backend: Backend) {
-    let receiver = fake_provider::start_for(&["hooks.rebind.test", "localhost"]).await;
-    answer(&receiver, ResponseTemplate::new(200)).await;
-    let address = Arc::new(Mutex::new(Ipv4Addr::new(93, 184, 216, 34)));
-    let dns = start_dns(address.clone()).await;
-    let app = TestApp::spawn_with(
-        backend,
-        Options::default()
-            .with("dns_resolver", dns.to_string())
-            .with("extra_ca_file", receiver.ca_file.path().to_str().unwrap()),
-    )
-    .await;
+    let (receiver, address, app) = rebinding(backend, HOOK).await;
     let acme = acme_with_key(&app).await;
     let url = format!("{}{HOOK}", receiver.base);
     // Public when saved, both.

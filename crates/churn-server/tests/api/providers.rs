@@ -227,11 +227,7 @@ async fn api_base_and_retry_url_pass_the_address_check(backend: Backend) {
     assert_eq!(ok["data"]["retry_url"], "https://93.184.216.34/retry");
 
     // With private addresses allowed (tests, on-premises), loopback is accepted; https still.
-    let open = TestApp::spawn_with(
-        backend,
-        Options::default().with("webhook_allow_private", true),
-    )
-    .await;
+    let open = TestApp::spawn_private(backend).await;
     let token = acme_owner(&open).await;
     put(
         &open,

@@ -448,11 +448,7 @@ async fn the_configuration_has_defaults_and_validates_every_field(backend: Backe
 }
 
 async fn private_webhooks_are_allowed_when_the_operator_says_so(backend: Backend) {
-    let app = TestApp::spawn_with(
-        backend,
-        Options::default().with("webhook_allow_private", true),
-    )
-    .await;
+    let app = TestApp::spawn_private(backend).await;
     let acme = acme_with_key(&app).await;
     let answer = app
         .call_json(

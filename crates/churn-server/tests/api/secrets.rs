@@ -10,7 +10,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner, login};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, login, rotate_identity_secret};
 use crate::webhooks::{Setup, setup};
 use churn_core::both_backends;
 use churn_core::signature;
@@ -208,15 +208,7 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
         .as_str()
         .unwrap()
         .to_owned();
-    let identity = app
-        .call(
-            &token,
-            Method::POST,
-            "/projects/acme/identity-secret/rotate",
-            200,
-        )
-        .await["data"]["identity_secret"]
-        .clone();
+    let identity = rotate_identity_secret(&app, &token).await;
     let created = app.expect(create_beta(&app, &token), 201).await;
     let before = sealed_values(&app).await;
     let old_key = std::fs::read_to_string(app.data_dir().join("encryption.key")).unwrap();
@@ -244,7 +236,7 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
     // A server with the new key (from the file) opens everything.
     let options = Options::default()
         .with("webhook_allow_private", true)
-        .with("extra_ca_file", fake.ca_file.path().to_str().unwrap());
+        .trusting(&fake);
     let s = Setup {
         app: TestApp::start(db, options).await,
         token,

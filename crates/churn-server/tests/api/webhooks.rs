@@ -49,7 +49,7 @@ pub async fn setup(backend: Backend) -> Setup {
     let fake = fake_provider::start().await;
     let options = Options::default()
         .with("webhook_allow_private", true)
-        .with("extra_ca_file", fake.ca_file.path().to_str().unwrap());
+        .trusting(&fake);
     let app = TestApp::spawn_with(backend, options).await;
     let token = acme_owner(&app).await;
     for (provider, body) in [

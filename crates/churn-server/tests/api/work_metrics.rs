@@ -6,10 +6,9 @@ use reqwest::Method;
 use serde_json::json;
 use wiremock::ResponseTemplate;
 
-use crate::alerts::{answer, configure, quiet_customers, webhook_secret, with_receiver};
+use crate::alerts::{answer, one_alert_raised, webhook_secret, with_receiver};
 use crate::fake_provider;
 use crate::helpers::{Backend, TestApp, acme_with_key};
-use crate::risk::recompute;
 use churn_core::both_backends;
 use churn_core::signature;
 
@@ -54,13 +53,7 @@ async fn work_is_counted_in_metrics(backend: Backend) {
     );
 
     // A job run that sends an email, then an alert delivered by webhook (an outbound call).
-    configure(
-        &app,
-        json!({"webhook_url": format!("{}/alerts", receiver.base)}),
-    )
-    .await;
-    quiet_customers(&app, &acme, &["quiet@shop.io"]).await;
-    assert_eq!(recompute(&app, &acme).await["alerts"], 1);
+    one_alert_raised(&app, &acme, &receiver).await;
     assert_eq!(app.run_jobs().await, 1);
 
     // A provider event.

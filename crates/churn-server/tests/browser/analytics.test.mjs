@@ -8,22 +8,13 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { checkA11y as axe, openBrowser, screenshot, startServer } from "./harness.mjs";
+import { bearer, callApi, checkA11y as axe, openBrowser, screenshot, signIn, startServer } from "./harness.mjs";
 
 let server, base, browser, page, cspViolations, token;
 const checkA11y = (name) => axe(page, name);
 const shot = (name) => screenshot(page, `dashboard-${name}`);
 
-async function call(method, path, body) {
-  const response = await fetch(`${base}/api/v1${path}`, {
-    method,
-    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  assert.ok(response.ok, `${method} ${path}: ${response.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const call = (method, path, body) => callApi(base, method, path, body, bearer(token));
 
 /** Events in each of the last three months, on the test clock; a third of them recovered.
  * Registered first at the clock's time, so the session covers the months set back to. */
@@ -50,11 +41,7 @@ before(async () => {
   base = server.base;
   await seed();
   ({ browser, page, cspViolations } = await openBrowser());
-  await page.goto(`${base}/app/sign-in`);
-  await page.getByLabel("Email").fill("ada@acme.example");
-  await page.getByLabel("Password").fill("correct horse");
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("link", { name: "Analytics" }).waitFor();
+  await signIn(page, base, "Analytics");
 });
 
 after(async () => {

@@ -19,6 +19,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { callApi } from "./harness.mjs";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
 const TARGET = process.env.CARGO_TARGET_DIR || join(REPO, "target");
@@ -28,16 +29,7 @@ const DEADLINE_MS = 15_000;
 
 let server, serverLog = "", work, api, page, browser, shop, shopOrigin, publicKey, token, identitySecret;
 
-async function call(method, path, body, headers = {}) {
-  const response = await fetch(`${api}/api/v1${path}`, {
-    method,
-    headers: { "content-type": "application/json", ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  assert.ok(response.ok, `${method} ${path}: ${response.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const call = (method, path, body, headers = {}) => callApi(api, method, path, body, headers);
 
 const auth = () => ({ authorization: `Bearer ${token}` });
 const events = async () => (await call("GET", "/projects/acme/churn-events", undefined, auth())).data;

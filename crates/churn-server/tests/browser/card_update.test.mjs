@@ -14,22 +14,14 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { createServer } from "node:http";
-import { checkA11y, openBrowser, screenshot, startServer } from "./harness.mjs";
+import { bearer, callApi, checkA11y, openBrowser, screenshot, startServer } from "./harness.mjs";
 
 const UPDATE_URL = "https://billing.acme.example/card";
 const DANA = "dana@customer.example";
 let server, base, browser, page, cspViolations, shop, shopOrigin, token, publicKey, identitySecret;
 
-async function call(method, path, body, headers = {}) {
-  const response = await fetch(`${base}/api/v1${path}`, {
-    method,
-    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers },
-    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-  });
-  const text = await response.text();
-  assert.ok(response.ok, `${method} ${path}: ${response.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const call = (method, path, body, headers = {}) =>
+  callApi(base, method, path, body, { ...bearer(token), ...headers });
 
 /** A custom billing event, signed with the project's webhook secret. */
 async function billingEvent(secret, event) {

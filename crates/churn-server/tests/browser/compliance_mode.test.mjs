@@ -10,20 +10,11 @@ import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { createServer } from "node:http";
 
-import { DEADLINE_MS, openBrowser, screenshot, startServer } from "./harness.mjs";
+import { DEADLINE_MS, callApi, openBrowser, screenshot, startServer } from "./harness.mjs";
 
 let server, browser, page, shop, shopOrigin, publicKey, token, identitySecret;
 
-async function call(method, path, body, headers = {}) {
-  const response = await fetch(`${server.base}/api/v1${path}`, {
-    method,
-    headers: { "content-type": "application/json", ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  assert.ok(response.ok, `${method} ${path}: ${response.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const call = (method, path, body, headers = {}) => callApi(server.base, method, path, body, headers);
 
 const auth = () => ({ authorization: `Bearer ${token}` });
 

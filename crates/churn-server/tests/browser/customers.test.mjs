@@ -11,7 +11,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { DEADLINE_MS, checkA11y as axe, openBrowser, screenshot, startServer } from "./harness.mjs";
+import { DEADLINE_MS, bearer, callApi, checkA11y as axe, openBrowser, screenshot, signIn, startServer } from "./harness.mjs";
 
 const QUIET = "quiet@shop.example";
 const STEADY = "steady@shop.example";
@@ -21,19 +21,9 @@ let server, base, browser, page, cspViolations, token, failureId;
 const checkA11y = (name) => axe(page, name);
 const shot = (name) => screenshot(page, `dashboard-${name}`);
 
-async function call(method, path, body, headers = {}) {
-  const all = { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers };
-  // `authorization: ""` leaves the session's token out (calls made with a key or signature).
-  if (all.authorization === "") delete all.authorization;
-  const response = await fetch(`${base}/api/v1${path}`, {
-    method,
-    headers: all,
-    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-  });
-  const text = await response.text();
-  assert.ok(response.ok, `${method} ${path}: ${response.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+// `authorization: ""` leaves the session's token out (calls made with a key or signature).
+const call = (method, path, body, headers = {}) =>
+  callApi(base, method, path, body, { ...bearer(token), ...headers });
 
 /** The API's seed: customers, a failed alert, a payment failure. */
 async function seed() {
@@ -86,11 +76,7 @@ before(async () => {
   base = server.base;
   await seed();
   ({ browser, page, cspViolations } = await openBrowser());
-  await page.goto(`${base}/app/sign-in`);
-  await page.getByLabel("Email").fill("ada@acme.example");
-  await page.getByLabel("Password").fill("correct horse");
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("link", { name: "Customers" }).waitFor();
+  await signIn(page, base, "Customers");
 });
 
 after(async () => {

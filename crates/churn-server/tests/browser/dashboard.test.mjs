@@ -9,22 +9,13 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { checkA11y as axe, openBrowser, screenshot, startServer } from "./harness.mjs";
+import { bearer, callApi, checkA11y as axe, openBrowser, screenshot, startServer } from "./harness.mjs";
 
 let server, base, browser, page, cspViolations;
 const checkA11y = (name) => axe(page, name);
 const shot = (name) => screenshot(page, `dashboard-${name}`);
 
-async function call(method, path, body, token) {
-  const response = await fetch(`${base}/api/v1${path}`, {
-    method,
-    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  assert.ok(response.ok, `${method} ${path}: ${response.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const call = (method, path, body, token) => callApi(base, method, path, body, bearer(token));
 
 before(async () => {
   server = await startServer("dashboard");

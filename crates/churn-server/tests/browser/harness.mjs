@@ -55,6 +55,24 @@ export function startServer(name, env = {}) {
   });
 }
 
+/** A call to the API at `base` that must succeed; its JSON answer. A string body goes as it
+ * is, any other as JSON; an empty `authorization` header is left out. */
+export async function callApi(base, method, path, body, headers = {}) {
+  const all = { "content-type": "application/json", ...headers };
+  if (all.authorization === "") delete all.authorization;
+  const response = await fetch(`${base}/api/v1${path}`, {
+    method,
+    headers: all,
+    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  assert.ok(response.ok, `${method} ${path}: ${response.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+/** The `authorization` header of a session's token; none without one. */
+export const bearer = (token) => (token ? { authorization: `Bearer ${token}` } : {});
+
 /** Chromium and a desktop-sized page; `cspViolations` collects what the page's CSP refused. */
 export async function openBrowser() {
   mkdirSync(SHOTS, { recursive: true });
@@ -88,6 +106,15 @@ export async function checkA11y(page, name) {
 /** A full-page screenshot, `<repo>/target/browser/<file>.png`. */
 export async function screenshot(page, file) {
   await page.screenshot({ path: join(SHOTS, `${file}.png`), fullPage: true });
+}
+
+/** Signs Ada Founder in through the sign-in page; waits for the link to `landing`. */
+export async function signIn(page, base, landing) {
+  await page.goto(`${base}/app/sign-in`);
+  await page.getByLabel("Email").fill("ada@acme.example");
+  await page.getByLabel("Password").fill("correct horse");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("link", { name: landing }).waitFor();
 }
 
 /** Registers Ada Founder of Acme through the registration page, which opens Acme's checklist. */

@@ -176,12 +176,7 @@ pub(super) fn dunning_message(
     let address = super::super::sender_address(&sender.from);
     let from = crate::email::mailbox(sender_name, &address)
         .map_err(|e| Error::internal(format!("sender {e}")))?;
-    let html = format!(
-        "<p>{}</p>",
-        crate::generation::html::escape(&text)
-            .replace("\n\n", "</p><p>")
-            .replace('\n', "<br>")
-    );
+    let html = crate::generation::html::paragraphs(&text);
     Ok(OutgoingEmail {
         from: from.to_string(),
         to,

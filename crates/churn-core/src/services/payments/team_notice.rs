@@ -8,7 +8,7 @@ use super::Payments;
 use crate::api::payments::DunningConfig;
 use crate::domain::dunning::{TeamNotice, render_team_notice};
 use crate::domain::role::Role;
-use crate::email::{OutgoingEmail, SendError};
+use crate::email::SendError;
 use crate::error::{Error, Result};
 use crate::jobs::JobRun;
 use crate::jobs::kind::Job;
@@ -69,17 +69,7 @@ impl Payments {
             failure_reason: record.failure_reason.as_deref(),
             link: &link,
         });
-        let message = OutgoingEmail {
-            from: mailer.email_from.clone(),
-            to: to.to_owned(),
-            to_name: None,
-            reply_to: None,
-            subject,
-            html: crate::generation::html::from_text(&text),
-            text,
-            list_unsubscribe: format!("<mailto:{}?subject=unsubscribe>", mailer.sender_address()),
-            message_id: format!("{}@churn", uuid::Uuid::new_v4()),
-        };
+        let message = mailer.service_email(to.to_owned(), None, subject, text);
         if !run.claim_email(self.core.now()).await? {
             tracing::warn!(
                 "a team notice claimed by an earlier run that did not finish is not sent again"
