@@ -212,14 +212,8 @@ async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backe
             .location,
         "/app/p/acme/settings?done=provider"
     );
-    let providers = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/providers")
-                .bearer_auth(&token),
-            200,
-        )
-        .await;
-    let stripe = &providers["data"][0];
+    let providers = providers(&app, &token).await;
+    let stripe = &providers[0];
     assert_eq!(stripe["provider"], "stripe");
     assert_eq!(stripe["api_key_hint"], "1234");
     let html = owner.get("/app/p/acme/settings?done=provider", 200).await;
@@ -278,15 +272,15 @@ async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backe
     assert_ne!(status, 500);
 }
 
-async fn stored_api_base(app: &TestApp, token: &str) -> Value {
-    let providers = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/providers")
-                .bearer_auth(token),
-            200,
-        )
-        .await;
-    providers["data"][0]["api_base"].clone()
+/// Acme's connections, through the API.
+async fn providers(app: &TestApp, token: &str) -> Value {
+    app.expect(
+        app.req(Method::GET, "/projects/acme/providers")
+            .bearer_auth(token),
+        200,
+    )
+    .await["data"]
+        .clone()
 }
 
 /// The API's optional `api_base`, in a closed "Advanced" part of the Stripe and Razorpay
@@ -337,14 +331,11 @@ async fn a_provider_connects_to_a_test_server_from_its_advanced_input(backend: B
             "no secret is written back"
         );
     }
-    let none = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/providers")
-                .bearer_auth(&token),
-            200,
-        )
-        .await;
-    assert_eq!(none["data"], json!([]), "nothing refused is stored");
+    assert_eq!(
+        providers(&app, &token).await,
+        json!([]),
+        "nothing refused is stored"
+    );
 
     owner
         .post(
@@ -353,7 +344,10 @@ async fn a_provider_connects_to_a_test_server_from_its_advanced_input(backend: B
             303,
         )
         .await;
-    assert_eq!(stored_api_base(&app, &token).await, "https://93.184.216.34");
+    assert_eq!(
+        providers(&app, &token).await[0]["api_base"],
+        "https://93.184.216.34"
+    );
     // The form shows it, open: a reconnect sends it again.
     let html = owner.get("/app/p/acme/settings", 200).await;
     assert!(html.contains(
@@ -366,7 +360,7 @@ async fn a_provider_connects_to_a_test_server_from_its_advanced_input(backend: B
         .post("/app/p/acme/settings/providers/stripe", &stripe(""), 303)
         .await;
     assert_eq!(
-        stored_api_base(&app, &token).await,
+        providers(&app, &token).await[0]["api_base"],
         "https://api.stripe.com"
     );
     let html = owner.get("/app/p/acme/settings", 200).await;
