@@ -17,10 +17,21 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+use crate::domain::provider::Provider;
 use crate::outbound::OutboundError;
 
 /// Every provider call gives up after this long (decisions §10).
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The API a connection calls when it names none; `None` for a provider churn does not call
+/// at a base URL (custom).
+pub fn default_api_base(provider: Provider) -> Option<&'static str> {
+    match provider {
+        Provider::Stripe => Some(stripe::DEFAULT_API_BASE),
+        Provider::Razorpay => Some(razorpay::DEFAULT_API_BASE),
+        Provider::Custom => None,
+    }
+}
 
 /// The provider's error object (`{"error": {...}}`); every field is optional because the
 /// providers fill different ones. Razorpay's `description` reads as `message`.

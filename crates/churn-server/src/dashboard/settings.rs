@@ -14,6 +14,7 @@ use churn_core::domain::keys::KeyKind;
 use churn_core::domain::provider::Provider;
 use churn_core::domain::role::Permission;
 use churn_core::domain::settings::{SettingsPatch, Testimonial};
+use churn_core::providers::default_api_base;
 use churn_core::services::ProjectAccess;
 use serde::Deserialize;
 
@@ -40,6 +41,89 @@ pub struct ProviderView {
     pub webhook_url: String,
     /// The events to enable there, and what churn does with each.
     pub events: &'static [(&'static str, &'static str)],
+    pub inputs: ProviderInputs,
+    /// What the API base defaults to, shown as the empty input's placeholder.
+    pub default_api_base: &'static str,
+}
+
+/// A provider form's inputs that are not secrets, as a refused connect typed them, else as
+/// stored: a reconnect sends them again, so what the form shows is what is stored (secrets
+/// are never written into a page). The service's complaints go beside their inputs.
+#[derive(Default)]
+pub struct ProviderInputs {
+    pub key_id: String,
+    pub api_base: String,
+    pub retry_url: String,
+    errors: Vec<(String, String)>,
+}
+
+impl ProviderInputs {
+    fn stored(provider: Provider, c: &ProviderConnection) -> Self {
+        let text = |v: &Option<String>| v.clone().unwrap_or_default();
+        ProviderInputs {
+            key_id: text(&c.key_id),
+            // The default stays implicit, so that a founder sees a test server at a glance.
+            api_base: c
+                .api_base
+                .clone()
+                .filter(|b| Some(b.as_str()) != default_api_base(provider))
+                .unwrap_or_default(),
+            retry_url: text(&c.retry_url),
+            errors: Vec::new(),
+        }
+    }
+
+    fn posted(form: &ProviderForm) -> Self {
+        let text = |v: &Option<String>| v.clone().unwrap_or_default();
+        ProviderInputs {
+            key_id: text(&form.key_id),
+            api_base: text(&form.api_base),
+            retry_url: text(&form.retry_url),
+            errors: Vec::new(),
+        }
+    }
+
+    /// The complaint about `field`, as the API words it.
+    pub fn error(&self, field: &str) -> Option<&str> {
+        self.errors
+            .iter()
+            .find(|(f, _)| f == field)
+            .map(|(_, m)| m.as_str())
+    }
+
+    /// Whether the advanced inputs are to be seen: they hold something, or a complaint.
+    pub fn advanced(&self) -> bool {
+        !self.api_base.is_empty() || self.error("api_base").is_some()
+    }
+
+    /// Keeps the service's complaints to show beside the inputs; whether each has an input on
+    /// `provider`'s form to be shown beside.
+    fn complain(&mut self, provider: Provider, e: &churn_core::Error) -> bool {
+        let churn_core::Error::Validation { details, .. } = e else {
+            return false;
+        };
+        self.errors = details
+            .iter()
+            .map(|d| {
+                let message = match d.message.starts_with(&d.field) {
+                    true => d.message.clone(),
+                    false => format!("{} {}", d.field, d.message),
+                };
+                (d.field.clone(), message)
+            })
+            .collect();
+        let fields = form_fields(provider);
+        !details.is_empty() && details.iter().all(|d| fields.contains(&d.field.as_str()))
+    }
+}
+
+/// The inputs of each provider's form (`settings.html`).
+fn form_fields(provider: Provider) -> &'static [&'static str] {
+    match provider {
+        Provider::Stripe => &["api_key", "webhook_secret", "api_base"],
+        Provider::Razorpay => &["key_id", "key_secret", "webhook_secret", "api_base"],
+        Provider::Custom => &["retry_url"],
+    }
 }
 
 #[derive(Template)]
@@ -112,12 +196,16 @@ const RAZORPAY_EVENTS: &[(&str, &str)] = &[
 
 type Outcome = outcome::Outcome<Shown>;
 
+/// A refused connect: its provider and what was typed, shown again in that provider's form.
+type Typed = Option<(Provider, ProviderInputs)>;
+
 async fn render(
     s: &AppState,
     signed: &Signed,
     access: &ProjectAccess,
     status: StatusCode,
     outcome: Outcome,
+    mut typed: Typed,
 ) -> Result<Response, PageError> {
     let core = s.churn.core();
     let payments = s.churn.payments();
@@ -147,6 +235,13 @@ async fn render(
     .into_iter()
     .map(|(p, label, events)| {
         let connection = connections.iter().find(|c| c.provider == p).cloned();
+        let inputs = match typed.take_if(|(refused, _)| *refused == p) {
+            Some((_, inputs)) => inputs,
+            None => connection
+                .as_ref()
+                .map(|c| ProviderInputs::stored(p, c))
+                .unwrap_or_default(),
+        };
         ProviderView {
             key: p.as_str(),
             label,
@@ -156,6 +251,8 @@ async fn render(
                 .unwrap_or_else(|| format!("{base_url}/api/v1/webhooks/{}/{public}", p.as_str())),
             connection,
             events,
+            inputs,
+            default_api_base: default_api_base(p).unwrap_or_default(),
         }
     })
     .collect();
@@ -232,7 +329,7 @@ pub async fn page(
         shown,
         ..Default::default()
     };
-    let page = render(&s, &signed, &access, StatusCode::OK, outcome).await?;
+    let page = render(&s, &signed, &access, StatusCode::OK, outcome, None).await?;
     Ok(clear.on(page))
 }
 
@@ -244,7 +341,7 @@ async fn refused(
     e: churn_core::Error,
 ) -> Result<Response, PageError> {
     let (status, outcome) = Outcome::refused(e)?;
-    render(s, signed, access, status, outcome).await
+    render(s, signed, access, status, outcome, None).await
 }
 
 fn path(access: &ProjectAccess) -> String {
@@ -436,16 +533,20 @@ pub struct ProviderForm {
     #[serde(default)]
     webhook_secret: Option<String>,
     #[serde(default)]
+    api_base: Option<String>,
+    #[serde(default)]
     retry_url: Option<String>,
 }
 
-/// Connects a provider (`PUT …/providers/{provider}`).
+/// Connects a provider (`PUT …/providers/{provider}`): the whole connection is what the form
+/// sends, an empty API base the provider's own.
 pub async fn connect(
     State(s): State<AppState>,
     InProject { signed, access }: InProject,
     Path((_, provider)): Path<(String, String)>,
     Form(form): Form<ProviderForm>,
 ) -> Result<Response, PageError> {
+    let mut inputs = ProviderInputs::posted(&form);
     let given = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
     let connected = s
         .churn
@@ -458,15 +559,28 @@ pub async fn connect(
                 key_id: given(form.key_id),
                 key_secret: given(form.key_secret),
                 webhook_secret: given(form.webhook_secret),
-                api_base: None,
+                api_base: given(form.api_base),
                 retry_url: given(form.retry_url),
             },
         )
         .await;
-    match connected {
-        Ok(_) => Ok(done(&access, "provider")),
-        Err(e) => refused(&s, &signed, &access, e).await,
-    }
+    let e = match connected {
+        Ok(_) => return Ok(done(&access, "provider")),
+        Err(e) => e,
+    };
+    // An unknown provider is the service's 404, which `typed` answers as the error page.
+    let provider = Provider::parse(&provider);
+    let beside = provider.is_some_and(|p| inputs.complain(p, &e));
+    let (message, status) = super::error::typed(e)?;
+    let outcome = Outcome {
+        error: Some(match beside {
+            true => "The connection is not saved: see the messages beside the inputs.".to_owned(),
+            false => message,
+        }),
+        ..Default::default()
+    };
+    let typed = provider.map(|p| (p, inputs));
+    render(&s, &signed, &access, status, outcome, typed).await
 }
 
 pub async fn disconnect(

@@ -18,6 +18,7 @@ both_backends!(
     project_settings_are_saved_by_admins_and_refused_to_others,
     the_secret_key_is_shown_once_and_the_public_key_stays,
     providers_connect_and_the_sender_domain_shows_its_record,
+    a_provider_connects_to_a_test_server_from_its_advanced_input,
     secrets_and_keys_are_for_admins_and_the_owner,
     another_tenants_settings_and_team_are_not_found,
     team_invitations_roles_and_leaving_from_the_page,
@@ -220,14 +221,8 @@ async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backe
             .location,
         "/app/p/acme/settings?done=provider"
     );
-    let providers = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/providers")
-                .bearer_auth(&token),
-            200,
-        )
-        .await;
-    let stripe = &providers["data"][0];
+    let providers = providers(&app, &token).await;
+    let stripe = &providers[0];
     assert_eq!(stripe["provider"], "stripe");
     assert_eq!(stripe["api_key_hint"], "1234");
     let html = owner.get("/app/p/acme/settings?done=provider", 200).await;
@@ -284,6 +279,122 @@ async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backe
         .status();
     assert_ne!(status, 403);
     assert_ne!(status, 500);
+}
+
+/// Acme's connections, through the API.
+async fn providers(app: &TestApp, token: &str) -> Value {
+    app.expect(
+        app.req(Method::GET, "/projects/acme/providers")
+            .bearer_auth(token),
+        200,
+    )
+    .await["data"]
+        .clone()
+}
+
+/// The API's optional `api_base`, in a closed "Advanced" part of the Stripe and Razorpay
+/// forms: checked by the service as the API checks it, its refusal beside the input with what
+/// was typed kept, and a reconnect storing what the form sends.
+async fn a_provider_connects_to_a_test_server_from_its_advanced_input(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let closed =
+        "<details><summary>Advanced: a Stripe-compatible test server (e.g. stripe-mock)</summary>";
+    let html = owner.get("/app/p/acme/settings", 200).await;
+    assert!(html.contains(closed), "{html}");
+    assert!(html.contains("placeholder=\"https://api.stripe.com\""));
+    assert!(html.contains("placeholder=\"https://api.razorpay.com\""));
+
+    let stripe = |api_base: &'static str| {
+        [
+            ("api_key", "rk_test_abcd1234"),
+            ("webhook_secret", "whsec_wxyz9876"),
+            ("api_base", api_base),
+        ]
+    };
+    for (typed, why) in [
+        (
+            "https://127.0.0.1:12111",
+            "api_base must not point to a loopback, private or otherwise non-public address",
+        ),
+        ("http://93.184.216.34", "api_base must be an https:// URL"),
+        ("not a url", "api_base must be a valid URL"),
+    ] {
+        let Posted { body: html, .. } = owner
+            .post("/app/p/acme/settings/providers/stripe", &stripe(typed), 400)
+            .await;
+        assert!(
+            html.contains(&format!(
+                "<p class=\"field-error\" id=\"stripe-api-base-error\">{why}</p>"
+            )),
+            "{html}"
+        );
+        assert!(html.contains(&format!(
+            "value=\"{typed}\" aria-invalid=\"true\" aria-describedby=\"stripe-api-base-error\""
+        )));
+        assert!(html.contains("<details open><summary>Advanced: a Stripe-compatible"));
+        assert!(html.contains("The connection is not saved: see the messages beside the inputs."));
+        assert!(
+            !html.contains("rk_test_abcd1234"),
+            "no secret is written back"
+        );
+    }
+    assert_eq!(
+        providers(&app, &token).await,
+        json!([]),
+        "nothing refused is stored"
+    );
+
+    owner
+        .post(
+            "/app/p/acme/settings/providers/stripe",
+            &stripe("https://93.184.216.34/"),
+            303,
+        )
+        .await;
+    assert_eq!(
+        providers(&app, &token).await[0]["api_base"],
+        "https://93.184.216.34"
+    );
+    // The form shows it, open: a reconnect sends it again.
+    let html = owner.get("/app/p/acme/settings", 200).await;
+    assert!(html.contains(
+        "<details open><summary>Advanced: a Stripe-compatible test server (e.g. stripe-mock)</summary>"
+    ));
+    assert!(html.contains("value=\"https://93.184.216.34\""));
+
+    // Reconnecting stores what the form sends: emptied, the base is Stripe's own again.
+    owner
+        .post("/app/p/acme/settings/providers/stripe", &stripe(""), 303)
+        .await;
+    assert_eq!(
+        providers(&app, &token).await[0]["api_base"],
+        "https://api.stripe.com"
+    );
+    let html = owner.get("/app/p/acme/settings", 200).await;
+    assert!(
+        html.contains(closed),
+        "the default is not shown as a test server"
+    );
+
+    // Razorpay's form: the same check, its key id kept beside the complaint.
+    let Posted { body: html, .. } = owner
+        .post(
+            "/app/p/acme/settings/providers/razorpay",
+            &[
+                ("key_id", "rzp_test_kept"),
+                ("key_secret", "s3cret"),
+                ("webhook_secret", "w3bhook"),
+                ("api_base", "https://169.254.169.254"),
+            ],
+            400,
+        )
+        .await;
+    assert!(html.contains("id=\"razorpay-api-base-error\">api_base must not point"));
+    assert!(html.contains("value=\"rzp_test_kept\""));
+    assert!(html.contains("value=\"https://169.254.169.254\""));
+    assert!(!html.contains("s3cret") && !html.contains("w3bhook"));
 }
 
 async fn secrets_and_keys_are_for_admins_and_the_owner(backend: Backend) {

@@ -6,8 +6,8 @@
 // <repo>/target/debug/churn-server. Chromium: CHROMIUM_BIN, else /usr/bin/chromium.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -126,4 +126,19 @@ export async function registerFounder(page, base) {
   await page.getByLabel("Your product's name").fill("Acme");
   await page.getByRole("button", { name: "Create the account" }).click();
   await page.getByRole("heading", { name: "Set up Acme" }).waitFor();
+}
+
+/** A test CA and a certificate for localhost it signed (a CA certificate itself is refused
+ * as a server's), made with openssl in `dir`: for a loopback HTTPS server churn calls, the CA
+ * given to churn as CHURN_EXTRA_CA_FILE. */
+export function testCerts(dir) {
+  const f = (name) => join(dir, name);
+  const run = (args) => execFileSync("openssl", args, { stdio: "ignore" });
+  run(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=churn test CA",
+    "-keyout", f("ca.key"), "-out", f("ca.pem")]);
+  run(["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", f("key.pem"), "-out", f("leaf.csr")]);
+  writeFileSync(f("leaf.ext"), "basicConstraints=CA:FALSE\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n");
+  run(["x509", "-req", "-in", f("leaf.csr"), "-CA", f("ca.pem"), "-CAkey", f("ca.key"), "-CAcreateserial",
+    "-days", "1", "-extfile", f("leaf.ext"), "-out", f("cert.pem")]);
+  return { key: f("key.pem"), cert: f("cert.pem"), ca: f("ca.pem") };
 }

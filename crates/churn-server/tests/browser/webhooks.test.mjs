@@ -7,30 +7,15 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DEADLINE_MS, checkA11y, openBrowser, registerFounder, screenshot, startServer } from "./harness.mjs";
+import { DEADLINE_MS, checkA11y, openBrowser, registerFounder, screenshot, startServer, testCerts } from "./harness.mjs";
 
 let server, base, browser, page, cspViolations, receiver, receiverUrl, certDir;
 /** What the receiver got: each request's `webhook-id` header and body. */
 const received = [];
-
-/** A test CA and a certificate for localhost it signed (a CA certificate itself is refused
- * as a server's). */
-function testCerts(dir) {
-  const f = (name) => join(dir, name);
-  const run = (args) => execFileSync("openssl", args, { stdio: "ignore" });
-  run(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=churn test CA",
-    "-keyout", f("ca.key"), "-out", f("ca.pem")]);
-  run(["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", f("key.pem"), "-out", f("leaf.csr")]);
-  writeFileSync(f("leaf.ext"), "basicConstraints=CA:FALSE\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n");
-  run(["x509", "-req", "-in", f("leaf.csr"), "-CA", f("ca.pem"), "-CAkey", f("ca.key"), "-CAcreateserial",
-    "-days", "1", "-extfile", f("leaf.ext"), "-out", f("cert.pem")]);
-  return { key: f("key.pem"), cert: f("cert.pem"), ca: f("ca.pem") };
-}
 
 before(async () => {
   certDir = mkdtempSync(join(tmpdir(), "churn-webhooks-cert-"));

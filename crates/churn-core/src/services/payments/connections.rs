@@ -14,8 +14,9 @@ use crate::domain::provider::{Provider, hint};
 use crate::domain::role::Permission;
 use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
-use crate::providers::razorpay::{self, Razorpay};
-use crate::providers::stripe::{self, Stripe};
+use crate::providers::default_api_base;
+use crate::providers::razorpay::Razorpay;
+use crate::providers::stripe::Stripe;
 use crate::services::access::ProjectAccess;
 use crate::services::cache;
 use crate::store::providers::{self, ConnectionRecord};
@@ -169,9 +170,7 @@ impl Payments {
         v.finish()?;
         let api_base = match api_base {
             Some(raw) => Some(self.checked_url("api_base", &raw).await?),
-            None if a => Some(stripe::DEFAULT_API_BASE.to_owned()),
-            None if b => Some(razorpay::DEFAULT_API_BASE.to_owned()),
-            None => None,
+            None => default_api_base(provider).map(str::to_owned),
         };
         let retry_url = match retry_url {
             Some(raw) => Some(self.checked_url("retry_url", &raw).await?),
