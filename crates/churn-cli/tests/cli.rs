@@ -59,7 +59,7 @@ async fn register(service: &Churn, name: &str, email: &str) -> Session {
 /// Creates the project Acme (slug `acme`) owned by `owner_id`.
 async fn create_acme(service: &Churn, owner_id: &str, support_email: Option<String>) {
     service
-        .core()
+        .local()
         .create_project(
             owner_id,
             CreateProject {
@@ -228,12 +228,12 @@ async fn users_subscriptions_projects_and_keys(backend: Backend) {
         .unwrap()
         .to_owned();
     let project = service
-        .core()
+        .local()
         .project_for_secret_key(&secret, Some("acme"))
         .await
         .unwrap();
     assert_eq!(project.project.id, id);
-    let core = service.core();
+    let core = service.local();
     let public_works = async |key: &str| core.project_for_key(key, KeyKind::Public).await.is_ok();
     assert!(public_works(&public).await, "the public key is kept");
 
@@ -405,7 +405,7 @@ async fn events_list_and_stats_report(backend: Backend) {
         .await;
         access.push(
             service
-                .core()
+                .local()
                 .project_for_user(&session.user.id, "acme")
                 .await
                 .unwrap(),
@@ -436,7 +436,7 @@ async fn events_list_and_stats_report(backend: Backend) {
     ] {
         clock.advance(chrono::Duration::minutes(1));
         let event = service
-            .core()
+            .local()
             .create_event(
                 ada,
                 CreateChurnEvent {
@@ -452,7 +452,7 @@ async fn events_list_and_stats_report(backend: Backend) {
         ids.push(event.id);
     }
     service
-        .core()
+        .local()
         .create_event(
             bob,
             CreateChurnEvent {
@@ -475,7 +475,7 @@ async fn events_list_and_stats_report(backend: Backend) {
             .await
             .unwrap();
     }
-    service.core().recover_event(ada, &ids[0]).await.unwrap();
+    service.local().recover_event(ada, &ids[0]).await.unwrap();
     service.generation().generate(ada, &ids[2]).await.unwrap();
     clock.advance(chrono::Duration::days(31));
     assert!(service.run_due_jobs().await.unwrap() >= 1);
@@ -596,14 +596,14 @@ async fn stuck_sends_are_listed_and_settled(backend: Backend) {
     let session = register(&service, "Ada", "ada@example.com").await;
     create_acme(&service, &session.user.id, None).await;
     let access = service
-        .core()
+        .local()
         .project_for_user(&session.user.id, "acme")
         .await
         .unwrap();
     let mut claimed = Vec::new();
     for email in ["dana@northwind.example", "eli@northwind.example"] {
         let event = service
-            .core()
+            .local()
             .create_event(
                 &access,
                 CreateChurnEvent {
@@ -691,7 +691,7 @@ async fn stuck_sends_are_listed_and_settled(backend: Backend) {
     );
 
     let sent = service
-        .core()
+        .local()
         .event_variants(&access, sent_event)
         .await
         .unwrap();
@@ -701,7 +701,7 @@ async fn stuck_sends_are_listed_and_settled(backend: Backend) {
     assert_eq!(sent.recipient.as_deref(), Some("dana@northwind.example"));
     assert_eq!(
         service
-            .core()
+            .local()
             .event(&access, sent_event)
             .await
             .unwrap()
@@ -710,7 +710,7 @@ async fn stuck_sends_are_listed_and_settled(backend: Backend) {
         "email_sent"
     );
     let free = service
-        .core()
+        .local()
         .event_variants(&access, free_event)
         .await
         .unwrap();
@@ -719,7 +719,7 @@ async fn stuck_sends_are_listed_and_settled(backend: Backend) {
     assert!(free.claimed_at.is_none() && free.recipient.is_none());
     assert_eq!(
         service
-            .core()
+            .local()
             .event(&access, free_event)
             .await
             .unwrap()
@@ -812,13 +812,13 @@ async fn team_and_analytics_reports(backend: Backend) {
     assert_eq!(members.as_array().unwrap().len(), 1);
 
     let access = service
-        .core()
+        .local()
         .project_for_user(&users[0].id, "acme")
         .await
         .unwrap();
     for (email, mrr) in [("dana@example.com", 4900), ("eli@example.com", 1500)] {
         let event = service
-            .core()
+            .local()
             .create_event(
                 &access,
                 CreateChurnEvent {
@@ -832,7 +832,7 @@ async fn team_and_analytics_reports(backend: Backend) {
             .unwrap();
         if mrr == 1500 {
             service
-                .core()
+                .local()
                 .recover_event(&access, &event.id)
                 .await
                 .unwrap();
@@ -883,7 +883,7 @@ async fn payments_list_and_retry(backend: Backend) {
     let db = TestDatabase::new(backend).await;
     let (service, user_id) = ada_with_acme(&db).await;
     let project = service
-        .core()
+        .local()
         .project_for_user(&user_id, "acme")
         .await
         .unwrap()
@@ -1103,7 +1103,7 @@ async fn alerts_list_and_redeliver(backend: Backend) {
     let db = TestDatabase::new(backend).await;
     let (service, user_id) = ada_with_acme(&db).await;
     let owner = service
-        .core()
+        .local()
         .project_for_user(&user_id, "acme")
         .await
         .unwrap();
@@ -1122,12 +1122,12 @@ async fn alerts_list_and_redeliver(backend: Backend) {
         );
     }
     service
-        .core()
+        .local()
         .track(&key, json!({ "events": events }))
         .await
         .unwrap();
     // Webhook mode without a URL: both alerts are logged as skipped.
-    let run = service.core().recompute_risk(&key).await.unwrap();
+    let run = service.local().recompute_risk(&key).await.unwrap();
     assert_eq!(run.alerts, 2);
 
     let listed = churn(&db, &["alerts", "list", "--project", "acme"])
@@ -1197,7 +1197,7 @@ async fn hostile_names_and_overflowing_amounts(backend: Backend) {
 
     let (service, user_id) = ada_with_acme(&db).await;
     let project = service
-        .core()
+        .local()
         .project_for_user(&user_id, "acme")
         .await
         .unwrap()
@@ -1249,7 +1249,7 @@ async fn hostile_names_and_overflowing_amounts(backend: Backend) {
     .unwrap();
     assert!(listed.contains("92233720368547758.07 USD"), "{listed}");
     let view = service
-        .core()
+        .local()
         .project_for_user(&user_id, "acme")
         .await
         .unwrap();
@@ -1409,13 +1409,13 @@ async fn demo_seed_keeps_every_count_and_clear_takes_back_only_it(backend: Backe
     let db = TestDatabase::new(backend).await;
     let (service, user) = ada_with_acme(&db).await;
     let access = service
-        .core()
+        .local()
         .project_for_user(&user, "acme")
         .await
         .unwrap();
     let pid = access.project.id.clone();
     let founders = service
-        .core()
+        .local()
         .create_event(
             &access,
             CreateChurnEvent {
@@ -1543,7 +1543,7 @@ async fn doctor_reports_drift_made_by_hand_and_repairs_it(backend: Backend) {
     let db = TestDatabase::new(backend).await;
     let (service, user) = ada_with_acme(&db).await;
     let access = service
-        .core()
+        .local()
         .project_for_user(&user, "acme")
         .await
         .unwrap();
@@ -1553,7 +1553,7 @@ async fn doctor_reports_drift_made_by_hand_and_repairs_it(backend: Backend) {
         ("finn@example.com", "payment_failed", None),
     ] {
         service
-            .core()
+            .local()
             .create_event(
                 &access,
                 CreateChurnEvent {

@@ -171,7 +171,7 @@ async fn failing_jobs_retry_on_their_schedule_then_fail(backend: Backend) {
             runs: AtomicU32::new(0),
         },
     )
-    .with_metrics(churn.core().metrics().clone());
+    .with_metrics(churn.local().metrics().clone());
     enqueue_expiries(&churn, 1).await;
     let state = || async {
         let (status, attempts, error) = rows(&churn).await.remove(0);
@@ -204,7 +204,7 @@ async fn failing_jobs_retry_on_their_schedule_then_fail(backend: Backend) {
         "a failed job stays failed"
     );
     let mut registry = prometheus_client::registry::Registry::default();
-    churn.core().metrics().register(&mut registry);
+    churn.local().metrics().register(&mut registry);
     let mut metrics = String::new();
     prometheus_client::encoding::text::encode(&mut metrics, &registry).unwrap();
     assert!(

@@ -96,7 +96,7 @@ impl Application {
             allow_http: config.allow_http(),
         });
         let limits = config.rate_limits.then(|| Arc::new(RateLimits::new()));
-        let metrics = Arc::new(Metrics::new(churn.core().metrics()));
+        let metrics = Arc::new(Metrics::new(churn.local().metrics()));
         let state = AppState {
             churn,
             config: Arc::new(config),

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::tokens::invalid_session;
-use super::{Accounts, Core, cache};
+use super::{Accounts, Local, cache};
 use crate::domain::keys::{KeyKind, PresentedKey};
 use crate::domain::role::{Actor, Permission, allows};
 use crate::error::{Error, Result};
@@ -47,7 +47,7 @@ impl Accounts {
     }
 }
 
-impl Core {
+impl Local {
     /// What the cache holds for `key`, once it is known to be current: on SQLite, where no
     /// process can notify the others, a change counted since the last look drops it all.
     pub(super) async fn cached(&self, key: &cache::Key) -> Result<Option<cache::Value>> {

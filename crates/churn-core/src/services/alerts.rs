@@ -8,7 +8,7 @@
 use super::access::ProjectAccess;
 use super::behavior::{meta, paging};
 use super::delivery::{Delivery, Step, unknown_attempt};
-use super::{Alerts, Core};
+use super::{Alerts, Local};
 use crate::api::Meta;
 use crate::api::alerts::{
     ALERT_EVENT, Alert, AlertAttempt, AlertChannel, AlertPayload, AlertQuery, AlertStatus,
@@ -41,7 +41,7 @@ pub(super) fn alert_rule(config: &RiskConfig) -> Rule {
     }
 }
 
-impl Core {
+impl Local {
     /// The project's configuration; the defaults until it is first changed.
     pub(super) async fn risk_config_of(&self, project_id: &str) -> Result<RiskConfig> {
         let Some(r) = risk::config(self.store.reader(), project_id).await? else {
@@ -60,7 +60,7 @@ impl Core {
     }
 }
 
-impl Core {
+impl Local {
     /// Logs the alert the rules raise for a new score, in the scoring run's transaction;
     /// `true` when one was logged.
     pub(super) async fn raise_alert(
@@ -148,7 +148,7 @@ fn alert_view(r: AlertRecord) -> Result<Alert> {
     })
 }
 
-impl Core {
+impl Local {
     /// `GET /projects/:slug/churn-risk/alerts` and `churn alerts list`: newest first.
     pub async fn list_alerts(
         &self,
@@ -175,7 +175,7 @@ impl Core {
     }
 
     /// `POST /projects/:slug/churn-risk/alerts/:id/redeliver` and `churn alerts redeliver`:
-    /// as any delivery ([`Core::restart_delivery`]): 409 while pending unless stuck.
+    /// as any delivery ([`Local::restart_delivery`]): 409 while pending unless stuck.
     pub async fn redeliver_alert(&self, access: &ProjectAccess, id: &str) -> Result<Alert> {
         access.authorize(Permission::Administer)?;
         let project_id = &access.project.id;

@@ -2,7 +2,7 @@
 //! measured uplift of autopilot against its holdout group, and the results of a cancel
 //! flow's experiment (§19), compared by the same rule.
 
-use super::Core;
+use super::Local;
 use super::access::ProjectAccess;
 use crate::api::analytics::{
     CohortRow, CohortsQuery, ForecastMonth, ForecastQuery, Forecasting, GroupOutcome, HistoryMonth,
@@ -39,7 +39,7 @@ pub(super) fn in_range(field: &str, value: Option<i64>, default: i64, max: i64) 
     }
 }
 
-impl Core {
+impl Local {
     /// One row per calendar month of the last `months`, newest first.
     pub async fn cohorts(&self, access: &ProjectAccess, q: CohortsQuery) -> Result<Vec<CohortRow>> {
         access.authorize(Permission::Read)?;

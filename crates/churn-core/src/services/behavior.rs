@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::Core;
+use super::Local;
 use super::access::ProjectAccess;
 use super::ingest::Batch;
 use crate::api::Meta;
@@ -58,7 +58,7 @@ pub(super) fn meta(page: i64, per_page: i64, total: u64) -> Meta {
     }
 }
 
-impl Core {
+impl Local {
     /// `POST /track`: one event, or `{"events": [...]}` stored all or none.
     pub async fn track(&self, access: &ProjectAccess, body: Value) -> Result<TrackResponse> {
         access.authorize(Permission::Track)?;
@@ -254,7 +254,7 @@ impl Core {
     }
 }
 
-impl Core {
+impl Local {
     /// What tracking says about the customer over the last 30 days, for ranking recovery
     /// emails; `None` when the customer has no tracked event.
     pub(super) async fn behaviour_of(

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use super::access::ProjectAccess;
-use super::{Core, Payments};
+use super::{Local, Payments};
 use crate::api::cancel_flow::{
     CancelReasonRecorded, CancelReasonSubmission, ConfigQuery, OfferOutcome, SegmentedFlow,
     WidgetConfig, WidgetFlow,
@@ -51,7 +51,7 @@ const MAX_FEEDBACK: usize = 2000;
 /// A provider's error message is clipped to this many characters on the event.
 const MAX_OFFER_ERROR: usize = 1000;
 
-impl Core {
+impl Local {
     /// The project's flow, or the default one.
     pub async fn cancel_flow(&self, access: &ProjectAccess) -> Result<CancelFlow> {
         access.authorize(Permission::Read)?;
@@ -249,7 +249,7 @@ impl Core {
 
     /// Checks a submission from the widget and builds its cancellation: a churn event with
     /// provider `cancel_flow`, recovered (`recovered_via: cancel_flow`) when the reason's offer
-    /// was accepted. [`Core::record_cancel_reason`] stores it.
+    /// was accepted. [`Local::record_cancel_reason`] stores it.
     pub(super) async fn check_cancel_reason(
         &self,
         access: &ProjectAccess,

@@ -1,14 +1,14 @@
 //! Cancel-flow sessions and their funnel (decisions §19). A verified widget open starts a
-//! session ([`Core::open_session`], in the configuration's transaction); the widget reports
+//! session ([`Local::open_session`], in the configuration's transaction); the widget reports
 //! the reason chosen ([`Payments::session_reason`], which also says whether that reason's
-//! offer is shown) and the submission ends it (`Core::end_session`, in the submission's
+//! offer is shown) and the submission ends it (`Local::end_session`, in the submission's
 //! transaction). Moves follow `domain::cancel_session::transition`; a session is found only
 //! in the caller's project and only for the customer it opened for, so another project's id
 //! or a forged one is 404 and moves nothing.
 
 use super::analytics::in_range;
 use super::behavior::{meta, paging};
-use super::{Core, Payments};
+use super::{Local, Payments};
 use crate::api::Meta;
 use crate::api::analytics::{CancelFlowFunnel, FunnelFlow, FunnelOffer, FunnelQuery, FunnelReason};
 use crate::api::cancel_flow::{
@@ -32,7 +32,7 @@ use super::access::ProjectAccess;
 const DEFAULT_DAYS: i64 = 30;
 const MAX_DAYS: i64 = 365;
 
-impl Core {
+impl Local {
     /// Starts a session for a verified customer shown `flow`; its id goes to the widget.
     pub(super) async fn open_session<'e>(
         &self,

@@ -5,7 +5,7 @@
 //! addresses at connect time and follows no redirect, signed both ways (Slack: unsigned); a
 //! direct-mode alert sends its check-in email instead (`alerts`). The attempt is logged and
 //! the next one scheduled on the kind's waits, or the delivery settled; redelivery restarts
-//! either kind ([`Core::restart_delivery`]). What is sent is the kind's (`alerts`, `webhooks`).
+//! either kind ([`Local::restart_delivery`]). What is sent is the kind's (`alerts`, `webhooks`).
 //!
 //! - Webhooks are at least once: a process that dies between the receiver's answer and the
 //!   record posts again, with the same `webhook-id`, by which receivers deduplicate. The
@@ -17,7 +17,7 @@
 //!   overdue, redelivery restarts it, logging a stale claim first. Settling it from the jobs
 //!   runtime's give-up path would need the database that just failed.
 
-use super::{Alerts, Core};
+use super::{Alerts, Local};
 use crate::api::alerts::{AlertAttempt, AlertStatus};
 use crate::domain::alerts::{
     ENDPOINT_RETRY_WAITS, LOGGED_BODY, RETRY_WAITS, UNKNOWN_OUTCOME, logged_body, stuck,
@@ -288,7 +288,7 @@ impl Alerts {
     }
 }
 
-impl Core {
+impl Local {
     /// Redelivery, of an alert or an endpoint's message alike: a settled delivery, as `seen`,
     /// becomes pending again with a first attempt due now; its `webhook-id` is kept and the new
     /// attempts are appended to its log. 409 while it is pending, unless it is stuck (overdue

@@ -5,7 +5,7 @@ use crate::domain::webhooks::EventType;
 use crate::services::webhooks::{emit, emit_churn_events};
 use std::collections::BTreeMap;
 
-use super::Core;
+use super::Local;
 use super::access::ProjectAccess;
 use crate::api::Meta;
 use crate::api::events::{
@@ -54,7 +54,7 @@ pub(super) fn event_not_found() -> Error {
     Error::NotFound("churn event not found".into())
 }
 
-impl Core {
+impl Local {
     /// Role, then the owner's subscription (402 when it has expired).
     pub(super) fn authorize_events(
         &self,

@@ -10,14 +10,14 @@ use super::delivery::Delivery;
 impl RunJob for Churn {
     async fn run(&self, job: &Job, run: &JobRun) -> Result<()> {
         match job {
-            Job::ExpireEvent { event_id } => self.core().expire_event(event_id).await,
+            Job::ExpireEvent { event_id } => self.local().expire_event(event_id).await,
             Job::AccountEmail { email, purpose } => {
                 self.accounts()
                     .send_account_email(email, *purpose, run)
                     .await
             }
             Job::ScoreProject { project_id, due } => {
-                self.core().run_scheduled_scoring(project_id, due).await
+                self.local().run_scheduled_scoring(project_id, due).await
             }
             Job::DunningRetry { failure_id, due } => {
                 self.payments().run_scheduled_retry(failure_id, due).await
@@ -84,8 +84,8 @@ impl RunJob for Churn {
 impl Churn {
     /// The runner of the production handlers over this service's store and clock.
     pub fn job_runner(&self) -> JobRunner<Churn> {
-        JobRunner::new(self.store().clone(), self.core().clock(), self.clone())
-            .with_metrics(self.core().metrics().clone())
+        JobRunner::new(self.store().clone(), self.local().clock(), self.clone())
+            .with_metrics(self.local().metrics().clone())
     }
 
     /// Runs every job due at the clock's now and says how many ran (`/dev/jobs/run`, tests).

@@ -7,7 +7,7 @@
 //!
 //! They are split by what they may touch, so a type says it:
 //!
-//! - [`Core`] (store, clock, access cache, encryption key): project access (`access`), projects and keys
+//! - [`Local`] (store, clock, access cache, encryption key): project access (`access`), projects and keys
 //!   (`projects`), events (`events`), statistics (`stats`), tracked behaviour and customers
 //!   (`behavior`, written in groups by `ingest`), churn-risk scoring (`risk`), cohorts and forecasts (`analytics`), the cancel
 //!   flow (`cancel_flow`) and its sessions and funnel (`cancel_sessions`). Every capability below holds one.
@@ -19,7 +19,7 @@
 //! - [`Tracking`] (core, tracking keys): opens and clicks (`tracking`).
 //! - [`Alerts`] (core, outbound HTTP, sending): churn-risk alert configuration (`alerts`) and
 //!   the delivery of alerts, signed webhooks or check-in emails (`delivery`); the alert log and
-//!   redelivery are on [`Core`] (`alerts`), so that the CLI reaches them too. Outcome webhook
+//!   redelivery are on [`Local`] (`alerts`), so that the CLI reaches them too. Outcome webhook
 //!   endpoints and their deliveries (`webhooks`) go through the same delivery mechanism.
 //! - [`Accounts`] (core, session token keys, [`Mailer`], identity provider, registration
 //!   policy): registration, login, passwords and account emails (`accounts`), identity-provider
@@ -115,10 +115,10 @@ pub use suppressions::UnsubscribeTarget;
 
 /// What every capability shares: storage, the clock, the cache of access decisions and the
 /// encryption key.
-/// Its own operations (project access, projects and keys, events, statistics) touch nothing
-/// else: no email, no LLM, no outside HTTP.
+/// Named for what its own operations (project access, projects and keys, events, statistics)
+/// touch: only what churn holds locally, no email, no LLM, no outside HTTP.
 #[derive(Clone)]
-pub struct Core {
+pub struct Local {
     store: Store,
     clock: Arc<dyn Clock>,
     cache: Arc<cache::AccessCache>,
@@ -134,7 +134,7 @@ pub struct Core {
     metrics: crate::metrics::Metrics,
 }
 
-impl Core {
+impl Local {
     pub fn store(&self) -> &Store {
         &self.store
     }
@@ -214,7 +214,7 @@ impl Mailer {
 /// configured).
 #[derive(Clone)]
 pub struct Generation {
-    core: Core,
+    core: Local,
     generator: Arc<dyn Generator>,
     /// The default sender the drafts are signed from.
     email_from: String,
@@ -225,7 +225,7 @@ pub struct Generation {
 /// the email transport.
 #[derive(Clone)]
 pub struct Sending {
-    core: Core,
+    core: Local,
     mailer: Mailer,
     tracking: Arc<TrackingKeys>,
     unsubscribe: Arc<UnsubscribeKeys>,
@@ -239,7 +239,7 @@ pub struct Sending {
 /// Opens and clicks of sent emails: the tracking keys and the store, no email transport.
 #[derive(Clone)]
 pub struct Tracking {
-    core: Core,
+    core: Local,
     keys: Arc<TrackingKeys>,
 }
 
@@ -248,7 +248,7 @@ pub struct Tracking {
 /// [`Sending`]'s transport and quota).
 #[derive(Clone)]
 pub struct Alerts {
-    core: Core,
+    core: Local,
     outbound: Outbound,
     sending: Sending,
 }
@@ -257,7 +257,7 @@ pub struct Alerts {
 /// account emails (verification, reset).
 #[derive(Clone)]
 pub struct Accounts {
-    core: Core,
+    core: Local,
     tokens: Arc<tokens::TokenKeys>,
     mailer: Mailer,
     /// Identity-provider sign-in, when configured.
@@ -268,7 +268,7 @@ pub struct Accounts {
 /// Invitations and members of a project.
 #[derive(Clone)]
 pub struct Team {
-    core: Core,
+    core: Local,
     mailer: Mailer,
     keys: Arc<crate::domain::invitation::InvitationKeys>,
 }
@@ -281,7 +281,7 @@ pub struct Team {
 pub struct Churn(Arc<Parts>);
 
 struct Parts {
-    core: Core,
+    core: Local,
     generation: Generation,
     sending: Sending,
     tracking: Tracking,
@@ -316,7 +316,7 @@ impl Churn {
         let metrics = crate::metrics::Metrics::default();
         let outbound = Outbound::new(config.outbound_settings()?)?.with_metrics(metrics.clone());
         let tracking = Arc::new(TrackingKeys::new(tracking_secret.as_bytes()));
-        let core = Core {
+        let core = Local {
             tracked: ingest::group(),
             scoring: Arc::default(),
             store,
@@ -403,7 +403,7 @@ impl Churn {
     }
 
     /// Projects, keys, events and statistics: storage and clock only.
-    pub fn core(&self) -> &Core {
+    pub fn local(&self) -> &Local {
         &self.0.core
     }
 
@@ -463,7 +463,7 @@ impl Churn {
 
 /// Hands `email` to the transport, counted as an email of `kind` sent or failed.
 async fn send_counted(
-    core: &Core,
+    core: &Local,
     transport: &dyn EmailTransport,
     kind: &'static str,
     email: &crate::email::OutgoingEmail,

@@ -10,7 +10,7 @@ use super::accounts::{CreatedAccount, subscription_view};
 use super::cache::AccessCache;
 use super::quota::SendQuota;
 use super::sending::{self, Settlement};
-use super::{Core, EncryptionKey, KeyRotation, Mailer, Payments, Sending, Team};
+use super::{EncryptionKey, KeyRotation, Local, Mailer, Payments, Sending, Team};
 use crate::api::auth::Subscription;
 use crate::api::events::StuckVariant;
 use crate::api::projects::RotatedKeys;
@@ -47,7 +47,7 @@ pub struct Operator {
 /// A project as its owner sees it, for the CLI's team and report commands: the operator acts
 /// with the owner's rights, through the same services and policy as the HTTP API.
 pub struct AsOwner {
-    pub core: Core,
+    pub core: Local,
     pub team: Team,
     pub access: ProjectAccess,
     pub owner: UserRecord,
@@ -120,7 +120,7 @@ impl Operator {
             .ok_or_else(|| Error::internal("a project without its owner"))?;
         let key = self.encryption_key().await?;
         let secret = super::secrets::tracking_secret(&self.store, &key, self.now()).await?;
-        let core = self.core(key);
+        let core = self.local(key);
         let team = Team {
             core: core.clone(),
             mailer: Mailer {
@@ -142,8 +142,8 @@ impl Operator {
         })
     }
 
-    fn core(&self, encryption_key: Arc<EncryptionKey>) -> Core {
-        Core {
+    fn local(&self, encryption_key: Arc<EncryptionKey>) -> Local {
+        Local {
             store: self.store.clone(),
             clock: self.clock.clone(),
             cache: Arc::new(AccessCache::new(false)),
@@ -164,7 +164,7 @@ impl Operator {
         let now = self.now();
         let encryption_key = self.encryption_key().await?;
         let secret = super::secrets::tracking_secret(&self.store, &encryption_key, now).await?;
-        let core = self.core(encryption_key.clone());
+        let core = self.local(encryption_key.clone());
         let sending = Sending {
             core: core.clone(),
             mailer: Mailer {

@@ -3,7 +3,7 @@
 //! someone's attention ranked by money at stake, and the set-up checklist an empty project
 //! shows instead. Read permission, like every statistic.
 
-use super::Core;
+use super::Local;
 use super::access::ProjectAccess;
 use crate::domain::analytics::{self, Month, recovery_rate};
 use crate::domain::role::Permission;
@@ -114,7 +114,7 @@ pub struct Checklist {
     pub autopilot_on: bool,
 }
 
-impl Core {
+impl Local {
     pub async fn overview(&self, access: &ProjectAccess, days: i64) -> Result<Overview> {
         access.authorize(Permission::Read)?;
         if !PERIODS.contains(&days) {

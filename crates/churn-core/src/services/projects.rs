@@ -1,7 +1,7 @@
 //! Projects: creation with a key pair, the project views, settings, origins, keys and the
 //! webhook secret. Each operation authorizes itself through the role policy.
 
-use super::Core;
+use super::Local;
 use super::access::ProjectAccess;
 use crate::api::auth::DefaultProjectOrigins;
 use crate::api::projects::{
@@ -55,7 +55,7 @@ impl NewProject {
     }
 }
 
-impl Core {
+impl Local {
     pub async fn create_project(&self, owner_id: &str, req: CreateProject) -> Result<Project> {
         let new = NewProject::validate(
             &req.name,

@@ -12,7 +12,7 @@ use futures::future::{BoxFuture, Shared};
 
 use chrono::NaiveDate;
 
-use super::Core;
+use super::Local;
 use super::access::ProjectAccess;
 use super::behavior::{meta, paging, since_day};
 use crate::api::Meta;
@@ -45,7 +45,7 @@ fn score_not_found() -> Error {
 /// Counts other features keep per customer of a slice: (payment-failure records of the last 30
 /// days, cancel-flow widget opens of the last 14 days).
 async fn outside_counts(
-    core: &Core,
+    core: &Local,
     project_id: &str,
     slice: (&str, &str),
     now: Timestamp,
@@ -69,7 +69,7 @@ async fn outside_counts(
 pub(crate) type Runs = Mutex<HashMap<String, Shared<BoxFuture<'static, RunResult>>>>;
 type RunResult = std::result::Result<Recomputed, Arc<Error>>;
 
-impl Core {
+impl Local {
     /// The scheduled run due at `due`: moves the schedule on and enqueues the next run (once,
     /// however often this one is retried), then scores.
     pub(crate) async fn run_scheduled_scoring(&self, project_id: &str, due: &str) -> Result<()> {
@@ -99,7 +99,7 @@ impl Core {
 
     /// Single flight per project in this process: the first caller starts a run in a task of
     /// its own (so callers going away do not stop it), later callers wait for the same run.
-    /// Across processes, see [`Core::score_alone`].
+    /// Across processes, see [`Local::score_alone`].
     async fn score_once(&self, project_id: &str) -> Result<Recomputed> {
         let flight = {
             let mut runs = self.scoring.lock().unwrap_or_else(|e| e.into_inner());

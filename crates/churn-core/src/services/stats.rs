@@ -1,6 +1,6 @@
 //! Project statistics and the account-wide sum.
 
-use super::Core;
+use super::Local;
 use super::access::ProjectAccess;
 use crate::api::events::{AccountStats, ProjectStats, Stats};
 use crate::domain::role::Permission;
@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::store::events::{self, Totals};
 use crate::store::projects;
 
-impl Core {
+impl Local {
     pub async fn project_stats(&self, access: &ProjectAccess) -> Result<Stats> {
         access.authorize(Permission::Read)?;
         Ok(stats(

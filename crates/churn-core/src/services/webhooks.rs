@@ -12,7 +12,7 @@
 use super::access::ProjectAccess;
 use super::behavior::{meta, paging};
 use super::delivery::{Delivery, Step};
-use super::{Alerts, Core};
+use super::{Alerts, Local};
 use crate::api::Meta;
 use crate::api::alerts::AlertStatus;
 use crate::api::webhooks::{
@@ -333,7 +333,7 @@ impl Alerts {
     }
 
     /// `POST …/webhook-endpoints/:id/deliveries/:did/redeliver`: as any delivery
-    /// ([`Core::restart_delivery`]): the same message id, its attempts appended to the same
+    /// ([`Local::restart_delivery`]): the same message id, its attempts appended to the same
     /// log entry; 409 while it is pending unless stuck.
     pub async fn redeliver(
         &self,
@@ -357,7 +357,7 @@ impl Alerts {
     }
 }
 
-impl Core {
+impl Local {
     /// `GET /projects/:slug/webhook-endpoints`: oldest first.
     pub async fn list_endpoints(&self, access: &ProjectAccess) -> Result<Vec<WebhookEndpoint>> {
         access.authorize(Permission::Read)?;

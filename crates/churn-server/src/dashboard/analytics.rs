@@ -98,7 +98,7 @@ pub async fn page(
     InProject { signed, access }: InProject,
     Query(params): Query<AnalyticsParams>,
 ) -> Result<Response, PageError> {
-    let core = s.churn.core();
+    let core = s.churn.local();
     let months = number(&params.months);
     if params.format.as_deref() == Some("csv") {
         let rows = core.cohorts(&access, CohortsQuery { months }).await?;

@@ -60,7 +60,7 @@ pub async fn home(
     signed: Result<Signed, PageError>,
 ) -> Result<Response, PageError> {
     let signed = signed?;
-    let projects = s.churn.core().list_projects(&signed.user.id).await?;
+    let projects = s.churn.local().list_projects(&signed.user.id).await?;
     Ok(match projects.first() {
         Some(project) => Redirect::to(&format!("/app/p/{}", project.slug)).into_response(),
         None => html(

@@ -540,7 +540,7 @@ async fn render(
     status: StatusCode,
     shown: Shown,
 ) -> Result<Response, PageError> {
-    let core = s.churn.core();
+    let core = s.churn.local();
     let (flow, detail, projects) = futures::try_join!(
         core.cancel_flow(access),
         core.project_detail(access),
@@ -596,9 +596,9 @@ pub async fn save(
     let (mut input, names) = form.input();
     // A form from before the editor showed compliance mode keeps the flow's.
     if input.compliance_mode.is_none() {
-        input.compliance_mode = Some(s.churn.core().cancel_flow(&access).await?.compliance_mode);
+        input.compliance_mode = Some(s.churn.local().cancel_flow(&access).await?.compliance_mode);
     }
-    let e = match s.churn.core().set_cancel_flow(&access, input).await {
+    let e = match s.churn.local().set_cancel_flow(&access, input).await {
         Ok(_) => return Ok(done(&access, "saved")),
         Err(e) => e,
     };
@@ -638,7 +638,7 @@ pub async fn save_origins(
         .filter(|o| !o.is_empty())
         .map(str::to_owned)
         .collect();
-    let e = match s.churn.core().set_allowed_origins(&access, &origins).await {
+    let e = match s.churn.local().set_allowed_origins(&access, &origins).await {
         Ok(_) => return Ok(done(&access, "origins")),
         Err(e) => e,
     };
@@ -671,7 +671,7 @@ pub async fn preview(
     State(s): State<AppState>,
     InProject { access, .. }: InProject,
 ) -> Result<Response, PageError> {
-    let flow = s.churn.core().cancel_flow(&access).await?;
+    let flow = s.churn.local().cancel_flow(&access).await?;
     preview_of(&flow)
 }
 

@@ -87,7 +87,7 @@ pub async fn list(
     InProject { signed, access }: InProject,
     axum::extract::Query(params): axum::extract::Query<Done>,
 ) -> Result<Response, PageError> {
-    let core = s.churn.core();
+    let core = s.churn.local();
     let (flows, projects) = futures::try_join!(
         core.segmented_flows(&access),
         core.list_projects(&signed.user.id),
@@ -463,7 +463,7 @@ async fn render_edit(
     status: StatusCode,
     page: Editing,
 ) -> Result<Response, PageError> {
-    let projects = s.churn.core().list_projects(&signed.user.id).await?;
+    let projects = s.churn.local().list_projects(&signed.user.id).await?;
     Ok(html(
         status,
         EditPage {
@@ -488,7 +488,7 @@ pub async fn new_page(
 ) -> Result<Response, PageError> {
     access.authorize(Permission::Administer)?;
     // A new flow starts from the project's default flow.
-    let flow = s.churn.core().cancel_flow(&access).await?;
+    let flow = s.churn.local().cancel_flow(&access).await?;
     let page = Editing {
         id: None,
         segment: SegmentForm::of(|_| None, true),
@@ -505,7 +505,7 @@ pub async fn edit_page(
     InProject { signed, access }: InProject,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, PageError> {
-    let flow = s.churn.core().segmented_flow(&access, &id).await?;
+    let flow = s.churn.local().segmented_flow(&access, &id).await?;
     let page = Editing {
         id: Some(id),
         segment: SegmentForm::from_flow(&flow),
@@ -565,7 +565,7 @@ async fn write(
     posted: &[(String, String)],
 ) -> Result<Response, PageError> {
     access.authorize(Permission::Administer)?;
-    let core = s.churn.core();
+    let core = s.churn.local();
     let mut segment = SegmentForm::from_posted(posted);
     let mut form = FlowForm::from_posted(posted);
     let mut variants = VariantForm::from_posted(posted, &form);
@@ -680,7 +680,7 @@ pub async fn preview(
     Path((_, id)): Path<(String, String)>,
     axum::extract::Query(params): axum::extract::Query<PreviewParams>,
 ) -> Result<Response, PageError> {
-    let stored = s.churn.core().segmented_flow(&access, &id).await?;
+    let stored = s.churn.local().segmented_flow(&access, &id).await?;
     let variant = params
         .variant
         .and_then(|key| stored.variants.iter().find(|v| v.key == key).cloned());
@@ -715,7 +715,7 @@ pub async fn delete_page(
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, PageError> {
     access.authorize(Permission::Administer)?;
-    let flow = s.churn.core().segmented_flow(&access, &id).await?;
+    let flow = s.churn.local().segmented_flow(&access, &id).await?;
     let deletion = Deletion {
         title: "Delete a flow",
         question: format!("Delete the flow “{}”?", flow.name),
@@ -732,7 +732,7 @@ pub async fn delete(
     InProject { access, .. }: InProject,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, PageError> {
-    s.churn.core().delete_segmented_flow(&access, &id).await?;
+    s.churn.local().delete_segmented_flow(&access, &id).await?;
     Ok(to_list(&access, "deleted"))
 }
 
@@ -775,7 +775,7 @@ pub async fn results(
         .and_then(|d| d.parse().ok())
         .filter(|d| RESULT_DAYS.contains(d))
         .unwrap_or(90);
-    let core = s.churn.core();
+    let core = s.churn.local();
     let query = FlowResultsQuery { days: Some(days) };
     let (flow, results, projects) = futures::try_join!(
         core.segmented_flow(&access, &id),

@@ -76,7 +76,7 @@ pub async fn list(
     if params.format.as_deref() == Some("csv") {
         return export(&s, &access, &params).await;
     }
-    let core = s.churn.core();
+    let core = s.churn.local();
     let ((sessions, meta), projects) = futures::try_join!(
         core.cancel_flow_sessions(&access, query(&params, None, PER_PAGE)),
         core.list_projects(&signed.user.id),
@@ -147,7 +147,7 @@ async fn export(
     access: &ProjectAccess,
     params: &ListParams,
 ) -> Result<Response, PageError> {
-    let core = s.churn.core();
+    let core = s.churn.local();
     let sessions = csv::all_pages(|page| {
         core.cancel_flow_sessions(access, query(params, Some(page), EXPORT_PAGE))
     })

@@ -128,14 +128,14 @@ pub async fn list(
     InProject { signed, access }: InProject,
     Query(params): Query<ListParams>,
 ) -> Result<Response, PageError> {
-    let behavior = s.churn.core();
+    let behavior = s.churn.local();
     if params.format.as_deref() == Some("csv") {
         return export(&s, &access, &params).await;
     }
     let (customers, meta) = behavior
         .list_customers(&access, params.query(None, PER_PAGE))
         .await?;
-    let core = s.churn.core();
+    let core = s.churn.local();
     let now = core.now();
     let projects = core.list_projects(&signed.user.id).await?;
     let mut frame = Frame::new(&signed, &access, &projects, "customers", None);
@@ -218,7 +218,7 @@ async fn export(
     access: &ProjectAccess,
     params: &ListParams,
 ) -> Result<Response, PageError> {
-    let behavior = s.churn.core();
+    let behavior = s.churn.local();
     let customers = csv::all_pages(|page| {
         behavior.list_customers(access, params.query(Some(page), EXPORT_PAGE))
     })
@@ -303,8 +303,8 @@ pub async fn page(
     InProject { signed, access }: InProject,
     Path((_, email)): Path<(String, String)>,
 ) -> Result<Response, PageError> {
-    let core = s.churn.core();
-    let behavior = s.churn.core();
+    let core = s.churn.local();
+    let behavior = s.churn.local();
     let payments = s.churn.payments();
     let (customer, risk, projects) = futures::try_join!(
         behavior.customer(&access, &email),

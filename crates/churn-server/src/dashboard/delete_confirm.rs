@@ -38,7 +38,7 @@ pub async fn page(
     nav: &str,
     deletion: Deletion,
 ) -> Result<Response, PageError> {
-    let projects = s.churn.core().list_projects(&signed.user.id).await?;
+    let projects = s.churn.local().list_projects(&signed.user.id).await?;
     Ok(html(
         StatusCode::OK,
         ConfirmPage {

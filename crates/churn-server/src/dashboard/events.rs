@@ -106,7 +106,7 @@ pub async fn list(
     headers: HeaderMap,
     Query(params): Query<ListParams>,
 ) -> Result<Response, PageError> {
-    let core = s.churn.core();
+    let core = s.churn.local();
     if params.format.as_deref() == Some("csv") {
         return export(&s, &access, &params).await;
     }
@@ -199,7 +199,7 @@ async fn export(
     access: &churn_core::services::ProjectAccess,
     params: &ListParams,
 ) -> Result<Response, PageError> {
-    let core = s.churn.core();
+    let core = s.churn.local();
     let events =
         csv::all_pages(|page| core.list_events(access, params.query(Some(page), EXPORT_PAGE)))
             .await?;
@@ -282,7 +282,7 @@ pub async fn page(
     Path((_, id)): Path<(String, String)>,
     Query(params): Query<Done>,
 ) -> Result<Response, PageError> {
-    let core = s.churn.core();
+    let core = s.churn.local();
     let (event, projects) = futures::try_join!(
         core.event(&access, &id),
         core.list_projects(&signed.user.id)
@@ -430,7 +430,7 @@ pub async fn recovered(
     InProject { access, .. }: InProject,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, PageError> {
-    s.churn.core().recover_event(&access, &id).await?;
+    s.churn.local().recover_event(&access, &id).await?;
     Ok(back(&access, &id, "recovered"))
 }
 
@@ -447,7 +447,7 @@ pub async fn reason(
     Form(form): Form<ReasonForm>,
 ) -> Result<Response, PageError> {
     s.churn
-        .core()
+        .local()
         .change_cancel_reason(
             &access,
             &id,
@@ -511,7 +511,7 @@ pub async fn preview(
     InProject { access, .. }: InProject,
     Path((_, id, vid)): Path<(String, String, String)>,
 ) -> Result<Response, PageError> {
-    let variants = s.churn.core().event_variants(&access, &id).await?;
+    let variants = s.churn.local().event_variants(&access, &id).await?;
     let variant = variants
         .into_iter()
         .find(|v| v.id == vid)

@@ -150,7 +150,7 @@ pub async fn page(
                 )
             })?,
     };
-    let core = s.churn.core();
+    let core = s.churn.local();
     let (checklist, projects) =
         futures::try_join!(core.checklist(&access), core.list_projects(&signed.user.id))?;
     if !checklist.has_data {
@@ -526,7 +526,7 @@ async fn checklist_page(
     access: &churn_core::services::ProjectAccess,
     checklist: Checklist,
 ) -> Result<Response, PageError> {
-    let detail = s.churn.core().project_detail(access).await?;
+    let detail = s.churn.local().project_detail(access).await?;
     let snippet = WidgetSnippet::of(s, access, detail.public_key.unwrap_or_default()).await?;
     let public_url = &snippet.public_url;
     let steps = vec![

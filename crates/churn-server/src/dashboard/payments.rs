@@ -153,7 +153,7 @@ pub async fn list(
         return export(&s, &access, &params).await;
     }
     let payments = s.churn.payments();
-    let core = s.churn.core();
+    let core = s.churn.local();
     let (list, stats, config, projects) = futures::try_join!(
         payments.list_failures(&access, params.query(None, PER_PAGE)),
         payments.failure_stats(&access),
@@ -339,7 +339,7 @@ pub async fn page(
 ) -> Result<Response, PageError> {
     let (detail, projects) = futures::try_join!(
         s.churn.payments().failure(&access, &id),
-        s.churn.core().list_projects(&signed.user.id),
+        s.churn.local().list_projects(&signed.user.id),
     )?;
     let frame = Frame::new(&signed, &access, &projects, "payments", None);
     let base = frame.base();

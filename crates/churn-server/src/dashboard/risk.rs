@@ -77,7 +77,7 @@ pub async fn page(
     InProject { signed, access }: InProject,
     Query(params): Query<Params>,
 ) -> Result<Response, PageError> {
-    let core = s.churn.core();
+    let core = s.churn.local();
     let page = params
         .page
         .as_deref()
@@ -207,7 +207,7 @@ pub async fn redeliver(
     InProject { access, .. }: InProject,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, PageError> {
-    s.churn.core().redeliver_alert(&access, &id).await?;
+    s.churn.local().redeliver_alert(&access, &id).await?;
     Ok(Redirect::to(&format!(
         "/app/p/{}/risk?done=redelivered",
         access.project.slug

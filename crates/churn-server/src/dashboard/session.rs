@@ -188,7 +188,7 @@ impl FromRequestParts<AppState> for InProject {
             .ok_or_else(PageError::not_found)?;
         let access = state
             .churn
-            .core()
+            .local()
             .project_for_user(&signed.user.id, &slug)
             .await?;
         Ok(InProject { signed, access })

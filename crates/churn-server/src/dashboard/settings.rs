@@ -207,7 +207,7 @@ async fn render(
     outcome: Outcome,
     mut typed: Typed,
 ) -> Result<Response, PageError> {
-    let core = s.churn.core();
+    let core = s.churn.local();
     let payments = s.churn.payments();
     let (project, projects) = futures::try_join!(
         core.project_detail(access),
@@ -447,7 +447,7 @@ pub async fn save_project(
     let saved = match form.update() {
         Ok(req) => s
             .churn
-            .core()
+            .local()
             .update_project(&access, req)
             .await
             .map(|_| ()),
@@ -484,7 +484,7 @@ pub async fn rotate_keys(
     }
     let rotated = s
         .churn
-        .core()
+        .local()
         .rotate_keys(
             &access,
             RotateKeysRequest {
@@ -518,7 +518,7 @@ pub async fn rotate_webhook_secret(
     State(s): State<AppState>,
     InProject { access, .. }: InProject,
 ) -> Result<Response, PageError> {
-    s.churn.core().rotate_webhook_secret(&access).await?;
+    s.churn.local().rotate_webhook_secret(&access).await?;
     Ok(done(&access, "webhook"))
 }
 
@@ -708,7 +708,7 @@ pub async fn suppressions(
             },
         )
         .await?;
-    let projects = s.churn.core().list_projects(&signed.user.id).await?;
+    let projects = s.churn.local().list_projects(&signed.user.id).await?;
     let frame = Frame::new(&signed, &access, &projects, "settings", None);
     let base = format!("{}/settings/suppressions", frame.base());
     let current = i64::from(meta.page);

@@ -69,7 +69,7 @@ async fn render(
     let team = s.churn.team();
     let (members, projects) = futures::try_join!(
         team.members(access),
-        s.churn.core().list_projects(&signed.user.id)
+        s.churn.local().list_projects(&signed.user.id)
     )?;
     let admin = access.authorize(Permission::Administer).is_ok();
     let invitations = if admin {

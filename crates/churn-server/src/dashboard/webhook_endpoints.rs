@@ -189,7 +189,7 @@ async fn render_list(
     status: StatusCode,
     (notice, error, form): (Option<&'static str>, Option<String>, EndpointForm),
 ) -> Result<Response, PageError> {
-    let core = s.churn.core();
+    let core = s.churn.local();
     let (endpoints, projects) = futures::try_join!(
         core.list_endpoints(access),
         core.list_projects(&signed.user.id),
@@ -246,7 +246,7 @@ pub async fn list(
     Query(params): Query<ListParams>,
 ) -> Result<Response, PageError> {
     if params.format.as_deref() == Some("csv") {
-        let endpoints = s.churn.core().list_endpoints(&access).await?;
+        let endpoints = s.churn.local().list_endpoints(&access).await?;
         let rows = endpoints.iter().map(|e| {
             vec![
                 e.id.clone(),
@@ -374,7 +374,7 @@ async fn render_page(
     status: StatusCode,
     shown: Shown,
 ) -> Result<Response, PageError> {
-    let core = s.churn.core();
+    let core = s.churn.local();
     let query = DeliveryQuery {
         page: shown.page,
         per_page: Some(PER_PAGE),
@@ -453,7 +453,7 @@ pub async fn page(
     Query(params): Query<PageParams>,
 ) -> Result<Response, PageError> {
     if params.format.as_deref() == Some("csv") {
-        let core = s.churn.core();
+        let core = s.churn.local();
         let log = csv::all_pages(|page| {
             let query = DeliveryQuery {
                 page: Some(page),
@@ -580,7 +580,7 @@ pub async fn delete_page(
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, PageError> {
     access.authorize(Permission::Administer)?;
-    let endpoint = s.churn.core().get_endpoint(&access, &id).await?;
+    let endpoint = s.churn.local().get_endpoint(&access, &id).await?;
     let deletion = Deletion {
         title: "Delete an endpoint",
         question: format!("Delete the endpoint {}?", endpoint.url),

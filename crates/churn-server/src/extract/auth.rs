@@ -73,7 +73,11 @@ impl<const API_KEY: bool> FromRequestParts<AppState> for ProjectScope<API_KEY> {
             match state.churn.accounts().verify_session(token).await {
                 Ok(user_id) => {
                     return Ok(Self(
-                        state.churn.core().project_for_user(&user_id, &slug).await?,
+                        state
+                            .churn
+                            .local()
+                            .project_for_user(&user_id, &slug)
+                            .await?,
                     ));
                 }
                 Err(e) if !API_KEY || api_key(parts).is_none() => return Err(e.into()),
@@ -84,7 +88,7 @@ impl<const API_KEY: bool> FromRequestParts<AppState> for ProjectScope<API_KEY> {
             Some(key) if API_KEY => Ok(Self(
                 state
                     .churn
-                    .core()
+                    .local()
                     .project_for_secret_key(key, Some(&slug))
                     .await?,
             )),
@@ -108,7 +112,11 @@ impl FromRequestParts<AppState> for SecretKeyProject {
             ApiError::unauthorized("a secret API key is required: send X-API-Key: <secret key>")
         })?;
         Ok(Self(
-            state.churn.core().project_for_secret_key(key, None).await?,
+            state
+                .churn
+                .local()
+                .project_for_secret_key(key, None)
+                .await?,
         ))
     }
 }
@@ -125,7 +133,7 @@ pub(crate) async fn idempotency_credential(
     state: &AppState,
     body: &[u8],
 ) -> Option<String> {
-    let core = state.churn.core();
+    let core = state.churn.local();
     let slug = path_slug(parts, state).await.ok();
     let mut credential = Vec::new();
     if let Some(token) = bearer(parts) {
@@ -204,7 +212,11 @@ impl FromRequestParts<AppState> for Caller {
         }
         match api_key(parts) {
             Some(key) => Ok(Caller::Key(Box::new(
-                state.churn.core().project_for_secret_key(key, None).await?,
+                state
+                    .churn
+                    .local()
+                    .project_for_secret_key(key, None)
+                    .await?,
             ))),
             None => Err(session_required()),
         }

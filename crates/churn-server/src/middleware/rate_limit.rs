@@ -22,7 +22,7 @@ pub struct RateLimitState {
     pub limits: Arc<RateLimits>,
     pub network: Arc<Network>,
     /// Authenticates the keys of the routes limited per key (from its cache).
-    pub core: churn_core::services::Core,
+    pub core: churn_core::services::Local,
 }
 
 pub async fn limit(State(state): State<Arc<RateLimitState>>, req: Request, next: Next) -> Response {

@@ -23,7 +23,7 @@ pub async fn cohorts(
     ProjectScope(access): ApiProject,
     ApiQuery(q): ApiQuery<CohortsQuery>,
 ) -> ApiResult<Json<Data<Vec<CohortRow>>>> {
-    Ok(Json(Data::new(s.churn.core().cohorts(&access, q).await?)))
+    Ok(Json(Data::new(s.churn.local().cohorts(&access, q).await?)))
 }
 
 #[utoipa::path(get, path = "/projects/{slug}/forecasting", operation_id = "get_forecast", tag = "statistics", security(("bearer" = []), ("api_key" = [])),
@@ -35,7 +35,7 @@ pub async fn forecasting(
     ApiQuery(q): ApiQuery<ForecastQuery>,
 ) -> ApiResult<Json<Data<Forecasting>>> {
     Ok(Json(Data::new(
-        s.churn.core().forecasting(&access, q).await?,
+        s.churn.local().forecasting(&access, q).await?,
     )))
 }
 
@@ -47,7 +47,7 @@ pub async fn uplift(
     ProjectScope(access): ApiProject,
     ApiQuery(q): ApiQuery<UpliftQuery>,
 ) -> ApiResult<Json<Data<Uplift>>> {
-    Ok(Json(Data::new(s.churn.core().uplift(&access, q).await?)))
+    Ok(Json(Data::new(s.churn.local().uplift(&access, q).await?)))
 }
 
 /// The cancel-flow funnel of the sessions opened in the last `days` days: each counts in every
@@ -61,6 +61,6 @@ pub async fn cancel_flow(
     ApiQuery(q): ApiQuery<FunnelQuery>,
 ) -> ApiResult<Json<Data<CancelFlowFunnel>>> {
     Ok(Json(Data::new(
-        s.churn.core().cancel_flow_funnel(&access, q).await?,
+        s.churn.local().cancel_flow_funnel(&access, q).await?,
     )))
 }

@@ -64,7 +64,7 @@ pub async fn allowed_origins(
 ) -> ApiResult<Json<Data<DefaultProjectOrigins>>> {
     let set = s
         .churn
-        .core()
+        .local()
         .set_default_project_origins(&user, &req.allowed_origins)
         .await?;
     Ok(Json(Data::new(set)))

@@ -22,7 +22,7 @@ pub async fn track(
     SecretKeyProject(access): SecretKeyProject,
     ApiJson(body): ApiJson<serde_json::Value>,
 ) -> ApiResult<Json<TrackResponse>> {
-    Ok(Json(s.churn.core().track(&access, body).await?))
+    Ok(Json(s.churn.local().track(&access, body).await?))
 }
 
 #[utoipa::path(get, path = "/projects/{slug}/customers", operation_id = "list_customers", tag = "behavior", security(("bearer" = []), ("api_key" = [])),
@@ -33,7 +33,7 @@ pub async fn customers(
     ProjectScope(access): ApiProject,
     ApiQuery(q): ApiQuery<CustomerQuery>,
 ) -> ApiResult<Json<Page<Customer>>> {
-    let (data, meta) = s.churn.core().list_customers(&access, q).await?;
+    let (data, meta) = s.churn.local().list_customers(&access, q).await?;
     Ok(Json(Page { data, meta }))
 }
 
@@ -46,7 +46,7 @@ pub async fn customer(
     Path((_, email)): Path<(String, String)>,
 ) -> ApiResult<Json<Data<CustomerDetail>>> {
     Ok(Json(Data::new(
-        s.churn.core().customer(&access, &email).await?,
+        s.churn.local().customer(&access, &email).await?,
     )))
 }
 
@@ -59,7 +59,7 @@ pub async fn customer_events(
     Path((_, email)): Path<(String, String)>,
     ApiQuery(q): ApiQuery<CustomerEventsQuery>,
 ) -> ApiResult<Json<Page<CustomerEvent>>> {
-    let (data, meta) = s.churn.core().customer_events(&access, &email, q).await?;
+    let (data, meta) = s.churn.local().customer_events(&access, &email, q).await?;
     Ok(Json(Page { data, meta }))
 }
 
@@ -72,6 +72,6 @@ pub async fn event_analytics(
     ApiQuery(q): ApiQuery<AnalyticsQuery>,
 ) -> ApiResult<Json<Data<Vec<EventNameCount>>>> {
     Ok(Json(Data::new(
-        s.churn.core().event_analytics(&access, q).await?,
+        s.churn.local().event_analytics(&access, q).await?,
     )))
 }

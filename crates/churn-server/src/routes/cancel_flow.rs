@@ -47,7 +47,7 @@ pub async fn get(
     State(s): State<AppState>,
     ProjectScope(access): AdminProject,
 ) -> ApiResult<Json<Data<CancelFlow>>> {
-    Ok(Json(Data::new(s.churn.core().cancel_flow(&access).await?)))
+    Ok(Json(Data::new(s.churn.local().cancel_flow(&access).await?)))
 }
 
 #[utoipa::path(put, path = "/projects/{slug}/cancel-flow", operation_id = "put_cancel_flow", tag = "cancel flow", security(("bearer" = [])),
@@ -59,7 +59,7 @@ pub async fn put(
     ApiJson(input): ApiJson<CancelFlowInput>,
 ) -> ApiResult<Json<Data<CancelFlow>>> {
     Ok(Json(Data::new(
-        s.churn.core().set_cancel_flow(&access, input).await?,
+        s.churn.local().set_cancel_flow(&access, input).await?,
     )))
 }
 
@@ -150,7 +150,12 @@ async fn widget_caller(
     let Some(key) = presented_key(headers, from_query, from_body) else {
         return Err(no_key());
     };
-    match s.churn.core().widget_access(&key, origin_of(headers)).await {
+    match s
+        .churn
+        .local()
+        .widget_access(&key, origin_of(headers))
+        .await
+    {
         Ok(access) => Ok((key, access)),
         Err(e) => Err(with_vary(ApiError::from(e).into_response())),
     }
@@ -228,7 +233,7 @@ pub async fn sessions(
     ProjectScope(access): ApiProject,
     ApiQuery(q): ApiQuery<SessionQuery>,
 ) -> ApiResult<Json<Page<CancelFlowSession>>> {
-    let (data, meta) = s.churn.core().cancel_flow_sessions(&access, q).await?;
+    let (data, meta) = s.churn.local().cancel_flow_sessions(&access, q).await?;
     Ok(Json(Page { data, meta }))
 }
 
@@ -265,7 +270,7 @@ pub(crate) async fn submitter(
     };
     let access = s
         .churn
-        .core()
+        .local()
         .widget_access(&key, origin_of(headers))
         .await?;
     // `widget_access` accepted it, so it parses.
@@ -320,7 +325,7 @@ pub(super) async fn preflight(
     let Some(origin) = origin_of(headers) else {
         return with_vary(StatusCode::NO_CONTENT.into_response());
     };
-    match s.churn.core().preflight_allowed(key, origin).await {
+    match s.churn.local().preflight_allowed(key, origin).await {
         Ok(true) => {
             let mut response = with_cors(StatusCode::NO_CONTENT.into_response(), Some(origin));
             let h = response.headers_mut();
@@ -354,7 +359,7 @@ pub(super) async fn keyed_access(
     origin: Option<&str>,
     missing: &'static str,
 ) -> Result<ProjectAccess, Response> {
-    match s.churn.core().widget_access(key, origin).await {
+    match s.churn.local().widget_access(key, origin).await {
         Ok(access) => Ok(access),
         Err(churn_core::Error::Unauthorized(_)) => {
             Err(with_vary(ApiError::not_found(missing).into_response()))

@@ -22,7 +22,7 @@ pub async fn list(
     ProjectScope(access): AdminProject,
 ) -> ApiResult<Json<Data<Vec<SegmentedFlow>>>> {
     Ok(Json(Data::new(
-        s.churn.core().segmented_flows(&access).await?,
+        s.churn.local().segmented_flows(&access).await?,
     )))
 }
 
@@ -37,7 +37,11 @@ pub async fn create(
     ProjectScope(access): AdminProject,
     ApiJson(input): ApiJson<SegmentedFlowInput>,
 ) -> ApiResult<(StatusCode, Json<Data<SegmentedFlow>>)> {
-    let flow = s.churn.core().create_segmented_flow(&access, input).await?;
+    let flow = s
+        .churn
+        .local()
+        .create_segmented_flow(&access, input)
+        .await?;
     Ok((StatusCode::CREATED, Json(Data::new(flow))))
 }
 
@@ -50,7 +54,7 @@ pub async fn get(
     Path((_, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Data<SegmentedFlow>>> {
     Ok(Json(Data::new(
-        s.churn.core().segmented_flow(&access, &id).await?,
+        s.churn.local().segmented_flow(&access, &id).await?,
     )))
 }
 
@@ -68,7 +72,7 @@ pub async fn put(
 ) -> ApiResult<Json<Data<SegmentedFlow>>> {
     Ok(Json(Data::new(
         s.churn
-            .core()
+            .local()
             .replace_segmented_flow(&access, &id, input)
             .await?,
     )))
@@ -83,7 +87,7 @@ pub async fn delete(
     ProjectScope(access): AdminProject,
     Path((_, id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    s.churn.core().delete_segmented_flow(&access, &id).await?;
+    s.churn.local().delete_segmented_flow(&access, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -101,6 +105,6 @@ pub async fn results(
     ApiQuery(q): ApiQuery<FlowResultsQuery>,
 ) -> ApiResult<Json<Data<FlowResults>>> {
     Ok(Json(Data::new(
-        s.churn.core().flow_results(&access, &id, q).await?,
+        s.churn.local().flow_results(&access, &id, q).await?,
     )))
 }

@@ -21,7 +21,7 @@ pub async fn create(
     ProjectScope(access): ApiProject,
     ApiJson(req): ApiJson<CreateChurnEvent>,
 ) -> ApiResult<(StatusCode, Json<Data<ChurnEvent>>)> {
-    let event = s.churn.core().create_event(&access, req).await?;
+    let event = s.churn.local().create_event(&access, req).await?;
     Ok((StatusCode::CREATED, Json(Data::new(event))))
 }
 
@@ -33,7 +33,7 @@ pub async fn list(
     ProjectScope(access): ApiProject,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<Page<ChurnEvent>>> {
-    let (data, meta) = s.churn.core().list_events(&access, q).await?;
+    let (data, meta) = s.churn.local().list_events(&access, q).await?;
     Ok(Json(Page { data, meta }))
 }
 
@@ -45,7 +45,7 @@ pub async fn get(
     ProjectScope(access): ApiProject,
     Path((_, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Data<ChurnEvent>>> {
-    Ok(Json(Data::new(s.churn.core().event(&access, &id).await?)))
+    Ok(Json(Data::new(s.churn.local().event(&access, &id).await?)))
 }
 
 #[utoipa::path(post, path = "/projects/{slug}/churn-events/{id}/recovered", operation_id = "mark_churn_event_recovered", tag = "churn events", security(("bearer" = []), ("api_key" = [])),
@@ -57,7 +57,7 @@ pub async fn recovered(
     Path((_, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Data<Recovered>>> {
     Ok(Json(Data::new(
-        s.churn.core().recover_event(&access, &id).await?,
+        s.churn.local().recover_event(&access, &id).await?,
     )))
 }
 
@@ -72,7 +72,7 @@ pub async fn cancel_reason(
 ) -> ApiResult<Json<Data<CancelReasonChanged>>> {
     Ok(Json(Data::new(
         s.churn
-            .core()
+            .local()
             .change_cancel_reason(&access, &id, req)
             .await?,
     )))
@@ -100,7 +100,7 @@ pub async fn variants(
     Path((_, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Data<Vec<Variant>>>> {
     Ok(Json(Data::new(
-        s.churn.core().event_variants(&access, &id).await?,
+        s.churn.local().event_variants(&access, &id).await?,
     )))
 }
 
@@ -145,7 +145,7 @@ pub async fn project_stats(
     ProjectScope(access): ApiProject,
 ) -> ApiResult<Json<Data<Stats>>> {
     Ok(Json(Data::new(
-        s.churn.core().project_stats(&access).await?,
+        s.churn.local().project_stats(&access).await?,
     )))
 }
 
@@ -159,10 +159,10 @@ pub async fn stats(
 ) -> ApiResult<Json<serde_json::Value>> {
     let body = match caller {
         Caller::Key(access) => {
-            serde_json::to_value(Data::new(s.churn.core().project_stats(&access).await?))
+            serde_json::to_value(Data::new(s.churn.local().project_stats(&access).await?))
         }
         Caller::User(user) => {
-            serde_json::to_value(Data::new(s.churn.core().account_stats(&user.id).await?))
+            serde_json::to_value(Data::new(s.churn.local().account_stats(&user.id).await?))
         }
     };
     Ok(Json(body.map_err(churn_core::Error::internal)?))

@@ -207,7 +207,7 @@ pub fn service(
             Arc::new(RateLimitState {
                 limits,
                 network: network.clone(),
-                core: state.churn.core().clone(),
+                core: state.churn.local().clone(),
             }),
             crate::middleware::rate_limit::limit,
         )

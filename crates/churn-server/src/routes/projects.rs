@@ -20,7 +20,7 @@ pub async fn list(
     SessionUser(user): SessionUser,
 ) -> ApiResult<Json<Data<Vec<Project>>>> {
     Ok(Json(Data::new(
-        s.churn.core().list_projects(&user.id).await?,
+        s.churn.local().list_projects(&user.id).await?,
     )))
 }
 
@@ -32,7 +32,7 @@ pub async fn create(
     SessionUser(user): SessionUser,
     ApiJson(req): ApiJson<CreateProject>,
 ) -> ApiResult<(StatusCode, Json<Data<Project>>)> {
-    let project = s.churn.core().create_project(&user.id, req).await?;
+    let project = s.churn.local().create_project(&user.id, req).await?;
     Ok((StatusCode::CREATED, Json(Data::new(project))))
 }
 
@@ -44,7 +44,7 @@ pub async fn get(
     ProjectScope(access): ApiProject,
 ) -> ApiResult<Json<Data<Project>>> {
     Ok(Json(Data::new(
-        s.churn.core().project_detail(&access).await?,
+        s.churn.local().project_detail(&access).await?,
     )))
 }
 
@@ -76,7 +76,7 @@ async fn update(
     ApiJson(req): ApiJson<UpdateProject>,
 ) -> ApiResult<Json<Data<Project>>> {
     Ok(Json(Data::new(
-        s.churn.core().update_project(&access, req).await?,
+        s.churn.local().update_project(&access, req).await?,
     )))
 }
 
@@ -87,7 +87,7 @@ pub async fn delete(
     State(s): State<AppState>,
     ProjectScope(access): AdminProject,
 ) -> ApiResult<StatusCode> {
-    s.churn.core().delete_project(&access).await?;
+    s.churn.local().delete_project(&access).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -101,7 +101,7 @@ pub async fn allowed_origins(
 ) -> ApiResult<Json<Data<AllowedOrigins>>> {
     let allowed_origins = s
         .churn
-        .core()
+        .local()
         .set_allowed_origins(&access, &req.allowed_origins)
         .await?;
     Ok(Json(Data::new(AllowedOrigins { allowed_origins })))
@@ -116,7 +116,7 @@ pub async fn rotate_keys(
     OptionalJson(req): OptionalJson<RotateKeysRequest>,
 ) -> ApiResult<Json<Data<RotatedKeys>>> {
     Ok(Json(Data::new(
-        s.churn.core().rotate_keys(&access, req).await?,
+        s.churn.local().rotate_keys(&access, req).await?,
     )))
 }
 
@@ -127,7 +127,7 @@ pub async fn webhook_secret(
     State(s): State<AppState>,
     ProjectScope(access): AdminProject,
 ) -> ApiResult<Json<Data<WebhookSecret>>> {
-    Ok(Json(Data::new(s.churn.core().webhook_secret(&access)?)))
+    Ok(Json(Data::new(s.churn.local().webhook_secret(&access)?)))
 }
 
 #[utoipa::path(get, path = "/projects/{slug}/identity-secret", operation_id = "get_identity_secret", tag = "projects", security(("bearer" = [])),
@@ -162,6 +162,6 @@ pub async fn rotate_webhook_secret(
     ProjectScope(access): AdminProject,
 ) -> ApiResult<Json<Data<WebhookSecret>>> {
     Ok(Json(Data::new(
-        s.churn.core().rotate_webhook_secret(&access).await?,
+        s.churn.local().rotate_webhook_secret(&access).await?,
     )))
 }

@@ -20,7 +20,7 @@ pub async fn list(
     ProjectScope(access): ApiProject,
     ApiQuery(q): ApiQuery<RiskQuery>,
 ) -> ApiResult<Json<Page<RiskScore>>> {
-    let (data, meta) = s.churn.core().list_risk(&access, q).await?;
+    let (data, meta) = s.churn.local().list_risk(&access, q).await?;
     Ok(Json(Page { data, meta }))
 }
 
@@ -33,7 +33,7 @@ pub async fn customer(
     Path((_, email)): Path<(String, String)>,
 ) -> ApiResult<Json<Data<RiskDetail>>> {
     Ok(Json(Data::new(
-        s.churn.core().customer_risk(&access, &email).await?,
+        s.churn.local().customer_risk(&access, &email).await?,
     )))
 }
 
@@ -46,7 +46,7 @@ pub async fn recompute(
     ProjectScope(access): ApiProject,
 ) -> ApiResult<Json<Data<Recomputed>>> {
     Ok(Json(Data::new(
-        s.churn.core().recompute_risk(&access).await?,
+        s.churn.local().recompute_risk(&access).await?,
     )))
 }
 
@@ -59,7 +59,7 @@ pub async fn model(
     State(s): State<AppState>,
     ProjectScope(access): ApiProject,
 ) -> ApiResult<Json<Data<RiskModel>>> {
-    Ok(Json(Data::new(s.churn.core().risk_model(&access).await?)))
+    Ok(Json(Data::new(s.churn.local().risk_model(&access).await?)))
 }
 
 #[utoipa::path(get, path = "/projects/{slug}/churn-risk/config", operation_id = "get_churn_risk_config", tag = "churn risk", security(("bearer" = []), ("api_key" = [])),
@@ -98,7 +98,7 @@ pub async fn alerts(
     ProjectScope(access): ApiProject,
     ApiQuery(q): ApiQuery<AlertQuery>,
 ) -> ApiResult<Json<Page<Alert>>> {
-    let (data, meta) = s.churn.core().list_alerts(&access, q).await?;
+    let (data, meta) = s.churn.local().list_alerts(&access, q).await?;
     Ok(Json(Page { data, meta }))
 }
 
@@ -117,6 +117,6 @@ pub async fn redeliver(
     Path((_, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Data<Alert>>> {
     Ok(Json(Data::new(
-        s.churn.core().redeliver_alert(&access, &id).await?,
+        s.churn.local().redeliver_alert(&access, &id).await?,
     )))
 }

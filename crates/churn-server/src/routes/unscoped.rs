@@ -28,7 +28,7 @@ async fn event_access(
         Caller::Key(access) => Ok(*access),
         Caller::User(user) => Ok(s
             .churn
-            .core()
+            .local()
             .project_of_event_for_user(&user.id, event_id)
             .await?),
     }
@@ -50,7 +50,7 @@ async fn project_access(
         },
         Caller::User(user) => Ok(s
             .churn
-            .core()
+            .local()
             .project_for_user_or_only(&user.id, project)
             .await?),
     }
@@ -64,7 +64,9 @@ pub async fn list(
     UnscopedQuery(q): UnscopedQuery<UnscopedListQuery>,
 ) -> UnscopedResult<Json<UnscopedList>> {
     let access = project_access(&s, caller, q.project.as_deref()).await?;
-    Ok(Json(s.churn.core().list_events_unscoped(&access, q).await?))
+    Ok(Json(
+        s.churn.local().list_events_unscoped(&access, q).await?,
+    ))
 }
 
 #[utoipa::path(post, path = "/churn-events", operation_id = "create_churn_event_unscoped", tag = "churn events (unscoped)", security(("bearer" = []), ("api_key" = [])),
@@ -77,7 +79,7 @@ pub async fn create(
     UnscopedJson(req): UnscopedJson<CreateChurnEventUnscoped>,
 ) -> UnscopedResult<(StatusCode, Json<Data<UnscopedChurnEvent>>)> {
     let access = project_access(&s, caller, q.project.as_deref()).await?;
-    let event = s.churn.core().create_event_unscoped(&access, req).await?;
+    let event = s.churn.local().create_event_unscoped(&access, req).await?;
     Ok((StatusCode::CREATED, Json(Data::new(event.into()))))
 }
 
@@ -90,7 +92,7 @@ pub async fn get(
 ) -> UnscopedResult<Json<Data<UnscopedChurnEvent>>> {
     let access = event_access(&s, caller, &id).await?;
     Ok(Json(Data::new(
-        s.churn.core().event(&access, &id).await?.into(),
+        s.churn.local().event(&access, &id).await?.into(),
     )))
 }
 
@@ -102,9 +104,9 @@ pub async fn recovered(
     Path(id): Path<String>,
 ) -> UnscopedResult<Json<Data<UnscopedChurnEvent>>> {
     let access = event_access(&s, caller, &id).await?;
-    s.churn.core().recover_event(&access, &id).await?;
+    s.churn.local().recover_event(&access, &id).await?;
     Ok(Json(Data::new(
-        s.churn.core().event(&access, &id).await?.into(),
+        s.churn.local().event(&access, &id).await?.into(),
     )))
 }
 

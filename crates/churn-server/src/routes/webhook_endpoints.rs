@@ -22,7 +22,7 @@ pub async fn list(
     ProjectScope(access): ApiProject,
 ) -> ApiResult<Json<Data<Vec<WebhookEndpoint>>>> {
     Ok(Json(Data::new(
-        s.churn.core().list_endpoints(&access).await?,
+        s.churn.local().list_endpoints(&access).await?,
     )))
 }
 
@@ -50,7 +50,7 @@ pub async fn get(
     Path((_, id)): Path<(String, String)>,
 ) -> ApiResult<Json<Data<WebhookEndpoint>>> {
     Ok(Json(Data::new(
-        s.churn.core().get_endpoint(&access, &id).await?,
+        s.churn.local().get_endpoint(&access, &id).await?,
     )))
 }
 
@@ -97,7 +97,7 @@ pub async fn deliveries(
     Path((_, id)): Path<(String, String)>,
     ApiQuery(q): ApiQuery<DeliveryQuery>,
 ) -> ApiResult<Json<Page<WebhookDelivery>>> {
-    let (data, meta) = s.churn.core().list_deliveries(&access, &id, q).await?;
+    let (data, meta) = s.churn.local().list_deliveries(&access, &id, q).await?;
     Ok(Json(Page { data, meta }))
 }
 

@@ -73,7 +73,7 @@ pub async fn demo(
     State(s): State<AppState>,
     ApiQuery(DemoQuery { key }): ApiQuery<DemoQuery>,
 ) -> ApiResult<Response> {
-    let project = match s.churn.core().project_for_key(&key, KeyKind::Public).await {
+    let project = match s.churn.local().project_for_key(&key, KeyKind::Public).await {
         Ok(project) => project,
         Err(churn_core::Error::Unauthorized(_)) => {
             return Err(ApiError::not_found("no project has this public key"));

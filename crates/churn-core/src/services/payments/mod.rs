@@ -20,7 +20,7 @@ mod webhooks;
 use std::sync::Arc;
 
 use super::group::Group;
-use super::{Core, EncryptionKey, Sending};
+use super::{EncryptionKey, Local, Sending};
 use crate::api::payments::WebhookAction;
 use crate::outbound::Outbound;
 
@@ -32,7 +32,7 @@ pub use webhooks::InboundHeaders;
 
 #[derive(Clone)]
 pub struct Payments {
-    pub(super) core: Core,
+    pub(super) core: Local,
     /// The project's sender and the email transport, for dunning emails.
     pub(super) sending: Sending,
     pub(super) outbound: Outbound,
