@@ -149,11 +149,11 @@ impl Local {
             .ok_or_else(unauthorized)?;
         let now = self.now();
         let lookup = presented.lookup();
-        let key = cache::Key::Credential(kind, lookup.clone());
-        // A recent miss is trusted without reading the change counter (see `cache`).
-        if let Some(cache::Value::UnknownCredential) = self.cache.get(&key) {
+        // A recent miss holds whatever changed since (see `cache`).
+        if self.cache.is_known_miss(kind, &lookup) {
             return Err(unauthorized());
         }
+        let key = cache::Key::Credential(kind, lookup.clone());
         if let Some(cache::Value::Credential(project, expires_at)) = self.cached(&key).await? {
             return match expires_at {
                 Some(at) if at <= now => Err(unauthorized()),
@@ -164,8 +164,7 @@ impl Local {
         let Some((project, expires_at)) =
             projects::by_active_key(self.store.reader(), kind, &lookup, now).await?
         else {
-            self.cache
-                .insert(key, cache::Value::UnknownCredential, epoch);
+            self.cache.remember_miss(kind, lookup);
             return Err(unauthorized());
         };
         self.cache.insert(

@@ -1,10 +1,12 @@
 //! A cache of access decisions (which project a key or a user's slug resolves to, the
-//! project's current keys, and each user's session version) and of what inbound provider
-//! events read (provider connections, dunning configurations), so authenticated reads and
-//! inbound events need no database round trip for them.
+//! project's current keys, and each user's session version), of what inbound provider events
+//! read (provider connections, dunning configurations) and of the segments the widget routes
+//! by, so authenticated reads, inbound events and the widget's configuration need no
+//! database round trip for them.
 //!
 //! Correctness rests on invalidation, not on the TTL: every write that changes projects,
-//! memberships, keys, session versions, connections or dunning configurations clears the cache after it commits, and on PostgreSQL it also notifies
+//! memberships, keys, session versions, connections, dunning configurations or segmented
+//! cancel flows clears the cache after it commits, and on PostgreSQL it also notifies
 //! the other server processes, which clear theirs. While a process is not listening (at
 //! start, or after losing the listener connection) it does not cache at all. On SQLite, where
 //! nothing can notify, every change also counts itself in `access_changes`, and a process
@@ -12,9 +14,10 @@
 //! CLI or another process holds on the next request. An epoch counter keeps a lookup that
 //! raced with a change from storing what it read before it.
 //!
-//! Keys found unknown are remembered too, so a stream of made-up keys costs one database read
-//! each, not one per request; that memory is used without reading the counter, as nothing
-//! makes an unknown key valid (new keys are random).
+//! Keys found unknown are remembered apart, so a stream of made-up keys costs one database
+//! read each, not one per request. Nothing makes an unknown key valid (new keys are random),
+//! so that memory needs no invalidation: it is kept through every change and while the
+//! listener is down, and used without reading the counter.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -26,6 +29,7 @@ use crate::api::payments::DunningConfig;
 use crate::domain::keys::KeyKind;
 use crate::domain::provider::Provider;
 use crate::domain::role::Role;
+use crate::store::cancel_flows::FlowRoute;
 use crate::store::projects::ProjectRecord;
 use crate::store::providers::ConnectionRecord;
 use crate::time::Timestamp;
@@ -47,22 +51,25 @@ pub(super) enum Key {
     Connection(String, Provider),
     /// A project's dunning configuration.
     Dunning(String),
+    /// A project's active segmented cancel flows, as the widget routes by them.
+    FlowRoutes(String),
 }
 
 #[derive(Debug, Clone)]
 pub(super) enum Value {
     Visible(Arc<Vec<(ProjectRecord, Role)>>),
     Credential(Arc<ProjectRecord>, Option<Timestamp>),
-    /// No active key has this lookup value.
-    UnknownCredential,
     CurrentKeys(Option<String>, Option<String>),
     SessionVersion(i64),
     Connection(Option<Arc<ConnectionRecord>>),
     Dunning(Arc<DunningConfig>),
+    FlowRoutes(Arc<Vec<FlowRoute>>),
 }
 
 pub(super) struct AccessCache {
     entries: Cache<Key, Value>,
+    /// Lookup values no active key of the kind had when last read.
+    misses: Cache<(KeyKind, String), ()>,
     epoch: AtomicU64,
     live: AtomicBool,
     /// The highest `access_changes` count observed (SQLite); -1 before the first.
@@ -75,6 +82,10 @@ impl AccessCache {
     pub(super) fn new(live: bool) -> Self {
         Self {
             entries: Cache::builder()
+                .max_capacity(CAPACITY)
+                .time_to_live(TTL)
+                .build(),
+            misses: Cache::builder()
                 .max_capacity(CAPACITY)
                 .time_to_live(TTL)
                 .build(),
@@ -118,6 +129,15 @@ impl AccessCache {
         if self.epoch() != epoch {
             self.entries.invalidate(&key);
         }
+    }
+
+    /// Whether no active key of `kind` had this lookup value when last read.
+    pub(super) fn is_known_miss(&self, kind: KeyKind, lookup: &str) -> bool {
+        self.misses.contains_key(&(kind, lookup.to_owned()))
+    }
+
+    pub(super) fn remember_miss(&self, kind: KeyKind, lookup: String) {
+        self.misses.insert((kind, lookup), ());
     }
 
     pub(super) fn invalidate(&self) {
@@ -200,5 +220,17 @@ mod tests {
         cache.set_live(true);
         cache.insert(key.clone(), value(), cache.epoch());
         assert!(cache.get(&key).is_some());
+    }
+
+    #[test]
+    fn misses_outlive_changes_and_a_lost_listener() {
+        let cache = AccessCache::new(false);
+        cache.remember_miss(KeyKind::Secret, "k".into());
+        assert!(cache.is_known_miss(KeyKind::Secret, "k"), "kept while not live");
+        cache.set_live(true);
+        cache.invalidate();
+        cache.observe(5);
+        assert!(cache.is_known_miss(KeyKind::Secret, "k"), "kept through changes");
+        assert!(!cache.is_known_miss(KeyKind::Public, "k"), "per kind");
     }
 }

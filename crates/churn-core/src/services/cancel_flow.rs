@@ -9,9 +9,11 @@
 //! by an `apply_offer` job stored with the event, so a process that dies in between, or a
 //! provider that is unavailable, leaves the work to the job rather than undone.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::access::ProjectAccess;
+use super::cache;
 use super::{Local, Payments};
 use crate::api::cancel_flow::{
     CancelReasonRecorded, CancelReasonSubmission, ConfigQuery, OfferOutcome, SegmentedFlow,
@@ -36,7 +38,7 @@ use crate::jobs::kind::Job;
 use crate::providers::CallError;
 use crate::providers::stripe::{NewCoupon, PauseBehavior, Stripe};
 use crate::services::webhooks::{emit_churn_events, emit_one};
-use crate::store::cancel_flows::FlowRecord;
+use crate::store::cancel_flows::{FlowRecord, FlowRoute};
 use crate::store::cancel_sessions::SessionRecord;
 use crate::store::events::{EventRecord, OfferLock};
 use crate::store::{cancel_flows, events};
@@ -87,7 +89,7 @@ impl Local {
         customer: Option<&Email>,
     ) -> Result<WidgetFlow> {
         let project_id = &access.project.id;
-        let routes = cancel_flows::active_routes(self.store.reader(), project_id).await?;
+        let routes = self.flow_routes(project_id).await?;
         if let Some(chosen) = segment::route(&routes, facts)
             && let Some((flow, variants)) =
                 cancel_flows::flow_config(self.store.reader(), project_id, &chosen.id).await?
@@ -108,6 +110,20 @@ impl Local {
             flow_id: None,
             variant: None,
         })
+    }
+
+    /// The project's active segmented flows in routing order, from the cache when current
+    /// (every flow write announces itself like an access change).
+    async fn flow_routes(&self, project_id: &str) -> Result<Arc<Vec<FlowRoute>>> {
+        let key = cache::Key::FlowRoutes(project_id.to_owned());
+        if let Some(cache::Value::FlowRoutes(routes)) = self.cached(&key).await? {
+            return Ok(routes);
+        }
+        let epoch = self.cache.epoch();
+        let routes = Arc::new(cancel_flows::active_routes(self.store.reader(), project_id).await?);
+        self.cache
+            .insert(key, cache::Value::FlowRoutes(routes.clone()), epoch);
+        Ok(routes)
     }
 
     /// `GET /projects/:slug/cancel-flows`: in routing order.
@@ -143,7 +159,9 @@ impl Local {
             created_at: now,
             updated_at: now,
         };
-        cancel_flows::insert_flow(self.store.writer(), &record).await?;
+        let mut tx = self.store.begin().await?;
+        cancel_flows::insert_flow(&mut *tx, &record).await?;
+        self.commit_access_change(tx).await?;
         Ok(flow_view(record))
     }
 
@@ -158,10 +176,11 @@ impl Local {
         let definition = input.validate(&access.project.settings)?;
         let now = self.now();
         let project_id = &access.project.id;
-        let created_at =
-            cancel_flows::update_flow(self.store.writer(), project_id, id, &definition, now)
-                .await?
-                .ok_or_else(flow_not_found)?;
+        let mut tx = self.store.begin().await?;
+        let created_at = cancel_flows::update_flow(&mut *tx, project_id, id, &definition, now)
+            .await?
+            .ok_or_else(flow_not_found)?;
+        self.commit_access_change(tx).await?;
         Ok(flow_view(FlowRecord {
             id: id.to_owned(),
             project_id: project_id.clone(),
@@ -173,10 +192,11 @@ impl Local {
 
     pub async fn delete_segmented_flow(&self, access: &ProjectAccess, id: &str) -> Result<()> {
         access.authorize(Permission::Administer)?;
-        if !cancel_flows::delete_flow(self.store.writer(), &access.project.id, id).await? {
+        let mut tx = self.store.begin().await?;
+        if !cancel_flows::delete_flow(&mut *tx, &access.project.id, id).await? {
             return Err(flow_not_found());
         }
-        Ok(())
+        self.commit_access_change(tx).await
     }
 
     /// The project of a public key for a widget call from `origin` (the `Origin` header):

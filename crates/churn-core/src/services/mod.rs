@@ -161,8 +161,8 @@ impl Local {
     }
 
     /// Commits a change to projects, memberships, keys, session versions, provider
-    /// connections or dunning configurations and drops what `cache` holds here and in every
-    /// other server process.
+    /// connections, dunning configurations or segmented cancel flows and drops what `cache`
+    /// holds here and in every other server process.
     async fn commit_access_change(&self, mut tx: Tx) -> Result<()> {
         self.store.announce_access_change(&mut tx).await?;
         tx.commit().await?;

@@ -18,6 +18,7 @@ both_backends!(
     bad_customer_facts_are_named,
     submissions_record_the_flow_they_went_through,
     the_outcome_webhook_names_the_flow,
+    every_process_routes_by_the_flows_as_they_now_stand,
 );
 
 pub const FLOWS: &str = "/projects/acme/cancel-flows";
@@ -445,4 +446,44 @@ async fn the_outcome_webhook_names_the_flow(backend: Backend) {
     assert_eq!(told[0].1["flow_id"], Value::Null, "the default flow");
     assert_eq!(told[1].1["flow_id"], pro.as_str());
     assert_eq!(told[1].1["variant"], Value::Null);
+}
+
+/// The second process's flow for a `Pro` customer, asked until it is `expected` (a process
+/// hears of another's change by notification or, on SQLite, by the change counter).
+async fn until_routed(app: &TestApp, key: &str, expected: Option<&str>, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let shown = config(app, key, &[("plan_name", "Pro")]).await;
+        if shown["flow_id"].as_str() == expected {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: {shown}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// The routes are cached per process: a flow created, changed or deleted through one server
+/// process is routed by on another that had the old routes cached.
+async fn every_process_routes_by_the_flows_as_they_now_stand(backend: Backend) {
+    let first = TestApp::spawn(backend).await;
+    let second = first.alongside(crate::helpers::Options::default()).await;
+    let owner = acme_owner(&first).await;
+    let key = public_key(&first, &owner).await;
+    let pro = create(&first, &owner, &flow("pro", 1, json!({"plans": ["Pro"]}))).await;
+    let pro_id = pro["id"].as_str().unwrap();
+    for _ in 0..3 {
+        until_routed(&second, &key, Some(pro_id), "warms the second process").await;
+    }
+
+    let path = format!("{FLOWS}/{pro_id}");
+    let basic = flow("pro", 1, json!({"plans": ["Basic"]}));
+    first.call_json(&owner, Method::PUT, &path, &basic, 200).await;
+    until_routed(&second, &key, None, "a changed segment still routes").await;
+
+    let again = create(&first, &owner, &flow("again", 2, json!({"plans": ["Pro"]}))).await;
+    let again_id = again["id"].as_str().unwrap();
+    until_routed(&second, &key, Some(again_id), "a new flow is not routed to").await;
+
+    first.call(&owner, Method::DELETE, &format!("{FLOWS}/{again_id}"), 204).await;
+    until_routed(&second, &key, None, "a deleted flow is still routed to").await;
 }
