@@ -226,11 +226,17 @@ mod tests {
     fn misses_outlive_changes_and_a_lost_listener() {
         let cache = AccessCache::new(false);
         cache.remember_miss(KeyKind::Secret, "k".into());
-        assert!(cache.is_known_miss(KeyKind::Secret, "k"), "kept while not live");
+        assert!(
+            cache.is_known_miss(KeyKind::Secret, "k"),
+            "kept while not live"
+        );
         cache.set_live(true);
         cache.invalidate();
         cache.observe(5);
-        assert!(cache.is_known_miss(KeyKind::Secret, "k"), "kept through changes");
+        assert!(
+            cache.is_known_miss(KeyKind::Secret, "k"),
+            "kept through changes"
+        );
         assert!(!cache.is_known_miss(KeyKind::Public, "k"), "per kind");
     }
 }

@@ -477,13 +477,17 @@ async fn every_process_routes_by_the_flows_as_they_now_stand(backend: Backend) {
 
     let path = format!("{FLOWS}/{pro_id}");
     let basic = flow("pro", 1, json!({"plans": ["Basic"]}));
-    first.call_json(&owner, Method::PUT, &path, &basic, 200).await;
+    first
+        .call_json(&owner, Method::PUT, &path, &basic, 200)
+        .await;
     until_routed(&second, &key, None, "a changed segment still routes").await;
 
     let again = create(&first, &owner, &flow("again", 2, json!({"plans": ["Pro"]}))).await;
     let again_id = again["id"].as_str().unwrap();
     until_routed(&second, &key, Some(again_id), "a new flow is not routed to").await;
 
-    first.call(&owner, Method::DELETE, &format!("{FLOWS}/{again_id}"), 204).await;
+    first
+        .call(&owner, Method::DELETE, &format!("{FLOWS}/{again_id}"), 204)
+        .await;
     until_routed(&second, &key, None, "a deleted flow is still routed to").await;
 }
