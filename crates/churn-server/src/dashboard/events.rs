@@ -394,6 +394,12 @@ fn timeline(e: &ChurnEvent) -> Vec<Moment> {
             .replace('_', " ");
         moments.push((at, format!("Recovered (via {via})")));
     }
+    if let Some(at) = e.offer_applied_at {
+        moments.push((
+            at,
+            "The accepted offer applied at the payment provider".into(),
+        ));
+    }
     if let Some(at) = e.lost_at {
         moments.push((at, "Lost: the recovery window passed".into()));
     }

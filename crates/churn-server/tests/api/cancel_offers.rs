@@ -9,6 +9,7 @@ use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::cancel_flow::{identity_secret, owned_by, pairs, signed};
+use crate::dashboard_client::Browser;
 use crate::helpers::{Backend, TestApp, acme_owner, configure, fields};
 use crate::webhooks::{Setup, setup};
 use churn_core::both_backends;
@@ -70,6 +71,13 @@ async fn changes_answer(s: &Setup, sub: &str, status: u16, body: Value) {
         .await;
 }
 
+/// The dashboard's page of the event `id`, as the owner sees it.
+async fn event_page(s: &Setup, id: &Value) -> String {
+    let owner = Browser::sign_in(&s.app, "owner@acme.io").await;
+    let id = id.as_str().unwrap();
+    owner.get(&format!("/app/p/acme/events/{id}"), 200).await
+}
+
 fn accepted(reason: &str, sub: &str) -> Value {
     json!({"customer_email": DANA, "reason": reason, "offer_accepted": true,
         "provider_subscription_id": sub})
@@ -109,6 +117,9 @@ async fn trial_extensions_and_plan_changes_are_applied_at_stripe(backend: Backen
     let event = s.event(&saved["churn_event_id"]).await;
     assert_eq!(event["offer_applied_at"], "2026-03-01T10:00:00.000Z");
     assert_eq!(event["offer_error"], Value::Null);
+    let page = event_page(&s, &saved["churn_event_id"]).await;
+    assert!(page.contains("The accepted offer applied at the payment provider"));
+    assert!(!page.contains("offer not applied"));
 
     let before = s.received().await;
     let saved = s.submit(accepted("not_using_enough", "sub_ended")).await;
@@ -183,6 +194,11 @@ async fn provider_errors_of_the_new_offers_are_kept_on_the_event(backend: Backen
             "{reason}"
         );
         assert_eq!(event["offer_applied_at"], Value::Null);
+        // The founder sees it on the event's page, to honour the offer by hand.
+        let page = event_page(&s, &failed["churn_event_id"]).await;
+        assert!(page.contains("offer not applied"), "{reason}");
+        assert!(page.contains("No such price"), "{reason}");
+        assert!(!page.contains("The accepted offer applied"), "{reason}");
     }
     assert_eq!(s.received().await, 2, "one refused change per offer");
 
