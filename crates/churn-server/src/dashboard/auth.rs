@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use super::error::{PageError, reason};
 use super::layout::{Lone, html};
+use super::outcome::Done;
 use super::session::{Signed, Transport, clear_cookie, set_cookie};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -260,12 +261,13 @@ pub async fn onboard(
     }
 }
 
-pub async fn forgot_page() -> Response {
+/// The form, or (`?done=sent`, after it was posted) what happens next.
+pub async fn forgot_page(Query(params): Query<Done>) -> Response {
     html(
         StatusCode::OK,
         ForgotPage {
             lone: Lone::default(),
-            sent: false,
+            sent: params.done.as_deref() == Some("sent"),
         },
     )
 }
@@ -276,7 +278,8 @@ pub struct ForgotForm {
     email: String,
 }
 
-/// The same answer whether or not the address has an account, as the API's.
+/// The same answer whether or not the address has an account, as the API's; a redirect, so
+/// that reloading the answer sends no second email.
 pub async fn forgot(
     State(s): State<AppState>,
     Form(form): Form<ForgotForm>,
@@ -285,13 +288,7 @@ pub async fn forgot(
         .accounts()
         .forgot_password(ForgotPassword { email: form.email })
         .await?;
-    Ok(html(
-        StatusCode::OK,
-        ForgotPage {
-            lone: Lone::default(),
-            sent: true,
-        },
-    ))
+    Ok(Redirect::to("/app/forgot-password?done=sent").into_response())
 }
 
 /// Forgets the session in this browser (the CSRF layer has checked the form came from here).

@@ -26,6 +26,7 @@ both_backends!(
     a_draft_is_edited_and_sent_from_the_event_page,
     an_empty_project_shows_the_checklist_then_the_overview,
     registration_opens_the_new_project,
+    a_reset_link_is_asked_for_once_however_often_the_answer_is_reloaded,
 );
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
@@ -605,4 +606,42 @@ async fn registration_opens_the_new_project(backend: Backend) {
         )
         .await;
     assert_eq!(r.status(), 409);
+}
+
+async fn a_reset_link_is_asked_for_once_however_often_the_answer_is_reloaded(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    acme_owner(&app).await;
+    let resets = |app: &TestApp| {
+        app.outbox()
+            .into_iter()
+            .filter(|m| m.contains("Subject: Reset your churn password"))
+            .count()
+    };
+    for email in ["owner@acme.io", "nobody@acme.io"] {
+        let r = app
+            .post_form(page(&app, "/app/forgot-password"), &[("email", email)])
+            .await;
+        // The same answer whether or not the address has an account.
+        assert_eq!(
+            (r.status().as_u16(), location(&r)),
+            (303, "/app/forgot-password?done=sent"),
+            "{email}"
+        );
+    }
+    app.run_jobs().await;
+    assert_eq!(resets(&app), 1);
+    for _ in 0..2 {
+        let r = app
+            .client
+            .get(page(&app, "/app/forgot-password?done=sent"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let html = r.text().await.unwrap();
+        assert!(html.contains("is on its way"), "{html}");
+        assert!(!html.contains("<form"), "{html}");
+    }
+    app.run_jobs().await;
+    assert_eq!(resets(&app), 1, "a reload sends nothing");
 }
