@@ -11,7 +11,7 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{Backend, Writes, json_array};
+use super::{Backend, Cast, Writes, json_array, json_fields};
 use crate::error::Result;
 
 /// The domain of every demo customer's email: reserved (RFC 2606), so no real customer has it.
@@ -98,36 +98,55 @@ pub async fn insert_events<'e>(
     let rows: Vec<_> = rows
         .iter()
         .map(|e| {
-            serde_json::json!([
-                e.id,
-                e.customer_email,
-                e.customer_name,
-                e.event_type,
-                e.cancel_reason,
-                e.reason_code,
-                e.mrr,
-                e.currency,
-                e.plan_name,
-                e.tenure_days,
-                e.status,
-                e.provider,
-                e.recovered_via,
-                e.recovered_at,
-                e.lost_at,
-                e.offer_applied_at,
-                e.created_at,
-                e.updated_at
-            ])
+            serde_json::json!({
+                "id": e.id,
+                "customer_email": e.customer_email,
+                "customer_name": e.customer_name,
+                "event_type": e.event_type,
+                "cancel_reason": e.cancel_reason,
+                "reason_code": e.reason_code,
+                "mrr": e.mrr,
+                "currency": e.currency,
+                "plan_name": e.plan_name,
+                "tenure_days": e.tenure_days,
+                "status": e.status,
+                "provider": e.provider,
+                "recovered_via": e.recovered_via,
+                "recovered_at": e.recovered_at,
+                "lost_at": e.lost_at,
+                "offer_applied_at": e.offer_applied_at,
+                "created_at": e.created_at,
+                "updated_at": e.updated_at,
+            })
         })
         .collect();
+    const INSERTED: [&str; 18] = [
+        "id",
+        "customer_email",
+        "customer_name",
+        "event_type",
+        "cancel_reason",
+        "reason_code",
+        "mrr",
+        "currency",
+        "plan_name",
+        "tenure_days",
+        "status",
+        "provider",
+        "recovered_via",
+        "recovered_at",
+        "lost_at",
+        "offer_applied_at",
+        "created_at",
+        "updated_at",
+    ];
     sqlx::query(&format!(
-        "INSERT INTO churn_events (id, project_id, customer_email, customer_name, event_type, \
-         cancel_reason, reason_code, mrr, currency, plan_name, tenure_days, status, provider, \
-         recovered_via, recovered_at, lost_at, offer_applied_at, created_at, updated_at) \
-         SELECT j.value ->> 0, $1, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, \
-         j.value ->> 5, CAST(j.value ->> 6 AS BIGINT), j.value ->> 7, j.value ->> 8, \
-         CAST(j.value ->> 9 AS BIGINT), j.value ->> 10, j.value ->> 11, j.value ->> 12, \
-         j.value ->> 13, j.value ->> 14, j.value ->> 15, j.value ->> 16, j.value ->> 17 FROM {}",
+        "INSERT INTO churn_events (project_id, {}) SELECT $1, {} FROM {}",
+        INSERTED.join(", "),
+        json_fields(
+            &INSERTED,
+            &[("mrr", Cast::BigInt), ("tenure_days", Cast::BigInt)]
+        ),
         backend.json_rows(2)
     ))
     .bind(project_id)
@@ -170,41 +189,66 @@ pub async fn insert_variants<'e>(
     let rows: Vec<_> = rows
         .iter()
         .map(|v| {
-            serde_json::json!([
-                v.id,
-                v.churn_event_id,
-                v.strategy,
-                v.subject,
-                v.body,
-                v.body_text,
-                v.status,
-                i64::from(v.rank == 1),
-                v.rank,
-                v.rank_score,
-                v.rank_reasons,
-                v.coupon.map(|c| c.0),
-                v.coupon.map(|c| c.1),
-                v.recipient,
-                v.opened_at,
-                v.clicked_at,
-                v.open_count,
-                v.click_count,
-                v.created_at,
-                v.updated_at
-            ])
+            serde_json::json!({
+                "id": v.id,
+                "churn_event_id": v.churn_event_id,
+                "strategy": v.strategy,
+                "subject": v.subject,
+                "body": v.body,
+                "body_text": v.body_text,
+                "status": v.status,
+                "recommended": i64::from(v.rank == 1),
+                "rank": v.rank,
+                "rank_score": v.rank_score,
+                "rank_reasons": v.rank_reasons,
+                "coupon_code": v.coupon.map(|c| c.0),
+                "coupon_percent": v.coupon.map(|c| c.1),
+                "recipient": v.recipient,
+                "opened_at": v.opened_at,
+                "clicked_at": v.clicked_at,
+                "open_count": v.open_count,
+                "click_count": v.click_count,
+                "created_at": v.created_at,
+                "updated_at": v.updated_at,
+            })
         })
         .collect();
+    const INSERTED: [&str; 20] = [
+        "id",
+        "churn_event_id",
+        "strategy",
+        "subject",
+        "body",
+        "body_text",
+        "status",
+        "recommended",
+        "rank",
+        "rank_score",
+        "rank_reasons",
+        "coupon_code",
+        "coupon_percent",
+        "recipient",
+        "opened_at",
+        "clicked_at",
+        "open_count",
+        "click_count",
+        "created_at",
+        "updated_at",
+    ];
     sqlx::query(&format!(
-        "INSERT INTO recovery_variants (id, churn_event_id, project_id, strategy, subject, body, \
-         body_text, status, recommended, rank, rank_score, rank_reasons, generator, coupon_code, \
-         coupon_percent, recipient, opened_at, clicked_at, open_count, click_count, created_at, \
-         updated_at) \
-         SELECT j.value ->> 0, j.value ->> 1, $1, j.value ->> 2, j.value ->> 3, j.value ->> 4, \
-         j.value ->> 5, j.value ->> 6, CAST(j.value ->> 7 AS INTEGER), CAST(j.value ->> 8 AS INTEGER), \
-         CAST(j.value ->> 9 AS DOUBLE PRECISION), j.value ->> 10, 'template', j.value ->> 11, \
-         CAST(j.value ->> 12 AS INTEGER), j.value ->> 13, j.value ->> 14, j.value ->> 15, \
-         CAST(j.value ->> 16 AS INTEGER), CAST(j.value ->> 17 AS INTEGER), j.value ->> 18, \
-         j.value ->> 19 FROM {}",
+        "INSERT INTO recovery_variants (project_id, generator, {}) SELECT $1, 'template', {} FROM {}",
+        INSERTED.join(", "),
+        json_fields(
+            &INSERTED,
+            &[
+                ("recommended", Cast::Integer),
+                ("rank", Cast::Integer),
+                ("rank_score", Cast::Double),
+                ("coupon_percent", Cast::Integer),
+                ("open_count", Cast::Integer),
+                ("click_count", Cast::Integer),
+            ]
+        ),
         backend.json_rows(2)
     ))
     .bind(project_id)
@@ -271,31 +315,47 @@ pub async fn insert_failures(
     let failures: Vec<_> = rows
         .iter()
         .map(|f| {
-            serde_json::json!([
-                f.id,
-                f.reference,
-                f.customer_email,
-                f.amount,
-                f.currency,
-                f.status,
-                f.failure_reason,
-                f.decline_code,
-                f.attempts.len(),
-                f.abandon_reason,
-                f.recovered_at,
-                f.created_at,
-                f.updated_at
-            ])
+            serde_json::json!({
+                "id": f.id,
+                "reference": f.reference,
+                "customer_email": f.customer_email,
+                "amount": f.amount,
+                "currency": f.currency,
+                "status": f.status,
+                "failure_reason": f.failure_reason,
+                "decline_code": f.decline_code,
+                "attempts": f.attempts.len(),
+                "abandon_reason": f.abandon_reason,
+                "recovered_at": f.recovered_at,
+                "created_at": f.created_at,
+                "updated_at": f.updated_at,
+            })
         })
         .collect();
+    const INSERTED: [&str; 13] = [
+        "id",
+        "reference",
+        "customer_email",
+        "amount",
+        "currency",
+        "status",
+        "failure_reason",
+        "decline_code",
+        "attempts",
+        "abandon_reason",
+        "recovered_at",
+        "created_at",
+        "updated_at",
+    ];
     // No next retry: the dunning worker never picks demo records up.
     sqlx::query(&format!(
-        "INSERT INTO payment_failures (id, project_id, provider, reference, customer_email, amount, \
-         currency, status, failure_reason, decline_code, attempts, max_retries, abandon_reason, \
-         recovered_at, created_at, updated_at) \
-         SELECT j.value ->> 0, $1, 'stripe', j.value ->> 1, j.value ->> 2, CAST(j.value ->> 3 AS BIGINT), \
-         j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, CAST(j.value ->> 8 AS INTEGER), 4, \
-         j.value ->> 9, j.value ->> 10, j.value ->> 11, j.value ->> 12 FROM {}",
+        "INSERT INTO payment_failures (project_id, provider, max_retries, {}) \
+         SELECT $1, 'stripe', 4, {} FROM {}",
+        INSERTED.join(", "),
+        json_fields(
+            &INSERTED,
+            &[("amount", Cast::BigInt), ("attempts", Cast::Integer)]
+        ),
         backend.json_rows(2)
     ))
     .bind(project_id)
@@ -305,14 +365,22 @@ pub async fn insert_failures(
     let attempts: Vec<_> = rows
         .iter()
         .flat_map(|f| {
-            f.attempts
-                .iter()
-                .map(move |(id, at, outcome, code)| (id, &f.id, at, outcome, code))
+            f.attempts.iter().map(move |(id, at, outcome, code)| {
+                serde_json::json!({
+                    "id": id,
+                    "failure_id": f.id,
+                    "at": at,
+                    "outcome": outcome,
+                    "decline_code": code,
+                })
+            })
         })
         .collect();
+    const ATTEMPTS: [&str; 5] = ["id", "failure_id", "at", "outcome", "decline_code"];
     sqlx::query(&format!(
-        "INSERT INTO payment_attempts (id, failure_id, at, outcome, decline_code) \
-         SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4 FROM {}",
+        "INSERT INTO payment_attempts ({}) SELECT {} FROM {}",
+        ATTEMPTS.join(", "),
+        json_fields(&ATTEMPTS, &[]),
         backend.json_rows(1)
     ))
     .bind(json_array(&attempts))
@@ -345,27 +413,37 @@ pub async fn insert_alerts<'e>(
     let rows: Vec<_> = rows
         .iter()
         .map(|a| {
-            serde_json::json!([
-                a.id,
-                a.opaque_id,
-                a.customer_email,
-                a.risk_score,
-                a.risk_level,
-                a.signals,
-                a.status,
-                a.reason,
-                a.attempts,
-                a.created_at
-            ])
+            serde_json::json!({
+                "id": a.id,
+                "opaque_id": a.opaque_id,
+                "customer_email": a.customer_email,
+                "risk_score": a.risk_score,
+                "risk_level": a.risk_level,
+                "signals": a.signals,
+                "status": a.status,
+                "reason": a.reason,
+                "attempts": a.attempts,
+                "created_at": a.created_at,
+            })
         })
         .collect();
+    const INSERTED: [&str; 10] = [
+        "id",
+        "opaque_id",
+        "customer_email",
+        "risk_score",
+        "risk_level",
+        "signals",
+        "status",
+        "reason",
+        "attempts",
+        "created_at",
+    ];
     // Never pending: the delivery worker has nothing of the demo's to send.
     sqlx::query(&format!(
-        "INSERT INTO risk_alerts (id, project_id, opaque_id, customer_email, risk_score, risk_level, \
-         signals, channel, status, reason, attempts, created_at) \
-         SELECT j.value ->> 0, $1, j.value ->> 1, j.value ->> 2, CAST(j.value ->> 3 AS INTEGER), \
-         j.value ->> 4, j.value ->> 5, 'webhook', j.value ->> 6, j.value ->> 7, j.value ->> 8, \
-         j.value ->> 9 FROM {}",
+        "INSERT INTO risk_alerts (project_id, channel, {}) SELECT $1, 'webhook', {} FROM {}",
+        INSERTED.join(", "),
+        json_fields(&INSERTED, &[("risk_score", Cast::Integer)]),
         backend.json_rows(2)
     ))
     .bind(project_id)
@@ -382,13 +460,19 @@ pub async fn insert_opens<'e>(
     rows: &[(String, String)],
 ) -> Result<()> {
     let backend = db.backend();
+    let rows: Vec<_> = rows
+        .iter()
+        .map(|(email, at)| serde_json::json!({ "customer_email": email, "opened_at": at }))
+        .collect();
+    const INSERTED: [&str; 2] = ["customer_email", "opened_at"];
     sqlx::query(&format!(
-        "INSERT INTO cancel_flow_opens (project_id, customer_email, opened_at) \
-         SELECT $1, j.value ->> 0, j.value ->> 1 FROM {}",
+        "INSERT INTO cancel_flow_opens (project_id, {}) SELECT $1, {} FROM {}",
+        INSERTED.join(", "),
+        json_fields(&INSERTED, &[]),
         backend.json_rows(2)
     ))
     .bind(project_id)
-    .bind(json_array(rows))
+    .bind(json_array(&rows))
     .execute(db)
     .await?;
     Ok(())

@@ -61,9 +61,10 @@ impl Backend {
     }
 
     /// A `FROM` item over the JSON array in parameter `param`, one row per element, its
-    /// element as `j.value`: `j.value ->> 0` reads the first field of an array element, in
-    /// both dialects. Many rows then travel as one text parameter, so a statement's text does
-    /// not depend on the number of rows (one prepared statement, no parameter limit).
+    /// element as `j.value`: `j.value ->> 'id'` reads the field `id` of an object element, in
+    /// both dialects (`json_fields` writes a list of them). Many rows then travel as one text
+    /// parameter, so a statement's text does not depend on the number of rows (one prepared
+    /// statement, no parameter limit).
     /// PostgreSQL reads it as `jsonb`, parsed once (as `json`, every `->>` parsed the element
     /// again); SQLite keeps the parse of the element its fields are read from.
     pub fn json_rows(self, param: usize) -> String {

@@ -4,7 +4,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Backend, Writes, contains_pattern, decode, json_array, json_fields};
+use super::{Backend, Cast, Writes, contains_pattern, decode, json_array, json_fields};
 use crate::api::events::AutopilotStatus;
 use crate::domain::analytics::Group;
 use crate::domain::lifecycle::EventStatus;
@@ -155,7 +155,10 @@ pub async fn insert<'e>(db: impl Writes<'e>, events: &[&EventRecord]) -> Result<
     let sql = format!(
         "INSERT INTO churn_events ({}, updated_at) SELECT {}, j.value ->> 'created_at' FROM {}",
         INSERTED.join(", "),
-        json_fields(&INSERTED, &["mrr", "tenure_days"]),
+        json_fields(
+            &INSERTED,
+            &[("mrr", Cast::BigInt), ("tenure_days", Cast::BigInt)]
+        ),
         backend.json_rows(1)
     );
     sqlx::query(&sql)

@@ -5,10 +5,11 @@
 //! claim can pass over the projects that hold their share of a runner's slots.
 
 use super::Writes;
+use serde::Serialize;
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
-use super::{Store, decode, json_array, ts};
+use super::{Cast, Store, decode, json_array, json_fields, ts};
 use crate::error::Result;
 use crate::ids::new_id;
 use crate::time::{self, Timestamp};
@@ -98,18 +99,28 @@ pub async fn enqueue<'e>(db: impl Writes<'e>, jobs: &[NewJob<'_>], now: Timestam
     if jobs.is_empty() {
         return Ok(());
     }
+    /// A job as bound: its columns, and the table and id of the row its project is found from.
+    #[derive(Serialize)]
+    struct JobRow<'a> {
+        id: String,
+        kind: &'a str,
+        payload: String,
+        run_at: String,
+        max_attempts: i64,
+        owner_table: Option<&'static str>,
+        owner_id: Option<&'a str>,
+    }
+    const INSERTED: [&str; 5] = ["id", "kind", "payload", "run_at", "max_attempts"];
     let rows: Vec<_> = jobs
         .iter()
-        .map(|j| {
-            (
-                new_id(),
-                j.kind,
-                j.payload.to_string(),
-                time::format(&j.run_at),
-                j.max_attempts,
-                j.owner.map(|(owner, _)| owner.table()),
-                j.owner.map(|(_, id)| id),
-            )
+        .map(|j| JobRow {
+            id: new_id(),
+            kind: j.kind,
+            payload: j.payload.to_string(),
+            run_at: time::format(&j.run_at),
+            max_attempts: j.max_attempts,
+            owner_table: j.owner.map(|(owner, _)| owner.table()),
+            owner_id: j.owner.map(|(_, id)| id),
         })
         .collect();
     let project: String = Owner::ALL
@@ -118,14 +129,15 @@ pub async fn enqueue<'e>(db: impl Writes<'e>, jobs: &[NewJob<'_>], now: Timestam
             format!(
                 " WHEN '{}' THEN {}",
                 o.table(),
-                o.project_of("j.value ->> 6")
+                o.project_of("j.value ->> 'owner_id'")
             )
         })
         .collect();
     let sql = format!(
-        "INSERT INTO jobs (id, kind, payload, run_at, status, max_attempts, created_at, updated_at, project_id) \
-         SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, 'queued', \
-         CAST(j.value ->> 4 AS BIGINT), $2, $2, CASE j.value ->> 5{project} END FROM {}",
+        "INSERT INTO jobs ({}, status, created_at, updated_at, project_id) \
+         SELECT {}, 'queued', $2, $2, CASE j.value ->> 'owner_table'{project} END FROM {}",
+        INSERTED.join(", "),
+        json_fields(&INSERTED, &[("max_attempts", Cast::BigInt)]),
         backend.json_rows(1)
     );
     sqlx::query(&sql)
@@ -147,13 +159,22 @@ pub async fn claim_next(
     lease_until: Timestamp,
     full: &[Option<&str>],
 ) -> Result<Option<JobRecord>> {
+    #[derive(Serialize)]
+    struct FullRow<'a> {
+        project_id: &'a str,
+    }
     // '' is no project id (ids are never empty): jobs of no project form one group.
-    let full: Vec<(&str,)> = full.iter().map(|p| (p.unwrap_or(""),)).collect();
+    let full: Vec<_> = full
+        .iter()
+        .map(|p| FullRow {
+            project_id: p.unwrap_or(""),
+        })
+        .collect();
     let sql = format!(
         "UPDATE jobs SET status = 'running', attempts = attempts + 1, locked_until = $2, updated_at = $1 \
          WHERE id IN (SELECT id FROM jobs WHERE status IN ('queued', 'running') AND run_at <= $1 \
            AND (status = 'queued' OR locked_until < $1) \
-           AND COALESCE(project_id, '') NOT IN (SELECT j.value ->> 0 FROM {}) \
+           AND COALESCE(project_id, '') NOT IN (SELECT j.value ->> 'project_id' FROM {}) \
            ORDER BY run_at, id LIMIT 1{}) \
          RETURNING id, kind, payload, attempts, run_at, project_id",
         store.backend().json_rows(3),

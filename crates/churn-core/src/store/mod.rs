@@ -315,8 +315,8 @@ pub(crate) fn conflict_on_unique(message: &str) -> impl FnOnce(sqlx::Error) -> E
     }
 }
 
-/// Rows as one JSON array of tuples (each an array), for a statement reading them through
-/// [`Backend::json_rows`].
+/// Rows as one JSON array (each row an object keyed by column name, read through
+/// [`json_fields`]), for a statement reading them through [`Backend::json_rows`].
 pub(crate) fn json_array<T: serde::Serialize>(rows: &[T]) -> String {
     serde_json::to_string(rows).expect("rows of strings and numbers serialise")
 }
@@ -330,19 +330,40 @@ pub(crate) fn contains_pattern(q: &str) -> String {
     format!("%{escaped}%")
 }
 
+/// The SQL type a field read by [`json_fields`] is cast to. PostgreSQL's `->>` answers text,
+/// so every column that is not text names its type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cast {
+    BigInt,
+    Integer,
+    Double,
+}
+
+impl Cast {
+    fn sql(self) -> &'static str {
+        match self {
+            Cast::BigInt => "BIGINT",
+            Cast::Integer => "INTEGER",
+            Cast::Double => "DOUBLE PRECISION",
+        }
+    }
+}
+
 /// The `SELECT` list of an insert from JSON objects keyed by column name (one per row, bound
 /// as a [`json_array`] and read through [`Backend::json_rows`]): `j.value ->> 'column'` for
-/// each of `columns`, in order, cast to BIGINT for those in `bigint`. A column added to the
-/// insert is one more name, and cannot shift the others.
-pub(crate) fn json_fields(columns: &[&str], bigint: &[&str]) -> String {
+/// each of `columns`, in order, cast to the type `casts` gives it by name (the others read as
+/// text). A column added to the insert is one more name, and cannot shift the others. Every
+/// name in `casts` is one of `columns`.
+pub(crate) fn json_fields(columns: &[&str], casts: &[(&str, Cast)]) -> String {
+    debug_assert!(
+        casts.iter().all(|(c, _)| columns.contains(c)),
+        "a cast names a column not read: {casts:?} of {columns:?}"
+    );
     columns
         .iter()
-        .map(|c| {
-            if bigint.contains(c) {
-                format!("CAST(j.value ->> '{c}' AS BIGINT)")
-            } else {
-                format!("j.value ->> '{c}'")
-            }
+        .map(|c| match casts.iter().find(|(name, _)| name == c) {
+            Some((_, cast)) => format!("CAST(j.value ->> '{c}' AS {})", cast.sql()),
+            None => format!("j.value ->> '{c}'"),
         })
         .collect::<Vec<_>>()
         .join(", ")
@@ -356,4 +377,34 @@ pub(crate) fn ts(raw: &str) -> Result<crate::time::Timestamp> {
 
 pub(crate) fn ts_opt(raw: Option<&str>) -> Result<Option<crate::time::Timestamp>> {
     raw.map(ts).transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Cast, json_fields};
+
+    #[test]
+    fn json_fields_reads_each_column_by_name_with_its_cast() {
+        assert_eq!(
+            json_fields(
+                &["id", "mrr", "rank", "score", "note"],
+                &[
+                    ("score", Cast::Double),
+                    ("mrr", Cast::BigInt),
+                    ("rank", Cast::Integer),
+                ],
+            ),
+            "j.value ->> 'id', CAST(j.value ->> 'mrr' AS BIGINT), \
+             CAST(j.value ->> 'rank' AS INTEGER), CAST(j.value ->> 'score' AS DOUBLE PRECISION), \
+             j.value ->> 'note'"
+        );
+        assert_eq!(json_fields(&["id"], &[]), "j.value ->> 'id'");
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "a cast names a column not read")]
+    fn json_fields_refuses_a_cast_of_a_column_not_read() {
+        json_fields(&["id", "amount"], &[("amuont", Cast::BigInt)]);
+    }
 }

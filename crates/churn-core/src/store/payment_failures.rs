@@ -4,10 +4,11 @@
 //! emails, page visits, card-update sessions and final-action result) are keyed by the
 //! failure id alone: callers reach them only through a record they have already loaded.
 
+use serde::Serialize;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Writes, decode, json_array, json_fields};
+use super::{Cast, Writes, decode, json_array, json_fields};
 use crate::domain::provider::Provider;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -83,14 +84,60 @@ pub struct EventKey<'a> {
 }
 
 impl EventKey<'_> {
-    fn row(&self) -> [&str; 3] {
-        [self.project_id, self.provider.as_str(), self.event_id]
-    }
-
     fn is(&self, row: &(String, String, String)) -> bool {
         (row.0.as_str(), row.1.as_str(), row.2.as_str())
             == (self.project_id, self.provider.as_str(), self.event_id)
     }
+}
+
+/// A `provider_events` row as [`claim_events`] and [`set_event_actions`] bind it, keyed by
+/// column name.
+#[derive(Debug, Serialize)]
+struct ProviderEventRow<'a> {
+    project_id: &'a str,
+    provider: &'static str,
+    event_id: &'a str,
+    event_type: &'a str,
+    received_at: String,
+    /// `None` in a claim, which records the event as `ignored` until its action is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    action: Option<&'a str>,
+}
+
+impl<'a> ProviderEventRow<'a> {
+    fn new(
+        key: &EventKey<'a>,
+        event_type: &'a str,
+        at: &Timestamp,
+        action: Option<&'a str>,
+    ) -> Self {
+        Self {
+            project_id: key.project_id,
+            provider: key.provider.as_str(),
+            event_id: key.event_id,
+            event_type,
+            received_at: time::format(at),
+            action,
+        }
+    }
+
+    /// The order rows are written (and locked) in: by key, then by the rest.
+    fn order(&self) -> (&str, &str, &str, &str, &str, Option<&str>) {
+        (
+            self.project_id,
+            self.provider,
+            self.event_id,
+            self.event_type,
+            &self.received_at,
+            self.action,
+        )
+    }
+}
+
+/// Sorts the rows into the order they are written in, so two racing groups take the keys'
+/// locks in the same order and wait for each other instead of deadlocking.
+fn in_write_order(rows: &mut [ProviderEventRow<'_>]) {
+    rows.sort_unstable_by(|a, b| a.order().cmp(&b.order()));
 }
 
 /// Records that the events (distinct keys, each with its type and time of receipt) are being
@@ -103,20 +150,19 @@ pub async fn claim_events<'e>(
     events: &[(EventKey<'_>, &str, Timestamp)],
 ) -> Result<Vec<bool>> {
     let backend = db.backend();
-    let mut rows: Vec<[String; 5]> = events
+    let mut rows: Vec<_> = events
         .iter()
-        .map(|(key, event_type, at)| {
-            let [project_id, provider, event_id] = key.row().map(str::to_owned);
-            let (event_type, at) = ((*event_type).to_owned(), time::format(at));
-            [project_id, provider, event_id, event_type, at]
-        })
+        .map(|(key, event_type, at)| ProviderEventRow::new(key, event_type, at, None))
         .collect();
-    rows.sort_unstable();
+    in_write_order(&mut rows);
+    const INSERTED: [&str; 4] = ["project_id", "provider", "event_id", "event_type"];
     let sql = format!(
-        "INSERT INTO provider_events (project_id, provider, event_id, event_type, action, received_at) \
-         SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, 'ignored', j.value ->> 4 \
+        "INSERT INTO provider_events ({}, received_at, action) \
+         SELECT {}, j.value ->> 'received_at', 'ignored' \
          FROM {} WHERE true ON CONFLICT (project_id, provider, event_id) DO NOTHING \
          RETURNING project_id, provider, event_id",
+        INSERTED.join(", "),
+        json_fields(&INSERTED, &[]),
         backend.json_rows(1)
     );
     let claimed: Vec<(String, String, String)> = sqlx::query_as(&sql)
@@ -141,23 +187,26 @@ pub async fn set_event_actions<'e>(
     if actions.is_empty() {
         return Ok(());
     }
-    let mut rows: Vec<[String; 6]> = actions
+    let mut rows: Vec<_> = actions
         .iter()
         .map(|(key, event_type, at, action)| {
-            let [project_id, provider, event_id] = key.row().map(str::to_owned);
-            let (event_type, at, action) = (
-                (*event_type).to_owned(),
-                time::format(at),
-                (*action).to_owned(),
-            );
-            [project_id, provider, event_id, event_type, at, action]
+            ProviderEventRow::new(key, event_type, at, Some(action))
         })
         .collect();
-    rows.sort_unstable();
+    in_write_order(&mut rows);
+    const INSERTED: [&str; 6] = [
+        "project_id",
+        "provider",
+        "event_id",
+        "event_type",
+        "received_at",
+        "action",
+    ];
     let sql = format!(
-        "INSERT INTO provider_events (project_id, provider, event_id, event_type, received_at, action) \
-         SELECT j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5 \
-         FROM {} WHERE true ON CONFLICT (project_id, provider, event_id) DO UPDATE SET action = excluded.action",
+        "INSERT INTO provider_events ({}) SELECT {} FROM {} WHERE true \
+         ON CONFLICT (project_id, provider, event_id) DO UPDATE SET action = excluded.action",
+        INSERTED.join(", "),
+        json_fields(&INSERTED, &[]),
         backend.json_rows(1)
     );
     sqlx::query(&sql)
@@ -227,7 +276,14 @@ pub async fn insert<'e>(db: impl Writes<'e>, failures: &[&FailureRecord]) -> Res
     let sql = format!(
         "INSERT INTO payment_failures ({COLUMNS}) SELECT {}, j.value ->> 'created_at' FROM {} \
          WHERE true ON CONFLICT (project_id, provider, reference) DO NOTHING RETURNING id",
-        json_fields(&inserted, &["amount", "attempts", "max_retries"]),
+        json_fields(
+            &inserted,
+            &[
+                ("amount", Cast::BigInt),
+                ("attempts", Cast::BigInt),
+                ("max_retries", Cast::BigInt),
+            ],
+        ),
         backend.json_rows(1)
     );
     let inserted: Vec<String> = sqlx::query_scalar(&sql)
