@@ -2,11 +2,10 @@
 //! `behavior_daily` rollups (per customer, UTC day, event name and detail) that scoring and
 //! analytics read instead of the raw events.
 
-use serde::Serialize;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Cast, Writes, decode, json_array, json_fields};
+use super::{Writes, decode, json_array};
 use crate::domain::behavior::BehaviorEvent;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -31,63 +30,32 @@ pub async fn insert_many<'e>(
     if events.is_empty() {
         return Ok(Vec::new());
     }
-    #[derive(Serialize)]
-    struct EventRow<'a> {
-        id: &'a str,
-        customer_email: &'a str,
-        event: &'a str,
-        properties: String,
-        occurred_at: String,
-        received_at: String,
-        duration_seconds: Option<f64>,
-        feature: Option<&'a str>,
-        category: Option<&'a str>,
-        nps_score: Option<i64>,
-        expires_at: Option<String>,
-    }
-    const INSERTED: [&str; 11] = [
-        "id",
-        "customer_email",
-        "event",
-        "properties",
-        "occurred_at",
-        "received_at",
-        "duration_seconds",
-        "feature",
-        "category",
-        "nps_score",
-        "expires_at",
-    ];
     let rows: Vec<_> = events
         .iter()
         .map(|n| {
             let (e, x) = (n.event, &n.event.extracted);
-            EventRow {
-                id: n.id,
-                customer_email: &e.customer_email,
-                event: &e.event,
-                properties: serde_json::Value::Object(e.properties.clone()).to_string(),
-                occurred_at: time::format(&e.occurred_at),
-                received_at: time::format(&n.received_at),
-                duration_seconds: x.duration_seconds,
-                feature: x.feature.as_deref(),
-                category: x.category.as_deref(),
-                nps_score: x.nps_score,
-                expires_at: x.expires_at.as_ref().map(time::format),
-            }
+            (
+                n.id,
+                &e.customer_email,
+                &e.event,
+                serde_json::Value::Object(e.properties.clone()).to_string(),
+                time::format(&e.occurred_at),
+                time::format(&n.received_at),
+                x.duration_seconds,
+                x.feature.as_deref(),
+                x.category.as_deref(),
+                x.nps_score,
+                x.expires_at.as_ref().map(time::format),
+            )
         })
         .collect();
     let sql = format!(
-        "INSERT INTO behavior_events (project_id, {}) SELECT $1, {} FROM {} \
+        "INSERT INTO behavior_events (project_id, id, customer_email, event, properties, occurred_at, \
+         received_at, duration_seconds, feature, category, nps_score, expires_at) \
+         SELECT $1, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, \
+         j.value ->> 5, CAST(j.value ->> 6 AS DOUBLE PRECISION), j.value ->> 7, j.value ->> 8, \
+         CAST(j.value ->> 9 AS INTEGER), j.value ->> 10 FROM {} \
          WHERE true ON CONFLICT (project_id, id) DO NOTHING RETURNING id",
-        INSERTED.join(", "),
-        json_fields(
-            &INSERTED,
-            &[
-                ("duration_seconds", Cast::Double),
-                ("nps_score", Cast::Integer),
-            ],
-        ),
         backend.json_rows(2)
     );
     Ok(sqlx::query_scalar::<_, String>(&sql)
@@ -116,31 +84,16 @@ pub async fn add_to_rollups<'e>(
     if counts.is_empty() {
         return Ok(());
     }
-    #[derive(Serialize)]
-    struct CountRow<'a> {
-        customer_email: &'a str,
-        day: &'a str,
-        event: &'a str,
-        detail: &'a str,
-        n: i64,
-    }
-    const INSERTED: [&str; 5] = ["customer_email", "day", "event", "detail", "n"];
     let rows: Vec<_> = counts
         .iter()
-        .map(|&(k, n)| CountRow {
-            customer_email: &k.customer_email,
-            day: &k.day,
-            event: &k.event,
-            detail: &k.detail,
-            n,
-        })
+        .map(|(k, n)| (&k.customer_email, &k.day, &k.event, &k.detail, n))
         .collect();
     let sql = format!(
-        "INSERT INTO behavior_daily (project_id, {}) SELECT $1, {} FROM {} \
+        "INSERT INTO behavior_daily (project_id, customer_email, day, event, detail, n) \
+         SELECT $1, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, \
+         CAST(j.value ->> 4 AS BIGINT) FROM {} \
          WHERE true ON CONFLICT (project_id, customer_email, day, event, detail) \
          DO UPDATE SET n = behavior_daily.n + excluded.n",
-        INSERTED.join(", "),
-        json_fields(&INSERTED, &[("n", Cast::BigInt)]),
         backend.json_rows(2)
     );
     sqlx::query(&sql)

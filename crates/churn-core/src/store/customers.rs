@@ -4,11 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Cast, Writes, contains_pattern, decode, json_array, json_fields};
+use super::{Writes, contains_pattern, decode, json_array};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -39,26 +38,14 @@ pub async fn upsert<'e>(
     if spans.is_empty() {
         return Ok(());
     }
-    #[derive(Serialize)]
-    struct SeenRow<'a> {
-        email: &'a str,
-        first_seen_at: String,
-        last_seen_at: String,
-    }
-    const INSERTED: [&str; 3] = ["email", "first_seen_at", "last_seen_at"];
     let rows: Vec<_> = spans
         .iter()
-        .map(|(email, (first, last))| SeenRow {
-            email,
-            first_seen_at: time::format(first),
-            last_seen_at: time::format(last),
-        })
+        .map(|(email, (first, last))| (email, time::format(first), time::format(last)))
         .collect();
     let sql = format!(
-        "INSERT INTO customers (project_id, {}) SELECT $1, {} FROM {} \
+        "INSERT INTO customers (project_id, email, first_seen_at, last_seen_at) \
+         SELECT $1, j.value ->> 0, j.value ->> 1, j.value ->> 2 FROM {} \
          WHERE true ON CONFLICT (project_id, email) DO UPDATE SET {}, {}",
-        INSERTED.join(", "),
-        json_fields(&INSERTED, &[]),
         backend.json_rows(2),
         widen("first_seen_at", true),
         widen("last_seen_at", false),
@@ -102,45 +89,27 @@ pub async fn record_activity<'e>(
              excluded.{at} >= customers.{at}) THEN excluded.{value} ELSE customers.{value} END"
         )
     };
-    #[derive(Serialize)]
-    struct ActivityRow<'a> {
-        email: &'a str,
-        first_seen_at: String,
-        last_seen_at: String,
-        nps_score: Option<i64>,
-        nps_at: Option<String>,
-        card_expires_at: Option<String>,
-        card_expiry_at: Option<String>,
-    }
-    const INSERTED: [&str; 7] = [
-        "email",
-        "first_seen_at",
-        "last_seen_at",
-        "nps_score",
-        "nps_at",
-        "card_expires_at",
-        "card_expiry_at",
-    ];
     let rows: Vec<_> = activities
         .iter()
-        .map(|a| ActivityRow {
-            email: &a.email,
-            first_seen_at: time::format(&a.first_at),
-            last_seen_at: time::format(&a.last_at),
-            nps_score: a.nps.map(|(score, _)| score),
-            nps_at: a.nps.map(|(_, at)| time::format(&at)),
-            card_expires_at: a.card_expiry.map(|(expires, _)| time::format(&expires)),
-            card_expiry_at: a.card_expiry.map(|(_, at)| time::format(&at)),
+        .map(|a| {
+            (
+                &a.email,
+                time::format(&a.first_at),
+                time::format(&a.last_at),
+                a.nps.map(|(score, _)| score),
+                a.nps.map(|(_, at)| time::format(&at)),
+                a.card_expiry.map(|(expires, _)| time::format(&expires)),
+                a.card_expiry.map(|(_, at)| time::format(&at)),
+            )
         })
         .collect();
-    // The tracked history's span is also the span the customer was seen in. Every SET
-    // expression reads the row as it was, so the guards may be replaced too.
+    // Every SET expression reads the row as it was, so the guards may be replaced too.
     let sql = format!(
-        "INSERT INTO customers (project_id, {}, first_event_at, last_event_at) \
-         SELECT $1, {}, j.value ->> 'first_seen_at', j.value ->> 'last_seen_at' FROM {} \
+        "INSERT INTO customers (project_id, email, first_seen_at, last_seen_at, first_event_at, \
+         last_event_at, nps_score, nps_at, card_expires_at, card_expiry_at) \
+         SELECT $1, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 1, j.value ->> 2, \
+         CAST(j.value ->> 3 AS INTEGER), j.value ->> 4, j.value ->> 5, j.value ->> 6 FROM {} \
          WHERE true ON CONFLICT (project_id, email) DO UPDATE SET {}, {}, {}, {}, {}, {}, {}, {}",
-        INSERTED.join(", "),
-        json_fields(&INSERTED, &[("nps_score", Cast::Integer)]),
         backend.json_rows(2),
         widen("first_seen_at", true),
         widen("last_seen_at", false),

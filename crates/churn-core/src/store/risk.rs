@@ -3,11 +3,10 @@
 //! per customer and day, the `risk_schedules` of each project's next scoring run, the
 //! `risk_configs`, and each project's learned model (`risk_models`).
 
-use serde::Serialize;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Backend, Cast, Store, Tx, Writes, decode, json_array, json_fields};
+use super::{Backend, Store, Tx, Writes, decode, json_array};
 use crate::api::risk::Recomputed;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -307,38 +306,18 @@ pub async fn save_scores(
     if scores.is_empty() {
         return Ok(());
     }
-    #[derive(Serialize)]
-    struct ScoreRow<'a> {
-        customer_email: &'a str,
-        day: &'a str,
-        score: Option<i64>,
-        level: Option<&'a str>,
-        signals: &'a str,
-        model: &'a str,
-        scored_at: String,
-    }
-    const INSERTED: [&str; 7] = [
-        "customer_email",
-        "day",
-        "score",
-        "level",
-        "signals",
-        "model",
-        "scored_at",
-    ];
-    // What the customer row keeps of its latest score.
-    const LATEST: [&str; 4] = ["customer_email", "day", "score", "level"];
-    let score = [("score", Cast::BigInt)];
     let rows: Vec<_> = scores
         .iter()
-        .map(|s| ScoreRow {
-            customer_email: &s.customer_email,
-            day: &s.day,
-            score: s.score,
-            level: s.level.as_deref(),
-            signals: &s.signals,
-            model: &s.model,
-            scored_at: time::format(&s.scored_at),
+        .map(|s| {
+            (
+                &s.customer_email,
+                &s.day,
+                s.score,
+                s.level.as_deref(),
+                &s.signals,
+                &s.model,
+                time::format(&s.scored_at),
+            )
         })
         .collect();
     let rows = json_array(&rows);
@@ -346,8 +325,7 @@ pub async fn save_scores(
     if backend.locks_rows() {
         sqlx::query(&format!(
             "SELECT c.email FROM customers c WHERE c.project_id = $1 \
-             AND c.email IN (SELECT j.value ->> 'customer_email' FROM {from}) \
-             ORDER BY c.email COLLATE \"C\"{}",
+             AND c.email IN (SELECT j.value ->> 0 FROM {from}) ORDER BY c.email COLLATE \"C\"{}",
             backend.for_update("c")
         ))
         .bind(project_id)
@@ -356,12 +334,12 @@ pub async fn save_scores(
         .await?;
     }
     sqlx::query(&format!(
-        "INSERT INTO risk_scores (project_id, {}) SELECT $1, {} FROM {from} \
+        "INSERT INTO risk_scores (project_id, customer_email, day, score, level, signals, model, scored_at) \
+         SELECT $1, j.value ->> 0, j.value ->> 1, CAST(j.value ->> 2 AS BIGINT), j.value ->> 3, \
+         j.value ->> 4, j.value ->> 5, j.value ->> 6 FROM {from} \
          WHERE true ON CONFLICT (project_id, customer_email, day) DO UPDATE SET score = excluded.score, \
          level = excluded.level, signals = excluded.signals, model = excluded.model, \
-         scored_at = excluded.scored_at",
-        INSERTED.join(", "),
-        json_fields(&INSERTED, &score),
+         scored_at = excluded.scored_at"
     ))
     .bind(project_id)
     .bind(&rows)
@@ -370,11 +348,10 @@ pub async fn save_scores(
     // Materialized, so SQLite walks the slice and looks each customer up by key; joined
     // directly, it walked every customer of the project and the slice for each (2 s a slice).
     sqlx::query(&format!(
-        "WITH s ({}) AS MATERIALIZED (SELECT {} FROM {from}) \
+        "WITH s AS MATERIALIZED (SELECT j.value ->> 0 AS email, j.value ->> 1 AS day, \
+         CAST(j.value ->> 2 AS BIGINT) AS score, j.value ->> 3 AS level FROM {from}) \
          UPDATE customers SET risk_score = s.score, risk_level = s.level, risk_day = s.day \
-         FROM s WHERE customers.project_id = $1 AND customers.email = s.customer_email",
-        LATEST.join(", "),
-        json_fields(&LATEST, &score),
+         FROM s WHERE customers.project_id = $1 AND customers.email = s.email"
     ))
     .bind(project_id)
     .bind(&rows)
