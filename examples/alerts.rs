@@ -8,58 +8,38 @@
 //! `CHURN_WEBHOOK_ALLOW_PRIVATE=true` to post to a loopback address:
 //! `CHURN_URL=http://127.0.0.1:8080 ALERTS_TLS_CERT=… ALERTS_TLS_KEY=… cargo run -p churn-sdk --example alerts`.
 
+#[path = "common/account.rs"]
+mod account;
 #[path = "common/https_receiver.rs"]
 mod https_receiver;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
 use churn_sdk::Client;
 use churn_sdk::api::alerts::{AlertPayload, AlertQuery};
 use churn_sdk::api::auth::OnboardingRequest;
 use churn_sdk::api::behavior::{TrackBatch, TrackEvent, TrackRequest};
 use churn_sdk::api::risk::RiskConfigPatch;
 use churn_sdk::webhooks::{SIGNATURE_HEADER, verify_signature, verify_standard};
-use tokio::sync::{Mutex, mpsc};
 
-/// What the receiver needs: the secret to verify with, and where verified alerts go.
-struct Receiver {
-    secret: Mutex<String>,
-    alerts: mpsc::Sender<Result<AlertPayload, String>>,
-}
+use https_receiver::Delivery;
 
-async fn receive(
-    State(receiver): State<Arc<Receiver>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> (StatusCode, &'static str) {
-    let header = |name: &str| https_receiver::header(&headers, name);
-    let secret = receiver.secret.lock().await.clone();
-    let now = https_receiver::unix_now();
-    // Verify the raw bytes, before parsing them.
-    let verdict = if !verify_signature(&secret, &body, &header(SIGNATURE_HEADER)) {
+/// Both signatures of an alert, over the raw bytes, before they are parsed.
+fn verify(d: &Delivery<'_>) -> Result<AlertPayload, String> {
+    if !verify_signature(d.secret, d.body, &d.header(SIGNATURE_HEADER)) {
         Err("X-Churn-Signature does not verify".to_owned())
     } else if let Err(e) = verify_standard(
-        &secret,
-        &header("webhook-id"),
-        &header("webhook-timestamp"),
-        &header("webhook-signature"),
-        &body,
-        now,
+        d.secret,
+        &d.header("webhook-id"),
+        &d.header("webhook-timestamp"),
+        &d.header("webhook-signature"),
+        d.body,
+        d.now,
     ) {
         Err(format!("webhook-signature does not verify: {e}"))
     } else {
-        serde_json::from_slice::<AlertPayload>(&body).map_err(|e| format!("payload: {e}"))
-    };
-    let answer = match verdict {
-        Ok(_) => (StatusCode::OK, "received"),
-        Err(_) => (StatusCode::BAD_REQUEST, "refused"),
-    };
-    let _ = receiver.alerts.send(verdict).await;
-    answer
+        serde_json::from_slice::<AlertPayload>(d.body).map_err(|e| format!("payload: {e}"))
+    }
 }
 
 #[tokio::main]
@@ -67,32 +47,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let base_url = std::env::var("CHURN_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into());
 
     // The receiver, on a free loopback port.
-    let (sender, mut alerts) = mpsc::channel(8);
-    let receiver = Arc::new(Receiver {
-        secret: Mutex::new(String::new()),
-        alerts: sender,
-    });
-    let app = axum::Router::new()
-        .route("/alerts", axum::routing::post(receive))
-        .with_state(receiver.clone());
-    let webhook_url = format!("{}/alerts", https_receiver::serve(app).await?);
+    let (webhook_url, secret, mut alerts) = https_receiver::listen("/alerts", verify).await?;
     println!("receiving alerts at {webhook_url}");
 
     // A project posting its alerts there.
     let client = Client::new(&base_url)?;
-    let email = format!("alerts+{}@example.com", std::process::id());
-    let session = client
-        .register("Success Lead", &email, "a long passphrase")
-        .await?;
-    let owner = client.clone().with_token(session.token);
-    let onboarding = owner
-        .onboard(&OnboardingRequest {
+    let (_, owner, onboarding) = account::sign_up(
+        &client,
+        "alerts",
+        "Success Lead",
+        &OnboardingRequest {
             project_name: Some("Acme Alerts".into()),
             ..OnboardingRequest::default()
-        })
-        .await?;
+        },
+    )
+    .await?;
     let slug = onboarding.project.slug;
-    *receiver.secret.lock().await = owner.webhook_secret(&slug).await?;
+    *secret.lock().await = owner.webhook_secret(&slug).await?;
     owner
         .update_risk_config(
             &slug,
@@ -129,10 +100,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run = keyed.recompute_risk(&slug).await?;
     println!("scored {} customers", run.scored);
 
-    let alert = tokio::time::timeout(Duration::from_secs(60), alerts.recv())
-        .await
-        .map_err(|_| "no alert arrived within 60 seconds")?
-        .ok_or("the receiver stopped")??;
+    let alert = https_receiver::next(&mut alerts, "alert").await?;
     println!(
         "verified alert {}: {} at risk {} ({}), signals {}",
         alert.opaque_id,

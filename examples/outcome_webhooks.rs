@@ -9,81 +9,52 @@
 //! `CHURN_WEBHOOK_ALLOW_PRIVATE=true` to post to a loopback address:
 //! `CHURN_URL=http://127.0.0.1:8080 ALERTS_TLS_CERT=… ALERTS_TLS_KEY=… cargo run -p churn-sdk --example outcome_webhooks`.
 
+#[path = "common/account.rs"]
+mod account;
 #[path = "common/https_receiver.rs"]
 mod https_receiver;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
 use churn_sdk::Client;
 use churn_sdk::api::auth::OnboardingRequest;
 use churn_sdk::api::events::CreateChurnEvent;
 use churn_sdk::api::webhooks::{DeliveryQuery, NewWebhookEndpoint};
 use churn_sdk::webhooks::{EventType, OutcomeMessage, verify_outcome};
-use tokio::sync::{Mutex, mpsc};
 
-/// The endpoint's secret to verify with, and where verified messages go.
-struct Receiver {
-    secret: Mutex<String>,
-    messages: mpsc::Sender<Result<OutcomeMessage, String>>,
-}
+use https_receiver::Delivery;
 
-async fn receive(
-    State(receiver): State<Arc<Receiver>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> (StatusCode, &'static str) {
-    let header = |name: &str| https_receiver::header(&headers, name);
-    let secret = receiver.secret.lock().await.clone();
-    let now = https_receiver::unix_now();
-    // The raw bytes are verified before they are parsed.
-    let verdict = verify_outcome(
-        &secret,
-        &header("webhook-id"),
-        &header("webhook-timestamp"),
-        &header("webhook-signature"),
-        &body,
-        now,
+/// An outcome message's signature, over the raw bytes, before they are parsed.
+fn verify(d: &Delivery<'_>) -> Result<OutcomeMessage, String> {
+    verify_outcome(
+        d.secret,
+        &d.header("webhook-id"),
+        &d.header("webhook-timestamp"),
+        &d.header("webhook-signature"),
+        d.body,
+        d.now,
     )
-    .map_err(|e| e.to_string());
-    let answer = match verdict {
-        Ok(_) => (StatusCode::OK, "received"),
-        Err(_) => (StatusCode::BAD_REQUEST, "refused"),
-    };
-    let _ = receiver.messages.send(verdict).await;
-    answer
+    .map_err(|e| e.to_string())
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let base_url = std::env::var("CHURN_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into());
 
-    let (sender, mut messages) = mpsc::channel(8);
-    let receiver = Arc::new(Receiver {
-        secret: Mutex::new(String::new()),
-        messages: sender,
-    });
-    let app = axum::Router::new()
-        .route("/outcomes", axum::routing::post(receive))
-        .with_state(receiver.clone());
-    let url = format!("{}/outcomes", https_receiver::serve(app).await?);
+    let (url, secret, mut messages) = https_receiver::listen("/outcomes", verify).await?;
     println!("receiving outcome webhooks at {url}");
 
     let client = Client::new(&base_url)?;
-    let email = format!("outcomes+{}@example.com", std::process::id());
-    let session = client
-        .register("Ops Lead", &email, "a long passphrase")
-        .await?;
-    let owner = client.clone().with_token(session.token);
-    let onboarding = owner
-        .onboard(&OnboardingRequest {
+    let (_, owner, onboarding) = account::sign_up(
+        &client,
+        "outcomes",
+        "Ops Lead",
+        &OnboardingRequest {
             project_name: Some("Acme Outcomes".into()),
             ..OnboardingRequest::default()
-        })
-        .await?;
+        },
+    )
+    .await?;
     let slug = onboarding.project.slug;
     let endpoint = owner
         .create_webhook_endpoint(
@@ -100,7 +71,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             },
         )
         .await?;
-    *receiver.secret.lock().await = endpoint.secret.clone();
+    *secret.lock().await = endpoint.secret.clone();
 
     let event = owner
         .create_event(
@@ -119,10 +90,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Deliveries run as separate jobs, so (as with Stripe) their order is not promised.
     let mut waiting = vec![EventType::ChurnEventCreated, EventType::ChurnEventRecovered];
     while !waiting.is_empty() {
-        let message = tokio::time::timeout(Duration::from_secs(60), messages.recv())
-            .await
-            .map_err(|_| "no message arrived within 60 seconds")?
-            .ok_or("the receiver stopped")??;
+        let message = https_receiver::next(&mut messages, "message").await?;
         let Some(at) = waiting.iter().position(|t| message.event() == Some(*t)) else {
             return Err(format!("unexpected message {}", message.event_type).into());
         };

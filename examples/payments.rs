@@ -3,6 +3,9 @@
 //! through the SDK with its dunning configuration and statistics.
 //! `CHURN_URL=http://127.0.0.1:8080 cargo run -p churn-sdk --example payments`.
 
+#[path = "common/account.rs"]
+mod account;
+
 use churn_sdk::Client;
 use churn_sdk::api::auth::OnboardingRequest;
 use churn_sdk::api::payments::{PaymentFailureQuery, PutProvider, UpdateDunningConfig};
@@ -11,17 +14,16 @@ use churn_sdk::api::payments::{PaymentFailureQuery, PutProvider, UpdateDunningCo
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let base_url = std::env::var("CHURN_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into());
     let client = Client::new(&base_url)?;
-    let email = format!("billing+{}@example.com", std::process::id());
-    let session = client
-        .register("Billing Lead", &email, "a long passphrase")
-        .await?;
-    let owner = client.clone().with_token(session.token);
-    let onboarding = owner
-        .onboard(&OnboardingRequest {
+    let (_, owner, onboarding) = account::sign_up(
+        &client,
+        "billing",
+        "Billing Lead",
+        &OnboardingRequest {
             project_name: Some("Acme Billing".into()),
             ..OnboardingRequest::default()
-        })
-        .await?;
+        },
+    )
+    .await?;
     let slug = onboarding.project.slug;
     let public_key = onboarding.api_keys.public_key;
 

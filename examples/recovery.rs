@@ -3,6 +3,9 @@
 //! through the SDK. Run against a server that can send email (by default it writes to its
 //! file outbox): `CHURN_URL=http://127.0.0.1:8080 cargo run -p churn-sdk --example recovery`.
 
+#[path = "common/account.rs"]
+mod account;
+
 use churn_sdk::Client;
 use churn_sdk::api::auth::OnboardingRequest;
 use churn_sdk::api::events::CreateChurnEvent;
@@ -12,19 +15,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let base_url = std::env::var("CHURN_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into());
     let client = Client::new(&base_url)?;
 
-    // A fresh address each run so the example can be repeated against one server.
-    let email = format!("founder+{}@example.com", std::process::id());
-    let session = client
-        .register("Founder", &email, "a long passphrase")
-        .await?;
-    let founder = client.clone().with_token(session.token);
-    let onboarding = founder
-        .onboard(&OnboardingRequest {
+    let (email, founder, onboarding) = account::sign_up(
+        &client,
+        "founder",
+        "Founder",
+        &OnboardingRequest {
             project_name: Some("Acme Analytics".into()),
             product_type: Some("SaaS".into()),
             support_email: Some("support@acme.example".into()),
-        })
-        .await?;
+        },
+    )
+    .await?;
     let slug = onboarding.project.slug;
     println!("registered {email}, project {slug}");
 

@@ -31,6 +31,21 @@ pub fn postgres_admin_url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
 }
 
+/// The emails in the file outbox under `data_dir`, as written (quoted-printable), ordered by
+/// their text; registration's verification emails, which are not what such a test is about,
+/// are left out.
+pub fn outbox_without_verifications(data_dir: &std::path::Path) -> Vec<String> {
+    let mut mails: Vec<_> = std::fs::read_dir(data_dir.join("outbox"))
+        .map(|d| {
+            d.map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+                .collect()
+        })
+        .unwrap_or_default();
+    mails.retain(|m| !m.contains("Subject: Confirm your email address"));
+    mails.sort();
+    mails
+}
+
 /// A database that outlives server restarts within one test and is removed at the end.
 pub struct TestDatabase {
     pub url: String,

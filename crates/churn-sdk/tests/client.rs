@@ -13,7 +13,7 @@ use churn_core::domain::lifecycle::EventStatus;
 use churn_core::domain::settings::SettingsPatch;
 use churn_core::domain::strategy::{ReasonCode, Strategy};
 use churn_core::domain::variant::VariantStatus;
-use churn_core::testing::{Backend, TestDatabase};
+use churn_core::testing::{Backend, TestDatabase, outbox_without_verifications};
 use churn_sdk::{Client, Error, RetryPolicy};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -34,23 +34,6 @@ struct Live {
     base_url: String,
     stop: CancellationToken,
     db: TestDatabase,
-}
-
-impl Live {
-    /// The emails the server wrote to its file outbox.
-    fn outbox(&self) -> Vec<String> {
-        let dir = self.db.data_dir.path().join("outbox");
-        let mut mails: Vec<_> = std::fs::read_dir(dir)
-            .map(|d| {
-                d.map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
-                    .collect()
-            })
-            .unwrap_or_default();
-        // Registration's verification emails are not the subject here.
-        mails.retain(|m| !m.contains("Subject: Confirm your email address"));
-        mails.sort();
-        mails
-    }
 }
 
 impl Live {
@@ -375,7 +358,7 @@ async fn churn_event_from_creation_to_recovery(backend: Backend) {
         (again.status(), again.code()),
         (Some(409), Some("CONFLICT"))
     );
-    let mails = server.outbox();
+    let mails = outbox_without_verifications(server.db.data_dir.path());
     assert_eq!(mails.len(), 1, "one email in the outbox");
     assert!(
         mails[0].contains("Reply-To: support@acme.io"),

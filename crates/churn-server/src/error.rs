@@ -45,6 +45,20 @@ impl ApiError {
         }
     }
 
+    /// A request body past the limit (`limits::MAX_BODY_BYTES`).
+    pub fn body_too_large() -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            "the request body is larger than 1 MiB",
+        )
+    }
+
+    /// A request body that could not be read, for any reason but its size.
+    pub fn unreadable_body() -> Self {
+        Self::validation("the request body could not be read", Vec::new())
+    }
+
     pub fn unauthorized(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", message)
     }

@@ -75,16 +75,8 @@ impl Accounts {
         let hash = hash_password(req.password).await?;
         let now = self.core.now();
         let user = UserRecord {
-            id: new_id(),
-            name,
-            email: email.into_inner(),
             password_hash: Some(hash),
-            trial_ends_at: trial_end(now),
-            paid_until: None,
-            default_project_id: None,
-            created_at: now,
-            session_version: 0,
-            email_verified_at: None,
+            ..new_user(name, email.into_inner(), now)
         };
         let mut tx = self.core.store.begin().await?;
         users::insert(&mut *tx, &user).await?;
@@ -454,6 +446,23 @@ impl Accounts {
     }
 }
 
+/// A user as every way of signing up makes one: a fresh id, the trial starting `now`, no
+/// project yet, no password and the email unverified (the caller sets what its way gives).
+pub(super) fn new_user(name: String, email: String, now: Timestamp) -> UserRecord {
+    UserRecord {
+        id: new_id(),
+        name,
+        email,
+        password_hash: None,
+        trial_ends_at: trial_end(now),
+        paid_until: None,
+        default_project_id: None,
+        created_at: now,
+        session_version: 0,
+        email_verified_at: None,
+    }
+}
+
 /// `churn users create`: an account without a password, whatever `CHURN_REGISTRATION` says,
 /// and a single-use link valid 24 hours that sets the password.
 pub(super) async fn create_with_password_link(
@@ -470,18 +479,7 @@ pub(super) async fn create_with_password_link(
     let (Some(name), Some(email)) = (name, email) else {
         unreachable!("the validator passed")
     };
-    let user = UserRecord {
-        id: new_id(),
-        name,
-        email: email.into_inner(),
-        password_hash: None,
-        trial_ends_at: trial_end(now),
-        paid_until: None,
-        default_project_id: None,
-        created_at: now,
-        session_version: 0,
-        email_verified_at: None,
-    };
+    let user = new_user(name, email.into_inner(), now);
     let (token, hash) = one_time_token();
     let expires_at = now + SET_PASSWORD_VALID_FOR;
     let mut tx = store.begin().await?;

@@ -6,8 +6,8 @@
 //! logged and retried by the one delivery mechanism (`delivery`), as outcome webhooks are.
 
 use super::access::ProjectAccess;
-use super::behavior::{meta, paging};
 use super::delivery::{Delivery, Step, unknown_attempt};
+use super::paging::Page;
 use super::{Alerts, Local};
 use crate::api::Meta;
 use crate::api::alerts::{
@@ -156,22 +156,16 @@ impl Local {
         q: AlertQuery,
     ) -> Result<(Vec<Alert>, Meta)> {
         access.authorize(Permission::Read)?;
-        let mut v = Validator::new();
-        let (page, per_page) = paging(&mut v, q.page, q.per_page);
-        v.finish()?;
+        let page = Page::parse(q.page, q.per_page)?;
         let db = self.store.reader();
         let project_id = &access.project.id;
         let total = log::count(db, project_id).await?;
-        let offset = (page - 1).saturating_mul(per_page);
-        let items = log::list(db, project_id, per_page, offset)
+        let items = log::list(db, project_id, page.per_page, page.offset())
             .await?
             .into_iter()
             .map(alert_view)
             .collect::<Result<_>>()?;
-        Ok((
-            items,
-            meta(page, per_page, u64::try_from(total).unwrap_or(0)),
-        ))
+        Ok((items, page.meta(u64::try_from(total).unwrap_or(0))))
     }
 
     /// `POST /projects/:slug/churn-risk/alerts/:id/redeliver` and `churn alerts redeliver`:

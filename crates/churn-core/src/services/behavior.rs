@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::Local;
 use super::access::ProjectAccess;
 use super::ingest::Batch;
+use super::paging::Page;
 use crate::api::Meta;
 use crate::api::behavior::{
     AnalyticsQuery, Customer, CustomerDetail, CustomerEvent, CustomerEventsQuery, CustomerQuery,
@@ -22,8 +23,6 @@ use crate::store::behavior;
 use crate::store::customers::{self, CustomerRecord, ListFilter, Sort};
 use crate::time::Timestamp;
 
-const DEFAULT_PER_PAGE: i64 = 20;
-const MAX_PER_PAGE: i64 = 100;
 /// The window of `events_30d` and `event_counts`.
 const RECENT_DAYS: i64 = 30;
 
@@ -34,28 +33,6 @@ fn customer_not_found() -> Error {
 /// The first day (`YYYY-MM-DD`) of the `days` UTC days ending today.
 pub(crate) fn since_day(now: Timestamp, days: i64) -> String {
     day_key(now.date_naive() - chrono::Duration::days(days - 1))
-}
-
-/// Validated page and per_page.
-pub(super) fn paging(v: &mut Validator, page: Option<i64>, per_page: Option<i64>) -> (i64, i64) {
-    let page = page.unwrap_or(1);
-    if !(1..=i64::from(u32::MAX)).contains(&page) {
-        v.add("page", format!("must be between 1 and {}", u32::MAX));
-    }
-    let per_page = per_page.unwrap_or(DEFAULT_PER_PAGE);
-    if !(1..=MAX_PER_PAGE).contains(&per_page) {
-        v.add("per_page", format!("must be between 1 and {MAX_PER_PAGE}"));
-    }
-    (page, per_page)
-}
-
-pub(super) fn meta(page: i64, per_page: i64, total: u64) -> Meta {
-    Meta {
-        page: u32::try_from(page).unwrap_or(u32::MAX),
-        per_page: u32::try_from(per_page).unwrap_or(u32::MAX),
-        total,
-        total_pages: total.div_ceil(u64::try_from(per_page).unwrap_or(1)),
-    }
 }
 
 impl Local {
@@ -122,7 +99,7 @@ impl Local {
     ) -> Result<(Vec<Customer>, Meta)> {
         access.authorize(Permission::Read)?;
         let mut v = Validator::new();
-        let (page, per_page) = paging(&mut v, q.page, q.per_page);
+        let page = Page::check(&mut v, q.page, q.per_page);
         let sort = match q.sort.as_deref() {
             None | Some("last_seen_at") => Sort::LastSeenAt,
             Some("risk_score") => Sort::RiskScore,
@@ -155,11 +132,19 @@ impl Local {
             q: needle,
             since_day: since_day(self.now(), RECENT_DAYS),
         };
-        let offset = (page - 1).saturating_mul(per_page);
-        let rows =
-            customers::list(db, project_id, &filter, sort, descending, per_page, offset).await?;
+        let offset = page.offset();
+        let rows = customers::list(
+            db,
+            project_id,
+            &filter,
+            sort,
+            descending,
+            page.per_page,
+            offset,
+        )
+        .await?;
         let items = rows.into_iter().map(customer_view).collect();
-        Ok((items, meta(page, per_page, total)))
+        Ok((items, page.meta(total)))
     }
 
     /// `GET /projects/:slug/customers/:email`.
@@ -193,7 +178,7 @@ impl Local {
     ) -> Result<(Vec<CustomerEvent>, Meta)> {
         access.authorize(Permission::Read)?;
         let mut v = Validator::new();
-        let (page, per_page) = paging(&mut v, q.page, q.per_page);
+        let page = Page::check(&mut v, q.page, q.per_page);
         if q.event
             .as_ref()
             .is_some_and(|e| e.is_empty() || e.chars().count() > MAX_EVENT_NAME)
@@ -213,9 +198,9 @@ impl Local {
         }
         let event = q.event.as_deref();
         let total = behavior::timeline_count(db, project_id, email.as_str(), event).await?;
-        let offset = (page - 1).saturating_mul(per_page);
-        let rows =
-            behavior::timeline(db, project_id, email.as_str(), event, per_page, offset).await?;
+        let offset = page.offset();
+        let rows = behavior::timeline(db, project_id, email.as_str(), event, page.per_page, offset)
+            .await?;
         let items = rows
             .into_iter()
             .map(|r| CustomerEvent {
@@ -226,7 +211,7 @@ impl Local {
                 received_at: r.received_at,
             })
             .collect();
-        Ok((items, meta(page, per_page, total)))
+        Ok((items, page.meta(total)))
     }
 
     /// `GET /projects/:slug/analytics/events`: every event name seen, most frequent first.

@@ -7,7 +7,7 @@
 //! or a forged one is 404 and moves nothing.
 
 use super::analytics::in_range;
-use super::behavior::{meta, paging};
+use super::paging::Page;
 use super::{Local, Payments};
 use crate::api::Meta;
 use crate::api::analytics::{CancelFlowFunnel, FunnelFlow, FunnelOffer, FunnelQuery, FunnelReason};
@@ -120,7 +120,7 @@ impl Local {
     ) -> Result<(Vec<CancelFlowSession>, Meta)> {
         access.authorize(Permission::Read)?;
         let mut v = Validator::new();
-        let (page, per_page) = paging(&mut v, q.page, q.per_page);
+        let page = Page::check(&mut v, q.page, q.per_page);
         let status = q.status.as_deref().and_then(|s| {
             v.check(
                 "status",
@@ -134,13 +134,13 @@ impl Local {
         let project_id = &access.project.id;
         let cutoff = self.now() - ABANDONED_AFTER;
         let total = store::count(db, project_id, status, cutoff).await?;
-        let offset = (page - 1).saturating_mul(per_page);
-        let items = store::list(db, project_id, status, cutoff, per_page, offset)
+        let offset = page.offset();
+        let items = store::list(db, project_id, status, cutoff, page.per_page, offset)
             .await?
             .into_iter()
             .map(session_view)
             .collect();
-        Ok((items, meta(page, per_page, total)))
+        Ok((items, page.meta(total)))
     }
 
     /// `GET /projects/:slug/analytics/cancel-flow`: the funnel of the sessions opened in the

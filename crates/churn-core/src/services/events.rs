@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use super::Local;
 use super::access::ProjectAccess;
+use super::paging::{DEFAULT_PER_PAGE, MAX_PER_PAGE, Page};
 use crate::api::Meta;
 use crate::api::events::{
     AutopilotState, CancelReasonChange, CancelReasonChanged, ChurnEvent, CreateChurnEvent,
@@ -31,8 +32,6 @@ use crate::store::variants::{self, VariantRecord};
 use crate::time::Timestamp;
 
 pub const EVENT_TYPES: [&str; 2] = ["cancellation", "payment_failed"];
-const DEFAULT_PER_PAGE: i64 = 20;
-const MAX_PER_PAGE: i64 = 100;
 
 /// Fields of an event to create, from any source.
 #[derive(Debug, Clone, Default)]
@@ -237,15 +236,7 @@ impl Local {
     ) -> Result<(Vec<ChurnEvent>, Meta)> {
         self.authorize_events(access, Permission::Read)?;
         let mut v = Validator::new();
-        let page = q.page.unwrap_or(1);
-        // Pages are u32 on the wire: a larger one is refused, never truncated.
-        if !(1..=i64::from(u32::MAX)).contains(&page) {
-            v.add("page", format!("must be between 1 and {}", u32::MAX));
-        }
-        let per_page = q.per_page.unwrap_or(DEFAULT_PER_PAGE);
-        if !(1..=MAX_PER_PAGE).contains(&per_page) {
-            v.add("per_page", format!("must be between 1 and {MAX_PER_PAGE}"));
-        }
+        let page = Page::check(&mut v, q.page, q.per_page);
         let mut filter = self.list_filter(&mut v, q.status.as_deref(), q.event_type.as_deref());
         if q.q.as_ref().is_some_and(|s| s.chars().count() > 254) {
             v.add("q", "must be at most 254 characters");
@@ -272,7 +263,6 @@ impl Local {
         v.finish()?;
         let sort = sort.unwrap_or(SortColumn::CreatedAt);
         let db = self.store.reader();
-        let offset = (page - 1).saturating_mul(per_page);
         let total = events::count(db, &access.project.id, &filter).await?;
         let rows = events::list(
             db,
@@ -280,20 +270,14 @@ impl Local {
             &filter,
             sort,
             descending,
-            per_page,
-            offset,
+            page.per_page,
+            page.offset(),
             total,
         )
         .await?;
-        let meta = Meta {
-            page: page as u32,
-            per_page: per_page as u32,
-            total,
-            total_pages: total.div_ceil(per_page as u64),
-        };
         Ok((
             rows.into_iter().map(|r| event_view(r, None)).collect(),
-            meta,
+            page.meta(total),
         ))
     }
 

@@ -14,11 +14,10 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 
 use super::Accounts;
+use super::accounts::new_user;
 use crate::api::auth::{IdpLogin, Session};
 use crate::domain::email::Email;
-use crate::domain::subscription::trial_end;
 use crate::error::{Error, Result};
-use crate::ids::new_id;
 use crate::outbound::Http;
 use crate::store::users::{self, UserRecord};
 
@@ -217,16 +216,8 @@ impl Accounts {
                     .to_owned()
             });
         let user = UserRecord {
-            id: new_id(),
-            name,
-            email: email.as_str().to_owned(),
-            password_hash: None,
-            trial_ends_at: trial_end(now),
-            paid_until: None,
-            default_project_id: None,
-            created_at: now,
-            session_version: 0,
             email_verified_at: Some(now),
+            ..new_user(name, email.as_str().to_owned(), now)
         };
         match users::insert(self.core.store.writer(), &user).await {
             Ok(()) => Ok(user),

@@ -71,6 +71,7 @@ mod ingest;
 mod job_handlers;
 pub mod operator;
 pub mod overview;
+mod paging;
 mod payments;
 pub mod projects;
 mod quota;

@@ -14,7 +14,8 @@ use chrono::NaiveDate;
 
 use super::Local;
 use super::access::ProjectAccess;
-use super::behavior::{meta, paging, since_day};
+use super::behavior::since_day;
+use super::paging::Page;
 use crate::api::Meta;
 use crate::api::risk::{
     FeatureWeight, ModelName, Recomputed, RiskDetail, RiskModel, RiskQuery, RiskScore, ScorePoint,
@@ -349,7 +350,7 @@ impl Local {
     ) -> Result<(Vec<RiskScore>, Meta)> {
         access.authorize(Permission::Read)?;
         let mut v = Validator::new();
-        let (page, per_page) = paging(&mut v, q.page, q.per_page);
+        let page = Page::check(&mut v, q.page, q.per_page);
         if let Some(level) = &q.level
             && Level::parse(level).is_none()
         {
@@ -366,10 +367,10 @@ impl Local {
         let db = self.store.reader();
         let project_id = &access.project.id;
         let total = risk::count_latest(db, project_id, &filter).await?;
-        let offset = (page - 1).saturating_mul(per_page);
-        let rows = risk::list_latest(db, project_id, &filter, per_page, offset).await?;
+        let offset = page.offset();
+        let rows = risk::list_latest(db, project_id, &filter, page.per_page, offset).await?;
         let items = rows.into_iter().map(score_view).collect::<Result<_>>()?;
-        Ok((items, meta(page, per_page, total)))
+        Ok((items, page.meta(total)))
     }
 
     /// `GET /projects/:slug/churn-risk/customers/:email`.

@@ -4,12 +4,11 @@
 
 use super::Sending;
 use super::access::ProjectAccess;
-use super::behavior::{meta, paging};
+use super::paging::Page;
 use crate::api::Meta;
 use crate::api::email_rules::{PageQuery, Suppression};
 use crate::domain::role::Permission;
 use crate::domain::unsubscribe::SuppressionReason;
-use crate::domain::validation::Validator;
 use crate::error::{Error, Result};
 use crate::store::{projects, suppressions};
 
@@ -101,19 +100,11 @@ impl Sending {
         q: PageQuery,
     ) -> Result<(Vec<Suppression>, Meta)> {
         access.authorize(Permission::Read)?;
-        let mut v = Validator::new();
-        let (page, per_page) = paging(&mut v, q.page, q.per_page);
-        v.finish()?;
+        let page = Page::parse(q.page, q.per_page)?;
         let db = self.core.store.reader();
         let total = suppressions::count(db, &access.project.id).await?;
-        let rows = suppressions::list(
-            db,
-            &access.project.id,
-            per_page,
-            (page - 1).saturating_mul(per_page),
-        )
-        .await?;
-        let meta = meta(page, per_page, total);
+        let rows = suppressions::list(db, &access.project.id, page.per_page, page.offset()).await?;
+        let meta = page.meta(total);
         let items = rows
             .into_iter()
             .map(|r| Suppression {

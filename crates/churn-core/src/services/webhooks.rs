@@ -10,8 +10,8 @@
 //!   days after that disables it and enqueues one email per owner and admin.
 
 use super::access::ProjectAccess;
-use super::behavior::{meta, paging};
 use super::delivery::{Delivery, Step};
+use super::paging::Page;
 use super::{Alerts, Local};
 use crate::api::Meta;
 use crate::api::alerts::AlertStatus;
@@ -385,25 +385,19 @@ impl Local {
         q: DeliveryQuery,
     ) -> Result<(Vec<WebhookDelivery>, Meta)> {
         access.authorize(Permission::Read)?;
-        let mut v = Validator::new();
-        let (page, per_page) = paging(&mut v, q.page, q.per_page);
-        v.finish()?;
+        let page = Page::parse(q.page, q.per_page)?;
         let db = self.store.reader();
         let project_id = &access.project.id;
         store::endpoint(db, project_id, endpoint_id)
             .await?
             .ok_or_else(endpoint_not_found)?;
         let total = store::count_deliveries(db, project_id, endpoint_id).await?;
-        let offset = (page - 1).saturating_mul(per_page);
-        let items = store::deliveries(db, project_id, endpoint_id, per_page, offset)
+        let items = store::deliveries(db, project_id, endpoint_id, page.per_page, page.offset())
             .await?
             .into_iter()
             .map(delivery_view)
             .collect::<Result<_>>()?;
-        Ok((
-            items,
-            meta(page, per_page, u64::try_from(total).unwrap_or(0)),
-        ))
+        Ok((items, page.meta(u64::try_from(total).unwrap_or(0))))
     }
 }
 

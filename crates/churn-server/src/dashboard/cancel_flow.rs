@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use askama::Template;
 use axum::extract::{Form, Query, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::Response;
 use churn_core::domain::cancel_flow::{
     CancelFlow, CancelFlowInput, ColorsInput, CopyInput, FlowCopy, MAX_REASONS, Offer, OfferInput,
@@ -27,7 +27,7 @@ use serde::Deserialize;
 
 use super::assets;
 use super::error::PageError;
-use super::layout::{Frame, html};
+use super::layout::{Frame, framed_preview, html};
 use super::outcome::{self, Done};
 use super::risk::number;
 use super::session::{InProject, Signed};
@@ -682,17 +682,7 @@ pub(super) fn preview_of(flow: &CancelFlow) -> Result<Response, PageError> {
         preview_js: assets::url("cancel-flow-preview.js"),
         flow: serde_json::to_string(flow).map_err(churn_core::Error::internal)?,
     };
-    let mut response = html(StatusCode::OK, page);
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(PREVIEW_CSP),
-    );
-    headers.insert(
-        header::X_FRAME_OPTIONS,
-        HeaderValue::from_static("SAMEORIGIN"),
-    );
-    Ok(response)
+    Ok(framed_preview(html(StatusCode::OK, page), PREVIEW_CSP))
 }
 
 #[cfg(test)]

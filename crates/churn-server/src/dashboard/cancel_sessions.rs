@@ -13,7 +13,7 @@ use churn_core::services::ProjectAccess;
 use super::csv;
 use super::customers;
 use super::error::PageError;
-use super::layout::{Frame, exact, html, when};
+use super::layout::{Choice, Frame, choices, exact, html, when};
 use super::session::InProject;
 use super::status_list::StatusList;
 use crate::state::AppState;
@@ -47,11 +47,6 @@ pub struct SessionRow {
     pub offer: String,
     pub status: &'static str,
     pub ended: String,
-}
-
-pub struct Choice {
-    pub value: &'static str,
-    pub selected: bool,
 }
 
 #[derive(Template)]
@@ -102,13 +97,7 @@ pub async fn list(
     Ok(html(
         StatusCode::OK,
         SessionsPage {
-            statuses: SessionStatus::ALL
-                .iter()
-                .map(|s| Choice {
-                    value: s.as_str(),
-                    selected: s.as_str() == status,
-                })
-                .collect(),
+            statuses: choices(SessionStatus::ALL.map(SessionStatus::as_str), &status),
             rows,
             total: meta.total,
             page,

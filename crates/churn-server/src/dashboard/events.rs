@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::csv;
 use super::error::PageError;
-use super::layout::{Frame, ago, exact, html, list_href, money, when};
+use super::layout::{Frame, ago, exact, framed_preview, html, list_href, money, when};
 use super::outcome::Done;
 use super::session::InProject;
 use crate::state::AppState;
@@ -528,18 +528,9 @@ pub async fn preview(
         variant.body
     );
     let mut response = (StatusCode::OK, page).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
+    response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(PREVIEW_CSP),
-    );
-    headers.insert(
-        header::X_FRAME_OPTIONS,
-        HeaderValue::from_static("SAMEORIGIN"),
-    );
-    Ok(response)
+    Ok(framed_preview(response, PREVIEW_CSP))
 }

@@ -173,6 +173,21 @@ pub fn html(status: StatusCode, page: impl Template) -> Response {
     }
 }
 
+/// `response` as a preview the dashboard shows in a frame: under the preview's own policy
+/// `csp`, and framed by the dashboard only.
+pub fn framed_preview(mut response: Response, csp: &'static str) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(csp),
+    );
+    headers.insert(
+        header::X_FRAME_OPTIONS,
+        HeaderValue::from_static("SAMEORIGIN"),
+    );
+    response
+}
+
 /// Text escaped for HTML, for the markup built outside templates (the charts' SVG, a
 /// preview's title).
 pub fn escape(text: &str) -> String {
@@ -264,6 +279,23 @@ pub fn change(current: f64, previous: f64, unit: &str, good_when_up: bool) -> Ch
         text: format!("{arrow} {}{unit}", trim_number(delta.abs())),
         class: if good { "up" } else { "down" },
     }
+}
+
+/// An option of a select: its value, which is also its text, and whether it is the one shown.
+pub struct Choice {
+    pub value: &'static str,
+    pub selected: bool,
+}
+
+/// The options of a select over `values`, the one equal to `current` selected.
+pub fn choices(values: impl IntoIterator<Item = &'static str>, current: &str) -> Vec<Choice> {
+    values
+        .into_iter()
+        .map(|value| Choice {
+            value,
+            selected: value == current,
+        })
+        .collect()
 }
 
 /// A number with at most two decimals and no trailing zeros: `12`, `12.5`, `12.25`.

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use super::csv;
 use super::customers;
 use super::error::PageError;
-use super::layout::{Frame, exact, html, money, trim_number, when};
+use super::layout::{Choice, Frame, choices, exact, html, money, trim_number, when};
 use super::outcome::Done;
 use super::session::InProject;
 use super::status_list::StatusList;
@@ -62,11 +62,6 @@ pub struct FailureRow {
     pub attempts: String,
     pub next_retry: String,
     pub created: String,
-}
-
-pub struct Choice {
-    pub value: &'static str,
-    pub selected: bool,
 }
 
 #[derive(Template)]
@@ -115,16 +110,6 @@ fn selected<T>(
     parse(raw)
         .map(Some)
         .ok_or_else(|| churn_core::Error::invalid_field(field, "is not one of the choices"))
-}
-
-/// The options of a select over a wire enum, the current one selected.
-fn choices<T: Copy + PartialEq>(all: &[T], current: T, name: fn(T) -> &'static str) -> Vec<Choice> {
-    all.iter()
-        .map(|&v| Choice {
-            value: name(v),
-            selected: v == current,
-        })
-        .collect()
 }
 
 fn status_class(status: &str) -> &'static str {
@@ -195,13 +180,7 @@ pub async fn list(
             abandoned: stats.abandoned,
             recovery_rate: format!("{}%", trim_number(stats.recovery_rate * 100.0)),
             revenue_recovered: money(stats.revenue_recovered, &stats.currency),
-            statuses: STATUSES
-                .iter()
-                .map(|s| Choice {
-                    value: s,
-                    selected: *s == status,
-                })
-                .collect(),
+            statuses: choices(STATUSES, &status),
             rows,
             total: list.total,
             page,
@@ -217,8 +196,14 @@ pub async fn list(
             all_tones: tones(&Tone::ALL),
             send_emails: config.send_emails,
             sender_name: config.sender_name,
-            schedules: choices(&Schedule::ALL, config.schedule, Schedule::as_str),
-            final_actions: choices(&FinalAction::ALL, config.final_action, FinalAction::as_str),
+            schedules: choices(
+                Schedule::ALL.map(Schedule::as_str),
+                config.schedule.as_str(),
+            ),
+            final_actions: choices(
+                FinalAction::ALL.map(FinalAction::as_str),
+                config.final_action.as_str(),
+            ),
             last_chance_discount: config.last_chance_discount,
             notify_team_min_amount: config.notify_team_min_amount,
             expiry_notice_days: config.expiry_notice_days,

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use super::customers;
 use super::delivery_log::{AttemptRow, status_class};
 use super::error::PageError;
-use super::layout::{Frame, html, when};
+use super::layout::{Choice, Frame, choices, html, when};
 use super::session::InProject;
 use crate::state::AppState;
 
@@ -43,11 +43,6 @@ pub struct AlertRow {
     pub next_attempt: String,
     pub attempts: Vec<AttemptRow>,
     pub redeliver: Option<String>,
-}
-
-pub struct Choice {
-    pub value: &'static str,
-    pub selected: bool,
 }
 
 #[derive(Template)]
@@ -130,23 +125,17 @@ pub async fn page(
             can_admin,
             notice,
             enabled: config.enabled,
-            modes: DeliveryMode::ALL
-                .iter()
-                .map(|m| Choice {
-                    value: m.as_str(),
-                    selected: *m == config.delivery_mode,
-                })
-                .collect(),
+            modes: choices(
+                DeliveryMode::ALL.map(DeliveryMode::as_str),
+                config.delivery_mode.as_str(),
+            ),
             mode: config.delivery_mode.as_str(),
             threshold: config.risk_threshold,
             webhook_url: config.webhook_url.unwrap_or_default(),
-            tones: EmailTone::ALL
-                .iter()
-                .map(|t| Choice {
-                    value: t.as_str(),
-                    selected: *t == config.email_tone,
-                })
-                .collect(),
+            tones: choices(
+                EmailTone::ALL.map(EmailTone::as_str),
+                config.email_tone.as_str(),
+            ),
             tone: config.email_tone.as_str(),
             interval: config.check_interval_hours,
             alerts,

@@ -78,13 +78,9 @@ fn require_json_content_type(req: &Request) -> Result<(), ApiError> {
 async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
     Bytes::from_request(req, state).await.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "PAYLOAD_TOO_LARGE",
-                "the request body is larger than 1 MiB",
-            )
+            ApiError::body_too_large()
         } else {
-            ApiError::validation("the request body could not be read", Vec::new())
+            ApiError::unreadable_body()
         }
     })
 }

@@ -80,8 +80,7 @@ pub async fn idempotency(
     let bytes = match to_bytes(body, MAX_BODY_BYTES).await {
         Ok(bytes) => bytes,
         Err(_) => {
-            return ApiError::validation("the request body could not be read", Vec::new())
-                .into_response_for(&path);
+            return ApiError::unreadable_body().into_response_for(&path);
         }
     };
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());

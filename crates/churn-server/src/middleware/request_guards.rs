@@ -42,13 +42,9 @@ pub async fn buffer_body(req: Request, next: Next) -> Response {
         }
         Err(e) => {
             let error = if e.downcast_ref::<LengthLimitError>().is_some() {
-                ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "PAYLOAD_TOO_LARGE",
-                    "the request body is larger than 1 MiB",
-                )
+                ApiError::body_too_large()
             } else {
-                ApiError::validation("the request body could not be read", Vec::new())
+                ApiError::unreadable_body()
             };
             let mut response = error.into_response_for(parts.uri.path());
             response

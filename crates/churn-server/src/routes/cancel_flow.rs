@@ -20,7 +20,7 @@ use churn_core::api::{Data, ErrorBody, Page};
 use churn_core::domain::cancel_flow::{CancelFlow, CancelFlowInput};
 use churn_core::domain::keys::PresentedKey;
 use churn_core::services::ProjectAccess;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::IntoParams;
 
 use crate::error::{ApiError, ApiResult};
@@ -75,19 +75,17 @@ pub async fn config(
     key: Result<Path<String>, PathRejection>,
     query: Result<ApiQuery<ConfigQuery>, ApiError>,
 ) -> Response {
-    let key = key.map(|Path(k)| k).unwrap_or_default();
-    let origin = origin_of(&headers);
-    let access = match keyed_access(&s, &key, origin, "no cancel flow for this key").await {
-        Ok(access) => access,
-        Err(refused) => return refused,
-    };
-    let answer = async {
-        let ApiQuery(query) = query?;
-        let flow = s.churn.payments().widget_config(&access, &query).await?;
-        Ok::<_, ApiError>(Json(Data::new(flow)))
-    }
-    .await;
-    with_cors(answer.into_response(), origin)
+    keyed_get(
+        &s,
+        &headers,
+        key,
+        "no cancel flow for this key",
+        async |access| {
+            let ApiQuery(query) = query?;
+            Ok(s.churn.payments().widget_config(&access, &query).await?)
+        },
+    )
+    .await
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -349,6 +347,26 @@ pub(super) async fn preflight(
         ),
         Err(e) => with_vary(ApiError::from(e).into_response()),
     }
+}
+
+/// A widget GET with the project's public key in the path: the key's project and the
+/// `Origin` checked (`keyed_access`, 404 with `missing`), then `answer` for the project as
+/// `{data}`, with CORS for the origin.
+pub(super) async fn keyed_get<T: Serialize>(
+    s: &AppState,
+    headers: &HeaderMap,
+    key: Result<Path<String>, PathRejection>,
+    missing: &'static str,
+    answer: impl AsyncFnOnce(ProjectAccess) -> Result<T, ApiError>,
+) -> Response {
+    let key = key.map(|Path(k)| k).unwrap_or_default();
+    let origin = origin_of(headers);
+    let access = match keyed_access(s, &key, origin, missing).await {
+        Ok(access) => access,
+        Err(refused) => return refused,
+    };
+    let answer = answer(access).await.map(|data| Json(Data::new(data)));
+    with_cors(answer.into_response(), origin)
 }
 
 /// The project of a public key used from a page, its `Origin` checked against the project's

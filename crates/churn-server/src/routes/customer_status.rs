@@ -1,18 +1,17 @@
 //! The in-app banner's question (decisions §18): `GET /customer-status/:publicKey` — is a
 //! payment of this signed customer failing, and where do they update their card. A widget
 //! route like the cancel flow's config: the same key lookup, allowed origins and CORS
-//! (`cancel_flow::{origin_of, with_cors, preflight}`), the same 401 for a missing or wrong
+//! (`cancel_flow::{keyed_get, preflight}`), the same 401 for a missing or wrong
 //! `customer_hash`.
 
-use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use churn_core::api::payments::{CustomerStatus, CustomerStatusQuery};
 use churn_core::api::{Data, ErrorBody};
 
-use super::cancel_flow::{keyed_access, origin_of, preflight, with_cors};
+use super::cancel_flow::{keyed_get, preflight};
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::state::AppState;
@@ -30,27 +29,24 @@ pub async fn status(
     key: Result<Path<String>, PathRejection>,
     query: Result<ApiQuery<CustomerStatusQuery>, ApiError>,
 ) -> Response {
-    let key = key.map(|Path(k)| k).unwrap_or_default();
-    let origin = origin_of(&headers);
-    let access = match keyed_access(&s, &key, origin, "no project has this public key").await {
-        Ok(access) => access,
-        Err(refused) => return refused,
-    };
-    let answer = async {
-        let ApiQuery(query) = query?;
-        let status = s
-            .churn
-            .payments()
-            .customer_status(
-                &access,
-                query.customer_email.as_deref(),
-                query.customer_hash.as_deref(),
-            )
-            .await?;
-        Ok::<_, ApiError>(Json(Data::new(status)))
-    }
-    .await;
-    with_cors(answer.into_response(), origin)
+    keyed_get(
+        &s,
+        &headers,
+        key,
+        "no project has this public key",
+        async |access| {
+            let ApiQuery(query) = query?;
+            Ok(s.churn
+                .payments()
+                .customer_status(
+                    &access,
+                    query.customer_email.as_deref(),
+                    query.customer_hash.as_deref(),
+                )
+                .await?)
+        },
+    )
+    .await
 }
 
 #[utoipa::path(options, path = "/customer-status/{publicKey}", operation_id = "preflight_customer_status", tag = "payments",

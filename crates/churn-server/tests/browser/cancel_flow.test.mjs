@@ -11,23 +11,11 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
-import { callApi } from "./harness.mjs";
+import { DEADLINE_MS, callApi, openBrowser, screenshot, startServer, widgetFocus } from "./harness.mjs";
 
-const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
-const TARGET = process.env.CARGO_TARGET_DIR || join(REPO, "target");
-const SERVER_BIN = process.env.CHURN_SERVER_BIN || join(TARGET, "debug", "churn-server");
-const SHOTS = join(REPO, "target", "browser");
-const DEADLINE_MS = 15_000;
-
-let server, serverLog = "", work, api, page, browser, shop, shopOrigin, publicKey, token, identitySecret;
+let server, api, page, browser, shop, shopOrigin, publicKey, token, identitySecret;
 
 const call = (method, path, body, headers = {}) => callApi(api, method, path, body, headers);
 
@@ -35,34 +23,6 @@ const auth = () => ({ authorization: `Bearer ${token}` });
 const events = async () => (await call("GET", "/projects/acme/churn-events", undefined, auth())).data;
 // Newest first.
 const sessions = async () => (await call("GET", "/projects/acme/cancel-flow/sessions", undefined, auth())).data;
-
-/** Waits for the server's log line with the address it bound (port 0). */
-function startServer() {
-  work = mkdtempSync(join(tmpdir(), "churn-browser-"));
-  server = spawn(SERVER_BIN, [], {
-    env: {
-      ...process.env,
-      CHURN_BIND: "127.0.0.1:0",
-      CHURN_DATA_DIR: join(work, "data"),
-      CHURN_DATABASE_URL: `sqlite://${join(work, "churn.db")}`,
-      CHURN_LOG_FORMAT: "json",
-      CHURN_RATE_LIMITS: "off",
-    },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${serverLog}`)), DEADLINE_MS);
-    server.stderr.on("data", (chunk) => {
-      serverLog += chunk;
-      const match = serverLog.match(/"address":"([^"]+)"/);
-      if (match) {
-        clearTimeout(timer);
-        resolvePromise(`http://${match[1]}`);
-      }
-    });
-    server.on("exit", (code) => reject(new Error(`server exited (${code}):\n${serverLog}`)));
-  });
-}
 
 /** The customer's site: a page that embeds the widget from the service, with the hash its
  * server makes for the signed-in customer (as the README shows in Node). */
@@ -90,8 +50,8 @@ function startShop() {
 }
 
 before(async () => {
-  mkdirSync(SHOTS, { recursive: true });
-  api = await startServer();
+  server = await startServer("browser");
+  api = server.base;
   token = (await call("POST", "/auth/register", { name: "Owner", email: "owner@acme.example", password: "correct horse" })).data.token;
   const project = (await call("POST", "/projects", { name: "Acme" }, auth())).data;
   publicKey = project.api_keys.public_key;
@@ -113,30 +73,14 @@ before(async () => {
     copy: { title: "Before you cancel" },
     colors: { primary: "#0f766e" },
   }, auth());
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_BIN || "/usr/bin/chromium",
-    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
-  page = await browser.newPage({ viewport: { width: 1024, height: 768 } });
-  page.setDefaultTimeout(DEADLINE_MS);
+  ({ browser, page } = await openBrowser({ width: 1024, height: 768 }));
 });
 
 after(async () => {
   await browser?.close();
   shop?.close();
-  server?.kill();
-  if (work) rmSync(work, { recursive: true, force: true });
+  server?.stop();
 });
-
-/** The id (or tag) of what has the focus inside the widget's shadow root; null outside it. */
-const focused = () =>
-  page.evaluate(() => {
-    const host = document.querySelector("[data-churn-cancel-flow]");
-    if (!host || document.activeElement !== host) return null;
-    const el = host.shadowRoot.activeElement;
-    return el ? el.id || el.textContent.trim() || el.tagName : null;
-  });
 
 async function openWidget() {
   await page.goto(shopOrigin);
@@ -151,17 +95,17 @@ async function outcome() {
 
 test("choosing a reason and accepting the offer records a recovered event", async () => {
   await openWidget();
-  assert.equal(await focused(), "churn-cf-reason-0", "focus moves into the dialog");
+  assert.equal(await widgetFocus(page), "churn-cf-reason-0", "focus moves into the dialog");
   const proceed = page.getByRole("button", { name: "Continue" });
   assert.equal(await proceed.isDisabled(), true);
   await page.getByRole("radio", { name: "It costs too much" }).check();
   await page.getByLabel("Anything else you would like to tell us? (optional)").fill("Cheaper elsewhere");
   await proceed.click();
   await page.getByText("Stay and get 30% off for the next 3 months.").waitFor();
-  assert.equal(await focused(), "Accept offer", "the offer's button takes the focus");
+  assert.equal(await widgetFocus(page), "Accept offer", "the offer's button takes the focus");
   const text = await page.getByRole("dialog").innerText();
   assert.ok(!/null|undefined|\{/.test(text), text);
-  await page.screenshot({ path: join(SHOTS, "cancel-flow-modal.png") });
+  await screenshot(page, "cancel-flow-modal");
   await page.getByRole("button", { name: "Accept offer" }).click();
   await page.getByRole("status").filter({ hasText: "Thank you for staying" }).waitFor();
   await page.getByRole("button", { name: "Close" }).click();
@@ -197,13 +141,13 @@ test("Tab and Shift+Tab stay inside the dialog", async () => {
   const seen = new Set();
   for (let i = 0; i < 8; i++) {
     await page.keyboard.press("Tab");
-    const where = await focused();
+    const where = await widgetFocus(page);
     assert.ok(where, `Tab ${i + 1} left the dialog`);
     seen.add(where);
   }
   for (let i = 0; i < 8; i++) {
     await page.keyboard.press("Shift+Tab");
-    assert.ok(await focused(), `Shift+Tab ${i + 1} left the dialog`);
+    assert.ok(await widgetFocus(page), `Shift+Tab ${i + 1} left the dialog`);
   }
   // Radio group, feedback box and both buttons: the cycle went all the way round.
   assert.ok(seen.has("Keep my subscription") && seen.has("Continue") && seen.has("churn-cf-feedback"), [...seen].join(", "));
@@ -255,7 +199,7 @@ test("the dialog fits a 360 px wide screen", async () => {
   assert.ok(box.x >= 0 && box.x + box.width <= 360, JSON.stringify(box));
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
   assert.ok(overflow <= 360, `page scrolls sideways: ${overflow}`);
-  await page.screenshot({ path: join(SHOTS, "cancel-flow-360.png") });
+  await screenshot(page, "cancel-flow-360");
   await page.keyboard.press("Escape");
   await outcome();
 });
@@ -275,7 +219,7 @@ test("the demo page runs under its CSP for the demo customer and stores nothing"
   await page.getByRole("button", { name: "Continue" }).click();
   await page.getByRole("button", { name: "Accept offer" }).click();
   await page.getByRole("status").filter({ hasText: "Thank you for staying" }).waitFor();
-  await page.screenshot({ path: join(SHOTS, "cancel-flow-demo.png") });
+  await screenshot(page, "cancel-flow-demo");
   await page.getByRole("button", { name: "Close" }).click();
   const shown = JSON.parse(await page.locator("#result").innerText());
   assert.equal(shown.outcome, "saved");

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { createServer } from "node:http";
 
-import { DEADLINE_MS, callApi, openBrowser, screenshot, startServer } from "./harness.mjs";
+import { DEADLINE_MS, callApi, openBrowser, screenshot, startServer, widgetFocus } from "./harness.mjs";
 
 let server, browser, page, shop, shopOrigin, publicKey, token, identitySecret;
 
@@ -69,20 +69,11 @@ after(async () => {
   server?.stop();
 });
 
-/** The id or text of what has the focus inside the widget; null outside it. */
-const focused = () =>
-  page.evaluate(() => {
-    const host = document.querySelector("[data-churn-cancel-flow]");
-    if (!host || document.activeElement !== host) return null;
-    const el = host.shadowRoot.activeElement;
-    return el ? el.id || el.textContent.trim() || el.tagName : null;
-  });
-
 /** Presses Tab until the focus is on `name`, at most `limit` times; how many it took. */
 async function tabTo(name, limit = 12) {
   for (let i = 1; i <= limit; i++) {
     await page.keyboard.press("Tab");
-    if ((await focused()) === name) return i;
+    if ((await widgetFocus(page)) === name) return i;
   }
   assert.fail(`${name} was not reached with ${limit} presses of Tab`);
 }

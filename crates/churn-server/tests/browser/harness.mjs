@@ -73,15 +73,16 @@ export async function callApi(base, method, path, body, headers = {}) {
 /** The `authorization` header of a session's token; none without one. */
 export const bearer = (token) => (token ? { authorization: `Bearer ${token}` } : {});
 
-/** Chromium and a desktop-sized page; `cspViolations` collects what the page's CSP refused. */
-export async function openBrowser() {
+/** Chromium and a page of `viewport` (desktop-sized by default); `cspViolations` collects
+ * what the page's CSP refused. */
+export async function openBrowser(viewport = { width: 1280, height: 860 }) {
   mkdirSync(SHOTS, { recursive: true });
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_BIN || "/usr/bin/chromium",
     args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
       "--disable-component-update", "--disable-sync", "--no-first-run"],
   });
-  const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  const page = await browser.newPage({ viewport });
   page.setDefaultTimeout(DEADLINE_MS);
   const cspViolations = [];
   page.on("console", (message) => {
@@ -89,6 +90,16 @@ export async function openBrowser() {
   });
   return { browser, page, cspViolations };
 }
+
+/** The id or text (else the tag) of what has the focus inside the cancel-flow widget's shadow
+ * root; null outside it. */
+export const widgetFocus = (page) =>
+  page.evaluate(() => {
+    const host = document.querySelector("[data-churn-cancel-flow]");
+    if (!host || document.activeElement !== host) return null;
+    const el = host.shadowRoot.activeElement;
+    return el ? el.id || el.textContent.trim() || el.tagName : null;
+  });
 
 /** axe-core in the page (evaluated through the DevTools protocol, which the page's CSP does
  * not govern): no serious or critical violation. */

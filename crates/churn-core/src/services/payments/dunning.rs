@@ -36,6 +36,7 @@ use crate::providers::CallError;
 use crate::providers::stripe::PayOutcome;
 use crate::services::access::ProjectAccess;
 use crate::services::cache;
+use crate::services::paging::Page;
 use crate::store::payment_failures::{self as failures, FailureRecord, Settle};
 use crate::store::{Tx, dunning, events, expiry_notices, projects};
 use crate::time::{self, Timestamp};
@@ -304,14 +305,7 @@ impl Payments {
     ) -> Result<PaymentFailureList> {
         access.authorize(Permission::Read)?;
         let mut v = Validator::new();
-        let page = q.page.unwrap_or(1);
-        if !(1..=i64::from(u32::MAX)).contains(&page) {
-            v.add("page", format!("must be between 1 and {}", u32::MAX));
-        }
-        let per_page = q.per_page.unwrap_or(20);
-        if !(1..=100).contains(&per_page) {
-            v.add("per_page", "must be between 1 and 100");
-        }
+        let page = Page::check(&mut v, q.page, q.per_page);
         if let Some(s) = &q.status
             && !["failing", "recovered", "abandoned"].contains(&s.as_str())
         {
@@ -329,8 +323,8 @@ impl Payments {
             db,
             &access.project.id,
             q.status.as_deref(),
-            per_page,
-            (page - 1).saturating_mul(per_page),
+            page.per_page,
+            page.offset(),
         )
         .await?;
         Ok(PaymentFailureList {

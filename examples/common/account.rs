@@ -1,0 +1,21 @@
+//! How the examples after the quickstart begin: a fresh account, under an address unique to
+//! this run so that an example can be repeated against one server, with its project
+//! onboarded.
+
+use churn_sdk::Client;
+use churn_sdk::api::auth::{Onboarding, OnboardingRequest};
+
+/// Registers `name` as `<mailbox>+<process id>@example.com` and onboards `project`; answers
+/// the address, the client signed in as the new owner and the onboarding (project and keys).
+pub async fn sign_up(
+    client: &Client,
+    mailbox: &str,
+    name: &str,
+    project: &OnboardingRequest,
+) -> Result<(String, Client, Onboarding), Box<dyn std::error::Error>> {
+    let email = format!("{mailbox}+{}@example.com", std::process::id());
+    let session = client.register(name, &email, "a long passphrase").await?;
+    let owner = client.clone().with_token(session.token);
+    let onboarding = owner.onboard(project).await?;
+    Ok((email, owner, onboarding))
+}
