@@ -31,6 +31,11 @@
 --
 -- How they are kept, and why:
 -- * In the transaction of the change, by AFTER triggers.
+-- * Lock order: PostgreSQL fires a table's triggers of one event in the order of their names.
+--   A new event's statement triggers take event days, event emails, event totals, cohorts,
+--   then customers; an event's row triggers (update, delete) take them in the same order, so
+--   two writers on one shard wait for each other instead of deadlocking (a new event and a
+--   status change in the same month did, while the cohorts' row trigger fired first).
 -- * Sharded: churn_event_counts, churn_event_days, churn_cohorts and customer_counts hold a project's counts in
 --   up to 64 rows per key (`shard`, by server process: `count_shard`), so concurrent writers
 --   (tracking, provider events, scoring) seldom queue on one row lock. Each transaction writes
@@ -151,7 +156,9 @@ $$;
 
 CREATE TRIGGER churn_events_counted AFTER DELETE OR UPDATE OF status, event_type, mrr ON churn_events
 FOR EACH ROW EXECUTE FUNCTION churn_events_count();
-CREATE TRIGGER churn_cohorts_counted AFTER DELETE OR UPDATE OF status, mrr ON churn_events
+-- Named after churn_events_counted so that it fires after it and after churn_event_days_counted,
+-- in the order new events take these tables (see "Lock order" above).
+CREATE TRIGGER churn_events_counted_cohorts AFTER DELETE OR UPDATE OF status, mrr ON churn_events
 FOR EACH ROW EXECUTE FUNCTION churn_cohorts_count();
 
 -- New events, once per statement. An event inserted as recovered (imports) counts under the

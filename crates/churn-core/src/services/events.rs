@@ -525,8 +525,9 @@ pub(crate) async fn insert_new_events(
         }
         records.push(record);
     }
-    let all: Vec<&EventRecord> = records.iter().collect();
-    events::insert(&mut **tx, &all).await?;
+    // The customers first: a customer that tracking is creating at this moment is then
+    // waited for, and the events' trigger finds its row and keeps its latest MRR (0085); the
+    // other way round, neither transaction would see the other's part.
     let mut seen: BTreeMap<&str, Vec<(&str, Timestamp)>> = BTreeMap::new();
     for r in &records {
         let at = (r.customer_email.as_str(), r.created_at);
@@ -535,6 +536,8 @@ pub(crate) async fn insert_new_events(
     for (project_id, seen) in seen {
         customers::upsert(&mut **tx, project_id, &seen).await?;
     }
+    let all: Vec<&EventRecord> = records.iter().collect();
+    events::insert(&mut **tx, &all).await?;
     if let Some(now) = records.iter().map(|r| r.created_at).max() {
         Job::enqueue_all(tx, &first_sends, now).await?;
     }

@@ -927,8 +927,14 @@ mod storage_tests {
                 // An hour earlier: `c@x.io`'s latest event is one with an MRR.
                 let earlier = format!("2026-{:02}-03T08:00:00.000Z", 9 + round % 3);
                 let (a, b) = (id(0), id(1));
+                // As the service writes a new event: its customer first, then the event.
+                let mut tx = store.begin().await.unwrap();
+                let seen_at = crate::time::parse(&created).unwrap();
+                crate::store::customers::upsert(&mut *tx, "p1", &[("c@x.io", seen_at)])
+                    .await
+                    .unwrap();
                 insert_events(
-                    store.writer(),
+                    &mut *tx,
                     &[
                         (
                             a.as_str(),
@@ -949,6 +955,7 @@ mod storage_tests {
                     ],
                 )
                 .await;
+                tx.commit().await.unwrap();
                 insert_variant(&store, &id(2), &a, ["discount", "personal"][round % 2]).await;
                 let mut tx = store.begin().await.unwrap();
                 sqlx::query("UPDATE recovery_variants SET sent_at = $1 WHERE id = $2")
