@@ -248,6 +248,8 @@ test("a first session: Stripe, an allowed origin, the cancel flow with its live 
   await page.goto(`${base}/app/p/acme/events/${eventId}`);
   await page.getByRole("heading", { name: DANA, level: 1 }).waitFor();
   await page.getByText("Recovered (via cancel flow)").waitFor();
+  await page.getByText("The accepted offer applied at the payment provider").waitFor();
+  await shot("event-offer-applied");
   const login = await fetch(`${base}/api/v1/auth/login`, {
     method: "POST",
     headers: { "content-type": "application/json" },
