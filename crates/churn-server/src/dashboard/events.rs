@@ -264,6 +264,8 @@ struct EventPage {
     mrr: String,
     status: String,
     reason: String,
+    /// The customer's own words, when `cancel_reason` is more than a reason code.
+    said: Option<String>,
     autopilot: Option<String>,
     timeline: Vec<Moment>,
     variants: Vec<VariantView>,
@@ -334,6 +336,10 @@ pub async fn page(
             text
         }),
         timeline: timeline(&event),
+        said: event
+            .cancel_reason
+            .clone()
+            .filter(|said| ReasonCode::parse(said).is_none()),
         reasons: ReasonCode::ALL
             .iter()
             .map(|r| ReasonOption {

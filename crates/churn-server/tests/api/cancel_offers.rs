@@ -120,6 +120,8 @@ async fn trial_extensions_and_plan_changes_are_applied_at_stripe(backend: Backen
     let page = event_page(&s, &saved["churn_event_id"]).await;
     assert!(page.contains("The accepted offer applied at the payment provider"));
     assert!(!page.contains("offer not applied"));
+    // Dana left no words of her own: the reason's code is not shown as hers.
+    assert!(!page.contains("In their words"));
 
     let before = s.received().await;
     let saved = s.submit(accepted("not_using_enough", "sub_ended")).await;

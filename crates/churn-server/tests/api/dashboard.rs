@@ -27,6 +27,7 @@ both_backends!(
     an_empty_project_shows_the_checklist_then_the_overview,
     registration_opens_the_new_project,
     a_reset_link_is_asked_for_once_however_often_the_answer_is_reloaded,
+    the_customers_own_words_are_shown_and_a_bare_reason_code_is_not,
 );
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
@@ -644,4 +645,27 @@ async fn a_reset_link_is_asked_for_once_however_often_the_answer_is_reloaded(bac
     }
     app.run_jobs().await;
     assert_eq!(resets(&app), 1, "a reload sends nothing");
+}
+
+async fn the_customers_own_words_are_shown_and_a_bare_reason_code_is_not(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = acme_owner(&app).await;
+    let founder = Browser::sign_in(&app, "owner@acme.io").await;
+    for (cancel_reason, shown) in [("The price went up again", true), ("too_expensive", false)] {
+        let event = app
+            .call_json(
+                &token,
+                Method::POST,
+                "/projects/acme/churn-events",
+                &json!({"customer_email": "dana@example.com", "event_type": "cancellation",
+                    "cancel_reason": cancel_reason}),
+                201,
+            )
+            .await;
+        let id = event["data"]["id"].as_str().unwrap();
+        let html = founder.get(&format!("/app/p/acme/events/{id}"), 200).await;
+        assert_eq!(html.contains("In their words"), shown, "{cancel_reason}");
+        let said = format!("<dt>In their words</dt><dd>{cancel_reason}</dd>");
+        assert_eq!(html.contains(&said), shown, "{cancel_reason}");
+    }
 }
