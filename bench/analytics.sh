@@ -7,17 +7,12 @@
 LARGE=${LARGE:-1000000}
 SAMPLES=${SAMPLES:-50}
 source "$(dirname "$0")/common.sh"
-require sqlite3
 
 # seed_<backend> <database> <project id> <count>: <count> events, event n created in month
 # n % 36 before the current one; every third recovered (one in ten of those after a sent
-# discount email), every fifth of the rest lost. SQLite keeps its aggregates through the
-# triggers; PostgreSQL counts once after the load (per-row counting of a bulk load into one
-# project is quadratic there, see docs/performance.md).
+# discount email), every fifth of the rest lost. The counts are rebuilt after (see `seed`).
 seed_sqlite() {
-  sqlite3 "$1" >/dev/null <<SQL
-PRAGMA busy_timeout = 10000;
-BEGIN;
+  sqlite_bulk "$1" <<SQL
 WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < $3)
 INSERT INTO churn_events (id, project_id, customer_email, event_type, reason_code, mrr, currency, status, provider, created_at, updated_at)
 SELECT printf('seed-%08d', n), '$2', printf('c%d@example.com', n), 'cancellation', 'too_expensive', 1000 + n % 5000, 'usd',
@@ -30,34 +25,20 @@ INSERT INTO recovery_variants (id, churn_event_id, project_id, strategy, subject
 SELECT printf('seedv-%08d', n), printf('seed-%08d', n), '$2', 'discount', 'Subject', '<p>Body</p>', 'Body', 'sent', 1, 1, 1.0, '[]',
        'template', printf('c%d@example.com', n), '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z'
 FROM g;
--- The variants came after their events' recovery here: count the attribution once.
-DELETE FROM churn_cohorts WHERE project_id = '$2';
-INSERT INTO churn_cohorts (project_id, month, status, strategy, n, mrr_sum)
-SELECT e.project_id, substr(e.created_at, 1, 7), e.status,
-       CASE WHEN e.status = 'recovered' AND v.strategy IS NOT NULL THEN v.strategy ELSE '' END, COUNT(*), SUM(e.mrr)
-FROM churn_events e LEFT JOIN recovery_variants v ON v.churn_event_id = e.id
-WHERE e.project_id = '$2' GROUP BY 1, 2, 3, 4;
-COMMIT;
 SQL
 }
 seed_postgres() {
-  psql -q "$1" <<SQL
-BEGIN;
-ALTER TABLE churn_events DISABLE TRIGGER churn_events_counted_insert;
+  pg_bulk "$1" churn_events recovery_variants <<SQL
 INSERT INTO churn_events (id, project_id, customer_email, event_type, reason_code, mrr, currency, status, provider, created_at, updated_at)
 SELECT 'seed-' || lpad(n::text, 8, '0'), '$2', 'c' || n || '@example.com', 'cancellation', 'too_expensive', 1000 + n % 5000, 'usd',
        CASE WHEN n % 3 = 0 THEN 'recovered' WHEN n % 5 = 0 THEN 'lost' ELSE 'email_sent' END, 'api',
        to_char(date_trunc('month', now() AT TIME ZONE 'UTC') - make_interval(months => n % 36) + interval '1 day', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
        to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
 FROM generate_series(1, $3) n;
-ALTER TABLE churn_events ENABLE TRIGGER churn_events_counted_insert;
 INSERT INTO recovery_variants (id, churn_event_id, project_id, strategy, subject, body, body_text, status, recommended, rank, rank_score, rank_reasons, generator, recipient, sent_at, created_at, updated_at)
 SELECT 'seedv-' || lpad(n::text, 8, '0'), 'seed-' || lpad(n::text, 8, '0'), '$2', 'discount', 'Subject', '<p>Body</p>', 'Body', 'sent', 1, 1, 1.0, '[]',
        'template', 'c' || n || '@example.com', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z'
 FROM generate_series(30, $3, 30) n;
-$(pg_recount "$2")
-COMMIT;
-ANALYZE;
 SQL
 }
 

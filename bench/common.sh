@@ -21,6 +21,13 @@ else
   cargo build --release -q -p churn-server
   BIN=${CARGO_TARGET_DIR:-target}/release/churn-server
 fi
+# BENCH_CLI: likewise for the CLI, which rebuilds the kept counts after a seed.
+if [ -n "${BENCH_CLI:-}" ]; then
+  CLI=$BENCH_CLI
+else
+  cargo build --release -q -p churn-cli
+  CLI=${CARGO_TARGET_DIR:-target}/release/churn
+fi
 
 # row <name> <url> [wrk args…]: one table row with req/s, p50, p99 and non-2xx answers.
 row() {
@@ -97,9 +104,34 @@ new_projects() {
   done
 }
 
-# seed <project id> <count>: the script's seed_<backend> on the running server's database.
+# seed <project id> <count>: the script's seed_<backend> on the running server's database, then
+# every kept count rebuilt from the rows by `churn doctor --repair` (the rules' one home), so a
+# seed writes only base rows and never the counts' own SQL.
 seed() {
   if [ "$BACKEND" = postgres ]; then seed_postgres "$DB" "$@"; else seed_sqlite "$WORK/churn.db" "$@"; fi
+  "$CLI" --database-url "$DB" --data-dir "$WORK" doctor --repair >/dev/null
+  if [ "$BACKEND" = postgres ]; then psql -q "$DB" -c "VACUUM ANALYZE"; fi
+}
+
+# sqlite_bulk <database>: the SQL on stdin in one transaction, waiting out the server's writes.
+sqlite_bulk() {
+  require sqlite3
+  { echo "PRAGMA busy_timeout = 10000;"; echo "BEGIN;"; cat; echo "COMMIT;"; } | sqlite3 "$1" >/dev/null
+}
+
+# pg_bulk <database> <table>…: the SQL on stdin in one transaction with the tables' triggers
+# off: counting a bulk load row by row is quadratic on PostgreSQL (every update of a count row
+# adds a row version); `seed` rebuilds the counts once after.
+pg_bulk() {
+  local db=$1 table
+  shift
+  {
+    echo "BEGIN;"
+    for table in "$@"; do echo "ALTER TABLE $table DISABLE TRIGGER USER;"; done
+    cat
+    for table in "$@"; do echo "ALTER TABLE $table ENABLE TRIGGER USER;"; done
+    echo "COMMIT;"
+  } | psql -q "$db"
 }
 
 # small_and_large <count>: projects `small` and `large` (see new_projects) seeded with 100 and
@@ -109,20 +141,6 @@ small_and_large() {
   declare -gA SIZE=([small]=100 [large]=$1)
   local p
   for p in small large; do seed "${ID[$p]}" "${SIZE[$p]}"; done
-}
-
-# pg_recount <project id>: SQL counting the project's event counts and cohorts anew from its
-# events, for a PostgreSQL bulk load that leaves the counting to the end (see seed_postgres).
-pg_recount() {
-  cat <<SQL
-DELETE FROM churn_event_counts WHERE project_id = '$1';
-INSERT INTO churn_event_counts (project_id, status, event_type, shard, n, mrr_sum)
-SELECT project_id, status, event_type, 0, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$1' GROUP BY 1, 2, 3, 4;
-DELETE FROM churn_cohorts WHERE project_id = '$1';
-INSERT INTO churn_cohorts (project_id, month, status, strategy, shard, n, mrr_sum)
-SELECT project_id, substr(created_at, 1, 7), status, churn_cohort_strategy(id, status), 0, COUNT(*), SUM(mrr)
-FROM churn_events WHERE project_id = '$1' GROUP BY 1, 2, 3, 4, 5;
-SQL
 }
 
 # keep_database: with BENCH_REUSE set, keeps the fresh database just filled for the next run

@@ -18,12 +18,6 @@ SAMPLES=${SAMPLES:-20}
 BENCH_LOG=${BENCH_LOG:-warn,churn_server=info,tower_http=info}
 source "$(dirname "$0")/common.sh"
 require sqlite3
-if [ -n "${BENCH_CLI:-}" ]; then
-  CLI=$BENCH_CLI
-else
-  cargo build --release -q -p churn-cli
-  CLI=${CARGO_TARGET_DIR:-target}/release/churn
-fi
 
 # sql <query>: one value from the benchmark's database.
 sql() {

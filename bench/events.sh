@@ -6,12 +6,10 @@
 CONNS=${CONNS:-16}
 LARGE=${LARGE:-1000000}
 source "$(dirname "$0")/common.sh"
-require sqlite3
 
 # seed_<backend> <database> <project id> <count>: <count> events, one second apart.
 seed_sqlite() {
-  sqlite3 "$1" >/dev/null <<SQL
-PRAGMA busy_timeout = 10000;
+  sqlite_bulk "$1" <<SQL
 WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < $3)
 INSERT INTO churn_events (id, project_id, customer_email, event_type, reason_code, mrr, currency, status, provider, created_at, updated_at)
 SELECT printf('seed-%s-%08d', '$2', n), '$2', printf('c%d@example.com', n), 'cancellation', 'too_expensive', 4900, 'usd', 'new', 'api',
@@ -20,23 +18,12 @@ FROM g;
 SQL
 }
 seed_postgres() {
-  # One transaction updating one count row a million times is quadratic in PostgreSQL (every
-  # update adds a row version), so the bulk load counts once at the end instead.
-  psql -q "$1" <<SQL
-ALTER TABLE churn_events DISABLE TRIGGER churn_events_counted;
-ALTER TABLE churn_events DISABLE TRIGGER churn_cohorts_counted;
+  pg_bulk "$1" churn_events <<SQL
 INSERT INTO churn_events (id, project_id, customer_email, event_type, reason_code, mrr, currency, status, provider, created_at, updated_at)
 SELECT 'seed-$2-' || lpad(n::text, 8, '0'), '$2', 'c' || n || '@example.com', 'cancellation', 'too_expensive', 4900, 'usd', 'new', 'api',
        to_char(timestamp '2020-01-01' + n * interval '1 second', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
        to_char(timestamp '2020-01-01' + n * interval '1 second', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
 FROM generate_series(1, $3) n;
-ALTER TABLE churn_events ENABLE TRIGGER churn_events_counted;
-ALTER TABLE churn_events ENABLE TRIGGER churn_cohorts_counted;
-INSERT INTO churn_event_counts (project_id, status, event_type, shard, n, mrr_sum)
-SELECT project_id, status, event_type, 0, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 4;
-INSERT INTO churn_cohorts (project_id, month, status, strategy, shard, n, mrr_sum)
-SELECT project_id, substr(created_at, 1, 7), status, '', 0, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 5;
-ANALYZE churn_events;
 SQL
 }
 

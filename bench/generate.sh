@@ -7,16 +7,13 @@
 LARGE=${LARGE:-300000}
 SAMPLES=${SAMPLES:-200}
 source "$(dirname "$0")/common.sh"
-require sqlite3
 
 STRATEGIES="'discount','downgrade_offer','feedback_request','founder_email','pain_point_fix','pause_option','social_proof','unused_feature','value_recap'"
 
 # seed_<backend> <database> <project id> <count>: <count> emailed events, one sent variant
-# each (strategies in turn, every third event recovered), then the kept counts in one go.
+# each (strategies in turn, every third event recovered).
 seed_sqlite() {
-  sqlite3 "$1" >/dev/null <<SQL
-PRAGMA busy_timeout = 10000;
-BEGIN;
+  sqlite_bulk "$1" <<SQL
 CREATE TEMP TABLE s(i INTEGER PRIMARY KEY, name TEXT);
 INSERT INTO s(name) VALUES (${STRATEGIES//,/),(});
 WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < $3)
@@ -31,38 +28,20 @@ SELECT printf('seedv-%s-%08d', '$2', n), printf('seed-%s-%08d', '$2', n), '$2', 
        'Subject', '<p>Body</p>', 'Body', 'sent', 1, 1, 1.0, '[]', 'template', printf('c%d@example.com', n),
        '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z'
 FROM g;
-DELETE FROM churn_event_counts WHERE project_id = '$2';
-INSERT INTO churn_event_counts (project_id, status, event_type, n, mrr_sum)
-SELECT project_id, status, event_type, COUNT(*), SUM(mrr) FROM churn_events WHERE project_id = '$2' GROUP BY 1, 2, 3;
-INSERT INTO strategy_days (project_id, strategy, day, sends, recoveries)
-SELECT v.project_id, v.strategy, substr(v.sent_at, 1, 10), COUNT(*), SUM(e.status = 'recovered')
-FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id WHERE v.project_id = '$2' GROUP BY 1, 2, 3;
-COMMIT;
 SQL
 }
 seed_postgres() {
-  psql -q "$1" <<SQL
-BEGIN;
-ALTER TABLE churn_events DISABLE TRIGGER churn_events_counted;
-ALTER TABLE churn_events DISABLE TRIGGER churn_cohorts_counted;
+  pg_bulk "$1" churn_events recovery_variants <<SQL
 INSERT INTO churn_events (id, project_id, customer_email, event_type, reason_code, mrr, currency, status, provider, created_at, updated_at)
 SELECT 'seed-$2-' || lpad(n::text, 8, '0'), '$2', 'c' || n || '@example.com', 'cancellation', 'too_expensive', 4900, 'usd',
        CASE WHEN n % 3 = 0 THEN 'recovered' ELSE 'email_sent' END, 'api',
        '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z'
 FROM generate_series(1, $3) n;
-ALTER TABLE churn_events ENABLE TRIGGER churn_events_counted;
-ALTER TABLE churn_events ENABLE TRIGGER churn_cohorts_counted;
 INSERT INTO recovery_variants (id, churn_event_id, project_id, strategy, subject, body, body_text, status, recommended, rank, rank_score, rank_reasons, generator, recipient, sent_at, created_at, updated_at)
 SELECT 'seedv-$2-' || lpad(n::text, 8, '0'), 'seed-$2-' || lpad(n::text, 8, '0'), '$2', (ARRAY[$STRATEGIES])[1 + n % 9],
        'Subject', '<p>Body</p>', 'Body', 'sent', 1, 1, 1.0, '[]', 'template', 'c' || n || '@example.com',
        '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z'
 FROM generate_series(1, $3) n;
-$(pg_recount "$2")
-INSERT INTO strategy_days (project_id, strategy, day, sends, recoveries)
-SELECT v.project_id, v.strategy, substr(v.sent_at, 1, 10), COUNT(*), SUM(CASE WHEN e.status = 'recovered' THEN 1 ELSE 0 END)
-FROM recovery_variants v JOIN churn_events e ON e.id = v.churn_event_id WHERE v.project_id = '$2' GROUP BY 1, 2, 3;
-COMMIT;
-ANALYZE;
 SQL
 }
 

@@ -26,16 +26,15 @@ import os
 import random
 import re
 import shutil
-import signal
-import socketserver
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+from server_process import ServerProcess, call  # noqa: E402
+from smtp_sink import SmtpSink  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
@@ -45,7 +44,7 @@ ACCOUNT_EMAIL = "bench@example.com"
 PG_ADMIN = os.environ.get("CHURN_BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 
 
-# --- a loopback SMTP relay -------------------------------------------------------------------
+# --- a loopback SMTP relay (scripts/smtp_sink.py) ----------------------------------------------
 
 def headers_of(message):
     """(Message-ID without brackets, the To header's address) of a raw email."""
@@ -54,159 +53,30 @@ def headers_of(message):
     return (m.group(1).decode() if m else None, to.group(1).decode().lower() if to else None)
 
 
-class Relay:
-    """Accepts every message after `hold` seconds and keeps its Message-ID and To address."""
-
-    def __init__(self, hold=0.0):
-        self.hold = hold
-        self.emails = []  # (message id, recipient address)
-        self.lock = threading.Lock()
-        relay = self
-
-        class Session(socketserver.StreamRequestHandler):
-            def handle(self):
-                try:
-                    self.converse()
-                except OSError:
-                    pass  # the server was killed mid-session
-
-            def converse(self):
-                self.wfile.write(b"220 relay.bench ESMTP\r\n")
-                while True:
-                    line = self.rfile.readline()
-                    if not line:
-                        return
-                    verb = line[:4].upper()
-                    if verb == b"DATA":
-                        self.wfile.write(b"354 go ahead\r\n")
-                        lines = []
-                        while True:
-                            data = self.rfile.readline()
-                            if not data or data in (b".\r\n", b".\n"):
-                                break
-                            lines.append(data)
-                        time.sleep(relay.hold)
-                        with relay.lock:
-                            relay.emails.append(headers_of(b"".join(lines)))
-                        self.wfile.write(b"250 queued\r\n")
-                    elif verb == b"QUIT":
-                        self.wfile.write(b"221 bye\r\n")
-                        return
-                    elif verb in (b"EHLO", b"HELO"):
-                        self.wfile.write(b"250 relay.bench\r\n")
-                    else:
-                        self.wfile.write(b"250 ok\r\n")
-
-        class Server(socketserver.ThreadingTCPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-        self.server = Server(("127.0.0.1", 0), Session)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+def smtp_relay(hold=0.0):
+    """Keeps (Message-ID, recipient) of each message, answering after `hold` seconds."""
+    return SmtpSink(headers_of, hold=lambda: time.sleep(hold), name="relay.bench")
 
 
 # --- the server under test -------------------------------------------------------------------
 
-class Service:
-    """A release server on one database, restarted at will."""
+class Service(ServerProcess):
+    """A release server on one database (scripts/server_process.py), restarted at will."""
 
     def __init__(self, backend, smtp_port=None):
-        self.work = tempfile.mkdtemp(prefix="churn-kill-")
-        self.dbname = None
-        if backend == "postgres":
-            self.dbname = f"churn_kill_{os.getpid()}_{random.randrange(1 << 30)}"
-            psql(PG_ADMIN, f"CREATE DATABASE {self.dbname}")
-            self.db = PG_ADMIN.rsplit("/", 1)[0] + "/" + self.dbname
-        else:
-            self.db = f"sqlite://{self.work}/churn.db"
-        self.env = dict(os.environ, CHURN_BIND="127.0.0.1:0", CHURN_DATABASE_URL=self.db,
-                        CHURN_DATA_DIR=self.work, CHURN_RATE_LIMITS="off", CHURN_LOG="warn,churn_server=info",
-                        CHURN_LOG_FORMAT="json",
-                        # The daily send quota would cap the load; this measures the send path.
-                        CHURN_SEND_QUOTA_TRIAL="100000000", CHURN_SEND_QUOTA_PAID="100000000")
-        if smtp_port:
-            self.env["CHURN_SMTP_URL"] = f"smtp://127.0.0.1:{smtp_port}"
-        else:
-            self.env["CHURN_EMAIL_OUTBOX"] = os.path.join(self.work, "outbox")
-        self.proc = None
-        self.base = None
-        self.starts = 0
-
-    def start(self):
-        log = open(os.path.join(self.work, f"server-{self.starts}.log"), "wb")
-        self.starts += 1
-        self.proc = subprocess.Popen([SERVER_BIN], env=self.env, stdout=log, stderr=log)
-        path = log.name
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            with open(path, "rb") as f:
-                m = re.search(rb'"address":"([^"]+)"', f.read())
-            if m:
-                self.base = f"http://{m.group(1).decode()}/api/v1"
-                return
-            if self.proc.poll() is not None:
-                sys.exit(f"server exited at start ({self.proc.returncode}):\n{open(path).read()}")
-            time.sleep(0.02)
-        sys.exit("server did not start")
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-        self.base = None
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait()
+        work = tempfile.mkdtemp(prefix="churn-kill-")
+        transport = ({"CHURN_SMTP_URL": f"smtp://127.0.0.1:{smtp_port}"} if smtp_port
+                     else {"CHURN_EMAIL_OUTBOX": os.path.join(work, "outbox")})
+        super().__init__(SERVER_BIN, backend, work, PG_ADMIN, "churn_kill", CHURN_DATA_DIR=work, **transport)
 
     def cleanup(self):
-        self.stop()
-        if self.dbname:
-            psql(PG_ADMIN, f"DROP DATABASE {self.dbname} WITH (FORCE)")
+        super().cleanup()
         shutil.rmtree(self.work, ignore_errors=True)
-
-    def sql(self, query):
-        if self.dbname:
-            out = subprocess.run(["psql", self.db, "-AtF", "\t", "-c", query], check=True,
-                                 capture_output=True, text=True).stdout
-            return [tuple(line.split("\t")) for line in out.splitlines() if line]
-        with sqlite3.connect(self.db.removeprefix("sqlite://")) as conn:
-            return [tuple("" if v is None else str(v) for v in row) for row in conn.execute(query)]
 
     def cli(self, *args):
         out = subprocess.run([CLI_BIN, "--database-url", self.db, *args], check=True,
                              capture_output=True, text=True).stdout
         return out
-
-
-def psql(url, command):
-    subprocess.run(["psql", url, "-qc", command], check=True, capture_output=True)
-
-
-def call(base, method, path, body=None, key=None, token=None, timeout=30):
-    """(status, JSON body); status None when the server could not be reached."""
-    if base is None:
-        return None, None
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(base + path, data=data, method=method)
-    req.add_header("content-type", "application/json")
-    if key:
-        req.add_header("x-api-key", key)
-    if token:
-        req.add_header("authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            raw = r.read()
-            return r.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as e:
-        raw = e.read()
-        try:
-            return e.code, json.loads(raw)
-        except ValueError:
-            return e.code, None
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-        return None, None
 
 
 def sign_up(service):
@@ -222,7 +92,7 @@ def sign_up(service):
 # --- kill -9 ---------------------------------------------------------------------------------
 
 def kill_test(args):
-    relay = Relay(hold=0.02) if args.transport == "smtp" else None
+    relay = smtp_relay(hold=0.02) if args.transport == "smtp" else None
     service = Service(args.backend, relay.port if relay else None)
     try:
         service.start()
@@ -279,7 +149,7 @@ def kill_test(args):
         stuck_before = json.loads(service.cli("--json", "variants", "stuck"))
         if relay:
             with relay.lock:
-                delivered = {message_id for message_id, _ in relay.emails}
+                delivered = {message_id for message_id, _ in relay.mail}
             for claim in stuck_before:
                 outcome = "--sent" if claim["message_id"] in delivered else "--not-sent"
                 service.cli("variants", "settle", claim["id"], outcome)
@@ -310,7 +180,7 @@ def kill_test(args):
         events_sent = int(service.sql("SELECT COUNT(*) FROM churn_events WHERE status = 'email_sent'")[0][0])
         if relay:
             with relay.lock:
-                mail = list(relay.emails)
+                mail = list(relay.mail)
         else:
             outbox = os.path.join(service.work, "outbox")
             mail = []
@@ -353,7 +223,7 @@ def kill_test(args):
               and windows == events_sent and account_emails == 1)
         if not ok:
             print("FAILED", lost[:10], sending[:10], list(unrecorded)[:5], list(phantom)[:5], file=sys.stderr)
-            last_log = os.path.join(service.work, f"server-{service.starts - 1}.log")
+            last_log = os.path.join(service.work, f"server-{len(service.logs) - 1}.log")
             print("last server log:", open(last_log, errors="replace").read()[-3000:], file=sys.stderr)
             for mid in list(unrecorded)[:5]:
                 # What the database says about the message and its variant, for the diagnosis.
@@ -368,7 +238,7 @@ def kill_test(args):
 # --- send latency ----------------------------------------------------------------------------
 
 def latency_test(args):
-    relay = Relay()
+    relay = smtp_relay()
     service = Service(args.backend, relay.port if args.transport == "smtp" else None)
     try:
         service.start()
@@ -413,7 +283,7 @@ def latency_test(args):
         print(json.dumps({"backend": args.backend, "transport": args.transport, "clients": args.clients, "sends": len(times),
                           "failures": len(failures), "sends_per_s": round(len(times) / wall, 1),
                           "p50_ms": round(pct(0.50), 2), "p99_ms": round(pct(0.99), 2),
-                          "emails": len(relay.emails)}))
+                          "emails": len(relay.mail)}))
     finally:
         service.cleanup()
 

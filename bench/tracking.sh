@@ -10,7 +10,20 @@
 #        FRESH=1: only the /track rows, on a fresh database)
 CUSTOMERS=${CUSTOMERS:-100000}
 source "$(dirname "$0")/common.sh"
-require sqlite3
+
+# rollups_and_customers <project id>: SQL (the same on both backends) making the daily rollups
+# and customers rows of the project's seeded events, as ingestion keeps them.
+rollups_and_customers() {
+  cat <<SQL
+INSERT INTO behavior_daily (project_id, customer_email, day, event, detail, n)
+SELECT project_id, customer_email, substr(occurred_at, 1, 10), event,
+       CASE event WHEN 'feature_used' THEN feature WHEN 'page_viewed' THEN category ELSE '' END, COUNT(*)
+FROM behavior_events WHERE project_id = '$1' GROUP BY 1, 2, 3, 4, 5;
+INSERT INTO customers (project_id, email, first_seen_at, last_seen_at, first_event_at, last_event_at)
+SELECT project_id, customer_email, MIN(occurred_at), MAX(occurred_at), MIN(occurred_at), MAX(occurred_at)
+FROM behavior_events WHERE project_id = '$1' GROUP BY 1, 2;
+SQL
+}
 
 # seed_<backend> <database> <project id> <customers>: each customer h<c>@example.com has one
 # event a day for the 30 days ending now (every fourth customer: for the 30 days ending a week
@@ -20,9 +33,7 @@ require sqlite3
 # server never runs it, and statistics taken before the scoring run (no scores yet) make the
 # planner read the risk list from `risk_scores` and sort it (1.7 s instead of milliseconds).
 seed_sqlite() {
-  sqlite3 "$1" >/dev/null <<SQL
-PRAGMA busy_timeout = 10000;
-BEGIN;
+  sqlite_bulk "$1" <<SQL
 CREATE TEMP TABLE g AS
 WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < $3),
      d(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM d WHERE n < 29)
@@ -40,21 +51,11 @@ SELECT '$2', printf('seed-%d-%d', c, d), printf('h%d@example.com', c),
        CASE WHEN k >= 4 AND k < 8 THEN printf('f%d', (c + d) % 8) END,
        CASE WHEN k = 8 THEN 'pricing' END
 FROM g;
-INSERT INTO behavior_daily (project_id, customer_email, day, event, detail, n)
-SELECT project_id, customer_email, substr(occurred_at, 1, 10), event,
-       CASE event WHEN 'feature_used' THEN feature WHEN 'page_viewed' THEN category ELSE '' END, COUNT(*)
-FROM behavior_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 4, 5;
-INSERT INTO customers (project_id, email, first_seen_at, last_seen_at, first_event_at, last_event_at)
-SELECT project_id, customer_email, MIN(occurred_at), MAX(occurred_at), MIN(occurred_at), MAX(occurred_at)
-FROM behavior_events WHERE project_id = '$2' GROUP BY 1, 2;
-COMMIT;
+$(rollups_and_customers "$2")
 SQL
 }
-# PostgreSQL: one transaction bumping the same count rows 100,000 times is quadratic there
-# (every update adds a row version), so the load counts customers once at the end.
 seed_postgres() {
-  psql -q "$1" <<SQL
-BEGIN;
+  pg_bulk "$1" customers <<SQL
 CREATE TEMP TABLE g AS
 SELECT c, d.n + CASE WHEN c % 4 = 0 THEN 7 ELSE 0 END AS d, (c + d.n) % 10 AS k
 FROM generate_series(1, $3) c, generate_series(0, 29) d(n);
@@ -71,19 +72,7 @@ SELECT '$2', 'seed-' || c || '-' || d, 'h' || c || '@example.com',
        CASE WHEN k >= 4 AND k < 8 THEN 'f' || (c + d) % 8 END,
        CASE WHEN k = 8 THEN 'pricing' END
 FROM g;
-INSERT INTO behavior_daily (project_id, customer_email, day, event, detail, n)
-SELECT project_id, customer_email, substr(occurred_at, 1, 10), event,
-       CASE event WHEN 'feature_used' THEN feature WHEN 'page_viewed' THEN category ELSE '' END, COUNT(*)
-FROM behavior_events WHERE project_id = '$2' GROUP BY 1, 2, 3, 4, 5;
-ALTER TABLE customers DISABLE TRIGGER customers_counted_insert;
-INSERT INTO customers (project_id, email, first_seen_at, last_seen_at, first_event_at, last_event_at)
-SELECT project_id, customer_email, MIN(occurred_at), MAX(occurred_at), MIN(occurred_at), MAX(occurred_at)
-FROM behavior_events WHERE project_id = '$2' GROUP BY 1, 2;
-ALTER TABLE customers ENABLE TRIGGER customers_counted_insert;
-INSERT INTO customer_counts (project_id, shard, key, n)
-SELECT project_id, 0, 'customer', COUNT(*) FROM customers WHERE project_id = '$2' GROUP BY 1, 2;
-COMMIT;
-VACUUM ANALYZE;
+$(rollups_and_customers "$2")
 SQL
 }
 

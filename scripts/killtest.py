@@ -54,9 +54,7 @@ import os
 import random
 import re
 import shutil
-import signal
 import socketserver
-import sqlite3
 import ssl
 import subprocess
 import sys
@@ -67,6 +65,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter, defaultdict
+
+from server_process import ServerProcess, call
+from smtp_sink import SmtpSink
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
@@ -99,61 +100,16 @@ def iso(t):
 
 # --- loopback fakes ----------------------------------------------------------------------------
 
-class SmtpSink:
-    """Accepts every message; keeps (recipient, subject, server generation) of each."""
+def smtp_sink(generation):
+    """The SMTP sink (scripts/smtp_sink.py), keeping (recipient, subject, server generation)
+    of each message and holding its answer back."""
 
-    def __init__(self, generation):
-        self.mail = []
-        self.lock = threading.Lock()
-        sink = self
+    def record(raw):
+        msg = email.message_from_bytes(raw, policy=email.policy.default)
+        to = msg["to"].addresses[0].addr_spec.lower() if msg["to"] else ""
+        return (to, str(msg["subject"] or ""), generation())
 
-        class Session(socketserver.StreamRequestHandler):
-            def handle(self):
-                try:
-                    self.converse()
-                except OSError:
-                    pass  # the server was killed mid-session
-
-            def converse(self):
-                self.wfile.write(b"220 sink.killtest ESMTP\r\n")
-                while True:
-                    line = self.rfile.readline()
-                    if not line:
-                        return
-                    verb = line[:4].upper()
-                    if verb == b"DATA":
-                        self.wfile.write(b"354 go ahead\r\n")
-                        lines = []
-                        while True:
-                            data = self.rfile.readline()
-                            if not data or data in (b".\r\n", b".\n"):
-                                break
-                            lines.append(data[1:] if data.startswith(b"..") else data)
-                        if not data:
-                            return  # cut off before the end of the message: not accepted
-                        msg = email.message_from_bytes(b"".join(lines), policy=email.policy.default)
-                        to = msg["to"].addresses[0].addr_spec.lower() if msg["to"] else ""
-                        with sink.lock:
-                            sink.mail.append((to, str(msg["subject"] or ""), generation()))
-                        # Accepted, and the answer held back a little: a kill in this window
-                        # leaves an email sent that its sender never heard of.
-                        hold("email")
-                        self.wfile.write(b"250 queued\r\n")
-                    elif verb == b"QUIT":
-                        self.wfile.write(b"221 bye\r\n")
-                        return
-                    elif verb in (b"EHLO", b"HELO"):
-                        self.wfile.write(b"250 sink.killtest\r\n")
-                    else:
-                        self.wfile.write(b"250 ok\r\n")
-
-        class Server(socketserver.ThreadingTCPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-        self.server = Server(("127.0.0.1", 0), Session)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    return SmtpSink(record, hold=lambda: hold("email"), name="sink.killtest")
 
 
 class Fake:
@@ -286,62 +242,23 @@ def make_tls(work):
 
 # --- the server under test ---------------------------------------------------------------------
 
-def psql(url, command):
-    subprocess.run(["psql", url, "-qc", command], check=True, capture_output=True)
-
-
-class Service:
+class Service(ServerProcess):
     """The server on one database, killed and restarted at will. The dev clock lives in the
     process: each start puts it back at `now` before anyone else may call."""
 
     def __init__(self, backend, work, smtp_port, ca):
-        self.work = work
-        self.dbname = None
-        if backend == "postgres":
-            self.dbname = f"churn_killtest_{os.getpid()}_{random.randrange(1 << 30)}"
-            psql(PG_ADMIN, f"CREATE DATABASE {self.dbname}")
-            self.db = PG_ADMIN.rsplit("/", 1)[0] + "/" + self.dbname
-        else:
-            self.db = f"sqlite://{work}/churn.db"
-        self.env = dict(os.environ, CHURN_BIND="127.0.0.1:0", CHURN_DATABASE_URL=self.db,
-                        CHURN_DATA_DIR=os.path.join(work, "data"), CHURN_RATE_LIMITS="off",
-                        CHURN_LOG="warn,churn_server=info", CHURN_LOG_FORMAT="json", CHURN_DEV_MODE="true",
-                        CHURN_WEBHOOK_ALLOW_PRIVATE="true", CHURN_EXTRA_CA_FILE=ca,
-                        CHURN_SMTP_URL=f"smtp://127.0.0.1:{smtp_port}",
-                        CHURN_SEND_QUOTA_TRIAL="100000000", CHURN_SEND_QUOTA_PAID="100000000",
-                        RUST_BACKTRACE="1")
-        self.proc = None
-        self.base = None
+        super().__init__(SERVER_BIN, backend, work, PG_ADMIN, "churn_killtest",
+                         CHURN_DATA_DIR=os.path.join(work, "data"), CHURN_DEV_MODE="true",
+                         CHURN_WEBHOOK_ALLOW_PRIVATE="true", CHURN_EXTRA_CA_FILE=ca,
+                         CHURN_SMTP_URL=f"smtp://127.0.0.1:{smtp_port}", RUST_BACKTRACE="1")
         self.generation = 0
         self.now = datetime.datetime.now(datetime.timezone.utc)
-        self.logs = []
 
-    def start(self):
-        path = os.path.join(self.work, f"server-{len(self.logs)}.log")
-        self.logs.append(path)
-        log = open(path, "wb")
-        self.proc = subprocess.Popen([SERVER_BIN], env=self.env, stdout=log, stderr=log)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            with open(path, "rb") as f:
-                m = re.search(rb'"address":"([^"]+)"', f.read())
-            if m:
-                base = f"http://{m.group(1).decode()}/api/v1"
-                status, _ = call(base, "POST", "/dev/clock", {"set": iso(self.now)})
-                if status != 200:
-                    raise SystemExit(f"the dev clock could not be set ({status}); is CHURN_DEV_MODE honoured?")
-                self.generation += 1
-                self.base = base
-                return
-            if self.proc.poll() is not None:
-                raise SystemExit(f"server exited at start ({self.proc.returncode}):\n{open(path).read()[-3000:]}")
-            time.sleep(0.02)
-        raise SystemExit("server did not start")
-
-    def kill(self):
-        self.base = None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
+    def started(self, base):
+        status, _ = call(base, "POST", "/dev/clock", {"set": iso(self.now)})
+        if status != 200:
+            raise SystemExit(f"the dev clock could not be set ({status}); is CHURN_DEV_MODE honoured?")
+        self.generation += 1
 
     def advance(self, seconds):
         self.now += datetime.timedelta(seconds=seconds)
@@ -353,51 +270,6 @@ class Service:
         assert status == 200, ("POST /dev/jobs/run", status, body)
         return body["data"]["ran"]
 
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait()
-
-    def cleanup(self):
-        self.stop()
-        if self.dbname:
-            psql(PG_ADMIN, f"DROP DATABASE IF EXISTS {self.dbname} WITH (FORCE)")
-
-    def sql(self, query):
-        if self.dbname:
-            out = subprocess.run(["psql", self.db, "-AtF", "\t", "-c", query], check=True,
-                                 capture_output=True, text=True).stdout
-            return [tuple(line.split("\t")) for line in out.splitlines() if line]
-        with sqlite3.connect(self.db.removeprefix("sqlite://"), timeout=30) as conn:
-            return [tuple("" if v is None else str(v) for v in row) for row in conn.execute(query)]
-
-
-def call(base, method, path, body=None, key=None, token=None, headers=None, raw=None, timeout=30):
-    """(status, JSON body); status None when the server could not be reached or answered."""
-    if base is None:
-        return None, None
-    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    req = urllib.request.Request(base + path, data=data, method=method)
-    req.add_header("content-type", "application/json")
-    if key:
-        req.add_header("x-api-key", key)
-    if token:
-        req.add_header("authorization", f"Bearer {token}")
-    for k, v in (headers or {}).items():
-        req.add_header(k, v)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            text = r.read()
-            return r.status, json.loads(text) if text else None
-    except urllib.error.HTTPError as e:
-        text = e.read()
-        try:
-            return e.code, json.loads(text)
-        except ValueError:
-            return e.code, None
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, ValueError):
-        return None, None
-
 
 # --- the run -----------------------------------------------------------------------------------
 
@@ -408,7 +280,7 @@ class KillTest:
         self.work = tempfile.mkdtemp(prefix="churn-killtest-")
         ca, cert, key = make_tls(self.work)
         generation = lambda: self.service.generation  # noqa: E731
-        self.smtp = SmtpSink(generation)
+        self.smtp = smtp_sink(generation)
         self.fake = Fake(cert, key, generation)
         self.service = Service(args.backend, self.work, self.smtp.port, ca)
         self.lock = threading.Lock()

@@ -1,0 +1,61 @@
+"""A loopback SMTP server that accepts every message, for scripts/killtest.py and
+bench/sending.py (standard library only)."""
+
+import socketserver
+import threading
+
+
+class SmtpSink:
+    """Keeps `record(raw message)` of each complete message in `mail` (under `lock`), then
+    calls `hold()` before answering 250: a kill in that window leaves an email delivered that
+    its sender never heard accepted. A message cut off before its end is not accepted."""
+
+    def __init__(self, record, hold=lambda: None, name="sink.churn"):
+        self.mail = []
+        self.lock = threading.Lock()
+        sink = self
+
+        class Session(socketserver.StreamRequestHandler):
+            def handle(self):
+                try:
+                    self.converse()
+                except OSError:
+                    pass  # the server was killed mid-session
+
+            def converse(self):
+                self.wfile.write(b"220 " + name.encode() + b" ESMTP\r\n")
+                while True:
+                    line = self.rfile.readline()
+                    if not line:
+                        return
+                    verb = line[:4].upper()
+                    if verb == b"DATA":
+                        self.wfile.write(b"354 go ahead\r\n")
+                        lines = []
+                        while True:
+                            data = self.rfile.readline()
+                            if not data or data in (b".\r\n", b".\n"):
+                                break
+                            lines.append(data[1:] if data.startswith(b"..") else data)
+                        if not data:
+                            return
+                        entry = record(b"".join(lines))
+                        with sink.lock:
+                            sink.mail.append(entry)
+                        hold()
+                        self.wfile.write(b"250 queued\r\n")
+                    elif verb == b"QUIT":
+                        self.wfile.write(b"221 bye\r\n")
+                        return
+                    elif verb in (b"EHLO", b"HELO"):
+                        self.wfile.write(b"250 " + name.encode() + b"\r\n")
+                    else:
+                        self.wfile.write(b"250 ok\r\n")
+
+        class Server(socketserver.ThreadingTCPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        self.server = Server(("127.0.0.1", 0), Session)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
