@@ -22,7 +22,11 @@ import re
 import socketserver
 import ssl
 import sys
+import os
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+from loopback import JsonHandler  # noqa: E402
 
 
 def sign(args):
@@ -56,23 +60,7 @@ def sign(args):
             out.write(f"t={t},v1={mac}\t{body}\n")
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # Headers and body leave in two writes: without TCP_NODELAY the body waits for the
-    # client's delayed ACK (40 ms on Linux) and the fake, not churn, sets the pace.
-    disable_nagle_algorithm = True
-
-    def log_message(self, *args):
-        pass
-
-    def answer(self, status, doc):
-        body = json.dumps(doc).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
+class Handler(JsonHandler):
     def do_POST(self):
         self.rfile.read(int(self.headers.get("content-length") or 0))
         m = re.fullmatch(r"/v1/invoices/([^/]+)/pay", self.path)

@@ -34,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
 from server_process import ServerProcess, call  # noqa: E402
-from smtp_sink import SmtpSink  # noqa: E402
+from loopback import SmtpSink  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
@@ -44,7 +44,7 @@ ACCOUNT_EMAIL = "bench@example.com"
 PG_ADMIN = os.environ.get("CHURN_BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 
 
-# --- a loopback SMTP relay (scripts/smtp_sink.py) ----------------------------------------------
+# --- a loopback SMTP relay (scripts/loopback.py) ----------------------------------------------
 
 def headers_of(message):
     """(Message-ID without brackets, the To header's address) of a raw email."""

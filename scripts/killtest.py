@@ -67,7 +67,7 @@ import urllib.request
 from collections import Counter, defaultdict
 
 from server_process import ServerProcess, call
-from smtp_sink import SmtpSink
+from loopback import JsonHandler, SmtpSink
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
@@ -101,7 +101,7 @@ def iso(t):
 # --- loopback fakes ----------------------------------------------------------------------------
 
 def smtp_sink(generation):
-    """The SMTP sink (scripts/smtp_sink.py), keeping (recipient, subject, server generation)
+    """The SMTP sink (scripts/loopback.py), keeping (recipient, subject, server generation)
     of each message and holding its answer back."""
 
     def record(raw):
@@ -129,21 +129,7 @@ class Fake:
         self.alerts = []  # (webhook-id, generation)
         fake = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args):
-                pass
-
-            def answer(self, status, doc):
-                body = json.dumps(doc).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
+        class Handler(JsonHandler):
             def do_GET(self):
                 url = urllib.parse.urlsplit(self.path)
                 m = re.fullmatch(r"/v1/subscriptions/([^/]+)", url.path)

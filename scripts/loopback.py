@@ -1,8 +1,30 @@
-"""A loopback SMTP server that accepts every message, for scripts/killtest.py and
-bench/sending.py (standard library only)."""
+"""Loopback fakes for scripts/killtest.py and the benchmarks (standard library only): an SMTP
+server that accepts every message, and the JSON answers of a fake HTTP API."""
 
+import http.server
+import json
 import socketserver
 import threading
+
+
+class JsonHandler(http.server.BaseHTTPRequestHandler):
+    """A fake API's request handler: quiet, and `answer` sends one JSON document."""
+
+    protocol_version = "HTTP/1.1"
+    # Headers and body leave in two writes: without TCP_NODELAY the body waits for the
+    # client's delayed ACK (40 ms on Linux) and the fake, not churn, sets the pace.
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args):
+        pass
+
+    def answer(self, status, doc):
+        body = json.dumps(doc).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
 
 class SmtpSink:
