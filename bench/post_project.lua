@@ -1,7 +1,5 @@
 -- POST /projects with a distinct name per request (so slugs do not collide).
-counter = 0
-request = function()
-  counter = counter + 1
-  local body = '{"name":"Bench ' .. counter .. '","product_type":"SaaS"}'
-  return wrk.format("POST", "/api/v1/projects", {["Content-Type"] = "application/json", ["Authorization"] = wrk.headers["Authorization"]}, body)
-end
+dofile("bench/numbered_post.lua")
+numbered_post("/api/v1/projects", "Authorization", function(n)
+  return '{"name":"Bench ' .. n .. '","product_type":"SaaS"}'
+end)
