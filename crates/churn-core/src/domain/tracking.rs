@@ -2,13 +2,7 @@
 //! and carries an HMAC of it; a click URL also carries an HMAC of its target, so the redirect
 //! route cannot be used to send people anywhere else.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-use subtle::ConstantTimeEq;
-
-const SIGNATURE_BYTES: usize = 16;
+use super::mac;
 
 pub struct TrackingKeys {
     key: Vec<u8>,
@@ -20,29 +14,32 @@ impl TrackingKeys {
     }
 
     fn sign(&self, parts: &[&str]) -> String {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key length");
-        for part in parts {
-            mac.update(part.as_bytes());
-            mac.update(b"\x1f");
-        }
-        URL_SAFE_NO_PAD.encode(&mac.finalize().into_bytes()[..SIGNATURE_BYTES])
+        mac::short_signature(&self.key, parts)
     }
 
     fn matches(&self, given: &str, parts: &[&str]) -> bool {
-        let expected = self.sign(parts);
-        given.len() == expected.len() && bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
+        mac::same(given, &self.sign(parts))
+    }
+
+    /// `<id>.<signature>`, the id signed under `label`.
+    fn id_token(&self, label: &str, id: &str) -> String {
+        format!("{id}.{}", self.sign(&[label, id]))
+    }
+
+    /// The id an [`Self::id_token`] of `label` names, if its signature is ours.
+    fn verify_id_token<'t>(&self, label: &str, token: &'t str) -> Option<&'t str> {
+        let (id, signature) = token.rsplit_once('.')?;
+        self.matches(signature, &[label, id]).then_some(id)
     }
 
     /// `<variant id>.<signature>`.
     pub fn token(&self, variant_id: &str) -> String {
-        format!("{variant_id}.{}", self.sign(&["open", variant_id]))
+        self.id_token("open", variant_id)
     }
 
     /// The variant a token names, if its signature is ours.
     pub fn verify_token<'t>(&self, token: &'t str) -> Option<&'t str> {
-        let (variant_id, signature) = token.rsplit_once('.')?;
-        self.matches(signature, &["open", variant_id])
-            .then_some(variant_id)
+        self.verify_id_token("open", token)
     }
 
     pub fn click_url(
@@ -67,28 +64,24 @@ impl TrackingKeys {
     /// (`/pay/<token>`). It carries no expiry: the page's lifetime follows from the record
     /// (`domain::card_update`).
     pub fn pay_token(&self, failure_id: &str) -> String {
-        format!("{failure_id}.{}", self.sign(&["pay", failure_id]))
+        self.id_token("pay", failure_id)
     }
 
     /// The payment failure a card-update token names, if its signature is ours.
     pub fn verify_pay_token<'t>(&self, token: &'t str) -> Option<&'t str> {
-        let (failure_id, signature) = token.rsplit_once('.')?;
-        self.matches(signature, &["pay", failure_id])
-            .then_some(failure_id)
+        self.verify_id_token("pay", token)
     }
 
     /// `<expiry notice id>.<signature>`: the card-update page of a customer whose card
     /// expires soon (`/pay/customer/<token>`). Its own label, so a payment's token cannot
     /// open a customer's page, nor the other way round.
     pub fn customer_pay_token(&self, notice_id: &str) -> String {
-        format!("{notice_id}.{}", self.sign(&["pay-customer", notice_id]))
+        self.id_token("pay-customer", notice_id)
     }
 
     /// The expiry notice a customer card-update token names, if its signature is ours.
     pub fn verify_customer_pay_token<'t>(&self, token: &'t str) -> Option<&'t str> {
-        let (notice_id, signature) = token.rsplit_once('.')?;
-        self.matches(signature, &["pay-customer", notice_id])
-            .then_some(notice_id)
+        self.verify_id_token("pay-customer", token)
     }
 }
 
