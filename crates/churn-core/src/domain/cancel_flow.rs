@@ -14,7 +14,7 @@ use super::retry::Waits;
 use super::segment::{Segment, SegmentInput};
 use super::settings::ProjectSettings;
 use super::strategy::ReasonCode;
-use super::validation::{Validator, https_url, required_line, required_text};
+use super::validation::{Validator, between, https_url, required_line, required_text};
 use crate::error::Result;
 use crate::time::Timestamp;
 
@@ -664,14 +664,10 @@ impl SegmentedFlowInput {
     pub fn validate(self, settings: &ProjectSettings) -> Result<FlowDefinition> {
         let mut v = Validator::new();
         let name = v.check("name", required_line(&self.name, MAX_FLOW_NAME));
-        let priority = match self.priority {
-            None => 0,
-            Some(p) if (0..=MAX_PRIORITY).contains(&p) => p,
-            Some(_) => {
-                v.add("priority", format!("must be between 0 and {MAX_PRIORITY}"));
-                0
-            }
-        };
+        let priority = self
+            .priority
+            .and_then(|p| v.check("priority", between(p, 0..=MAX_PRIORITY)))
+            .unwrap_or(0);
         let segment = self.segment.map(|s| s.validate(&mut v)).unwrap_or_default();
         let reasons = self.reasons.clone();
         let flow = CancelFlowInput {
@@ -730,14 +726,7 @@ impl OfferInput {
             }
         }
         let mut number = |name: &str, value: Option<i64>, (lo, hi): (i64, i64)| match value {
-            Some(n) if (lo..=hi).contains(&n) => Some(n),
-            Some(_) => {
-                v.add(
-                    &format!("{field}.{name}"),
-                    format!("must be between {lo} and {hi}"),
-                );
-                None
-            }
+            Some(n) => v.check(&format!("{field}.{name}"), between(n, lo..=hi)),
             None => {
                 v.add(&format!("{field}.{name}"), "is required");
                 None
@@ -890,11 +879,7 @@ impl CancelFlow {
 /// The months a pause lasts: the requested number within 1..=`max_months`, else
 /// `max_months` when none was requested.
 pub fn pause_months(max_months: i64, requested: Option<i64>) -> std::result::Result<i64, String> {
-    match requested {
-        None => Ok(max_months),
-        Some(n) if (1..=max_months).contains(&n) => Ok(n),
-        Some(_) => Err(format!("must be between 1 and {max_months}")),
-    }
+    requested.map_or(Ok(max_months), |n| between(n, 1..=max_months))
 }
 
 /// When a pause of `months` calendar months that starts at `now` ends; a day the target

@@ -69,22 +69,15 @@ mod tests {
     fn the_url_carries_the_offer_of_the_strategy() {
         let cta = |s, url| CallToAction::new(s, url, Some("WINBACK20-ABC"), "help@acme.io", 20);
         let base = Some("https://acme.io/billing?from=email");
-        assert_eq!(
-            cta(Strategy::Discount, base).href,
-            "https://acme.io/billing?from=email&coupon=WINBACK20-ABC"
-        );
-        assert_eq!(
-            cta(Strategy::PauseOption, base).href,
-            "https://acme.io/billing?from=email&offer=pause"
-        );
-        assert_eq!(
-            cta(Strategy::DowngradeOffer, base).href,
-            "https://acme.io/billing?from=email&offer=downgrade"
-        );
-        assert_eq!(
-            cta(Strategy::ValueRecap, base).href,
-            "https://acme.io/billing?from=email"
-        );
+        for (strategy, offer) in [
+            (Strategy::Discount, "&coupon=WINBACK20-ABC"),
+            (Strategy::PauseOption, "&offer=pause"),
+            (Strategy::DowngradeOffer, "&offer=downgrade"),
+            (Strategy::ValueRecap, ""),
+        ] {
+            let expected = format!("https://acme.io/billing?from=email{offer}");
+            assert_eq!(cta(strategy, base).href, expected, "{strategy:?}");
+        }
         let reply = cta(Strategy::ValueRecap, None);
         assert_eq!(reply.href, "mailto:help@acme.io");
         assert_eq!(reply.text_line(), "Reply to us: help@acme.io");

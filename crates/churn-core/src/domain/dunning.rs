@@ -428,16 +428,21 @@ mod tests {
         assert_eq!(customer_reason(None), "your card was declined");
     }
 
-    #[test]
-    fn the_four_templates() {
-        let facts = DunningFacts {
+    /// A 49 EUR failure for insufficient funds, from Acme Billing's card-update link.
+    fn acme_facts(offer: Option<&LastChance>) -> DunningFacts<'_> {
+        DunningFacts {
             amount: 4900,
             currency: "eur",
             decline_code: Some("insufficient_funds"),
             update_url: "https://churn.example/pay/pf-42.sig?via=email",
             sender_name: "Acme Billing",
-            offer: None,
-        };
+            offer,
+        }
+    }
+
+    #[test]
+    fn the_four_templates() {
+        let facts = acme_facts(None);
         let rendered: Vec<String> = Tone::ALL
             .iter()
             .map(|&tone| {
@@ -532,14 +537,7 @@ mod tests {
     fn the_final_email_with_a_last_chance_offer() {
         let offer = LastChance::of("019ac1f2-7d7e-7c41-8e3b-5f1a2b3c4d5e", 30);
         assert_eq!(offer.code, "LASTCHANCE30-2B3C4D5E");
-        let facts = DunningFacts {
-            amount: 4900,
-            currency: "eur",
-            decline_code: Some("insufficient_funds"),
-            update_url: "https://churn.example/pay/pf-42.sig?via=email",
-            sender_name: "Acme Billing",
-            offer: Some(&offer),
-        };
+        let facts = acme_facts(Some(&offer));
         // Only the final tone offers it.
         let (_, urgent) = render(Tone::Urgent, &facts);
         assert!(!urgent.contains("LASTCHANCE"));

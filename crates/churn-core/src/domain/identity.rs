@@ -7,7 +7,6 @@
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use subtle::ConstantTimeEq;
 
 pub const IDENTITY_SECRET_PREFIX: &str = "idsec_";
 const IDENTITY_SECRET_BODY_LEN: usize = 40;
@@ -58,11 +57,9 @@ pub fn hash_matches(
     presented: &str,
 ) -> bool {
     let presented = presented.trim().to_ascii_lowercase();
-    secrets.iter().any(|secret| {
-        let expected = customer_hash(secret, email, subscription_id);
-        expected.len() == presented.len()
-            && bool::from(expected.as_bytes().ct_eq(presented.as_bytes()))
-    })
+    secrets
+        .iter()
+        .any(|secret| super::mac::same(&presented, &customer_hash(secret, email, subscription_id)))
 }
 
 #[cfg(test)]

@@ -4,8 +4,6 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 
 /// How long an invitation stays open.
 pub const VALID_FOR: chrono::Duration = chrono::Duration::days(7);
@@ -21,12 +19,10 @@ impl InvitationKeys {
 
     /// The invitation's token: 43 URL-safe characters (256 bits).
     pub fn token(&self, invitation_id: &str) -> String {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key length");
-        for part in ["invitation", invitation_id] {
-            mac.update(part.as_bytes());
-            mac.update(b"\x1f");
-        }
-        URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+        URL_SAFE_NO_PAD.encode(super::mac::of_parts(
+            &self.key,
+            &["invitation", invitation_id],
+        ))
     }
 }
 

@@ -16,6 +16,7 @@ pub mod identity;
 pub mod invitation;
 pub mod keys;
 pub mod lifecycle;
+pub(crate) mod mac;
 #[cfg(feature = "server")]
 pub mod model;
 pub(crate) mod objects_only;

@@ -231,39 +231,16 @@ pub fn train(features: Vec<Feature>, examples: &[Example]) -> Result<Trained, No
 mod tests {
     use std::collections::BTreeMap;
 
-    use chrono::{Duration, NaiveDate};
-
     use super::*;
+    use crate::domain::risk::tests::with;
     use crate::domain::risk::{Assessment, Signal};
-    use crate::time::{self, Timestamp};
-
-    fn now() -> Timestamp {
-        time::parse("2026-11-21T12:00:00Z").unwrap()
-    }
-
-    fn day(days_ago: i64) -> NaiveDate {
-        now().date_naive() - Duration::days(days_ago)
-    }
 
     /// A customer tracked for 60 days, active today.
     fn customer(events: &[(&str, i64)]) -> Aggregates {
-        let mut daily = BTreeMap::new();
-        for (event, days_ago) in [("page_viewed", 0)].iter().chain(events) {
-            *daily
-                .entry((day(*days_ago), (*event).to_owned(), String::new()))
-                .or_insert(0) += 1;
-        }
-        Aggregates {
-            now: now(),
-            first_event_at: now() - Duration::days(60),
-            daily,
-            feature_first_used: BTreeMap::new(),
-            session_durations_14d: Vec::new(),
-            nps: None,
-            card_expires_at: None,
-            payment_failures_30d: 0,
-            cancel_flow_opens_14d: 0,
-        }
+        [("page_viewed", 0)].iter().chain(events).fold(
+            crate::domain::risk::tests::customer(),
+            |a, &(event, days_ago)| with(a, event, days_ago, 1),
+        )
     }
 
     #[test]

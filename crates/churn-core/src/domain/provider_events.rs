@@ -173,8 +173,7 @@ impl Field<'_> {
                 || s.chars()
                     .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')))
             .then(|| format!("must be at most {max} characters of text")),
-            Field::Amount(Some(n)) => (!(0..=MAX_AMOUNT).contains(&n))
-                .then(|| format!("must be between 0 and {MAX_AMOUNT}")),
+            Field::Amount(Some(n)) => super::validation::between(n, 0..=MAX_AMOUNT).err(),
             Field::Currency(c) => (c.len() != 3 || !c.chars().all(|ch| ch.is_ascii_alphabetic()))
                 .then(|| "must be a three-letter code".to_owned()),
             Field::Id(None) | Field::Line(None, _) | Field::Text(None, _) | Field::Amount(None) => {

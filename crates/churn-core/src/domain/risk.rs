@@ -454,7 +454,7 @@ impl Model {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::time;
 
@@ -463,7 +463,7 @@ mod tests {
     }
 
     /// A customer tracked for 60 days with no events in the rollups yet.
-    fn customer() -> Aggregates {
+    pub(crate) fn customer() -> Aggregates {
         Aggregates {
             now: now(),
             first_event_at: now() - chrono::Duration::days(60),
@@ -481,7 +481,8 @@ mod tests {
         now().date_naive() - chrono::Duration::days(days_ago)
     }
 
-    fn with(mut a: Aggregates, event: &str, days_ago: i64, n: i64) -> Aggregates {
+    /// `a` with `n` more of `event` on the day `days_ago`.
+    pub(crate) fn with(mut a: Aggregates, event: &str, days_ago: i64, n: i64) -> Aggregates {
         *a.daily
             .entry((day(days_ago), event.to_owned(), String::new()))
             .or_default() += n;
@@ -497,6 +498,19 @@ mod tests {
 
     fn has(a: &Aggregates, s: Signal) -> bool {
         s.strength(a).is_some()
+    }
+
+    /// `s` counts one `event` from today back to `last_day` days ago, and not the day before.
+    fn counts_back_to(s: Signal, event: &str, last_day: i64) {
+        assert!(
+            has(&with(customer(), event, last_day, 1), s),
+            "{event}, {last_day} days ago"
+        );
+        let before = last_day + 1;
+        assert!(
+            !has(&with(customer(), event, before, 1), s),
+            "{event}, {before} days ago"
+        );
     }
 
     /// Active today, so only the signal under test can be present.
@@ -550,8 +564,7 @@ mod tests {
     #[test]
     fn failed_payments_count_overdue_invoices_and_failure_records() {
         let s = Signal::FailedPayments;
-        assert!(has(&with(customer(), "invoice_overdue", 29, 1), s));
-        assert!(!has(&with(customer(), "invoice_overdue", 30, 1), s));
+        counts_back_to(s, "invoice_overdue", 29);
         let mut records = active();
         records.payment_failures_30d = 1;
         assert!(has(&records, s));
@@ -593,8 +606,7 @@ mod tests {
             ("subscription_downgraded", Signal::BillingDowngrades),
             ("subscription_upgraded", Signal::BillingUpgrades),
         ] {
-            assert!(has(&with(customer(), event, 59, 1), s));
-            assert!(!has(&with(customer(), event, 60, 1), s));
+            counts_back_to(s, event, 59);
         }
     }
 
@@ -629,7 +641,7 @@ mod tests {
     #[test]
     fn competitor_pages_are_named_or_categorised() {
         let s = Signal::CompetitorPageVisits;
-        assert!(has(&with(customer(), "competitor_page_viewed", 29, 1), s));
+        counts_back_to(s, "competitor_page_viewed", 29);
         assert!(has(
             &with_detail(customer(), "page_viewed", "competitor", 0),
             s
@@ -638,14 +650,12 @@ mod tests {
             &with_detail(customer(), "page_viewed", "pricing", 0),
             s
         ));
-        assert!(!has(&with(customer(), "competitor_page_viewed", 30, 1), s));
     }
 
     #[test]
     fn cancel_page_views_count_events_and_widget_opens() {
         let s = Signal::CancelPageViews;
-        assert!(has(&with(customer(), "cancel_page_viewed", 13, 1), s));
-        assert!(!has(&with(customer(), "cancel_page_viewed", 14, 1), s));
+        counts_back_to(s, "cancel_page_viewed", 13);
         let mut opened = active();
         opened.cancel_flow_opens_14d = 1;
         assert!(has(&opened, s));
@@ -703,8 +713,7 @@ mod tests {
     #[test]
     fn team_invites_count_30_days() {
         let s = Signal::TeamInvites;
-        assert!(has(&with(customer(), "team_member_invited", 29, 1), s));
-        assert!(!has(&with(customer(), "team_member_invited", 30, 1), s));
+        counts_back_to(s, "team_member_invited", 29);
     }
 
     #[test]

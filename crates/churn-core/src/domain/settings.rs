@@ -191,16 +191,7 @@ impl ProjectSettings {
         let mut v = Validator::new();
         let mut next = self.clone();
         let mut range = |field: &str, value: Option<i64>, lo: i64, hi: i64, slot: &mut i64| {
-            if let Some(value) = value {
-                if (lo..=hi).contains(&value) {
-                    *slot = value;
-                } else {
-                    v.add(
-                        &format!("settings.{field}"),
-                        format!("must be between {lo} and {hi}"),
-                    );
-                }
-            }
+            v.set_between(&format!("settings.{field}"), value, lo..=hi, slot);
         };
         range(
             "recovery_window_days",

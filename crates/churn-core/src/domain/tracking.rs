@@ -2,13 +2,7 @@
 //! and carries an HMAC of it; a click URL also carries an HMAC of its target, so the redirect
 //! route cannot be used to send people anywhere else.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-use subtle::ConstantTimeEq;
-
-const SIGNATURE_BYTES: usize = 16;
+use super::mac;
 
 pub struct TrackingKeys {
     key: Vec<u8>,
@@ -20,29 +14,32 @@ impl TrackingKeys {
     }
 
     fn sign(&self, parts: &[&str]) -> String {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key length");
-        for part in parts {
-            mac.update(part.as_bytes());
-            mac.update(b"\x1f");
-        }
-        URL_SAFE_NO_PAD.encode(&mac.finalize().into_bytes()[..SIGNATURE_BYTES])
+        mac::short_signature(&self.key, parts)
     }
 
     fn matches(&self, given: &str, parts: &[&str]) -> bool {
-        let expected = self.sign(parts);
-        given.len() == expected.len() && bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
+        mac::same(given, &self.sign(parts))
+    }
+
+    /// `<id>.<signature>`, the id signed under `label`.
+    fn id_token(&self, label: &str, id: &str) -> String {
+        format!("{id}.{}", self.sign(&[label, id]))
+    }
+
+    /// The id an [`Self::id_token`] of `label` names, if its signature is ours.
+    fn verify_id_token<'t>(&self, label: &str, token: &'t str) -> Option<&'t str> {
+        let (id, signature) = token.rsplit_once('.')?;
+        self.matches(signature, &[label, id]).then_some(id)
     }
 
     /// `<variant id>.<signature>`.
     pub fn token(&self, variant_id: &str) -> String {
-        format!("{variant_id}.{}", self.sign(&["open", variant_id]))
+        self.id_token("open", variant_id)
     }
 
     /// The variant a token names, if its signature is ours.
     pub fn verify_token<'t>(&self, token: &'t str) -> Option<&'t str> {
-        let (variant_id, signature) = token.rsplit_once('.')?;
-        self.matches(signature, &["open", variant_id])
-            .then_some(variant_id)
+        self.verify_id_token("open", token)
     }
 
     pub fn click_url(
@@ -67,28 +64,24 @@ impl TrackingKeys {
     /// (`/pay/<token>`). It carries no expiry: the page's lifetime follows from the record
     /// (`domain::card_update`).
     pub fn pay_token(&self, failure_id: &str) -> String {
-        format!("{failure_id}.{}", self.sign(&["pay", failure_id]))
+        self.id_token("pay", failure_id)
     }
 
     /// The payment failure a card-update token names, if its signature is ours.
     pub fn verify_pay_token<'t>(&self, token: &'t str) -> Option<&'t str> {
-        let (failure_id, signature) = token.rsplit_once('.')?;
-        self.matches(signature, &["pay", failure_id])
-            .then_some(failure_id)
+        self.verify_id_token("pay", token)
     }
 
     /// `<expiry notice id>.<signature>`: the card-update page of a customer whose card
     /// expires soon (`/pay/customer/<token>`). Its own label, so a payment's token cannot
     /// open a customer's page, nor the other way round.
     pub fn customer_pay_token(&self, notice_id: &str) -> String {
-        format!("{notice_id}.{}", self.sign(&["pay-customer", notice_id]))
+        self.id_token("pay-customer", notice_id)
     }
 
     /// The expiry notice a customer card-update token names, if its signature is ours.
     pub fn verify_customer_pay_token<'t>(&self, token: &'t str) -> Option<&'t str> {
-        let (notice_id, signature) = token.rsplit_once('.')?;
-        self.matches(signature, &["pay-customer", notice_id])
-            .then_some(notice_id)
+        self.verify_id_token("pay-customer", token)
     }
 }
 
@@ -96,14 +89,29 @@ impl TrackingKeys {
 mod tests {
     use super::*;
 
+    type Issue = fn(&TrackingKeys, &str) -> String;
+    type Verify = for<'t> fn(&TrackingKeys, &'t str) -> Option<&'t str>;
+
+    /// The id tokens: open (variant), pay (payment failure) and customer pay (expiry notice).
+    const ID_TOKENS: [(&str, Issue, Verify); 3] = [
+        ("open", TrackingKeys::token, TrackingKeys::verify_token),
+        (
+            "pay",
+            TrackingKeys::pay_token,
+            TrackingKeys::verify_pay_token,
+        ),
+        (
+            "pay-customer",
+            TrackingKeys::customer_pay_token,
+            TrackingKeys::verify_customer_pay_token,
+        ),
+    ];
+
     #[test]
     fn tokens_and_click_targets_are_signed() {
         let keys = TrackingKeys::new(b"k1");
         let token = keys.token("var-1");
-        assert_eq!(keys.verify_token(&token), Some("var-1"));
-        assert_eq!(TrackingKeys::new(b"k2").verify_token(&token), None);
         assert_eq!(keys.verify_token("var-2.AAAA"), None);
-        assert_eq!(keys.verify_token("unsigned"), None);
 
         let url = keys.click_url(
             "https://c.example",
@@ -118,30 +126,19 @@ mod tests {
     }
 
     #[test]
-    fn pay_tokens_are_signed_under_their_own_label() {
+    fn each_id_token_is_signed_under_its_own_label() {
         let keys = TrackingKeys::new(b"k1");
-        let token = keys.pay_token("pf-1");
-        assert_eq!(keys.verify_pay_token(&token), Some("pf-1"));
-        assert_eq!(TrackingKeys::new(b"k2").verify_pay_token(&token), None);
-        // An open token of the same id is no pay token, nor the other way round.
-        assert_eq!(keys.verify_pay_token(&keys.token("pf-1")), None);
-        assert_eq!(keys.verify_token(&token), None);
-        assert_eq!(keys.verify_pay_token("pf-1"), None);
-    }
-
-    #[test]
-    fn payment_and_customer_tokens_do_not_stand_for_each_other() {
-        let keys = TrackingKeys::new(b"k1");
-        let customer = keys.customer_pay_token("en-1");
-        assert_eq!(keys.verify_customer_pay_token(&customer), Some("en-1"));
-        assert_eq!(keys.verify_pay_token(&customer), None);
-        assert_eq!(
-            keys.verify_customer_pay_token(&keys.pay_token("en-1")),
-            None
-        );
-        assert_eq!(
-            TrackingKeys::new(b"k2").verify_customer_pay_token(&customer),
-            None
-        );
+        for (kind, issue, verify) in ID_TOKENS {
+            let token = issue(&keys, "id-1");
+            assert_eq!(verify(&keys, &token), Some("id-1"), "{kind}");
+            assert_eq!(verify(&TrackingKeys::new(b"k2"), &token), None, "{kind}");
+            assert_eq!(verify(&keys, "id-1"), None, "{kind} unsigned");
+            // A token of the same id under another label stands for nothing here.
+            for (other, _, verify_other) in ID_TOKENS {
+                if other != kind {
+                    assert_eq!(verify_other(&keys, &token), None, "{kind} as {other}");
+                }
+            }
+        }
     }
 }

@@ -2,15 +2,11 @@
 //! address) pair and carries an HMAC of it, so `/u/<token>` cannot be used to unsubscribe
 //! anyone else; the address is base64url-encoded, not readable at a glance in the URL.
 
+use super::mac;
 use super::wire_enum::wire_enum;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-use subtle::ConstantTimeEq;
 use utoipa::ToSchema;
-
-const SIGNATURE_BYTES: usize = 16;
 
 pub struct UnsubscribeKeys {
     key: Vec<u8>,
@@ -22,12 +18,7 @@ impl UnsubscribeKeys {
     }
 
     fn sign(&self, project_id: &str, email: &str) -> String {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key length");
-        for part in ["unsubscribe", project_id, email] {
-            mac.update(part.as_bytes());
-            mac.update(b"\x1f");
-        }
-        URL_SAFE_NO_PAD.encode(&mac.finalize().into_bytes()[..SIGNATURE_BYTES])
+        mac::short_signature(&self.key, &["unsubscribe", project_id, email])
     }
 
     /// `<base64url(project id \x1f email)>.<signature>`.
@@ -41,10 +32,8 @@ impl UnsubscribeKeys {
         let (payload, signature) = token.split_once('.')?;
         let decoded = String::from_utf8(URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?;
         let (project_id, email) = decoded.split_once('\x1f')?;
-        let expected = self.sign(project_id, email);
-        let valid = signature.len() == expected.len()
-            && bool::from(signature.as_bytes().ct_eq(expected.as_bytes()));
-        valid.then(|| (project_id.to_owned(), email.to_owned()))
+        mac::same(signature, &self.sign(project_id, email))
+            .then(|| (project_id.to_owned(), email.to_owned()))
     }
 }
 

@@ -1,5 +1,7 @@
 //! Collects per-field problems so one answer can name every bad field at once.
 
+use std::ops::RangeInclusive;
+
 use crate::api::FieldError;
 use crate::error::{Error, Result};
 
@@ -28,6 +30,20 @@ impl Validator {
         }
     }
 
+    /// A partial update's number: `slot` takes `value` when one is given within `range`; one
+    /// outside it is recorded against `field`.
+    pub fn set_between(
+        &mut self,
+        field: &str,
+        value: Option<i64>,
+        range: RangeInclusive<i64>,
+        slot: &mut i64,
+    ) {
+        if let Some(value) = value.and_then(|n| self.check(field, between(n, range))) {
+            *slot = value;
+        }
+    }
+
     pub fn add(&mut self, field: &str, message: impl Into<String>) {
         self.details.push(FieldError {
             field: field.to_owned(),
@@ -48,6 +64,19 @@ impl Validator {
                 details: self.details,
             }),
         }
+    }
+}
+
+/// A number within `range`, bounds included.
+pub fn between(value: i64, range: RangeInclusive<i64>) -> std::result::Result<i64, String> {
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!(
+            "must be between {} and {}",
+            range.start(),
+            range.end()
+        ))
     }
 }
 

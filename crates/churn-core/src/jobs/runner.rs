@@ -55,10 +55,13 @@ impl JobRun {
         jobs::release_email(self.store.writer(), &self.record).await
     }
 
-    /// Deletes the job in the caller's transaction, so what the job changes and its end
-    /// commit together; `false` when this attempt no longer holds the job (roll back then).
-    pub async fn complete(&self, tx: &mut Tx) -> Result<bool> {
-        jobs::complete(&mut **tx, &self.record).await
+    /// Deletes the job in the caller's transaction and commits it, so what the job changes and
+    /// its end commit together; rolls back when this attempt no longer holds the job.
+    pub async fn complete(&self, mut tx: Tx) -> Result<()> {
+        if jobs::complete(&mut *tx, &self.record).await? {
+            tx.commit().await?;
+        }
+        Ok(())
     }
 }
 

@@ -212,20 +212,18 @@ impl Alerts {
         if let Some(mode) = patch.delivery_mode {
             config.delivery_mode = mode;
         }
-        if let Some(threshold) = patch.risk_threshold {
-            if (0..=100).contains(&threshold) {
-                config.risk_threshold = threshold;
-            } else {
-                v.add("risk_threshold", "must be between 0 and 100");
-            }
-        }
-        if let Some(hours) = patch.check_interval_hours {
-            if (1..=168).contains(&hours) {
-                config.check_interval_hours = hours;
-            } else {
-                v.add("check_interval_hours", "must be between 1 and 168");
-            }
-        }
+        v.set_between(
+            "risk_threshold",
+            patch.risk_threshold,
+            0..=100,
+            &mut config.risk_threshold,
+        );
+        v.set_between(
+            "check_interval_hours",
+            patch.check_interval_hours,
+            1..=168,
+            &mut config.check_interval_hours,
+        );
         if let Some(tone) = patch.email_tone {
             config.email_tone = tone;
         }

@@ -13,6 +13,7 @@ use crate::domain::analytics::{self, Group, Month};
 use crate::domain::forecast::{self, Band};
 use crate::domain::lifecycle::EventStatus;
 use crate::domain::role::Permission;
+use crate::domain::validation::between;
 use crate::error::{Error, Result};
 use crate::store::analytics as store;
 use crate::store::{cancel_flows, events};
@@ -28,15 +29,7 @@ const MIN_COMPLETE_MONTHS: usize = 3;
 pub const INSUFFICIENT_HISTORY: &str = "insufficient_history";
 
 pub(super) fn in_range(field: &str, value: Option<i64>, default: i64, max: i64) -> Result<i64> {
-    let value = value.unwrap_or(default);
-    if (1..=max).contains(&value) {
-        Ok(value)
-    } else {
-        Err(Error::invalid_field(
-            field,
-            format!("must be between 1 and {max}"),
-        ))
-    }
+    between(value.unwrap_or(default), 1..=max).map_err(|m| Error::invalid_field(field, m))
 }
 
 impl Local {

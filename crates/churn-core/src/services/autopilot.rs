@@ -193,10 +193,7 @@ impl Churn {
             .enqueue(&mut tx, at, self.now())
             .await?;
         }
-        if run.complete(&mut tx).await? {
-            tx.commit().await?;
-        }
-        Ok(())
+        run.complete(tx).await
     }
 }
 

@@ -17,7 +17,7 @@ use crate::domain::behavior::{MAX_BATCH, MAX_EVENT_NAME, day_key, parse_event};
 use crate::domain::email::Email;
 use crate::domain::ranking::Behaviour;
 use crate::domain::role::Permission;
-use crate::domain::validation::Validator;
+use crate::domain::validation::{Validator, between};
 use crate::error::{Error, Result};
 use crate::store::behavior;
 use crate::store::customers::{self, CustomerRecord, ListFilter, Sort};
@@ -221,10 +221,8 @@ impl Local {
         q: AnalyticsQuery,
     ) -> Result<Vec<EventNameCount>> {
         access.authorize(Permission::Read)?;
-        let days = q.days.unwrap_or(RECENT_DAYS);
-        if !(1..=365).contains(&days) {
-            return Err(Error::invalid_field("days", "must be between 1 and 365"));
-        }
+        let days = between(q.days.unwrap_or(RECENT_DAYS), 1..=365)
+            .map_err(|m| Error::invalid_field("days", m))?;
         let since = since_day(self.now(), days);
         let rows =
             behavior::counts_by_name(self.store.reader(), &access.project.id, &since).await?;

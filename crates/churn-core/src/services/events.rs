@@ -21,7 +21,7 @@ use crate::domain::role::Permission;
 use crate::domain::segment::{MAX_MRR, MRR_RANGE};
 use crate::domain::settings::AutopilotSettings;
 use crate::domain::strategy::{ReasonCode, classify};
-use crate::domain::validation::{Validator, one_line, optional_text};
+use crate::domain::validation::{Validator, between, one_line, optional_text};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::jobs::kind::Job;
@@ -304,9 +304,7 @@ impl Local {
         self.authorize_events(access, Permission::Read)?;
         let mut v = Validator::new();
         let limit = q.limit.unwrap_or(DEFAULT_PER_PAGE);
-        if !(1..=MAX_PER_PAGE).contains(&limit) {
-            v.add("limit", format!("must be between 1 and {MAX_PER_PAGE}"));
-        }
+        v.check("limit", between(limit, 1..=MAX_PER_PAGE));
         let offset = q.offset.unwrap_or(0);
         if offset < 0 {
             v.add("offset", "must not be negative");

@@ -480,6 +480,44 @@ async fn send_counted(
     sent
 }
 
+/// An email a job sends to the team or an invitee: its metrics kind, how the logs name it,
+/// and the error when the email server does not take it.
+struct JobEmail {
+    kind: &'static str,
+    what: &'static str,
+    failed: &'static str,
+}
+
+/// Sends a job's `email` once: a claim left by an earlier run that did not finish means that
+/// run may have handed it over, so it is not sent again. A refusal for good is logged and
+/// dropped, since retrying cannot help; any other failure gives the claim back for the job's
+/// retry and is the error.
+async fn send_job_email(
+    core: &Local,
+    run: &crate::jobs::JobRun,
+    transport: &dyn EmailTransport,
+    message: &OutgoingEmail,
+    email: JobEmail,
+) -> Result<()> {
+    use crate::email::SendError;
+    let what = email.what;
+    if !run.claim_email(core.now()).await? {
+        tracing::warn!("{what} claimed by an earlier run that did not finish is not sent again");
+        return Ok(());
+    }
+    match send_counted(core, transport, email.kind, message).await {
+        Ok(()) => Ok(()),
+        Err(SendError::Rejected(m)) => {
+            tracing::warn!(error = %m, "{what} refused");
+            Ok(())
+        }
+        Err(SendError::Failed(m)) => {
+            run.release_email().await?;
+            Err(Error::upstream(email.failed, m))
+        }
+    }
+}
+
 /// The bare address of a configured sender (`Name <addr>` or `addr`).
 fn sender_address(email_from: &str) -> String {
     match email_from.rsplit_once('<') {

@@ -2,7 +2,7 @@
 //! the `Meta` they give.
 
 use crate::api::Meta;
-use crate::domain::validation::Validator;
+use crate::domain::validation::{Validator, between};
 use crate::error::Result;
 
 pub(super) const DEFAULT_PER_PAGE: i64 = 20;
@@ -21,13 +21,9 @@ impl Page {
     /// added to `v`.
     pub fn check(v: &mut Validator, page: Option<i64>, per_page: Option<i64>) -> Page {
         let number = page.unwrap_or(1);
-        if !(1..=i64::from(u32::MAX)).contains(&number) {
-            v.add("page", format!("must be between 1 and {}", u32::MAX));
-        }
+        v.check("page", between(number, 1..=i64::from(u32::MAX)));
         let per_page = per_page.unwrap_or(DEFAULT_PER_PAGE);
-        if !(1..=MAX_PER_PAGE).contains(&per_page) {
-            v.add("per_page", format!("must be between 1 and {MAX_PER_PAGE}"));
-        }
+        v.check("per_page", between(per_page, 1..=MAX_PER_PAGE));
         Page { number, per_page }
     }
 

@@ -13,7 +13,7 @@ use crate::domain::origin;
 use crate::domain::role::{Permission, Role};
 use crate::domain::settings::ProjectSettings;
 use crate::domain::slug;
-use crate::domain::validation::{Validator, optional_text, required_line};
+use crate::domain::validation::{Validator, between, optional_text, required_line};
 use crate::domain::webhook_secrets::{OVERLAP, WebhookSecrets};
 use crate::error::{Error, Result};
 use crate::ids::new_id;
@@ -362,12 +362,10 @@ pub(super) async fn rotate_keys_of(
     if kinds.is_empty() {
         v.add("keys", "must name at least one of public, secret");
     }
-    if !(0..=MAX_GRACE_HOURS).contains(&grace_hours) {
-        v.add(
-            "expire_old_in_hours",
-            format!("must be between 0 and {MAX_GRACE_HOURS}"),
-        );
-    }
+    v.check(
+        "expire_old_in_hours",
+        between(grace_hours, 0..=MAX_GRACE_HOURS),
+    );
     v.finish()?;
     let old_keys_expire_at = now + chrono::Duration::hours(grace_hours);
     let pair = KeyPair::generate();

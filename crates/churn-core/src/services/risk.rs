@@ -28,7 +28,7 @@ use crate::domain::risk::{
     Aggregates, Assessment, Feature, LOOKBACK_DAYS, Level, MIN_HISTORY_DAYS, Model, ModelKind,
 };
 use crate::domain::role::Permission;
-use crate::domain::validation::Validator;
+use crate::domain::validation::{Validator, between};
 use crate::error::{Error, Result};
 use crate::jobs::kind::Job;
 use crate::store::risk::{self, CustomerFacts, ModelRecord, ScoreFilter, ScoreRecord};
@@ -356,8 +356,8 @@ impl Local {
         {
             v.add("level", "must be one of critical, high, medium, low");
         }
-        if q.min_score.is_some_and(|s| !(0..=100).contains(&s)) {
-            v.add("min_score", "must be between 0 and 100");
+        if let Some(score) = q.min_score {
+            v.check("min_score", between(score, 0..=100));
         }
         v.finish()?;
         let filter = ScoreFilter {

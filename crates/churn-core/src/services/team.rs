@@ -16,7 +16,6 @@ use crate::api::team::{
 use crate::domain::email::Email;
 use crate::domain::invitation::VALID_FOR;
 use crate::domain::role::{Permission, Role};
-use crate::email::SendError;
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::jobs::JobRun;
@@ -316,29 +315,23 @@ impl Team {
         let message = self
             .mailer
             .service_email(invitation.email.clone(), None, subject, text);
-        if !run.claim_email(self.core.now()).await? {
-            tracing::warn!(
-                "an invitation email claimed by an earlier run that did not finish is not sent again"
-            );
-            return Ok(());
-        }
-        match super::send_counted(&self.core, transport.as_ref(), "invitation", &message).await {
-            Ok(()) => Ok(()),
-            // Refused for good: retrying cannot help.
-            Err(SendError::Rejected(m)) => {
-                tracing::warn!(error = %m, "invitation email refused");
-                Ok(())
-            }
-            Err(SendError::Failed(m)) => {
-                run.release_email().await?;
-                Err(Error::upstream(
-                    "the email server did not accept the invitation email",
-                    m,
-                ))
-            }
-        }
+        super::send_job_email(
+            &self.core,
+            run,
+            transport.as_ref(),
+            &message,
+            INVITATION_EMAIL,
+        )
+        .await
     }
 }
+
+/// The email of an invitation to a project.
+const INVITATION_EMAIL: super::JobEmail = super::JobEmail {
+    kind: "invitation",
+    what: "an invitation email",
+    failed: "the email server did not accept the invitation email",
+};
 
 fn invitation_view(r: InvitationRecord) -> Invitation {
     Invitation {

@@ -26,7 +26,6 @@ use crate::domain::webhook_secrets::WebhookSecrets;
 use crate::domain::webhooks::{
     EventType, Format, MESSAGE_PREFIX, Message, TEST_EVENT, disables, event_types, slack_summary,
 };
-use crate::email::SendError;
 use crate::error::{Error, Result};
 use crate::ids::new_id;
 use crate::jobs::JobRun;
@@ -486,35 +485,23 @@ impl Alerts {
             endpoint.url, project.name
         );
         let message = mailer.service_email(to.to_owned(), None, subject, text);
-        if !run.claim_email(self.core.now()).await? {
-            tracing::warn!(
-                "an endpoint-disabled notice claimed by an unfinished run is not sent again"
-            );
-            return Ok(());
-        }
-        match super::send_counted(
+        super::send_job_email(
             &self.core,
+            run,
             transport.as_ref(),
-            "endpoint_disabled",
             &message,
+            ENDPOINT_DISABLED_NOTICE,
         )
         .await
-        {
-            Ok(()) => Ok(()),
-            Err(SendError::Rejected(m)) => {
-                tracing::warn!(error = %m, "endpoint-disabled notice refused");
-                Ok(())
-            }
-            Err(SendError::Failed(m)) => {
-                run.release_email().await?;
-                Err(Error::upstream(
-                    "the email server did not accept the endpoint-disabled notice",
-                    m,
-                ))
-            }
-        }
     }
 }
+
+/// The notice to owners and admins that churn disabled a failing endpoint.
+const ENDPOINT_DISABLED_NOTICE: super::JobEmail = super::JobEmail {
+    kind: "endpoint_disabled",
+    what: "an endpoint-disabled notice",
+    failed: "the email server did not accept the endpoint-disabled notice",
+};
 
 /// Keeps the endpoint's failure record after an attempt at `at`, in the transaction that
 /// records it: a success clears it; a failure five days after the first one since the last

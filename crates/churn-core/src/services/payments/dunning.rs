@@ -212,20 +212,18 @@ impl Payments {
         access.authorize(Permission::Administer)?;
         let mut config = dunning::get(self.core.store.reader(), &access.project.id).await?;
         let mut v = Validator::new();
-        if let Some(n) = req.max_retries {
-            if (0..=10).contains(&n) {
-                config.max_retries = n;
-            } else {
-                v.add("max_retries", "must be between 0 and 10");
-            }
-        }
-        if let Some(h) = req.retry_interval_hours {
-            if (1..=720).contains(&h) {
-                config.retry_interval_hours = h;
-            } else {
-                v.add("retry_interval_hours", "must be between 1 and 720");
-            }
-        }
+        v.set_between(
+            "max_retries",
+            req.max_retries,
+            0..=10,
+            &mut config.max_retries,
+        );
+        v.set_between(
+            "retry_interval_hours",
+            req.retry_interval_hours,
+            1..=720,
+            &mut config.retry_interval_hours,
+        );
         if let Some(tones) = req.tone_sequence {
             if (1..=10).contains(&tones.len()) {
                 config.tone_sequence = tones;
@@ -251,13 +249,12 @@ impl Payments {
         if let Some(action) = req.final_action {
             config.final_action = action;
         }
-        if let Some(percent) = req.last_chance_discount {
-            if (0..=90).contains(&percent) {
-                config.last_chance_discount = percent;
-            } else {
-                v.add("last_chance_discount", "must be between 0 and 90");
-            }
-        }
+        v.set_between(
+            "last_chance_discount",
+            req.last_chance_discount,
+            0..=90,
+            &mut config.last_chance_discount,
+        );
         if let Some(amount) = req.notify_team_min_amount {
             if amount >= 0 {
                 config.notify_team_min_amount = amount;
@@ -265,16 +262,12 @@ impl Payments {
                 v.add("notify_team_min_amount", "must be 0 or more");
             }
         }
-        if let Some(days) = req.expiry_notice_days {
-            if (0..=MAX_DAYS).contains(&days) {
-                config.expiry_notice_days = days;
-            } else {
-                v.add(
-                    "expiry_notice_days",
-                    format!("must be between 0 and {MAX_DAYS}"),
-                );
-            }
-        }
+        v.set_between(
+            "expiry_notice_days",
+            req.expiry_notice_days,
+            0..=MAX_DAYS,
+            &mut config.expiry_notice_days,
+        );
         v.finish()?;
         let mut tx = self.core.store.begin().await?;
         dunning::put(&mut *tx, &access.project.id, &config, self.core.now()).await?;
@@ -912,9 +905,6 @@ impl Payments {
         // The record and the job's end commit together, so a restart cannot send it again.
         let mut tx = self.core.store.begin().await?;
         failures::log_email(&mut *tx, id, now, tone.as_str(), "sent", reason).await?;
-        if run.complete(&mut tx).await? {
-            tx.commit().await?;
-        }
-        Ok(())
+        run.complete(tx).await
     }
 }

@@ -169,10 +169,7 @@ impl Payments {
             .await?;
         let mut tx = self.core.store.begin().await?;
         notices::mark_sent(&mut *tx, id, reason, now).await?;
-        if run.complete(&mut tx).await? {
-            tx.commit().await?;
-        }
-        Ok(())
+        run.complete(tx).await
     }
 
     /// `GET /pay/customer/<token>`: the page of a customer whose card expires soon. 404 for

@@ -8,8 +8,7 @@ use super::Payments;
 use crate::api::payments::DunningConfig;
 use crate::domain::dunning::{TeamNotice, render_team_notice};
 use crate::domain::role::Role;
-use crate::email::SendError;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::jobs::JobRun;
 use crate::jobs::kind::Job;
 use crate::store::payment_failures::FailureRecord;
@@ -35,6 +34,13 @@ pub(super) async fn team_notice_jobs(
         })
         .collect())
 }
+
+/// The notice of a payment failure to an owner or admin.
+const TEAM_NOTICE: super::super::JobEmail = super::super::JobEmail {
+    kind: "dunning_team",
+    what: "a team notice",
+    failed: "the email server did not accept the team notice",
+};
 
 impl Payments {
     /// Job `dunning_team_notice`.
@@ -70,28 +76,7 @@ impl Payments {
             link: &link,
         });
         let message = mailer.service_email(to.to_owned(), None, subject, text);
-        if !run.claim_email(self.core.now()).await? {
-            tracing::warn!(
-                "a team notice claimed by an earlier run that did not finish is not sent again"
-            );
-            return Ok(());
-        }
-        match super::super::send_counted(&self.core, transport.as_ref(), "dunning_team", &message)
+        super::super::send_job_email(&self.core, run, transport.as_ref(), &message, TEAM_NOTICE)
             .await
-        {
-            Ok(()) => Ok(()),
-            // Refused for good: retrying cannot help.
-            Err(SendError::Rejected(m)) => {
-                tracing::warn!(error = %m, "team notice refused");
-                Ok(())
-            }
-            Err(SendError::Failed(m)) => {
-                run.release_email().await?;
-                Err(Error::upstream(
-                    "the email server did not accept the team notice",
-                    m,
-                ))
-            }
-        }
     }
 }
