@@ -137,8 +137,10 @@ async fn export(
     })
     .await?;
     Ok(csv::download(
-        &format!("{}-cancel-flow-sessions.csv", access.project.slug),
-        csv::table(CSV_HEADER, sessions.iter().map(csv_row)),
+        access,
+        "cancel-flow-sessions",
+        CSV_HEADER,
+        sessions.iter().map(csv_row),
     ))
 }
 

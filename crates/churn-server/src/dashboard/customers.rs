@@ -216,8 +216,10 @@ async fn export(
     })
     .await?;
     Ok(csv::download(
-        &format!("{}-customers.csv", access.project.slug),
-        csv::table(CSV_HEADER, customers.iter().map(csv_row)),
+        access,
+        "customers",
+        CSV_HEADER,
+        customers.iter().map(csv_row),
     ))
 }
 

@@ -197,8 +197,10 @@ async fn export(
         csv::all_pages(|page| core.list_events(access, params.query(Some(page), EXPORT_PAGE)))
             .await?;
     Ok(csv::download(
-        &format!("{}-churn-events.csv", access.project.slug),
-        csv::table(CSV_HEADER, events.iter().map(csv_row)),
+        access,
+        "churn-events",
+        CSV_HEADER,
+        events.iter().map(csv_row),
     ))
 }
 

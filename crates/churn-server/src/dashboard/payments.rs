@@ -259,10 +259,7 @@ async fn export(
         }
         page += 1;
     }
-    Ok(csv::download(
-        &format!("{}-payment-failures.csv", access.project.slug),
-        csv::table(CSV_HEADER, rows),
-    ))
+    Ok(csv::download(access, "payment-failures", CSV_HEADER, rows))
 }
 
 fn csv_row(f: &PaymentFailure) -> Vec<String> {

@@ -688,8 +688,10 @@ pub async fn suppressions(
             .into_iter()
             .map(|x| vec![x.email, x.reason.as_str().to_owned(), exact(&x.created_at)]);
         return Ok(csv::download(
-            &format!("{}-suppressions.csv", access.project.slug),
-            csv::table(&["email", "reason", "created_at"], rows),
+            &access,
+            "suppressions",
+            &["email", "reason", "created_at"],
+            rows,
         ));
     }
     let page = params

@@ -270,10 +270,7 @@ pub async fn list(
             "disabled_reason",
             "created_at",
         ];
-        return Ok(csv::download(
-            &format!("{}-webhook-endpoints.csv", access.project.slug),
-            csv::table(&header, rows),
-        ));
+        return Ok(csv::download(&access, "webhook-endpoints", &header, rows));
     }
     let notice = match params.done.as_deref() {
         Some("deleted") => Some("The endpoint is deleted: nothing more is sent to it."),
@@ -481,8 +478,10 @@ pub async fn page(
             "created_at",
         ];
         return Ok(csv::download(
-            &format!("{}-webhook-{id}-deliveries.csv", access.project.slug),
-            csv::table(&header, rows),
+            &access,
+            &format!("webhook-{id}-deliveries"),
+            &header,
+            rows,
         ));
     }
     let (secret, clear) = handoff.take::<String>(&s, &signed, &page_path(&access, &id));
