@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use churn_sdk::Client;
 use churn_sdk::api::alerts::{AlertPayload, AlertQuery};
-use churn_sdk::api::auth::OnboardingRequest;
 use churn_sdk::api::behavior::{TrackBatch, TrackEvent, TrackRequest};
 use churn_sdk::api::risk::RiskConfigPatch;
 use churn_sdk::webhooks::{SIGNATURE_HEADER, verify_signature, verify_standard};
@@ -44,7 +43,7 @@ fn verify(d: &Delivery<'_>) -> Result<AlertPayload, String> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let base_url = std::env::var("CHURN_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into());
+    let base_url = account::base_url();
 
     // The receiver, on a free loopback port.
     let (webhook_url, secret, mut alerts) = https_receiver::listen("/alerts", verify).await?;
@@ -56,10 +55,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         &client,
         "alerts",
         "Success Lead",
-        &OnboardingRequest {
-            project_name: Some("Acme Alerts".into()),
-            ..OnboardingRequest::default()
-        },
+        &account::project("Acme Alerts"),
     )
     .await?;
     let slug = onboarding.project.slug;

@@ -17,7 +17,6 @@ mod https_receiver;
 use std::time::Duration;
 
 use churn_sdk::Client;
-use churn_sdk::api::auth::OnboardingRequest;
 use churn_sdk::api::events::CreateChurnEvent;
 use churn_sdk::api::webhooks::{DeliveryQuery, NewWebhookEndpoint};
 use churn_sdk::webhooks::{EventType, OutcomeMessage, verify_outcome};
@@ -39,7 +38,7 @@ fn verify(d: &Delivery<'_>) -> Result<OutcomeMessage, String> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let base_url = std::env::var("CHURN_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into());
+    let base_url = account::base_url();
 
     let (url, secret, mut messages) = https_receiver::listen("/outcomes", verify).await?;
     println!("receiving outcome webhooks at {url}");
@@ -49,10 +48,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         &client,
         "outcomes",
         "Ops Lead",
-        &OnboardingRequest {
-            project_name: Some("Acme Outcomes".into()),
-            ..OnboardingRequest::default()
-        },
+        &account::project("Acme Outcomes"),
     )
     .await?;
     let slug = onboarding.project.slug;

@@ -7,21 +7,17 @@
 mod account;
 
 use churn_sdk::Client;
-use churn_sdk::api::auth::OnboardingRequest;
 use churn_sdk::api::payments::{PaymentFailureQuery, PutProvider, UpdateDunningConfig};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let base_url = std::env::var("CHURN_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into());
+    let base_url = account::base_url();
     let client = Client::new(&base_url)?;
     let (_, owner, onboarding) = account::sign_up(
         &client,
         "billing",
         "Billing Lead",
-        &OnboardingRequest {
-            project_name: Some("Acme Billing".into()),
-            ..OnboardingRequest::default()
-        },
+        &account::project("Acme Billing"),
     )
     .await?;
     let slug = onboarding.project.slug;

@@ -12,7 +12,7 @@ use churn_sdk::api::events::CreateChurnEvent;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let base_url = std::env::var("CHURN_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into());
+    let base_url = account::base_url();
     let client = Client::new(&base_url)?;
 
     let (email, founder, onboarding) = account::sign_up(
@@ -20,9 +20,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "founder",
         "Founder",
         &OnboardingRequest {
-            project_name: Some("Acme Analytics".into()),
             product_type: Some("SaaS".into()),
             support_email: Some("support@acme.example".into()),
+            ..account::project("Acme Analytics")
         },
     )
     .await?;

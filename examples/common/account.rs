@@ -5,6 +5,19 @@
 use churn_sdk::Client;
 use churn_sdk::api::auth::{Onboarding, OnboardingRequest};
 
+/// The server the examples talk to: `CHURN_URL`, else one on this machine.
+pub fn base_url() -> String {
+    std::env::var("CHURN_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into())
+}
+
+/// The onboarding of a project named `name`, the rest left to the server's defaults.
+pub fn project(name: &str) -> OnboardingRequest {
+    OnboardingRequest {
+        project_name: Some(name.into()),
+        ..OnboardingRequest::default()
+    }
+}
+
 /// Registers `name` as `<mailbox>+<process id>@example.com` and onboards `project`; answers
 /// the address, the client signed in as the new owner and the onboarding (project and keys).
 pub async fn sign_up(

@@ -9,7 +9,7 @@ use churn_core::services::operator::Operator;
 use churn_core::time;
 use clap::Subcommand;
 
-use crate::table;
+use crate::{table, write_json};
 
 #[derive(Debug, Subcommand)]
 pub enum AlertsCommand {
@@ -50,8 +50,7 @@ pub async fn alerts(
                 )
                 .await?;
             if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&alerts)?)?;
-                return Ok(());
+                return write_json(out, &alerts);
             }
             let mut t = table(&[
                 "id", "customer", "score", "level", "channel", "status", "attempts", "last",
@@ -74,7 +73,7 @@ pub async fn alerts(
             let view = operator.as_owner(&project).await?;
             let alert = view.core.redeliver_alert(&view.access, &id).await?;
             if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&alert)?)?;
+                write_json(out, &alert)?;
             } else {
                 writeln!(
                     out,

@@ -10,7 +10,7 @@ use churn_core::services::operator::Operator;
 use clap::Subcommand;
 use serde_json::json;
 
-use crate::table;
+use crate::{table, write_json};
 
 #[derive(Debug, Subcommand)]
 pub enum DemoCommand {
@@ -68,8 +68,7 @@ pub async fn demo(
             let seconds = started.elapsed().as_secs_f64();
             if json {
                 let report = json!({"project": project.slug, "seed": seed, "seconds": seconds, "made": made});
-                writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
-                return Ok(());
+                return write_json(out, &report);
             }
             let mut t = table(&["made", "rows"]);
             for (label, n) in [
@@ -106,8 +105,7 @@ pub async fn demo(
             let cleared = operator.demo().clear(&project).await?;
             if json {
                 let report = json!({"project": project.slug, "removed": cleared});
-                writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
-                return Ok(());
+                return write_json(out, &report);
             }
             writeln!(
                 out,

@@ -9,7 +9,7 @@ use churn_core::services::operator::Operator;
 use churn_core::store::kept_counts::{Drift, KeptCount};
 use serde_json::json;
 
-use crate::table;
+use crate::{table, write_json};
 
 /// Kept figures still differing from their recount (`churn doctor` exits 1).
 #[derive(Debug)]
@@ -56,11 +56,7 @@ pub async fn doctor(
                     "kept": d.kept, "recounted": d.recounted})
             })
             .collect();
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&json!({"drift": rows, "rebuilt": rebuilt}))?
-        )?;
+        write_json(out, &json!({"drift": rows, "rebuilt": rebuilt}))?;
     } else if found.is_empty() {
         writeln!(
             out,

@@ -309,7 +309,7 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                         "trial_ends_at": s.trial_ends_at.as_ref().map(time::format), "paid_until": s.paid_until.as_ref().map(time::format),
                         "created_at": time::format(&u.created_at)}))
                     .collect();
-                writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+                write_json(out, &rows)?;
             } else {
                 let mut table = table(&[
                     "id",
@@ -406,7 +406,7 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                     .iter()
                     .map(|(p, owner)| json!({"id": p.id, "slug": p.slug, "name": p.name, "owner": owner, "created_at": time::format(&p.created_at)}))
                     .collect();
-                writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+                write_json(out, &rows)?;
             } else {
                 let mut table = table(&["id", "slug", "name", "owner", "created"]);
                 for (p, owner) in &projects {
@@ -498,7 +498,7 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
             let (rows, total) = operator.recent_events(&project.id, status, limit).await?;
             if cli.json {
                 let rows: Vec<_> = rows.into_iter().map(|r| event_view(r, None)).collect();
-                writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+                write_json(out, &rows)?;
             } else {
                 let mut table = table(&[
                     "id", "customer", "type", "reason", "status", "mrr", "created",
@@ -529,7 +529,7 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
         Command::Variants(VariantsCommand::Stuck) => {
             let stuck = open_operator(&config).await?.stuck_variants().await?;
             if cli.json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&stuck)?)?;
+                write_json(out, &stuck)?;
             } else {
                 let mut table = table(&["id", "project", "event", "recipient", "claimed_at"]);
                 for v in &stuck {
@@ -574,7 +574,7 @@ pub async fn run(cli: Cli, out: &mut impl Write) -> anyhow::Result<()> {
                     slug: project.slug,
                     stats: figures,
                 };
-                writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+                write_json(out, &report)?;
             } else {
                 let mut table = table(&["statistic", "value"]);
                 for (label, value) in [
@@ -640,6 +640,12 @@ fn money(cents: i64) -> String {
     let sign = if cents < 0 { "-" } else { "" };
     let abs = cents.unsigned_abs();
     format!("{sign}{}.{:02}", abs / 100, abs % 100)
+}
+
+/// What `--json` prints: the value as indented JSON, on its own lines.
+fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
+    Ok(())
 }
 
 fn table(header: &[&str]) -> Table {

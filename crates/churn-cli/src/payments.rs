@@ -6,11 +6,11 @@ use std::io::Write;
 use churn_core::api::payments::{PaymentFailureDetail, PaymentFailureQuery, RetryResult};
 use churn_core::config::Config;
 use churn_core::error::Error;
-use churn_core::services::operator::Operator;
+use churn_core::services::operator::{AsOwner, Operator};
 use churn_core::time;
 use clap::Subcommand;
 
-use crate::{money, table};
+use crate::{money, table, write_json};
 
 #[derive(Debug, Subcommand)]
 pub enum PaymentsCommand {
@@ -67,8 +67,7 @@ pub async fn payments(
                 )
                 .await?;
             if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&list)?)?;
-                return Ok(());
+                return write_json(out, &list);
             }
             let mut t = table(&[
                 "id",
@@ -109,22 +108,20 @@ pub async fn payments(
             )?;
         }
         PaymentsCommand::Show { id } => {
-            let project = operator.payment_failure_project(&id).await?;
-            let view = operator.as_owner(&project).await?;
+            let view = failure_owner(operator, &id).await?;
             let detail = operator
                 .payments(config)
                 .await?
                 .failure(&view.access, &id)
                 .await?;
             if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&detail)?)?;
+                write_json(out, &detail)?;
             } else {
                 write_detail(&detail, out)?;
             }
         }
         PaymentsCommand::Retry { id } => {
-            let project = operator.payment_failure_project(&id).await?;
-            let view = operator.as_owner(&project).await?;
+            let view = failure_owner(operator, &id).await?;
             let result = operator
                 .payments(config)
                 .await?
@@ -132,13 +129,19 @@ pub async fn payments(
                 .await
                 .map_err(|e| retry_error(&id, e))?;
             if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&result)?)?;
+                write_json(out, &result)?;
             } else {
                 write_outcome(&result, out)?;
             }
         }
     }
     Ok(())
+}
+
+/// The owner's view of the project a payment failure belongs to.
+async fn failure_owner(operator: &Operator, id: &str) -> anyhow::Result<AsOwner> {
+    let project = operator.payment_failure_project(id).await?;
+    Ok(operator.as_owner(&project).await?)
 }
 
 /// The errors the route answers with 409, 400 and 502, said for an operator.

@@ -6,7 +6,7 @@ use std::io::Write;
 use churn_core::api::analytics::{CohortsQuery, ForecastQuery, UpliftQuery};
 use churn_core::services::operator::AsOwner;
 
-use crate::{money, table};
+use crate::{money, table, write_json};
 
 /// `churn report cohorts`.
 pub async fn cohorts(
@@ -25,8 +25,7 @@ pub async fn cohorts(
         )
         .await?;
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
-        return Ok(());
+        return write_json(out, &rows);
     }
     let mut t = table(&[
         "cohort",
@@ -79,8 +78,7 @@ pub async fn forecast(
         )
         .await?;
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&f)?)?;
-        return Ok(());
+        return write_json(out, &f);
     }
     let mut t = table(&[
         "month",
@@ -137,8 +135,7 @@ pub async fn uplift(
         .uplift(&view.access, UpliftQuery { days: Some(days) })
         .await?;
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&u)?)?;
-        return Ok(());
+        return write_json(out, &u);
     }
     let mut t = table(&["group", "events", "recovered", "lost", "rate"]);
     for (name, g) in [("treatment", &u.treatment), ("control", &u.control)] {

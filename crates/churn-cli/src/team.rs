@@ -8,7 +8,7 @@ use churn_core::services::operator::AsOwner;
 use churn_core::time;
 use clap::Subcommand;
 
-use crate::table;
+use crate::{table, write_json};
 
 #[derive(Debug, Subcommand)]
 pub enum TeamCommand {
@@ -50,7 +50,7 @@ pub async fn team(
             let view = as_owner(&project).await?;
             let members = view.team.members(&view.access).await?;
             if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&members)?)?;
+                write_json(out, &members)?;
             } else {
                 let mut t = table(&["id", "email", "name", "role", "joined"]);
                 for m in &members {
@@ -83,7 +83,7 @@ pub async fn team(
             };
             let invitation = view.team.invite(&view.access, &view.owner, request).await?;
             if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&invitation)?)?;
+                write_json(out, &invitation)?;
             } else {
                 writeln!(
                     out,

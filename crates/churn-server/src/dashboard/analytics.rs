@@ -105,8 +105,10 @@ pub async fn page(
         let header = csv_header();
         let header: Vec<&str> = header.iter().map(String::as_str).collect();
         return Ok(csv::download(
-            &format!("{}-cohorts.csv", access.project.slug),
-            csv::table(&header, rows.iter().map(csv_row)),
+            &access,
+            "cohorts",
+            &header,
+            rows.iter().map(csv_row),
         ));
     }
     let (horizon, days) = (number(&params.horizon), number(&params.days));

@@ -14,6 +14,7 @@ use super::csv;
 use super::customers;
 use super::error::PageError;
 use super::layout::{Choice, Frame, choices, exact, html, when};
+use super::pager::Pages;
 use super::session::InProject;
 use super::status_list::StatusList;
 use crate::state::AppState;
@@ -56,10 +57,7 @@ struct SessionsPage {
     statuses: Vec<Choice>,
     rows: Vec<SessionRow>,
     total: u64,
-    page: i64,
-    total_pages: u64,
-    prev: Option<String>,
-    next: Option<String>,
+    pages: Pages,
     csv: String,
 }
 
@@ -78,8 +76,6 @@ pub async fn list(
     )?;
     let frame = Frame::new(&signed, &access, &projects, "analytics", None);
     let base = frame.base();
-    let page = i64::from(meta.page);
-    let total_pages = meta.total_pages.max(1);
     let status = params.status.clone().unwrap_or_default();
     let rows = sessions
         .iter()
@@ -100,10 +96,9 @@ pub async fn list(
             statuses: choices(SessionStatus::ALL.map(SessionStatus::as_str), &status),
             rows,
             total: meta.total,
-            page,
-            total_pages,
-            prev: (page > 1).then(|| href(&params, &base, Some(page - 1), None)),
-            next: ((page as u64) < total_pages).then(|| href(&params, &base, Some(page + 1), None)),
+            pages: Pages::new(i64::from(meta.page), meta.total_pages.max(1), |p| {
+                href(&params, &base, Some(p), None)
+            }),
             csv: href(&params, &base, None, Some("csv")),
             frame,
         },
@@ -142,8 +137,10 @@ async fn export(
     })
     .await?;
     Ok(csv::download(
-        &format!("{}-cancel-flow-sessions.csv", access.project.slug),
-        csv::table(CSV_HEADER, sessions.iter().map(csv_row)),
+        access,
+        "cancel-flow-sessions",
+        CSV_HEADER,
+        sessions.iter().map(csv_row),
     ))
 }
 

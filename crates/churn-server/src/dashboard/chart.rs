@@ -61,13 +61,7 @@ pub fn monthly(title: &str, unit: Unit, labels: &[String], series: &[Series]) ->
         // At least $4.00, so that an empty chart's axis reads $0, $1 … not four $0.00s.
         .max(400);
     let top = nice_ceiling(max);
-    let x = |i: usize| {
-        if n <= 1 {
-            LEFT + (WIDTH - LEFT - RIGHT) / 2.0
-        } else {
-            LEFT + (WIDTH - LEFT - RIGHT) * i as f64 / (n - 1) as f64
-        }
-    };
+    let x = |i: usize| plot_x(i, n);
     let y = |v: i64| TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - v.max(0) as f64 / top as f64);
     let mut svg = String::new();
     let _ = write!(
@@ -88,25 +82,7 @@ pub fn monthly(title: &str, unit: Unit, labels: &[String], series: &[Series]) ->
         );
     }
     // At most about eight month labels, always the first and the last.
-    let every = n.div_ceil(8).max(1);
-    for (i, label) in labels.iter().enumerate() {
-        if i.is_multiple_of(every) || i + 1 == n {
-            // The end labels align inwards, so they are not cut off at the edges.
-            let anchor = match i {
-                _ if n == 1 => "middle",
-                0 => "start",
-                i if i + 1 == n => "end",
-                _ => "middle",
-            };
-            let _ = write!(
-                svg,
-                r#"<text x="{:.1}" y="{}" text-anchor="{anchor}">{}</text>"#,
-                x(i),
-                HEIGHT - 12.0,
-                escape(label)
-            );
-        }
-    }
+    x_labels(&mut svg, labels.iter().map(String::as_str), 8);
     for s in series {
         let h = s.history.len();
         if !s.forecast.is_empty() {
@@ -207,13 +183,7 @@ pub fn interval(id: &str, title: &str, point: f64, low: f64, high: f64) -> Strin
 /// thresholds (40, 60, 80).
 pub fn scores(title: &str, points: &[(String, Option<i64>)]) -> String {
     let n = points.len();
-    let x = |i: usize| {
-        if n <= 1 {
-            LEFT + (WIDTH - LEFT - RIGHT) / 2.0
-        } else {
-            LEFT + (WIDTH - LEFT - RIGHT) * i as f64 / (n - 1) as f64
-        }
-    };
+    let x = |i: usize| plot_x(i, n);
     let y = |v: i64| TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - v.clamp(0, 100) as f64 / 100.0);
     let mut svg = String::new();
     let _ = write!(
@@ -236,24 +206,7 @@ pub fn scores(title: &str, points: &[(String, Option<i64>)]) -> String {
             yy + 4.0,
         );
     }
-    let every = n.div_ceil(4).max(1);
-    for (i, (label, _)) in points.iter().enumerate() {
-        if i.is_multiple_of(every) || i + 1 == n {
-            let anchor = match i {
-                _ if n == 1 => "middle",
-                0 => "start",
-                i if i + 1 == n => "end",
-                _ => "middle",
-            };
-            let _ = write!(
-                svg,
-                r#"<text x="{:.1}" y="{}" text-anchor="{anchor}">{}</text>"#,
-                x(i),
-                HEIGHT - 12.0,
-                escape(label)
-            );
-        }
-    }
+    x_labels(&mut svg, points.iter().map(|(label, _)| label.as_str()), 4);
     // Runs of consecutive scored days, each one polyline.
     let mut run: Vec<(f64, f64)> = Vec::new();
     let flush = |run: &mut Vec<(f64, f64)>, svg: &mut String| {
@@ -467,6 +420,40 @@ pub fn sparkline(title: &str, values: &[f64]) -> String {
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// The x of the `i`th of `n` points spread across the plot; a lone point in its middle.
+fn plot_x(i: usize, n: usize) -> f64 {
+    if n <= 1 {
+        LEFT + (WIDTH - LEFT - RIGHT) / 2.0
+    } else {
+        LEFT + (WIDTH - LEFT - RIGHT) * i as f64 / (n - 1) as f64
+    }
+}
+
+/// The labels under the points of the plot, at most about `most` of them: every so many,
+/// always the first and the last.
+fn x_labels<'a>(svg: &mut String, labels: impl ExactSizeIterator<Item = &'a str>, most: usize) {
+    let n = labels.len();
+    let every = n.div_ceil(most).max(1);
+    for (i, label) in labels.enumerate() {
+        if i.is_multiple_of(every) || i + 1 == n {
+            // The end labels align inwards, so they are not cut off at the edges.
+            let anchor = match i {
+                _ if n == 1 => "middle",
+                0 => "start",
+                i if i + 1 == n => "end",
+                _ => "middle",
+            };
+            let _ = write!(
+                svg,
+                r#"<text x="{:.1}" y="{}" text-anchor="{anchor}">{}</text>"#,
+                plot_x(i, n),
+                HEIGHT - 12.0,
+                escape(label)
+            );
+        }
+    }
 }
 
 /// The smallest 1, 2 or 5 × 10ⁿ at or above `v`, so axis steps are round numbers.

@@ -4,6 +4,7 @@
 
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use churn_core::services::ProjectAccess;
 
 /// Every item a paginated list service answers for the same filters, page after page: an
 /// export holds what the filters select, not the page on screen.
@@ -48,9 +49,15 @@ pub fn table<'a>(header: &[&str], rows: impl IntoIterator<Item = Vec<String>> + 
     out
 }
 
-/// The CSV as a download named `filename`.
-pub fn download(filename: &str, body: String) -> Response {
-    let mut response = body.into_response();
+/// The project's list `what` as a CSV download, `<slug>-<what>.csv`.
+pub fn download(
+    access: &ProjectAccess,
+    what: &str,
+    header: &[&str],
+    rows: impl IntoIterator<Item = Vec<String>>,
+) -> Response {
+    let filename = format!("{}-{what}.csv", access.project.slug);
+    let mut response = table(header, rows).into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,

@@ -18,6 +18,7 @@ use super::chart;
 use super::csv;
 use super::error::PageError;
 use super::layout::{Frame, ago, exact, html, list_href, money, when};
+use super::pager::{Pages, asked, given};
 use super::session::InProject;
 use crate::state::AppState;
 
@@ -60,9 +61,8 @@ pub struct ListParams {
 
 impl ListParams {
     fn query(&self, page: Option<i64>, per_page: i64) -> CustomerQuery {
-        let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
         CustomerQuery {
-            page: page.or_else(|| given(&self.page).map(|p| p.trim().parse().unwrap_or(0))),
+            page: page.or_else(|| asked(&self.page)),
             per_page: Some(per_page),
             q: given(&self.q),
             sort: given(&self.sort),
@@ -106,10 +106,7 @@ struct CustomersPage {
     orders: Vec<Choice>,
     rows: Vec<CustomerRow>,
     total: u64,
-    page: u32,
-    total_pages: u64,
-    prev: Option<String>,
-    next: Option<String>,
+    pages: Pages,
     csv: String,
 }
 
@@ -142,7 +139,6 @@ pub async fn list(
     let base = frame.base();
     let q = params.q.clone().unwrap_or_default();
     frame.search = q.clone();
-    let page = i64::from(meta.page);
     let choose = |options: &[(&'static str, &'static str)], given: &Option<String>| {
         options
             .iter()
@@ -191,11 +187,7 @@ pub async fn list(
             q,
             rows,
             total: meta.total,
-            page: meta.page,
-            total_pages: meta.total_pages,
-            prev: (page > 1).then(|| params.href(&base, Some(page - 1), None)),
-            next: ((page as u64) < meta.total_pages)
-                .then(|| params.href(&base, Some(page + 1), None)),
+            pages: Pages::of(&meta, |p| params.href(&base, Some(p), None)),
             csv: params.href(&base, None, Some("csv")),
             frame,
         },
@@ -224,8 +216,10 @@ async fn export(
     })
     .await?;
     Ok(csv::download(
-        &format!("{}-customers.csv", access.project.slug),
-        csv::table(CSV_HEADER, customers.iter().map(csv_row)),
+        access,
+        "customers",
+        CSV_HEADER,
+        customers.iter().map(csv_row),
     ))
 }
 

@@ -17,7 +17,8 @@ use serde::Deserialize;
 use super::csv;
 use super::error::PageError;
 use super::layout::{Frame, ago, exact, framed_preview, html, list_href, money, when};
-use super::outcome::Done;
+use super::outcome::{self, Done};
+use super::pager::{Pages, asked, given};
 use super::session::InProject;
 use crate::state::AppState;
 
@@ -39,9 +40,8 @@ pub struct ListParams {
 
 impl ListParams {
     fn query(&self, page: Option<i64>, per_page: i64) -> ListQuery {
-        let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
         ListQuery {
-            page: page.or_else(|| given(&self.page).map(|p| p.trim().parse().unwrap_or(0))),
+            page: page.or_else(|| asked(&self.page)),
             per_page: Some(per_page),
             status: given(&self.status),
             q: given(&self.q),
@@ -78,10 +78,7 @@ pub struct StatusOption {
 pub struct Results {
     pub rows: Vec<EventRow>,
     pub total: u64,
-    pub page: u32,
-    pub total_pages: u64,
-    pub prev: Option<String>,
-    pub next: Option<String>,
+    pub pages: Pages,
     pub csv: String,
 }
 
@@ -128,7 +125,6 @@ pub async fn list(
         .await?;
     let now = core.now();
     let base = format!("/app/p/{}", access.project.slug);
-    let page = i64::from(meta.page);
     let results = Results {
         rows: events
             .iter()
@@ -145,10 +141,7 @@ pub async fn list(
             })
             .collect(),
         total: meta.total,
-        page: meta.page,
-        total_pages: meta.total_pages,
-        prev: (page > 1).then(|| params.href(&base, Some(page - 1), None)),
-        next: ((page as u64) < meta.total_pages).then(|| params.href(&base, Some(page + 1), None)),
+        pages: Pages::of(&meta, |p| params.href(&base, Some(p), None)),
         csv: params.href(&base, None, Some("csv")),
     };
     let htmx = headers.get("hx-request").is_some() && headers.get("hx-boosted").is_none();
@@ -204,8 +197,10 @@ async fn export(
         csv::all_pages(|page| core.list_events(access, params.query(Some(page), EXPORT_PAGE)))
             .await?;
     Ok(csv::download(
-        &format!("{}-churn-events.csv", access.project.slug),
-        csv::table(CSV_HEADER, events.iter().map(csv_row)),
+        access,
+        "churn-events",
+        CSV_HEADER,
+        events.iter().map(csv_row),
     ))
 }
 
@@ -421,11 +416,7 @@ fn timeline(e: &ChurnEvent) -> Vec<Moment> {
 }
 
 fn back(access: &churn_core::services::ProjectAccess, id: &str, done: &str) -> Response {
-    Redirect::to(&format!(
-        "/app/p/{}/events/{id}?done={done}",
-        access.project.slug
-    ))
-    .into_response()
+    outcome::redirect(access, &format!("/events/{id}"), done)
 }
 
 pub async fn generate(

@@ -36,6 +36,7 @@ mod layout;
 mod links;
 mod outcome;
 mod overview;
+mod pager;
 mod pay;
 mod payments;
 mod risk;

@@ -9,7 +9,9 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use churn_core::api::analytics::{ForecastQuery, Forecasting, Uplift, UpliftQuery};
+use churn_core::api::analytics::{
+    ForecastMonth, ForecastQuery, Forecasting, HistoryMonth, Uplift, UpliftQuery,
+};
 use churn_core::services::overview::{Checklist, Need, NeedRow, Overview, Trend};
 use serde::Deserialize;
 
@@ -201,33 +203,26 @@ pub fn forecast_view(forecast: &Forecasting) -> ForecastView {
     let currency = &forecast.currency;
     let mut labels: Vec<String> = forecast.history.iter().map(|h| h.month.clone()).collect();
     labels.extend(forecast.forecast.iter().map(|f| f.month.clone()));
+    // One series: its class, its value of a known month, and a forecast month's with bounds.
+    let series_of =
+        |class,
+         known: fn(&HistoryMonth) -> i64,
+         expected: fn(&ForecastMonth) -> (i64, i64, i64)| chart::Series {
+            class,
+            history: forecast.history.iter().map(known).collect(),
+            forecast: forecast.forecast.iter().map(expected).collect(),
+        };
     let series = [
-        chart::Series {
-            class: "churned",
-            history: forecast
-                .history
-                .iter()
-                .map(|h| h.churned_mrr_cents)
-                .collect(),
-            forecast: forecast
-                .forecast
-                .iter()
-                .map(|f| (f.churned_mrr_cents, f.churned_lower, f.churned_upper))
-                .collect(),
-        },
-        chart::Series {
-            class: "recovered",
-            history: forecast
-                .history
-                .iter()
-                .map(|h| h.recovered_mrr_cents)
-                .collect(),
-            forecast: forecast
-                .forecast
-                .iter()
-                .map(|f| (f.recovered_mrr_cents, f.recovered_lower, f.recovered_upper))
-                .collect(),
-        },
+        series_of(
+            "churned",
+            |h| h.churned_mrr_cents,
+            |f| (f.churned_mrr_cents, f.churned_lower, f.churned_upper),
+        ),
+        series_of(
+            "recovered",
+            |h| h.recovered_mrr_cents,
+            |f| (f.recovered_mrr_cents, f.recovered_lower, f.recovered_upper),
+        ),
     ];
     let svg = chart::monthly(
         "Churned and recovered MRR by month, with the forecast",
@@ -446,48 +441,25 @@ fn overview_page(
 
 fn tiles(overview: &Overview, trend: &Trend, currency: &str, metric: &str) -> Vec<Tile> {
     let (now, before) = (&overview.current, &overview.previous);
-    let pct = |v: f64| format!("{}%", trim_number(v));
+    // A tile's figures: its value now, before, and how it moved.
+    let money_figures = |now: i64, before: i64, good_when_up: bool| {
+        let moved = money_change(now, before, currency, good_when_up);
+        (money(now, currency), money(before, currency), moved)
+    };
+    let rate_figures = |now: f64, before: f64| {
+        let pct = |v: f64| format!("{}%", trim_number(v));
+        (pct(now), pct(before), change(now, before, " pts", true))
+    };
     let figures = [
-        (
-            money(now.recovered_mrr_cents, currency),
-            money(before.recovered_mrr_cents, currency),
-            money_change(
-                now.recovered_mrr_cents,
-                before.recovered_mrr_cents,
-                currency,
-                true,
-            ),
-        ),
-        (
-            pct(now.recovery_rate),
-            pct(before.recovery_rate),
-            change(now.recovery_rate, before.recovery_rate, " pts", true),
-        ),
+        money_figures(now.recovered_mrr_cents, before.recovered_mrr_cents, true),
+        rate_figures(now.recovery_rate, before.recovery_rate),
         (
             now.open_events.to_string(),
             before.open_events.to_string(),
             change(now.open_events as f64, before.open_events as f64, "", false),
         ),
-        (
-            money(now.mrr_at_risk_cents, currency),
-            money(before.mrr_at_risk_cents, currency),
-            money_change(
-                now.mrr_at_risk_cents,
-                before.mrr_at_risk_cents,
-                currency,
-                false,
-            ),
-        ),
-        (
-            pct(now.dunning_recovery_rate),
-            pct(before.dunning_recovery_rate),
-            change(
-                now.dunning_recovery_rate,
-                before.dunning_recovery_rate,
-                " pts",
-                true,
-            ),
-        ),
+        money_figures(now.mrr_at_risk_cents, before.mrr_at_risk_cents, false),
+        rate_figures(now.dunning_recovery_rate, before.dunning_recovery_rate),
     ];
     METRICS
         .iter()

@@ -205,22 +205,16 @@ async fn page(
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
     let via = query.ok().and_then(|q| q.0.via);
-    match s
+    let page = s
         .churn
         .payments()
         .card_update_page(&token, via.as_deref())
-        .await
-    {
-        Ok(page) => render(page, None, Framing::Live, record_form(&token)),
-        Err(e) => failure(e, Some(TITLE)),
-    }
+        .await;
+    live(page.map(|page| (page, None)), record_form(&token))
 }
 
 async fn start(State(s): State<AppState>, Path(token): Path<String>) -> Response {
-    match s.churn.payments().start_card_update(&token).await {
-        Ok(url) => Redirect::to(&url).into_response(),
-        Err(e) => failure(e, Some(TITLE)),
-    }
+    onwards(s.churn.payments().start_card_update(&token).await)
 }
 
 #[derive(Default, Deserialize)]
@@ -235,29 +229,21 @@ async fn done(
     query: Result<Query<DoneQuery>, QueryRejection>,
 ) -> Response {
     let session = query.map(|q| q.0.session_id).unwrap_or_default();
-    match s
+    let finished = s
         .churn
         .payments()
         .finish_card_update(&token, &session)
-        .await
-    {
-        Ok((page, outcome)) => render(page, outcome, Framing::Live, record_form(&token)),
-        Err(e) => failure(e, Some(TITLE)),
-    }
+        .await;
+    live(finished, record_form(&token))
 }
 
 async fn customer_page(State(s): State<AppState>, Path(token): Path<String>) -> Response {
-    match s.churn.payments().customer_card_page(&token).await {
-        Ok(page) => render(page, None, Framing::Live, customer_form(&token)),
-        Err(e) => failure(e, Some(TITLE)),
-    }
+    let page = s.churn.payments().customer_card_page(&token).await;
+    live(page.map(|page| (page, None)), customer_form(&token))
 }
 
 async fn customer_start(State(s): State<AppState>, Path(token): Path<String>) -> Response {
-    match s.churn.payments().start_customer_card_update(&token).await {
-        Ok(url) => Redirect::to(&url).into_response(),
-        Err(e) => failure(e, Some(TITLE)),
-    }
+    onwards(s.churn.payments().start_customer_card_update(&token).await)
 }
 
 async fn customer_done(
@@ -266,13 +252,30 @@ async fn customer_done(
     query: Result<Query<DoneQuery>, QueryRejection>,
 ) -> Response {
     let session = query.map(|q| q.0.session_id).unwrap_or_default();
-    match s
+    let finished = s
         .churn
         .payments()
         .finish_customer_card_update(&token, &session)
-        .await
-    {
-        Ok((page, outcome)) => render(page, outcome, Framing::Live, customer_form(&token)),
+        .await;
+    live(finished, customer_form(&token))
+}
+
+/// The page as the customer sees it (with how the retry went, on the return from Stripe), its
+/// button posting to `form_action`; else the error page.
+fn live(
+    page: churn_core::Result<(CardUpdatePage, Option<CardUpdated>)>,
+    form_action: String,
+) -> Response {
+    match page {
+        Ok((page, outcome)) => render(page, outcome, Framing::Live, form_action),
+        Err(e) => failure(e, Some(TITLE)),
+    }
+}
+
+/// On to the provider's page that takes the card; else the error page.
+fn onwards(url: churn_core::Result<String>) -> Response {
+    match url {
+        Ok(url) => Redirect::to(&url).into_response(),
         Err(e) => failure(e, Some(TITLE)),
     }
 }

@@ -7,7 +7,7 @@
 use askama::Template;
 use axum::extract::{Form, Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use churn_core::api::payments::{PaymentFailure, PaymentFailureQuery, UpdateDunningConfig};
 use churn_core::domain::dunning::{FinalAction, Schedule, Tone};
 use churn_core::domain::role::Permission;
@@ -18,7 +18,8 @@ use super::csv;
 use super::customers;
 use super::error::PageError;
 use super::layout::{Choice, Frame, choices, exact, html, money, trim_number, when};
-use super::outcome::Done;
+use super::outcome::{self, Done};
+use super::pager::Pages;
 use super::session::InProject;
 use super::status_list::StatusList;
 use crate::state::AppState;
@@ -78,10 +79,7 @@ struct PaymentsPage {
     statuses: Vec<Choice>,
     rows: Vec<FailureRow>,
     total: u64,
-    page: i64,
-    total_pages: u64,
-    prev: Option<String>,
-    next: Option<String>,
+    pages: Pages,
     csv: String,
     can_admin: bool,
     enabled: bool,
@@ -183,10 +181,7 @@ pub async fn list(
             statuses: choices(STATUSES, &status),
             rows,
             total: list.total,
-            page,
-            total_pages,
-            prev: (page > 1).then(|| params.href(&base, Some(page - 1), None)),
-            next: ((page as u64) < total_pages).then(|| params.href(&base, Some(page + 1), None)),
+            pages: Pages::new(page, total_pages, |p| params.href(&base, Some(p), None)),
             csv: params.href(&base, None, Some("csv")),
             can_admin: access.authorize(Permission::Administer).is_ok(),
             enabled: config.enabled,
@@ -264,10 +259,7 @@ async fn export(
         }
         page += 1;
     }
-    Ok(csv::download(
-        &format!("{}-payment-failures.csv", access.project.slug),
-        csv::table(CSV_HEADER, rows),
-    ))
+    Ok(csv::download(access, "payment-failures", CSV_HEADER, rows))
 }
 
 fn csv_row(f: &PaymentFailure) -> Vec<String> {
@@ -380,16 +372,12 @@ pub async fn retry(
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, PageError> {
     let result = s.churn.payments().retry_now(&access, &id).await?;
-    Ok(Redirect::to(&format!(
-        "/app/p/{}/payments/{id}?done={}",
-        access.project.slug,
-        if result.last_attempt.outcome == "succeeded" {
-            "succeeded"
-        } else {
-            "failed"
-        }
-    ))
-    .into_response())
+    let done = if result.last_attempt.outcome == "succeeded" {
+        "succeeded"
+    } else {
+        "failed"
+    };
+    Ok(outcome::redirect(&access, &format!("/payments/{id}"), done))
 }
 
 #[derive(Deserialize)]
@@ -456,9 +444,5 @@ pub async fn save(
         expiry_notice_days: number(&form.expiry_notice_days),
     };
     s.churn.payments().put_dunning_config(&access, req).await?;
-    Ok(Redirect::to(&format!(
-        "/app/p/{}/payments?done=saved",
-        access.project.slug
-    ))
-    .into_response())
+    Ok(outcome::redirect(&access, "/payments", "saved"))
 }

@@ -5,7 +5,7 @@
 use askama::Template;
 use axum::extract::{Form, Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use churn_core::api::alerts::{AlertQuery, AlertStatus};
 use churn_core::api::risk::{DeliveryMode, EmailTone, RiskConfigPatch};
 use churn_core::domain::role::Permission;
@@ -15,6 +15,8 @@ use super::customers;
 use super::delivery_log::{AttemptRow, status_class};
 use super::error::PageError;
 use super::layout::{Choice, Frame, choices, html, when};
+use super::outcome;
+use super::pager::{Pages, asked};
 use super::session::InProject;
 use crate::state::AppState;
 
@@ -61,10 +63,7 @@ struct RiskPage {
     interval: i64,
     alerts: Vec<AlertRow>,
     total: u64,
-    page: u32,
-    total_pages: u64,
-    prev: Option<String>,
-    next: Option<String>,
+    pages: Pages,
 }
 
 pub async fn page(
@@ -73,11 +72,7 @@ pub async fn page(
     Query(params): Query<Params>,
 ) -> Result<Response, PageError> {
     let core = s.churn.local();
-    let page = params
-        .page
-        .as_deref()
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| p.trim().parse().unwrap_or(0));
+    let page = asked(&params.page);
     let (config, (alerts, meta), projects) = futures::try_join!(
         s.churn.alerts().risk_config(&access),
         core.list_alerts(
@@ -112,8 +107,6 @@ pub async fn page(
             id: a.id,
         })
         .collect();
-    let current = i64::from(meta.page);
-    let link = |p: i64| format!("{base}/risk?page={p}");
     let notice = match params.done.as_deref() {
         Some("saved") => Some("The configuration is saved."),
         Some("redelivered") => Some("The alert is being delivered again."),
@@ -140,10 +133,7 @@ pub async fn page(
             interval: config.check_interval_hours,
             alerts,
             total: meta.total,
-            page: meta.page,
-            total_pages: meta.total_pages,
-            prev: (current > 1).then(|| link(current - 1)),
-            next: ((current as u64) < meta.total_pages).then(|| link(current + 1)),
+            pages: Pages::of(&meta, |p| format!("{base}/risk?page={p}")),
             frame,
         },
     ))
@@ -188,7 +178,7 @@ pub async fn save(
         check_interval_hours: number(&form.check_interval_hours),
     };
     s.churn.alerts().update_risk_config(&access, patch).await?;
-    Ok(Redirect::to(&format!("/app/p/{}/risk?done=saved", access.project.slug)).into_response())
+    Ok(outcome::redirect(&access, "/risk", "saved"))
 }
 
 pub async fn redeliver(
@@ -197,9 +187,5 @@ pub async fn redeliver(
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, PageError> {
     s.churn.local().redeliver_alert(&access, &id).await?;
-    Ok(Redirect::to(&format!(
-        "/app/p/{}/risk?done=redelivered",
-        access.project.slug
-    ))
-    .into_response())
+    Ok(outcome::redirect(&access, "/risk", "redelivered"))
 }

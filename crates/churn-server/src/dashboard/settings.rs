@@ -22,6 +22,7 @@ use super::csv;
 use super::error::PageError;
 use super::layout::{Frame, exact, html, when};
 use super::outcome::{self, Done};
+use super::pager::Pages;
 use super::session::{InProject, Signed};
 use super::shown_once::Handoff;
 use crate::state::AppState;
@@ -654,10 +655,7 @@ struct SuppressionsPage {
     frame: Frame,
     rows: Vec<SuppressionRow>,
     total: u64,
-    page: u32,
-    total_pages: u64,
-    prev: Option<String>,
-    next: Option<String>,
+    pages: Pages,
 }
 
 #[derive(Deserialize, Default)]
@@ -690,8 +688,10 @@ pub async fn suppressions(
             .into_iter()
             .map(|x| vec![x.email, x.reason.as_str().to_owned(), exact(&x.created_at)]);
         return Ok(csv::download(
-            &format!("{}-suppressions.csv", access.project.slug),
-            csv::table(&["email", "reason", "created_at"], rows),
+            &access,
+            "suppressions",
+            &["email", "reason", "created_at"],
+            rows,
         ));
     }
     let page = params
@@ -711,7 +711,6 @@ pub async fn suppressions(
     let projects = s.churn.local().list_projects(&signed.user.id).await?;
     let frame = Frame::new(&signed, &access, &projects, "settings", None);
     let base = format!("{}/settings/suppressions", frame.base());
-    let current = i64::from(meta.page);
     Ok(html(
         StatusCode::OK,
         SuppressionsPage {
@@ -725,11 +724,7 @@ pub async fn suppressions(
                 })
                 .collect(),
             total: meta.total,
-            page: meta.page,
-            total_pages: meta.total_pages,
-            prev: (current > 1).then(|| format!("{base}?page={}", current - 1)),
-            next: ((current as u64) < meta.total_pages)
-                .then(|| format!("{base}?page={}", current + 1)),
+            pages: Pages::of(&meta, |p| format!("{base}?page={p}")),
             frame,
         },
     ))

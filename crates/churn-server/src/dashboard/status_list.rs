@@ -4,6 +4,8 @@
 
 use serde::Deserialize;
 
+use super::pager::{asked, given};
+
 #[derive(Deserialize, Default)]
 pub struct StatusList {
     #[serde(default)]
@@ -18,11 +20,7 @@ impl StatusList {
     /// The status filter, and `page` unless the caller names one; a page that is not a
     /// number is 0, which the service refuses.
     pub fn filter(&self, page: Option<i64>) -> (Option<String>, Option<i64>) {
-        let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
-        (
-            given(&self.status),
-            page.or_else(|| given(&self.page).map(|p| p.trim().parse().unwrap_or(0))),
-        )
+        (given(&self.status), page.or_else(|| asked(&self.page)))
     }
 
     /// The list at `path` with the same filter, on `page`, in `format`.

@@ -77,7 +77,14 @@ async fn render(
     } else {
         Vec::new()
     };
-    let assignable = |r: &Role| access.authorize(Permission::AssignRole(*r)).is_ok();
+    // The roles this viewer may grant; none where `may` is false.
+    let grantable = |may: bool| -> Vec<&'static str> {
+        GRANTABLE
+            .iter()
+            .filter(|r| may && access.authorize(Permission::AssignRole(**r)).is_ok())
+            .map(|r| r.as_str())
+            .collect()
+    };
     let members = members
         .into_iter()
         .map(|m| {
@@ -87,15 +94,7 @@ async fn render(
                 && m.role != Role::Owner
                 && access.authorize(Permission::RemoveMember(m.role)).is_ok();
             MemberRow {
-                roles: if manageable {
-                    GRANTABLE
-                        .iter()
-                        .filter(|r| assignable(r))
-                        .map(|r| r.as_str())
-                        .collect()
-                } else {
-                    Vec::new()
-                },
+                roles: grantable(manageable),
                 removable: manageable,
                 joined: when(&m.joined_at),
                 role: m.role.as_str(),
@@ -124,15 +123,7 @@ async fn render(
                     expires: when(&i.expires_at),
                 })
                 .collect(),
-            invite_roles: if admin {
-                GRANTABLE
-                    .iter()
-                    .filter(|r| assignable(r))
-                    .map(|r| r.as_str())
-                    .collect()
-            } else {
-                Vec::new()
-            },
+            invite_roles: grantable(admin),
             admin,
             can_leave: !owner,
             notice: outcome.notice,

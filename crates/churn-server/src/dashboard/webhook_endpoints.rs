@@ -25,6 +25,7 @@ use super::delivery_log::{AttemptRow, outcome, status_class};
 use super::error::PageError;
 use super::layout::{Frame, exact, html, when};
 use super::outcome;
+use super::pager::{Pages, asked};
 use super::session::{InProject, Signed};
 use super::shown_once::Handoff;
 use crate::state::AppState;
@@ -269,10 +270,7 @@ pub async fn list(
             "disabled_reason",
             "created_at",
         ];
-        return Ok(csv::download(
-            &format!("{}-webhook-endpoints.csv", access.project.slug),
-            csv::table(&header, rows),
-        ));
+        return Ok(csv::download(&access, "webhook-endpoints", &header, rows));
     }
     let notice = match params.done.as_deref() {
         Some("deleted") => Some("The endpoint is deleted: nothing more is sent to it."),
@@ -343,10 +341,7 @@ struct EndpointPage {
     form: EndpointForm,
     deliveries: Vec<DeliveryRow>,
     total: u64,
-    page: u32,
-    total_pages: u64,
-    prev: Option<String>,
-    next: Option<String>,
+    pages: Pages,
     copy_js: String,
 }
 
@@ -406,12 +401,7 @@ async fn render_page(
             event_type: d.event_type,
         })
         .collect();
-    let current = i64::from(meta.page);
-    let link = |p: i64| format!("{base}?page={p}");
-    let (prev, next) = (
-        (current > 1).then(|| link(current - 1)),
-        ((current as u64) < meta.total_pages).then(|| link(current + 1)),
-    );
+    let pages = Pages::of(&meta, |p| format!("{base}?page={p}"));
     Ok(html(
         status,
         EndpointPage {
@@ -424,10 +414,7 @@ async fn render_page(
             base,
             deliveries,
             total: meta.total,
-            page: meta.page,
-            total_pages: meta.total_pages,
-            prev,
-            next,
+            pages,
             copy_js: super::assets::url("copy.js"),
             frame,
         },
@@ -491,8 +478,10 @@ pub async fn page(
             "created_at",
         ];
         return Ok(csv::download(
-            &format!("{}-webhook-{id}-deliveries.csv", access.project.slug),
-            csv::table(&header, rows),
+            &access,
+            &format!("webhook-{id}-deliveries"),
+            &header,
+            rows,
         ));
     }
     let (secret, clear) = handoff.take::<String>(&s, &signed, &page_path(&access, &id));
@@ -508,11 +497,7 @@ pub async fn page(
         Some("redelivered") => Some("The message is being delivered again."),
         _ => None,
     };
-    let page = params
-        .page
-        .as_deref()
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| p.trim().parse().unwrap_or(0));
+    let page = asked(&params.page);
     let shown = Shown {
         notice,
         secret,

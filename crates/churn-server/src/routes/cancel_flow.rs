@@ -109,42 +109,48 @@ pub async fn submit(
     headers: HeaderMap,
     query: Result<ApiQuery<KeyQuery>, ApiError>,
     body: Result<ApiJson<CancelReasonSubmission>, ApiError>,
-) -> Response {
+) -> Result<Response, Response> {
     let origin = origin_of(&headers);
-    let (key, access) = match widget_caller(
-        &s,
-        &headers,
-        query.as_ref().ok().and_then(|q| q.0.public_key.as_deref()),
-        body.as_ref().ok().and_then(|b| b.0.public_key.as_deref()),
-    )
-    .await
-    {
-        Ok(caller) => caller,
-        Err(refused) => return refused,
-    };
-    let stamp = match limits
+    let (key, access) = widget_caller(&s, &headers, &query, &body).await?;
+    let stamp = limits
         .as_ref()
         .map(|l| l.check_cancel_flow(&key, SUBMIT_PATH))
-    {
-        Some(Err(refused)) => return with_cors(*refused, origin),
-        Some(Ok(stamp)) => Some(stamp),
-        None => None,
-    };
+        .transpose()
+        .map_err(|refused| with_cors(*refused, origin))?;
     let mut response = record(&s, &access, query, body).await.into_response();
     if let Some(stamp) = stamp {
         stamp.apply(response.headers_mut());
     }
-    with_cors(response, origin)
+    Ok(with_cors(response, origin))
+}
+
+/// A widget call's body, which may carry the project's public key.
+trait WidgetBody {
+    fn public_key(&self) -> Option<&str>;
+}
+
+impl WidgetBody for CancelReasonSubmission {
+    fn public_key(&self) -> Option<&str> {
+        self.public_key.as_deref()
+    }
+}
+
+impl WidgetBody for SessionReason {
+    fn public_key(&self) -> Option<&str> {
+        self.public_key.as_deref()
+    }
 }
 
 /// The key a widget call presents (header, query or body) and its project, checked against
 /// the browser's origin; else the answer that refuses the call.
-async fn widget_caller(
+async fn widget_caller<B: WidgetBody>(
     s: &AppState,
     headers: &HeaderMap,
-    from_query: Option<&str>,
-    from_body: Option<&str>,
+    query: &Result<ApiQuery<KeyQuery>, ApiError>,
+    body: &Result<ApiJson<B>, ApiError>,
 ) -> Result<(String, ProjectAccess), Response> {
+    let from_query = query.as_ref().ok().and_then(|q| q.0.public_key.as_deref());
+    let from_body = body.as_ref().ok().and_then(|b| b.0.public_key());
     let Some(key) = presented_key(headers, from_query, from_body) else {
         return Err(no_key());
     };
@@ -184,19 +190,9 @@ pub async fn session_reason(
     Path(id): Path<String>,
     query: Result<ApiQuery<KeyQuery>, ApiError>,
     body: Result<ApiJson<SessionReason>, ApiError>,
-) -> Response {
+) -> Result<Response, Response> {
     let origin = origin_of(&headers);
-    let (_, access) = match widget_caller(
-        &s,
-        &headers,
-        query.as_ref().ok().and_then(|q| q.0.public_key.as_deref()),
-        body.as_ref().ok().and_then(|b| b.0.public_key.as_deref()),
-    )
-    .await
-    {
-        Ok(caller) => caller,
-        Err(refused) => return refused,
-    };
+    let (_, access) = widget_caller(&s, &headers, &query, &body).await?;
     let answer = async {
         query?;
         let ApiJson(req) = body?;
@@ -204,7 +200,7 @@ pub async fn session_reason(
         Ok::<_, ApiError>(Json(Data::new(session)))
     }
     .await;
-    with_cors(answer.into_response(), origin)
+    Ok(with_cors(answer.into_response(), origin))
 }
 
 #[utoipa::path(options, path = "/cancel-flow/sessions/{id}/reason", operation_id = "preflight_cancel_flow_session_reason", tag = "cancel flow",
