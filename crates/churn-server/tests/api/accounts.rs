@@ -87,13 +87,9 @@ async fn registration_is_validated_and_unique(backend: Backend) {
 async fn jwt_expires_after_seven_days_on_the_test_clock(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let session = app.register("ada@example.com").await;
-    let advance = |secs: i64| {
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": secs}))
-    };
-    app.expect(advance(7 * 86_400 - 60), 200).await;
+    advance(&app, 7 * 86_400 - 60).await;
     app.call(&session.token, Method::GET, "/auth/me", 200).await;
-    app.expect(advance(60), 200).await;
+    advance(&app, 60).await;
     let expired = app.call(&session.token, Method::GET, "/auth/me", 401).await;
     assert_eq!(expired["error"]["code"], "UNAUTHORIZED");
 }
@@ -116,9 +112,10 @@ async fn subscription_follows_the_clock(backend: Backend) {
     set_clock(&app, &churn_core::time::format(&set)).await;
     let login = log_in(&app, "ada@example.com", "correct horse", 200).await;
     let me = app
-        .expect(
-            app.req(Method::GET, "/auth/me")
-                .bearer_auth(login["data"]["token"].as_str().unwrap()),
+        .call(
+            login["data"]["token"].as_str().unwrap(),
+            Method::GET,
+            "/auth/me",
             200,
         )
         .await;
@@ -323,9 +320,10 @@ async fn password_reset_by_email(backend: Backend) {
         )
         .await;
     let me = app
-        .expect(
-            app.req(Method::GET, "/auth/me")
-                .bearer_auth(fresh["data"]["token"].as_str().unwrap()),
+        .call(
+            fresh["data"]["token"].as_str().unwrap(),
+            Method::GET,
+            "/auth/me",
             200,
         )
         .await;
@@ -336,11 +334,7 @@ async fn password_reset_by_email(backend: Backend) {
     app.expect(forgot("ada@example.com"), 200).await;
     app.run_jobs().await;
     assert_eq!(mails(&app, "ada@example.com", "Reset").len(), 1);
-    let advance = |secs: i64| {
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": secs}))
-    };
-    app.expect(advance(301), 200).await;
+    advance(&app, 301).await;
     app.expect(forgot("ada@example.com"), 200).await;
     app.run_jobs().await;
     let resets = mails(&app, "ada@example.com", "Reset");
@@ -352,7 +346,7 @@ async fn password_reset_by_email(backend: Backend) {
         .unwrap();
 
     // A token is good for one hour of clock time.
-    app.expect(advance(3601), 200).await;
+    advance(&app, 3601).await;
     app.expect(reset(&late_token, "yet another passphrase"), 400)
         .await;
 }

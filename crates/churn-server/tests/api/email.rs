@@ -12,7 +12,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner as owner, event_with_variants, send_variant, variant_of,
+    Backend, Options, TestApp, acme_owner as owner, event_of, event_with_variants, send_variant,
+    variant_of,
 };
 use churn_core::both_backends;
 
@@ -113,16 +114,9 @@ async fn smtp_delivers_and_records_bounces(backend: Backend) {
     let refused = send_variant(&app, &token, &id, &vid, 502).await;
     assert_eq!(refused["error"]["code"], "UPSTREAM_ERROR");
     assert_eq!(variant_status(&app, &token, &id, &vid).await, "bounced");
-    let event = app
-        .call(
-            &token,
-            Method::GET,
-            &format!("/projects/acme/churn-events/{id}"),
-            200,
-        )
-        .await;
+    let event = event_of(&app, &token, &id).await;
     assert_eq!(
-        event["data"]["status"], "variants_generated",
+        event["status"], "variants_generated",
         "a bounce is not a send"
     );
     assert_eq!(received.lock().unwrap().len(), 1);
@@ -143,15 +137,8 @@ async fn smtp_delivers_and_records_bounces(backend: Backend) {
     let (id, vid) = event_with_variants(&app, &token, "dana@northwind.example").await;
     send_variant(&app, &token, &id, &vid, 502).await;
     assert_eq!(variant_status(&app, &token, &id, &vid).await, "draft");
-    let event = app
-        .call(
-            &token,
-            Method::GET,
-            &format!("/projects/acme/churn-events/{id}"),
-            200,
-        )
-        .await;
-    assert_eq!(event["data"]["status"], "variants_generated");
+    let event = event_of(&app, &token, &id).await;
+    assert_eq!(event["status"], "variants_generated");
 }
 
 /// A loopback OpenAI-compatible endpoint: what it received, and how many requests overlapped.
