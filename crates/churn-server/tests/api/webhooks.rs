@@ -96,16 +96,20 @@ impl Setup {
 
     /// A Stripe event signed now; answers `data`.
     pub async fn send_a(&self, body: &str, status: u16) -> Value {
+        self.send_a_expecting(body, status).await["data"].clone()
+    }
+
+    /// A Stripe event signed now, asserting `status`; answers the whole body.
+    pub async fn send_a_expecting(&self, body: &str, status: u16) -> Value {
         let header = signature::sign_stripe(A_WHSEC, self.now().await, body.as_bytes());
-        self.app
-            .expect(
-                self.hook("stripe")
-                    .header("Stripe-Signature", header)
-                    .body(body.to_owned()),
-                status,
-            )
-            .await["data"]
-            .clone()
+        self.send_a_signed(&header, body, status).await
+    }
+
+    /// `body` to the Stripe hook with `header` as its `Stripe-Signature`, asserting `status`;
+    /// answers the whole body.
+    pub async fn send_a_signed(&self, header: &str, body: &str, status: u16) -> Value {
+        let request = self.hook("stripe").header("Stripe-Signature", header);
+        self.app.expect(request.body(body.to_owned()), status).await
     }
 
     /// A Razorpay event dated now (`created_at` is what Razorpay's freshness and id rest on),
@@ -290,18 +294,7 @@ async fn stripe_signatures_are_checked_and_refusals_store_nothing(backend: Backe
     s.call(Method::DELETE, "/projects/acme/providers/razorpay", 204)
         .await;
     let b = fixture("b_payment_failed");
-    s.app
-        .expect(
-            s.hook("razorpay")
-                .header(
-                    "X-Razorpay-Signature",
-                    signature::sign_hex(B_WHSEC, b.as_bytes()),
-                )
-                .header("X-Razorpay-Event-Id", "evt_b_1")
-                .body(b),
-            400,
-        )
-        .await;
+    s.send_b_as_is(Some("evt_b_1"), &b, 400).await;
     assert_eq!(s.stored_events().await, 0);
     assert!(s.failures().await.is_empty() && s.events().await.is_empty());
 
@@ -312,15 +305,7 @@ async fn stripe_signatures_are_checked_and_refusals_store_nothing(backend: Backe
         "ab".repeat(32),
         good.split_once(',').unwrap().1
     );
-    let answer = s
-        .app
-        .expect(
-            s.hook("stripe")
-                .header("Stripe-Signature", rotated)
-                .body(body.clone()),
-            200,
-        )
-        .await;
+    let answer = s.send_a_signed(&rotated, &body, 200).await;
     assert_eq!(
         answer["data"],
         json!({"received": true, "event_id": "evt_1SXa2bHOQNg4XnOMq1Lr0a9Z", "action": "payment_failure_created"})
@@ -486,16 +471,7 @@ async fn stripe_cancellations_signals_and_the_rest(backend: Backend) {
     down["id"] = json!("evt_lookup_down");
     down["data"]["object"]["customer"] = json!("cus_down");
     let before = s.stored_events().await;
-    let header = signature::sign_stripe(A_WHSEC, s.now().await, down.to_string().as_bytes());
-    let answer = s
-        .app
-        .expect(
-            s.hook("stripe")
-                .header("Stripe-Signature", header)
-                .body(down.to_string()),
-            502,
-        )
-        .await;
+    let answer = s.send_a_expecting(&down.to_string(), 502).await;
     assert_eq!(answer["error"]["code"], "UPSTREAM_ERROR");
     assert_eq!(s.stored_events().await, before);
 }
