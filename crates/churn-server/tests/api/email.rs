@@ -205,15 +205,20 @@ pub(crate) async fn start_llm() -> FakeLlm {
     }
 }
 
-async fn llm_answers_are_used_and_failures_fall_back(backend: Backend) {
-    let llm = start_llm().await;
-    let app = TestApp::spawn_with(
+/// A server that writes drafts with `llm`, waiting `timeout_secs` for each answer.
+pub(crate) async fn writing_with(backend: Backend, llm: &FakeLlm, timeout_secs: u64) -> TestApp {
+    TestApp::spawn_with(
         backend,
         Options::default()
             .with("llm_base_url", llm.url.clone())
-            .with("llm_timeout_secs", 2),
+            .with("llm_timeout_secs", timeout_secs),
     )
-    .await;
+    .await
+}
+
+async fn llm_answers_are_used_and_failures_fall_back(backend: Backend) {
+    let llm = start_llm().await;
+    let app = writing_with(backend, &llm, 2).await;
     let token = owner(&app).await;
     let event = app.call_json(&token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": "dana@x.io", "customer_name": "Dana", "event_type": "cancellation", "cancel_reason": "too_expensive"}), 201).await;
     let id = event["data"]["id"].as_str().unwrap();

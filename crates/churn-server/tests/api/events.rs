@@ -923,13 +923,7 @@ async fn sending_without_email_configured_is_500(backend: Backend) {
 
 async fn concurrent_generations_store_one_set(backend: Backend) {
     let llm = crate::email::start_llm().await;
-    let app = TestApp::spawn_with(
-        backend,
-        Options::default()
-            .with("llm_base_url", llm.url.clone())
-            .with("llm_timeout_secs", 5),
-    )
-    .await;
+    let app = crate::email::writing_with(backend, &llm, 5).await;
     let token = owner(&app).await;
     let event = cancellation(&app, &token, "c@x.io").await;
     let id = event["id"].as_str().unwrap();
