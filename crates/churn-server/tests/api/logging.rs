@@ -240,14 +240,7 @@ async fn no_token_reaches_the_log(backend: Backend) {
         .await
         .unwrap();
 
-    let metrics = web
-        .get(format!("{address}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = crate::helpers::metrics(&app).await;
     app.expect(
         app.req(Method::GET, "/auth/me")
             .header("x-request-id", "end-of-the-token-scan"),
