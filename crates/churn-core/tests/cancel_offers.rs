@@ -38,6 +38,17 @@ async fn owned_by(server: &MockServer, sub: &str, email: &str) {
         .await;
 }
 
+/// Answers the changes of `sub` (`POST /v1/subscriptions/{sub}`) with the subscription, active.
+async fn updates(server: &MockServer, sub: &str) {
+    Mock::given(method("POST"))
+        .and(path(format!("/v1/subscriptions/{sub}")))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"id": sub, "status": "active"})),
+        )
+        .mount(server)
+        .await;
+}
+
 /// The paths the ownership checks read, in order.
 async fn checks(server: &MockServer) -> Vec<String> {
     let requests: Vec<Request> = server.received_requests().await.unwrap();
@@ -91,13 +102,7 @@ async fn a_discount_creates_a_coupon_then_puts_it_on_the_subscription() {
         )
         .mount(&server)
         .await;
-    Mock::given(method("POST"))
-        .and(path("/v1/subscriptions/sub_42"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_json(json!({"id": "sub_42", "status": "active"})),
-        )
-        .mount(&server)
-        .await;
+    updates(&server, "sub_42").await;
     owned_by(&server, "sub_42", "Dana@Customer.example").await;
     let offer = Offer::Discount {
         percent: 30,
@@ -133,13 +138,7 @@ async fn a_discount_creates_a_coupon_then_puts_it_on_the_subscription() {
 #[tokio::test]
 async fn a_pause_voids_collection_until_the_calendar_months_pass() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/subscriptions/sub_42"))
-        .respond_with(
-            ResponseTemplate::new(200).set_body_json(json!({"id": "sub_42", "status": "active"})),
-        )
-        .mount(&server)
-        .await;
+    updates(&server, "sub_42").await;
     owned_by(&server, "sub_42", DANA).await;
     let offer = Offer::Pause { max_months: 3 };
     assert_eq!(

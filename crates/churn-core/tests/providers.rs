@@ -42,6 +42,15 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Answers `verb at` with 200 and `body`.
+async fn answers(server: &MockServer, verb: &str, at: &str, body: serde_json::Value) {
+    Mock::given(method(verb))
+        .and(path(at))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .mount(server)
+        .await;
+}
+
 /// The one request the fake received, after checking the headers every POST carries.
 async fn only_post(server: &MockServer, key: &str) -> Request {
     let requests = server.received_requests().await.unwrap();
@@ -59,14 +68,13 @@ async fn only_post(server: &MockServer, key: &str) -> Request {
 #[tokio::test]
 async fn paying_an_invoice_posts_an_empty_form_with_the_attempt_key() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/invoices/in_1SXa2Y/pay"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"id": "in_1SXa2Y", "object": "invoice", "status": "paid"})),
-        )
-        .mount(&server)
-        .await;
+    answers(
+        &server,
+        "POST",
+        "/v1/invoices/in_1SXa2Y/pay",
+        json!({"id": "in_1SXa2Y", "object": "invoice", "status": "paid"}),
+    )
+    .await;
     let outcome = stripe(&server)
         .pay_invoice("in_1SXa2Y", "churn-rec1-1")
         .await
@@ -168,13 +176,15 @@ async fn pay_outcomes_declines_refusals_and_errors() {
 #[tokio::test]
 async fn a_discount_offer_creates_a_coupon_then_applies_it_with_an_indexed_array() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/coupons"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+    answers(
+        &server,
+        "POST",
+        "/v1/coupons",
+        json!({
             "id": "Z4OV52SU", "object": "coupon", "percent_off": 30.0, "duration": "repeating",
-            "duration_in_months": 3})))
-        .mount(&server)
-        .await;
+            "duration_in_months": 3}),
+    )
+    .await;
     let a = stripe(&server);
     let coupon = a
         .create_coupon(
@@ -202,12 +212,14 @@ async fn a_discount_offer_creates_a_coupon_then_applies_it_with_an_indexed_array
     );
 
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/subscriptions/sub_1SVC89"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "id": "sub_1SVC89", "object": "subscription", "status": "active"})))
-        .mount(&server)
-        .await;
+    answers(
+        &server,
+        "POST",
+        "/v1/subscriptions/sub_1SVC89",
+        json!({
+            "id": "sub_1SVC89", "object": "subscription", "status": "active"}),
+    )
+    .await;
     let subscription = stripe(&server)
         .apply_coupon("sub_1SVC89", "Z4OV52SU", "churn-offer-evt1-apply")
         .await
@@ -228,14 +240,13 @@ async fn a_discount_offer_creates_a_coupon_then_applies_it_with_an_indexed_array
 #[tokio::test]
 async fn a_pause_offer_sets_pause_collection() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/subscriptions/sub_1SVC89"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"id": "sub_1SVC89", "status": "active"})),
-        )
-        .mount(&server)
-        .await;
+    answers(
+        &server,
+        "POST",
+        "/v1/subscriptions/sub_1SVC89",
+        json!({"id": "sub_1SVC89", "status": "active"}),
+    )
+    .await;
     let resumes = churn_core::time::parse("2027-02-23T10:00:00Z").unwrap();
     stripe(&server)
         .pause_collection(

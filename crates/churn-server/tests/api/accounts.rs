@@ -21,16 +21,17 @@ async fn log_in(app: &TestApp, email: &str, password: &str, status: u16) -> Valu
         .await
 }
 
+/// `POST /auth/register` of `name` at `email` with `password`, asserting `status`; answers the
+/// body.
+async fn register(app: &TestApp, name: &str, email: &str, password: &str, status: u16) -> Value {
+    let body = json!({"name": name, "email": email, "password": password});
+    app.expect(app.req(Method::POST, "/auth/register").json(&body), status)
+        .await
+}
+
 async fn register_login_and_me(backend: Backend) {
     let app = TestApp::spawn_with(backend, Options::default().with("subscriptions", "on")).await;
-    let registered = app
-        .expect(
-            app.req(Method::POST, "/auth/register").json(
-                &json!({"name": "Ada", "email": "  Ada@Example.com ", "password": "correct horse"}),
-            ),
-            201,
-        )
-        .await;
+    let registered = register(&app, "Ada", "  Ada@Example.com ", "correct horse", 201).await;
     assert_eq!(registered["data"]["user"]["email"], "ada@example.com");
     assert_eq!(registered["data"]["user"]["name"], "Ada");
 
@@ -53,47 +54,24 @@ async fn register_login_and_me(backend: Backend) {
 
 async fn registration_is_validated_and_unique(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let short = app
-        .expect(
-            app.req(Method::POST, "/auth/register")
-                .json(&json!({"name": "Ada", "email": "ada@example.com", "password": "short"})),
-            400,
-        )
-        .await;
+    let short = register(&app, "Ada", "ada@example.com", "short", 400).await;
     assert_eq!(short["error"]["code"], "VALIDATION_ERROR");
     assert_eq!(short["error"]["details"][0]["field"], "password");
 
-    let bad = app
-        .expect(
-            app.req(Method::POST, "/auth/register")
-                .json(&json!({"name": " ", "email": "nope", "password": "long enough"})),
-            400,
-        )
-        .await;
+    let bad = register(&app, " ", "nope", "long enough", 400).await;
     assert_eq!(fields(&bad), ["name", "email"]);
 
     app.register("ada@example.com").await;
-    let dup = app
-        .expect(
-            app.req(Method::POST, "/auth/register").json(
-                &json!({"name": "Ada", "email": "ADA@example.com", "password": "correct horse"}),
-            ),
-            409,
-        )
-        .await;
+    let dup = register(&app, "Ada", "ADA@example.com", "correct horse", 409).await;
     assert_eq!(dup["error"]["code"], "CONFLICT");
 }
 
 async fn jwt_expires_after_seven_days_on_the_test_clock(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let session = app.register("ada@example.com").await;
-    let advance = |secs: i64| {
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": secs}))
-    };
-    app.expect(advance(7 * 86_400 - 60), 200).await;
+    advance(&app, 7 * 86_400 - 60).await;
     app.call(&session.token, Method::GET, "/auth/me", 200).await;
-    app.expect(advance(60), 200).await;
+    advance(&app, 60).await;
     let expired = app.call(&session.token, Method::GET, "/auth/me", 401).await;
     assert_eq!(expired["error"]["code"], "UNAUTHORIZED");
 }
@@ -116,9 +94,10 @@ async fn subscription_follows_the_clock(backend: Backend) {
     set_clock(&app, &churn_core::time::format(&set)).await;
     let login = log_in(&app, "ada@example.com", "correct horse", 200).await;
     let me = app
-        .expect(
-            app.req(Method::GET, "/auth/me")
-                .bearer_auth(login["data"]["token"].as_str().unwrap()),
+        .call(
+            login["data"]["token"].as_str().unwrap(),
+            Method::GET,
+            "/auth/me",
             200,
         )
         .await;
@@ -323,9 +302,10 @@ async fn password_reset_by_email(backend: Backend) {
         )
         .await;
     let me = app
-        .expect(
-            app.req(Method::GET, "/auth/me")
-                .bearer_auth(fresh["data"]["token"].as_str().unwrap()),
+        .call(
+            fresh["data"]["token"].as_str().unwrap(),
+            Method::GET,
+            "/auth/me",
             200,
         )
         .await;
@@ -336,11 +316,7 @@ async fn password_reset_by_email(backend: Backend) {
     app.expect(forgot("ada@example.com"), 200).await;
     app.run_jobs().await;
     assert_eq!(mails(&app, "ada@example.com", "Reset").len(), 1);
-    let advance = |secs: i64| {
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": secs}))
-    };
-    app.expect(advance(301), 200).await;
+    advance(&app, 301).await;
     app.expect(forgot("ada@example.com"), 200).await;
     app.run_jobs().await;
     let resets = mails(&app, "ada@example.com", "Reset");
@@ -352,7 +328,7 @@ async fn password_reset_by_email(backend: Backend) {
         .unwrap();
 
     // A token is good for one hour of clock time.
-    app.expect(advance(3601), 200).await;
+    advance(&app, 3601).await;
     app.expect(reset(&late_token, "yet another passphrase"), 400)
         .await;
 }
@@ -454,15 +430,9 @@ fn text_part(mail: &str) -> String {
 }
 
 async fn registration_follows_the_policy(backend: Backend) {
-    let register = |app: &TestApp, email: &str| {
-        app.req(Method::POST, "/auth/register")
-            .json(&json!({"name": "Ada", "email": email, "password": "correct horse"}))
-    };
     let closed =
         TestApp::spawn_with(backend, Options::default().with("registration", "closed")).await;
-    let refused = closed
-        .expect(register(&closed, "ada@example.com"), 403)
-        .await;
+    let refused = register(&closed, "Ada", "ada@example.com", "correct horse", 403).await;
     assert_eq!(refused["error"]["code"], "FORBIDDEN");
     assert_eq!(refused["error"]["message"], "registration is closed");
     drop(closed);
@@ -472,12 +442,8 @@ async fn registration_follows_the_policy(backend: Backend) {
         Options::default().with("registration", "invite_only"),
     )
     .await;
-    invited
-        .expect(register(&invited, "first@example.com"), 201)
-        .await;
-    let refused = invited
-        .expect(register(&invited, "second@example.com"), 403)
-        .await;
+    register(&invited, "Ada", "first@example.com", "correct horse", 201).await;
+    let refused = register(&invited, "Ada", "second@example.com", "correct horse", 403).await;
     assert_eq!(
         refused["error"]["message"],
         "registration is by invitation only"

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::path;
 use wiremock::{Mock, ResponseTemplate};
 
-use crate::fake_provider::{self, FakeProvider};
+use crate::fake_provider::{self, FakeProvider, header, verify_standard};
 use crate::helpers::{
     Acme, Backend, Options, TestApp, acme_with_key, advance as advance_seconds, clock_now, login,
     serve_dns,
@@ -43,9 +43,10 @@ pub(crate) async fn configure(app: &TestApp, patch: Value) {
 }
 
 async fn log(app: &TestApp, acme: &Acme) -> Vec<Value> {
-    app.expect(
-        app.req(Method::GET, "/projects/acme/churn-risk/alerts")
-            .header("x-api-key", &acme.key),
+    app.call_with_key(
+        &acme.key,
+        Method::GET,
+        "/projects/acme/churn-risk/alerts",
         200,
     )
     .await["data"]
@@ -128,6 +129,19 @@ pub(crate) async fn with_receiver(backend: Backend, receiver: &FakeProvider) -> 
     .await
 }
 
+/// A receiver answering the POSTs to `at` with `template`, and a server for it
+/// ([`with_receiver`]).
+pub(crate) async fn receiving(
+    backend: Backend,
+    at: &str,
+    template: ResponseTemplate,
+) -> (FakeProvider, TestApp) {
+    let receiver = fake_provider::start().await;
+    receiver.answer(at, template).await;
+    let app = with_receiver(backend, &receiver).await;
+    (receiver, app)
+}
+
 /// Customers at 80 (critical): gone quiet for 20 days, and detractors. The jobs due so far
 /// (the owner's verification email, the first scheduled scoring run) run with alerts off,
 /// so that every job run afterwards is a delivery.
@@ -165,9 +179,7 @@ pub(crate) async fn answer(receiver: &FakeProvider, template: ResponseTemplate) 
 }
 
 async fn webhooks_are_signed_both_ways_and_verified_by_the_sdk(backend: Backend) {
-    let receiver = fake_provider::start().await;
-    answer(&receiver, ResponseTemplate::new(204)).await;
-    let app = with_receiver(backend, &receiver).await;
+    let (receiver, app) = receiving(backend, "/alerts", ResponseTemplate::new(204)).await;
     let acme = acme_with_key(&app).await;
     let url = format!("{}/alerts", receiver.base);
     configure(&app, json!({"webhook_url": url})).await;
@@ -182,53 +194,26 @@ async fn webhooks_are_signed_both_ways_and_verified_by_the_sdk(backend: Backend)
     let requests = receiver.received().await;
     assert_eq!(requests.len(), 1);
     let request = &requests[0];
-    let header = |name: &str| {
-        request
-            .headers
-            .get(name)
-            .unwrap_or_else(|| panic!("{name} is sent"))
-            .to_str()
-            .unwrap()
-            .to_owned()
-    };
-    assert_eq!(header("content-type"), "application/json");
+    assert_eq!(header(request, "content-type"), "application/json");
     assert_eq!(
-        header("user-agent"),
+        header(request, "user-agent"),
         concat!("churn/", env!("CARGO_PKG_VERSION"))
     );
-    let secret = app
-        .call(
-            &acme.token,
-            Method::GET,
-            "/projects/acme/webhook-secret",
-            200,
-        )
-        .await["data"]["webhook_secret"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let secret = crate::helpers::webhook_secret(&app, &acme.token).await;
     let body = &request.body;
     assert!(churn_sdk::webhooks::verify_signature(
         &secret,
         body,
-        &header("x-churn-signature")
+        &header(request, "x-churn-signature")
     ));
     assert!(!churn_sdk::webhooks::verify_signature(
         "whsec_other",
         body,
-        &header("x-churn-signature")
+        &header(request, "x-churn-signature")
     ));
     let now = clock_now(&app).await.timestamp();
-    assert_eq!(header("webhook-timestamp"), now.to_string());
-    churn_sdk::webhooks::verify_standard(
-        &secret,
-        &header("webhook-id"),
-        &header("webhook-timestamp"),
-        &header("webhook-signature"),
-        body,
-        now,
-    )
-    .expect("the Standard Webhooks signature verifies");
+    assert_eq!(header(request, "webhook-timestamp"), now.to_string());
+    verify_standard(request, &secret, now).expect("the Standard Webhooks signature verifies");
 
     let project = app
         .call(&acme.token, Method::GET, "/projects/acme", 200)
@@ -244,7 +229,10 @@ async fn webhooks_are_signed_both_ways_and_verified_by_the_sdk(backend: Backend)
     assert_eq!(payload["risk_level"], "critical");
     assert_eq!(payload["triggered_at"], pending["created_at"]);
     assert_eq!(payload["opaque_id"], pending["opaque_id"]);
-    assert_eq!(header("webhook-id"), pending["opaque_id"].as_str().unwrap());
+    assert_eq!(
+        header(request, "webhook-id"),
+        pending["opaque_id"].as_str().unwrap()
+    );
     let signals = payload["signals"].as_array().unwrap();
     assert!(!signals.is_empty() && signals.len() <= 5, "{signals:?}");
     assert!(
@@ -265,15 +253,7 @@ async fn webhooks_are_signed_both_ways_and_verified_by_the_sdk(backend: Backend)
 
 /// The project's webhook secret, read as the owner.
 pub(crate) async fn webhook_secret(app: &TestApp) -> String {
-    app.expect(
-        app.req(Method::GET, "/projects/acme/webhook-secret")
-            .bearer_auth(login(app, "owner@acme.io").await),
-        200,
-    )
-    .await["data"]["webhook_secret"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    crate::helpers::webhook_secret(app, &login(app, "owner@acme.io").await).await
 }
 
 /// The Standard Webhooks signatures of the one request received, checked with the SDK under
@@ -282,40 +262,22 @@ async fn verified_by_each(app: &TestApp, receiver: &FakeProvider, secrets: &[&st
     let requests = receiver.received().await;
     assert_eq!(requests.len(), 1);
     let request = &requests[0];
-    let header = |name: &str| {
-        request
-            .headers
-            .get(name)
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .to_owned()
-    };
     let now = clock_now(app).await.timestamp();
     for secret in secrets {
-        churn_sdk::webhooks::verify_standard(
-            secret,
-            &header("webhook-id"),
-            &header("webhook-timestamp"),
-            &header("webhook-signature"),
-            &request.body,
-            now,
-        )
-        .unwrap_or_else(|e| panic!("verifies under {secret}: {e}"));
+        verify_standard(request, secret, now)
+            .unwrap_or_else(|e| panic!("verifies under {secret}: {e}"));
     }
     // `X-Churn-Signature` holds one signature, under the current secret.
     assert!(churn_sdk::webhooks::verify_signature(
         secrets[0],
         &request.body,
-        &header("x-churn-signature")
+        &header(request, "x-churn-signature")
     ));
-    header("webhook-signature").split(' ').count()
+    header(request, "webhook-signature").split(' ').count()
 }
 
 async fn a_rotated_secret_signs_deliveries_too_for_24_hours(backend: Backend) {
-    let receiver = fake_provider::start().await;
-    answer(&receiver, ResponseTemplate::new(204)).await;
-    let app = with_receiver(backend, &receiver).await;
+    let (receiver, app) = receiving(backend, "/alerts", ResponseTemplate::new(204)).await;
     let acme = acme_with_key(&app).await;
     let url = format!("{}/alerts", receiver.base);
     configure(&app, json!({"webhook_url": url})).await;
@@ -339,12 +301,10 @@ async fn a_rotated_secret_signs_deliveries_too_for_24_hours(backend: Backend) {
     advance_seconds(&app, 24 * 3600).await;
     answer(&receiver, ResponseTemplate::new(204)).await;
     let id = log(&app, &acme).await[0]["id"].as_str().unwrap().to_owned();
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-risk/alerts/{id}/redeliver"),
-        )
-        .bearer_auth(login(&app, "owner@acme.io").await),
+    app.call(
+        login(&app, "owner@acme.io").await,
+        Method::POST,
+        &format!("/projects/acme/churn-risk/alerts/{id}/redeliver"),
         200,
     )
     .await;
@@ -352,40 +312,20 @@ async fn a_rotated_secret_signs_deliveries_too_for_24_hours(backend: Backend) {
     app.run_jobs().await;
     assert_eq!(verified_by_each(&app, &receiver, &[&new]).await, 1);
     let old_refused = receiver.received().await;
-    let request = &old_refused[0];
-    let header = |name: &str| {
-        request
-            .headers
-            .get(name)
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .to_owned()
-    };
-    assert!(
-        churn_sdk::webhooks::verify_standard(
-            &old,
-            &header("webhook-id"),
-            &header("webhook-timestamp"),
-            &header("webhook-signature"),
-            &request.body,
-            clock_now(&app).await.timestamp(),
-        )
-        .is_err()
-    );
+    let now = clock_now(&app).await.timestamp();
+    assert!(verify_standard(&old_refused[0], &old, now).is_err());
 }
 
 async fn failed_attempts_retry_after_10_60_300_seconds_then_fail_and_can_be_redelivered(
     backend: Backend,
 ) {
-    let receiver = fake_provider::start().await;
     // Longer than the 1 KiB the log keeps.
-    answer(
-        &receiver,
+    let (receiver, app) = receiving(
+        backend,
+        "/alerts",
         ResponseTemplate::new(503).set_body_string("busy ".repeat(400)),
     )
     .await;
-    let app = with_receiver(backend, &receiver).await;
     let acme = acme_with_key(&app).await;
     one_alert_raised(&app, &acme, &receiver).await;
     let start = clock_now(&app).await;
@@ -434,12 +374,8 @@ async fn failed_attempts_retry_after_10_60_300_seconds_then_fail_and_can_be_rede
     // Redelivery: admins only, JWT only; the same entry and opaque_id, an attempt at once.
     let id = failed["id"].as_str().unwrap();
     let redeliver = format!("/projects/acme/churn-risk/alerts/{id}/redeliver");
-    app.expect(
-        app.req(Method::POST, &redeliver)
-            .header("x-api-key", &acme.key),
-        401,
-    )
-    .await;
+    app.call_with_key(&acme.key, Method::POST, &redeliver, 401)
+        .await;
     app.call(
         &acme.token,
         Method::POST,
@@ -461,17 +397,7 @@ async fn failed_attempts_retry_after_10_60_300_seconds_then_fail_and_can_be_rede
     let conflict = app.call(&acme.token, Method::POST, &redeliver, 409).await;
     insta::assert_json_snapshot!("redeliver_while_pending", conflict);
     assert_eq!(app.run_jobs().await, 1);
-    let requests = receiver.received().await;
-    assert_eq!(requests.len(), 1);
-    assert_eq!(
-        requests[0]
-            .headers
-            .get("webhook-id")
-            .unwrap()
-            .to_str()
-            .unwrap(),
-        failed["opaque_id"].as_str().unwrap()
-    );
+    received_once(&receiver, &failed).await;
     let entries = log(&app, &acme).await;
     assert_eq!(entries.len(), 1, "the same log entry");
     let delivered = &entries[0];
@@ -481,6 +407,16 @@ async fn failed_attempts_retry_after_10_60_300_seconds_then_fail_and_can_be_rede
     assert_eq!(
         attempts[4],
         json!({"at": now, "status_code": 200, "error": null, "response_body": "thanks"})
+    );
+}
+
+/// The receiver got one request: the delivery of `alert` (its `opaque_id` the `webhook-id`).
+async fn received_once(receiver: &FakeProvider, alert: &Value) {
+    let requests = receiver.received().await;
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        header(&requests[0], "webhook-id"),
+        alert["opaque_id"].as_str().unwrap()
     );
 }
 
@@ -677,12 +613,10 @@ async fn direct_mode_emails_the_customer_unless_suppressed_or_over_quota(backend
     // The next UTC day the quota allows a redelivery of the skipped one.
     advance(&app, 1).await;
     let id = over["id"].as_str().unwrap();
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-risk/alerts/{id}/redeliver"),
-        )
-        .bearer_auth(&login(&app, "owner@acme.io").await),
+    app.call(
+        &login(&app, "owner@acme.io").await,
+        Method::POST,
+        &format!("/projects/acme/churn-risk/alerts/{id}/redeliver"),
         200,
     )
     .await;
@@ -809,9 +743,7 @@ async fn a_check_in_claimed_and_never_recorded_is_not_sent_again(backend: Backen
 /// A webhook alert whose delivery job gave up on storage errors before any attempt stays
 /// pending; 20 minutes past its due time redelivery restarts it.
 async fn a_pending_alert_whose_job_gave_up_is_redelivered_once_stuck(backend: Backend) {
-    let receiver = fake_provider::start().await;
-    answer(&receiver, ResponseTemplate::new(204)).await;
-    let app = with_receiver(backend, &receiver).await;
+    let (receiver, app) = receiving(backend, "/alerts", ResponseTemplate::new(204)).await;
     let acme = acme_with_key(&app).await;
     one_alert_raised(&app, &acme, &receiver).await;
     let pending = log(&app, &acme).await[0].clone();
@@ -833,17 +765,7 @@ async fn a_pending_alert_whose_job_gave_up_is_redelivered_once_stuck(backend: Ba
     );
     assert_eq!(again["attempts"], json!([]));
     assert_eq!(app.run_jobs().await, 1);
-    let requests = receiver.received().await;
-    assert_eq!(requests.len(), 1);
-    assert_eq!(
-        requests[0]
-            .headers
-            .get("webhook-id")
-            .unwrap()
-            .to_str()
-            .unwrap(),
-        pending["opaque_id"].as_str().unwrap()
-    );
+    received_once(&receiver, &pending).await;
     let delivered = log(&app, &acme).await[0].clone();
     assert_eq!(delivered["status"], "delivered");
     assert_eq!(delivered["attempts"].as_array().unwrap().len(), 1);

@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, TestApp, acme_owner, event_with_variants, mark_recovered, send_variant,
+    Backend, TestApp, acme_owner, event_with_variants, mark_recovered, send_variant, variant_of,
 };
 // `dashboard_analytics` takes the clock setter from here.
 pub use crate::helpers::set_clock;
@@ -42,17 +42,7 @@ async fn cohorts_count_each_month_and_attribute_recoveries(backend: Backend) {
     set_clock(&app, "2026-01-10T12:00:00Z").await;
     // January: one recovered after a send, one recovered without, one left open.
     let (sent_event, variant) = event_with_variants(&app, &owner, "a@example.com").await;
-    let strategy = get(
-        &app,
-        &owner,
-        &format!("/projects/acme/churn-events/{sent_event}/variants"),
-    )
-    .await
-    .as_array()
-    .unwrap()
-    .iter()
-    .find(|v| v["id"] == variant.as_str())
-    .unwrap()["strategy"]
+    let strategy = variant_of(&app, &owner, &sent_event, &variant).await["strategy"]
         .as_str()
         .unwrap()
         .to_owned();

@@ -129,16 +129,7 @@ async fn autopilot_never_sends_a_variant_with_warnings(backend: Backend) {
         .iter()
         .filter(|v| (2..=5).contains(&v["rank"].as_i64().unwrap()))
     {
-        app.call(
-            &owner,
-            Method::POST,
-            &format!(
-                "/projects/acme/churn-events/{id}/variants/{}/send",
-                v["id"].as_str().unwrap()
-            ),
-            200,
-        )
-        .await;
+        send_variant(&app, &owner, &id, v["id"].as_str().unwrap(), 200).await;
     }
     advance(&app, 86_400).await;
     app.run_jobs().await;

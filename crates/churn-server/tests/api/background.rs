@@ -63,17 +63,12 @@ async fn a_hanging_alert_receiver_does_not_delay_a_password_reset(backend: Backe
             ]
         })
         .collect();
-    app.expect(
-        app.req(Method::POST, "/track")
-            .header("x-api-key", &acme.key)
-            .json(&json!({ "events": events })),
-        200,
-    )
-    .await;
+    crate::behavior::track(&app, &acme.key, json!({ "events": events }), 200).await;
     // The scheduled run the first event started may have raised them already.
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-risk/recompute")
-            .header("x-api-key", &acme.key),
+    app.call_with_key(
+        &acme.key,
+        Method::POST,
+        "/projects/acme/churn-risk/recompute",
         200,
     )
     .await;

@@ -26,7 +26,8 @@ both_backends!(
     events_with_and_without_a_duration_alternate,
 );
 
-async fn track(app: &TestApp, key: &str, body: Value, status: u16) -> Value {
+/// Posts `body` to `/track` with the key `key`, asserting `status`; answers the body.
+pub(crate) async fn track(app: &TestApp, key: &str, body: Value, status: u16) -> Value {
     app.expect(
         app.req(Method::POST, "/track")
             .header("x-api-key", key)
@@ -397,9 +398,10 @@ async fn customer_lists_filter_sort_and_page(backend: Backend) {
         json!({"page": 2, "per_page": 3, "total": 4, "total_pages": 2})
     );
     let by_key = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/customers?sort=risk_score")
-                .header("x-api-key", &acme.key),
+        .call_with_key(
+            &acme.key,
+            Method::GET,
+            "/projects/acme/customers?sort=risk_score",
             200,
         )
         .await;
@@ -549,8 +551,7 @@ async fn customers_of_another_tenant_are_404(backend: Backend) {
     ] {
         app.call(&intruder.token, Method::GET, path, 404).await;
         let key = theirs["api_keys"]["secret_key"].as_str().unwrap();
-        app.expect(app.req(Method::GET, path).header("x-api-key", key), 403)
-            .await;
+        app.call_with_key(key, Method::GET, path, 403).await;
     }
     let own = get(&app, &intruder.token, "/projects/elsewhere/customers").await;
     assert_eq!(own["meta"]["total"], 0, "tracking stays in its project");

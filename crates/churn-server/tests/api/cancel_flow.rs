@@ -177,12 +177,8 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
     // Configuration takes a session: the secret key alone is 401; another tenant sees 404.
     let created = app.create_project(&token, "Second").await;
     let secret = created["api_keys"]["secret_key"].as_str().unwrap();
-    app.expect(
-        app.req(Method::GET, "/projects/second/cancel-flow")
-            .header("X-API-Key", secret),
-        401,
-    )
-    .await;
+    app.call_with_key(secret, Method::GET, "/projects/second/cancel-flow", 401)
+        .await;
     let stranger = app.register("stranger@other.example").await;
     app.call_json(
         &stranger.token,
@@ -940,6 +936,11 @@ async fn mount_coupon(s: &Setup) {
 async fn mount_coupon_and_subscription(s: &Setup, sub: &str) {
     owned_by(s, sub, DANA).await;
     mount_coupon(s).await;
+    mount_subscription(s, sub).await;
+}
+
+/// Answers `/v1/subscriptions/{sub}` with the subscription, active.
+async fn mount_subscription(s: &Setup, sub: &str) {
     Mock::given(method("POST"))
         .and(path(format!("/v1/subscriptions/{sub}")))
         .respond_with(
@@ -948,6 +949,30 @@ async fn mount_coupon_and_subscription(s: &Setup, sub: &str) {
         )
         .mount(&s.fake.mock)
         .await;
+}
+
+/// Answers the next `/v1/coupons` with `template`, before what is mounted for it.
+async fn coupon_once(s: &Setup, template: ResponseTemplate) {
+    Mock::given(method("POST"))
+        .and(path("/v1/coupons"))
+        .respond_with(template)
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&s.fake.mock)
+        .await;
+}
+
+/// The idempotency key of the coupon of the offer of the event `id`, with its path.
+fn coupon_key(id: &str) -> (String, String) {
+    ("/v1/coupons".to_owned(), format!("churn-offer-{id}-coupon"))
+}
+
+/// The idempotency key of the discount on `sub` of the offer of the event `id`, with its path.
+fn discount_key(id: &str, sub: &str) -> (String, String) {
+    (
+        format!("/v1/subscriptions/{sub}"),
+        format!("churn-offer-{id}-discount"),
+    )
 }
 
 async fn accepted_offers_are_applied_at_stripe(backend: Backend) {
@@ -959,15 +984,7 @@ async fn accepted_offers_are_applied_at_stripe(backend: Backend) {
     set_clock(&s.app, "2025-12-31T09:30:00.000Z").await;
     mount_coupon(&s).await;
     for sub in ["sub_1", "sub_1SVC89HOQNg4XnOMoa93kOB2"] {
-        Mock::given(method("POST"))
-            .and(path(format!("/v1/subscriptions/{sub}")))
-            .respond_with(
-                ResponseTemplate::new(200).set_body_json(
-                    json!({"id": sub, "object": "subscription", "status": "active"}),
-                ),
-            )
-            .mount(&s.fake.mock)
-            .await;
+        mount_subscription(&s, sub).await;
     }
     owned_by(&s, "sub_1", DANA).await;
     owned_by(
@@ -1128,15 +1145,13 @@ async fn accepted_offers_are_applied_at_stripe(backend: Backend) {
 async fn an_offer_the_provider_missed_is_applied_by_its_job(backend: Backend) {
     let s = setup(backend).await;
     s.app.run_jobs().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/coupons"))
-        .respond_with(ResponseTemplate::new(500).set_body_json(
+    coupon_once(
+        &s,
+        ResponseTemplate::new(500).set_body_json(
             json!({"error": {"type": "api_error", "message": "An unknown error occurred"}}),
-        ))
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&s.fake.mock)
-        .await;
+        ),
+    )
+    .await;
     mount_coupon_and_subscription(&s, "sub_1").await;
 
     let body = accepted("too_expensive", "sub_1");
@@ -1148,10 +1163,7 @@ async fn an_offer_the_provider_missed_is_applied_by_its_job(backend: Backend) {
     );
     let id = saved["churn_event_id"].as_str().unwrap().to_owned();
     let inline = s.keys_since(0).await;
-    assert_eq!(
-        inline,
-        [("/v1/coupons".to_owned(), format!("churn-offer-{id}-coupon"))]
-    );
+    assert_eq!(inline, [coupon_key(&id)]);
     let event = s.event(&saved["churn_event_id"]).await;
     assert_eq!(event["status"], "recovered");
     assert_eq!(event["offer_error"], Value::Null);
@@ -1167,14 +1179,7 @@ async fn an_offer_the_provider_missed_is_applied_by_its_job(backend: Backend) {
     assert_eq!(s.app.run_jobs().await, 1);
     assert_eq!(
         s.keys_since(0).await,
-        [
-            ("/v1/coupons".to_owned(), format!("churn-offer-{id}-coupon")),
-            ("/v1/coupons".to_owned(), format!("churn-offer-{id}-coupon")),
-            (
-                "/v1/subscriptions/sub_1".to_owned(),
-                format!("churn-offer-{id}-discount")
-            ),
-        ]
+        [coupon_key(&id), coupon_key(&id), discount_key(&id, "sub_1")]
     );
     assert_eq!(
         s.calls_since(2).await,
@@ -1231,16 +1236,7 @@ async fn an_unavailable_provider_is_retried_then_its_error_kept(backend: Backend
     }
     let keys = s.keys_since(0).await;
     for pair in keys.chunks(2) {
-        assert_eq!(
-            pair,
-            [
-                ("/v1/coupons".to_owned(), format!("churn-offer-{id}-coupon")),
-                (
-                    "/v1/subscriptions/sub_down".to_owned(),
-                    format!("churn-offer-{id}-discount")
-                ),
-            ]
-        );
+        assert_eq!(pair, [coupon_key(&id), discount_key(&id, "sub_down")]);
     }
     let event = s.event(&saved["churn_event_id"]).await;
     assert_eq!(event["status"], "recovered");
@@ -1260,17 +1256,13 @@ async fn an_unavailable_provider_is_retried_then_its_error_kept(backend: Backend
 async fn a_slow_provider_does_not_hold_the_answer(backend: Backend) {
     let s = setup(backend).await;
     s.app.run_jobs().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/coupons"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"id": "Z4OV52SU", "object": "coupon", "percent_off": 20.0}))
-                .set_delay(std::time::Duration::from_secs(30)),
-        )
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&s.fake.mock)
-        .await;
+    coupon_once(
+        &s,
+        ResponseTemplate::new(200)
+            .set_body_json(json!({"id": "Z4OV52SU", "object": "coupon", "percent_off": 20.0}))
+            .set_delay(std::time::Duration::from_secs(30)),
+    )
+    .await;
     mount_coupon_and_subscription(&s, "sub_1").await;
     let body = accepted("too_expensive", "sub_1");
     let started = std::time::Instant::now();
@@ -1290,14 +1282,7 @@ async fn a_slow_provider_does_not_hold_the_answer(backend: Backend) {
     let id = saved["churn_event_id"].as_str().unwrap();
     assert_eq!(
         s.keys_since(0).await,
-        [
-            ("/v1/coupons".to_owned(), format!("churn-offer-{id}-coupon")),
-            ("/v1/coupons".to_owned(), format!("churn-offer-{id}-coupon")),
-            (
-                "/v1/subscriptions/sub_1".to_owned(),
-                format!("churn-offer-{id}-discount")
-            ),
-        ]
+        [coupon_key(id), coupon_key(id), discount_key(id, "sub_1")]
     );
     let event = s.event(&saved["churn_event_id"]).await;
     assert_eq!(event["offer_error"], Value::Null);

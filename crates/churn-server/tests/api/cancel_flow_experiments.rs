@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::cancel_flow::{identity_secret, signed};
 use crate::cancel_flows::{FLOWS, create, flow, public_key};
-use crate::helpers::{Backend, TestApp, acme_owner, advance, fields};
+use crate::helpers::{Backend, TestApp, acme_owner, advance, event_of, fields, mark_recovered};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -178,19 +178,9 @@ async fn customers_keep_their_variant_and_submissions_record_it(backend: Backend
         // The submission is routed again, to the same variant, and records it.
         let answer = submit(&app, &key, &secret, email, false).await;
         assert_eq!(answer["offer"]["percent"], percent, "the variant's offer");
-        let event = app
-            .call(
-                &owner,
-                Method::GET,
-                &format!(
-                    "/projects/acme/churn-events/{}",
-                    answer["churn_event_id"].as_str().unwrap()
-                ),
-                200,
-            )
-            .await;
-        assert_eq!(event["data"]["flow_id"], id.as_str());
-        assert_eq!(event["data"]["variant"], variant);
+        let event = event_of(&app, &owner, answer["churn_event_id"].as_str().unwrap()).await;
+        assert_eq!(event["flow_id"], id.as_str());
+        assert_eq!(event["variant"], variant);
     }
 }
 
@@ -219,13 +209,7 @@ async fn results_compare_each_variant_with_the_first(backend: Backend) {
     submit(&app, &key, &secret, &deeper[4], false).await;
     // Recovered later by other means, a cancellation stays one: the flow did not save it.
     let later = cancelled[0]["churn_event_id"].as_str().unwrap();
-    app.call(
-        &owner,
-        Method::POST,
-        &format!("/projects/acme/churn-events/{later}/recovered"),
-        200,
-    )
-    .await;
+    mark_recovered(&app, &owner, later).await;
     // Events of another flow do not count.
     let mut basic = flow("Basic", 0, json!({"plans": ["Basic"]}));
     basic["variants"] = experiment()["variants"].clone();

@@ -90,6 +90,16 @@ impl<'a> Widget<'a> {
             .await;
     }
 
+    /// A customer through the whole flow: opens it, chooses `reason` and submits the outcome
+    /// with `mrr`; the session id answered.
+    async fn through(&self, email: &str, reason: &str, accepted: bool, mrr: i64) -> String {
+        let session = self.open(email).await;
+        self.reason(&session, email, reason, 200).await;
+        self.submit_expecting(Some(&session), email, reason, accepted, mrr, 201)
+            .await;
+        session
+    }
+
     async fn submit_expecting(
         &self,
         session: Option<&str>,
@@ -235,16 +245,8 @@ async fn another_projects_or_a_forged_session_moves_nothing(backend: Backend) {
     let token = acme_owner(&app).await;
     put_flow(&app, &token, "acme").await;
     let intruder = app.register("mallory@example.com").await;
-    let elsewhere = app
-        .call_json(
-            &intruder.token,
-            Method::POST,
-            "/projects",
-            &json!({"name": "Elsewhere"}),
-            201,
-        )
-        .await;
-    let slug = elsewhere["data"]["slug"].as_str().unwrap().to_owned();
+    let elsewhere = app.create_project(&intruder.token, "Elsewhere").await;
+    let slug = elsewhere["slug"].as_str().unwrap().to_owned();
     put_flow(&app, &intruder.token, &slug).await;
     let acme = Widget::of(&app, &token, "acme").await;
     let other = Widget::of(&app, &intruder.token, &slug).await;
@@ -332,42 +334,13 @@ async fn the_funnel_counts_sessions_abandoned_on_the_test_clock(backend: Backend
     app.call_json(&token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": "erin@customer.example", "event_type": "cancellation", "mrr": 7000}), 201).await;
     // a: offer shown and taken; b: offer declined; c: a reason without offer, cancelled;
     // d: offer shown, then left; e: opened, then left.
-    let a = w.open("a@customer.example").await;
-    w.reason(&a, "a@customer.example", "too_expensive", 200)
+    let a = w
+        .through("a@customer.example", "too_expensive", true, 1000)
         .await;
-    w.submit_expecting(
-        Some(&a),
-        "a@customer.example",
-        "too_expensive",
-        true,
-        1000,
-        201,
-    )
-    .await;
-    let b = w.open("b@customer.example").await;
-    w.reason(&b, "b@customer.example", "too_expensive", 200)
+    w.through("b@customer.example", "too_expensive", false, 2000)
         .await;
-    w.submit_expecting(
-        Some(&b),
-        "b@customer.example",
-        "too_expensive",
-        false,
-        2000,
-        201,
-    )
-    .await;
-    let c = w.open("c@customer.example").await;
-    w.reason(&c, "c@customer.example", "missing_features", 200)
+    w.through("c@customer.example", "missing_features", false, 4000)
         .await;
-    w.submit_expecting(
-        Some(&c),
-        "c@customer.example",
-        "missing_features",
-        false,
-        4000,
-        201,
-    )
-    .await;
     let d = w.open("erin@customer.example").await;
     w.reason(&d, "erin@customer.example", "too_expensive", 200)
         .await;
@@ -474,18 +447,9 @@ async fn the_dashboard_draws_the_funnel_and_lists_the_sessions(backend: Backend)
     let token = acme_owner(&app).await;
     put_flow(&app, &token, "acme").await;
     let w = Widget::of(&app, &token, "acme").await;
-    let a = w.open("a@customer.example").await;
-    w.reason(&a, "a@customer.example", "too_expensive", 200)
+    let a = w
+        .through("a@customer.example", "too_expensive", true, 2500)
         .await;
-    w.submit_expecting(
-        Some(&a),
-        "a@customer.example",
-        "too_expensive",
-        true,
-        2500,
-        201,
-    )
-    .await;
     let b = w.open("b@customer.example").await;
     w.submit_expecting(
         Some(&b),

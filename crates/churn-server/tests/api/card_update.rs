@@ -86,6 +86,40 @@ impl Setup {
             .await;
     }
 
+    /// The page's button, pressed, opens the Checkout session `id` Stripe answers with.
+    async fn pressed_to_checkout(&self, page: &str, id: &str) {
+        let checkout = format!("https://checkout.stripe.com/c/pay/{id}");
+        self.stripe_answers(
+            "POST",
+            "/v1/checkout/sessions",
+            json!({"id": id, "object": "checkout.session", "url": checkout}),
+        )
+        .await;
+        let pressed = self.open(Method::POST, page).await;
+        assert_eq!(
+            (pressed.status, pressed.location.as_deref()),
+            (303, Some(checkout.as_str()))
+        );
+    }
+
+    /// Stripe answers the Checkout session `id` as completed by [`CUSTOMER`] with
+    /// `setup_intent`, and the customer's update.
+    async fn checkout_completed(&self, id: &str, setup_intent: Value) {
+        self.stripe_answers(
+            "GET",
+            &format!("/v1/checkout/sessions/{id}"),
+            json!({"id": id, "object": "checkout.session", "customer": CUSTOMER,
+                "setup_intent": setup_intent}),
+        )
+        .await;
+        self.stripe_answers(
+            "POST",
+            &format!("/v1/customers/{CUSTOMER}"),
+            json!({"id": CUSTOMER, "object": "customer"}),
+        )
+        .await;
+    }
+
     /// The requests Stripe received at `at`: (query, form parameters) of each.
     async fn stripe_received(&self, verb: &str, at: &str) -> Vec<(String, Vec<(String, String)>)> {
         self.fake
@@ -134,18 +168,7 @@ async fn the_setup_round_trip_pays_the_invoice(backend: Backend) {
         opened.csp
     );
 
-    let checkout = "https://checkout.stripe.com/c/pay/cs_test_a1";
-    s.stripe_answers(
-        "POST",
-        "/v1/checkout/sessions",
-        json!({"id": "cs_test_a1", "object": "checkout.session", "url": checkout}),
-    )
-    .await;
-    let pressed = s.open(Method::POST, &page).await;
-    assert_eq!(
-        (pressed.status, pressed.location.as_deref()),
-        (303, Some(checkout))
-    );
+    s.pressed_to_checkout(&page, "cs_test_a1").await;
     let created = s.stripe_received("POST", "/v1/checkout/sessions").await;
     assert_eq!(
         created[0].1,
@@ -161,18 +184,10 @@ async fn the_setup_round_trip_pays_the_invoice(backend: Backend) {
         ])
     );
 
-    s.stripe_answers(
-        "GET",
-        "/v1/checkout/sessions/cs_test_a1",
-        json!({"id": "cs_test_a1", "object": "checkout.session", "customer": CUSTOMER,
-            "setup_intent": {"id": "seti_1", "object": "setup_intent", "status": "succeeded",
-            "payment_method": "pm_1NewCard"}}),
-    )
-    .await;
-    s.stripe_answers(
-        "POST",
-        &format!("/v1/customers/{CUSTOMER}"),
-        json!({"id": CUSTOMER, "object": "customer"}),
+    s.checkout_completed(
+        "cs_test_a1",
+        json!({"id": "seti_1", "object": "setup_intent", "status": "succeeded",
+            "payment_method": "pm_1NewCard"}),
     )
     .await;
     s.stripe_answers(
@@ -502,17 +517,9 @@ async fn the_banner_status_follows_the_failing_record(backend: Backend) {
 async fn a_declined_new_card_is_said_and_a_reload_retries_nothing(backend: Backend) {
     let s = setup(backend).await;
     let page = s.stripe_failure().await;
-    s.stripe_answers(
-        "GET",
-        "/v1/checkout/sessions/cs_test_b2",
-        json!({"id": "cs_test_b2", "object": "checkout.session", "customer": CUSTOMER,
-            "setup_intent": {"id": "seti_3", "status": "succeeded", "payment_method": "pm_2"}}),
-    )
-    .await;
-    s.stripe_answers(
-        "POST",
-        &format!("/v1/customers/{CUSTOMER}"),
-        json!({"id": CUSTOMER, "object": "customer"}),
+    s.checkout_completed(
+        "cs_test_b2",
+        json!({"id": "seti_3", "status": "succeeded", "payment_method": "pm_2"}),
     )
     .await;
     Mock::given(method("POST"))
@@ -529,18 +536,7 @@ async fn a_declined_new_card_is_said_and_a_reload_retries_nothing(backend: Backe
     // The button on the returned page posts to the page itself, not to `/done`.
     let action = format!(r#"<form method="post" action="{page}""#);
     assert!(back.body.contains(&action), "{}", back.body);
-    let again = "https://checkout.stripe.com/c/pay/cs_test_b3";
-    s.stripe_answers(
-        "POST",
-        "/v1/checkout/sessions",
-        json!({"id": "cs_test_b3", "object": "checkout.session", "url": again}),
-    )
-    .await;
-    let pressed = s.open(Method::POST, &page).await;
-    assert_eq!(
-        (pressed.status, pressed.location.as_deref()),
-        (303, Some(again))
-    );
+    s.pressed_to_checkout(&page, "cs_test_b3").await;
     let reload = s.open(Method::GET, &done).await;
     assert_eq!(reload.status, 200);
     assert!(!reload.body.contains("declined again"), "{}", reload.body);

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::dashboard_client::{Browser, location, session_cookie, set_session_cookie, url as page};
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner, advance, event_with_variants, mark_recovered,
+    Backend, Options, TestApp, acme_owner, advance, event_of, event_with_variants, mark_recovered,
 };
 use crate::team::join;
 use churn_core::both_backends;
@@ -35,16 +35,6 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
         .get(name)
         .map(|v| v.to_str().unwrap())
         .unwrap_or_default()
-}
-
-async fn event_json(app: &TestApp, token: &str, id: &str) -> serde_json::Value {
-    app.expect(
-        app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-            .bearer_auth(token),
-        200,
-    )
-    .await["data"]
-        .clone()
 }
 
 async fn root_redirects_and_assets_are_hashed_and_cached(backend: Backend) {
@@ -180,8 +170,7 @@ async fn sign_in_sets_a_strict_cookie_that_the_api_ignores(backend: Backend) {
     assert!(html.contains("owner@acme.io"));
     // The cookie's token is a session token, but the API reads only Authorization.
     let token = cookie.trim_start_matches("churn_session=");
-    app.expect(app.req(Method::GET, "/auth/me").bearer_auth(token), 200)
-        .await;
+    app.call(token, Method::GET, "/auth/me", 200).await;
     app.expect(
         app.req(Method::GET, "/auth/me").header("cookie", &cookie),
         401,
@@ -199,13 +188,7 @@ async fn sessions_expire_and_sign_out_everywhere_revokes_them(backend: Backend) 
     advance(&app, 7 * 86_400 - 60).await;
     first.get("/app/p/acme", 200).await;
     advance(&app, 120).await;
-    let r = app
-        .client
-        .get(page(&app, "/app/p/acme"))
-        .header("cookie", &first.cookie)
-        .send()
-        .await
-        .unwrap();
+    let r = first.open("/app/p/acme").await;
     assert_eq!((r.status().as_u16(), location(&r)), (303, "/app/sign-in"));
 
     // Signing out everywhere bumps `ver`: every other cookie and API token stops working.
@@ -225,19 +208,9 @@ async fn sessions_expire_and_sign_out_everywhere_revokes_them(backend: Backend) 
     );
     let cleared = set_session_cookie(&r);
     assert!(cleared.contains("Max-Age=0"), "{cleared}");
-    let r = app
-        .client
-        .get(page(&app, "/app/p/acme"))
-        .header("cookie", &third.cookie)
-        .send()
-        .await
-        .unwrap();
+    let r = third.open("/app/p/acme").await;
     assert_eq!((r.status().as_u16(), location(&r)), (303, "/app/sign-in"));
-    app.expect(
-        app.req(Method::GET, "/auth/me").bearer_auth(&api_token),
-        401,
-    )
-    .await;
+    app.call(&api_token, Method::GET, "/auth/me", 401).await;
 }
 
 /// A production server (not in dev mode) behind a proxy on loopback, which it trusts to say
@@ -285,7 +258,7 @@ async fn writes_need_the_csrf_token_and_change_nothing_without_it(backend: Backe
         browser.post_with_csrf(&path, &[], csrf, 403).await;
     }
     assert_eq!(
-        event_json(&app, &token, &id).await["status"],
+        event_of(&app, &token, &id).await["status"],
         "variants_generated"
     );
     // Sign-out is a write too.
@@ -302,7 +275,7 @@ async fn writes_need_the_csrf_token_and_change_nothing_without_it(backend: Backe
         .await
         .unwrap();
     assert_eq!(r.status(), 303);
-    assert_eq!(event_json(&app, &token, &id).await["status"], "recovered");
+    assert_eq!(event_of(&app, &token, &id).await["status"], "recovered");
 }
 
 async fn a_viewer_sees_no_write_controls_and_is_refused_every_write(backend: Backend) {
@@ -338,7 +311,7 @@ async fn a_viewer_sees_no_write_controls_and_is_refused_every_write(backend: Bac
     ] {
         viewer.post(&path, &form, 403).await;
     }
-    let event = event_json(&app, &token, &id).await;
+    let event = event_of(&app, &token, &id).await;
     assert_eq!(event["status"], "variants_generated");
     assert!(
         event["variants"]
@@ -358,9 +331,10 @@ async fn another_tenants_event_is_not_found_as_in_the_api(backend: Backend) {
     app.create_project(&other.token, "Acme").await;
     let mallory = Browser::sign_in(&app, "mallory@evil.io").await;
     // Mallory's own "acme" is another project: acme's event is not in it.
-    app.expect(
-        app.req(Method::GET, &format!("/projects/acme/churn-events/{id}"))
-            .bearer_auth(&other.token),
+    app.call(
+        &other.token,
+        Method::GET,
+        &format!("/projects/acme/churn-events/{id}"),
         404,
     )
     .await;
@@ -375,13 +349,13 @@ async fn another_tenants_event_is_not_found_as_in_the_api(backend: Backend) {
         .post(&format!("/app/p/acme/events/{id}/recovered"), &[], 404)
         .await;
     // Someone else's project is not found at all.
-    let project = event_json(&app, &token, &id).await["project_id"]
+    let project = event_of(&app, &token, &id).await["project_id"]
         .as_str()
         .unwrap()
         .to_owned();
     mallory.get(&format!("/app/p/{project}"), 404).await;
     assert_eq!(
-        event_json(&app, &token, &id).await["status"],
+        event_of(&app, &token, &id).await["status"],
         "variants_generated"
     );
 }
@@ -407,13 +381,7 @@ async fn csv_export_quotes_cells_and_keeps_formulas_text(backend: Backend) {
         .await;
     }
     let browser = Browser::sign_in(&app, "owner@acme.io").await;
-    let r = app
-        .client
-        .get(page(&app, "/app/p/acme/events?format=csv&q=dana"))
-        .header("cookie", &browser.cookie)
-        .send()
-        .await
-        .unwrap();
+    let r = browser.open("/app/p/acme/events?format=csv&q=dana").await;
     assert_eq!(r.status(), 200);
     assert_eq!(
         header(r.headers(), "content-type"),
@@ -473,13 +441,9 @@ async fn a_draft_is_edited_and_sent_from_the_event_page(backend: Backend) {
         html.contains("class=\"warning\"") && html.contains("No testimonials"),
         "{html}"
     );
-    let preview = app
-        .client
-        .get(page(&app, &format!("{base}/variants/{vid}/preview")))
-        .header("cookie", &browser.cookie)
-        .send()
-        .await
-        .unwrap();
+    let preview = browser
+        .open(&format!("{base}/variants/{vid}/preview"))
+        .await;
     assert_eq!(preview.status(), 200);
     let csp = header(preview.headers(), "content-security-policy").to_owned();
     assert!(
@@ -506,7 +470,7 @@ async fn a_draft_is_edited_and_sent_from_the_event_page(backend: Backend) {
     browser
         .post(&format!("{base}/variants/{vid}/send"), &[], 303)
         .await;
-    let event = event_json(&app, &token, &id).await;
+    let event = event_of(&app, &token, &id).await;
     assert_eq!(event["status"], "email_sent");
     let sent = event["variants"]
         .as_array()
@@ -538,15 +502,11 @@ async fn an_empty_project_shows_the_checklist_then_the_overview(backend: Backend
     let browser = Browser::sign_in(&app, "owner@acme.io").await;
     let html = browser.get("/app/p/acme", 200).await;
     assert!(html.contains("Set up Acme"));
-    let public_key = app
-        .expect(
-            app.req(Method::GET, "/projects/acme").bearer_auth(&token),
-            200,
-        )
-        .await["data"]["public_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let public_key =
+        app.call(&token, Method::GET, "/projects/acme", 200).await["data"]["public_key"]
+            .as_str()
+            .unwrap()
+            .to_owned();
     assert!(
         html.contains(&public_key),
         "the snippets hold the project's public key"
@@ -574,15 +534,15 @@ async fn an_empty_project_shows_the_checklist_then_the_overview(backend: Backend
 
 async fn registration_opens_the_new_project(backend: Backend) {
     let app = TestApp::spawn(backend).await;
+    let ada = [
+        ("name", "Ada"),
+        ("email", "ada@example.com"),
+        ("password", "correct horse"),
+    ];
     let r = app
         .post_form(
             page(&app, "/app/register"),
-            &[
-                ("name", "Ada"),
-                ("email", "ada@example.com"),
-                ("password", "correct horse"),
-                ("project_name", "Ada's App"),
-            ],
+            &[&ada[..], &[("project_name", "Ada's App")]].concat(),
         )
         .await;
     assert_eq!(
@@ -596,16 +556,7 @@ async fn registration_opens_the_new_project(backend: Backend) {
         "{html}"
     );
     // A second registration of the address is the service's 409, shown on the form.
-    let r = app
-        .post_form(
-            page(&app, "/app/register"),
-            &[
-                ("name", "Ada"),
-                ("email", "ada@example.com"),
-                ("password", "correct horse"),
-            ],
-        )
-        .await;
+    let r = app.post_form(page(&app, "/app/register"), &ada).await;
     assert_eq!(r.status(), 409);
 }
 

@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 use crate::analytics::set_clock;
 use crate::dashboard_client::Browser;
 use crate::dashboard_customers::{CUSTOMER, QUIET, seeded};
-use crate::helpers::{Backend, TestApp, acme_owner, event_with_variants, mark_recovered};
+use crate::helpers::{
+    Backend, TestApp, acme_owner, event_with_variants, generate, mark_recovered, send_variant,
+};
 use churn_core::both_backends;
 
 both_backends!(
@@ -24,9 +26,7 @@ both_backends!(
 );
 
 async fn api(app: &TestApp, token: &str, path: &str) -> Value {
-    app.expect(app.req(Method::GET, path).bearer_auth(token), 200)
-        .await["data"]
-        .clone()
+    app.call(token, Method::GET, path, 200).await["data"].clone()
 }
 
 async fn event(app: &TestApp, token: &str, email: &str, mrr: i64) -> String {
@@ -343,9 +343,10 @@ async fn mrr_at_risk_is_kept_for_each_scoring_day(backend: Backend) {
         "UPDATE risk_scores SET level = 'low' WHERE project_id = '{project}' AND customer_email = 'c@example.com'"
     ))
     .await;
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-risk/recompute")
-            .bearer_auth(&token),
+    app.call(
+        &token,
+        Method::POST,
+        "/projects/acme/churn-risk/recompute",
         200,
     )
     .await;
@@ -378,15 +379,7 @@ async fn strategy_performance_counts_the_periods_days(backend: Backend) {
     ] {
         set_clock(&app, at).await;
         let (id, vid) = event_with_variants(&app, &token, email).await;
-        app.expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
-            )
-            .bearer_auth(&token),
-            200,
-        )
-        .await;
+        send_variant(&app, &token, &id, &vid, 200).await;
         sent.push(id);
     }
     for id in &sent[..3] {
@@ -535,19 +528,7 @@ async fn needs_you_lists_each_kind_where_it_is_fixed(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    let variants = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{event}/generate"),
-            )
-            .bearer_auth(&s.token),
-            200,
-        )
-        .await["data"]["variants"]
-        .as_array()
-        .unwrap()
-        .clone();
+    let variants = generate(&s.app, &s.token, &event).await;
     assert!(
         variants
             .iter()

@@ -47,12 +47,8 @@ const FLOW_FORM: &[(&str, &str)] = &[
 ];
 
 async fn flow_json(app: &TestApp, token: &str) -> Value {
-    app.expect(
-        app.req(Method::GET, "/projects/acme/cancel-flow")
-            .bearer_auth(token),
-        200,
-    )
-    .await["data"]
+    app.call(token, Method::GET, "/projects/acme/cancel-flow", 200)
+        .await["data"]
         .clone()
 }
 

@@ -51,8 +51,7 @@ const NEW_FLOW: &[(&str, &str)] = &[
 ];
 
 async fn flows_json(app: &TestApp, token: &str) -> Vec<Value> {
-    app.expect(app.req(Method::GET, FLOWS).bearer_auth(token), 200)
-        .await["data"]
+    app.call(token, Method::GET, FLOWS, 200).await["data"]
         .as_array()
         .unwrap()
         .clone()
@@ -267,9 +266,10 @@ async fn an_experiments_results_page(backend: Backend) {
     );
     assert!(html.contains(r#"<th scope="row">bold</th>"#));
     let api = app
-        .expect(
-            app.req(Method::GET, &format!("{FLOWS}/{id}/results?days=30"))
-                .bearer_auth(&token),
+        .call(
+            &token,
+            Method::GET,
+            &format!("{FLOWS}/{id}/results?days=30"),
             200,
         )
         .await;

@@ -26,10 +26,7 @@ pub(crate) const CUSTOMER: &str = "jenny.rosen@example.com";
 pub(crate) const QUIET: &str = "quiet@shop.io";
 
 async fn api(s: &Setup, path: &str) -> Value {
-    s.app
-        .expect(s.app.req(Method::GET, path).bearer_auth(&s.token), 200)
-        .await["data"]
-        .clone()
+    s.app.call(&s.token, Method::GET, path, 200).await["data"].clone()
 }
 
 /// What the pages show: `acme` with the fake provider as Stripe and as the alert receiver

@@ -29,12 +29,7 @@ both_backends!(
 );
 
 pub(crate) async fn project_json(app: &TestApp, token: &str) -> Value {
-    app.expect(
-        app.req(Method::GET, "/projects/acme").bearer_auth(token),
-        200,
-    )
-    .await["data"]
-        .clone()
+    app.call(token, Method::GET, "/projects/acme", 200).await["data"].clone()
 }
 
 const PROJECT_FORM: &[(&str, &str)] = &[
@@ -178,12 +173,8 @@ async fn the_secret_key_is_shown_once_and_the_public_key_stays(backend: Backend)
     );
     assert_ne!(after["secret_key_hint"], before["secret_key_hint"]);
     assert!(secret.ends_with(after["secret_key_hint"].as_str().unwrap()));
-    app.expect(
-        app.req(Method::GET, "/projects/acme/churn-events")
-            .header("x-api-key", &secret),
-        200,
-    )
-    .await;
+    app.call_with_key(&secret, Method::GET, "/projects/acme/churn-events", 200)
+        .await;
     let again = owner.get("/app/p/acme/settings", 200).await;
     assert!(!again.contains(&secret), "shown once");
 
@@ -256,11 +247,7 @@ async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backe
         )
         .await;
     let sender = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/email-settings")
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::GET, "/projects/acme/email-settings", 200)
         .await["data"]
         .clone();
     let html = owner.get("/app/p/acme/settings", 200).await;
@@ -283,12 +270,8 @@ async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backe
 
 /// Acme's connections, through the API.
 async fn providers(app: &TestApp, token: &str) -> Value {
-    app.expect(
-        app.req(Method::GET, "/projects/acme/providers")
-            .bearer_auth(token),
-        200,
-    )
-    .await["data"]
+    app.call(token, Method::GET, "/projects/acme/providers", 200)
+        .await["data"]
         .clone()
 }
 
@@ -509,20 +492,12 @@ async fn team_invitations_roles_and_leaving_from_the_page(backend: Backend) {
     let html = owner.follow(&posted).await;
     assert!(html.contains("/invitations/") && html.contains("Invitation link for new@acme.io"));
     let pending = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/invitations")
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::GET, "/projects/acme/invitations", 200)
         .await["data"]
         .clone();
     let invitation = pending[0]["id"].as_str().unwrap().to_owned();
     let members = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/members")
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::GET, "/projects/acme/members", 200)
         .await["data"]
         .clone();
     let id_of = |email: &str| {
@@ -606,11 +581,7 @@ async fn team_invitations_roles_and_leaving_from_the_page(backend: Backend) {
         )
         .await;
     let members = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/members")
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::GET, "/projects/acme/members", 200)
         .await["data"]
         .clone();
     let roles: Vec<(String, String)> = members
@@ -627,11 +598,7 @@ async fn team_invitations_roles_and_leaving_from_the_page(backend: Backend) {
     assert!(roles.contains(&("viewer@acme.io".into(), "member".into())));
     assert!(!roles.iter().any(|(e, _)| e == "member@acme.io"));
     let pending = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/invitations")
-                .bearer_auth(&token),
-            200,
-        )
+        .call(&token, Method::GET, "/projects/acme/invitations", 200)
         .await;
     assert_eq!(pending["data"], json!([]));
 
@@ -709,17 +676,10 @@ async fn the_password_reset_page_signs_in(backend: Backend) {
     assert_eq!(r.status(), 303);
     assert_eq!(location(&r), "/app");
     let signed = Browser::with_cookie(&app, session_cookie(&r)).await;
-    let r = app
-        .client
-        .get(url(&app, "/app"))
-        .header("cookie", &signed.cookie)
-        .send()
-        .await
-        .unwrap();
+    let r = signed.open("/app").await;
     assert_eq!((r.status().as_u16(), location(&r)), (303, "/app/p/acme"));
     // Earlier sessions are over.
-    app.expect(app.req(Method::GET, "/auth/me").bearer_auth(&token), 401)
-        .await;
+    app.call(&token, Method::GET, "/auth/me", 401).await;
 }
 
 async fn the_account_page_changes_the_password(backend: Backend) {
@@ -764,13 +724,7 @@ async fn the_account_page_changes_the_password(backend: Backend) {
     let fresh = Browser::with_cookie(&app, session_cookie(&r)).await;
     fresh.get("/app/account?done=password", 200).await;
     // The old cookie is signed out.
-    let r = app
-        .client
-        .get(url(&app, "/app/account"))
-        .header("cookie", &owner.cookie)
-        .send()
-        .await
-        .unwrap();
+    let r = owner.open("/app/account").await;
     assert_eq!(location(&r), "/app/sign-in");
 }
 
@@ -796,9 +750,7 @@ async fn the_account_page_changes_the_name(backend: Backend) {
     assert!(html.contains("Your name is changed."), "{html}");
     assert!(html.contains("value=\"Ada Lovelace\""), "{html}");
     // The API's current user is the same record; the session stays.
-    let me = app
-        .expect(app.req(Method::GET, "/auth/me").bearer_auth(&token), 200)
-        .await;
+    let me = app.call(&token, Method::GET, "/auth/me", 200).await;
     assert_eq!(me["data"]["name"], "Ada Lovelace");
     let overview = owner.get("/app/p/acme", 200).await;
     assert!(overview.contains("Ada Lovelace"), "the rail names the user");

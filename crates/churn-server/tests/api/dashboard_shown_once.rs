@@ -156,12 +156,8 @@ async fn a_key_rotation_happens_once_per_post_and_shows_the_new_key_once(backend
     holds_no_trace_of(&cookie, &secret);
     clears(&cookies, SETTINGS);
     // It is the key that works now.
-    app.expect(
-        app.req(Method::GET, "/projects/acme/churn-events")
-            .header("x-api-key", &secret),
-        200,
-    )
-    .await;
+    app.call_with_key(&secret, Method::GET, "/projects/acme/churn-events", 200)
+        .await;
 
     // A reload rotates nothing and shows no key.
     let html = owner.get(&posted.location, 200).await;
@@ -171,12 +167,8 @@ async fn a_key_rotation_happens_once_per_post_and_shows_the_new_key_once(backend
         project_json(&app, &token).await["secret_key_hint"],
         rotated["secret_key_hint"]
     );
-    app.expect(
-        app.req(Method::GET, "/projects/acme/churn-events")
-            .header("x-api-key", &secret),
-        200,
-    )
-    .await;
+    app.call_with_key(&secret, Method::GET, "/projects/acme/churn-events", 200)
+        .await;
 
     // Another POST is another rotation, whose key is shown in turn.
     let again = owner

@@ -8,9 +8,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
-use crate::alerts::{answer, with_receiver};
+use crate::alerts::receiving;
 use crate::dashboard_client::{Browser, Posted, main_of};
-use crate::fake_provider;
 use crate::helpers::{Backend, TestApp, acme_owner};
 use crate::team::join;
 use churn_core::both_backends;
@@ -57,12 +56,33 @@ async fn endpoint_by_api(app: &TestApp, token: &str, url: &str) -> String {
         .to_owned()
 }
 
+/// Queues a test message to the endpoint `id`.
+async fn send_test(app: &TestApp, token: &str, id: &str) {
+    let path = format!("/projects/acme/webhook-endpoints/{id}/test");
+    app.call(token, Method::POST, &path, 202).await;
+}
+
+/// An endpoint made through the API at a port that answers nothing, with a test message
+/// queued to it: (its id, the delivery's id).
+async fn endpoint_with_a_test(app: &TestApp, token: &str) -> (String, String) {
+    let id = endpoint_by_api(app, token, "https://127.0.0.1:9/hooks").await;
+    send_test(app, token, &id).await;
+    let did = deliveries(app, token, &id).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (id, did)
+}
+
 async fn an_endpoint_is_created_edited_tested_redelivered_and_deleted_from_its_pages(
     backend: Backend,
 ) {
-    let receiver = fake_provider::start().await;
-    answer(&receiver, ResponseTemplate::new(200).set_body_string("ok")).await;
-    let app = with_receiver(backend, &receiver).await;
+    let (receiver, app) = receiving(
+        backend,
+        "/alerts",
+        ResponseTemplate::new(200).set_body_string("ok"),
+    )
+    .await;
     let token = acme_owner(&app).await;
     app.run_jobs().await;
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
@@ -255,9 +275,8 @@ async fn the_delivery_log_is_paginated_and_exported_as_csv(backend: Backend) {
     let token = acme_owner(&app).await;
     // Port 9 answers nothing: every attempt fails, and stays pending until its retries end.
     let id = endpoint_by_api(&app, &token, "https://127.0.0.1:9/hooks").await;
-    let test = format!("/projects/acme/webhook-endpoints/{id}/test");
     for _ in 0..23 {
-        app.call(&token, Method::POST, &test, 202).await;
+        send_test(&app, &token, &id).await;
     }
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
     let page = format!("{LIST}/{id}");
@@ -319,19 +338,8 @@ async fn viewers_and_members_read_without_write_controls_and_are_refused(backend
     let token = acme_owner(&app).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     join(&app, &token, "member@acme.io", "member").await;
-    let id = endpoint_by_api(&app, &token, "https://127.0.0.1:9/hooks").await;
-    app.call(
-        &token,
-        Method::POST,
-        &format!("/projects/acme/webhook-endpoints/{id}/test"),
-        202,
-    )
-    .await;
+    let (id, did) = endpoint_with_a_test(&app, &token).await;
     app.run_jobs().await;
-    let did = deliveries(&app, &token, &id).await[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     let page = format!("{LIST}/{id}");
     let form: &[(&str, &str)] = &[
         ("url", "https://127.0.0.1:9/other"),
@@ -375,17 +383,9 @@ async fn viewers_and_members_read_without_write_controls_and_are_refused(backend
 async fn writes_without_the_csrf_token_are_refused_and_change_nothing(backend: Backend) {
     let app = TestApp::spawn_private(backend).await;
     let token = acme_owner(&app).await;
-    let id = endpoint_by_api(&app, &token, "https://127.0.0.1:9/hooks").await;
-    app.call(
-        &token,
-        Method::POST,
-        &format!("/projects/acme/webhook-endpoints/{id}/test"),
-        202,
-    )
-    .await;
+    let (id, did) = endpoint_with_a_test(&app, &token).await;
     app.run_jobs().await;
     let before = deliveries(&app, &token, &id).await;
-    let did = before[0]["id"].as_str().unwrap();
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
     let page = format!("{LIST}/{id}");
     let form: &[(&str, &str)] = &[
@@ -420,18 +420,7 @@ async fn writes_without_the_csrf_token_are_refused_and_change_nothing(backend: B
 async fn another_tenants_endpoint_is_not_found(backend: Backend) {
     let app = TestApp::spawn_private(backend).await;
     let token = acme_owner(&app).await;
-    let id = endpoint_by_api(&app, &token, "https://127.0.0.1:9/hooks").await;
-    app.call(
-        &token,
-        Method::POST,
-        &format!("/projects/acme/webhook-endpoints/{id}/test"),
-        202,
-    )
-    .await;
-    let did = deliveries(&app, &token, &id).await[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (id, did) = endpoint_with_a_test(&app, &token).await;
     let mallory = Browser::another_tenant(&app, "Evil").await;
     // Acme's endpoint under Mallory's own project, and Acme's pages themselves.
     for base in ["/app/p/evil/settings/webhooks", LIST] {

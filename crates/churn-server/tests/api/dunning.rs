@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
+use crate::fake_provider::{header, verify_standard};
 use crate::helpers::{Backend, advance};
 use crate::webhooks::{Setup, fixture, setup};
 use churn_core::both_backends;
@@ -93,6 +94,14 @@ impl Setup {
         self.fake.answer_once(&at, answer).await;
     }
 
+    /// The next pay call of [`INVOICE`] answered with `answer`, `hours` on: the due retries
+    /// run.
+    pub(crate) async fn retry_answered(&self, hours: i64, answer: ResponseTemplate) {
+        self.pay_answers(INVOICE, answer).await;
+        self.advance_hours(hours).await;
+        self.app.run_jobs().await;
+    }
+
     /// The dunning emails in the outbox (the owner's verification email left out).
     pub(crate) fn dunning_mails(&self) -> Vec<String> {
         self.app
@@ -100,6 +109,44 @@ impl Setup {
             .into_iter()
             .filter(|m| !m.contains("<owner@acme.io>"))
             .collect()
+    }
+
+    /// Retries hourly, twice, through the fake's `/billing/retry` as the custom provider's
+    /// `retry_url`, which answers every call "succeeded".
+    async fn custom_retry_succeeding(&self) {
+        self.configure(json!({"max_retries": 2, "retry_interval_hours": 1, "schedule": "fixed"}))
+            .await;
+        let retry_url = format!("{}/billing/retry", self.fake.base);
+        self.app
+            .expect(
+                self.app
+                    .req(Method::PUT, "/projects/acme/providers/custom")
+                    .bearer_auth(&self.token)
+                    .json(&json!({"retry_url": retry_url})),
+                200,
+            )
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/billing/retry"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"outcome": "succeeded"})))
+            .mount(&self.fake.mock)
+            .await;
+    }
+
+    /// A custom payment failure, recovered by the first retry an hour on: the failure and
+    /// the retry call.
+    async fn recovered_by_custom_retry(&self) -> (Value, wiremock::Request) {
+        self.send_custom(
+            json!({"id": "c1", "type": "payment.failed", "customer_email": "ada@example.com",
+            "amount": 1200, "currency": "eur", "payment_id": "p_9"}),
+        )
+        .await;
+        self.advance_hours(1).await;
+        self.app.run_jobs().await;
+        let r = self.only_failure().await;
+        assert_eq!(r["status"], "recovered");
+        let call = self.fake.mock.received_requests().await.unwrap()[0].clone();
+        (r, call)
     }
 
     /// The idempotency keys of the pay calls so far.
@@ -190,27 +237,18 @@ async fn a_soft_decline_an_error_then_success(backend: Backend) {
     s.app.run_jobs().await;
     assert!(s.pay_keys().await.is_empty());
     // A soft decline: counted, the next tone.
-    s.pay_answers(
-        INVOICE,
-        decline("insufficient_funds", Some("try_again_later")),
-    )
-    .await;
-    s.advance_hours(1).await;
-    s.app.run_jobs().await;
+    s.retry_answered(1, decline("insufficient_funds", Some("try_again_later")))
+        .await;
     let r = s.detail(&id).await;
     assert_eq!(
         (&r["status"], &r["attempts"], &r["decline_code"]),
         (&json!("failing"), &json!(1), &json!("insufficient_funds"))
     );
     // The provider errs: not counted, tried again in an hour.
-    s.pay_answers(INVOICE, ResponseTemplate::new(500)).await;
-    s.advance_hours(24).await;
-    s.app.run_jobs().await;
+    s.retry_answered(24, ResponseTemplate::new(500)).await;
     assert_eq!(s.detail(&id).await["attempts"], 1);
     // Success on the next try: recovered, the sequence stops, the churn event recovered.
-    s.pay_answers(INVOICE, paid(INVOICE)).await;
-    s.advance_hours(1).await;
-    s.app.run_jobs().await;
+    s.retry_answered(1, paid(INVOICE)).await;
     let r = s.detail(&id).await;
     assert_eq!(
         (&r["status"], &r["next_retry_at"]),
@@ -268,13 +306,8 @@ async fn hard_declines_advice_codes_and_exhaustion(backend: Backend) {
     s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
         .await;
     s.app.run_jobs().await;
-    s.pay_answers(
-        INVOICE,
-        decline("generic_decline", Some("do_not_try_again")),
-    )
-    .await;
-    s.advance_hours(1).await;
-    s.app.run_jobs().await;
+    s.retry_answered(1, decline("generic_decline", Some("do_not_try_again")))
+        .await;
     let r = s.only_failure().await;
     assert_eq!(
         (&r["status"], &r["abandon_reason"]),
@@ -466,33 +499,8 @@ async fn manual_retries(backend: Backend) {
 
 async fn custom_retry_url_and_razorpay_reminders(backend: Backend) {
     let s = setup(backend).await;
-    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1, "schedule": "fixed"}))
-        .await;
-    let retry_url = format!("{}/billing/retry", s.fake.base);
-    s.app
-        .expect(
-            s.app
-                .req(Method::PUT, "/projects/acme/providers/custom")
-                .bearer_auth(&s.token)
-                .json(&json!({"retry_url": retry_url})),
-            200,
-        )
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/billing/retry"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"outcome": "succeeded"})))
-        .mount(&s.fake.mock)
-        .await;
-    s.send_custom(
-        json!({"id": "c1", "type": "payment.failed", "customer_email": "ada@example.com",
-        "amount": 1200, "currency": "eur", "payment_id": "p_9"}),
-    )
-    .await;
-    s.advance_hours(1).await;
-    s.app.run_jobs().await;
-    let r = s.only_failure().await;
-    assert_eq!(r["status"], "recovered");
-    let call = &s.fake.mock.received_requests().await.unwrap()[0];
+    s.custom_retry_succeeding().await;
+    let (r, call) = s.recovered_by_custom_retry().await;
     let secret = s.webhook_secret().await;
     assert!(signature::verify_hex(
         &secret,
@@ -529,57 +537,24 @@ async fn custom_retry_url_and_razorpay_reminders(backend: Backend) {
 
 async fn custom_retry_calls_carry_both_signatures_after_a_rotation(backend: Backend) {
     let s = setup(backend).await;
-    s.configure(json!({"max_retries": 2, "retry_interval_hours": 1, "schedule": "fixed"}))
-        .await;
-    let retry_url = format!("{}/billing/retry", s.fake.base);
-    s.app
-        .expect(
-            s.app
-                .req(Method::PUT, "/projects/acme/providers/custom")
-                .bearer_auth(&s.token)
-                .json(&json!({"retry_url": retry_url})),
-            200,
-        )
-        .await;
-    Mock::given(method("POST"))
-        .and(path("/billing/retry"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"outcome": "succeeded"})))
-        .mount(&s.fake.mock)
-        .await;
+    s.custom_retry_succeeding().await;
     let old = s.webhook_secret().await;
     s.rotate_webhook_secret().await;
     let new = s.webhook_secret().await;
-    s.send_custom(
-        json!({"id": "c1", "type": "payment.failed", "customer_email": "ada@example.com",
-        "amount": 1200, "currency": "eur", "payment_id": "p_9"}),
-    )
-    .await;
-    s.advance_hours(1).await;
-    s.app.run_jobs().await;
-    let r = s.only_failure().await;
-    assert_eq!(r["status"], "recovered");
-    let call = &s.fake.mock.received_requests().await.unwrap()[0];
-    let header = |name: &str| call.headers[name].to_str().unwrap().to_owned();
+    let (r, call) = s.recovered_by_custom_retry().await;
     assert!(churn_sdk::webhooks::verify_signature(
         &new,
         &call.body,
-        &header("x-churn-signature")
+        &header(&call, "x-churn-signature")
     ));
     assert_eq!(
-        header("webhook-id"),
+        header(&call, "webhook-id"),
         format!("{}-1", r["id"].as_str().unwrap())
     );
-    assert_eq!(header("webhook-signature").split(' ').count(), 2);
+    assert_eq!(header(&call, "webhook-signature").split(' ').count(), 2);
     for secret in [&new, &old] {
-        churn_sdk::webhooks::verify_standard(
-            secret,
-            &header("webhook-id"),
-            &header("webhook-timestamp"),
-            &header("webhook-signature"),
-            &call.body,
-            s.now().await,
-        )
-        .unwrap_or_else(|e| panic!("verifies under {secret}: {e}"));
+        verify_standard(&call, secret, s.now().await)
+            .unwrap_or_else(|e| panic!("verifies under {secret}: {e}"));
     }
 }
 
@@ -629,10 +604,8 @@ async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(back
     s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
         .await;
     s.app.run_jobs().await;
-    s.pay_answers(INVOICE, decline("insufficient_funds", None))
+    s.retry_answered(1, decline("insufficient_funds", None))
         .await;
-    s.advance_hours(1).await;
-    s.app.run_jobs().await;
     let r = s.only_failure().await;
     assert_eq!(r["attempts"], 1);
     assert_eq!(r["emails"][0]["status"], "skipped");
@@ -648,10 +621,8 @@ async fn emails_are_skipped_without_a_verified_sender_and_config_is_checked(back
     // send_emails off: skipped for that reason even with a verified sender.
     s.verified_sender().await;
     s.configure(json!({"send_emails": false})).await;
-    s.pay_answers(INVOICE, decline("insufficient_funds", None))
+    s.retry_answered(1, decline("insufficient_funds", None))
         .await;
-    s.advance_hours(1).await;
-    s.app.run_jobs().await;
     let r = s.only_failure().await;
     assert_eq!(r["emails"][2]["reason"], "send_emails is off");
     assert!(s.dunning_mails().is_empty());

@@ -8,7 +8,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::dunning::{INVOICE, decline, hard_decline_for_lars};
-use crate::helpers::{Backend, advance};
+use crate::helpers::{Backend, advance, set_clock};
 use crate::webhooks::{Setup, fixture, setup};
 use churn_core::both_backends;
 
@@ -25,17 +25,6 @@ const SUBSCRIPTION: &str = "sub_1SVC89HOQNg4XnOMoa93kOB2";
 type Call = (String, Option<String>, Vec<(String, String)>);
 
 impl Setup {
-    async fn set_clock(&self, at: &str) {
-        self.app
-            .expect(
-                self.app
-                    .req(Method::POST, "/dev/clock")
-                    .json(&json!({"set": at})),
-                200,
-            )
-            .await;
-    }
-
     /// Every record, by customer email.
     async fn failures_by_email(&self) -> Vec<(String, Value)> {
         let list = self
@@ -95,7 +84,7 @@ async fn smart_retries_by_decline_class_until_the_window_closes(backend: Backend
     // A new project retries on the smart schedule.
     s.configure(json!({"max_retries": 10, "final_action": "cancel_subscription"}))
         .await;
-    s.set_clock("2026-04-14T15:00:00Z").await;
+    set_clock(&s.app, "2026-04-14T15:00:00Z").await;
     // The first retry by the failure's own decline: the 15th at 14:00 is under 48 hours
     // away, so the funds class waits for the 1st.
     for (id, email, code) in [
@@ -153,7 +142,7 @@ async fn smart_retries_by_decline_class_until_the_window_closes(backend: Backend
         ),
     ] {
         s.pay_answers(INVOICE, decline(code, None)).await;
-        s.set_clock(at).await;
+        set_clock(&s.app, at).await;
         s.app.run_jobs().await;
         let r = s.detail(&id).await;
         assert_eq!(
@@ -170,7 +159,7 @@ async fn smart_retries_by_decline_class_until_the_window_closes(backend: Backend
     // The next payday after 2026-05-07T14:00 is the 15th: past the window.
     s.pay_answers(INVOICE, decline("card_velocity_exceeded", None))
         .await;
-    s.set_clock("2026-05-05T14:00:00Z").await;
+    set_clock(&s.app, "2026-05-05T14:00:00Z").await;
     s.app.run_jobs().await;
     let r = s.detail(&id).await;
     assert_eq!(
@@ -228,10 +217,8 @@ async fn final_actions_pause_retry_refuse_and_skip(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    s.pay_answers(INVOICE, decline("insufficient_funds", None))
+    s.retry_answered(1, decline("insufficient_funds", None))
         .await;
-    s.advance_hours(1).await;
-    s.app.run_jobs().await;
     let r = s.detail(&id).await;
     assert_eq!(r["abandon_reason"], "retries_exhausted");
     let result = &r["final_action_result"];
@@ -328,10 +315,8 @@ async fn the_final_email_offers_a_last_chance_code_made_at_stripe(backend: Backe
         .to_owned();
     let code = format!("LASTCHANCE25-{}", id[id.len() - 8..].to_uppercase());
     // A soft decline: the final tone again, with the same code and the same keys.
-    s.pay_answers(INVOICE, decline("insufficient_funds", None))
+    s.retry_answered(1, decline("insufficient_funds", None))
         .await;
-    s.advance_hours(1).await;
-    s.app.run_jobs().await;
     let pairs = |p: &[(&str, &str)]| {
         p.iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))

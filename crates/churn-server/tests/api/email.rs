@@ -12,7 +12,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner as owner, event_with_variants, send_variant, variant_of,
+    Backend, Options, TestApp, acme_owner as owner, event_of, event_with_variants, send_variant,
+    variant_of,
 };
 use churn_core::both_backends;
 
@@ -113,16 +114,9 @@ async fn smtp_delivers_and_records_bounces(backend: Backend) {
     let refused = send_variant(&app, &token, &id, &vid, 502).await;
     assert_eq!(refused["error"]["code"], "UPSTREAM_ERROR");
     assert_eq!(variant_status(&app, &token, &id, &vid).await, "bounced");
-    let event = app
-        .call(
-            &token,
-            Method::GET,
-            &format!("/projects/acme/churn-events/{id}"),
-            200,
-        )
-        .await;
+    let event = event_of(&app, &token, &id).await;
     assert_eq!(
-        event["data"]["status"], "variants_generated",
+        event["status"], "variants_generated",
         "a bounce is not a send"
     );
     assert_eq!(received.lock().unwrap().len(), 1);
@@ -143,15 +137,8 @@ async fn smtp_delivers_and_records_bounces(backend: Backend) {
     let (id, vid) = event_with_variants(&app, &token, "dana@northwind.example").await;
     send_variant(&app, &token, &id, &vid, 502).await;
     assert_eq!(variant_status(&app, &token, &id, &vid).await, "draft");
-    let event = app
-        .call(
-            &token,
-            Method::GET,
-            &format!("/projects/acme/churn-events/{id}"),
-            200,
-        )
-        .await;
-    assert_eq!(event["data"]["status"], "variants_generated");
+    let event = event_of(&app, &token, &id).await;
+    assert_eq!(event["status"], "variants_generated");
 }
 
 /// A loopback OpenAI-compatible endpoint: what it received, and how many requests overlapped.
@@ -218,15 +205,20 @@ pub(crate) async fn start_llm() -> FakeLlm {
     }
 }
 
-async fn llm_answers_are_used_and_failures_fall_back(backend: Backend) {
-    let llm = start_llm().await;
-    let app = TestApp::spawn_with(
+/// A server that writes drafts with `llm`, waiting `timeout_secs` for each answer.
+pub(crate) async fn writing_with(backend: Backend, llm: &FakeLlm, timeout_secs: u64) -> TestApp {
+    TestApp::spawn_with(
         backend,
         Options::default()
             .with("llm_base_url", llm.url.clone())
-            .with("llm_timeout_secs", 2),
+            .with("llm_timeout_secs", timeout_secs),
     )
-    .await;
+    .await
+}
+
+async fn llm_answers_are_used_and_failures_fall_back(backend: Backend) {
+    let llm = start_llm().await;
+    let app = writing_with(backend, &llm, 2).await;
     let token = owner(&app).await;
     let event = app.call_json(&token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": "dana@x.io", "customer_name": "Dana", "event_type": "cancellation", "cancel_reason": "too_expensive"}), 201).await;
     let id = event["data"]["id"].as_str().unwrap();

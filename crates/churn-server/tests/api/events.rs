@@ -3,7 +3,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{
     Backend, Options, TestApp, acme_owner as owner, advance, configure, event_of, login,
-    mark_recovered, rotate_secret_key, variant_of,
+    mark_recovered, rotate_secret_key, send_variant, variant_of,
 };
 use churn_core::both_backends;
 use churn_core::testing::outbox_without_verifications;
@@ -124,9 +124,7 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
     let id = event["id"].as_str().unwrap();
 
     // Sending before generating: the event's status decides, whatever the variant id.
-    let early = app
-        .call(&token, Method::POST, &send_path(id, "no-such-variant"), 400)
-        .await;
+    let early = send_variant(&app, &token, id, "no-such-variant", 400).await;
     assert_eq!(
         early["error"]["message"],
         "variants must be generated before sending emails"
@@ -195,21 +193,14 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
     assert_eq!(listed["data"].as_array().unwrap().len(), 9);
 
     let vid = best["id"].as_str().unwrap();
-    let unknown = app
-        .call(&token, Method::POST, &send_path(id, "nope"), 404)
-        .await;
+    let unknown = send_variant(&app, &token, id, "nope", 404).await;
     assert_eq!(unknown["error"]["message"], "variant not found");
-    let sent = app
-        .call(&token, Method::POST, &send_path(id, vid), 200)
-        .await["data"]
-        .clone();
+    let sent = send_variant(&app, &token, id, vid, 200).await["data"].clone();
     assert_eq!(sent["variant_id"], vid);
     assert_eq!(sent["status"], "sent");
     assert_eq!(sent["recipient"], "dana@northwind.example");
     assert!(sent["sent_at"].as_str().unwrap().ends_with('Z'));
-    let twice = app
-        .call(&token, Method::POST, &send_path(id, vid), 409)
-        .await;
+    let twice = send_variant(&app, &token, id, vid, 409).await;
     assert_eq!(twice["error"]["code"], "CONFLICT");
 
     let mails = outbox_without_verifications(app.data_dir());
@@ -243,8 +234,7 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    app.call(&token, Method::POST, &send_path(id, &other), 200)
-        .await;
+    send_variant(&app, &token, id, &other, 200).await;
 
     let recovered = app
         .call(
@@ -283,9 +273,7 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
         reason["error"]["message"],
         "churn event is already recovered"
     );
-    let late = app
-        .call(&token, Method::POST, &send_path(id, vid), 400)
-        .await;
+    let late = send_variant(&app, &token, id, vid, 400).await;
     assert_eq!(
         late["error"]["message"],
         "variants must be generated before sending emails"
@@ -444,7 +432,7 @@ async fn lists_paginate_filter_and_sort(backend: Backend) {
 
 /// Gives `acme` every strategy's material (decisions §15), so the mapping alone decides.
 async fn with_material(app: &TestApp, token: &str) {
-    app.call_json(token, Method::PATCH, "/projects/acme", &json!({"settings": {"coupon_code": "COMEBACK20", "founder_name": "Ada Lovelace", "testimonials": [{"quote": "Setup took one afternoon.", "author": "Tom"}], "features": ["Scheduled reports"]}}), 200).await;
+    configure(app, token, json!({"coupon_code": "COMEBACK20", "founder_name": "Ada Lovelace", "testimonials": [{"quote": "Setup took one afternoon.", "author": "Tom"}], "features": ["Scheduled reports"]})).await;
 }
 
 async fn the_mapped_strategy_is_recommended_for_each_reason(backend: Backend) {
@@ -504,8 +492,7 @@ async fn recovery_window_moves_unrecovered_events_to_lost(backend: Backend) {
             .as_str()
             .unwrap()
             .to_owned();
-        app.call(&token, Method::POST, &send_path(&id, &vid), 200)
-            .await;
+        send_variant(&app, &token, &id, &vid, 200).await;
         ids.push(id);
     }
     advance(&app, 10 * 86_400 - 60).await;
@@ -580,8 +567,7 @@ async fn statistics_count_and_sum(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    app.call(&token, Method::POST, &send_path(&ids[1], &vid), 200)
-        .await;
+    send_variant(&app, &token, &ids[1], &vid, 200).await;
     advance(&app, 30 * 86_400).await;
     app.run_jobs().await;
     let token = login(&app, "owner@acme.io").await;
@@ -596,12 +582,7 @@ async fn statistics_count_and_sum(backend: Backend) {
     assert_eq!(account["data"]["projects"][0]["slug"], "acme");
     assert_eq!(account["data"]["projects"][0]["recovered_mrr_cents"], 1000);
     let key = rotate_secret_key(&app, &token).await;
-    let by_key = app
-        .expect(
-            app.req(Method::GET, "/stats").header("X-API-Key", &key),
-            200,
-        )
-        .await;
+    let by_key = app.call_with_key(&key, Method::GET, "/stats", 200).await;
     assert_eq!(by_key["data"], expected);
 }
 
@@ -683,12 +664,8 @@ async fn expired_subscription_is_402_on_every_event_route(backend: Backend) {
         assert_eq!(code, "SUBSCRIPTION_EXPIRED", "{method} {path}: {answer}");
     }
     // Statistics are not a churn-event route.
-    app.expect(
-        app.req(Method::GET, "/projects/acme/stats")
-            .header("X-API-Key", &key),
-        200,
-    )
-    .await;
+    app.call_with_key(&key, Method::GET, "/projects/acme/stats", 200)
+        .await;
 }
 
 async fn opens_and_clicks_are_tracked_without_open_redirects(backend: Backend) {
@@ -704,8 +681,7 @@ async fn opens_and_clicks_are_tracked_without_open_redirects(backend: Backend) {
     let id = event["id"].as_str().unwrap();
     let generated = generate(&app, &token, id).await;
     let vid = recommended(&generated)["id"].as_str().unwrap().to_owned();
-    app.call(&token, Method::POST, &send_path(id, &vid), 200)
-        .await;
+    send_variant(&app, &token, id, &vid, 200).await;
     let mail = outbox_without_verifications(app.data_dir())
         .remove(0)
         .replace("=\r\n", "")
@@ -795,8 +771,7 @@ async fn drafts_are_edited_and_sanitised(backend: Backend) {
         )
         .await;
     assert_eq!(long["error"]["details"][0]["field"], "subject");
-    app.call(&token, Method::POST, &send_path(id, &vid), 200)
-        .await;
+    send_variant(&app, &token, id, &vid, 200).await;
     let mail = outbox_without_verifications(app.data_dir()).remove(0);
     assert!(mail.contains("Subject: A better subject"));
     let sent = app
@@ -834,11 +809,7 @@ async fn unscoped_form_has_its_own_shapes(backend: Backend) {
     let id = created["id"].as_str().unwrap();
 
     let list = app
-        .expect(
-            app.req(Method::GET, "/churn-events?limit=5")
-                .header("X-API-Key", &key),
-            200,
-        )
+        .call_with_key(&key, Method::GET, "/churn-events?limit=5", 200)
         .await;
     assert_eq!(
         (
@@ -850,18 +821,15 @@ async fn unscoped_form_has_its_own_shapes(backend: Backend) {
     );
     assert_eq!(list["data"][0]["mrr_cents"], 1999);
     let bad_limit = app
-        .expect(
-            app.req(Method::GET, "/churn-events?limit=101")
-                .header("X-API-Key", &key),
-            400,
-        )
+        .call_with_key(&key, Method::GET, "/churn-events?limit=101", 400)
         .await;
     insta::assert_json_snapshot!("legacy_validation", bad_limit);
 
     let generated = app
-        .expect(
-            app.req(Method::POST, &format!("/churn-events/{id}/generate"))
-                .header("X-API-Key", &key),
+        .call_with_key(
+            &key,
+            Method::POST,
+            &format!("/churn-events/{id}/generate"),
             200,
         )
         .await;
@@ -873,22 +841,18 @@ async fn unscoped_form_has_its_own_shapes(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/churn-events/{id}/variants/{vid}/send"),
-        )
-        .header("X-API-Key", &key),
+    app.call_with_key(
+        &key,
+        Method::POST,
+        &format!("/churn-events/{id}/variants/{vid}/send"),
         200,
     )
     .await;
     let again = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/churn-events/{id}/variants/{vid}/send"),
-            )
-            .header("X-API-Key", &key),
+        .call_with_key(
+            &key,
+            Method::POST,
+            &format!("/churn-events/{id}/variants/{vid}/send"),
             400,
         )
         .await;
@@ -942,9 +906,7 @@ async fn sending_without_email_configured_is_500(backend: Backend) {
     let event = cancellation(&app, &token, "c@x.io").await;
     let id = event["id"].as_str().unwrap();
     let vid = recommended_id(&app, &token, id).await;
-    let answer = app
-        .call(&token, Method::POST, &send_path(id, &vid), 500)
-        .await;
+    let answer = send_variant(&app, &token, id, &vid, 500).await;
     assert_eq!(
         answer["error"]["message"],
         "email service is not configured"
@@ -961,13 +923,7 @@ async fn sending_without_email_configured_is_500(backend: Backend) {
 
 async fn concurrent_generations_store_one_set(backend: Backend) {
     let llm = crate::email::start_llm().await;
-    let app = TestApp::spawn_with(
-        backend,
-        Options::default()
-            .with("llm_base_url", llm.url.clone())
-            .with("llm_timeout_secs", 5),
-    )
-    .await;
+    let app = crate::email::writing_with(backend, &llm, 5).await;
     let token = owner(&app).await;
     let event = cancellation(&app, &token, "c@x.io").await;
     let id = event["id"].as_str().unwrap();
@@ -1038,16 +994,8 @@ async fn events_are_isolated_between_tenants(backend: Backend) {
 
     // Mallory owns a project with the same slug: A's event ids mean nothing there.
     let mallory = app.register("mallory@x.io").await;
-    let created = app
-        .call_json(
-            &mallory.token,
-            Method::POST,
-            "/projects",
-            &json!({"name": "Acme"}),
-            201,
-        )
-        .await;
-    let mallory_key = created["data"]["api_keys"]["secret_key"]
+    let created = app.create_project(&mallory.token, "Acme").await;
+    let mallory_key = created["api_keys"]["secret_key"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -1095,22 +1043,21 @@ async fn events_are_isolated_between_tenants(backend: Backend) {
         assert_eq!(answer["code"], "NOT_FOUND");
     }
     // A key naming another project is refused.
-    app.expect(
-        app.req(
-            Method::GET,
-            &format!(
-                "/churn-events?project={}",
-                event["project_id"].as_str().unwrap()
-            ),
-        )
-        .header("X-API-Key", &mallory_key),
+    app.call_with_key(
+        &mallory_key,
+        Method::GET,
+        &format!(
+            "/churn-events?project={}",
+            event["project_id"].as_str().unwrap()
+        ),
         403,
     )
     .await;
     let listed = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/churn-events")
-                .header("X-API-Key", &mallory_key),
+        .call_with_key(
+            &mallory_key,
+            Method::GET,
+            "/projects/acme/churn-events",
             200,
         )
         .await;
@@ -1194,9 +1141,7 @@ async fn terminal_events_cannot_be_edited(backend: Backend) {
         )
         .await;
     assert_eq!(edit["error"]["message"], "churn event is already recovered");
-    let send = app
-        .call(&token, Method::POST, &send_path(id, &vid), 400)
-        .await;
+    let send = send_variant(&app, &token, id, &vid, 400).await;
     assert_eq!(
         send["error"]["message"],
         "variants must be generated before sending emails"

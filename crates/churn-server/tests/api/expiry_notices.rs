@@ -46,16 +46,14 @@ impl Setup {
             .as_object_mut()
             .unwrap()
             .extend(extra.as_object().cloned().unwrap_or_default());
-        self.app
-            .expect(
-                self.app
-                    .req(Method::POST, "/track")
-                    .header("x-api-key", key)
-                    .json(&json!({"event": "payment_method_expiring",
-                        "customer_email": email, "properties": properties})),
-                200,
-            )
-            .await;
+        crate::behavior::track(
+            &self.app,
+            key,
+            json!({"event": "payment_method_expiring",
+                        "customer_email": email, "properties": properties}),
+            200,
+        )
+        .await;
     }
 
     /// The notice emails to `email` so far.

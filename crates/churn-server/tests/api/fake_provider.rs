@@ -45,6 +45,34 @@ impl FakeProvider {
     }
 }
 
+/// The header `name` of a received request, which must carry it.
+pub fn header(request: &wiremock::Request, name: &str) -> String {
+    request
+        .headers
+        .get(name)
+        .unwrap_or_else(|| panic!("{name} is sent"))
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The Standard Webhooks signature of a received request, checked with the SDK under `secret`
+/// at `now` (Unix seconds).
+pub fn verify_standard(
+    request: &wiremock::Request,
+    secret: &str,
+    now: i64,
+) -> Result<(), churn_sdk::webhooks::VerifyError> {
+    churn_sdk::webhooks::verify_standard(
+        secret,
+        &header(request, "webhook-id"),
+        &header(request, "webhook-timestamp"),
+        &header(request, "webhook-signature"),
+        &request.body,
+        now,
+    )
+}
+
 async fn forward(
     State(target): State<(reqwest::Client, String)>,
     method: Method,

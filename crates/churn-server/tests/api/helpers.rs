@@ -259,6 +259,13 @@ impl TestApp {
         self.expect(request, status).await
     }
 
+    /// `method path` with the API key `key`, asserting `status`; answers the body as `expect`
+    /// does.
+    pub async fn call_with_key(&self, key: &str, method: Method, path: &str, status: u16) -> Value {
+        let request = self.req(method, path).header("x-api-key", key);
+        self.expect(request, status).await
+    }
+
     pub async fn register(&self, email: &str) -> Session {
         let body = self
             .expect(
@@ -397,12 +404,10 @@ pub async fn generated_event(app: &TestApp, token: &str, email: &str) -> (String
 /// Generates the drafts of the `acme` event `id`; answers the variants.
 pub async fn generate(app: &TestApp, token: &str, id: &str) -> Vec<Value> {
     let generated = app
-        .expect(
-            app.req(
-                Method::POST,
-                &format!("/projects/acme/churn-events/{id}/generate"),
-            )
-            .bearer_auth(token),
+        .call(
+            token,
+            Method::POST,
+            &format!("/projects/acme/churn-events/{id}/generate"),
             200,
         )
         .await;
@@ -499,12 +504,17 @@ pub async fn login(app: &TestApp, email: &str) -> String {
 
 /// A fresh secret key for `acme`, from a key rotation.
 pub async fn rotate_secret_key(app: &TestApp, token: &str) -> String {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/rotate-keys")
-            .bearer_auth(token),
-        200,
-    )
-    .await["data"]["secret_key"]
+    app.call(token, Method::POST, "/projects/acme/rotate-keys", 200)
+        .await["data"]["secret_key"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// `acme`'s secret for inbound custom events, read as `token`.
+pub async fn webhook_secret(app: &TestApp, token: &str) -> String {
+    app.call(token, Method::GET, "/projects/acme/webhook-secret", 200)
+        .await["data"]["webhook_secret"]
         .as_str()
         .unwrap()
         .to_owned()
@@ -527,12 +537,10 @@ pub async fn rotate_identity_secret(app: &TestApp, token: &str) -> String {
 /// The variant `vid` of the `acme` event `event`, as the variant list shows it.
 pub async fn variant_of(app: &TestApp, token: &str, event: &str, vid: &str) -> Value {
     let list = app
-        .expect(
-            app.req(
-                Method::GET,
-                &format!("/projects/acme/churn-events/{event}/variants"),
-            )
-            .bearer_auth(token),
+        .call(
+            token,
+            Method::GET,
+            &format!("/projects/acme/churn-events/{event}/variants"),
             200,
         )
         .await;
@@ -547,12 +555,10 @@ pub async fn variant_of(app: &TestApp, token: &str, event: &str, vid: &str) -> V
 
 /// Marks the `acme` event `id` recovered.
 pub async fn mark_recovered(app: &TestApp, token: &str, id: &str) {
-    app.expect(
-        app.req(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{id}/recovered"),
-        )
-        .bearer_auth(token),
+    app.call(
+        token,
+        Method::POST,
+        &format!("/projects/acme/churn-events/{id}/recovered"),
         200,
     )
     .await;
@@ -592,16 +598,13 @@ pub async fn revoked_on_both(
 /// Sends the variant `vid` of the `acme` event `id`, asserting `status`; answers the body.
 pub async fn send_variant(app: &TestApp, token: &str, id: &str, vid: &str, status: u16) -> Value {
     let path = format!("/projects/acme/churn-events/{id}/variants/{vid}/send");
-    app.expect(app.req(Method::POST, &path).bearer_auth(token), status)
-        .await
+    app.call(token, Method::POST, &path, status).await
 }
 
 /// The `acme` event `id`.
 pub async fn event_of(app: &TestApp, token: &str, id: &str) -> Value {
     let path = format!("/projects/acme/churn-events/{id}");
-    app.expect(app.req(Method::GET, &path).bearer_auth(token), 200)
-        .await["data"]
-        .clone()
+    app.call(token, Method::GET, &path, 200).await["data"].clone()
 }
 
 /// The `/metrics` page.

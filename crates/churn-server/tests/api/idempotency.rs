@@ -85,11 +85,7 @@ async fn repeats_get_the_first_answer_and_nothing_runs_twice(backend: Backend) {
     assert_eq!((status, replayed(&headers)), (400, true));
     assert_eq!(again, refused);
     let events = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/churn-events")
-                .header("x-api-key", &secret),
-            200,
-        )
+        .call_with_key(&secret, Method::GET, "/projects/acme/churn-events", 200)
         .await;
     assert_eq!(events["meta"]["total"], 1, "one event despite the repeats");
 }

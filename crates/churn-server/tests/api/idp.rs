@@ -112,9 +112,10 @@ async fn id_tokens_sign_in_or_create_users(backend: Backend) {
     assert_eq!(created["data"]["user"]["email"], "grace@navy.example");
     assert_eq!(created["data"]["user"]["name"], "Grace Hopper");
     let me = app
-        .expect(
-            app.req(Method::GET, "/auth/me")
-                .bearer_auth(created["data"]["token"].as_str().unwrap()),
+        .call(
+            created["data"]["token"].as_str().unwrap(),
+            Method::GET,
+            "/auth/me",
             200,
         )
         .await;

@@ -78,15 +78,18 @@ impl Server {
         }
     }
 
+    /// The next line, waiting until `deadline`.
+    fn next_line(&self, deadline: Instant) -> String {
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.lines
+            .recv_timeout(left)
+            .expect("a log line before the deadline")
+    }
+
     /// The next line that is JSON, waiting until `deadline`.
     fn next_json(&self, deadline: Instant) -> serde_json::Value {
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left)
-                .expect("a log line before the deadline");
-            if let Ok(value) = serde_json::from_str(&line) {
+            if let Ok(value) = serde_json::from_str(&self.next_line(deadline)) {
                 return value;
             }
         }
@@ -96,11 +99,7 @@ impl Server {
     fn lines_until(&self, request_id: &str, deadline: Instant) -> Vec<String> {
         let mut seen = Vec::new();
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left)
-                .expect("a log line before the deadline");
+            let line = self.next_line(deadline);
             let done = line.contains(request_id);
             seen.push(line);
             if done {
@@ -241,14 +240,7 @@ async fn no_token_reaches_the_log(backend: Backend) {
         .await
         .unwrap();
 
-    let metrics = web
-        .get(format!("{address}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = crate::helpers::metrics(&app).await;
     app.expect(
         app.req(Method::GET, "/auth/me")
             .header("x-request-id", "end-of-the-token-scan"),

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{
     Backend, Options, TestApp, acme_owner, configure, fields, generated_event as event,
-    rotate_secret_key, serve_dns, set_clock, variant_of,
+    rotate_secret_key, send_variant, serve_dns, set_clock, variant_of,
 };
 use churn_core::both_backends;
 
@@ -31,16 +31,8 @@ async fn owner(app: &TestApp, settings: Value) -> String {
     token
 }
 
-fn send_path(event: &str, variant: &Value) -> String {
-    format!(
-        "/projects/acme/churn-events/{event}/variants/{}/send",
-        variant["id"].as_str().unwrap()
-    )
-}
-
 async fn send(app: &TestApp, token: &str, event: &str, variant: &Value, status: u16) -> Value {
-    app.call(token, Method::POST, &send_path(event, variant), status)
-        .await
+    send_variant(app, token, event, variant["id"].as_str().unwrap(), status).await
 }
 
 async fn variant_status(app: &TestApp, token: &str, event: &str, variant: &Value) -> Value {
@@ -295,9 +287,10 @@ async fn suppression_routes_and_roles(backend: Backend) {
     // The project's secret key reads the list like other project data, but cannot delete.
     let key = rotate_secret_key(&app, &token).await;
     let listed = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/suppressions?per_page=1")
-                .header("x-api-key", &key),
+        .call_with_key(
+            &key,
+            Method::GET,
+            "/projects/acme/suppressions?per_page=1",
             200,
         )
         .await;
@@ -306,8 +299,7 @@ async fn suppression_routes_and_roles(backend: Backend) {
         json!({"page": 1, "per_page": 1, "total": 1, "total_pages": 1})
     );
     let path = "/projects/acme/suppressions/dana@northwind.example";
-    app.expect(app.req(Method::DELETE, path).header("x-api-key", &key), 401)
-        .await;
+    app.call_with_key(&key, Method::DELETE, path, 401).await;
     let bad = app
         .call(
             &token,
@@ -485,11 +477,7 @@ async fn sender_domain_is_verified_through_dns(backend: Backend) {
 
     // Administration only: a secret key is 401, another account 404.
     let key = rotate_secret_key(&app, &token).await;
-    app.expect(
-        app.req(Method::GET, settings).header("x-api-key", &key),
-        401,
-    )
-    .await;
+    app.call_with_key(&key, Method::GET, settings, 401).await;
     let stranger = app.register("eve@else.io").await;
     app.call_json(
         &stranger.token,

@@ -343,11 +343,7 @@ async fn state_survives_a_restart(backend: Backend) {
     let app = TestApp::start(db, Options::default().with("dev_mode", false)).await;
     app.call(&s.token, Method::GET, "/auth/me", 200).await;
     let detail = app
-        .expect(
-            app.req(Method::GET, "/projects/acme")
-                .header("X-API-Key", &secret),
-            200,
-        )
+        .call_with_key(&secret, Method::GET, "/projects/acme", 200)
         .await;
     assert_eq!(detail["data"]["id"], created["id"]);
     assert_eq!(

@@ -1,7 +1,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, advance, fields};
+use crate::helpers::{Backend, TestApp, advance, clock_now, fields};
 use churn_core::both_backends;
 
 both_backends!(
@@ -18,12 +18,8 @@ both_backends!(
 );
 
 async fn get_with_key(app: &TestApp, slug: &str, key: &str, status: u16) -> Value {
-    app.expect(
-        app.req(Method::GET, &format!("/projects/{slug}"))
-            .header("X-API-Key", key),
-        status,
-    )
-    .await
+    app.call_with_key(key, Method::GET, &format!("/projects/{slug}"), status)
+        .await
 }
 
 async fn create_shows_keys_once_and_lists_with_role(backend: Backend) {
@@ -262,12 +258,9 @@ async fn rotate_keys_with_grace_period(backend: Backend) {
         )
         .await["data"]
         .clone();
-    let now = app.expect(app.req(Method::GET, "/dev/clock"), 200).await["data"]["now"].clone();
+    let now = clock_now(&app).await;
     let expires = churn_core::time::parse(rotated["old_keys_expire_at"].as_str().unwrap()).unwrap();
-    assert_eq!(
-        expires - churn_core::time::parse(now.as_str().unwrap()).unwrap(),
-        chrono::Duration::hours(2)
-    );
+    assert_eq!(expires - now, chrono::Duration::hours(2));
     get_with_key(&app, "acme", old_secret, 200).await;
     get_with_key(&app, "acme", rotated["secret_key"].as_str().unwrap(), 200).await;
     advance(&app, 7200).await;
@@ -405,13 +398,9 @@ async fn concurrent_changes_do_not_overwrite_each_other(backend: Backend) {
     let s = app.register("ada@example.com").await;
     app.create_project(&s.token, "Acme").await;
 
-    let rotations = futures::future::join_all((0..5).map(|_| {
-        app.expect(
-            app.req(Method::POST, "/projects/acme/rotate-keys")
-                .bearer_auth(&s.token),
-            200,
-        )
-    }))
+    let rotations = futures::future::join_all(
+        (0..5).map(|_| app.call(&s.token, Method::POST, "/projects/acme/rotate-keys", 200)),
+    )
     .await;
     let mut working = 0;
     for rotated in &rotations {
@@ -437,9 +426,10 @@ async fn concurrent_changes_do_not_overwrite_each_other(backend: Backend) {
                 .json(&json!({"name": "Renamed"})),
             200
         ),
-        app.expect(
-            app.req(Method::POST, "/projects/acme/webhook-secret/rotate")
-                .bearer_auth(&s.token),
+        app.call(
+            &s.token,
+            Method::POST,
+            "/projects/acme/webhook-secret/rotate",
             200
         ),
     );

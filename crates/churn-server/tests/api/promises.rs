@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
-use crate::helpers::{Backend, TestApp, acme_owner, generate};
+use crate::helpers::{Backend, TestApp, acme_owner, event_of, generate, send_variant};
 use crate::providers::A_KEY;
 use crate::webhooks::{Setup, setup};
 
@@ -35,16 +35,20 @@ async fn cancellation(app: &TestApp, token: &str, body: Value) -> String {
     id.unwrap().to_owned()
 }
 
-fn variant<'a>(variants: &'a [Value], strategy: &str) -> &'a Value {
-    variants.iter().find(|v| v["strategy"] == strategy).unwrap()
+/// Cleo cancels for `reason`: the event's id and its drafts.
+async fn cleo_cancels(app: &TestApp, token: &str, reason: &str) -> (String, Vec<Value>) {
+    let id = cancellation(
+        app,
+        token,
+        json!({"customer_email": "c@x.io", "customer_name": "Cleo", "cancel_reason": reason}),
+    )
+    .await;
+    let variants = generate(app, token, &id).await;
+    (id, variants)
 }
 
-fn send(app: &TestApp, token: &str, id: &str, vid: &str) -> reqwest::RequestBuilder {
-    app.req(
-        Method::POST,
-        &format!("/projects/acme/churn-events/{id}/variants/{vid}/send"),
-    )
-    .bearer_auth(token)
+fn variant<'a>(variants: &'a [Value], strategy: &str) -> &'a Value {
+    variants.iter().find(|v| v["strategy"] == strategy).unwrap()
 }
 
 async fn patch_settings(app: &TestApp, token: &str, settings: Value, status: u16) -> Value {
@@ -136,7 +140,7 @@ async fn discount_codes_are_made_at_stripe_when_sent(backend: Backend) {
     assert!(posts(&s).await.is_empty(), "nothing is made at generation");
 
     let vid = discount["id"].as_str().unwrap();
-    s.app.expect(send(&s.app, &s.token, &id, vid), 200).await;
+    send_variant(&s.app, &s.token, &id, vid, 200).await;
     let calls = posts(&s).await;
     assert_eq!(calls.len(), 2, "{calls:?}");
     assert_eq!(calls[0].0, "/v1/coupons");
@@ -163,7 +167,7 @@ async fn discount_codes_are_made_at_stripe_when_sent(backend: Backend) {
 
     // Another strategy makes nothing at Stripe.
     let pause = variant(&variants, "pause_option")["id"].as_str().unwrap();
-    s.app.expect(send(&s.app, &s.token, &id, pause), 200).await;
+    send_variant(&s.app, &s.token, &id, pause, 200).await;
     assert_eq!(posts(&s).await.len(), 2);
 }
 
@@ -178,7 +182,7 @@ async fn a_stripe_error_leaves_the_draft_unsent(backend: Backend) {
     .await;
     let variants = generate(&s.app, &s.token, &id).await;
     let vid = variant(&variants, "discount")["id"].as_str().unwrap();
-    let failed = s.app.expect(send(&s.app, &s.token, &id, vid), 502).await;
+    let failed = send_variant(&s.app, &s.token, &id, vid, 502).await;
     assert_eq!(failed["error"]["code"], "UPSTREAM_ERROR");
     let calls = posts(&s).await;
     assert_eq!(
@@ -197,14 +201,8 @@ async fn a_stripe_error_leaves_the_draft_unsent(backend: Backend) {
     let discount = variant(listed["data"].as_array().unwrap(), "discount");
     assert_eq!(discount["status"], "draft");
     assert_eq!(discount["sent_at"], Value::Null);
-    let event = s
-        .call(
-            Method::GET,
-            &format!("/projects/acme/churn-events/{id}"),
-            200,
-        )
-        .await;
-    assert_eq!(event["data"]["status"], "variants_generated");
+    let event = event_of(&s.app, &s.token, &id).await;
+    assert_eq!(event["status"], "variants_generated");
 }
 
 async fn without_material_strategies_warn_and_are_not_recommended(backend: Backend) {
@@ -216,13 +214,7 @@ async fn without_material_strategies_warn_and_are_not_recommended(backend: Backe
         "switching_competitor",
         "poor_support",
     ] {
-        let id = cancellation(
-            &app,
-            &token,
-            json!({"customer_email": "c@x.io", "customer_name": "Cleo", "cancel_reason": reason}),
-        )
-        .await;
-        let variants = generate(&app, &token, &id).await;
+        let (_, variants) = cleo_cancels(&app, &token, reason).await;
         for v in &variants {
             let lacking = [
                 "discount",
@@ -280,13 +272,7 @@ async fn the_founders_code_and_testimonials_are_used_as_given(backend: Backend) 
         ("poor_support", "founder_email"),
     ];
     for (reason, strategy) in mapping {
-        let id = cancellation(
-            &app,
-            &token,
-            json!({"customer_email": "c@x.io", "customer_name": "Cleo", "cancel_reason": reason}),
-        )
-        .await;
-        let variants = generate(&app, &token, &id).await;
+        let (id, variants) = cleo_cancels(&app, &token, reason).await;
         assert!(variants.iter().all(|v| v["warnings"] == json!([])));
         let best = variants.iter().find(|v| v["recommended"] == true).unwrap();
         assert_eq!(best["strategy"], strategy, "{reason}");
@@ -297,7 +283,7 @@ async fn the_founders_code_and_testimonials_are_used_as_given(backend: Backend) 
                 assert!(text.contains("COMEBACK20"), "{text}");
                 // Without Stripe the founder's code is sent as is.
                 let vid = best["id"].as_str().unwrap();
-                app.expect(send(&app, &token, &id, vid), 200).await;
+                send_variant(&app, &token, &id, vid, 200).await;
                 assert!(app.outbox().iter().any(|m| m.contains("COMEBACK20")));
             }
             "social_proof" => assert!(

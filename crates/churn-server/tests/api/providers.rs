@@ -5,7 +5,9 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner, acme_with_key, fields, login};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner, acme_with_key, clock_now, fields, login,
+};
 use churn_core::{both_backends, signature};
 
 both_backends!(
@@ -250,23 +252,11 @@ async fn api_base_and_retry_url_pass_the_address_check(backend: Backend) {
 async fn only_admins_manage_providers(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = acme_owner(&app).await;
-    let created = app
-        .call_json(
-            &token,
-            Method::POST,
-            "/projects",
-            &json!({"name": "Other"}),
-            201,
-        )
-        .await;
-    let secret = created["data"]["api_keys"]["secret_key"].as_str().unwrap();
+    let created = app.create_project(&token, "Other").await;
+    let secret = created["api_keys"]["secret_key"].as_str().unwrap();
     // A secret key never administers: 401 on provider routes.
-    app.expect(
-        app.req(Method::GET, "/projects/other/providers")
-            .header("X-API-Key", secret),
-        401,
-    )
-    .await;
+    app.call_with_key(secret, Method::GET, "/projects/other/providers", 401)
+        .await;
     // Another user's project is 404.
     let stranger = app.register("stranger@example.com").await;
     app.call(
@@ -287,10 +277,7 @@ async fn aliases_and_real_names_on_every_provider_route(backend: Backend) {
     let project = app.call(&token, Method::GET, "/projects/acme", 200).await;
     let public_key = project["data"]["public_key"].as_str().unwrap().to_owned();
     let port = app.address.rsplit(':').next().unwrap().to_owned();
-    let clock = app.expect(app.req(Method::GET, "/dev/clock"), 200).await;
-    let now = churn_core::time::parse(clock["data"]["now"].as_str().unwrap())
-        .unwrap()
-        .timestamp();
+    let now = clock_now(&app).await.timestamp();
     let b_whsec = "churn_rzp_webhook_secret";
     let connections = [
         (
@@ -479,10 +466,7 @@ async fn stored_aliases_become_real_names(backend: Backend) {
         .next()
         .unwrap()
         .to_owned();
-    let clock = app.expect(app.req(Method::GET, "/dev/clock"), 200).await;
-    let now = churn_core::time::parse(clock["data"]["now"].as_str().unwrap())
-        .unwrap()
-        .timestamp();
+    let now = clock_now(&app).await.timestamp();
     let body = json!({"id": "evt_after_0071", "object": "event", "type": "customer.created",
         "data": {"object": {"id": "cus_1"}}})
     .to_string();

@@ -7,7 +7,7 @@ use reqwest::Method;
 use serde_json::json;
 use sqlx::Row;
 
-use crate::helpers::{Backend, TestApp, acme_owner, configure};
+use crate::helpers::{Backend, TestApp, acme_owner, advance, configure, event_of};
 use crate::team::invite;
 use crate::webhooks::{fixture, setup};
 use churn_core::both_backends;
@@ -142,20 +142,7 @@ async fn autopilot_sends_once_and_plans_the_follow_up_across_restarts(backend: B
         .await;
     assert_eq!(created["data"]["group"], "treatment");
     let id = created["data"]["id"].as_str().unwrap().to_owned();
-    let advance = |seconds: i64| {
-        app.req(Method::POST, "/dev/clock")
-            .json(&json!({"advance_seconds": seconds}))
-    };
-    let autopilot = || async {
-        app.call(
-            &owner,
-            Method::GET,
-            &format!("/projects/acme/churn-events/{id}"),
-            200,
-        )
-        .await["data"]["autopilot"]
-            .clone()
-    };
+    let autopilot = || async { event_of(&app, &owner, &id).await["autopilot"].clone() };
     let to_dana = || {
         app.outbox()
             .iter()
@@ -164,7 +151,7 @@ async fn autopilot_sends_once_and_plans_the_follow_up_across_restarts(backend: B
     };
 
     // The first send hands its email over; the kill loses the follow-up it planned.
-    app.expect(advance(3600), 200).await;
+    advance(&app, 3600).await;
     let first = run_jobs_killed_after_hand_over(
         &app,
         &["DELETE FROM jobs WHERE kind = 'autopilot' AND status = 'queued'"],
@@ -178,7 +165,7 @@ async fn autopilot_sends_once_and_plans_the_follow_up_across_restarts(backend: B
     assert_eq!(autopilot().await, json!({"status": "scheduled"}));
 
     // The follow-up hands its email over; the kill loses its record.
-    app.expect(advance(3 * 86_400), 200).await;
+    advance(&app, 3 * 86_400).await;
     let follow_up = run_jobs_killed_after_hand_over(
         &app,
         &["UPDATE churn_events SET autopilot_status = 'scheduled'"],
@@ -189,7 +176,7 @@ async fn autopilot_sends_once_and_plans_the_follow_up_across_restarts(backend: B
     app.run_jobs().await;
     assert_eq!(to_dana(), 2, "the follow-up went out once");
     assert_eq!(autopilot().await, json!({"status": "sent"}));
-    app.expect(advance(30 * 86_400), 200).await;
+    advance(&app, 30 * 86_400).await;
     app.run_jobs().await;
     assert_eq!(to_dana(), 2);
 }

@@ -34,19 +34,14 @@ pub(crate) async fn track(app: &TestApp, key: &str, events: &[(&str, &str, i64, 
                    "timestamp": wire_time(now - Duration::days(*days)), "properties": props})
         })
         .collect();
-    app.expect(
-        app.req(Method::POST, "/track")
-            .header("x-api-key", key)
-            .json(&json!({ "events": events })),
-        200,
-    )
-    .await;
+    crate::behavior::track(app, key, json!({ "events": events }), 200).await;
 }
 
 pub(crate) async fn recompute(app: &TestApp, acme: &Acme) -> Value {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-risk/recompute")
-            .header("x-api-key", &acme.key),
+    app.call_with_key(
+        &acme.key,
+        Method::POST,
+        "/projects/acme/churn-risk/recompute",
         200,
     )
     .await["data"]
@@ -290,12 +285,7 @@ async fn scores_are_kept_90_days(backend: Backend) {
     track(&app, &acme.key, &[("login", "dana@shop.io", 0, json!({}))]).await;
     recompute(&app, &acme).await;
     // Sessions expire after 7 days; the secret key reads too.
-    let get = |path: &'static str| {
-        app.expect(
-            app.req(Method::GET, path).header("x-api-key", &acme.key),
-            200,
-        )
-    };
+    let get = |path: &'static str| app.call_with_key(&acme.key, Method::GET, path, 200);
     let path = "/projects/acme/churn-risk/customers/dana@shop.io";
     let kept = get(path).await;
     assert_eq!(kept["data"]["history"].as_array().unwrap().len(), 2);
@@ -354,12 +344,7 @@ async fn the_configuration_has_defaults_and_validates_every_field(backend: Backe
         "webhook_url": null, "email_tone": "friendly", "check_interval_hours": 24
     });
     assert_eq!(get(&app, &acme.token, path).await["data"], defaults);
-    let by_key = app
-        .expect(
-            app.req(Method::GET, path).header("x-api-key", &acme.key),
-            200,
-        )
-        .await;
+    let by_key = app.call_with_key(&acme.key, Method::GET, path, 200).await;
     assert_eq!(by_key["data"], defaults);
     // Changes take a session: the key alone is 401.
     app.expect(
@@ -487,9 +472,10 @@ async fn churn(app: &TestApp, acme: &Acme, email: &str) {
 
 async fn model(app: &TestApp, acme: &Acme) -> Value {
     let by_key = app
-        .expect(
-            app.req(Method::GET, "/projects/acme/churn-risk/model")
-                .header("x-api-key", &acme.key),
+        .call_with_key(
+            &acme.key,
+            Method::GET,
+            "/projects/acme/churn-risk/model",
             200,
         )
         .await;

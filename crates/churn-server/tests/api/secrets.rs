@@ -10,10 +10,11 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner, login, rotate_identity_secret};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner, advance, login, rotate_identity_secret, webhook_secret,
+};
 use crate::webhooks::{Setup, setup};
 use churn_core::both_backends;
-use churn_core::signature;
 
 both_backends!(
     secrets_are_sealed_at_rest_and_plaintext_rows_sealed_once_at_start,
@@ -48,14 +49,6 @@ async fn stored_secrets(app: &TestApp) -> Vec<(String, String)> {
         all.push((row.get("slug"), row.get("webhook_secret")));
     }
     all
-}
-
-async fn webhook_secret(app: &TestApp, token: &str) -> String {
-    app.call(token, Method::GET, "/projects/acme/webhook-secret", 200)
-        .await["data"]["webhook_secret"]
-        .as_str()
-        .unwrap()
-        .to_owned()
 }
 
 /// `token`'s claims signed again with `secret`: accepted only by a server whose JWT secret
@@ -288,44 +281,17 @@ async fn a_rotated_webhook_secret_verifies_inbound_events_for_24_hours(backend: 
             "amount": 1200, "currency": "EUR", "payment_id": format!("p_{id}")})
         .to_string()
     };
-    let hex = |secret: &str, body: &str, status| {
-        s.app.expect(
-            s.hook("custom")
-                .header(
-                    "X-Churn-Signature",
-                    signature::sign_hex(secret, body.as_bytes()),
-                )
-                .body(body.to_owned()),
-            status,
-        )
-    };
-    let standard = |secret: &str, body: &str, now: i64, status| {
-        let sig = signature::sign_standard(secret, "msg_1", now, body.as_bytes()).unwrap();
-        s.app.expect(
-            s.hook("custom")
-                .header("webhook-id", "msg_1")
-                .header("webhook-timestamp", now.to_string())
-                .header("webhook-signature", sig)
-                .body(body.to_owned()),
-            status,
-        )
-    };
-    hex(&old, &event("c1"), 200).await;
-    hex(&new, &event("c2"), 200).await;
-    standard(&old, &event("c3"), s.now().await, 200).await;
-    let advance = |seconds: i64| {
-        s.app.expect(
-            s.app
-                .req(Method::POST, "/dev/clock")
-                .json(&json!({"advance_seconds": seconds})),
-            200,
-        )
-    };
-    advance(24 * 3600 - 1).await;
-    hex(&old, &event("c4"), 200).await;
-    advance(1).await;
-    hex(&old, &event("c5"), 400).await;
-    standard(&old, &event("c6"), s.now().await, 400).await;
-    hex(&new, &event("c7"), 200).await;
-    standard(&new, &event("c8"), s.now().await, 200).await;
+    s.send_custom_signed(&old, &event("c1"), 200).await;
+    s.send_custom_signed(&new, &event("c2"), 200).await;
+    s.send_custom_standard(&old, "msg_1", s.now().await, &event("c3"), 200)
+        .await;
+    advance(&s.app, 24 * 3600 - 1).await;
+    s.send_custom_signed(&old, &event("c4"), 200).await;
+    advance(&s.app, 1).await;
+    s.send_custom_signed(&old, &event("c5"), 400).await;
+    s.send_custom_standard(&old, "msg_1", s.now().await, &event("c6"), 400)
+        .await;
+    s.send_custom_signed(&new, &event("c7"), 200).await;
+    s.send_custom_standard(&new, "msg_1", s.now().await, &event("c8"), 200)
+        .await;
 }

@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 
 use crate::helpers::{
     Backend, Options, TestApp, TestDatabase, acme_owner as owner, advance, configure, event_of,
-    event_with_variants, variant_of,
+    event_with_variants, send_variant, variant_of,
 };
 
 both_backends!(
@@ -227,8 +227,7 @@ async fn outbox_claims_are_settled_at_start_up(backend: Backend) {
         "variants_generated"
     );
     // The draft can be sent again; the settled send started its recovery window.
-    app.call(&token, Method::POST, &send_path(&kept_id, &kept_vid), 200)
-        .await;
+    send_variant(&app, &token, &kept_id, &kept_vid, 200).await;
     assert_eq!(std::fs::read_dir(&outbox_dir).unwrap().count(), 2);
     advance(&app, 2 * 86_400 + 60).await;
     app.expect(app.req(Method::POST, "/dev/jobs/run"), 200)

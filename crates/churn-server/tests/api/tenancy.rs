@@ -54,8 +54,13 @@ fn project_routes(slug: &str) -> Vec<(Method, String, Option<Value>)> {
     ]
 }
 
+/// `acme` as its owner reads it.
+async fn acme_as_read(app: &TestApp, token: &str) -> Value {
+    app.call(token, Method::GET, "/projects/acme", 200).await["data"].clone()
+}
+
 async fn assert_untouched(app: &TestApp, token: &str, before: &Value) {
-    let after = app.call(token, Method::GET, "/projects/acme", 200).await["data"].clone();
+    let after = acme_as_read(app, token).await;
     assert_eq!(&after, before, "another tenant changed the project");
 }
 
@@ -63,10 +68,7 @@ async fn another_tenant_gets_404_on_every_project_route(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let owner = app.register("ada@example.com").await;
     let project = app.create_project(&owner.token, "Acme").await;
-    let before = app
-        .call(&owner.token, Method::GET, "/projects/acme", 200)
-        .await["data"]
-        .clone();
+    let before = acme_as_read(&app, &owner.token).await;
     let intruder = app.register("mallory@example.com").await;
     app.create_project(&intruder.token, "Elsewhere").await;
     let id = project["id"].as_str().unwrap();
@@ -91,10 +93,7 @@ async fn api_keys_act_only_on_their_own_project(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let owner = app.register("ada@example.com").await;
     let acme = app.create_project(&owner.token, "Acme").await;
-    let before = app
-        .call(&owner.token, Method::GET, "/projects/acme", 200)
-        .await["data"]
-        .clone();
+    let before = acme_as_read(&app, &owner.token).await;
     let other = app.register("bob@example.com").await;
     let foreign = app.create_project(&other.token, "Other").await;
     let foreign_secret = foreign["api_keys"]["secret_key"].as_str().unwrap();
@@ -115,12 +114,8 @@ async fn api_keys_act_only_on_their_own_project(backend: Backend) {
     }
     // A public key, or a secret key sent as a bearer token, is not a credential here.
     let public = acme["api_keys"]["public_key"].as_str().unwrap();
-    app.expect(
-        app.req(Method::GET, "/projects/acme")
-            .header("X-API-Key", public),
-        401,
-    )
-    .await;
+    app.call_with_key(public, Method::GET, "/projects/acme", 401)
+        .await;
     app.call(own_secret, Method::GET, "/projects/acme", 401)
         .await;
     // A bad JWT falls back to a valid key.
@@ -132,12 +127,8 @@ async fn api_keys_act_only_on_their_own_project(backend: Backend) {
     )
     .await;
     // Keys never reach user-level routes.
-    app.expect(
-        app.req(Method::GET, "/projects")
-            .header("X-API-Key", own_secret),
-        401,
-    )
-    .await;
+    app.call_with_key(own_secret, Method::GET, "/projects", 401)
+        .await;
     app.expect(
         app.req(Method::POST, "/projects")
             .header("X-API-Key", own_secret)

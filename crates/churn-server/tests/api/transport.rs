@@ -91,15 +91,21 @@ async fn credential_routes_have_the_stricter_limit(backend: Backend) {
     );
 }
 
-async fn plain_http_is_refused_unless_allowed(backend: Backend) {
-    let app = TestApp::spawn_with(
+/// A production server (not in dev mode) that requires HTTPS, trusting the proxies in
+/// `trusted_proxies` to say whether the browser came over it.
+async fn https_only(backend: Backend, trusted_proxies: &str) -> TestApp {
+    TestApp::spawn_with(
         backend,
         Options::default()
             .with("allow_http", false)
             .with("dev_mode", false)
-            .with("trusted_proxies", "10.0.0.0/8"),
+            .with("trusted_proxies", trusted_proxies),
     )
-    .await;
+    .await
+}
+
+async fn plain_http_is_refused_unless_allowed(backend: Backend) {
+    let app = https_only(backend, "10.0.0.0/8").await;
     let refused = app.expect(app.req(Method::GET, "/auth/me"), 403).await;
     assert_eq!(refused["error"]["message"], "HTTPS is required");
     // Forwarded-Proto counts only from a trusted proxy; this peer (loopback) is not one.
@@ -113,14 +119,7 @@ async fn plain_http_is_refused_unless_allowed(backend: Backend) {
     app.expect(app.req(Method::GET, "/health"), 200).await;
     drop(app);
 
-    let proxied = TestApp::spawn_with(
-        backend,
-        Options::default()
-            .with("allow_http", false)
-            .with("dev_mode", false)
-            .with("trusted_proxies", "127.0.0.1"),
-    )
-    .await;
+    let proxied = https_only(backend, "127.0.0.1").await;
     let r = proxied
         .req(Method::GET, "/auth/me")
         .header("x-forwarded-proto", "https")

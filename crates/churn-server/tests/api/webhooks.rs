@@ -9,7 +9,7 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::fake_provider::{self, FakeProvider};
-use crate::helpers::{Backend, Options, TestApp, acme_owner, set_clock, until_status};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, clock_now, set_clock, until_status};
 use crate::providers::{A_KEY, A_WHSEC};
 use churn_core::both_backends;
 use churn_core::signature;
@@ -82,14 +82,9 @@ pub async fn setup(backend: Backend) -> Setup {
 }
 
 impl Setup {
+    /// The test clock's now, in seconds.
     pub async fn now(&self) -> i64 {
-        let clock = self
-            .app
-            .expect(self.app.req(Method::GET, "/dev/clock"), 200)
-            .await;
-        churn_core::time::parse(clock["data"]["now"].as_str().unwrap())
-            .unwrap()
-            .timestamp()
+        clock_now(&self.app).await.timestamp()
     }
 
     pub fn hook(&self, provider: &str) -> reqwest::RequestBuilder {
@@ -101,16 +96,20 @@ impl Setup {
 
     /// A Stripe event signed now; answers `data`.
     pub async fn send_a(&self, body: &str, status: u16) -> Value {
+        self.send_a_expecting(body, status).await["data"].clone()
+    }
+
+    /// A Stripe event signed now, asserting `status`; answers the whole body.
+    pub async fn send_a_expecting(&self, body: &str, status: u16) -> Value {
         let header = signature::sign_stripe(A_WHSEC, self.now().await, body.as_bytes());
-        self.app
-            .expect(
-                self.hook("stripe")
-                    .header("Stripe-Signature", header)
-                    .body(body.to_owned()),
-                status,
-            )
-            .await["data"]
-            .clone()
+        self.send_a_signed(&header, body, status).await
+    }
+
+    /// `body` to the Stripe hook with `header` as its `Stripe-Signature`, asserting `status`;
+    /// answers the whole body.
+    pub async fn send_a_signed(&self, header: &str, body: &str, status: u16) -> Value {
+        let request = self.hook("stripe").header("Stripe-Signature", header);
+        self.app.expect(request.body(body.to_owned()), status).await
     }
 
     /// A Razorpay event dated now (`created_at` is what Razorpay's freshness and id rest on),
@@ -143,10 +142,7 @@ impl Setup {
     }
 
     pub async fn webhook_secret(&self) -> String {
-        let body = self
-            .call(Method::GET, "/projects/acme/webhook-secret", 200)
-            .await;
-        body["data"]["webhook_secret"].as_str().unwrap().to_owned()
+        crate::helpers::webhook_secret(&self.app, &self.token).await
     }
 
     /// Rotates the inbound webhook secret (the old one verifies for 24 more hours).
@@ -167,18 +163,44 @@ impl Setup {
         self.app.expect(request, status).await
     }
 
+    /// A custom event signed with the project's secret; answers `data`.
     pub async fn send_custom(&self, event: Value) -> Value {
-        let body = event.to_string();
-        let sig = signature::sign_hex(&self.webhook_secret().await, body.as_bytes());
-        self.app
-            .expect(
-                self.hook("custom")
-                    .header("X-Churn-Signature", sig)
-                    .body(body),
-                200,
-            )
-            .await["data"]
-            .clone()
+        self.send_custom_expecting(&event, 200).await["data"].clone()
+    }
+
+    /// A custom event signed with the project's secret, asserting `status`; answers the whole
+    /// body.
+    pub async fn send_custom_expecting(&self, event: &Value, status: u16) -> Value {
+        let secret = self.webhook_secret().await;
+        self.send_custom_signed(&secret, &event.to_string(), status)
+            .await
+    }
+
+    /// `body` to the custom hook, signed with `secret` in `X-Churn-Signature`, asserting
+    /// `status`; answers the whole body.
+    pub async fn send_custom_signed(&self, secret: &str, body: &str, status: u16) -> Value {
+        let sig = signature::sign_hex(secret, body.as_bytes());
+        let request = self.hook("custom").header("X-Churn-Signature", sig);
+        self.app.expect(request.body(body.to_owned()), status).await
+    }
+
+    /// `body` to the custom hook in the Standard Webhooks form: message `id` at `timestamp`,
+    /// signed with `secret`, asserting `status`; answers the whole body.
+    pub async fn send_custom_standard(
+        &self,
+        secret: &str,
+        id: &str,
+        timestamp: i64,
+        body: &str,
+        status: u16,
+    ) -> Value {
+        let sig = signature::sign_standard(secret, id, timestamp, body.as_bytes()).unwrap();
+        let request = self
+            .hook("custom")
+            .header("webhook-id", id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", sig);
+        self.app.expect(request.body(body.to_owned()), status).await
     }
 
     pub async fn events(&self) -> Vec<Value> {
@@ -272,18 +294,7 @@ async fn stripe_signatures_are_checked_and_refusals_store_nothing(backend: Backe
     s.call(Method::DELETE, "/projects/acme/providers/razorpay", 204)
         .await;
     let b = fixture("b_payment_failed");
-    s.app
-        .expect(
-            s.hook("razorpay")
-                .header(
-                    "X-Razorpay-Signature",
-                    signature::sign_hex(B_WHSEC, b.as_bytes()),
-                )
-                .header("X-Razorpay-Event-Id", "evt_b_1")
-                .body(b),
-            400,
-        )
-        .await;
+    s.send_b_as_is(Some("evt_b_1"), &b, 400).await;
     assert_eq!(s.stored_events().await, 0);
     assert!(s.failures().await.is_empty() && s.events().await.is_empty());
 
@@ -294,15 +305,7 @@ async fn stripe_signatures_are_checked_and_refusals_store_nothing(backend: Backe
         "ab".repeat(32),
         good.split_once(',').unwrap().1
     );
-    let answer = s
-        .app
-        .expect(
-            s.hook("stripe")
-                .header("Stripe-Signature", rotated)
-                .body(body.clone()),
-            200,
-        )
-        .await;
+    let answer = s.send_a_signed(&rotated, &body, 200).await;
     assert_eq!(
         answer["data"],
         json!({"received": true, "event_id": "evt_1SXa2bHOQNg4XnOMq1Lr0a9Z", "action": "payment_failure_created"})
@@ -468,16 +471,7 @@ async fn stripe_cancellations_signals_and_the_rest(backend: Backend) {
     down["id"] = json!("evt_lookup_down");
     down["data"]["object"]["customer"] = json!("cus_down");
     let before = s.stored_events().await;
-    let header = signature::sign_stripe(A_WHSEC, s.now().await, down.to_string().as_bytes());
-    let answer = s
-        .app
-        .expect(
-            s.hook("stripe")
-                .header("Stripe-Signature", header)
-                .body(down.to_string()),
-            502,
-        )
-        .await;
+    let answer = s.send_a_expecting(&down.to_string(), 502).await;
     assert_eq!(answer["error"]["code"], "UPSTREAM_ERROR");
     assert_eq!(s.stored_events().await, before);
 }
@@ -636,58 +630,19 @@ async fn custom_events_with_both_signature_forms(backend: Backend) {
     // The Standard Webhooks form.
     let now = s.now().await;
     let body = json!({"id": "c2", "type": "payment.succeeded", "customer_email": "ada@example.com", "payment_id": "p_9"}).to_string();
-    let sig = signature::sign_standard(&secret, "msg_c2", now, body.as_bytes()).unwrap();
     let answer = s
-        .app
-        .expect(
-            s.hook("custom")
-                .header("webhook-id", "msg_c2")
-                .header("webhook-timestamp", now.to_string())
-                .header("webhook-signature", &sig)
-                .body(body.clone()),
-            200,
-        )
+        .send_custom_standard(&secret, "msg_c2", now, &body, 200)
         .await;
     assert_eq!(answer["data"]["action"], "payment_recovered");
     // Stale Standard Webhooks timestamp, wrong signature, missing id or email: 400.
-    let stale = signature::sign_standard(&secret, "msg_c3", now - 301, body.as_bytes()).unwrap();
-    s.app
-        .expect(
-            s.hook("custom")
-                .header("webhook-id", "msg_c3")
-                .header("webhook-timestamp", (now - 301).to_string())
-                .header("webhook-signature", stale)
-                .body(body.clone()),
-            400,
-        )
+    s.send_custom_standard(&secret, "msg_c3", now - 301, &body, 400)
         .await;
-    s.app
-        .expect(
-            s.hook("custom")
-                .header(
-                    "X-Churn-Signature",
-                    signature::sign_hex("whsec_AAAA", body.as_bytes()),
-                )
-                .body(body),
-            400,
-        )
-        .await;
+    s.send_custom_signed("whsec_AAAA", &body, 400).await;
     for bad in [
         json!({"type": "payment.failed", "customer_email": "ada@example.com"}),
         json!({"id": "c4", "type": "payment.failed"}),
     ] {
-        let text = bad.to_string();
-        s.app
-            .expect(
-                s.hook("custom")
-                    .header(
-                        "X-Churn-Signature",
-                        signature::sign_hex(&secret, text.as_bytes()),
-                    )
-                    .body(text),
-                400,
-            )
-            .await;
+        s.send_custom_signed(&secret, &bad.to_string(), 400).await;
     }
     let cancelled = json!({"id": "c5", "type": "subscription.cancelled", "customer_email": "bo@example.com",
         "reason": "too expensive for us", "plan_name": "Team", "mrr": 4900});
@@ -710,17 +665,7 @@ async fn custom_events_with_both_signature_forms(backend: Backend) {
         .await;
     let text = json!({"id": "c6", "type": "payment.failed", "customer_email": "cy@example.com"})
         .to_string();
-    s.app
-        .expect(
-            s.hook("custom")
-                .header(
-                    "X-Churn-Signature",
-                    signature::sign_hex(&secret, text.as_bytes()),
-                )
-                .body(text),
-            400,
-        )
-        .await;
+    s.send_custom_signed(&secret, &text, 400).await;
 }
 
 async fn the_same_event_racing_on_two_processes_is_processed_once(backend: Backend) {
@@ -789,13 +734,11 @@ async fn provider_events_feed_customers_autopilot_and_risk(backend: Backend) {
     // Three weeks of history, so the customer can be scored.
     let now = s.now().await;
     let then = chrono::DateTime::from_timestamp(now - 21 * 86_400, 0).unwrap();
-    app.expect(
-        app.req(Method::POST, "/track")
-            .header("x-api-key", &key)
-            .json(
-                &json!({"event": "login", "customer_email": "ada@example.com",
+    crate::behavior::track(
+        app,
+        &key,
+        json!({"event": "login", "customer_email": "ada@example.com",
                           "timestamp": then.to_rfc3339()}),
-            ),
         200,
     )
     .await;
@@ -819,9 +762,10 @@ async fn provider_events_feed_customers_autopilot_and_risk(backend: Backend) {
         .await;
     assert_eq!(customer["data"]["open_payment_failures"], 1, "{customer}");
     assert_eq!(customer["data"]["churn_events"], 1, "{customer}");
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-risk/recompute")
-            .header("x-api-key", &key),
+    app.call_with_key(
+        &key,
+        Method::POST,
+        "/projects/acme/churn-risk/recompute",
         200,
     )
     .await;
@@ -852,12 +796,12 @@ async fn stripe_card_expiry_is_tracked_and_feeds_the_expiring_signal(backend: Ba
     // The fixture's card expires at the end of August 2030. (Reads use the secret key: the
     // owner's JWT does not survive the clock's jump.)
     set_clock(app, "2030-07-01T09:00:00Z").await;
-    app.expect(
-        app.req(Method::POST, "/track")
-            .header("x-api-key", &key)
-            .json(&json!({
+    crate::behavior::track(
+        app,
+        &key,
+        json!({
             "event": "login", "customer_email": "jenny.rosen@example.com",
-            "timestamp": "2030-06-21T09:00:00Z"})),
+            "timestamp": "2030-06-21T09:00:00Z"}),
         200,
     )
     .await;
@@ -869,12 +813,10 @@ async fn stripe_card_expiry_is_tracked_and_feeds_the_expiring_signal(backend: Ba
     assert_eq!(s.send_a(&notice, 200).await["action"], "duplicate");
 
     let timeline = app
-        .expect(
-            app.req(
-                Method::GET,
-                "/projects/acme/customers/jenny.rosen@example.com/events",
-            )
-            .header("x-api-key", &key),
+        .call_with_key(
+            &key,
+            Method::GET,
+            "/projects/acme/customers/jenny.rosen@example.com/events",
             200,
         )
         .await;
@@ -905,18 +847,17 @@ async fn stripe_card_expiry_is_tracked_and_feeds_the_expiring_signal(backend: Ba
             .collect()
     };
     let recompute_and_read = || async {
-        app.expect(
-            app.req(Method::POST, "/projects/acme/churn-risk/recompute")
-                .header("x-api-key", &key),
+        app.call_with_key(
+            &key,
+            Method::POST,
+            "/projects/acme/churn-risk/recompute",
             200,
         )
         .await;
-        app.expect(
-            app.req(
-                Method::GET,
-                "/projects/acme/churn-risk/customers/jenny.rosen@example.com",
-            )
-            .header("x-api-key", &key),
+        app.call_with_key(
+            &key,
+            Method::GET,
+            "/projects/acme/churn-risk/customers/jenny.rosen@example.com",
             200,
         )
         .await

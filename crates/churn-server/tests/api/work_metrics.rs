@@ -6,8 +6,7 @@ use reqwest::Method;
 use serde_json::json;
 use wiremock::ResponseTemplate;
 
-use crate::alerts::{answer, one_alert_raised, webhook_secret, with_receiver};
-use crate::fake_provider;
+use crate::alerts::{one_alert_raised, receiving, webhook_secret};
 use crate::helpers::{Backend, TestApp, acme_with_key};
 use churn_core::both_backends;
 use churn_core::signature;
@@ -28,9 +27,7 @@ fn value(metrics: &str, series: &str) -> Option<f64> {
 }
 
 async fn work_is_counted_in_metrics(backend: Backend) {
-    let receiver = fake_provider::start().await;
-    answer(&receiver, ResponseTemplate::new(204)).await;
-    let app = with_receiver(backend, &receiver).await;
+    let (receiver, app) = receiving(backend, "/alerts", ResponseTemplate::new(204)).await;
     let acme = acme_with_key(&app).await;
 
     // Nothing done yet: the queue holds the owner's verification email, due now.

@@ -6,7 +6,7 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { checkA11y, openBrowser, registerFounder, screenshot, startServer } from "./harness.mjs";
+import { checkPage, openBrowser, registerFounder, startServer } from "./harness.mjs";
 
 let server, base, browser, page, cspViolations;
 
@@ -22,11 +22,7 @@ after(async () => {
   server?.stop();
 });
 
-async function check(name) {
-  await page.waitForLoadState("load");
-  await checkA11y(page, name);
-  await screenshot(page, `cancel-flows-${name}`);
-}
+const check = (name) => checkPage(page, "cancel-flows", name);
 
 test("a segmented flow is created on its page, listed, edited and its results opened", async () => {
   await page.goto(`${base}/app/p/acme/cancel-flow`);

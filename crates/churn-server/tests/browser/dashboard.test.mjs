@@ -9,7 +9,7 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { bearer, callApi, checkA11y as axe, openBrowser, screenshot, startServer } from "./harness.mjs";
+import { bearer, callApi, checkA11y as axe, openBrowser, screenshot, startServer, submitRegistration } from "./harness.mjs";
 
 let server, base, browser, page, cspViolations;
 const checkA11y = (name) => axe(page, name);
@@ -35,12 +35,7 @@ test("a first session: register, the checklist, sign out, sign in", async () => 
   await shot("sign-in");
   await page.getByRole("link", { name: "Create an account" }).click();
   await checkA11y("register");
-  await page.getByLabel("Your name").fill("Ada Founder");
-  await page.getByLabel("Email").fill("ada@acme.example");
-  await page.getByLabel(/^Password/).fill("correct horse");
-  await page.getByLabel("Your product's name").fill("Acme");
-  await page.getByRole("button", { name: "Create the account" }).click();
-  await page.getByRole("heading", { name: "Set up Acme" }).waitFor();
+  await submitRegistration(page);
   assert.match(page.url(), /\/app\/p\/acme$/);
   assert.equal(await page.locator(".checklist > li.done").count(), 0);
   await checkA11y("checklist");

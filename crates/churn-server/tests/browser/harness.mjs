@@ -114,6 +114,13 @@ export async function checkA11y(page, name) {
   );
 }
 
+/** Once the page has loaded: axe (as `checkA11y`) and a screenshot `<prefix>-<name>`. */
+export async function checkPage(page, prefix, name) {
+  await page.waitForLoadState("load");
+  await checkA11y(page, name);
+  await screenshot(page, `${prefix}-${name}`);
+}
+
 /** A full-page screenshot, `<repo>/target/browser/<file>.png`. */
 export async function screenshot(page, file) {
   await page.screenshot({ path: join(SHOTS, `${file}.png`), fullPage: true });
@@ -131,6 +138,12 @@ export async function signIn(page, base, landing) {
 /** Registers Ada Founder of Acme through the registration page, which opens Acme's checklist. */
 export async function registerFounder(page, base) {
   await page.goto(`${base}/app/register`);
+  await submitRegistration(page);
+}
+
+/** Fills in and sends the registration page `page` shows, for Ada Founder of Acme; waits for
+ * Acme's checklist. */
+export async function submitRegistration(page) {
   await page.getByLabel("Your name").fill("Ada Founder");
   await page.getByLabel("Email").fill("ada@acme.example");
   await page.getByLabel(/^Password/).fill("correct horse");

@@ -11,7 +11,7 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { bearer, callApi, checkA11y, openBrowser, screenshot, startServer } from "./harness.mjs";
+import { bearer, callApi, checkA11y, checkPage, openBrowser, screenshot, startServer } from "./harness.mjs";
 
 let server, base, browser, page, cspViolations, eventId, invitationLink;
 
@@ -42,9 +42,7 @@ after(async () => {
 
 /** axe and a screenshot at both widths; at 390 px nothing may stick out sideways. */
 async function check(name) {
-  await page.waitForLoadState("load");
-  await checkA11y(page, name);
-  await screenshot(page, `pages-${name}`);
+  await checkPage(page, "pages", name);
   await page.setViewportSize({ width: 390, height: 844 });
   const wide = await page.evaluate(() => [...document.querySelectorAll("body *")]
     .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DEADLINE_MS, checkA11y, openBrowser, registerFounder, screenshot, startServer, testCerts } from "./harness.mjs";
+import { DEADLINE_MS, checkPage, openBrowser, registerFounder, startServer, testCerts } from "./harness.mjs";
 
 let server, base, browser, page, cspViolations, receiver, receiverUrl, certDir;
 /** What the receiver got: each request's `webhook-id` header and body. */
@@ -48,11 +48,7 @@ after(async () => {
   if (certDir) rmSync(certDir, { recursive: true, force: true });
 });
 
-async function check(name) {
-  await page.waitForLoadState("load");
-  await checkA11y(page, name);
-  await screenshot(page, `webhooks-${name}`);
-}
+const check = (name) => checkPage(page, "webhooks", name);
 
 /** Runs the due jobs until the receiver has `count` requests. */
 async function deliveredUntil(count) {
