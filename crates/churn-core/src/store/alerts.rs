@@ -5,6 +5,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
 use super::delivery::Round;
+use super::table::Table;
 use super::{Backend, Writes, decode, ts};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -65,6 +66,8 @@ impl AlertRecord {
 
 const COLUMNS: &str = "id, opaque_id, customer_email, risk_score, risk_level, signals, channel, \
                        status, reason, attempts, next_attempt_at, claimed_at, created_at";
+
+const ALERTS: Table = Table::new("risk_alerts", COLUMNS);
 
 pub async fn insert(db: &mut sqlx::AnyConnection, project_id: &str, a: &AlertRecord) -> Result<()> {
     sqlx::query(&format!(
@@ -150,13 +153,7 @@ pub async fn get<'e>(
     project_id: &str,
     id: &str,
 ) -> Result<Option<AlertRecord>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM risk_alerts WHERE project_id = $1 AND id = $2"
-    ))
-    .bind(project_id)
-    .bind(id)
-    .fetch_optional(db)
-    .await?)
+    ALERTS.get(db, project_id, id).await
 }
 
 /// An alert by id alone, with its project's id (the delivery job, the CLI).

@@ -5,7 +5,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Writes, decode, json_array};
+use super::{Writes, decode, json_array, write_rows};
 use crate::domain::behavior::BehaviorEvent;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -96,12 +96,7 @@ pub async fn add_to_rollups<'e>(
          DO UPDATE SET n = behavior_daily.n + excluded.n",
         backend.json_rows(2)
     );
-    sqlx::query(&sql)
-        .bind(project_id)
-        .bind(json_array(&rows))
-        .execute(db)
-        .await?;
-    Ok(())
+    write_rows(db, &sql, project_id, &rows).await
 }
 
 /// A stored event of a customer's timeline.

@@ -6,6 +6,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
+use super::table::Table;
 use super::{Writes, decode, ts};
 use crate::domain::cancel_flow::{CancelFlow, FlowDefinition, FlowVariant};
 use crate::domain::segment::{Routable, Segment};
@@ -72,20 +73,18 @@ pub async fn record_open<'e>(
 pub async fn opens_by_customer<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
-    (first, last): (&str, &str),
+    slice: (&str, &str),
     since: Timestamp,
 ) -> Result<Vec<(String, i64)>> {
-    Ok(sqlx::query_as(
-        "SELECT customer_email, COUNT(*) FROM cancel_flow_opens \
-         WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3 AND opened_at >= $4 \
-         GROUP BY customer_email",
+    super::risk::in_slice(
+        db,
+        "SELECT customer_email, COUNT(*) FROM cancel_flow_opens",
+        " AND opened_at >= $4 GROUP BY customer_email",
+        project_id,
+        slice,
+        Some(time::format(&since)),
     )
-    .bind(project_id)
-    .bind(first)
-    .bind(last)
-    .bind(time::format(&since))
-    .fetch_all(db)
-    .await?)
+    .await
 }
 
 /// Whether any project lists `origin` among its allowed origins (a preflight without a key).
@@ -165,6 +164,7 @@ fn corrupt(what: &str, e: serde_json::Error) -> Error {
 
 const FLOW: &str =
     "id, project_id, name, priority, segment, flow, active, variants, created_at, updated_at";
+const FLOWS: Table = Table::new("segmented_cancel_flows", FLOW);
 /// Routing order: priority, then the older flow first.
 const ORDER: &str = "ORDER BY priority, created_at, id";
 
@@ -226,12 +226,7 @@ pub async fn update_flow<'e>(
 }
 
 pub async fn delete_flow<'e>(db: impl Writes<'e>, project_id: &str, id: &str) -> Result<bool> {
-    let done = sqlx::query("DELETE FROM segmented_cancel_flows WHERE project_id = $1 AND id = $2")
-        .bind(project_id)
-        .bind(id)
-        .execute(db)
-        .await?;
-    Ok(done.rows_affected() == 1)
+    FLOWS.delete(db, project_id, id).await
 }
 
 pub async fn flow<'e>(
@@ -239,13 +234,7 @@ pub async fn flow<'e>(
     project_id: &str,
     id: &str,
 ) -> Result<Option<FlowRecord>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {FLOW} FROM segmented_cancel_flows WHERE project_id = $1 AND id = $2"
-    ))
-    .bind(project_id)
-    .bind(id)
-    .fetch_optional(db)
-    .await?)
+    FLOWS.get(db, project_id, id).await
 }
 
 /// The project's segmented flows in routing order.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Writes, contains_pattern, decode, json_array};
+use super::{Writes, contains_pattern, decode, write_rows};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -50,12 +50,7 @@ pub async fn upsert<'e>(
         widen("first_seen_at", true),
         widen("last_seen_at", false),
     );
-    sqlx::query(&sql)
-        .bind(project_id)
-        .bind(json_array(&rows))
-        .execute(db)
-        .await?;
-    Ok(())
+    write_rows(db, &sql, project_id, &rows).await
 }
 
 /// What one tracking call learnt about one customer.
@@ -120,12 +115,7 @@ pub async fn record_activity<'e>(
         newer("nps_at", "nps_at"),
         newer("card_expiry_at", "card_expiry_at"),
     );
-    sqlx::query(&sql)
-        .bind(project_id)
-        .bind(json_array(&rows))
-        .execute(db)
-        .await?;
-    Ok(())
+    write_rows(db, &sql, project_id, &rows).await
 }
 
 /// A customer as the lists show it.

@@ -11,7 +11,7 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::{Backend, Cast, Writes, json_array, json_fields};
+use super::{Backend, Cast, Writes, insert_json, json_array};
 use crate::error::Result;
 
 /// The domain of every demo customer's email: reserved (RFC 2606), so no real customer has it.
@@ -37,12 +37,13 @@ pub async fn marker<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<Marker>> {
-    Ok(sqlx::query_as(
-        "SELECT seed, events, customers, cancel_flow_at, created_at FROM demo_data WHERE project_id = $1",
+    super::table::project_row(
+        db,
+        "seed, events, customers, cancel_flow_at, created_at",
+        "demo_data",
+        project_id,
     )
-    .bind(project_id)
-    .fetch_optional(db)
-    .await?)
+    .await
 }
 
 /// Marks the project as holding demo data; a project marked already is a conflict.
@@ -63,6 +64,26 @@ pub async fn insert_marker<'e>(db: impl Writes<'e>, project_id: &str, m: &Marker
         "the project holds demo data already: `churn demo clear` it first",
     ))?;
     Ok(())
+}
+
+/// Inserts the project's generated `rows` (objects keyed by column name) into `table` with one
+/// statement: the project id and each of `set` (a column and the SQL value every row takes),
+/// then `columns` read from each row as [`insert_json`] says.
+async fn insert_rows<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    table: &str,
+    set: &[(&str, &str)],
+    columns: &[&str],
+    casts: &[(&str, Cast)],
+    rows: &[serde_json::Value],
+) -> Result<()> {
+    let set: Vec<_> = [("project_id", "$1")]
+        .into_iter()
+        .chain(set.iter().copied())
+        .collect();
+    let sql = insert_json(db.backend(), table, &set, columns, casts, 2);
+    super::write_rows(db, &sql, project_id, rows).await
 }
 
 /// A churn event as generated. Timestamps are stored text.
@@ -94,7 +115,6 @@ pub async fn insert_events<'e>(
     project_id: &str,
     rows: &[EventRow],
 ) -> Result<()> {
-    let backend = db.backend();
     let rows: Vec<_> = rows
         .iter()
         .map(|e| {
@@ -140,20 +160,16 @@ pub async fn insert_events<'e>(
         "created_at",
         "updated_at",
     ];
-    sqlx::query(&format!(
-        "INSERT INTO churn_events (project_id, {}) SELECT $1, {} FROM {}",
-        INSERTED.join(", "),
-        json_fields(
-            &INSERTED,
-            &[("mrr", Cast::BigInt), ("tenure_days", Cast::BigInt)]
-        ),
-        backend.json_rows(2)
-    ))
-    .bind(project_id)
-    .bind(json_array(&rows))
-    .execute(db)
-    .await?;
-    Ok(())
+    insert_rows(
+        db,
+        project_id,
+        "churn_events",
+        &[],
+        &INSERTED,
+        &[("mrr", Cast::BigInt), ("tenure_days", Cast::BigInt)],
+        &rows,
+    )
+    .await
 }
 
 /// A recovery variant as generated; a sent one carries its send time in `updated_at` until
@@ -185,7 +201,6 @@ pub async fn insert_variants<'e>(
     project_id: &str,
     rows: &[VariantRow],
 ) -> Result<()> {
-    let backend = db.backend();
     let rows: Vec<_> = rows
         .iter()
         .map(|v| {
@@ -235,27 +250,23 @@ pub async fn insert_variants<'e>(
         "created_at",
         "updated_at",
     ];
-    sqlx::query(&format!(
-        "INSERT INTO recovery_variants (project_id, generator, {}) SELECT $1, 'template', {} FROM {}",
-        INSERTED.join(", "),
-        json_fields(
-            &INSERTED,
-            &[
-                ("recommended", Cast::Integer),
-                ("rank", Cast::Integer),
-                ("rank_score", Cast::Double),
-                ("coupon_percent", Cast::Integer),
-                ("open_count", Cast::Integer),
-                ("click_count", Cast::Integer),
-            ]
-        ),
-        backend.json_rows(2)
-    ))
-    .bind(project_id)
-    .bind(json_array(&rows))
-    .execute(db)
-    .await?;
-    Ok(())
+    insert_rows(
+        db,
+        project_id,
+        "recovery_variants",
+        &[("generator", "'template'")],
+        &INSERTED,
+        &[
+            ("recommended", Cast::Integer),
+            ("rank", Cast::Integer),
+            ("rank_score", Cast::Double),
+            ("coupon_percent", Cast::Integer),
+            ("open_count", Cast::Integer),
+            ("click_count", Cast::Integer),
+        ],
+        &rows,
+    )
+    .await
 }
 
 /// For the events with ids in `[from, to)`: marks their sent variants sent, then recovers the
@@ -311,7 +322,6 @@ pub async fn insert_failures(
     project_id: &str,
     rows: &[FailureRow],
 ) -> Result<()> {
-    let backend = Backend::of(tx);
     let failures: Vec<_> = rows
         .iter()
         .map(|f| {
@@ -348,19 +358,15 @@ pub async fn insert_failures(
         "updated_at",
     ];
     // No next retry: the dunning worker never picks demo records up.
-    sqlx::query(&format!(
-        "INSERT INTO payment_failures (project_id, provider, max_retries, {}) \
-         SELECT $1, 'stripe', 4, {} FROM {}",
-        INSERTED.join(", "),
-        json_fields(
-            &INSERTED,
-            &[("amount", Cast::BigInt), ("attempts", Cast::Integer)]
-        ),
-        backend.json_rows(2)
-    ))
-    .bind(project_id)
-    .bind(json_array(&failures))
-    .execute(&mut *tx)
+    insert_rows(
+        &mut *tx,
+        project_id,
+        "payment_failures",
+        &[("provider", "'stripe'"), ("max_retries", "4")],
+        &INSERTED,
+        &[("amount", Cast::BigInt), ("attempts", Cast::Integer)],
+        &failures,
+    )
     .await?;
     let attempts: Vec<_> = rows
         .iter()
@@ -377,11 +383,13 @@ pub async fn insert_failures(
         })
         .collect();
     const ATTEMPTS: [&str; 5] = ["id", "failure_id", "at", "outcome", "decline_code"];
-    sqlx::query(&format!(
-        "INSERT INTO payment_attempts ({}) SELECT {} FROM {}",
-        ATTEMPTS.join(", "),
-        json_fields(&ATTEMPTS, &[]),
-        backend.json_rows(1)
+    sqlx::query(&insert_json(
+        Backend::of(tx),
+        "payment_attempts",
+        &[],
+        &ATTEMPTS,
+        &[],
+        1,
     ))
     .bind(json_array(&attempts))
     .execute(&mut *tx)
@@ -409,7 +417,6 @@ pub async fn insert_alerts<'e>(
     project_id: &str,
     rows: &[AlertRow],
 ) -> Result<()> {
-    let backend = db.backend();
     let rows: Vec<_> = rows
         .iter()
         .map(|a| {
@@ -440,17 +447,16 @@ pub async fn insert_alerts<'e>(
         "created_at",
     ];
     // Never pending: the delivery worker has nothing of the demo's to send.
-    sqlx::query(&format!(
-        "INSERT INTO risk_alerts (project_id, channel, {}) SELECT $1, 'webhook', {} FROM {}",
-        INSERTED.join(", "),
-        json_fields(&INSERTED, &[("risk_score", Cast::Integer)]),
-        backend.json_rows(2)
-    ))
-    .bind(project_id)
-    .bind(json_array(&rows))
-    .execute(db)
-    .await?;
-    Ok(())
+    insert_rows(
+        db,
+        project_id,
+        "risk_alerts",
+        &[("channel", "'webhook'")],
+        &INSERTED,
+        &[("risk_score", Cast::Integer)],
+        &rows,
+    )
+    .await
 }
 
 /// Cancel-flow opens: (customer email, opened at).
@@ -459,23 +465,21 @@ pub async fn insert_opens<'e>(
     project_id: &str,
     rows: &[(String, String)],
 ) -> Result<()> {
-    let backend = db.backend();
     let rows: Vec<_> = rows
         .iter()
         .map(|(email, at)| serde_json::json!({ "customer_email": email, "opened_at": at }))
         .collect();
     const INSERTED: [&str; 2] = ["customer_email", "opened_at"];
-    sqlx::query(&format!(
-        "INSERT INTO cancel_flow_opens (project_id, {}) SELECT $1, {} FROM {}",
-        INSERTED.join(", "),
-        json_fields(&INSERTED, &[]),
-        backend.json_rows(2)
-    ))
-    .bind(project_id)
-    .bind(json_array(&rows))
-    .execute(db)
-    .await?;
-    Ok(())
+    insert_rows(
+        db,
+        project_id,
+        "cancel_flow_opens",
+        &[],
+        &INSERTED,
+        &[],
+        &rows,
+    )
+    .await
 }
 
 /// Deletes the demo events with ids in `[from, to)` and their variants, answering how many

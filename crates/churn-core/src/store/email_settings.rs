@@ -34,13 +34,13 @@ pub async fn get<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<EmailSettingsRecord>> {
-    Ok(sqlx::query_as(
-        "SELECT from_name, from_email, reply_to, verification_token, verified_at \
-         FROM email_settings WHERE project_id = $1",
+    super::table::project_row(
+        db,
+        "from_name, from_email, reply_to, verification_token, verified_at",
+        "email_settings",
+        project_id,
     )
-    .bind(project_id)
-    .fetch_optional(db)
-    .await?)
+    .await
 }
 
 pub async fn upsert<'e>(

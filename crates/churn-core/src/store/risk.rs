@@ -6,6 +6,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
+use super::table::project_row;
 use super::{Backend, Store, Tx, Writes, decode, json_array};
 use crate::api::risk::Recomputed;
 use crate::error::Result;
@@ -163,12 +164,13 @@ pub async fn model<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<ModelRecord>> {
-    Ok(sqlx::query_as(
-        "SELECT base, weights, trained_at, customers, auc FROM risk_models WHERE project_id = $1",
+    project_row(
+        db,
+        "base, weights, trained_at, customers, auc",
+        "risk_models",
+        project_id,
     )
-    .bind(project_id)
-    .fetch_optional(db)
-    .await?)
+    .await
 }
 
 /// Keeps `m` as the project's model, replacing the previous one.
@@ -200,61 +202,81 @@ pub struct RollupRow {
     pub n: i64,
 }
 
+/// Reads the rows of a scoring slice, the project's customers whose emails lie in
+/// `first..=last`: `select` (up to `FROM` its table) of the rows that meet `rest` too (`AND`
+/// conditions, then any `GROUP BY`), its `$4` bound to `since` when given.
+pub(super) async fn in_slice<'e, T>(
+    db: impl Executor<'e, Database = Any>,
+    select: &str,
+    rest: &str,
+    project_id: &str,
+    (first, last): (&str, &str),
+    since: Option<String>,
+) -> Result<Vec<T>>
+where
+    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+{
+    let sql = format!(
+        "{select} WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3{rest}"
+    );
+    let mut query = sqlx::query_as(&sql).bind(project_id).bind(first).bind(last);
+    if let Some(since) = since {
+        query = query.bind(since);
+    }
+    Ok(query.fetch_all(db).await?)
+}
+
 /// Rollups since `since_day` of the customers whose emails lie in `first..=last`.
 pub async fn rollups<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
-    (first, last): (&str, &str),
+    slice: (&str, &str),
     since_day: &str,
 ) -> Result<Vec<RollupRow>> {
-    Ok(sqlx::query_as::<_, RollupRow>(
-        "SELECT customer_email, day, event, detail, n FROM behavior_daily \
-         WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3 AND day >= $4",
+    in_slice(
+        db,
+        "SELECT customer_email, day, event, detail, n FROM behavior_daily",
+        " AND day >= $4",
+        project_id,
+        slice,
+        Some(since_day.to_owned()),
     )
-    .bind(project_id)
-    .bind(first)
-    .bind(last)
-    .bind(since_day)
-    .fetch_all(db)
-    .await?)
+    .await
 }
 
 /// (email, payment-failure records created since `since`) of the customers in `first..=last`.
 pub async fn payment_failures<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
-    (first, last): (&str, &str),
+    slice: (&str, &str),
     since: Timestamp,
 ) -> Result<Vec<(String, i64)>> {
-    Ok(sqlx::query_as::<_, (String, i64)>(
-        "SELECT customer_email, COUNT(*) FROM payment_failures \
-         WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3 AND created_at >= $4 \
-         GROUP BY customer_email",
+    in_slice(
+        db,
+        "SELECT customer_email, COUNT(*) FROM payment_failures",
+        " AND created_at >= $4 GROUP BY customer_email",
+        project_id,
+        slice,
+        Some(time::format(&since)),
     )
-    .bind(project_id)
-    .bind(first)
-    .bind(last)
-    .bind(time::format(&since))
-    .fetch_all(db)
-    .await?)
+    .await
 }
 
 /// (email, feature, first day used) of the customers in `first..=last`, over all history.
 pub async fn feature_first_use<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
-    (first, last): (&str, &str),
+    slice: (&str, &str),
 ) -> Result<Vec<(String, String, String)>> {
-    Ok(sqlx::query_as::<_, (String, String, String)>(
-        "SELECT customer_email, detail, MIN(day) FROM behavior_daily \
-         WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3 \
-         AND event = 'feature_used' AND detail <> '' GROUP BY customer_email, detail",
+    in_slice(
+        db,
+        "SELECT customer_email, detail, MIN(day) FROM behavior_daily",
+        " AND event = 'feature_used' AND detail <> '' GROUP BY customer_email, detail",
+        project_id,
+        slice,
+        None,
     )
-    .bind(project_id)
-    .bind(first)
-    .bind(last)
-    .fetch_all(db)
-    .await?)
+    .await
 }
 
 /// (email, duration) of the `login` and `session` events since `since` of the customers in
@@ -262,20 +284,18 @@ pub async fn feature_first_use<'e>(
 pub async fn session_durations<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
-    (first, last): (&str, &str),
+    slice: (&str, &str),
     since: Timestamp,
 ) -> Result<Vec<(String, f64)>> {
-    Ok(sqlx::query_as::<_, (String, f64)>(
-        "SELECT customer_email, duration_seconds FROM behavior_events \
-         WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3 \
-         AND occurred_at >= $4 AND event IN ('login', 'session') AND duration_seconds IS NOT NULL",
+    in_slice(
+        db,
+        "SELECT customer_email, duration_seconds FROM behavior_events",
+        " AND occurred_at >= $4 AND event IN ('login', 'session') AND duration_seconds IS NOT NULL",
+        project_id,
+        slice,
+        Some(time::format(&since)),
     )
-    .bind(project_id)
-    .bind(first)
-    .bind(last)
-    .bind(time::format(&since))
-    .fetch_all(db)
-    .await?)
+    .await
 }
 
 /// One customer's score of one day.
@@ -395,10 +415,7 @@ pub async fn last_run<'e>(
     project_id: &str,
 ) -> Result<(i64, Recomputed)> {
     let row: Option<(i64, i64, i64)> =
-        sqlx::query_as("SELECT finished, scored, alerts FROM risk_runs WHERE project_id = $1")
-            .bind(project_id)
-            .fetch_optional(db)
-            .await?;
+        project_row(db, "finished, scored, alerts", "risk_runs", project_id).await?;
     let (finished, scored, alerts) = row.unwrap_or_default();
     let count = |n: i64| u64::try_from(n).unwrap_or_default();
     Ok((
@@ -607,13 +624,13 @@ pub async fn config<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<ConfigRecord>> {
-    Ok(sqlx::query_as(
-        "SELECT enabled, delivery_mode, risk_threshold, webhook_url, email_tone, \
-         check_interval_hours FROM risk_configs WHERE project_id = $1",
+    project_row(
+        db,
+        "enabled, delivery_mode, risk_threshold, webhook_url, email_tone, check_interval_hours",
+        "risk_configs",
+        project_id,
     )
-    .bind(project_id)
-    .fetch_optional(db)
-    .await?)
+    .await
 }
 
 pub async fn put_config<'e>(

@@ -6,6 +6,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
+use super::table::Table;
 use super::{Writes, conflict_on_unique, decode};
 use crate::domain::role::Role;
 use crate::error::Result;
@@ -37,6 +38,8 @@ impl FromRow<'_, AnyRow> for InvitationRecord {
 }
 
 const INVITATION: &str = "id, project_id, email, role, expires_at, accepted_at, created_at";
+
+const INVITATIONS: Table = Table::new("invitations", INVITATION);
 
 #[derive(Debug, Clone)]
 pub struct MemberRecord {
@@ -119,12 +122,7 @@ pub async fn invitation<'e>(
     project_id: &str,
     id: &str,
 ) -> Result<Option<InvitationRecord>> {
-    let sql = format!("SELECT {INVITATION} FROM invitations WHERE project_id = $1 AND id = $2");
-    Ok(sqlx::query_as(&sql)
-        .bind(project_id)
-        .bind(id)
-        .fetch_optional(db)
-        .await?)
+    INVITATIONS.get(db, project_id, id).await
 }
 
 /// An invitation not yet used, by id alone: for its email's job, which the invitation's

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
+use super::table::Table;
 use super::{Writes, decode};
 use crate::domain::ranking::Outcome;
 use crate::domain::strategy::Strategy;
@@ -86,6 +87,9 @@ const COLUMNS: &str = "id, churn_event_id, project_id, strategy, subject, body, 
     rank_score, rank_reasons, warnings, generator, coupon_code, coupon_percent, offer, recipient, message_id, sent_at, \
     opened_at, clicked_at, open_count, click_count, created_at, updated_at";
 
+/// A variant is reached through its event.
+const VARIANTS: Table = Table::new("recovery_variants", COLUMNS).owned_by("churn_event_id");
+
 /// Replaces the event's drafts (an interrupted earlier generation) with `variants`.
 pub async fn replace_drafts(
     tx: &mut super::Tx,
@@ -141,13 +145,7 @@ pub async fn get<'e>(
     event_id: &str,
     id: &str,
 ) -> Result<Option<VariantRecord>> {
-    let sql =
-        format!("SELECT {COLUMNS} FROM recovery_variants WHERE churn_event_id = $1 AND id = $2");
-    Ok(sqlx::query_as(&sql)
-        .bind(event_id)
-        .bind(id)
-        .fetch_optional(db)
-        .await?)
+    VARIANTS.get(db, event_id, id).await
 }
 
 /// By id alone, for tracking links (the signed token names the variant).
@@ -155,8 +153,7 @@ pub async fn by_id<'e>(
     db: impl Executor<'e, Database = Any>,
     id: &str,
 ) -> Result<Option<VariantRecord>> {
-    let sql = format!("SELECT {COLUMNS} FROM recovery_variants WHERE id = $1");
-    Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
+    VARIANTS.by_id(db, id).await
 }
 
 /// Edits a draft; `false` when it is no longer a draft.

@@ -6,6 +6,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
 use super::delivery::Round;
+use super::table::Table;
 use super::{Writes, decode, ts, ts_opt};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -48,6 +49,8 @@ impl FromRow<'_, AnyRow> for EndpointRecord {
 
 const ENDPOINT: &str = "id, project_id, url, description, event_types, enabled, format, secret, \
                         failing_since, disabled_reason, created_at, updated_at";
+
+const ENDPOINTS: Table = Table::new("webhook_endpoints", ENDPOINT);
 
 pub async fn insert_endpoint<'e>(db: impl Writes<'e>, e: &EndpointRecord) -> Result<()> {
     sqlx::query(&format!(
@@ -94,12 +97,7 @@ pub async fn update_endpoint<'e>(db: impl Writes<'e>, e: &EndpointRecord) -> Res
 }
 
 pub async fn delete_endpoint<'e>(db: impl Writes<'e>, project_id: &str, id: &str) -> Result<bool> {
-    let done = sqlx::query("DELETE FROM webhook_endpoints WHERE project_id = $1 AND id = $2")
-        .bind(project_id)
-        .bind(id)
-        .execute(db)
-        .await?;
-    Ok(done.rows_affected() == 1)
+    ENDPOINTS.delete(db, project_id, id).await
 }
 
 /// A project's endpoints, oldest first.
@@ -134,13 +132,7 @@ pub async fn endpoint<'e>(
     project_id: &str,
     id: &str,
 ) -> Result<Option<EndpointRecord>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {ENDPOINT} FROM webhook_endpoints WHERE project_id = $1 AND id = $2"
-    ))
-    .bind(project_id)
-    .bind(id)
-    .fetch_optional(db)
-    .await?)
+    ENDPOINTS.get(db, project_id, id).await
 }
 
 /// The project of an endpoint (a job that knows only the endpoint).
@@ -314,10 +306,7 @@ pub async fn delivery_by_id<'e>(
     db: impl Executor<'e, Database = Any>,
     id: &str,
 ) -> Result<Option<DeliveryRow>> {
-    Ok(sqlx::query_as::<_, DeliveryRow>(&format!(
-        "SELECT {DELIVERY} FROM webhook_deliveries WHERE id = $1"
-    ))
-    .bind(id)
-    .fetch_optional(db)
-    .await?)
+    Table::new("webhook_deliveries", DELIVERY)
+        .by_id(db, id)
+        .await
 }

@@ -1,0 +1,107 @@
+//! The statements most tables share over one record named by its id: read it within its
+//! owner (its project, for most tables), read it by id alone (for a job that carries only the
+//! id), delete it within its owner.
+
+use sqlx::any::AnyRow;
+use sqlx::{Any, Executor, FromRow};
+
+use super::Writes;
+use crate::error::Result;
+
+/// A table of records with an `id` column, each owned by what its `owner` column names.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Table {
+    /// The table, with the alias `columns` use, if they use one.
+    name: &'static str,
+    /// The columns a record is decoded from.
+    columns: &'static str,
+    /// The column naming a record's owner: `project_id` unless [`Table::owned_by`] says
+    /// otherwise.
+    owner: &'static str,
+}
+
+impl Table {
+    /// Records of `name`, decoded from `columns`, owned by their project.
+    pub(crate) const fn new(name: &'static str, columns: &'static str) -> Self {
+        Self {
+            name,
+            columns,
+            owner: "project_id",
+        }
+    }
+
+    /// The same records, owned by what `column` names instead of a project.
+    pub(crate) const fn owned_by(self, column: &'static str) -> Self {
+        Self {
+            owner: column,
+            ..self
+        }
+    }
+
+    /// The record `id` of `owner`; another owner's is `None`.
+    pub(crate) async fn get<'e, T>(
+        self,
+        db: impl Executor<'e, Database = Any>,
+        owner: &str,
+        id: &str,
+    ) -> Result<Option<T>>
+    where
+        T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+    {
+        let sql = format!(
+            "SELECT {} FROM {} WHERE {} = $1 AND id = $2",
+            self.columns, self.name, self.owner
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(owner)
+            .bind(id)
+            .fetch_optional(db)
+            .await?)
+    }
+
+    /// The record `id`, whoever owns it.
+    pub(crate) async fn by_id<'e, T>(
+        self,
+        db: impl Executor<'e, Database = Any>,
+        id: &str,
+    ) -> Result<Option<T>>
+    where
+        T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+    {
+        let sql = format!("SELECT {} FROM {} WHERE id = $1", self.columns, self.name);
+        Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
+    }
+
+    /// Deletes the record `id` of `owner`; `false` when `owner` has none.
+    pub(crate) async fn delete<'e>(
+        self,
+        db: impl Writes<'e>,
+        owner: &str,
+        id: &str,
+    ) -> Result<bool> {
+        let sql = format!(
+            "DELETE FROM {} WHERE {} = $1 AND id = $2",
+            self.name, self.owner
+        );
+        let done = sqlx::query(&sql).bind(owner).bind(id).execute(db).await?;
+        Ok(done.rows_affected() == 1)
+    }
+}
+
+/// The one row `table` keeps for a project (its settings, its model, its marker), its
+/// `columns` decoded as `T`; `None` when the project has none.
+pub(crate) async fn project_row<'e, T>(
+    db: impl Executor<'e, Database = Any>,
+    columns: &str,
+    table: &str,
+    project_id: &str,
+) -> Result<Option<T>>
+where
+    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
+{
+    let sql = format!("SELECT {columns} FROM {table} WHERE project_id = $1");
+    Ok(sqlx::query_as(&sql)
+        .bind(project_id)
+        .fetch_optional(db)
+        .await?)
+}
