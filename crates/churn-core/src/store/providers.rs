@@ -3,6 +3,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
+use super::table::Table;
 use super::{Writes, decode};
 use crate::domain::provider::Provider;
 use crate::error::Result;
@@ -40,19 +41,15 @@ impl FromRow<'_, AnyRow> for ConnectionRecord {
 const COLUMNS: &str =
     "project_id, provider, credentials, hints, api_base, retry_url, created_at, updated_at";
 
+/// A project's connection to each provider.
+const CONNECTIONS: Table = Table::new("provider_connections", COLUMNS).keyed_by("provider");
+
 pub async fn get<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
     provider: Provider,
 ) -> Result<Option<ConnectionRecord>> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM provider_connections WHERE project_id = $1 AND provider = $2"
-    );
-    Ok(sqlx::query_as(&sql)
-        .bind(project_id)
-        .bind(provider.as_str())
-        .fetch_optional(db)
-        .await?)
+    CONNECTIONS.get(db, project_id, provider.as_str()).await
 }
 
 pub async fn list<'e>(
@@ -86,11 +83,5 @@ pub async fn upsert<'e>(db: impl Writes<'e>, c: &ConnectionRecord) -> Result<Con
 
 /// `false` when there was no such connection.
 pub async fn delete<'e>(db: impl Writes<'e>, project_id: &str, provider: Provider) -> Result<bool> {
-    let done =
-        sqlx::query("DELETE FROM provider_connections WHERE project_id = $1 AND provider = $2")
-            .bind(project_id)
-            .bind(provider.as_str())
-            .execute(db)
-            .await?;
-    Ok(done.rows_affected() > 0)
+    CONNECTIONS.delete(db, project_id, provider.as_str()).await
 }

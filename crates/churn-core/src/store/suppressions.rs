@@ -6,6 +6,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
 use super::decode;
+use super::table::Table;
 use crate::domain::unsubscribe::SuppressionReason;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -26,6 +27,10 @@ impl FromRow<'_, AnyRow> for SuppressionRecord {
         })
     }
 }
+
+/// A project's suppressed addresses.
+const SUPPRESSIONS: Table =
+    Table::new("email_suppressions", "email, reason, created_at").keyed_by("email");
 
 /// Adds the address; an address already listed keeps its first reason and date.
 pub async fn insert<'e>(
@@ -53,14 +58,7 @@ pub async fn get<'e>(
     project_id: &str,
     email: &str,
 ) -> Result<Option<SuppressionRecord>> {
-    Ok(sqlx::query_as::<_, SuppressionRecord>(
-        "SELECT email, reason, created_at FROM email_suppressions \
-         WHERE project_id = $1 AND email = $2",
-    )
-    .bind(project_id)
-    .bind(email)
-    .fetch_optional(db)
-    .await?)
+    SUPPRESSIONS.get(db, project_id, email).await
 }
 
 /// Newest first.
@@ -92,12 +90,7 @@ pub async fn count<'e>(db: impl Executor<'e, Database = Any>, project_id: &str) 
 
 /// Whether a row was removed.
 pub async fn delete<'e>(db: impl Writes<'e>, project_id: &str, email: &str) -> Result<bool> {
-    let done = sqlx::query("DELETE FROM email_suppressions WHERE project_id = $1 AND email = $2")
-        .bind(project_id)
-        .bind(email)
-        .execute(db)
-        .await?;
-    Ok(done.rows_affected() > 0)
+    SUPPRESSIONS.delete(db, project_id, email).await
 }
 
 /// Counts one send against the project's `day` unless `quota` sends are counted already

@@ -1,6 +1,6 @@
-//! The statements most tables share over one record named by its id: read it within its
-//! owner (its project, for most tables), read it by id alone (for a job that carries only the
-//! id), delete it within its owner.
+//! The statements most tables share over one record named by its key (its id, for most
+//! tables): read it within its owner (its project, for most tables), read it by id alone (for
+//! a job that carries only the id), delete it within its owner.
 
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow};
@@ -8,7 +8,8 @@ use sqlx::{Any, Executor, FromRow};
 use super::Writes;
 use crate::error::Result;
 
-/// A table of records with an `id` column, each owned by what its `owner` column names.
+/// A table of records, each named by its `key` column among those of its owner, which its
+/// `owner` column names.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Table {
     /// The table, with the alias `columns` use, if they use one.
@@ -18,6 +19,9 @@ pub(crate) struct Table {
     /// The column naming a record's owner: `project_id` unless [`Table::owned_by`] says
     /// otherwise.
     owner: &'static str,
+    /// The column naming a record among its owner's: `id` unless [`Table::keyed_by`] says
+    /// otherwise.
+    key: &'static str,
 }
 
 impl Table {
@@ -27,6 +31,7 @@ impl Table {
             name,
             columns,
             owner: "project_id",
+            key: "id",
         }
     }
 
@@ -38,28 +43,36 @@ impl Table {
         }
     }
 
-    /// The record `id` of `owner`; another owner's is `None`.
+    /// The same records, named among their owner's by what `column` holds instead of an id.
+    pub(crate) const fn keyed_by(self, column: &'static str) -> Self {
+        Self {
+            key: column,
+            ..self
+        }
+    }
+
+    /// The record `key` of `owner`; another owner's is `None`.
     pub(crate) async fn get<'e, T>(
         self,
         db: impl Executor<'e, Database = Any>,
         owner: &str,
-        id: &str,
+        key: &str,
     ) -> Result<Option<T>>
     where
         T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
     {
         let sql = format!(
-            "SELECT {} FROM {} WHERE {} = $1 AND id = $2",
-            self.columns, self.name, self.owner
+            "SELECT {} FROM {} WHERE {} = $1 AND {} = $2",
+            self.columns, self.name, self.owner, self.key
         );
         Ok(sqlx::query_as(&sql)
             .bind(owner)
-            .bind(id)
+            .bind(key)
             .fetch_optional(db)
             .await?)
     }
 
-    /// The record `id`, whoever owns it.
+    /// The record `id`, whoever owns it (a table keyed by id).
     pub(crate) async fn by_id<'e, T>(
         self,
         db: impl Executor<'e, Database = Any>,
@@ -72,18 +85,18 @@ impl Table {
         Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
     }
 
-    /// Deletes the record `id` of `owner`; `false` when `owner` has none.
+    /// Deletes the record `key` of `owner`; `false` when `owner` has none.
     pub(crate) async fn delete<'e>(
         self,
         db: impl Writes<'e>,
         owner: &str,
-        id: &str,
+        key: &str,
     ) -> Result<bool> {
         let sql = format!(
-            "DELETE FROM {} WHERE {} = $1 AND id = $2",
-            self.name, self.owner
+            "DELETE FROM {} WHERE {} = $1 AND {} = $2",
+            self.name, self.owner, self.key
         );
-        let done = sqlx::query(&sql).bind(owner).bind(id).execute(db).await?;
+        let done = sqlx::query(&sql).bind(owner).bind(key).execute(db).await?;
         Ok(done.rows_affected() == 1)
     }
 }
