@@ -37,17 +37,7 @@ pub async fn put<'e>(
     flow: &CancelFlow,
     now: Timestamp,
 ) -> Result<()> {
-    let json = serde_json::to_string(flow).map_err(Error::internal)?;
-    sqlx::query(
-        "INSERT INTO cancel_flows (project_id, flow, updated_at) VALUES ($1, $2, $3) \
-         ON CONFLICT (project_id) DO UPDATE SET flow = excluded.flow, updated_at = excluded.updated_at",
-    )
-    .bind(project_id)
-    .bind(json)
-    .bind(time::format(&now))
-    .execute(db)
-    .await?;
-    Ok(())
+    super::table::put_project_json(db, "cancel_flows", "flow", project_id, flow, now).await
 }
 
 /// Records that the widget opened for a customer.

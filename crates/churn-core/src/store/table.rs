@@ -6,7 +6,8 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow};
 
 use super::Writes;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::time::{self, Timestamp};
 
 /// A table of records, each named by its `key` column among those of its owner, which its
 /// `owner` column names.
@@ -117,4 +118,28 @@ where
         .bind(project_id)
         .fetch_optional(db)
         .await?)
+}
+
+/// Stores `document` as JSON in `column` of the one row `table` keeps for the project,
+/// replacing the one before.
+pub(crate) async fn put_project_json<'e>(
+    db: impl Writes<'e>,
+    table: &str,
+    column: &str,
+    project_id: &str,
+    document: &impl serde::Serialize,
+    now: Timestamp,
+) -> Result<()> {
+    let sql = format!(
+        "INSERT INTO {table} (project_id, {column}, updated_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (project_id) DO UPDATE SET {column} = excluded.{column}, \
+         updated_at = excluded.updated_at"
+    );
+    sqlx::query(&sql)
+        .bind(project_id)
+        .bind(serde_json::to_string(document).map_err(Error::internal)?)
+        .bind(time::format(&now))
+        .execute(db)
+        .await?;
+    Ok(())
 }
