@@ -9,6 +9,7 @@
 //! `email_sent` and then recovered ([`send_and_recover`]), because only those updates count
 //! sends, recoveries and the strategy a recovered event's cohort row goes under.
 
+use serde::Serialize;
 use sqlx::{Any, Executor, FromRow};
 
 use super::{Backend, Cast, Writes, insert_json, json_array};
@@ -66,17 +67,17 @@ pub async fn insert_marker<'e>(db: impl Writes<'e>, project_id: &str, m: &Marker
     Ok(())
 }
 
-/// Inserts the project's generated `rows` (objects keyed by column name) into `table` with one
-/// statement: the project id and each of `set` (a column and the SQL value every row takes),
-/// then `columns` read from each row as [`insert_json`] says.
-async fn insert_rows<'e>(
+/// Inserts the project's generated `rows` (serialised as objects keyed by column name) into
+/// `table` with one statement: the project id and each of `set` (a column and the SQL value
+/// every row takes), then `columns` read from each row as [`insert_json`] says.
+async fn insert_rows<'e, T: Serialize>(
     db: impl Writes<'e>,
     project_id: &str,
     table: &str,
     set: &[(&str, &str)],
     columns: &[&str],
     casts: &[(&str, Cast)],
-    rows: &[serde_json::Value],
+    rows: &[T],
 ) -> Result<()> {
     let set: Vec<_> = [("project_id", "$1")]
         .into_iter()
@@ -86,8 +87,9 @@ async fn insert_rows<'e>(
     super::write_rows(db, &sql, project_id, rows).await
 }
 
-/// A churn event as generated. Timestamps are stored text.
-#[derive(Debug, Clone)]
+/// A churn event as generated, serialised as the row it inserts (each field a column).
+/// Timestamps are stored text.
+#[derive(Debug, Clone, Serialize)]
 pub struct EventRow {
     pub id: String,
     pub customer_email: String,
@@ -115,31 +117,6 @@ pub async fn insert_events<'e>(
     project_id: &str,
     rows: &[EventRow],
 ) -> Result<()> {
-    let rows: Vec<_> = rows
-        .iter()
-        .map(|e| {
-            serde_json::json!({
-                "id": e.id,
-                "customer_email": e.customer_email,
-                "customer_name": e.customer_name,
-                "event_type": e.event_type,
-                "cancel_reason": e.cancel_reason,
-                "reason_code": e.reason_code,
-                "mrr": e.mrr,
-                "currency": e.currency,
-                "plan_name": e.plan_name,
-                "tenure_days": e.tenure_days,
-                "status": e.status,
-                "provider": e.provider,
-                "recovered_via": e.recovered_via,
-                "recovered_at": e.recovered_at,
-                "lost_at": e.lost_at,
-                "offer_applied_at": e.offer_applied_at,
-                "created_at": e.created_at,
-                "updated_at": e.updated_at,
-            })
-        })
-        .collect();
     const INSERTED: [&str; 18] = [
         "id",
         "customer_email",
@@ -167,7 +144,7 @@ pub async fn insert_events<'e>(
         &[],
         &INSERTED,
         &[("mrr", Cast::BigInt), ("tenure_days", Cast::BigInt)],
-        &rows,
+        rows,
     )
     .await
 }
@@ -397,8 +374,9 @@ pub async fn insert_failures(
     Ok(())
 }
 
-/// A risk alert as generated; `attempts` is the JSON array the alert log reads.
-#[derive(Debug, Clone)]
+/// A risk alert as generated, serialised as the row it inserts (each field a column);
+/// `attempts` is the JSON array the alert log reads.
+#[derive(Debug, Clone, Serialize)]
 pub struct AlertRow {
     pub id: String,
     pub opaque_id: String,
@@ -417,23 +395,6 @@ pub async fn insert_alerts<'e>(
     project_id: &str,
     rows: &[AlertRow],
 ) -> Result<()> {
-    let rows: Vec<_> = rows
-        .iter()
-        .map(|a| {
-            serde_json::json!({
-                "id": a.id,
-                "opaque_id": a.opaque_id,
-                "customer_email": a.customer_email,
-                "risk_score": a.risk_score,
-                "risk_level": a.risk_level,
-                "signals": a.signals,
-                "status": a.status,
-                "reason": a.reason,
-                "attempts": a.attempts,
-                "created_at": a.created_at,
-            })
-        })
-        .collect();
     const INSERTED: [&str; 10] = [
         "id",
         "opaque_id",
@@ -454,7 +415,7 @@ pub async fn insert_alerts<'e>(
         &[("channel", "'webhook'")],
         &INSERTED,
         &[("risk_score", Cast::Integer)],
-        &rows,
+        rows,
     )
     .await
 }
