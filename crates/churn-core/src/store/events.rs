@@ -414,17 +414,9 @@ pub async fn latest_subscription<'e>(
     email: &str,
     provider: &str,
 ) -> Result<Option<String>> {
-    Ok(sqlx::query_scalar(
-        "SELECT provider_subscription_id FROM churn_events \
-         WHERE project_id = $1 AND customer_email = $2 AND provider = $3 \
-         AND provider_subscription_id IS NOT NULL \
-         ORDER BY created_at DESC, id DESC LIMIT 1",
-    )
-    .bind(project_id)
-    .bind(email)
-    .bind(provider)
-    .fetch_optional(db)
-    .await?)
+    let customer = (project_id, email, provider);
+    let carried = "provider_subscription_id IS NOT NULL";
+    newest_from_provider(db, customer, "provider_subscription_id", carried).await
 }
 
 /// When the customer last accepted a cancel-flow offer: the creation of their newest event
@@ -436,18 +428,30 @@ pub async fn last_offer_accepted<'e>(
     email: &str,
     provider: &str,
 ) -> Result<Option<Timestamp>> {
-    let at: Option<String> = sqlx::query_scalar(
-        "SELECT created_at FROM churn_events \
-         WHERE project_id = $1 AND customer_email = $2 \
-         AND provider = $3 AND recovered_via = $3 \
-         ORDER BY created_at DESC, id DESC LIMIT 1",
-    )
-    .bind(project_id)
-    .bind(email)
-    .bind(provider)
-    .fetch_optional(db)
-    .await?;
+    let customer = (project_id, email, provider);
+    let at = newest_from_provider(db, customer, "created_at", "recovered_via = $3").await?;
     Ok(at.as_deref().and_then(time::parse))
+}
+
+/// The text `column` of the customer's newest event from the provider (`$3`) that meets
+/// `condition`.
+async fn newest_from_provider<'e>(
+    db: impl Executor<'e, Database = Any>,
+    (project_id, email, provider): (&str, &str, &str),
+    column: &str,
+    condition: &str,
+) -> Result<Option<String>> {
+    let sql = format!(
+        "SELECT {column} FROM churn_events \
+         WHERE project_id = $1 AND customer_email = $2 AND provider = $3 AND {condition} \
+         ORDER BY created_at DESC, id DESC LIMIT 1"
+    );
+    Ok(sqlx::query_scalar(&sql)
+        .bind(project_id)
+        .bind(email)
+        .bind(provider)
+        .fetch_optional(db)
+        .await?)
 }
 
 /// Marks the event recovered, from whichever non-terminal status it is in.
