@@ -34,25 +34,20 @@ pub struct Marker {
     pub created_at: String,
 }
 
+const MARKER: &str = "seed, events, customers, cancel_flow_at, created_at";
+
 pub async fn marker<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<Marker>> {
-    super::table::project_row(
-        db,
-        "seed, events, customers, cancel_flow_at, created_at",
-        "demo_data",
-        project_id,
-    )
-    .await
+    super::table::project_row(db, MARKER, "demo_data", project_id).await
 }
 
 /// Marks the project as holding demo data; a project marked already is a conflict.
 pub async fn insert_marker<'e>(db: impl Writes<'e>, project_id: &str, m: &Marker) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO demo_data (project_id, seed, events, customers, cancel_flow_at, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
+    sqlx::query(&format!(
+        "INSERT INTO demo_data (project_id, {MARKER}) VALUES ($1, $2, $3, $4, $5, $6)"
+    ))
     .bind(project_id)
     .bind(m.seed)
     .bind(m.events)

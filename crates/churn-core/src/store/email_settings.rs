@@ -30,17 +30,13 @@ impl FromRow<'_, AnyRow> for EmailSettingsRecord {
     }
 }
 
+const COLUMNS: &str = "from_name, from_email, reply_to, verification_token, verified_at";
+
 pub async fn get<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<EmailSettingsRecord>> {
-    super::table::project_row(
-        db,
-        "from_name, from_email, reply_to, verification_token, verified_at",
-        "email_settings",
-        project_id,
-    )
-    .await
+    super::table::project_row(db, COLUMNS, "email_settings", project_id).await
 }
 
 pub async fn upsert<'e>(
@@ -49,12 +45,12 @@ pub async fn upsert<'e>(
     s: &EmailSettingsRecord,
     now: Timestamp,
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO email_settings (project_id, from_name, from_email, reply_to, \
-         verification_token, verified_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+    sqlx::query(&format!(
+        "INSERT INTO email_settings (project_id, {COLUMNS}, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) \
          ON CONFLICT (project_id) DO UPDATE SET from_name = $2, from_email = $3, reply_to = $4, \
-         verification_token = $5, verified_at = $6, updated_at = $7",
-    )
+         verification_token = $5, verified_at = $6, updated_at = $7"
+    ))
     .bind(project_id)
     .bind(&s.from_name)
     .bind(&s.from_email)

@@ -159,28 +159,24 @@ impl FromRow<'_, AnyRow> for ModelRecord {
     }
 }
 
+const MODEL: &str = "base, weights, trained_at, customers, auc";
+
 /// `None`: never learned (the default model holds).
 pub async fn model<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<ModelRecord>> {
-    project_row(
-        db,
-        "base, weights, trained_at, customers, auc",
-        "risk_models",
-        project_id,
-    )
-    .await
+    project_row(db, MODEL, "risk_models", project_id).await
 }
 
 /// Keeps `m` as the project's model, replacing the previous one.
 pub async fn save_model<'e>(db: impl Writes<'e>, project_id: &str, m: &ModelRecord) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO risk_models (project_id, base, weights, trained_at, customers, auc) \
+    sqlx::query(&format!(
+        "INSERT INTO risk_models (project_id, {MODEL}) \
          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (project_id) DO UPDATE SET \
          base = excluded.base, weights = excluded.weights, trained_at = excluded.trained_at, \
-         customers = excluded.customers, auc = excluded.auc",
-    )
+         customers = excluded.customers, auc = excluded.auc"
+    ))
     .bind(project_id)
     .bind(m.base)
     .bind(&m.weights)
@@ -619,18 +615,15 @@ impl FromRow<'_, AnyRow> for ConfigRecord {
     }
 }
 
+const CONFIG: &str =
+    "enabled, delivery_mode, risk_threshold, webhook_url, email_tone, check_interval_hours";
+
 /// `None`: never configured (the defaults hold).
 pub async fn config<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<ConfigRecord>> {
-    project_row(
-        db,
-        "enabled, delivery_mode, risk_threshold, webhook_url, email_tone, check_interval_hours",
-        "risk_configs",
-        project_id,
-    )
-    .await
+    project_row(db, CONFIG, "risk_configs", project_id).await
 }
 
 pub async fn put_config<'e>(
@@ -639,14 +632,14 @@ pub async fn put_config<'e>(
     c: &ConfigRecord,
     now: Timestamp,
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO risk_configs (project_id, enabled, delivery_mode, risk_threshold, webhook_url, \
-         email_tone, check_interval_hours, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+    sqlx::query(&format!(
+        "INSERT INTO risk_configs (project_id, {CONFIG}, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
          ON CONFLICT (project_id) DO UPDATE SET enabled = excluded.enabled, \
          delivery_mode = excluded.delivery_mode, risk_threshold = excluded.risk_threshold, \
          webhook_url = excluded.webhook_url, email_tone = excluded.email_tone, \
-         check_interval_hours = excluded.check_interval_hours, updated_at = excluded.updated_at",
-    )
+         check_interval_hours = excluded.check_interval_hours, updated_at = excluded.updated_at"
+    ))
     .bind(project_id)
     .bind(i64::from(c.enabled))
     .bind(&c.delivery_mode)
