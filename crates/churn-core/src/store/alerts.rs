@@ -1,8 +1,7 @@
 //! The churn-risk alert log, `risk_alerts`: one row per alert, its delivery attempts as a JSON
 //! array (settled and restarted with the endpoints' deliveries, in `delivery`).
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor, FromRow};
 
 use super::delivery::Round;
 use super::table::Table;
@@ -32,23 +31,10 @@ pub struct AlertRecord {
     pub created_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for AlertRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(AlertRecord {
-            id: row.try_get("id")?,
-            opaque_id: row.try_get("opaque_id")?,
-            customer_email: row.try_get("customer_email")?,
-            risk_score: row.try_get("risk_score")?,
-            risk_level: row.try_get("risk_level")?,
-            signals: row.try_get("signals")?,
-            channel: row.try_get("channel")?,
-            status: row.try_get("status")?,
-            reason: row.try_get("reason")?,
-            attempts: row.try_get("attempts")?,
-            next_attempt_at: decode::timestamp_opt(row, "next_attempt_at")?,
-            claimed_at: decode::timestamp_opt(row, "claimed_at")?,
-            created_at: decode::timestamp(row, "created_at")?,
-        })
+decode::from_row! {
+    AlertRecord {
+        id, opaque_id, customer_email, risk_score, risk_level, signals, channel, status, reason,
+        attempts, next_attempt_at: timestamp_opt, claimed_at: timestamp_opt, created_at: timestamp,
     }
 }
 

@@ -2,8 +2,7 @@
 //! `behavior_daily` rollups (per customer, UTC day, event name and detail) that scoring and
 //! analytics read instead of the raw events.
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
 use super::{Writes, decode, json_array, write_rows};
 use crate::domain::behavior::BehaviorEvent;
@@ -109,15 +108,9 @@ pub struct StoredEvent {
     pub received_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for StoredEvent {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(StoredEvent {
-            id: row.try_get("id")?,
-            event: row.try_get("event")?,
-            properties: decode::json(row, "properties")?,
-            occurred_at: decode::timestamp(row, "occurred_at")?,
-            received_at: decode::timestamp(row, "received_at")?,
-        })
+decode::from_row! {
+    StoredEvent {
+        id, event, properties: json, occurred_at: timestamp, received_at: timestamp,
     }
 }
 

@@ -4,8 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
 use super::{Writes, contains_pattern, decode, write_rows};
 use crate::error::Result;
@@ -131,18 +130,10 @@ pub struct CustomerRecord {
     pub risk_level: Option<String>,
 }
 
-impl FromRow<'_, AnyRow> for CustomerRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(CustomerRecord {
-            email: row.try_get("email")?,
-            first_seen_at: decode::timestamp(row, "first_seen_at")?,
-            last_seen_at: decode::timestamp(row, "last_seen_at")?,
-            events_30d: row.try_get("events_30d")?,
-            churn_events: row.try_get("churn_events")?,
-            open_payment_failures: row.try_get("open_payment_failures")?,
-            risk_score: row.try_get("risk_score")?,
-            risk_level: row.try_get("risk_level")?,
-        })
+decode::from_row! {
+    CustomerRecord {
+        email, first_seen_at: timestamp, last_seen_at: timestamp, events_30d, churn_events,
+        open_payment_failures, risk_score, risk_level,
     }
 }
 

@@ -1,8 +1,7 @@
 //! The `email_settings` table: a project's own sender and the proof of its domain.
 
 use super::Writes;
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
 use super::decode;
 use crate::error::Result;
@@ -18,15 +17,9 @@ pub struct EmailSettingsRecord {
     pub verified_at: Option<Timestamp>,
 }
 
-impl FromRow<'_, AnyRow> for EmailSettingsRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(EmailSettingsRecord {
-            from_name: row.try_get("from_name")?,
-            from_email: row.try_get("from_email")?,
-            reply_to: row.try_get("reply_to")?,
-            verification_token: row.try_get("verification_token")?,
-            verified_at: decode::timestamp_opt(row, "verified_at")?,
-        })
+decode::from_row! {
+    EmailSettingsRecord {
+        from_name, from_email, reply_to, verification_token, verified_at: timestamp_opt,
     }
 }
 

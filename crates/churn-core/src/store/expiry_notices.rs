@@ -2,8 +2,7 @@
 //! signal (decisions §18). The primary key (project, customer) makes the schedule a single
 //! upsert, so a signal delivered twice, or to two processes at once, schedules one notice.
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
 use super::table::Table;
 use super::{Writes, decode};
@@ -29,22 +28,10 @@ pub struct NoticeRecord {
     pub created_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for NoticeRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            project_id: row.try_get("project_id")?,
-            customer_email: row.try_get("customer_email")?,
-            expires_at: decode::timestamp(row, "expires_at")?,
-            signal_at: decode::timestamp(row, "signal_at")?,
-            brand: row.try_get("brand")?,
-            last4: row.try_get("last4")?,
-            provider_customer_id: row.try_get("provider_customer_id")?,
-            send_at: decode::timestamp(row, "send_at")?,
-            status: row.try_get("status")?,
-            reason: row.try_get("reason")?,
-            created_at: decode::timestamp(row, "created_at")?,
-        })
+decode::from_row! {
+    NoticeRecord {
+        id, project_id, customer_email, expires_at: timestamp, signal_at: timestamp, brand, last4,
+        provider_customer_id, send_at: timestamp, status, reason, created_at: timestamp,
     }
 }
 

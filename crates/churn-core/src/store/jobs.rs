@@ -6,8 +6,6 @@
 
 use super::Writes;
 use serde::Serialize;
-use sqlx::any::AnyRow;
-use sqlx::{FromRow, Row};
 
 use super::{Cast, Store, decode, insert_json, json_array, ts};
 use crate::error::Result;
@@ -25,16 +23,9 @@ pub struct JobRecord {
     pub project_id: Option<String>,
 }
 
-impl FromRow<'_, AnyRow> for JobRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(JobRecord {
-            id: row.try_get("id")?,
-            kind: row.try_get("kind")?,
-            payload: decode::json(row, "payload")?,
-            attempts: row.try_get("attempts")?,
-            run_at: decode::timestamp(row, "run_at")?,
-            project_id: row.try_get("project_id")?,
-        })
+decode::from_row! {
+    JobRecord {
+        id, kind, payload: json, attempts, run_at: timestamp, project_id,
     }
 }
 

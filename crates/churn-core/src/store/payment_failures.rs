@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor, FromRow};
 
 use super::table::Table;
 use super::{Cast, Writes, decode, insert_json, json_array};
@@ -41,33 +41,13 @@ pub struct FailureRecord {
     pub updated_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for FailureRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            project_id: row.try_get("project_id")?,
-            provider: decode::named(row, "provider")?,
-            reference: row.try_get("reference")?,
-            customer_email: row.try_get("customer_email")?,
-            amount: row.try_get("amount")?,
-            currency: row.try_get("currency")?,
-            status: row.try_get("status")?,
-            failure_reason: row.try_get("failure_reason")?,
-            decline_code: row.try_get("decline_code")?,
-            attempts: row.try_get("attempts")?,
-            max_retries: row.try_get("max_retries")?,
-            next_retry_at: decode::timestamp_opt(row, "next_retry_at")?,
-            abandon_reason: row.try_get("abandon_reason")?,
-            recovered_at: decode::timestamp_opt(row, "recovered_at")?,
-            provider_invoice_id: row.try_get("provider_invoice_id")?,
-            provider_payment_id: row.try_get("provider_payment_id")?,
-            provider_customer_id: row.try_get("provider_customer_id")?,
-            provider_subscription_id: row.try_get("provider_subscription_id")?,
-            payment_link: row.try_get("payment_link")?,
-            churn_event_id: row.try_get("churn_event_id")?,
-            created_at: decode::timestamp(row, "created_at")?,
-            updated_at: decode::timestamp(row, "updated_at")?,
-        })
+decode::from_row! {
+    FailureRecord {
+        id, project_id, provider: named, reference, customer_email, amount, currency, status,
+        failure_reason, decline_code, attempts, max_retries, next_retry_at: timestamp_opt,
+        abandon_reason, recovered_at: timestamp_opt, provider_invoice_id, provider_payment_id,
+        provider_customer_id, provider_subscription_id, payment_link, churn_event_id,
+        created_at: timestamp, updated_at: timestamp,
     }
 }
 

@@ -1,7 +1,6 @@
 //! The `provider_connections` table: one row per (project, provider), credentials sealed.
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
 use super::table::Table;
 use super::{Writes, decode};
@@ -23,18 +22,10 @@ pub struct ConnectionRecord {
     pub updated_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for ConnectionRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(Self {
-            project_id: row.try_get("project_id")?,
-            provider: decode::named(row, "provider")?,
-            credentials: row.try_get("credentials")?,
-            hints: decode::json(row, "hints")?,
-            api_base: row.try_get("api_base")?,
-            retry_url: row.try_get("retry_url")?,
-            created_at: decode::timestamp(row, "created_at")?,
-            updated_at: decode::timestamp(row, "updated_at")?,
-        })
+decode::from_row! {
+    ConnectionRecord {
+        project_id, provider: named, credentials, hints: json, api_base, retry_url,
+        created_at: timestamp, updated_at: timestamp,
     }
 }
 

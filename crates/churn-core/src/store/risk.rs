@@ -4,7 +4,7 @@
 //! `risk_configs`, and each project's learned model (`risk_models`).
 
 use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor, FromRow};
 
 use super::table::project_row;
 use super::{Backend, Store, Tx, Writes, decode, json_array};
@@ -60,15 +60,9 @@ pub struct CustomerFacts {
     pub churned: bool,
 }
 
-impl FromRow<'_, AnyRow> for CustomerFacts {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(CustomerFacts {
-            email: row.try_get("email")?,
-            first_event_at: decode::timestamp(row, "first_event_at")?,
-            nps_score: row.try_get("nps_score")?,
-            card_expires_at: decode::timestamp_opt(row, "card_expires_at")?,
-            churned: row.try_get::<i64, _>("churned")? != 0,
-        })
+decode::from_row! {
+    CustomerFacts {
+        email, first_event_at: timestamp, nps_score, card_expires_at: timestamp_opt, churned: flag,
     }
 }
 
@@ -147,15 +141,9 @@ pub struct ModelRecord {
     pub auc: f64,
 }
 
-impl FromRow<'_, AnyRow> for ModelRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(ModelRecord {
-            base: row.try_get("base")?,
-            weights: row.try_get("weights")?,
-            trained_at: decode::timestamp(row, "trained_at")?,
-            customers: row.try_get("customers")?,
-            auc: row.try_get("auc")?,
-        })
+decode::from_row! {
+    ModelRecord {
+        base, weights, trained_at: timestamp, customers, auc,
     }
 }
 
@@ -457,17 +445,9 @@ pub async fn purge_scores<'e>(
     Ok(done.rows_affected())
 }
 
-impl FromRow<'_, AnyRow> for ScoreRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(ScoreRecord {
-            customer_email: row.try_get("customer_email")?,
-            day: row.try_get("day")?,
-            score: row.try_get("score")?,
-            level: row.try_get("level")?,
-            signals: row.try_get("signals")?,
-            model: row.try_get("model")?,
-            scored_at: decode::timestamp(row, "scored_at")?,
-        })
+decode::from_row! {
+    ScoreRecord {
+        customer_email, day, score, level, signals, model, scored_at: timestamp,
     }
 }
 
@@ -602,16 +582,9 @@ pub struct ConfigRecord {
     pub check_interval_hours: i64,
 }
 
-impl FromRow<'_, AnyRow> for ConfigRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(ConfigRecord {
-            enabled: row.try_get::<i64, _>("enabled")? != 0,
-            delivery_mode: row.try_get("delivery_mode")?,
-            risk_threshold: row.try_get("risk_threshold")?,
-            webhook_url: row.try_get("webhook_url")?,
-            email_tone: row.try_get("email_tone")?,
-            check_interval_hours: row.try_get("check_interval_hours")?,
-        })
+decode::from_row! {
+    ConfigRecord {
+        enabled: flag, delivery_mode, risk_threshold, webhook_url, email_tone, check_interval_hours,
     }
 }
 

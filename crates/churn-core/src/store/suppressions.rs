@@ -2,8 +2,7 @@
 //! `email_send_counts` table that enforces the daily quota.
 
 use super::Writes;
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
 use super::decode;
 use super::table::Table;
@@ -18,13 +17,9 @@ pub struct SuppressionRecord {
     pub created_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for SuppressionRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(SuppressionRecord {
-            email: row.try_get("email")?,
-            reason: decode::named(row, "reason")?,
-            created_at: decode::timestamp(row, "created_at")?,
-        })
+decode::from_row! {
+    SuppressionRecord {
+        email, reason: named, created_at: timestamp,
     }
 }
 

@@ -3,8 +3,7 @@
 //! by its token hash, an address or (for the email job) its id: the token, the invitee's own
 //! session or the job the invitation enqueued is the scope there.
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
 use super::table::Table;
 use super::{Writes, conflict_on_unique, decode};
@@ -23,17 +22,10 @@ pub struct InvitationRecord {
     pub created_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for InvitationRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            project_id: row.try_get("project_id")?,
-            email: row.try_get("email")?,
-            role: decode::named(row, "role")?,
-            expires_at: decode::timestamp(row, "expires_at")?,
-            accepted_at: decode::timestamp_opt(row, "accepted_at")?,
-            created_at: decode::timestamp(row, "created_at")?,
-        })
+decode::from_row! {
+    InvitationRecord {
+        id, project_id, email, role: named, expires_at: timestamp, accepted_at: timestamp_opt,
+        created_at: timestamp,
     }
 }
 
@@ -50,15 +42,9 @@ pub struct MemberRecord {
     pub joined_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for MemberRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(Self {
-            user_id: row.try_get("user_id")?,
-            name: row.try_get("name")?,
-            email: row.try_get("email")?,
-            role: decode::named(row, "role")?,
-            joined_at: decode::timestamp(row, "joined_at")?,
-        })
+decode::from_row! {
+    MemberRecord {
+        user_id, name, email, role: named, joined_at: timestamp,
     }
 }
 

@@ -5,8 +5,7 @@
 
 use std::collections::HashMap;
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor, FromRow};
 
 use super::table::Table;
 use super::{Writes, decode};
@@ -49,37 +48,13 @@ pub struct VariantRecord {
     pub updated_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for VariantRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(VariantRecord {
-            id: row.try_get("id")?,
-            churn_event_id: row.try_get("churn_event_id")?,
-            project_id: row.try_get("project_id")?,
-            strategy: decode::named(row, "strategy")?,
-            subject: row.try_get("subject")?,
-            body: row.try_get("body")?,
-            body_text: row.try_get("body_text")?,
-            status: decode::named(row, "status")?,
-            claimed_at: decode::timestamp_opt(row, "claimed_at")?,
-            recommended: row.try_get::<i64, _>("recommended")? != 0,
-            rank: row.try_get("rank")?,
-            rank_score: row.try_get("rank_score")?,
-            rank_reasons: decode::json(row, "rank_reasons")?,
-            warnings: decode::json(row, "warnings")?,
-            generator: row.try_get("generator")?,
-            coupon_code: row.try_get("coupon_code")?,
-            coupon_percent: row.try_get("coupon_percent")?,
-            offer: decode::json_opt(row, "offer")?,
-            recipient: row.try_get("recipient")?,
-            message_id: row.try_get("message_id")?,
-            sent_at: decode::timestamp_opt(row, "sent_at")?,
-            opened_at: decode::timestamp_opt(row, "opened_at")?,
-            clicked_at: decode::timestamp_opt(row, "clicked_at")?,
-            open_count: row.try_get("open_count")?,
-            click_count: row.try_get("click_count")?,
-            created_at: decode::timestamp(row, "created_at")?,
-            updated_at: decode::timestamp(row, "updated_at")?,
-        })
+decode::from_row! {
+    VariantRecord {
+        id, churn_event_id, project_id, strategy: named, subject, body, body_text, status: named,
+        claimed_at: timestamp_opt, recommended: flag, rank, rank_score, rank_reasons: json,
+        warnings: json, generator, coupon_code, coupon_percent, offer: json_opt, recipient,
+        message_id, sent_at: timestamp_opt, opened_at: timestamp_opt, clicked_at: timestamp_opt,
+        open_count, click_count, created_at: timestamp, updated_at: timestamp,
     }
 }
 

@@ -2,8 +2,7 @@
 //! (`webhook_deliveries`: one row per message and endpoint, its attempts as a JSON array,
 //! settled and restarted with the alerts, in `delivery`).
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor, FromRow};
 
 use super::delivery::Round;
 use super::table::Table;
@@ -28,22 +27,10 @@ pub struct EndpointRecord {
     pub updated_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for EndpointRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(EndpointRecord {
-            id: row.try_get("id")?,
-            project_id: row.try_get("project_id")?,
-            url: row.try_get("url")?,
-            description: row.try_get("description")?,
-            event_types: row.try_get("event_types")?,
-            enabled: row.try_get::<i64, _>("enabled")? != 0,
-            format: row.try_get("format")?,
-            secret: row.try_get("secret")?,
-            failing_since: decode::timestamp_opt(row, "failing_since")?,
-            disabled_reason: row.try_get("disabled_reason")?,
-            created_at: decode::timestamp(row, "created_at")?,
-            updated_at: decode::timestamp(row, "updated_at")?,
-        })
+decode::from_row! {
+    EndpointRecord {
+        id, project_id, url, description, event_types, enabled: flag, format, secret,
+        failing_since: timestamp_opt, disabled_reason, created_at: timestamp, updated_at: timestamp,
     }
 }
 
