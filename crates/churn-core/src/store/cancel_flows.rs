@@ -7,7 +7,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
 use super::table::Table;
-use super::{Writes, decode, ts};
+use super::{Writes, decode, to_json, ts};
 use crate::domain::cancel_flow::{CancelFlow, FlowDefinition, FlowVariant};
 use crate::domain::segment::{Routable, Segment};
 use crate::error::{Error, Result};
@@ -84,10 +84,7 @@ pub async fn origin_listed<'e>(
 ) -> Result<bool> {
     // Origins are stored normalised in a JSON array of strings; the LIKE narrows, the exact
     // comparison decides.
-    let pattern = format!(
-        "%{}%",
-        serde_json::to_string(origin).map_err(Error::internal)?
-    );
+    let pattern = format!("%{}%", to_json(origin)?);
     let lists: Vec<String> =
         sqlx::query_scalar("SELECT allowed_origins FROM projects WHERE allowed_origins LIKE $1")
             .bind(pattern)
@@ -161,9 +158,9 @@ const ORDER: &str = "ORDER BY priority, created_at, id";
 /// The definition's segment, flow and variants as stored.
 fn json(definition: &FlowDefinition) -> Result<(String, String, String)> {
     Ok((
-        serde_json::to_string(&definition.segment).map_err(Error::internal)?,
-        serde_json::to_string(&definition.flow).map_err(Error::internal)?,
-        serde_json::to_string(&definition.variants).map_err(Error::internal)?,
+        to_json(&definition.segment)?,
+        to_json(&definition.flow)?,
+        to_json(&definition.variants)?,
     ))
 }
 

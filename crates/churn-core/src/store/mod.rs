@@ -324,6 +324,11 @@ pub(crate) fn json_array<T: serde::Serialize>(rows: &[T]) -> String {
     serde_json::to_string(rows).expect("rows of strings and numbers serialise")
 }
 
+/// The JSON text stored for `value`; one that does not serialise is an internal error.
+pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(Error::internal)
+}
+
 /// Runs `sql`, a write of a project's rows: the project id bound as `$1`, the rows as one
 /// [`json_array`] as `$2`.
 pub(crate) async fn write_rows<'e, T: serde::Serialize>(

@@ -6,7 +6,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow};
 
 use super::Writes;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::time::{self, Timestamp};
 
 /// A table of records, each named by its `key` column among those of its owner, which its
@@ -137,7 +137,7 @@ pub(crate) async fn put_project_json<'e>(
     );
     sqlx::query(&sql)
         .bind(project_id)
-        .bind(serde_json::to_string(document).map_err(Error::internal)?)
+        .bind(super::to_json(document)?)
         .bind(time::format(&now))
         .execute(db)
         .await?;

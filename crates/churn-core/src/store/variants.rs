@@ -8,11 +8,11 @@ use std::collections::HashMap;
 use sqlx::{Any, Executor, FromRow};
 
 use super::table::Table;
-use super::{Writes, decode};
+use super::{Writes, decode, to_json};
 use crate::domain::ranking::Outcome;
 use crate::domain::strategy::Strategy;
 use crate::domain::variant::VariantStatus;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::time::{self, Timestamp};
 
 #[derive(Debug, Clone)]
@@ -92,13 +92,13 @@ pub async fn replace_drafts(
         .bind(i64::from(v.recommended))
         .bind(v.rank)
         .bind(v.rank_score)
-        .bind(serde_json::to_string(&v.rank_reasons).map_err(Error::internal)?)
+        .bind(to_json(&v.rank_reasons)?)
         .bind(&v.generator)
         .bind(&v.coupon_code)
         .bind(v.coupon_percent)
         .bind(v.offer.as_ref().map(|o| o.to_string()))
         .bind(time::format(&v.created_at))
-        .bind(serde_json::to_string(&v.warnings).map_err(Error::internal)?)
+        .bind(to_json(&v.warnings)?)
         .execute(&mut **tx)
         .await?;
     }
