@@ -48,6 +48,11 @@ pub(crate) fn json_opt<T: DeserializeOwned>(row: &AnyRow, column: &str) -> sqlx:
         .transpose()
 }
 
+/// What a query decodes each row into: a record, a tuple of columns.
+pub(crate) trait Record: for<'r> sqlx::FromRow<'r, AnyRow> + Send + Unpin {}
+
+impl<T: for<'r> sqlx::FromRow<'r, AnyRow> + Send + Unpin> Record for T {}
+
 /// An integer column read as a flag: any value but 0 is `true`.
 pub(crate) fn flag(row: &AnyRow, column: &str) -> sqlx::Result<bool> {
     Ok(row.try_get::<i64, _>(column)? != 0)

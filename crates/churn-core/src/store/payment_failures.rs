@@ -5,9 +5,9 @@
 //! failure id alone: callers reach them only through a record they have already loaded.
 
 use serde::Serialize;
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow};
+use sqlx::{Any, Executor};
 
+use super::decode::Record;
 use super::table::Table;
 use super::{Cast, Writes, decode, insert_json, json_array};
 use crate::domain::provider::Provider;
@@ -573,15 +573,12 @@ pub async fn log_email<'e>(
 }
 
 /// The `columns` of the failure's entries in the log `table`, oldest first.
-async fn log<'e, T>(
+async fn log<'e, T: Record>(
     db: impl Executor<'e, Database = Any>,
     table: &str,
     columns: &str,
     failure_id: &str,
-) -> Result<Vec<T>>
-where
-    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
-{
+) -> Result<Vec<T>> {
     let sql = format!("SELECT {columns} FROM {table} WHERE failure_id = $1 ORDER BY at, id");
     Ok(sqlx::query_as(&sql).bind(failure_id).fetch_all(db).await?)
 }

@@ -3,9 +3,9 @@
 //! per customer and day, the `risk_schedules` of each project's next scoring run, the
 //! `risk_configs`, and each project's learned model (`risk_models`).
 
-use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow};
 
+use super::decode::Record;
 use super::table::project_row;
 use super::{Backend, Store, Tx, Writes, decode, json_array};
 use crate::api::risk::Recomputed;
@@ -189,17 +189,14 @@ pub struct RollupRow {
 /// Reads the rows of a scoring slice, the project's customers whose emails lie in
 /// `first..=last`: `select` (up to `FROM` its table) of the rows that meet `rest` too (`AND`
 /// conditions, then any `GROUP BY`), its `$4` bound to `since` when given.
-pub(super) async fn in_slice<'e, T>(
+pub(super) async fn in_slice<'e, T: Record>(
     db: impl Executor<'e, Database = Any>,
     select: &str,
     rest: &str,
     project_id: &str,
     (first, last): (&str, &str),
     since: Option<String>,
-) -> Result<Vec<T>>
-where
-    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
-{
+) -> Result<Vec<T>> {
     let sql = format!(
         "{select} WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3{rest}"
     );

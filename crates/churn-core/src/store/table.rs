@@ -2,10 +2,10 @@
 //! tables): read it within its owner (its project, for most tables), read it by id alone (for
 //! a job that carries only the id), delete it within its owner.
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow};
+use sqlx::{Any, Executor};
 
 use super::Writes;
+use super::decode::Record;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -53,15 +53,12 @@ impl Table {
     }
 
     /// The record `key` of `owner`; another owner's is `None`.
-    pub(crate) async fn get<'e, T>(
+    pub(crate) async fn get<'e, T: Record>(
         self,
         db: impl Executor<'e, Database = Any>,
         owner: &str,
         key: &str,
-    ) -> Result<Option<T>>
-    where
-        T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
-    {
+    ) -> Result<Option<T>> {
         let sql = format!(
             "SELECT {} FROM {} WHERE {} = $1 AND {} = $2",
             self.columns, self.name, self.owner, self.key
@@ -74,14 +71,11 @@ impl Table {
     }
 
     /// The record `id`, whoever owns it (a table keyed by id).
-    pub(crate) async fn by_id<'e, T>(
+    pub(crate) async fn by_id<'e, T: Record>(
         self,
         db: impl Executor<'e, Database = Any>,
         id: &str,
-    ) -> Result<Option<T>>
-    where
-        T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
-    {
+    ) -> Result<Option<T>> {
         let sql = format!("SELECT {} FROM {} WHERE id = $1", self.columns, self.name);
         Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
     }
@@ -104,15 +98,12 @@ impl Table {
 
 /// The one row `table` keeps for a project (its settings, its model, its marker), its
 /// `columns` decoded as `T`; `None` when the project has none.
-pub(crate) async fn project_row<'e, T>(
+pub(crate) async fn project_row<'e, T: Record>(
     db: impl Executor<'e, Database = Any>,
     columns: &str,
     table: &str,
     project_id: &str,
-) -> Result<Option<T>>
-where
-    T: for<'r> FromRow<'r, AnyRow> + Send + Unpin,
-{
+) -> Result<Option<T>> {
     let sql = format!("SELECT {columns} FROM {table} WHERE project_id = $1");
     Ok(sqlx::query_as(&sql)
         .bind(project_id)
