@@ -107,12 +107,7 @@ pub async fn latest_counted(
 }
 
 pub async fn count<'e>(db: impl Executor<'e, Database = Any>, project_id: &str) -> Result<i64> {
-    Ok(
-        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM risk_alerts WHERE project_id = $1")
-            .bind(project_id)
-            .fetch_one(db)
-            .await?,
-    )
+    ALERTS.count(db, project_id).await
 }
 
 /// Newest first.
@@ -122,15 +117,10 @@ pub async fn list<'e>(
     limit: i64,
     offset: i64,
 ) -> Result<Vec<AlertRecord>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM risk_alerts WHERE project_id = $1 \
-         ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
-    ))
-    .bind(project_id)
-    .bind(limit)
-    .bind(offset)
-    .fetch_all(db)
-    .await?)
+    let newest_first = "created_at DESC, id DESC";
+    ALERTS
+        .page(db, project_id, newest_first, (limit, offset))
+        .await
 }
 
 /// One alert of a project.

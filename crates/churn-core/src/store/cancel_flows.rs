@@ -153,7 +153,7 @@ const FLOW: &str =
     "id, project_id, name, priority, segment, flow, active, variants, created_at, updated_at";
 const FLOWS: Table = Table::new("segmented_cancel_flows", FLOW);
 /// Routing order: priority, then the older flow first.
-const ORDER: &str = "ORDER BY priority, created_at, id";
+const ROUTING_ORDER: &str = "priority, created_at, id";
 
 /// The definition's segment, flow and variants as stored.
 fn json(definition: &FlowDefinition) -> Result<(String, String, String)> {
@@ -229,12 +229,7 @@ pub async fn flows<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Vec<FlowRecord>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {FLOW} FROM segmented_cancel_flows WHERE project_id = $1 {ORDER}"
-    ))
-    .bind(project_id)
-    .fetch_all(db)
-    .await?)
+    FLOWS.all(db, project_id, ROUTING_ORDER).await
 }
 
 /// The project's active flows in routing order, segments only.
@@ -244,7 +239,7 @@ pub async fn active_routes<'e>(
 ) -> Result<Vec<FlowRoute>> {
     let rows: Vec<(String, i64, String)> = sqlx::query_as(&format!(
         "SELECT id, priority, segment FROM segmented_cancel_flows \
-         WHERE project_id = $1 AND active = 1 {ORDER}"
+         WHERE project_id = $1 AND active = 1 ORDER BY {ROUTING_ORDER}"
     ))
     .bind(project_id)
     .fetch_all(db)

@@ -47,10 +47,7 @@ pub async fn list<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Vec<ConnectionRecord>> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM provider_connections WHERE project_id = $1 ORDER BY provider"
-    );
-    Ok(sqlx::query_as(&sql).bind(project_id).fetch_all(db).await?)
+    CONNECTIONS.all(db, project_id, "provider").await
 }
 
 /// Creates or replaces the connection; `created_at` is kept on a replace. Answers the row.

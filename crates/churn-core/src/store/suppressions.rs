@@ -63,23 +63,14 @@ pub async fn list<'e>(
     limit: i64,
     offset: i64,
 ) -> Result<Vec<SuppressionRecord>> {
-    Ok(sqlx::query_as::<_, SuppressionRecord>(
-        "SELECT email, reason, created_at FROM email_suppressions WHERE project_id = $1 \
-         ORDER BY created_at DESC, email LIMIT $2 OFFSET $3",
-    )
-    .bind(project_id)
-    .bind(limit)
-    .bind(offset)
-    .fetch_all(db)
-    .await?)
+    let newest_first = "created_at DESC, email";
+    SUPPRESSIONS
+        .page(db, project_id, newest_first, (limit, offset))
+        .await
 }
 
 pub async fn count<'e>(db: impl Executor<'e, Database = Any>, project_id: &str) -> Result<u64> {
-    let n: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM email_suppressions WHERE project_id = $1")
-            .bind(project_id)
-            .fetch_one(db)
-            .await?;
+    let n = SUPPRESSIONS.count(db, project_id).await?;
     Ok(n as u64)
 }
 

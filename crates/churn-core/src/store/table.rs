@@ -1,6 +1,8 @@
 //! The statements most tables share over one record named by its key (its id, for most
 //! tables): read it within its owner (its project, for most tables), read it by id alone (for
-//! a job that carries only the id), delete it within its owner.
+//! a job that carries only the id), delete it within its owner; and over all of an owner's
+//! records: list them, a page of them, count them. Also the one row a table keeps for a
+//! project (its settings).
 
 use sqlx::{Any, Executor};
 
@@ -78,6 +80,53 @@ impl Table {
     ) -> Result<Option<T>> {
         let sql = format!("SELECT {} FROM {} WHERE id = $1", self.columns, self.name);
         Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
+    }
+
+    /// How many records `owner` has.
+    pub(crate) async fn count<'e>(
+        self,
+        db: impl Executor<'e, Database = Any>,
+        owner: &str,
+    ) -> Result<i64> {
+        let sql = format!(
+            "SELECT COUNT(*) FROM {} WHERE {} = $1",
+            self.name, self.owner
+        );
+        Ok(sqlx::query_scalar(&sql).bind(owner).fetch_one(db).await?)
+    }
+
+    /// Every record of `owner`, in the order `order_by` says.
+    pub(crate) async fn all<'e, T: Record>(
+        self,
+        db: impl Executor<'e, Database = Any>,
+        owner: &str,
+        order_by: &str,
+    ) -> Result<Vec<T>> {
+        let sql = format!(
+            "SELECT {} FROM {} WHERE {} = $1 ORDER BY {order_by}",
+            self.columns, self.name, self.owner
+        );
+        Ok(sqlx::query_as(&sql).bind(owner).fetch_all(db).await?)
+    }
+
+    /// One page of the records of `owner` in the order `order_by` says.
+    pub(crate) async fn page<'e, T: Record>(
+        self,
+        db: impl Executor<'e, Database = Any>,
+        owner: &str,
+        order_by: &str,
+        (limit, offset): (i64, i64),
+    ) -> Result<Vec<T>> {
+        let sql = format!(
+            "SELECT {} FROM {} WHERE {} = $1 ORDER BY {order_by} LIMIT $2 OFFSET $3",
+            self.columns, self.name, self.owner
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(owner)
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(db)
+            .await?)
     }
 
     /// Deletes the record `key` of `owner`; `false` when `owner` has none.

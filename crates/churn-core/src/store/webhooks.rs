@@ -92,12 +92,7 @@ pub async fn endpoints<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Vec<EndpointRecord>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {ENDPOINT} FROM webhook_endpoints WHERE project_id = $1 ORDER BY created_at, id"
-    ))
-    .bind(project_id)
-    .fetch_all(db)
-    .await?)
+    ENDPOINTS.all(db, project_id, "created_at, id").await
 }
 
 /// The enabled endpoints of a project, read in the transaction that emits a message.
