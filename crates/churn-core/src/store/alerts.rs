@@ -1,10 +1,10 @@
 //! The churn-risk alert log, `risk_alerts`: one row per alert, its delivery attempts as a JSON
 //! array (settled and restarted with the endpoints' deliveries, in `delivery`).
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor, FromRow};
 
 use super::delivery::Round;
+use super::table::Table;
 use super::{Backend, Writes, decode, ts};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -31,23 +31,10 @@ pub struct AlertRecord {
     pub created_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for AlertRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(AlertRecord {
-            id: row.try_get("id")?,
-            opaque_id: row.try_get("opaque_id")?,
-            customer_email: row.try_get("customer_email")?,
-            risk_score: row.try_get("risk_score")?,
-            risk_level: row.try_get("risk_level")?,
-            signals: row.try_get("signals")?,
-            channel: row.try_get("channel")?,
-            status: row.try_get("status")?,
-            reason: row.try_get("reason")?,
-            attempts: row.try_get("attempts")?,
-            next_attempt_at: decode::timestamp_opt(row, "next_attempt_at")?,
-            claimed_at: decode::timestamp_opt(row, "claimed_at")?,
-            created_at: decode::timestamp(row, "created_at")?,
-        })
+decode::from_row! {
+    AlertRecord {
+        id, opaque_id, customer_email, risk_score, risk_level, signals, channel, status, reason,
+        attempts, next_attempt_at: timestamp_opt, claimed_at: timestamp_opt, created_at: timestamp,
     }
 }
 
@@ -65,6 +52,8 @@ impl AlertRecord {
 
 const COLUMNS: &str = "id, opaque_id, customer_email, risk_score, risk_level, signals, channel, \
                        status, reason, attempts, next_attempt_at, claimed_at, created_at";
+
+const ALERTS: Table = Table::new("risk_alerts", COLUMNS);
 
 pub async fn insert(db: &mut sqlx::AnyConnection, project_id: &str, a: &AlertRecord) -> Result<()> {
     sqlx::query(&format!(
@@ -118,12 +107,7 @@ pub async fn latest_counted(
 }
 
 pub async fn count<'e>(db: impl Executor<'e, Database = Any>, project_id: &str) -> Result<i64> {
-    Ok(
-        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM risk_alerts WHERE project_id = $1")
-            .bind(project_id)
-            .fetch_one(db)
-            .await?,
-    )
+    ALERTS.count(db, project_id).await
 }
 
 /// Newest first.
@@ -133,15 +117,10 @@ pub async fn list<'e>(
     limit: i64,
     offset: i64,
 ) -> Result<Vec<AlertRecord>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM risk_alerts WHERE project_id = $1 \
-         ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3"
-    ))
-    .bind(project_id)
-    .bind(limit)
-    .bind(offset)
-    .fetch_all(db)
-    .await?)
+    let newest_first = "created_at DESC, id DESC";
+    ALERTS
+        .page(db, project_id, newest_first, (limit, offset))
+        .await
 }
 
 /// One alert of a project.
@@ -150,13 +129,7 @@ pub async fn get<'e>(
     project_id: &str,
     id: &str,
 ) -> Result<Option<AlertRecord>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM risk_alerts WHERE project_id = $1 AND id = $2"
-    ))
-    .bind(project_id)
-    .bind(id)
-    .fetch_optional(db)
-    .await?)
+    ALERTS.get(db, project_id, id).await
 }
 
 /// An alert by id alone, with its project's id (the delivery job, the CLI).

@@ -2,10 +2,9 @@
 //! `behavior_daily` rollups (per customer, UTC day, event name and detail) that scoring and
 //! analytics read instead of the raw events.
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
-use super::{Writes, decode, json_array};
+use super::{Writes, decode, json_array, write_rows};
 use crate::domain::behavior::BehaviorEvent;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -96,12 +95,7 @@ pub async fn add_to_rollups<'e>(
          DO UPDATE SET n = behavior_daily.n + excluded.n",
         backend.json_rows(2)
     );
-    sqlx::query(&sql)
-        .bind(project_id)
-        .bind(json_array(&rows))
-        .execute(db)
-        .await?;
-    Ok(())
+    write_rows(db, &sql, project_id, &rows).await
 }
 
 /// A stored event of a customer's timeline.
@@ -114,15 +108,9 @@ pub struct StoredEvent {
     pub received_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for StoredEvent {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(StoredEvent {
-            id: row.try_get("id")?,
-            event: row.try_get("event")?,
-            properties: decode::json(row, "properties")?,
-            occurred_at: decode::timestamp(row, "occurred_at")?,
-            received_at: decode::timestamp(row, "received_at")?,
-        })
+decode::from_row! {
+    StoredEvent {
+        id, event, properties: json, occurred_at: timestamp, received_at: timestamp,
     }
 }
 

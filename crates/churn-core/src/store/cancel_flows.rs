@@ -6,7 +6,8 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Writes, decode, ts};
+use super::table::Table;
+use super::{Writes, decode, to_json, ts};
 use crate::domain::cancel_flow::{CancelFlow, FlowDefinition, FlowVariant};
 use crate::domain::segment::{Routable, Segment};
 use crate::error::{Error, Result};
@@ -36,17 +37,7 @@ pub async fn put<'e>(
     flow: &CancelFlow,
     now: Timestamp,
 ) -> Result<()> {
-    let json = serde_json::to_string(flow).map_err(Error::internal)?;
-    sqlx::query(
-        "INSERT INTO cancel_flows (project_id, flow, updated_at) VALUES ($1, $2, $3) \
-         ON CONFLICT (project_id) DO UPDATE SET flow = excluded.flow, updated_at = excluded.updated_at",
-    )
-    .bind(project_id)
-    .bind(json)
-    .bind(time::format(&now))
-    .execute(db)
-    .await?;
-    Ok(())
+    super::table::put_project_json(db, "cancel_flows", "flow", project_id, flow, now).await
 }
 
 /// Records that the widget opened for a customer.
@@ -72,20 +63,18 @@ pub async fn record_open<'e>(
 pub async fn opens_by_customer<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
-    (first, last): (&str, &str),
+    slice: (&str, &str),
     since: Timestamp,
 ) -> Result<Vec<(String, i64)>> {
-    Ok(sqlx::query_as(
-        "SELECT customer_email, COUNT(*) FROM cancel_flow_opens \
-         WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3 AND opened_at >= $4 \
-         GROUP BY customer_email",
+    super::risk::in_slice(
+        db,
+        "SELECT customer_email, COUNT(*) FROM cancel_flow_opens",
+        " AND opened_at >= $4 GROUP BY customer_email",
+        project_id,
+        slice,
+        Some(time::format(&since)),
     )
-    .bind(project_id)
-    .bind(first)
-    .bind(last)
-    .bind(time::format(&since))
-    .fetch_all(db)
-    .await?)
+    .await
 }
 
 /// Whether any project lists `origin` among its allowed origins (a preflight without a key).
@@ -95,10 +84,7 @@ pub async fn origin_listed<'e>(
 ) -> Result<bool> {
     // Origins are stored normalised in a JSON array of strings; the LIKE narrows, the exact
     // comparison decides.
-    let pattern = format!(
-        "%{}%",
-        serde_json::to_string(origin).map_err(Error::internal)?
-    );
+    let pattern = format!("%{}%", to_json(origin)?);
     let lists: Vec<String> =
         sqlx::query_scalar("SELECT allowed_origins FROM projects WHERE allowed_origins LIKE $1")
             .bind(pattern)
@@ -165,15 +151,16 @@ fn corrupt(what: &str, e: serde_json::Error) -> Error {
 
 const FLOW: &str =
     "id, project_id, name, priority, segment, flow, active, variants, created_at, updated_at";
+const FLOWS: Table = Table::new("segmented_cancel_flows", FLOW);
 /// Routing order: priority, then the older flow first.
-const ORDER: &str = "ORDER BY priority, created_at, id";
+const ROUTING_ORDER: &str = "priority, created_at, id";
 
 /// The definition's segment, flow and variants as stored.
 fn json(definition: &FlowDefinition) -> Result<(String, String, String)> {
     Ok((
-        serde_json::to_string(&definition.segment).map_err(Error::internal)?,
-        serde_json::to_string(&definition.flow).map_err(Error::internal)?,
-        serde_json::to_string(&definition.variants).map_err(Error::internal)?,
+        to_json(&definition.segment)?,
+        to_json(&definition.flow)?,
+        to_json(&definition.variants)?,
     ))
 }
 
@@ -226,12 +213,7 @@ pub async fn update_flow<'e>(
 }
 
 pub async fn delete_flow<'e>(db: impl Writes<'e>, project_id: &str, id: &str) -> Result<bool> {
-    let done = sqlx::query("DELETE FROM segmented_cancel_flows WHERE project_id = $1 AND id = $2")
-        .bind(project_id)
-        .bind(id)
-        .execute(db)
-        .await?;
-    Ok(done.rows_affected() == 1)
+    FLOWS.delete(db, project_id, id).await
 }
 
 pub async fn flow<'e>(
@@ -239,13 +221,7 @@ pub async fn flow<'e>(
     project_id: &str,
     id: &str,
 ) -> Result<Option<FlowRecord>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {FLOW} FROM segmented_cancel_flows WHERE project_id = $1 AND id = $2"
-    ))
-    .bind(project_id)
-    .bind(id)
-    .fetch_optional(db)
-    .await?)
+    FLOWS.get(db, project_id, id).await
 }
 
 /// The project's segmented flows in routing order.
@@ -253,12 +229,7 @@ pub async fn flows<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Vec<FlowRecord>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {FLOW} FROM segmented_cancel_flows WHERE project_id = $1 {ORDER}"
-    ))
-    .bind(project_id)
-    .fetch_all(db)
-    .await?)
+    FLOWS.all(db, project_id, ROUTING_ORDER).await
 }
 
 /// The project's active flows in routing order, segments only.
@@ -268,7 +239,7 @@ pub async fn active_routes<'e>(
 ) -> Result<Vec<FlowRoute>> {
     let rows: Vec<(String, i64, String)> = sqlx::query_as(&format!(
         "SELECT id, priority, segment FROM segmented_cancel_flows \
-         WHERE project_id = $1 AND active = 1 {ORDER}"
+         WHERE project_id = $1 AND active = 1 ORDER BY {ROUTING_ORDER}"
     ))
     .bind(project_id)
     .fetch_all(db)

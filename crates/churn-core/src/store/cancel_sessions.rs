@@ -5,6 +5,7 @@
 
 use sqlx::{Any, Executor, FromRow};
 
+use super::table::Table;
 use super::{Writes, ts, ts_opt};
 use crate::domain::cancel_session::SessionStatus;
 use crate::error::{Error, Result};
@@ -109,15 +110,11 @@ pub async fn get<'e>(
     project_id: &str,
     id: &str,
 ) -> Result<Option<SessionRecord>> {
-    sqlx::query_as::<_, Row>(&format!(
-        "SELECT {COLUMNS} FROM cancel_flow_sessions WHERE project_id = $1 AND id = $2"
-    ))
-    .bind(project_id)
-    .bind(id)
-    .fetch_optional(db)
-    .await?
-    .map(SessionRecord::try_from)
-    .transpose()
+    Table::new("cancel_flow_sessions", COLUMNS)
+        .get::<Row>(db, project_id, id)
+        .await?
+        .map(SessionRecord::try_from)
+        .transpose()
 }
 
 /// Moves the session when it is still stored as `step.from`; false when a concurrent call

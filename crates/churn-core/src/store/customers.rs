@@ -4,10 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
-use super::{Writes, contains_pattern, decode, json_array};
+use super::{Writes, contains_pattern, decode, write_rows};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
 
@@ -50,12 +49,7 @@ pub async fn upsert<'e>(
         widen("first_seen_at", true),
         widen("last_seen_at", false),
     );
-    sqlx::query(&sql)
-        .bind(project_id)
-        .bind(json_array(&rows))
-        .execute(db)
-        .await?;
-    Ok(())
+    write_rows(db, &sql, project_id, &rows).await
 }
 
 /// What one tracking call learnt about one customer.
@@ -120,12 +114,7 @@ pub async fn record_activity<'e>(
         newer("nps_at", "nps_at"),
         newer("card_expiry_at", "card_expiry_at"),
     );
-    sqlx::query(&sql)
-        .bind(project_id)
-        .bind(json_array(&rows))
-        .execute(db)
-        .await?;
-    Ok(())
+    write_rows(db, &sql, project_id, &rows).await
 }
 
 /// A customer as the lists show it.
@@ -141,18 +130,10 @@ pub struct CustomerRecord {
     pub risk_level: Option<String>,
 }
 
-impl FromRow<'_, AnyRow> for CustomerRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(CustomerRecord {
-            email: row.try_get("email")?,
-            first_seen_at: decode::timestamp(row, "first_seen_at")?,
-            last_seen_at: decode::timestamp(row, "last_seen_at")?,
-            events_30d: row.try_get("events_30d")?,
-            churn_events: row.try_get("churn_events")?,
-            open_payment_failures: row.try_get("open_payment_failures")?,
-            risk_score: row.try_get("risk_score")?,
-            risk_level: row.try_get("risk_level")?,
-        })
+decode::from_row! {
+    CustomerRecord {
+        email, first_seen_at: timestamp, last_seen_at: timestamp, events_30d, churn_events,
+        open_payment_failures, risk_score, risk_level,
     }
 }
 

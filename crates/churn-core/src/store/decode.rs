@@ -47,3 +47,34 @@ pub(crate) fn json_opt<T: DeserializeOwned>(row: &AnyRow, column: &str) -> sqlx:
     raw.map(|raw| serde_json::from_str(&raw).map_err(|e| corrupt(column, e.to_string())))
         .transpose()
 }
+
+/// What a query decodes each row into: a record, a tuple of columns.
+pub(crate) trait Record: for<'r> sqlx::FromRow<'r, AnyRow> + Send + Unpin {}
+
+impl<T: for<'r> sqlx::FromRow<'r, AnyRow> + Send + Unpin> Record for T {}
+
+/// An integer column read as a flag: any value but 0 is `true`.
+pub(crate) fn flag(row: &AnyRow, column: &str) -> sqlx::Result<bool> {
+    Ok(row.try_get::<i64, _>(column)? != 0)
+}
+
+/// `FromRow` for a record whose every field is read from the column of the same name: as is,
+/// or through the function of this module named after it (`created_at: timestamp`).
+macro_rules! from_row {
+    ($record:ident { $($field:ident $(: $decode:ident)?),* $(,)? }) => {
+        impl sqlx::FromRow<'_, sqlx::any::AnyRow> for $record {
+            fn from_row(row: &sqlx::any::AnyRow) -> sqlx::Result<Self> {
+                Ok(Self {
+                    $($field: $crate::store::decode::from_row!(@read row, $field $(, $decode)?),)*
+                })
+            }
+        }
+    };
+    (@read $row:ident, $field:ident) => {
+        sqlx::Row::try_get($row, stringify!($field))?
+    };
+    (@read $row:ident, $field:ident, $decode:ident) => {
+        $crate::store::decode::$decode($row, stringify!($field))?
+    };
+}
+pub(crate) use from_row;

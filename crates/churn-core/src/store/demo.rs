@@ -9,9 +9,10 @@
 //! `email_sent` and then recovered ([`send_and_recover`]), because only those updates count
 //! sends, recoveries and the strategy a recovered event's cohort row goes under.
 
+use serde::Serialize;
 use sqlx::{Any, Executor, FromRow};
 
-use super::{Backend, Cast, Writes, json_array, json_fields};
+use super::{Backend, Cast, Writes, insert_json, json_array};
 use crate::error::Result;
 
 /// The domain of every demo customer's email: reserved (RFC 2606), so no real customer has it.
@@ -33,24 +34,20 @@ pub struct Marker {
     pub created_at: String,
 }
 
+const MARKER: &str = "seed, events, customers, cancel_flow_at, created_at";
+
 pub async fn marker<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<Marker>> {
-    Ok(sqlx::query_as(
-        "SELECT seed, events, customers, cancel_flow_at, created_at FROM demo_data WHERE project_id = $1",
-    )
-    .bind(project_id)
-    .fetch_optional(db)
-    .await?)
+    super::table::project_row(db, MARKER, "demo_data", project_id).await
 }
 
 /// Marks the project as holding demo data; a project marked already is a conflict.
 pub async fn insert_marker<'e>(db: impl Writes<'e>, project_id: &str, m: &Marker) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO demo_data (project_id, seed, events, customers, cancel_flow_at, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
+    sqlx::query(&format!(
+        "INSERT INTO demo_data (project_id, {MARKER}) VALUES ($1, $2, $3, $4, $5, $6)"
+    ))
     .bind(project_id)
     .bind(m.seed)
     .bind(m.events)
@@ -65,8 +62,29 @@ pub async fn insert_marker<'e>(db: impl Writes<'e>, project_id: &str, m: &Marker
     Ok(())
 }
 
-/// A churn event as generated. Timestamps are stored text.
-#[derive(Debug, Clone)]
+/// Inserts the project's generated `rows` (serialised as objects keyed by column name) into
+/// `table` with one statement: the project id and each of `set` (a column and the SQL value
+/// every row takes), then `columns` read from each row as [`insert_json`] says.
+async fn insert_rows<'e, T: Serialize>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    table: &str,
+    set: &[(&str, &str)],
+    columns: &[&str],
+    casts: &[(&str, Cast)],
+    rows: &[T],
+) -> Result<()> {
+    let set: Vec<_> = [("project_id", "$1")]
+        .into_iter()
+        .chain(set.iter().copied())
+        .collect();
+    let sql = insert_json(db.backend(), table, &set, columns, casts, 2);
+    super::write_rows(db, &sql, project_id, rows).await
+}
+
+/// A churn event as generated, serialised as the row it inserts (each field a column).
+/// Timestamps are stored text.
+#[derive(Debug, Clone, Serialize)]
 pub struct EventRow {
     pub id: String,
     pub customer_email: String,
@@ -94,32 +112,6 @@ pub async fn insert_events<'e>(
     project_id: &str,
     rows: &[EventRow],
 ) -> Result<()> {
-    let backend = db.backend();
-    let rows: Vec<_> = rows
-        .iter()
-        .map(|e| {
-            serde_json::json!({
-                "id": e.id,
-                "customer_email": e.customer_email,
-                "customer_name": e.customer_name,
-                "event_type": e.event_type,
-                "cancel_reason": e.cancel_reason,
-                "reason_code": e.reason_code,
-                "mrr": e.mrr,
-                "currency": e.currency,
-                "plan_name": e.plan_name,
-                "tenure_days": e.tenure_days,
-                "status": e.status,
-                "provider": e.provider,
-                "recovered_via": e.recovered_via,
-                "recovered_at": e.recovered_at,
-                "lost_at": e.lost_at,
-                "offer_applied_at": e.offer_applied_at,
-                "created_at": e.created_at,
-                "updated_at": e.updated_at,
-            })
-        })
-        .collect();
     const INSERTED: [&str; 18] = [
         "id",
         "customer_email",
@@ -140,20 +132,16 @@ pub async fn insert_events<'e>(
         "created_at",
         "updated_at",
     ];
-    sqlx::query(&format!(
-        "INSERT INTO churn_events (project_id, {}) SELECT $1, {} FROM {}",
-        INSERTED.join(", "),
-        json_fields(
-            &INSERTED,
-            &[("mrr", Cast::BigInt), ("tenure_days", Cast::BigInt)]
-        ),
-        backend.json_rows(2)
-    ))
-    .bind(project_id)
-    .bind(json_array(&rows))
-    .execute(db)
-    .await?;
-    Ok(())
+    insert_rows(
+        db,
+        project_id,
+        "churn_events",
+        &[],
+        &INSERTED,
+        &[("mrr", Cast::BigInt), ("tenure_days", Cast::BigInt)],
+        rows,
+    )
+    .await
 }
 
 /// A recovery variant as generated; a sent one carries its send time in `updated_at` until
@@ -185,7 +173,6 @@ pub async fn insert_variants<'e>(
     project_id: &str,
     rows: &[VariantRow],
 ) -> Result<()> {
-    let backend = db.backend();
     let rows: Vec<_> = rows
         .iter()
         .map(|v| {
@@ -235,27 +222,23 @@ pub async fn insert_variants<'e>(
         "created_at",
         "updated_at",
     ];
-    sqlx::query(&format!(
-        "INSERT INTO recovery_variants (project_id, generator, {}) SELECT $1, 'template', {} FROM {}",
-        INSERTED.join(", "),
-        json_fields(
-            &INSERTED,
-            &[
-                ("recommended", Cast::Integer),
-                ("rank", Cast::Integer),
-                ("rank_score", Cast::Double),
-                ("coupon_percent", Cast::Integer),
-                ("open_count", Cast::Integer),
-                ("click_count", Cast::Integer),
-            ]
-        ),
-        backend.json_rows(2)
-    ))
-    .bind(project_id)
-    .bind(json_array(&rows))
-    .execute(db)
-    .await?;
-    Ok(())
+    insert_rows(
+        db,
+        project_id,
+        "recovery_variants",
+        &[("generator", "'template'")],
+        &INSERTED,
+        &[
+            ("recommended", Cast::Integer),
+            ("rank", Cast::Integer),
+            ("rank_score", Cast::Double),
+            ("coupon_percent", Cast::Integer),
+            ("open_count", Cast::Integer),
+            ("click_count", Cast::Integer),
+        ],
+        &rows,
+    )
+    .await
 }
 
 /// For the events with ids in `[from, to)`: marks their sent variants sent, then recovers the
@@ -311,7 +294,6 @@ pub async fn insert_failures(
     project_id: &str,
     rows: &[FailureRow],
 ) -> Result<()> {
-    let backend = Backend::of(tx);
     let failures: Vec<_> = rows
         .iter()
         .map(|f| {
@@ -348,19 +330,15 @@ pub async fn insert_failures(
         "updated_at",
     ];
     // No next retry: the dunning worker never picks demo records up.
-    sqlx::query(&format!(
-        "INSERT INTO payment_failures (project_id, provider, max_retries, {}) \
-         SELECT $1, 'stripe', 4, {} FROM {}",
-        INSERTED.join(", "),
-        json_fields(
-            &INSERTED,
-            &[("amount", Cast::BigInt), ("attempts", Cast::Integer)]
-        ),
-        backend.json_rows(2)
-    ))
-    .bind(project_id)
-    .bind(json_array(&failures))
-    .execute(&mut *tx)
+    insert_rows(
+        &mut *tx,
+        project_id,
+        "payment_failures",
+        &[("provider", "'stripe'"), ("max_retries", "4")],
+        &INSERTED,
+        &[("amount", Cast::BigInt), ("attempts", Cast::Integer)],
+        &failures,
+    )
     .await?;
     let attempts: Vec<_> = rows
         .iter()
@@ -377,11 +355,13 @@ pub async fn insert_failures(
         })
         .collect();
     const ATTEMPTS: [&str; 5] = ["id", "failure_id", "at", "outcome", "decline_code"];
-    sqlx::query(&format!(
-        "INSERT INTO payment_attempts ({}) SELECT {} FROM {}",
-        ATTEMPTS.join(", "),
-        json_fields(&ATTEMPTS, &[]),
-        backend.json_rows(1)
+    sqlx::query(&insert_json(
+        Backend::of(tx),
+        "payment_attempts",
+        &[],
+        &ATTEMPTS,
+        &[],
+        1,
     ))
     .bind(json_array(&attempts))
     .execute(&mut *tx)
@@ -389,8 +369,9 @@ pub async fn insert_failures(
     Ok(())
 }
 
-/// A risk alert as generated; `attempts` is the JSON array the alert log reads.
-#[derive(Debug, Clone)]
+/// A risk alert as generated, serialised as the row it inserts (each field a column);
+/// `attempts` is the JSON array the alert log reads.
+#[derive(Debug, Clone, Serialize)]
 pub struct AlertRow {
     pub id: String,
     pub opaque_id: String,
@@ -409,24 +390,6 @@ pub async fn insert_alerts<'e>(
     project_id: &str,
     rows: &[AlertRow],
 ) -> Result<()> {
-    let backend = db.backend();
-    let rows: Vec<_> = rows
-        .iter()
-        .map(|a| {
-            serde_json::json!({
-                "id": a.id,
-                "opaque_id": a.opaque_id,
-                "customer_email": a.customer_email,
-                "risk_score": a.risk_score,
-                "risk_level": a.risk_level,
-                "signals": a.signals,
-                "status": a.status,
-                "reason": a.reason,
-                "attempts": a.attempts,
-                "created_at": a.created_at,
-            })
-        })
-        .collect();
     const INSERTED: [&str; 10] = [
         "id",
         "opaque_id",
@@ -440,17 +403,16 @@ pub async fn insert_alerts<'e>(
         "created_at",
     ];
     // Never pending: the delivery worker has nothing of the demo's to send.
-    sqlx::query(&format!(
-        "INSERT INTO risk_alerts (project_id, channel, {}) SELECT $1, 'webhook', {} FROM {}",
-        INSERTED.join(", "),
-        json_fields(&INSERTED, &[("risk_score", Cast::Integer)]),
-        backend.json_rows(2)
-    ))
-    .bind(project_id)
-    .bind(json_array(&rows))
-    .execute(db)
-    .await?;
-    Ok(())
+    insert_rows(
+        db,
+        project_id,
+        "risk_alerts",
+        &[("channel", "'webhook'")],
+        &INSERTED,
+        &[("risk_score", Cast::Integer)],
+        rows,
+    )
+    .await
 }
 
 /// Cancel-flow opens: (customer email, opened at).
@@ -459,23 +421,21 @@ pub async fn insert_opens<'e>(
     project_id: &str,
     rows: &[(String, String)],
 ) -> Result<()> {
-    let backend = db.backend();
     let rows: Vec<_> = rows
         .iter()
         .map(|(email, at)| serde_json::json!({ "customer_email": email, "opened_at": at }))
         .collect();
     const INSERTED: [&str; 2] = ["customer_email", "opened_at"];
-    sqlx::query(&format!(
-        "INSERT INTO cancel_flow_opens (project_id, {}) SELECT $1, {} FROM {}",
-        INSERTED.join(", "),
-        json_fields(&INSERTED, &[]),
-        backend.json_rows(2)
-    ))
-    .bind(project_id)
-    .bind(json_array(&rows))
-    .execute(db)
-    .await?;
-    Ok(())
+    insert_rows(
+        db,
+        project_id,
+        "cancel_flow_opens",
+        &[],
+        &INSERTED,
+        &[],
+        &rows,
+    )
+    .await
 }
 
 /// Deletes the demo events with ids in `[from, to)` and their variants, answering how many

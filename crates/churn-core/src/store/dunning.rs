@@ -5,7 +5,7 @@ use sqlx::{Any, Executor};
 use super::Writes;
 use crate::api::payments::DunningConfig;
 use crate::error::{Error, Result};
-use crate::time::{self, Timestamp};
+use crate::time::Timestamp;
 
 /// The project's configuration, or the defaults when it never set one.
 pub async fn get<'e>(
@@ -29,14 +29,5 @@ pub async fn put<'e>(
     config: &DunningConfig,
     now: Timestamp,
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO dunning_configs (project_id, config, updated_at) VALUES ($1, $2, $3) \
-         ON CONFLICT (project_id) DO UPDATE SET config = $2, updated_at = $3",
-    )
-    .bind(project_id)
-    .bind(serde_json::to_string(config).map_err(Error::internal)?)
-    .bind(time::format(&now))
-    .execute(db)
-    .await?;
-    Ok(())
+    super::table::put_project_json(db, "dunning_configs", "config", project_id, config, now).await
 }

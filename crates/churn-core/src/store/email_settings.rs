@@ -1,8 +1,7 @@
 //! The `email_settings` table: a project's own sender and the proof of its domain.
 
 use super::Writes;
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
 use super::decode;
 use crate::error::Result;
@@ -18,29 +17,19 @@ pub struct EmailSettingsRecord {
     pub verified_at: Option<Timestamp>,
 }
 
-impl FromRow<'_, AnyRow> for EmailSettingsRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(EmailSettingsRecord {
-            from_name: row.try_get("from_name")?,
-            from_email: row.try_get("from_email")?,
-            reply_to: row.try_get("reply_to")?,
-            verification_token: row.try_get("verification_token")?,
-            verified_at: decode::timestamp_opt(row, "verified_at")?,
-        })
+decode::from_row! {
+    EmailSettingsRecord {
+        from_name, from_email, reply_to, verification_token, verified_at: timestamp_opt,
     }
 }
+
+const COLUMNS: &str = "from_name, from_email, reply_to, verification_token, verified_at";
 
 pub async fn get<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<EmailSettingsRecord>> {
-    Ok(sqlx::query_as(
-        "SELECT from_name, from_email, reply_to, verification_token, verified_at \
-         FROM email_settings WHERE project_id = $1",
-    )
-    .bind(project_id)
-    .fetch_optional(db)
-    .await?)
+    super::table::project_row(db, COLUMNS, "email_settings", project_id).await
 }
 
 pub async fn upsert<'e>(
@@ -49,12 +38,12 @@ pub async fn upsert<'e>(
     s: &EmailSettingsRecord,
     now: Timestamp,
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO email_settings (project_id, from_name, from_email, reply_to, \
-         verification_token, verified_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+    sqlx::query(&format!(
+        "INSERT INTO email_settings (project_id, {COLUMNS}, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) \
          ON CONFLICT (project_id) DO UPDATE SET from_name = $2, from_email = $3, reply_to = $4, \
-         verification_token = $5, verified_at = $6, updated_at = $7",
-    )
+         verification_token = $5, verified_at = $6, updated_at = $7"
+    ))
     .bind(project_id)
     .bind(&s.from_name)
     .bind(&s.from_email)

@@ -4,7 +4,8 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Executor, FromRow, Row};
 
-use super::{Backend, Cast, Writes, contains_pattern, decode, json_array, json_fields};
+use super::table::Table;
+use super::{Backend, Cast, Writes, contains_pattern, decode, insert_json, json_array};
 use crate::api::events::AutopilotStatus;
 use crate::domain::analytics::Group;
 use crate::domain::lifecycle::EventStatus;
@@ -94,6 +95,8 @@ const COLUMNS: &str = "e.id, e.project_id, e.customer_email, e.customer_name, e.
     e.created_at, e.updated_at, e.holdout_group, e.autopilot_status, e.autopilot_reason, e.offer_error, \
     e.offer_applied_at, e.flow_id, e.flow_variant";
 
+const EVENTS: Table = Table::new("churn_events e", COLUMNS);
+
 /// Inserts the events with one statement (a group's events travel as one parameter).
 pub async fn insert<'e>(db: impl Writes<'e>, events: &[&EventRecord]) -> Result<()> {
     let backend = db.backend();
@@ -152,14 +155,13 @@ pub async fn insert<'e>(db: impl Writes<'e>, events: &[&EventRecord]) -> Result<
         "flow_variant",
     ];
     // A new event was last updated when it was created.
-    let sql = format!(
-        "INSERT INTO churn_events ({}, updated_at) SELECT {}, j.value ->> 'created_at' FROM {}",
-        INSERTED.join(", "),
-        json_fields(
-            &INSERTED,
-            &[("mrr", Cast::BigInt), ("tenure_days", Cast::BigInt)]
-        ),
-        backend.json_rows(1)
+    let sql = insert_json(
+        backend,
+        "churn_events",
+        &[("updated_at", "j.value ->> 'created_at'")],
+        &INSERTED,
+        &[("mrr", Cast::BigInt), ("tenure_days", Cast::BigInt)],
+        1,
     );
     sqlx::query(&sql)
         .bind(json_array(&rows))
@@ -241,12 +243,7 @@ pub async fn get<'e>(
     project_id: &str,
     id: &str,
 ) -> Result<Option<EventRecord>> {
-    let sql = format!("SELECT {COLUMNS} FROM churn_events e WHERE e.project_id = $1 AND e.id = $2");
-    Ok(sqlx::query_as(&sql)
-        .bind(project_id)
-        .bind(id)
-        .fetch_optional(db)
-        .await?)
+    EVENTS.get(db, project_id, id).await
 }
 
 /// The project of an event, if the user may see that project (unscoped routes with a session).
@@ -417,17 +414,9 @@ pub async fn latest_subscription<'e>(
     email: &str,
     provider: &str,
 ) -> Result<Option<String>> {
-    Ok(sqlx::query_scalar(
-        "SELECT provider_subscription_id FROM churn_events \
-         WHERE project_id = $1 AND customer_email = $2 AND provider = $3 \
-         AND provider_subscription_id IS NOT NULL \
-         ORDER BY created_at DESC, id DESC LIMIT 1",
-    )
-    .bind(project_id)
-    .bind(email)
-    .bind(provider)
-    .fetch_optional(db)
-    .await?)
+    let customer = (project_id, email, provider);
+    let carried = "provider_subscription_id IS NOT NULL";
+    newest_from_provider(db, customer, "provider_subscription_id", carried).await
 }
 
 /// When the customer last accepted a cancel-flow offer: the creation of their newest event
@@ -439,18 +428,30 @@ pub async fn last_offer_accepted<'e>(
     email: &str,
     provider: &str,
 ) -> Result<Option<Timestamp>> {
-    let at: Option<String> = sqlx::query_scalar(
-        "SELECT created_at FROM churn_events \
-         WHERE project_id = $1 AND customer_email = $2 \
-         AND provider = $3 AND recovered_via = $3 \
-         ORDER BY created_at DESC, id DESC LIMIT 1",
-    )
-    .bind(project_id)
-    .bind(email)
-    .bind(provider)
-    .fetch_optional(db)
-    .await?;
+    let customer = (project_id, email, provider);
+    let at = newest_from_provider(db, customer, "created_at", "recovered_via = $3").await?;
     Ok(at.as_deref().and_then(time::parse))
+}
+
+/// The text `column` of the customer's newest event from the provider (`$3`) that meets
+/// `condition`.
+async fn newest_from_provider<'e>(
+    db: impl Executor<'e, Database = Any>,
+    (project_id, email, provider): (&str, &str, &str),
+    column: &str,
+    condition: &str,
+) -> Result<Option<String>> {
+    let sql = format!(
+        "SELECT {column} FROM churn_events \
+         WHERE project_id = $1 AND customer_email = $2 AND provider = $3 AND {condition} \
+         ORDER BY created_at DESC, id DESC LIMIT 1"
+    );
+    Ok(sqlx::query_scalar(&sql)
+        .bind(project_id)
+        .bind(email)
+        .bind(provider)
+        .fetch_optional(db)
+        .await?)
 }
 
 /// Marks the event recovered, from whichever non-terminal status it is in.
@@ -825,8 +826,7 @@ pub async fn by_id<'e>(
     db: impl Executor<'e, Database = Any>,
     id: &str,
 ) -> Result<Option<EventRecord>> {
-    let sql = format!("SELECT {COLUMNS} FROM churn_events e WHERE e.id = $1");
-    Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
+    EVENTS.by_id(db, id).await
 }
 
 #[cfg(test)]

@@ -2,9 +2,9 @@
 //! signal (decisions §18). The primary key (project, customer) makes the schedule a single
 //! upsert, so a signal delivered twice, or to two processes at once, schedules one notice.
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
+use super::table::Table;
 use super::{Writes, decode};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -28,22 +28,10 @@ pub struct NoticeRecord {
     pub created_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for NoticeRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            project_id: row.try_get("project_id")?,
-            customer_email: row.try_get("customer_email")?,
-            expires_at: decode::timestamp(row, "expires_at")?,
-            signal_at: decode::timestamp(row, "signal_at")?,
-            brand: row.try_get("brand")?,
-            last4: row.try_get("last4")?,
-            provider_customer_id: row.try_get("provider_customer_id")?,
-            send_at: decode::timestamp(row, "send_at")?,
-            status: row.try_get("status")?,
-            reason: row.try_get("reason")?,
-            created_at: decode::timestamp(row, "created_at")?,
-        })
+decode::from_row! {
+    NoticeRecord {
+        id, project_id, customer_email, expires_at: timestamp, signal_at: timestamp, brand, last4,
+        provider_customer_id, send_at: timestamp, status, reason, created_at: timestamp,
     }
 }
 
@@ -107,8 +95,7 @@ pub async fn by_id<'e>(
     db: impl Executor<'e, Database = Any>,
     id: &str,
 ) -> Result<Option<NoticeRecord>> {
-    let sql = format!("SELECT {COLUMNS} FROM expiry_notices WHERE id = $1");
-    Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
+    Table::new("expiry_notices", COLUMNS).by_id(db, id).await
 }
 
 /// Something made the customer's pending notice needless (a successful payment, a card
@@ -195,17 +182,12 @@ mod tests {
         let db = TestDatabase::new(backend).await;
         let store = store_with_project(&db).await;
         let w = || store.writer();
+        let scheduled = async |id: &str, expires: &str, signal: &str| {
+            schedule(w(), &notice(id, expires, signal)).await.unwrap()
+        };
         let (aug, sep) = ("2030-08-31T00:00:00Z", "2030-09-30T00:00:00Z");
-        assert!(
-            schedule(w(), &notice("n1", aug, "2030-07-01T00:00:00Z"))
-                .await
-                .unwrap()
-        );
-        assert!(
-            !schedule(w(), &notice("n2", aug, "2030-07-02T00:00:00Z"))
-                .await
-                .unwrap()
-        );
+        assert!(scheduled("n1", aug, "2030-07-01T00:00:00Z").await);
+        assert!(!scheduled("n2", aug, "2030-07-02T00:00:00Z").await);
         mark_sent(
             w(),
             "n1",
@@ -215,26 +197,14 @@ mod tests {
         .await
         .unwrap();
         // Sent stays sent for the same expiry; an older signal of another one is ignored.
-        assert!(
-            !schedule(w(), &notice("n3", aug, "2030-08-20T00:00:00Z"))
-                .await
-                .unwrap()
-        );
-        assert!(
-            !schedule(w(), &notice("n4", sep, "2030-06-01T00:00:00Z"))
-                .await
-                .unwrap()
-        );
+        assert!(!scheduled("n3", aug, "2030-08-20T00:00:00Z").await);
+        assert!(!scheduled("n4", sep, "2030-06-01T00:00:00Z").await);
         assert_eq!(
             by_id(store.reader(), "n1").await.unwrap().unwrap().status,
             "sent"
         );
         // A newer expiry replaces it under a new id.
-        assert!(
-            schedule(w(), &notice("n5", sep, "2030-08-21T00:00:00Z"))
-                .await
-                .unwrap()
-        );
+        assert!(scheduled("n5", sep, "2030-08-21T00:00:00Z").await);
         assert_eq!(by_id(store.reader(), "n1").await.unwrap(), None);
         let now = time::parse("2030-08-22T00:00:00Z").unwrap();
         assert!(

@@ -6,10 +6,8 @@
 
 use super::Writes;
 use serde::Serialize;
-use sqlx::any::AnyRow;
-use sqlx::{FromRow, Row};
 
-use super::{Cast, Store, decode, json_array, json_fields, ts};
+use super::{Cast, Store, decode, insert_json, json_array, ts};
 use crate::error::Result;
 use crate::ids::new_id;
 use crate::time::{self, Timestamp};
@@ -25,16 +23,9 @@ pub struct JobRecord {
     pub project_id: Option<String>,
 }
 
-impl FromRow<'_, AnyRow> for JobRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(JobRecord {
-            id: row.try_get("id")?,
-            kind: row.try_get("kind")?,
-            payload: decode::json(row, "payload")?,
-            attempts: row.try_get("attempts")?,
-            run_at: decode::timestamp(row, "run_at")?,
-            project_id: row.try_get("project_id")?,
-        })
+decode::from_row! {
+    JobRecord {
+        id, kind, payload: json, attempts, run_at: timestamp, project_id,
     }
 }
 
@@ -123,7 +114,7 @@ pub async fn enqueue<'e>(db: impl Writes<'e>, jobs: &[NewJob<'_>], now: Timestam
             owner_id: j.owner.map(|(_, id)| id),
         })
         .collect();
-    let project: String = Owner::ALL
+    let whens: String = Owner::ALL
         .iter()
         .map(|o| {
             format!(
@@ -133,12 +124,19 @@ pub async fn enqueue<'e>(db: impl Writes<'e>, jobs: &[NewJob<'_>], now: Timestam
             )
         })
         .collect();
-    let sql = format!(
-        "INSERT INTO jobs ({}, status, created_at, updated_at, project_id) \
-         SELECT {}, 'queued', $2, $2, CASE j.value ->> 'owner_table'{project} END FROM {}",
-        INSERTED.join(", "),
-        json_fields(&INSERTED, &[("max_attempts", Cast::BigInt)]),
-        backend.json_rows(1)
+    let project = format!("CASE j.value ->> 'owner_table'{whens} END");
+    let sql = insert_json(
+        backend,
+        "jobs",
+        &[
+            ("status", "'queued'"),
+            ("created_at", "$2"),
+            ("updated_at", "$2"),
+            ("project_id", &project),
+        ],
+        &INSERTED,
+        &[("max_attempts", Cast::BigInt)],
+        1,
     );
     sqlx::query(&sql)
         .bind(json_array(&rows))

@@ -536,8 +536,11 @@ mod storage_tests {
         .unwrap();
     }
 
-    async fn exec(store: &Store, sql: &str) {
-        sqlx::query(sql).execute(store.writer()).await.unwrap();
+    /// Runs `statements` one after the other.
+    async fn exec(store: &Store, statements: &[&str]) {
+        for sql in statements {
+            sqlx::query(sql).execute(store.writer()).await.unwrap();
+        }
     }
 
     async fn track(store: &Store, project: &str, emails: &[&str], at: &str) {
@@ -643,32 +646,24 @@ mod storage_tests {
             insert_variant(&store, id, event, strategy).await;
         }
         assert_no_drift(&store, "unsent variants").await;
-        exec(&store, "UPDATE recovery_variants SET sent_at = '2026-11-05T08:00:00.000Z' WHERE id IN ('v1', 'v3', 'v4')").await;
         exec(
             &store,
-            "UPDATE recovery_variants SET sent_at = '2026-11-05T09:00:00.000Z' WHERE id = 'v2'",
-        )
-        .await;
-        exec(
-            &store,
-            "UPDATE churn_events SET status = 'email_sent' WHERE id IN ('e1', 'e2')",
+            &[
+                "UPDATE recovery_variants SET sent_at = '2026-11-05T08:00:00.000Z' WHERE id IN ('v1', 'v3', 'v4')",
+                "UPDATE recovery_variants SET sent_at = '2026-11-05T09:00:00.000Z' WHERE id = 'v2'",
+                "UPDATE churn_events SET status = 'email_sent' WHERE id IN ('e1', 'e2')",
+            ],
         )
         .await;
         assert_no_drift(&store, "variants sent").await;
 
         exec(
             &store,
-            "UPDATE churn_events SET status = 'recovered' WHERE id = 'e1'",
-        )
-        .await;
-        exec(
-            &store,
-            "UPDATE churn_events SET status = 'recovered', mrr = 2000 WHERE id = 'e2'",
-        )
-        .await;
-        exec(
-            &store,
-            "UPDATE churn_events SET status = 'lost', event_type = 'cancellation' WHERE id = 'e3'",
+            &[
+                "UPDATE churn_events SET status = 'recovered' WHERE id = 'e1'",
+                "UPDATE churn_events SET status = 'recovered', mrr = 2000 WHERE id = 'e2'",
+                "UPDATE churn_events SET status = 'lost', event_type = 'cancellation' WHERE id = 'e3'",
+            ],
         )
         .await;
         assert_eq!(
@@ -689,18 +684,12 @@ mod storage_tests {
 
         exec(
             &store,
-            "UPDATE churn_events SET recovered_at = '2026-11-06T10:00:00.000Z' \
-             WHERE id IN ('e1', 'e2')",
-        )
-        .await;
-        exec(
-            &store,
-            "UPDATE churn_events SET lost_at = '2026-11-07T10:00:00.000Z' WHERE id = 'e3'",
-        )
-        .await;
-        exec(
-            &store,
-            "UPDATE churn_events SET reason_code = 'too_expensive' WHERE id = 'e4'",
+            &[
+                "UPDATE churn_events SET recovered_at = '2026-11-06T10:00:00.000Z' \
+                 WHERE id IN ('e1', 'e2')",
+                "UPDATE churn_events SET lost_at = '2026-11-07T10:00:00.000Z' WHERE id = 'e3'",
+                "UPDATE churn_events SET reason_code = 'too_expensive' WHERE id = 'e4'",
+            ],
         )
         .await;
         assert_eq!(
@@ -720,7 +709,7 @@ mod storage_tests {
         assert_no_drift(&store, "resolution times set, a reason changed").await;
         exec(
             &store,
-            "UPDATE churn_events SET customer_email = 'd@x.io' WHERE id = 'e4'",
+            &["UPDATE churn_events SET customer_email = 'd@x.io' WHERE id = 'e4'"],
         )
         .await;
         assert_eq!(
@@ -730,7 +719,7 @@ mod storage_tests {
         assert_no_drift(&store, "an event moved to another customer").await;
         exec(
             &store,
-            "UPDATE churn_events SET customer_email = 'c@x.io' WHERE id = 'e4'",
+            &["UPDATE churn_events SET customer_email = 'c@x.io' WHERE id = 'e4'"],
         )
         .await;
         let kept: i64 = sqlx::query_scalar(
@@ -746,18 +735,12 @@ mod storage_tests {
         assert_no_drift(&store, "a customer's last event moved away").await;
         exec(
             &store,
-            "UPDATE churn_events SET lost_at = '2026-11-08T10:00:00.000Z' WHERE id = 'e2'",
-        )
-        .await;
-        exec(
-            &store,
-            "UPDATE churn_events SET created_at = '2026-11-01T09:00:00.000Z', \
-             lost_at = '2026-11-02T00:00:00.000Z' WHERE id = 'e3'",
-        )
-        .await;
-        exec(
-            &store,
-            "UPDATE churn_events SET recovered_at = NULL WHERE id = 'e1'",
+            &[
+                "UPDATE churn_events SET lost_at = '2026-11-08T10:00:00.000Z' WHERE id = 'e2'",
+                "UPDATE churn_events SET created_at = '2026-11-01T09:00:00.000Z', \
+                 lost_at = '2026-11-02T00:00:00.000Z' WHERE id = 'e3'",
+                "UPDATE churn_events SET recovered_at = NULL WHERE id = 'e1'",
+            ],
         )
         .await;
         assert_eq!(
@@ -783,13 +766,11 @@ mod storage_tests {
 
         exec(
             &store,
-            "UPDATE churn_events SET status = 'lost' WHERE id = 'e2'",
-        )
-        .await;
-        exec(&store, "UPDATE churn_events SET mrr = NULL WHERE id = 'e4'").await;
-        exec(
-            &store,
-            "UPDATE recovery_variants SET sent_at = NULL WHERE id = 'v3'",
+            &[
+                "UPDATE churn_events SET status = 'lost' WHERE id = 'e2'",
+                "UPDATE churn_events SET mrr = NULL WHERE id = 'e4'",
+                "UPDATE recovery_variants SET sent_at = NULL WHERE id = 'v3'",
+            ],
         )
         .await;
         assert_no_drift(
@@ -849,26 +830,30 @@ mod storage_tests {
             .unwrap();
         exec(
             &store,
-            "DELETE FROM customers WHERE project_id = 'p1' AND email = 'b@x.io'",
+            &["DELETE FROM customers WHERE project_id = 'p1' AND email = 'b@x.io'"],
         )
         .await;
         assert_no_drift(&store, "scores purged, a customer deleted").await;
 
-        exec(&store, "DELETE FROM recovery_variants WHERE id = 'v4'").await;
-        exec(&store, "DELETE FROM churn_events WHERE id IN ('e2', 'e3')").await;
+        exec(
+            &store,
+            &[
+                "DELETE FROM recovery_variants WHERE id = 'v4'",
+                "DELETE FROM churn_events WHERE id IN ('e2', 'e3')",
+            ],
+        )
+        .await;
         // A recovered event goes as `store::demo::delete_events` takes it: lost, then its
         // variants, then the event.
         exec(
             &store,
-            "UPDATE churn_events SET status = 'lost' WHERE id = 'e1'",
+            &[
+                "UPDATE churn_events SET status = 'lost' WHERE id = 'e1'",
+                "DELETE FROM recovery_variants WHERE churn_event_id = 'e1'",
+                "DELETE FROM churn_events WHERE id = 'e1'",
+            ],
         )
         .await;
-        exec(
-            &store,
-            "DELETE FROM recovery_variants WHERE churn_event_id = 'e1'",
-        )
-        .await;
-        exec(&store, "DELETE FROM churn_events WHERE id = 'e1'").await;
         assert_eq!(
             kept_keys(&store, KeptCount::EventTotals, "p1").await,
             ["recovered cancellation"]
@@ -878,15 +863,13 @@ mod storage_tests {
         insert_variant(&store, "v5", "f1", "personal").await;
         exec(
             &store,
-            "UPDATE recovery_variants SET sent_at = '2026-11-06T08:00:00.000Z' WHERE id = 'v5'",
+            &[
+                "UPDATE recovery_variants SET sent_at = '2026-11-06T08:00:00.000Z' WHERE id = 'v5'",
+                "UPDATE churn_events SET status = 'recovered' WHERE id = 'f1'",
+                "DELETE FROM projects WHERE id = 'p2'",
+            ],
         )
         .await;
-        exec(
-            &store,
-            "UPDATE churn_events SET status = 'recovered' WHERE id = 'f1'",
-        )
-        .await;
-        exec(&store, "DELETE FROM projects WHERE id = 'p2'").await;
         for count in KeptCount::ALL {
             assert_eq!(
                 kept_keys(&store, count, "p2").await,
@@ -1054,12 +1037,10 @@ mod storage_tests {
         insert_variant(&store, "v1", "e1", "discount").await;
         exec(
             &store,
-            "UPDATE recovery_variants SET sent_at = '2026-11-05T08:00:00.000Z' WHERE id = 'v1'",
-        )
-        .await;
-        exec(
-            &store,
-            "UPDATE churn_events SET status = 'recovered' WHERE id = 'e1'",
+            &[
+                "UPDATE recovery_variants SET sent_at = '2026-11-05T08:00:00.000Z' WHERE id = 'v1'",
+                "UPDATE churn_events SET status = 'recovered' WHERE id = 'e1'",
+            ],
         )
         .await;
         track(&store, "p1", &["a@x.io", "b@x.io"], "2026-11-20T10:00:00Z").await;
@@ -1068,33 +1049,15 @@ mod storage_tests {
 
         exec(
             &store,
-            "DELETE FROM churn_event_counts WHERE status = 'processing'",
-        )
-        .await;
-        exec(
-            &store,
-            "UPDATE churn_event_days SET n = n + 2 WHERE kind = 'created'",
-        )
-        .await;
-        exec(&store, "UPDATE strategy_days SET recoveries = 0").await;
-        exec(
-            &store,
-            "DELETE FROM churn_cohorts WHERE status = 'recovered'",
-        )
-        .await;
-        exec(
-            &store,
-            "UPDATE customer_counts SET n = n - 1 WHERE key = 'customer'",
-        )
-        .await;
-        exec(
-            &store,
-            "UPDATE customer_counts SET key = 'risk_low' WHERE key = 'risk_high'",
-        )
-        .await;
-        exec(
-            &store,
-            "UPDATE customers SET latest_mrr = 7 WHERE email = 'a@x.io'",
+            &[
+                "DELETE FROM churn_event_counts WHERE status = 'processing'",
+                "UPDATE churn_event_days SET n = n + 2 WHERE kind = 'created'",
+                "UPDATE strategy_days SET recoveries = 0",
+                "DELETE FROM churn_cohorts WHERE status = 'recovered'",
+                "UPDATE customer_counts SET n = n - 1 WHERE key = 'customer'",
+                "UPDATE customer_counts SET key = 'risk_low' WHERE key = 'risk_high'",
+                "UPDATE customers SET latest_mrr = 7 WHERE email = 'a@x.io'",
+            ],
         )
         .await;
         let found: Vec<_> = drift(&store)
@@ -1160,12 +1123,10 @@ mod storage_tests {
         assert_no_drift(&store, "the rebuild").await;
         exec(
             &store,
-            "UPDATE churn_events SET status = 'lost' WHERE id = 'e2'",
-        )
-        .await;
-        exec(
-            &store,
-            "UPDATE churn_events SET status = 'lost' WHERE id = 'e1'",
+            &[
+                "UPDATE churn_events SET status = 'lost' WHERE id = 'e2'",
+                "UPDATE churn_events SET status = 'lost' WHERE id = 'e1'",
+            ],
         )
         .await;
         track(&store, "p1", &["c@x.io"], "2026-11-21T10:00:00Z").await;
@@ -1269,11 +1230,7 @@ mod storage_tests {
                 Change::Event(id, mrr, at) => {
                     insert_events(store.writer(), &[event(id, Some(mrr), at)]).await
                 }
-                Change::Statements(statements) => {
-                    for statement in statements {
-                        exec(&store, statement).await;
-                    }
-                }
+                Change::Statements(statements) => exec(&store, statements).await,
             }
             assert_eq!(latest_mrr(&store, "c@x.io").await, c, "c, after {step}");
             assert_eq!(latest_mrr(&store, "a@x.io").await, a, "a, after {step}");

@@ -38,6 +38,7 @@ pub mod risk;
 pub(crate) mod sealed;
 pub mod secrets;
 pub mod suppressions;
+mod table;
 pub mod team;
 pub mod users;
 pub mod variants;
@@ -323,6 +324,27 @@ pub(crate) fn json_array<T: serde::Serialize>(rows: &[T]) -> String {
     serde_json::to_string(rows).expect("rows of strings and numbers serialise")
 }
 
+/// The JSON text stored for `value`; one that does not serialise is an internal error.
+pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(Error::internal)
+}
+
+/// Runs `sql`, a write of a project's rows: the project id bound as `$1`, the rows as one
+/// [`json_array`] as `$2`.
+pub(crate) async fn write_rows<'e, T: serde::Serialize>(
+    db: impl Writes<'e>,
+    sql: &str,
+    project_id: &str,
+    rows: &[T],
+) -> Result<()> {
+    sqlx::query(sql)
+        .bind(project_id)
+        .bind(json_array(rows))
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
 /// `LIKE` pattern (for `ESCAPE '\'`) of a substring, its wildcards escaped.
 pub(crate) fn contains_pattern(q: &str) -> String {
     let escaped = q
@@ -371,6 +393,38 @@ pub(crate) fn json_fields(columns: &[&str], casts: &[(&str, Cast)]) -> String {
         .join(", ")
 }
 
+/// An insert into `table` of the rows of the [`json_array`] bound as parameter `param`: each
+/// of `set` names a column and the SQL value every row takes (a parameter, a constant, an
+/// expression over `j.value`), then each of `columns` is read from the row's object by name
+/// through [`json_fields`], cast as `casts` says. A clause may follow (`WHERE true ON
+/// CONFLICT …`).
+pub(crate) fn insert_json(
+    backend: Backend,
+    table: &str,
+    set: &[(&str, &str)],
+    columns: &[&str],
+    casts: &[(&str, Cast)],
+    param: usize,
+) -> String {
+    let (names, values): (Vec<&str>, Vec<&str>) = set.iter().copied().unzip();
+    let fields = json_fields(columns, casts);
+    format!(
+        "INSERT INTO {table} ({}) SELECT {} FROM {}",
+        names
+            .iter()
+            .chain(columns)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", "),
+        values
+            .into_iter()
+            .chain([fields.as_str()])
+            .collect::<Vec<_>>()
+            .join(", "),
+        backend.json_rows(param)
+    )
+}
+
 /// Parses a stored timestamp; a malformed one is corrupt data, reported as internal.
 pub(crate) fn ts(raw: &str) -> Result<crate::time::Timestamp> {
     crate::time::parse(raw)
@@ -383,7 +437,7 @@ pub(crate) fn ts_opt(raw: Option<&str>) -> Result<Option<crate::time::Timestamp>
 
 #[cfg(test)]
 mod tests {
-    use super::{Cast, json_fields};
+    use super::{Backend, Cast, insert_json, json_fields};
 
     #[test]
     fn json_fields_reads_each_column_by_name_with_its_cast() {
@@ -401,6 +455,27 @@ mod tests {
              j.value ->> 'note'"
         );
         assert_eq!(json_fields(&["id"], &[]), "j.value ->> 'id'");
+    }
+
+    #[test]
+    fn insert_json_sets_its_columns_then_reads_the_rest_from_each_row() {
+        assert_eq!(
+            insert_json(
+                Backend::Sqlite,
+                "t",
+                &[("project_id", "$1"), ("kind", "'demo'")],
+                &["id", "n"],
+                &[("n", Cast::Integer)],
+                2,
+            ),
+            "INSERT INTO t (project_id, kind, id, n) SELECT $1, 'demo', j.value ->> 'id', \
+             CAST(j.value ->> 'n' AS INTEGER) FROM json_each($2) AS j"
+        );
+        assert_eq!(
+            insert_json(Backend::Postgres, "t", &[], &["id"], &[], 1),
+            "INSERT INTO t (id) SELECT j.value ->> 'id' \
+             FROM jsonb_array_elements(CAST($1 AS jsonb)) AS j(value)"
+        );
     }
 
     #[test]

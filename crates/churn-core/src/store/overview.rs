@@ -170,16 +170,15 @@ pub async fn reasons<'e>(
     from_day: &str,
     to_day: &str,
 ) -> Result<Vec<(String, i64, i64)>> {
-    Ok(sqlx::query_as(
+    by_day_range(
+        db,
         "SELECT reason_code, CAST(SUM(n) AS BIGINT), CAST(SUM(mrr_sum) AS BIGINT) \
          FROM churn_event_days WHERE project_id = $1 AND kind = 'created' AND day >= $2 \
          AND day <= $3 GROUP BY reason_code HAVING SUM(n) > 0",
+        project_id,
+        (from_day, to_day),
     )
-    .bind(project_id)
-    .bind(from_day)
-    .bind(to_day)
-    .fetch_all(db)
-    .await?)
+    .await
 }
 
 /// Emails sent on the UTC days `from_day` through `to_day` (`YYYY-MM-DD`) by strategy:
@@ -190,16 +189,30 @@ pub async fn strategies<'e>(
     from_day: &str,
     to_day: &str,
 ) -> Result<Vec<(String, i64, i64)>> {
-    Ok(sqlx::query_as(
+    by_day_range(
+        db,
         "SELECT strategy, CAST(SUM(sends) AS BIGINT), CAST(SUM(recoveries) AS BIGINT) \
          FROM strategy_days WHERE project_id = $1 AND day >= $2 AND day <= $3 \
          GROUP BY strategy HAVING SUM(sends) > 0",
+        project_id,
+        (from_day, to_day),
     )
-    .bind(project_id)
-    .bind(from_day)
-    .bind(to_day)
-    .fetch_all(db)
-    .await?)
+    .await
+}
+
+/// The rows `sql` groups of the project's kept daily counts on the days `$2` through `$3`.
+async fn by_day_range<'e>(
+    db: impl Executor<'e, Database = Any>,
+    sql: &str,
+    project_id: &str,
+    (from_day, to_day): (&str, &str),
+) -> Result<Vec<(String, i64, i64)>> {
+    Ok(sqlx::query_as(sql)
+        .bind(project_id)
+        .bind(from_day)
+        .bind(to_day)
+        .fetch_all(db)
+        .await?)
 }
 
 /// Whether the project has any churn event, tracked event or provider event at all.

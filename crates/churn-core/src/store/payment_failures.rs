@@ -5,10 +5,11 @@
 //! failure id alone: callers reach them only through a record they have already loaded.
 
 use serde::Serialize;
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
-use super::{Cast, Writes, decode, json_array, json_fields};
+use super::decode::Record;
+use super::table::Table;
+use super::{Cast, Writes, decode, insert_json, json_array};
 use crate::domain::provider::Provider;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -40,33 +41,13 @@ pub struct FailureRecord {
     pub updated_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for FailureRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            project_id: row.try_get("project_id")?,
-            provider: decode::named(row, "provider")?,
-            reference: row.try_get("reference")?,
-            customer_email: row.try_get("customer_email")?,
-            amount: row.try_get("amount")?,
-            currency: row.try_get("currency")?,
-            status: row.try_get("status")?,
-            failure_reason: row.try_get("failure_reason")?,
-            decline_code: row.try_get("decline_code")?,
-            attempts: row.try_get("attempts")?,
-            max_retries: row.try_get("max_retries")?,
-            next_retry_at: decode::timestamp_opt(row, "next_retry_at")?,
-            abandon_reason: row.try_get("abandon_reason")?,
-            recovered_at: decode::timestamp_opt(row, "recovered_at")?,
-            provider_invoice_id: row.try_get("provider_invoice_id")?,
-            provider_payment_id: row.try_get("provider_payment_id")?,
-            provider_customer_id: row.try_get("provider_customer_id")?,
-            provider_subscription_id: row.try_get("provider_subscription_id")?,
-            payment_link: row.try_get("payment_link")?,
-            churn_event_id: row.try_get("churn_event_id")?,
-            created_at: decode::timestamp(row, "created_at")?,
-            updated_at: decode::timestamp(row, "updated_at")?,
-        })
+decode::from_row! {
+    FailureRecord {
+        id, project_id, provider: named, reference, customer_email, amount, currency, status,
+        failure_reason, decline_code, attempts, max_retries, next_retry_at: timestamp_opt,
+        abandon_reason, recovered_at: timestamp_opt, provider_invoice_id, provider_payment_id,
+        provider_customer_id, provider_subscription_id, payment_link, churn_event_id,
+        created_at: timestamp, updated_at: timestamp,
     }
 }
 
@@ -74,6 +55,8 @@ const COLUMNS: &str = "id, project_id, provider, reference, customer_email, amou
     failure_reason, decline_code, attempts, max_retries, next_retry_at, abandon_reason, recovered_at, \
     provider_invoice_id, provider_payment_id, provider_customer_id, provider_subscription_id, \
     payment_link, churn_event_id, created_at, updated_at";
+
+const FAILURES: Table = Table::new("payment_failures", COLUMNS);
 
 /// A provider event: its project, provider and id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,13 +140,19 @@ pub async fn claim_events<'e>(
     in_write_order(&mut rows);
     const INSERTED: [&str; 4] = ["project_id", "provider", "event_id", "event_type"];
     let sql = format!(
-        "INSERT INTO provider_events ({}, received_at, action) \
-         SELECT {}, j.value ->> 'received_at', 'ignored' \
-         FROM {} WHERE true ON CONFLICT (project_id, provider, event_id) DO NOTHING \
+        "{} WHERE true ON CONFLICT (project_id, provider, event_id) DO NOTHING \
          RETURNING project_id, provider, event_id",
-        INSERTED.join(", "),
-        json_fields(&INSERTED, &[]),
-        backend.json_rows(1)
+        insert_json(
+            backend,
+            "provider_events",
+            &[
+                ("received_at", "j.value ->> 'received_at'"),
+                ("action", "'ignored'")
+            ],
+            &INSERTED,
+            &[],
+            1,
+        )
     );
     let claimed: Vec<(String, String, String)> = sqlx::query_as(&sql)
         .bind(json_array(&rows))
@@ -203,11 +192,9 @@ pub async fn set_event_actions<'e>(
         "action",
     ];
     let sql = format!(
-        "INSERT INTO provider_events ({}) SELECT {} FROM {} WHERE true \
+        "{} WHERE true \
          ON CONFLICT (project_id, provider, event_id) DO UPDATE SET action = excluded.action",
-        INSERTED.join(", "),
-        json_fields(&INSERTED, &[]),
-        backend.json_rows(1)
+        insert_json(backend, "provider_events", &[], &INSERTED, &[], 1)
     );
     sqlx::query(&sql)
         .bind(json_array(&rows))
@@ -274,17 +261,19 @@ pub async fn insert<'e>(db: impl Writes<'e>, failures: &[&FailureRecord]) -> Res
     // Every column but `updated_at`, which a new failure takes from `created_at`.
     let inserted: Vec<&str> = COLUMNS.split(", ").filter(|c| *c != "updated_at").collect();
     let sql = format!(
-        "INSERT INTO payment_failures ({COLUMNS}) SELECT {}, j.value ->> 'created_at' FROM {} \
-         WHERE true ON CONFLICT (project_id, provider, reference) DO NOTHING RETURNING id",
-        json_fields(
+        "{} WHERE true ON CONFLICT (project_id, provider, reference) DO NOTHING RETURNING id",
+        insert_json(
+            backend,
+            "payment_failures",
+            &[("updated_at", "j.value ->> 'created_at'")],
             &inserted,
             &[
                 ("amount", Cast::BigInt),
                 ("attempts", Cast::BigInt),
                 ("max_retries", Cast::BigInt),
             ],
-        ),
-        backend.json_rows(1)
+            1,
+        )
     );
     let inserted: Vec<String> = sqlx::query_scalar(&sql)
         .bind(json_array(&rows))
@@ -341,6 +330,41 @@ impl Match {
     }
 }
 
+/// How [`settle_matching`] ends the records.
+enum End<'a> {
+    Recovered,
+    Abandoned { reason: &'a str },
+}
+
+/// Ends the failing records whose `by` column holds `value`; answers their ids.
+async fn settle_matching<'e>(
+    db: impl Writes<'e>,
+    project_id: &str,
+    provider: Provider,
+    (by, value): (Match, &str),
+    end: End<'_>,
+    now: Timestamp,
+) -> Result<Vec<String>> {
+    let (status, column, detail) = match end {
+        End::Recovered => ("recovered", "recovered_at", time::format(&now)),
+        End::Abandoned { reason } => ("abandoned", "abandon_reason", reason.to_owned()),
+    };
+    let sql = format!(
+        "UPDATE payment_failures SET status = '{status}', {column} = $4, next_retry_at = NULL, \
+         updated_at = $5 WHERE project_id = $1 AND provider = $2 AND {} = $3 AND status = 'failing' \
+         RETURNING id",
+        by.column()
+    );
+    Ok(sqlx::query_scalar(&sql)
+        .bind(project_id)
+        .bind(provider.as_str())
+        .bind(value)
+        .bind(detail)
+        .bind(time::format(&now))
+        .fetch_all(db)
+        .await?)
+}
+
 /// Moves the matching failing records to `recovered`; answers their ids.
 pub async fn recover<'e>(
     db: impl Writes<'e>,
@@ -350,19 +374,7 @@ pub async fn recover<'e>(
     value: &str,
     now: Timestamp,
 ) -> Result<Vec<String>> {
-    let sql = format!(
-        "UPDATE payment_failures SET status = 'recovered', recovered_at = $4, next_retry_at = NULL, \
-         updated_at = $4 WHERE project_id = $1 AND provider = $2 AND {} = $3 AND status = 'failing' \
-         RETURNING id",
-        by.column()
-    );
-    Ok(sqlx::query_scalar(&sql)
-        .bind(project_id)
-        .bind(provider.as_str())
-        .bind(value)
-        .bind(time::format(&now))
-        .fetch_all(db)
-        .await?)
+    settle_matching(db, project_id, provider, (by, value), End::Recovered, now).await
 }
 
 /// Moves the matching failing records to `abandoned`; answers their ids.
@@ -375,20 +387,8 @@ pub async fn abandon_matching<'e>(
     reason: &str,
     now: Timestamp,
 ) -> Result<Vec<String>> {
-    let sql = format!(
-        "UPDATE payment_failures SET status = 'abandoned', abandon_reason = $4, next_retry_at = NULL, \
-         updated_at = $5 WHERE project_id = $1 AND provider = $2 AND {} = $3 AND status = 'failing' \
-         RETURNING id",
-        by.column()
-    );
-    Ok(sqlx::query_scalar(&sql)
-        .bind(project_id)
-        .bind(provider.as_str())
-        .bind(value)
-        .bind(reason)
-        .bind(time::format(&now))
-        .fetch_all(db)
-        .await?)
+    let end = End::Abandoned { reason };
+    settle_matching(db, project_id, provider, (by, value), end, now).await
 }
 
 /// Whether the customer (by email) has a failing record with any provider.
@@ -413,12 +413,7 @@ pub async fn get<'e>(
     project_id: &str,
     id: &str,
 ) -> Result<Option<FailureRecord>> {
-    let sql = format!("SELECT {COLUMNS} FROM payment_failures WHERE project_id = $1 AND id = $2");
-    Ok(sqlx::query_as(&sql)
-        .bind(project_id)
-        .bind(id)
-        .fetch_optional(db)
-        .await?)
+    FAILURES.get(db, project_id, id).await
 }
 
 /// By id alone, for dunning jobs that carry only the id.
@@ -426,8 +421,7 @@ pub async fn by_id<'e>(
     db: impl Executor<'e, Database = Any>,
     id: &str,
 ) -> Result<Option<FailureRecord>> {
-    let sql = format!("SELECT {COLUMNS} FROM payment_failures WHERE id = $1");
-    Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
+    FAILURES.by_id(db, id).await
 }
 
 /// One page, newest first, optionally of one status.
@@ -578,17 +572,29 @@ pub async fn log_email<'e>(
     Ok(())
 }
 
+/// The `columns` of the failure's entries in the log `table`, oldest first.
+async fn log<'e, T: Record>(
+    db: impl Executor<'e, Database = Any>,
+    table: &str,
+    columns: &str,
+    failure_id: &str,
+) -> Result<Vec<T>> {
+    let sql = format!("SELECT {columns} FROM {table} WHERE failure_id = $1 ORDER BY at, id");
+    Ok(sqlx::query_as(&sql).bind(failure_id).fetch_all(db).await?)
+}
+
 /// (at, outcome, decline_code, error), oldest first.
 pub async fn attempts<'e>(
     db: impl Executor<'e, Database = Any>,
     failure_id: &str,
 ) -> Result<Vec<(String, String, Option<String>, Option<String>)>> {
-    Ok(sqlx::query_as(
-        "SELECT at, outcome, decline_code, error FROM payment_attempts WHERE failure_id = $1 ORDER BY at, id",
+    log(
+        db,
+        "payment_attempts",
+        "at, outcome, decline_code, error",
+        failure_id,
     )
-    .bind(failure_id)
-    .fetch_all(db)
-    .await?)
+    .await
 }
 
 /// (at, tone, status, reason), oldest first.
@@ -596,12 +602,7 @@ pub async fn emails<'e>(
     db: impl Executor<'e, Database = Any>,
     failure_id: &str,
 ) -> Result<Vec<(String, String, String, Option<String>)>> {
-    Ok(sqlx::query_as(
-        "SELECT at, tone, status, reason FROM payment_emails WHERE failure_id = $1 ORDER BY at, id",
-    )
-    .bind(failure_id)
-    .fetch_all(db)
-    .await?)
+    log(db, "payment_emails", "at, tone, status, reason", failure_id).await
 }
 
 /// The stored `final_action_result` (JSON), when one was tried.
@@ -658,12 +659,7 @@ pub async fn visits<'e>(
     db: impl Executor<'e, Database = Any>,
     failure_id: &str,
 ) -> Result<Vec<(String, String)>> {
-    Ok(sqlx::query_as(
-        "SELECT at, via FROM payment_page_visits WHERE failure_id = $1 ORDER BY at, id",
-    )
-    .bind(failure_id)
-    .fetch_all(db)
-    .await?)
+    log(db, "payment_page_visits", "at, via", failure_id).await
 }
 
 /// The customer's newest failing record created after `since` (older pages have expired).

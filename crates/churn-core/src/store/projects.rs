@@ -1,14 +1,13 @@
 //! The `projects` and `project_members` tables. Reads that serve a request are scoped by the
 //! caller (user membership or key), so a handler cannot forget the tenant filter.
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor, FromRow};
 
-use super::{Writes, decode};
+use super::{Writes, decode, to_json};
 use crate::domain::keys::KeyKind;
 use crate::domain::role::Role;
 use crate::domain::settings::ProjectSettings;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::time::{self, Timestamp};
 
 #[derive(Clone)]
@@ -45,28 +44,12 @@ impl std::fmt::Debug for ProjectRecord {
     }
 }
 
-impl FromRow<'_, AnyRow> for ProjectRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(ProjectRecord {
-            id: row.try_get("id")?,
-            owner_id: row.try_get("owner_id")?,
-            name: row.try_get("name")?,
-            slug: row.try_get("slug")?,
-            product_type: row.try_get("product_type")?,
-            support_email: row.try_get("support_email")?,
-            allowed_origins: decode::json(row, "allowed_origins")?,
-            settings: decode::json(row, "settings")?,
-            webhook_secret: row.try_get("webhook_secret")?,
-            previous_webhook_secret: row.try_get("previous_webhook_secret")?,
-            previous_webhook_secret_until: decode::timestamp_opt(
-                row,
-                "previous_webhook_secret_until",
-            )?,
-            created_at: decode::timestamp(row, "created_at")?,
-            updated_at: decode::timestamp(row, "updated_at")?,
-            owner_trial_ends_at: decode::timestamp(row, "owner_trial_ends_at")?,
-            owner_paid_until: decode::timestamp_opt(row, "owner_paid_until")?,
-        })
+decode::from_row! {
+    ProjectRecord {
+        id, owner_id, name, slug, product_type, support_email, allowed_origins: json,
+        settings: json, webhook_secret, previous_webhook_secret,
+        previous_webhook_secret_until: timestamp_opt, created_at: timestamp, updated_at: timestamp,
+        owner_trial_ends_at: timestamp, owner_paid_until: timestamp_opt,
     }
 }
 
@@ -100,8 +83,8 @@ pub async fn insert(tx: &mut super::Tx, p: &ProjectRecord) -> Result<bool> {
     .bind(&p.slug)
     .bind(&p.product_type)
     .bind(&p.support_email)
-    .bind(json(&p.allowed_origins)?)
-    .bind(json(&p.settings)?)
+    .bind(to_json(&p.allowed_origins)?)
+    .bind(to_json(&p.settings)?)
     .bind(&p.webhook_secret)
     .bind(time::format(&p.created_at))
     .bind(time::format(&p.updated_at))
@@ -252,8 +235,8 @@ pub async fn update<'e>(db: impl Writes<'e>, p: &ProjectRecord) -> Result<()> {
     .bind(&p.name)
     .bind(&p.product_type)
     .bind(&p.support_email)
-    .bind(json(&p.allowed_origins)?)
-    .bind(json(&p.settings)?)
+    .bind(to_json(&p.allowed_origins)?)
+    .bind(to_json(&p.settings)?)
     .bind(&p.webhook_secret)
     .bind(time::format(&p.updated_at))
     .bind(&p.previous_webhook_secret)
@@ -270,8 +253,4 @@ pub async fn delete<'e>(db: impl Writes<'e>, id: &str) -> Result<()> {
         .execute(db)
         .await?;
     Ok(())
-}
-
-fn json<T: serde::Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string(value).map_err(Error::internal)
 }

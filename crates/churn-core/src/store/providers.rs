@@ -1,8 +1,8 @@
 //! The `provider_connections` table: one row per (project, provider), credentials sealed.
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
+use super::table::Table;
 use super::{Writes, decode};
 use crate::domain::provider::Provider;
 use crate::error::Result;
@@ -22,47 +22,32 @@ pub struct ConnectionRecord {
     pub updated_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for ConnectionRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(Self {
-            project_id: row.try_get("project_id")?,
-            provider: decode::named(row, "provider")?,
-            credentials: row.try_get("credentials")?,
-            hints: decode::json(row, "hints")?,
-            api_base: row.try_get("api_base")?,
-            retry_url: row.try_get("retry_url")?,
-            created_at: decode::timestamp(row, "created_at")?,
-            updated_at: decode::timestamp(row, "updated_at")?,
-        })
+decode::from_row! {
+    ConnectionRecord {
+        project_id, provider: named, credentials, hints: json, api_base, retry_url,
+        created_at: timestamp, updated_at: timestamp,
     }
 }
 
 const COLUMNS: &str =
     "project_id, provider, credentials, hints, api_base, retry_url, created_at, updated_at";
 
+/// A project's connection to each provider.
+const CONNECTIONS: Table = Table::new("provider_connections", COLUMNS).keyed_by("provider");
+
 pub async fn get<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
     provider: Provider,
 ) -> Result<Option<ConnectionRecord>> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM provider_connections WHERE project_id = $1 AND provider = $2"
-    );
-    Ok(sqlx::query_as(&sql)
-        .bind(project_id)
-        .bind(provider.as_str())
-        .fetch_optional(db)
-        .await?)
+    CONNECTIONS.get(db, project_id, provider.as_str()).await
 }
 
 pub async fn list<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Vec<ConnectionRecord>> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM provider_connections WHERE project_id = $1 ORDER BY provider"
-    );
-    Ok(sqlx::query_as(&sql).bind(project_id).fetch_all(db).await?)
+    CONNECTIONS.all(db, project_id, "provider").await
 }
 
 /// Creates or replaces the connection; `created_at` is kept on a replace. Answers the row.
@@ -86,11 +71,5 @@ pub async fn upsert<'e>(db: impl Writes<'e>, c: &ConnectionRecord) -> Result<Con
 
 /// `false` when there was no such connection.
 pub async fn delete<'e>(db: impl Writes<'e>, project_id: &str, provider: Provider) -> Result<bool> {
-    let done =
-        sqlx::query("DELETE FROM provider_connections WHERE project_id = $1 AND provider = $2")
-            .bind(project_id)
-            .bind(provider.as_str())
-            .execute(db)
-            .await?;
-    Ok(done.rows_affected() > 0)
+    CONNECTIONS.delete(db, project_id, provider.as_str()).await
 }

@@ -3,9 +3,10 @@
 //! per customer and day, the `risk_schedules` of each project's next scoring run, the
 //! `risk_configs`, and each project's learned model (`risk_models`).
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor, FromRow};
 
+use super::decode::Record;
+use super::table::project_row;
 use super::{Backend, Store, Tx, Writes, decode, json_array};
 use crate::api::risk::Recomputed;
 use crate::error::Result;
@@ -59,15 +60,9 @@ pub struct CustomerFacts {
     pub churned: bool,
 }
 
-impl FromRow<'_, AnyRow> for CustomerFacts {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(CustomerFacts {
-            email: row.try_get("email")?,
-            first_event_at: decode::timestamp(row, "first_event_at")?,
-            nps_score: row.try_get("nps_score")?,
-            card_expires_at: decode::timestamp_opt(row, "card_expires_at")?,
-            churned: row.try_get::<i64, _>("churned")? != 0,
-        })
+decode::from_row! {
+    CustomerFacts {
+        email, first_event_at: timestamp, nps_score, card_expires_at: timestamp_opt, churned: flag,
     }
 }
 
@@ -146,39 +141,30 @@ pub struct ModelRecord {
     pub auc: f64,
 }
 
-impl FromRow<'_, AnyRow> for ModelRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(ModelRecord {
-            base: row.try_get("base")?,
-            weights: row.try_get("weights")?,
-            trained_at: decode::timestamp(row, "trained_at")?,
-            customers: row.try_get("customers")?,
-            auc: row.try_get("auc")?,
-        })
+decode::from_row! {
+    ModelRecord {
+        base, weights, trained_at: timestamp, customers, auc,
     }
 }
+
+const MODEL: &str = "base, weights, trained_at, customers, auc";
 
 /// `None`: never learned (the default model holds).
 pub async fn model<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<ModelRecord>> {
-    Ok(sqlx::query_as(
-        "SELECT base, weights, trained_at, customers, auc FROM risk_models WHERE project_id = $1",
-    )
-    .bind(project_id)
-    .fetch_optional(db)
-    .await?)
+    project_row(db, MODEL, "risk_models", project_id).await
 }
 
 /// Keeps `m` as the project's model, replacing the previous one.
 pub async fn save_model<'e>(db: impl Writes<'e>, project_id: &str, m: &ModelRecord) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO risk_models (project_id, base, weights, trained_at, customers, auc) \
+    sqlx::query(&format!(
+        "INSERT INTO risk_models (project_id, {MODEL}) \
          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (project_id) DO UPDATE SET \
          base = excluded.base, weights = excluded.weights, trained_at = excluded.trained_at, \
-         customers = excluded.customers, auc = excluded.auc",
-    )
+         customers = excluded.customers, auc = excluded.auc"
+    ))
     .bind(project_id)
     .bind(m.base)
     .bind(&m.weights)
@@ -200,61 +186,78 @@ pub struct RollupRow {
     pub n: i64,
 }
 
+/// Reads the rows of a scoring slice, the project's customers whose emails lie in
+/// `first..=last`: `select` (up to `FROM` its table) of the rows that meet `rest` too (`AND`
+/// conditions, then any `GROUP BY`), its `$4` bound to `since` when given.
+pub(super) async fn in_slice<'e, T: Record>(
+    db: impl Executor<'e, Database = Any>,
+    select: &str,
+    rest: &str,
+    project_id: &str,
+    (first, last): (&str, &str),
+    since: Option<String>,
+) -> Result<Vec<T>> {
+    let sql = format!(
+        "{select} WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3{rest}"
+    );
+    let mut query = sqlx::query_as(&sql).bind(project_id).bind(first).bind(last);
+    if let Some(since) = since {
+        query = query.bind(since);
+    }
+    Ok(query.fetch_all(db).await?)
+}
+
 /// Rollups since `since_day` of the customers whose emails lie in `first..=last`.
 pub async fn rollups<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
-    (first, last): (&str, &str),
+    slice: (&str, &str),
     since_day: &str,
 ) -> Result<Vec<RollupRow>> {
-    Ok(sqlx::query_as::<_, RollupRow>(
-        "SELECT customer_email, day, event, detail, n FROM behavior_daily \
-         WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3 AND day >= $4",
+    in_slice(
+        db,
+        "SELECT customer_email, day, event, detail, n FROM behavior_daily",
+        " AND day >= $4",
+        project_id,
+        slice,
+        Some(since_day.to_owned()),
     )
-    .bind(project_id)
-    .bind(first)
-    .bind(last)
-    .bind(since_day)
-    .fetch_all(db)
-    .await?)
+    .await
 }
 
 /// (email, payment-failure records created since `since`) of the customers in `first..=last`.
 pub async fn payment_failures<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
-    (first, last): (&str, &str),
+    slice: (&str, &str),
     since: Timestamp,
 ) -> Result<Vec<(String, i64)>> {
-    Ok(sqlx::query_as::<_, (String, i64)>(
-        "SELECT customer_email, COUNT(*) FROM payment_failures \
-         WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3 AND created_at >= $4 \
-         GROUP BY customer_email",
+    in_slice(
+        db,
+        "SELECT customer_email, COUNT(*) FROM payment_failures",
+        " AND created_at >= $4 GROUP BY customer_email",
+        project_id,
+        slice,
+        Some(time::format(&since)),
     )
-    .bind(project_id)
-    .bind(first)
-    .bind(last)
-    .bind(time::format(&since))
-    .fetch_all(db)
-    .await?)
+    .await
 }
 
 /// (email, feature, first day used) of the customers in `first..=last`, over all history.
 pub async fn feature_first_use<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
-    (first, last): (&str, &str),
+    slice: (&str, &str),
 ) -> Result<Vec<(String, String, String)>> {
-    Ok(sqlx::query_as::<_, (String, String, String)>(
-        "SELECT customer_email, detail, MIN(day) FROM behavior_daily \
-         WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3 \
-         AND event = 'feature_used' AND detail <> '' GROUP BY customer_email, detail",
+    in_slice(
+        db,
+        "SELECT customer_email, detail, MIN(day) FROM behavior_daily",
+        " AND event = 'feature_used' AND detail <> '' GROUP BY customer_email, detail",
+        project_id,
+        slice,
+        None,
     )
-    .bind(project_id)
-    .bind(first)
-    .bind(last)
-    .fetch_all(db)
-    .await?)
+    .await
 }
 
 /// (email, duration) of the `login` and `session` events since `since` of the customers in
@@ -262,20 +265,18 @@ pub async fn feature_first_use<'e>(
 pub async fn session_durations<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
-    (first, last): (&str, &str),
+    slice: (&str, &str),
     since: Timestamp,
 ) -> Result<Vec<(String, f64)>> {
-    Ok(sqlx::query_as::<_, (String, f64)>(
-        "SELECT customer_email, duration_seconds FROM behavior_events \
-         WHERE project_id = $1 AND customer_email >= $2 AND customer_email <= $3 \
-         AND occurred_at >= $4 AND event IN ('login', 'session') AND duration_seconds IS NOT NULL",
+    in_slice(
+        db,
+        "SELECT customer_email, duration_seconds FROM behavior_events",
+        " AND occurred_at >= $4 AND event IN ('login', 'session') AND duration_seconds IS NOT NULL",
+        project_id,
+        slice,
+        Some(time::format(&since)),
     )
-    .bind(project_id)
-    .bind(first)
-    .bind(last)
-    .bind(time::format(&since))
-    .fetch_all(db)
-    .await?)
+    .await
 }
 
 /// One customer's score of one day.
@@ -395,10 +396,7 @@ pub async fn last_run<'e>(
     project_id: &str,
 ) -> Result<(i64, Recomputed)> {
     let row: Option<(i64, i64, i64)> =
-        sqlx::query_as("SELECT finished, scored, alerts FROM risk_runs WHERE project_id = $1")
-            .bind(project_id)
-            .fetch_optional(db)
-            .await?;
+        project_row(db, "finished, scored, alerts", "risk_runs", project_id).await?;
     let (finished, scored, alerts) = row.unwrap_or_default();
     let count = |n: i64| u64::try_from(n).unwrap_or_default();
     Ok((
@@ -444,17 +442,9 @@ pub async fn purge_scores<'e>(
     Ok(done.rows_affected())
 }
 
-impl FromRow<'_, AnyRow> for ScoreRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(ScoreRecord {
-            customer_email: row.try_get("customer_email")?,
-            day: row.try_get("day")?,
-            score: row.try_get("score")?,
-            level: row.try_get("level")?,
-            signals: row.try_get("signals")?,
-            model: row.try_get("model")?,
-            scored_at: decode::timestamp(row, "scored_at")?,
-        })
+decode::from_row! {
+    ScoreRecord {
+        customer_email, day, score, level, signals, model, scored_at: timestamp,
     }
 }
 
@@ -589,31 +579,21 @@ pub struct ConfigRecord {
     pub check_interval_hours: i64,
 }
 
-impl FromRow<'_, AnyRow> for ConfigRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(ConfigRecord {
-            enabled: row.try_get::<i64, _>("enabled")? != 0,
-            delivery_mode: row.try_get("delivery_mode")?,
-            risk_threshold: row.try_get("risk_threshold")?,
-            webhook_url: row.try_get("webhook_url")?,
-            email_tone: row.try_get("email_tone")?,
-            check_interval_hours: row.try_get("check_interval_hours")?,
-        })
+decode::from_row! {
+    ConfigRecord {
+        enabled: flag, delivery_mode, risk_threshold, webhook_url, email_tone, check_interval_hours,
     }
 }
+
+const CONFIG: &str =
+    "enabled, delivery_mode, risk_threshold, webhook_url, email_tone, check_interval_hours";
 
 /// `None`: never configured (the defaults hold).
 pub async fn config<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Option<ConfigRecord>> {
-    Ok(sqlx::query_as(
-        "SELECT enabled, delivery_mode, risk_threshold, webhook_url, email_tone, \
-         check_interval_hours FROM risk_configs WHERE project_id = $1",
-    )
-    .bind(project_id)
-    .fetch_optional(db)
-    .await?)
+    project_row(db, CONFIG, "risk_configs", project_id).await
 }
 
 pub async fn put_config<'e>(
@@ -622,14 +602,14 @@ pub async fn put_config<'e>(
     c: &ConfigRecord,
     now: Timestamp,
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO risk_configs (project_id, enabled, delivery_mode, risk_threshold, webhook_url, \
-         email_tone, check_interval_hours, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+    sqlx::query(&format!(
+        "INSERT INTO risk_configs (project_id, {CONFIG}, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
          ON CONFLICT (project_id) DO UPDATE SET enabled = excluded.enabled, \
          delivery_mode = excluded.delivery_mode, risk_threshold = excluded.risk_threshold, \
          webhook_url = excluded.webhook_url, email_tone = excluded.email_tone, \
-         check_interval_hours = excluded.check_interval_hours, updated_at = excluded.updated_at",
-    )
+         check_interval_hours = excluded.check_interval_hours, updated_at = excluded.updated_at"
+    ))
     .bind(project_id)
     .bind(i64::from(c.enabled))
     .bind(&c.delivery_mode)

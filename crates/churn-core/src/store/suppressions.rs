@@ -2,10 +2,10 @@
 //! `email_send_counts` table that enforces the daily quota.
 
 use super::Writes;
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
 use super::decode;
+use super::table::Table;
 use crate::domain::unsubscribe::SuppressionReason;
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -17,15 +17,15 @@ pub struct SuppressionRecord {
     pub created_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for SuppressionRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(SuppressionRecord {
-            email: row.try_get("email")?,
-            reason: decode::named(row, "reason")?,
-            created_at: decode::timestamp(row, "created_at")?,
-        })
+decode::from_row! {
+    SuppressionRecord {
+        email, reason: named, created_at: timestamp,
     }
 }
+
+/// A project's suppressed addresses.
+const SUPPRESSIONS: Table =
+    Table::new("email_suppressions", "email, reason, created_at").keyed_by("email");
 
 /// Adds the address; an address already listed keeps its first reason and date.
 pub async fn insert<'e>(
@@ -53,14 +53,7 @@ pub async fn get<'e>(
     project_id: &str,
     email: &str,
 ) -> Result<Option<SuppressionRecord>> {
-    Ok(sqlx::query_as::<_, SuppressionRecord>(
-        "SELECT email, reason, created_at FROM email_suppressions \
-         WHERE project_id = $1 AND email = $2",
-    )
-    .bind(project_id)
-    .bind(email)
-    .fetch_optional(db)
-    .await?)
+    SUPPRESSIONS.get(db, project_id, email).await
 }
 
 /// Newest first.
@@ -70,34 +63,20 @@ pub async fn list<'e>(
     limit: i64,
     offset: i64,
 ) -> Result<Vec<SuppressionRecord>> {
-    Ok(sqlx::query_as::<_, SuppressionRecord>(
-        "SELECT email, reason, created_at FROM email_suppressions WHERE project_id = $1 \
-         ORDER BY created_at DESC, email LIMIT $2 OFFSET $3",
-    )
-    .bind(project_id)
-    .bind(limit)
-    .bind(offset)
-    .fetch_all(db)
-    .await?)
+    let newest_first = "created_at DESC, email";
+    SUPPRESSIONS
+        .page(db, project_id, newest_first, (limit, offset))
+        .await
 }
 
 pub async fn count<'e>(db: impl Executor<'e, Database = Any>, project_id: &str) -> Result<u64> {
-    let n: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM email_suppressions WHERE project_id = $1")
-            .bind(project_id)
-            .fetch_one(db)
-            .await?;
+    let n = SUPPRESSIONS.count(db, project_id).await?;
     Ok(n as u64)
 }
 
 /// Whether a row was removed.
 pub async fn delete<'e>(db: impl Writes<'e>, project_id: &str, email: &str) -> Result<bool> {
-    let done = sqlx::query("DELETE FROM email_suppressions WHERE project_id = $1 AND email = $2")
-        .bind(project_id)
-        .bind(email)
-        .execute(db)
-        .await?;
-    Ok(done.rows_affected() > 0)
+    SUPPRESSIONS.delete(db, project_id, email).await
 }
 
 /// Counts one send against the project's `day` unless `quota` sends are counted already

@@ -3,9 +3,9 @@
 //! by its token hash, an address or (for the email job) its id: the token, the invitee's own
 //! session or the job the invitation enqueued is the scope there.
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
+use super::table::Table;
 use super::{Writes, conflict_on_unique, decode};
 use crate::domain::role::Role;
 use crate::error::Result;
@@ -22,21 +22,16 @@ pub struct InvitationRecord {
     pub created_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for InvitationRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            project_id: row.try_get("project_id")?,
-            email: row.try_get("email")?,
-            role: decode::named(row, "role")?,
-            expires_at: decode::timestamp(row, "expires_at")?,
-            accepted_at: decode::timestamp_opt(row, "accepted_at")?,
-            created_at: decode::timestamp(row, "created_at")?,
-        })
+decode::from_row! {
+    InvitationRecord {
+        id, project_id, email, role: named, expires_at: timestamp, accepted_at: timestamp_opt,
+        created_at: timestamp,
     }
 }
 
 const INVITATION: &str = "id, project_id, email, role, expires_at, accepted_at, created_at";
+
+const INVITATIONS: Table = Table::new("invitations", INVITATION);
 
 #[derive(Debug, Clone)]
 pub struct MemberRecord {
@@ -47,15 +42,9 @@ pub struct MemberRecord {
     pub joined_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for MemberRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(Self {
-            user_id: row.try_get("user_id")?,
-            name: row.try_get("name")?,
-            email: row.try_get("email")?,
-            role: decode::named(row, "role")?,
-            joined_at: decode::timestamp(row, "joined_at")?,
-        })
+decode::from_row! {
+    MemberRecord {
+        user_id, name, email, role: named, joined_at: timestamp,
     }
 }
 
@@ -119,12 +108,7 @@ pub async fn invitation<'e>(
     project_id: &str,
     id: &str,
 ) -> Result<Option<InvitationRecord>> {
-    let sql = format!("SELECT {INVITATION} FROM invitations WHERE project_id = $1 AND id = $2");
-    Ok(sqlx::query_as(&sql)
-        .bind(project_id)
-        .bind(id)
-        .fetch_optional(db)
-        .await?)
+    INVITATIONS.get(db, project_id, id).await
 }
 
 /// An invitation not yet used, by id alone: for its email's job, which the invitation's

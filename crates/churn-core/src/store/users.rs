@@ -1,8 +1,7 @@
 //! The `users` table, and the single-use tokens of password resets and email verification.
 
 use super::Writes;
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor};
 
 use super::{conflict_on_unique, decode};
 use crate::error::Result;
@@ -23,20 +22,11 @@ pub struct UserRecord {
     pub email_verified_at: Option<Timestamp>,
 }
 
-impl FromRow<'_, AnyRow> for UserRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(UserRecord {
-            id: row.try_get("id")?,
-            name: row.try_get("name")?,
-            email: row.try_get("email")?,
-            password_hash: row.try_get("password_hash")?,
-            trial_ends_at: decode::timestamp(row, "trial_ends_at")?,
-            paid_until: decode::timestamp_opt(row, "paid_until")?,
-            default_project_id: row.try_get("default_project_id")?,
-            created_at: decode::timestamp(row, "created_at")?,
-            session_version: row.try_get("session_version")?,
-            email_verified_at: decode::timestamp_opt(row, "email_verified_at")?,
-        })
+decode::from_row! {
+    UserRecord {
+        id, name, email, password_hash, trial_ends_at: timestamp, paid_until: timestamp_opt,
+        default_project_id, created_at: timestamp, session_version,
+        email_verified_at: timestamp_opt,
     }
 }
 

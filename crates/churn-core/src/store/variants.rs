@@ -5,14 +5,14 @@
 
 use std::collections::HashMap;
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor, FromRow};
 
-use super::{Writes, decode};
+use super::table::Table;
+use super::{Writes, decode, to_json};
 use crate::domain::ranking::Outcome;
 use crate::domain::strategy::Strategy;
 use crate::domain::variant::VariantStatus;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::time::{self, Timestamp};
 
 #[derive(Debug, Clone)]
@@ -48,43 +48,22 @@ pub struct VariantRecord {
     pub updated_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for VariantRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(VariantRecord {
-            id: row.try_get("id")?,
-            churn_event_id: row.try_get("churn_event_id")?,
-            project_id: row.try_get("project_id")?,
-            strategy: decode::named(row, "strategy")?,
-            subject: row.try_get("subject")?,
-            body: row.try_get("body")?,
-            body_text: row.try_get("body_text")?,
-            status: decode::named(row, "status")?,
-            claimed_at: decode::timestamp_opt(row, "claimed_at")?,
-            recommended: row.try_get::<i64, _>("recommended")? != 0,
-            rank: row.try_get("rank")?,
-            rank_score: row.try_get("rank_score")?,
-            rank_reasons: decode::json(row, "rank_reasons")?,
-            warnings: decode::json(row, "warnings")?,
-            generator: row.try_get("generator")?,
-            coupon_code: row.try_get("coupon_code")?,
-            coupon_percent: row.try_get("coupon_percent")?,
-            offer: decode::json_opt(row, "offer")?,
-            recipient: row.try_get("recipient")?,
-            message_id: row.try_get("message_id")?,
-            sent_at: decode::timestamp_opt(row, "sent_at")?,
-            opened_at: decode::timestamp_opt(row, "opened_at")?,
-            clicked_at: decode::timestamp_opt(row, "clicked_at")?,
-            open_count: row.try_get("open_count")?,
-            click_count: row.try_get("click_count")?,
-            created_at: decode::timestamp(row, "created_at")?,
-            updated_at: decode::timestamp(row, "updated_at")?,
-        })
+decode::from_row! {
+    VariantRecord {
+        id, churn_event_id, project_id, strategy: named, subject, body, body_text, status: named,
+        claimed_at: timestamp_opt, recommended: flag, rank, rank_score, rank_reasons: json,
+        warnings: json, generator, coupon_code, coupon_percent, offer: json_opt, recipient,
+        message_id, sent_at: timestamp_opt, opened_at: timestamp_opt, clicked_at: timestamp_opt,
+        open_count, click_count, created_at: timestamp, updated_at: timestamp,
     }
 }
 
 const COLUMNS: &str = "id, churn_event_id, project_id, strategy, subject, body, body_text, status, claimed_at, recommended, rank, \
     rank_score, rank_reasons, warnings, generator, coupon_code, coupon_percent, offer, recipient, message_id, sent_at, \
     opened_at, clicked_at, open_count, click_count, created_at, updated_at";
+
+/// A variant is reached through its event.
+const VARIANTS: Table = Table::new("recovery_variants", COLUMNS).owned_by("churn_event_id");
 
 /// Replaces the event's drafts (an interrupted earlier generation) with `variants`.
 pub async fn replace_drafts(
@@ -113,13 +92,13 @@ pub async fn replace_drafts(
         .bind(i64::from(v.recommended))
         .bind(v.rank)
         .bind(v.rank_score)
-        .bind(serde_json::to_string(&v.rank_reasons).map_err(Error::internal)?)
+        .bind(to_json(&v.rank_reasons)?)
         .bind(&v.generator)
         .bind(&v.coupon_code)
         .bind(v.coupon_percent)
         .bind(v.offer.as_ref().map(|o| o.to_string()))
         .bind(time::format(&v.created_at))
-        .bind(serde_json::to_string(&v.warnings).map_err(Error::internal)?)
+        .bind(to_json(&v.warnings)?)
         .execute(&mut **tx)
         .await?;
     }
@@ -141,13 +120,7 @@ pub async fn get<'e>(
     event_id: &str,
     id: &str,
 ) -> Result<Option<VariantRecord>> {
-    let sql =
-        format!("SELECT {COLUMNS} FROM recovery_variants WHERE churn_event_id = $1 AND id = $2");
-    Ok(sqlx::query_as(&sql)
-        .bind(event_id)
-        .bind(id)
-        .fetch_optional(db)
-        .await?)
+    VARIANTS.get(db, event_id, id).await
 }
 
 /// By id alone, for tracking links (the signed token names the variant).
@@ -155,8 +128,7 @@ pub async fn by_id<'e>(
     db: impl Executor<'e, Database = Any>,
     id: &str,
 ) -> Result<Option<VariantRecord>> {
-    let sql = format!("SELECT {COLUMNS} FROM recovery_variants WHERE id = $1");
-    Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
+    VARIANTS.by_id(db, id).await
 }
 
 /// Edits a draft; `false` when it is no longer a draft.

@@ -2,10 +2,10 @@
 //! (`webhook_deliveries`: one row per message and endpoint, its attempts as a JSON array,
 //! settled and restarted with the alerts, in `delivery`).
 
-use sqlx::any::AnyRow;
-use sqlx::{Any, Executor, FromRow, Row};
+use sqlx::{Any, Executor, FromRow};
 
 use super::delivery::Round;
+use super::table::Table;
 use super::{Writes, decode, ts, ts_opt};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -27,27 +27,17 @@ pub struct EndpointRecord {
     pub updated_at: Timestamp,
 }
 
-impl FromRow<'_, AnyRow> for EndpointRecord {
-    fn from_row(row: &AnyRow) -> sqlx::Result<Self> {
-        Ok(EndpointRecord {
-            id: row.try_get("id")?,
-            project_id: row.try_get("project_id")?,
-            url: row.try_get("url")?,
-            description: row.try_get("description")?,
-            event_types: row.try_get("event_types")?,
-            enabled: row.try_get::<i64, _>("enabled")? != 0,
-            format: row.try_get("format")?,
-            secret: row.try_get("secret")?,
-            failing_since: decode::timestamp_opt(row, "failing_since")?,
-            disabled_reason: row.try_get("disabled_reason")?,
-            created_at: decode::timestamp(row, "created_at")?,
-            updated_at: decode::timestamp(row, "updated_at")?,
-        })
+decode::from_row! {
+    EndpointRecord {
+        id, project_id, url, description, event_types, enabled: flag, format, secret,
+        failing_since: timestamp_opt, disabled_reason, created_at: timestamp, updated_at: timestamp,
     }
 }
 
 const ENDPOINT: &str = "id, project_id, url, description, event_types, enabled, format, secret, \
                         failing_since, disabled_reason, created_at, updated_at";
+
+const ENDPOINTS: Table = Table::new("webhook_endpoints", ENDPOINT);
 
 pub async fn insert_endpoint<'e>(db: impl Writes<'e>, e: &EndpointRecord) -> Result<()> {
     sqlx::query(&format!(
@@ -94,12 +84,7 @@ pub async fn update_endpoint<'e>(db: impl Writes<'e>, e: &EndpointRecord) -> Res
 }
 
 pub async fn delete_endpoint<'e>(db: impl Writes<'e>, project_id: &str, id: &str) -> Result<bool> {
-    let done = sqlx::query("DELETE FROM webhook_endpoints WHERE project_id = $1 AND id = $2")
-        .bind(project_id)
-        .bind(id)
-        .execute(db)
-        .await?;
-    Ok(done.rows_affected() == 1)
+    ENDPOINTS.delete(db, project_id, id).await
 }
 
 /// A project's endpoints, oldest first.
@@ -107,12 +92,7 @@ pub async fn endpoints<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Vec<EndpointRecord>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {ENDPOINT} FROM webhook_endpoints WHERE project_id = $1 ORDER BY created_at, id"
-    ))
-    .bind(project_id)
-    .fetch_all(db)
-    .await?)
+    ENDPOINTS.all(db, project_id, "created_at, id").await
 }
 
 /// The enabled endpoints of a project, read in the transaction that emits a message.
@@ -134,13 +114,7 @@ pub async fn endpoint<'e>(
     project_id: &str,
     id: &str,
 ) -> Result<Option<EndpointRecord>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {ENDPOINT} FROM webhook_endpoints WHERE project_id = $1 AND id = $2"
-    ))
-    .bind(project_id)
-    .bind(id)
-    .fetch_optional(db)
-    .await?)
+    ENDPOINTS.get(db, project_id, id).await
 }
 
 /// The project of an endpoint (a job that knows only the endpoint).
@@ -314,10 +288,7 @@ pub async fn delivery_by_id<'e>(
     db: impl Executor<'e, Database = Any>,
     id: &str,
 ) -> Result<Option<DeliveryRow>> {
-    Ok(sqlx::query_as::<_, DeliveryRow>(&format!(
-        "SELECT {DELIVERY} FROM webhook_deliveries WHERE id = $1"
-    ))
-    .bind(id)
-    .fetch_optional(db)
-    .await?)
+    Table::new("webhook_deliveries", DELIVERY)
+        .by_id(db, id)
+        .await
 }
