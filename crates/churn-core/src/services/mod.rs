@@ -177,7 +177,7 @@ impl Local {
 pub struct Mailer {
     /// `None` when email is not configured: sends then fail with a clear error.
     transport: Option<Arc<dyn EmailTransport>>,
-    /// Base of the links emails carry.
+    /// Base of the links emails carry, without a trailing `/` (`Config::public_url`).
     public_url: String,
     email_from: String,
 }

@@ -472,9 +472,7 @@ impl Alerts {
         };
         let link = format!(
             "{}/api/v1/projects/{}/webhook-endpoints/{}/deliveries",
-            mailer.public_url.trim_end_matches('/'),
-            project.slug,
-            endpoint.id
+            mailer.public_url, project.slug, endpoint.id
         );
         let subject = format!("[{}] Webhook endpoint disabled", project.name);
         let text = format!(

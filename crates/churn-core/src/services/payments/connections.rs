@@ -76,7 +76,7 @@ impl Payments {
             webhook_secret_hint: text("webhook_secret_hint"),
             webhook_url: format!(
                 "{}/api/v1/webhooks/{}/{}",
-                self.public_url.trim_end_matches('/'),
+                self.public_url,
                 r.provider.as_str(),
                 public_key.unwrap_or_default()
             ),

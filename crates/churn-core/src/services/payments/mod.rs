@@ -37,7 +37,8 @@ pub struct Payments {
     pub(super) sending: Sending,
     pub(super) outbound: Outbound,
     pub(super) encryption_key: Arc<EncryptionKey>,
-    /// Base of the webhook addresses shown to the provider.
+    /// Base of the webhook addresses shown to the provider, without a trailing `/`
+    /// (`Config::public_url`).
     pub(super) public_url: String,
     /// The group-commit queue of inbound provider events.
     pub(super) intake: Group<intake::Delivery, WebhookAction>,

@@ -63,9 +63,7 @@ impl Payments {
         };
         let link = format!(
             "{}/app/p/{}/payments/{}",
-            mailer.public_url.trim_end_matches('/'),
-            project.slug,
-            record.id
+            mailer.public_url, project.slug, record.id
         );
         let (subject, text) = render_team_notice(&TeamNotice {
             project_name: &project.name,
