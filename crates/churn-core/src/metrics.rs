@@ -96,7 +96,7 @@ impl Metrics {
     }
 
     /// An email of `kind` (`recovery`, `account`, `invitation`, `dunning`, `dunning_team`,
-    /// `check_in`).
+    /// `endpoint_disabled`, `check_in`).
     pub fn email(&self, kind: &'static str, outcome: EmailOutcome) {
         let outcome = match outcome {
             EmailOutcome::Sent => "sent",

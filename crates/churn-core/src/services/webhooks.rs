@@ -467,6 +467,9 @@ impl Alerts {
         };
         let mailer = &self.sending.mailer;
         let Some(transport) = &mailer.transport else {
+            self.core
+                .metrics
+                .email("endpoint_disabled", crate::metrics::EmailOutcome::Skipped);
             tracing::warn!("an endpoint-disabled notice is due but email is not configured");
             return Ok(());
         };

@@ -1,9 +1,10 @@
 //! Outcome webhooks (decisions §19): endpoints and roles, messages signed under each
 //! endpoint's secret and verified by the `standardwebhooks` reference library (PyPI), the
-//! retry schedule on the test clock, auto-disable with the email to admins, redirects and
-//! private addresses refused, the Slack format, test sends, redelivery, a provider webhook
-//! delivered twice emitting once, churn-risk alerts as one event type among others and
-//! delivered by the same mechanism, and the exact message of each payment-failure outcome.
+//! retry schedule on the test clock, auto-disable with the email to admins (counted skipped
+//! without email), redirects and private addresses refused, the Slack format, test sends,
+//! redelivery, a provider webhook delivered twice emitting once, churn-risk alerts as one
+//! event type among others and delivered by the same mechanism, and the exact message of each
+//! payment-failure outcome.
 
 use std::net::Ipv4Addr;
 
@@ -13,9 +14,9 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::alerts::{quiet_customers, rebinding, receiving, redirecting};
-use crate::fake_provider::FakeProvider;
+use crate::fake_provider::{self, FakeProvider};
 use crate::helpers::{
-    Backend, TestApp, acme_owner, acme_with_key, advance, clock_now, configure, fields,
+    Backend, Options, TestApp, acme_owner, acme_with_key, advance, clock_now, configure, fields,
     mark_recovered, send_variant, variant_of, wire_time,
 };
 use crate::risk::recompute;
@@ -26,6 +27,7 @@ both_backends!(
     messages_verify_with_the_standardwebhooks_reference_library,
     failed_deliveries_retry_on_the_endpoint_schedule_then_fail,
     an_endpoint_failing_for_five_days_is_disabled_and_its_admins_emailed,
+    without_email_the_disabled_endpoints_notice_is_counted_as_skipped,
     redirects_are_not_followed,
     private_addresses_are_refused_at_save_and_at_delivery,
     slack_endpoints_get_one_unsigned_line,
@@ -457,6 +459,39 @@ async fn an_endpoint_failing_for_five_days_is_disabled_and_its_admins_emailed(ba
         .clone();
     assert_eq!(enabled["failing_since"], Value::Null);
     assert_eq!(enabled["disabled_reason"], Value::Null);
+}
+
+/// With email not configured, the notice of an endpoint disabled after five failing days is
+/// not sent, and `/metrics` counts it skipped, as every other email that cannot go.
+async fn without_email_the_disabled_endpoints_notice_is_counted_as_skipped(backend: Backend) {
+    let receiver = fake_provider::start().await;
+    receiver.answer(HOOK, ResponseTemplate::new(503)).await;
+    let options = Options::default()
+        .with("webhook_allow_private", true)
+        .with("email_outbox", "")
+        .trusting(&receiver);
+    let app = TestApp::spawn_with(backend, options).await;
+    let token = acme_owner(&app).await;
+    let endpoint = subscribe(&app, &token, &receiver, &["churn_event.created"]).await;
+    for day in 0..=5 {
+        advance(&app, 86_400).await;
+        churn_event(&app, &token, &format!("day{day}@shop.io")).await;
+        app.run_jobs().await;
+    }
+    let id = endpoint["id"].as_str().unwrap();
+    let path = format!("/projects/acme/webhook-endpoints/{id}");
+    assert_eq!(
+        app.call(&token, Method::GET, &path, 200).await["data"]["enabled"],
+        false
+    );
+    let metrics = app.client.get(app.url("/metrics")).send().await.unwrap();
+    let metrics = metrics.text().await.unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == r#"churn_emails_total{kind="endpoint_disabled",outcome="skipped"} 1"#),
+        "{metrics}"
+    );
 }
 
 async fn redirects_are_not_followed(backend: Backend) {
