@@ -488,24 +488,31 @@ struct JobEmail {
     failed: &'static str,
 }
 
-/// Sends a job's `email` once: a claim left by an earlier run that did not finish means that
-/// run may have handed it over, so it is not sent again. A refusal for good is logged and
+/// Sends a job's `email` once through `mailer`: without email configured it is counted
+/// skipped and not sent. A claim left by an earlier run that did not finish means that run
+/// may have handed it over, so it is not sent again. A refusal for good is logged and
 /// dropped, since retrying cannot help; any other failure gives the claim back for the job's
 /// retry and is the error.
 async fn send_job_email(
     core: &Local,
     run: &crate::jobs::JobRun,
-    transport: &dyn EmailTransport,
+    mailer: &Mailer,
     message: &OutgoingEmail,
     email: JobEmail,
 ) -> Result<()> {
     use crate::email::SendError;
     let what = email.what;
+    let Some(transport) = &mailer.transport else {
+        core.metrics
+            .email(email.kind, crate::metrics::EmailOutcome::Skipped);
+        tracing::warn!("{what} is due but email is not configured");
+        return Ok(());
+    };
     if !run.claim_email(core.now()).await? {
         tracing::warn!("{what} claimed by an earlier run that did not finish is not sent again");
         return Ok(());
     }
-    match send_counted(core, transport, email.kind, message).await {
+    match send_counted(core, transport.as_ref(), email.kind, message).await {
         Ok(()) => Ok(()),
         Err(SendError::Rejected(m)) => {
             tracing::warn!(error = %m, "{what} refused");

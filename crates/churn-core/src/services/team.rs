@@ -297,13 +297,6 @@ impl Team {
         if invitation.expires_at <= self.core.now() {
             return Ok(());
         }
-        let Some(transport) = &self.mailer.transport else {
-            self.core
-                .metrics
-                .email("invitation", crate::metrics::EmailOutcome::Skipped);
-            tracing::warn!("an invitation email is due but email is not configured");
-            return Ok(());
-        };
         let url = self.accept_url(&self.keys.token(&invitation.id));
         let text = format!(
             "Hello,\n\nYou have been invited to join the project {name} on churn as {role}.\n\nSign in (or create an account) with this address, {email}, then accept within 7 days:\n\n{url}\n\nor send POST /api/v1/invitations/<the last part of that link>/accept with your session.\n\nIf you did not expect this invitation, ignore this email.",
@@ -315,14 +308,7 @@ impl Team {
         let message = self
             .mailer
             .service_email(invitation.email.clone(), None, subject, text);
-        super::send_job_email(
-            &self.core,
-            run,
-            transport.as_ref(),
-            &message,
-            INVITATION_EMAIL,
-        )
-        .await
+        super::send_job_email(&self.core, run, &self.mailer, &message, INVITATION_EMAIL).await
     }
 }
 

@@ -466,13 +466,6 @@ impl Alerts {
             return Ok(());
         };
         let mailer = &self.sending.mailer;
-        let Some(transport) = &mailer.transport else {
-            self.core
-                .metrics
-                .email("endpoint_disabled", crate::metrics::EmailOutcome::Skipped);
-            tracing::warn!("an endpoint-disabled notice is due but email is not configured");
-            return Ok(());
-        };
         let link = format!(
             "{}/api/v1/projects/{}/webhook-endpoints/{}/deliveries",
             mailer.public_url, project.slug, endpoint.id
@@ -486,14 +479,7 @@ impl Alerts {
             endpoint.url, project.name
         );
         let message = mailer.service_email(to.to_owned(), None, subject, text);
-        super::send_job_email(
-            &self.core,
-            run,
-            transport.as_ref(),
-            &message,
-            ENDPOINT_DISABLED_NOTICE,
-        )
-        .await
+        super::send_job_email(&self.core, run, mailer, &message, ENDPOINT_DISABLED_NOTICE).await
     }
 }
 

@@ -54,13 +54,6 @@ impl Payments {
             return Ok(());
         };
         let mailer = &self.sending.mailer;
-        let Some(transport) = &mailer.transport else {
-            self.core
-                .metrics
-                .email("dunning_team", crate::metrics::EmailOutcome::Skipped);
-            tracing::warn!("a team notice of a payment failure is due but email is not configured");
-            return Ok(());
-        };
         let link = format!(
             "{}/app/p/{}/payments/{}",
             mailer.public_url, project.slug, record.id
@@ -74,7 +67,6 @@ impl Payments {
             link: &link,
         });
         let message = mailer.service_email(to.to_owned(), None, subject, text);
-        super::super::send_job_email(&self.core, run, transport.as_ref(), &message, TEAM_NOTICE)
-            .await
+        super::super::send_job_email(&self.core, run, mailer, &message, TEAM_NOTICE).await
     }
 }
