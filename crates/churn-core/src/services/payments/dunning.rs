@@ -137,18 +137,42 @@ pub(super) fn first_jobs(
 }
 
 impl Payments {
-    /// Hands a dunning-kind email to the relay once per job: a claim left by an earlier run
-    /// means that run stopped after, or during, the hand-over and before its record, so the
-    /// email is recorded as sent, unconfirmed, and never sent again. Answers the reason to
-    /// record beside `sent` (`None` when sent now); `refused` is the error when the relay
-    /// refuses it.
+    /// Why a dunning-kind email of `project` cannot go now (`send_emails` off, no verified
+    /// sender, email not configured), or its sender and the transport to hand it to.
+    pub(super) async fn dunning_route(
+        &self,
+        project: &projects::ProjectRecord,
+        send_emails: bool,
+    ) -> Result<std::result::Result<DunningRoute, &'static str>> {
+        if !send_emails {
+            return Ok(Err("send_emails is off"));
+        }
+        let sender = self.sending.sender_for(project).await?;
+        if !sender.verified {
+            return Ok(Err("no verified sender domain"));
+        }
+        let Some(transport) = self.sending.mailer.transport.clone() else {
+            return Ok(Err("email is not configured"));
+        };
+        Ok(Ok(DunningRoute { sender, transport }))
+    }
+
+    /// Hands a dunning-kind email (from the verified sender, with `sender_name` as display
+    /// name; the HTML part is the text's paragraphs) to the relay once per job: a claim left
+    /// by an earlier run means that run stopped after, or during, the hand-over and before
+    /// its record, so the email is recorded as sent, unconfirmed, and never sent again.
+    /// Answers the reason to record beside `sent` (`None` when sent now); `refused` is the
+    /// error when the relay refuses it.
     pub(super) async fn send_once(
         &self,
         run: &JobRun,
-        transport: &dyn crate::email::EmailTransport,
-        message: &OutgoingEmail,
+        route: &DunningRoute,
+        sender_name: &str,
+        to: String,
+        (subject, text): (String, String),
         refused: &'static str,
     ) -> Result<Option<&'static str>> {
+        let message = dunning_message(&route.sender, sender_name, to, subject, text)?;
         if !run.claim_email(self.core.now()).await? {
             // The message id, not the address: customers' emails stay out of the logs.
             tracing::warn!(message_id = %message.message_id, "an email claimed by an earlier run that did not finish is not sent again");
@@ -156,7 +180,9 @@ impl Payments {
                 "unconfirmed: the process stopped while handing it over",
             ));
         }
-        if let Err(e) = super::super::send_counted(&self.core, transport, "dunning", message).await
+        if let Err(e) =
+            super::super::send_counted(&self.core, route.transport.as_ref(), "dunning", &message)
+                .await
         {
             run.release_email().await?;
             return Err(Error::upstream(refused, e.to_string()));
@@ -165,9 +191,13 @@ impl Payments {
     }
 }
 
-/// A dunning-kind email (tones, expiry notices) from the verified sender, with
-/// `sender_name` as display name; the HTML part is the text's paragraphs.
-pub(super) fn dunning_message(
+/// Where a project's dunning-kind emails go: its verified sender and the email transport.
+pub(super) struct DunningRoute {
+    sender: crate::services::sender::Sender,
+    transport: Arc<dyn crate::email::EmailTransport>,
+}
+
+fn dunning_message(
     sender: &crate::services::sender::Sender,
     sender_name: &str,
     to: String,
@@ -863,15 +893,9 @@ impl Payments {
             )
             .await
         };
-        if !config.send_emails {
-            return skip("send_emails is off").await;
-        }
-        let sender = self.sending.sender_for(&project).await?;
-        if !sender.verified {
-            return skip("no verified sender domain").await;
-        }
-        let Some(transport) = &self.sending.mailer.transport else {
-            return skip("email is not configured").await;
+        let route = match self.dunning_route(&project, config.send_emails).await? {
+            Ok(route) => route,
+            Err(reason) => return skip(reason).await,
         };
         let offer = self.last_chance(&record, &config, tone).await?;
         // The button goes to the card-update page; `via=email` marks the visits it brings.
@@ -887,18 +911,13 @@ impl Payments {
                 offer: offer.as_ref(),
             },
         );
-        let message = dunning_message(
-            &sender,
-            &config.sender_name,
-            record.customer_email.clone(),
-            subject,
-            text,
-        )?;
         let reason = self
             .send_once(
                 run,
-                transport.as_ref(),
-                &message,
+                &route,
+                &config.sender_name,
+                record.customer_email.clone(),
+                (subject, text),
                 "the email server did not accept the dunning email",
             )
             .await?;

@@ -13,7 +13,6 @@ use super::Payments;
 use super::card_update::{
     CardUpdatePage, CardUpdated, PageSubject, gone, open_setup, saved_card, upstream,
 };
-use super::dunning::dunning_message;
 use crate::domain::behavior::BehaviorEvent;
 use crate::domain::card_update::{PAGE_LIFETIME, PageState, customer_page_action, page_open};
 use crate::domain::dunning::format_amount;
@@ -133,15 +132,9 @@ impl Payments {
         if notice.expires_at <= now {
             return skip("the card expired before the notice could go out").await;
         }
-        if !config.send_emails {
-            return skip("send_emails is off").await;
-        }
-        let sender = self.sending.sender_for(&project).await?;
-        if !sender.verified {
-            return skip("no verified sender domain").await;
-        }
-        let Some(transport) = &self.sending.mailer.transport else {
-            return skip("email is not configured").await;
+        let route = match self.dunning_route(&project, config.send_emails).await? {
+            Ok(route) => route,
+            Err(reason) => return skip(reason).await,
         };
         let update_url = format!("{}?via=email", self.customer_card_url(id));
         let card = card_label(notice.brand.as_deref(), notice.last4.as_deref());
@@ -152,18 +145,13 @@ impl Payments {
             update_url: &update_url,
             sender_name: &config.sender_name,
         });
-        let message = dunning_message(
-            &sender,
-            &config.sender_name,
-            notice.customer_email.clone(),
-            subject,
-            text,
-        )?;
         let reason = self
             .send_once(
                 run,
-                transport.as_ref(),
-                &message,
+                &route,
+                &config.sender_name,
+                notice.customer_email.clone(),
+                (subject, text),
                 "the email server did not accept the expiry notice",
             )
             .await?;
