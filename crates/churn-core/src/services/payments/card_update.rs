@@ -122,6 +122,18 @@ pub(super) fn gone() -> Error {
     Error::NotFound("this page does not exist or has expired".into())
 }
 
+/// The record a page's token named (its `created_at` given) while the page is open; else
+/// the page is gone.
+pub(super) fn while_open<T>(
+    found: Option<T>,
+    created_at: impl Fn(&T) -> Timestamp,
+    now: Timestamp,
+) -> Result<T> {
+    found
+        .filter(|record| page_open(created_at(record), now))
+        .ok_or_else(gone)
+}
+
 impl Payments {
     /// `GET /customer-status/:publicKey` (the in-app banner): whether the signed customer
     /// has a failing payment, and the card-update page of the newest one whose page is still
@@ -232,18 +244,9 @@ impl Payments {
 
     /// The record a token names while its page is open.
     async fn page_record(&self, token: &str) -> Result<FailureRecord> {
-        let id = self
-            .sending
-            .tracking
-            .verify_pay_token(token)
-            .ok_or_else(gone)?;
-        let record = failures::by_id(self.core.store.reader(), id)
-            .await?
-            .ok_or_else(gone)?;
-        if !page_open(record.created_at, self.core.now()) {
-            return Err(gone());
-        }
-        Ok(record)
+        let id = self.sending.tracking.verify_pay_token(token);
+        let record = failures::by_id(self.core.store.reader(), id.ok_or_else(gone)?).await?;
+        while_open(record, |r| r.created_at, self.core.now())
     }
 
     /// The Stripe client and customer of a failing record whose page has the Checkout button.

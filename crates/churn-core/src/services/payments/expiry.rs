@@ -11,10 +11,10 @@ use serde_json::Value;
 
 use super::Payments;
 use super::card_update::{
-    CardUpdatePage, CardUpdated, PageSubject, gone, open_setup, saved_card, upstream,
+    CardUpdatePage, CardUpdated, PageSubject, gone, open_setup, saved_card, upstream, while_open,
 };
 use crate::domain::behavior::BehaviorEvent;
-use crate::domain::card_update::{PAGE_LIFETIME, PageState, customer_page_action, page_open};
+use crate::domain::card_update::{PAGE_LIFETIME, PageState, customer_page_action};
 use crate::domain::dunning::format_amount;
 use crate::domain::expiry_notice::{ExpiryFacts, card_label, render, send_at};
 use crate::domain::provider::Provider;
@@ -240,18 +240,9 @@ impl Payments {
 
     /// The notice a customer token names while its page is open.
     async fn page_notice(&self, token: &str) -> Result<NoticeRecord> {
-        let id = self
-            .sending
-            .tracking
-            .verify_customer_pay_token(token)
-            .ok_or_else(gone)?;
-        let notice = notices::by_id(self.core.store.reader(), id)
-            .await?
-            .ok_or_else(gone)?;
-        if !page_open(notice.created_at, self.core.now()) {
-            return Err(gone());
-        }
-        Ok(notice)
+        let id = self.sending.tracking.verify_customer_pay_token(token);
+        let notice = notices::by_id(self.core.store.reader(), id.ok_or_else(gone)?).await?;
+        while_open(notice, |n| n.created_at, self.core.now())
     }
 
     /// The customer at Stripe: the one the signal named, else the one of their newest Stripe
