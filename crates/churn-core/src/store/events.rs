@@ -718,15 +718,16 @@ pub async fn of_customer<'e>(
     email: &str,
     limit: i64,
 ) -> Result<Vec<EventRecord>> {
-    Ok(sqlx::query_as::<_, EventRecord>(&format!(
-        "SELECT {COLUMNS} FROM churn_events e WHERE e.project_id = $1 AND e.customer_email = $2 \
-         ORDER BY e.created_at DESC, e.id DESC LIMIT $3"
-    ))
-    .bind(project_id)
-    .bind(email)
-    .bind(limit)
-    .fetch_all(db)
-    .await?)
+    let newest_first = "created_at DESC, id DESC";
+    EVENTS
+        .page_where(
+            db,
+            project_id,
+            ("customer_email", email),
+            newest_first,
+            (limit, 0),
+        )
+        .await
 }
 
 /// How many events match, from the counts the triggers keep (no scan of the events) unless

@@ -453,16 +453,16 @@ pub async fn of_customer<'e>(
     email: &str,
     limit: i64,
 ) -> Result<Vec<FailureRecord>> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM payment_failures WHERE project_id = $1 AND customer_email = $2 \
-         ORDER BY created_at DESC, id DESC LIMIT $3"
-    );
-    Ok(sqlx::query_as(&sql)
-        .bind(project_id)
-        .bind(email)
-        .bind(limit)
-        .fetch_all(db)
-        .await?)
+    let newest_first = "created_at DESC, id DESC";
+    FAILURES
+        .page_where(
+            db,
+            project_id,
+            ("customer_email", email),
+            newest_first,
+            (limit, 0),
+        )
+        .await
 }
 
 /// Counts by status: (status, currency, records, amount sum). The sum is taken as a float,

@@ -1,8 +1,8 @@
 //! The statements most tables share over one record named by its key (its id, for most
 //! tables): read it within its owner (its project, for most tables), read it by id alone (for
 //! a job that carries only the id), delete it within its owner; and over all of an owner's
-//! records: list them, a page of them, count them. Also the one row a table keeps for a
-//! project (its settings).
+//! records: list them, a page of them (or of those with a given value in a column), count
+//! them. Also the one row a table keeps for a project (its settings).
 
 use sqlx::{Any, Executor};
 
@@ -123,6 +123,30 @@ impl Table {
         );
         Ok(sqlx::query_as(&sql)
             .bind(owner)
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(db)
+            .await?)
+    }
+
+    /// One page of the records of `owner` whose `column` holds `value`, in the order
+    /// `order_by` says.
+    pub(crate) async fn page_where<'e, T: Record>(
+        self,
+        db: impl Executor<'e, Database = Any>,
+        owner: &str,
+        (column, value): (&str, &str),
+        order_by: &str,
+        (limit, offset): (i64, i64),
+    ) -> Result<Vec<T>> {
+        let sql = format!(
+            "SELECT {} FROM {} WHERE {} = $1 AND {column} = $2 \
+             ORDER BY {order_by} LIMIT $3 OFFSET $4",
+            self.columns, self.name, self.owner
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(owner)
+            .bind(value)
             .bind(limit)
             .bind(offset)
             .fetch_all(db)
