@@ -15,7 +15,8 @@ use crate::time::{self, Timestamp};
 /// `owner` column names.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Table {
-    /// The table, with the alias `columns` use, if they use one.
+    /// The table, with the alias `columns` use, if they use one; or a join of tables by
+    /// their aliases, for records that read columns of more than one.
     name: &'static str,
     /// The columns a record is decoded from.
     columns: &'static str,
