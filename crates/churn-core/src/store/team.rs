@@ -131,11 +131,7 @@ pub async fn by_token_hash<'e>(
     db: impl Executor<'e, Database = Any>,
     token_hash: &str,
 ) -> Result<Option<InvitationRecord>> {
-    let sql = format!("SELECT {INVITATION} FROM invitations WHERE token_hash = $1");
-    Ok(sqlx::query_as(&sql)
-        .bind(token_hash)
-        .fetch_optional(db)
-        .await?)
+    INVITATIONS.by_unique(db, ("token_hash", token_hash)).await
 }
 
 /// Revokes an open invitation by deleting it, so its token opens nothing; `false` when the
