@@ -272,18 +272,30 @@ pub async fn set_status<'e>(
     to: EventStatus,
     now: Timestamp,
 ) -> Result<bool> {
-    let done = sqlx::query(
-        "UPDATE churn_events SET status = $3, updated_at = $4 \
-         WHERE id = $1 AND status = $2 AND project_id = $5",
-    )
-    .bind(id)
-    .bind(from.as_str())
-    .bind(to.as_str())
-    .bind(time::format(&now))
-    .bind(project_id)
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    let set = "status = $4, updated_at = $5";
+    let now = time::format(&now);
+    move_from(db, (project_id, id), from, set, &[to.as_str(), &now]).await
+}
+
+/// Applies `set` to the event (`$1`, `$2`) unless someone else moved it from `from` (`$3`)
+/// first (`false` then); `values` are its parameters from `$4` on.
+async fn move_from<'e>(
+    db: impl Writes<'e>,
+    (project_id, id): (&str, &str),
+    from: EventStatus,
+    set: &str,
+    values: &[&str],
+) -> Result<bool> {
+    let sql =
+        format!("UPDATE churn_events SET {set} WHERE project_id = $1 AND id = $2 AND status = $3");
+    let mut query = sqlx::query(&sql)
+        .bind(project_id)
+        .bind(id)
+        .bind(from.as_str());
+    for value in values {
+        query = query.bind(*value);
+    }
+    Ok(query.execute(db).await?.rows_affected() == 1)
 }
 
 /// Takes the generation lease: `new → processing`, or `processing → processing` when the
@@ -463,18 +475,9 @@ pub async fn recover<'e>(
     via: &str,
     now: Timestamp,
 ) -> Result<bool> {
-    let done = sqlx::query(
-        "UPDATE churn_events SET status = 'recovered', recovered_via = $3, recovered_at = $4, updated_at = $4 \
-         WHERE id = $1 AND status = $2 AND project_id = $5",
-    )
-    .bind(id)
-    .bind(from.as_str())
-    .bind(via)
-    .bind(time::format(&now))
-    .bind(project_id)
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    let set = "status = 'recovered', recovered_via = $4, recovered_at = $5, updated_at = $5";
+    let now = time::format(&now);
+    move_from(db, (project_id, id), from, set, &[via, &now]).await
 }
 
 /// Marks every non-terminal event of the customer recovered (a successful payment); answers
@@ -506,16 +509,9 @@ pub async fn expire<'e>(
     id: &str,
     now: Timestamp,
 ) -> Result<bool> {
-    let done = sqlx::query(
-        "UPDATE churn_events SET status = 'lost', lost_at = $2, updated_at = $2 \
-         WHERE id = $1 AND status = 'email_sent' AND project_id = $3",
-    )
-    .bind(id)
-    .bind(time::format(&now))
-    .bind(project_id)
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    let set = "status = 'lost', lost_at = $4, updated_at = $4";
+    let now = time::format(&now);
+    move_from(db, (project_id, id), EventStatus::EmailSent, set, &[&now]).await
 }
 
 pub async fn set_reason<'e>(
@@ -527,19 +523,10 @@ pub async fn set_reason<'e>(
     reason_code: &str,
     now: Timestamp,
 ) -> Result<bool> {
-    let done = sqlx::query(
-        "UPDATE churn_events SET cancel_reason = $3, reason_code = $4, updated_at = $5 \
-         WHERE id = $1 AND status = $2 AND project_id = $6",
-    )
-    .bind(id)
-    .bind(expected.as_str())
-    .bind(cancel_reason)
-    .bind(reason_code)
-    .bind(time::format(&now))
-    .bind(project_id)
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    let set = "cancel_reason = $4, reason_code = $5, updated_at = $6";
+    let now = time::format(&now);
+    let values = [cancel_reason, reason_code, &now];
+    move_from(db, (project_id, id), expected, set, &values).await
 }
 
 /// What a list selects and in which order; values are validated by the service.
@@ -718,15 +705,16 @@ pub async fn of_customer<'e>(
     email: &str,
     limit: i64,
 ) -> Result<Vec<EventRecord>> {
-    Ok(sqlx::query_as::<_, EventRecord>(&format!(
-        "SELECT {COLUMNS} FROM churn_events e WHERE e.project_id = $1 AND e.customer_email = $2 \
-         ORDER BY e.created_at DESC, e.id DESC LIMIT $3"
-    ))
-    .bind(project_id)
-    .bind(email)
-    .bind(limit)
-    .fetch_all(db)
-    .await?)
+    let newest_first = "created_at DESC, id DESC";
+    EVENTS
+        .page_where(
+            db,
+            project_id,
+            ("customer_email", email),
+            newest_first,
+            (limit, 0),
+        )
+        .await
 }
 
 /// How many events match, from the counts the triggers keep (no scan of the events) unless

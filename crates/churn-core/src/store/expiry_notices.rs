@@ -107,30 +107,15 @@ pub async fn cancel_pending<'e>(
     reason: &str,
     now: Timestamp,
 ) -> Result<bool> {
-    let done = sqlx::query(
-        "UPDATE expiry_notices SET status = 'cancelled', reason = $3, updated_at = $4 \
-         WHERE project_id = $1 AND customer_email = $2 AND status = 'pending'",
-    )
-    .bind(project_id)
-    .bind(customer_email)
-    .bind(reason)
-    .bind(time::format(&now))
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected() > 0)
+    let pending = "project_id = $3 AND customer_email = $4 AND status = 'pending'";
+    let keys = [project_id, customer_email];
+    Ok(settle(db, (pending, &keys), "cancelled", Some(reason), now).await? > 0)
 }
 
 /// The pending notice `id` was not sent, for `reason`.
 pub async fn skip<'e>(db: impl Writes<'e>, id: &str, reason: &str, now: Timestamp) -> Result<()> {
-    sqlx::query(
-        "UPDATE expiry_notices SET status = 'skipped', reason = $2, updated_at = $3 \
-         WHERE id = $1 AND status = 'pending'",
-    )
-    .bind(id)
-    .bind(reason)
-    .bind(time::format(&now))
-    .execute(db)
-    .await?;
+    let pending = "id = $3 AND status = 'pending'";
+    settle(db, (pending, &[id]), "skipped", Some(reason), now).await?;
     Ok(())
 }
 
@@ -141,15 +126,27 @@ pub async fn mark_sent<'e>(
     reason: Option<&str>,
     now: Timestamp,
 ) -> Result<()> {
-    sqlx::query(
-        "UPDATE expiry_notices SET status = 'sent', reason = $2, updated_at = $3 WHERE id = $1",
-    )
-    .bind(id)
-    .bind(reason)
-    .bind(time::format(&now))
-    .execute(db)
-    .await?;
+    settle(db, ("id = $3", &[id]), "sent", reason, now).await?;
     Ok(())
+}
+
+/// Gives the notices `filter` picks (its parameters `keys`, from `$3` on) their final
+/// `status`, for `reason`, as of `now`; how many it gave one.
+async fn settle<'e>(
+    db: impl Writes<'e>,
+    (filter, keys): (&str, &[&str]),
+    status: &str,
+    reason: Option<&str>,
+    now: Timestamp,
+) -> Result<u64> {
+    let sql = format!(
+        "UPDATE expiry_notices SET status = '{status}', reason = $1, updated_at = $2 WHERE {filter}"
+    );
+    let mut query = sqlx::query(&sql).bind(reason).bind(time::format(&now));
+    for key in keys {
+        query = query.bind(*key);
+    }
+    Ok(query.execute(db).await?.rows_affected())
 }
 
 #[cfg(test)]

@@ -453,16 +453,16 @@ pub async fn of_customer<'e>(
     email: &str,
     limit: i64,
 ) -> Result<Vec<FailureRecord>> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM payment_failures WHERE project_id = $1 AND customer_email = $2 \
-         ORDER BY created_at DESC, id DESC LIMIT $3"
-    );
-    Ok(sqlx::query_as(&sql)
-        .bind(project_id)
-        .bind(email)
-        .bind(limit)
-        .fetch_all(db)
-        .await?)
+    let newest_first = "created_at DESC, id DESC";
+    FAILURES
+        .page_where(
+            db,
+            project_id,
+            ("customer_email", email),
+            newest_first,
+            (limit, 0),
+        )
+        .await
 }
 
 /// Counts by status: (status, currency, records, amount sum). The sum is taken as a float,
@@ -535,19 +535,10 @@ pub async fn log_attempt<'e>(
     decline_code: Option<&str>,
     error: Option<&str>,
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO payment_attempts (id, failure_id, at, outcome, decline_code, error) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(crate::ids::new_id())
-    .bind(failure_id)
-    .bind(time::format(&at))
-    .bind(outcome)
-    .bind(decline_code)
-    .bind(error.map(|e| e.chars().take(500).collect::<String>()))
-    .execute(db)
-    .await?;
-    Ok(())
+    let error = error.map(|e| e.chars().take(500).collect::<String>());
+    let entry = [Some(outcome), decline_code, error.as_deref()];
+    let columns = "outcome, decline_code, error";
+    append(db, "payment_attempts", columns, failure_id, at, &entry).await
 }
 
 pub async fn log_email<'e>(
@@ -558,17 +549,38 @@ pub async fn log_email<'e>(
     status: &str,
     reason: Option<&str>,
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO payment_emails (id, failure_id, at, tone, status, reason) VALUES ($1, $2, $3, $4, $5, $6)",
+    let entry = [Some(tone), Some(status), reason];
+    append(
+        db,
+        "payment_emails",
+        "tone, status, reason",
+        failure_id,
+        at,
+        &entry,
     )
-    .bind(crate::ids::new_id())
-    .bind(failure_id)
-    .bind(time::format(&at))
-    .bind(tone)
-    .bind(status)
-    .bind(reason)
-    .execute(db)
-    .await?;
+    .await
+}
+
+/// Adds an entry at `at` to the failure's log `table`, its `columns` holding `entry`.
+async fn append<'e>(
+    db: impl Writes<'e>,
+    table: &str,
+    columns: &str,
+    failure_id: &str,
+    at: Timestamp,
+    entry: &[Option<&str>],
+) -> Result<()> {
+    let params: String = (4..4 + entry.len()).map(|n| format!(", ${n}")).collect();
+    let sql =
+        format!("INSERT INTO {table} (id, failure_id, at, {columns}) VALUES ($1, $2, $3{params})");
+    let mut query = sqlx::query(&sql)
+        .bind(crate::ids::new_id())
+        .bind(failure_id)
+        .bind(time::format(&at));
+    for value in entry {
+        query = query.bind(*value);
+    }
+    query.execute(db).await?;
     Ok(())
 }
 
@@ -642,16 +654,15 @@ pub async fn log_visit<'e>(
     at: Timestamp,
     via: &str,
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO payment_page_visits (id, failure_id, at, via) VALUES ($1, $2, $3, $4)",
+    append(
+        db,
+        "payment_page_visits",
+        "via",
+        failure_id,
+        at,
+        &[Some(via)],
     )
-    .bind(crate::ids::new_id())
-    .bind(failure_id)
-    .bind(time::format(&at))
-    .bind(via)
-    .execute(db)
-    .await?;
-    Ok(())
+    .await
 }
 
 /// (at, via) of the card-update page's visits, oldest first.

@@ -1,8 +1,9 @@
 //! The statements most tables share over one record named by its key (its id, for most
-//! tables): read it within its owner (its project, for most tables), read it by id alone (for
-//! a job that carries only the id), delete it within its owner; and over all of an owner's
-//! records: list them, a page of them, count them. Also the one row a table keeps for a
-//! project (its settings).
+//! tables): read it within its owner (its project, for most tables), read it by id or by
+//! another column no two records share alone (for a job that carries only the id, a login by
+//! email), delete it within its owner; and over all of an owner's records: list them, a page
+//! of them (or of those with a given value in a column), count them. Also the one row a table
+//! keeps for a project (its settings).
 
 use sqlx::{Any, Executor};
 
@@ -15,7 +16,8 @@ use crate::time::{self, Timestamp};
 /// `owner` column names.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Table {
-    /// The table, with the alias `columns` use, if they use one.
+    /// The table, with the alias `columns` use, if they use one; or a join of tables by
+    /// their aliases, for records that read columns of more than one.
     name: &'static str,
     /// The columns a record is decoded from.
     columns: &'static str,
@@ -78,8 +80,21 @@ impl Table {
         db: impl Executor<'e, Database = Any>,
         id: &str,
     ) -> Result<Option<T>> {
-        let sql = format!("SELECT {} FROM {} WHERE id = $1", self.columns, self.name);
-        Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
+        self.by_unique(db, ("id", id)).await
+    }
+
+    /// The record whose `column` holds `value`, which no two records share (an id, an email,
+    /// a token's hash), whoever owns it.
+    pub(crate) async fn by_unique<'e, T: Record>(
+        self,
+        db: impl Executor<'e, Database = Any>,
+        (column, value): (&str, &str),
+    ) -> Result<Option<T>> {
+        let sql = format!(
+            "SELECT {} FROM {} WHERE {column} = $1",
+            self.columns, self.name
+        );
+        Ok(sqlx::query_as(&sql).bind(value).fetch_optional(db).await?)
     }
 
     /// How many records `owner` has.
@@ -123,6 +138,30 @@ impl Table {
         );
         Ok(sqlx::query_as(&sql)
             .bind(owner)
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(db)
+            .await?)
+    }
+
+    /// One page of the records of `owner` whose `column` holds `value`, in the order
+    /// `order_by` says.
+    pub(crate) async fn page_where<'e, T: Record>(
+        self,
+        db: impl Executor<'e, Database = Any>,
+        owner: &str,
+        (column, value): (&str, &str),
+        order_by: &str,
+        (limit, offset): (i64, i64),
+    ) -> Result<Vec<T>> {
+        let sql = format!(
+            "SELECT {} FROM {} WHERE {} = $1 AND {column} = $2 \
+             ORDER BY {order_by} LIMIT $3 OFFSET $4",
+            self.columns, self.name, self.owner
+        );
+        Ok(sqlx::query_as(&sql)
+            .bind(owner)
+            .bind(value)
             .bind(limit)
             .bind(offset)
             .fetch_all(db)

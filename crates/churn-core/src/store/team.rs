@@ -50,6 +50,11 @@ decode::from_row! {
 
 const MEMBER: &str = "m.user_id, u.name, u.email, m.role, m.joined_at";
 
+/// A project's members, each with its user's name and email, named by user id.
+const MEMBERS: Table = Table::new("project_members m JOIN users u ON u.id = m.user_id", MEMBER)
+    .owned_by("m.project_id")
+    .keyed_by("m.user_id");
+
 /// Stores a new invitation; 409 when the address already has an open one in the project.
 /// Open invitations of the address that have expired are dropped first, so they do not block.
 pub async fn insert_invitation(
@@ -126,11 +131,7 @@ pub async fn by_token_hash<'e>(
     db: impl Executor<'e, Database = Any>,
     token_hash: &str,
 ) -> Result<Option<InvitationRecord>> {
-    let sql = format!("SELECT {INVITATION} FROM invitations WHERE token_hash = $1");
-    Ok(sqlx::query_as(&sql)
-        .bind(token_hash)
-        .fetch_optional(db)
-        .await?)
+    INVITATIONS.by_unique(db, ("token_hash", token_hash)).await
 }
 
 /// Revokes an open invitation by deleting it, so its token opens nothing; `false` when the
@@ -179,11 +180,7 @@ pub async fn members<'e>(
     db: impl Executor<'e, Database = Any>,
     project_id: &str,
 ) -> Result<Vec<MemberRecord>> {
-    let sql = format!(
-        "SELECT {MEMBER} FROM project_members m JOIN users u ON u.id = m.user_id \
-         WHERE m.project_id = $1 ORDER BY m.joined_at, m.user_id"
-    );
-    Ok(sqlx::query_as(&sql).bind(project_id).fetch_all(db).await?)
+    MEMBERS.all(db, project_id, "m.joined_at, m.user_id").await
 }
 
 pub async fn member<'e>(
@@ -191,15 +188,7 @@ pub async fn member<'e>(
     project_id: &str,
     user_id: &str,
 ) -> Result<Option<MemberRecord>> {
-    let sql = format!(
-        "SELECT {MEMBER} FROM project_members m JOIN users u ON u.id = m.user_id \
-         WHERE m.project_id = $1 AND m.user_id = $2"
-    );
-    Ok(sqlx::query_as(&sql)
-        .bind(project_id)
-        .bind(user_id)
-        .fetch_optional(db)
-        .await?)
+    MEMBERS.get(db, project_id, user_id).await
 }
 
 /// Whether the address belongs to a member of the project.

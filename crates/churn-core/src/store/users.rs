@@ -3,6 +3,7 @@
 use super::Writes;
 use sqlx::{Any, Executor};
 
+use super::table::Table;
 use super::{conflict_on_unique, decode};
 use crate::error::Result;
 use crate::time::{self, Timestamp};
@@ -33,6 +34,9 @@ decode::from_row! {
 const COLUMNS: &str = "id, name, email, password_hash, trial_ends_at, paid_until, \
      default_project_id, created_at, session_version, email_verified_at";
 
+/// Accounts belong to no project: read by id or email alone.
+const USERS: Table = Table::new("users", COLUMNS);
+
 pub async fn insert<'e>(db: impl Writes<'e>, user: &UserRecord) -> Result<()> {
     let created = time::format(&user.created_at);
     sqlx::query(
@@ -62,16 +66,14 @@ pub async fn by_email<'e>(
     db: impl Executor<'e, Database = Any>,
     email: &str,
 ) -> Result<Option<UserRecord>> {
-    let sql = format!("SELECT {COLUMNS} FROM users WHERE email = $1");
-    Ok(sqlx::query_as(&sql).bind(email).fetch_optional(db).await?)
+    USERS.by_unique(db, ("email", email)).await
 }
 
 pub async fn by_id<'e>(
     db: impl Executor<'e, Database = Any>,
     id: &str,
 ) -> Result<Option<UserRecord>> {
-    let sql = format!("SELECT {COLUMNS} FROM users WHERE id = $1");
-    Ok(sqlx::query_as(&sql).bind(id).fetch_optional(db).await?)
+    USERS.by_id(db, id).await
 }
 
 pub async fn list<'e>(db: impl Executor<'e, Database = Any>) -> Result<Vec<UserRecord>> {

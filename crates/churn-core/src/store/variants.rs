@@ -109,10 +109,7 @@ pub async fn for_event<'e>(
     db: impl Executor<'e, Database = Any>,
     event_id: &str,
 ) -> Result<Vec<VariantRecord>> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM recovery_variants WHERE churn_event_id = $1 ORDER BY rank, id"
-    );
-    Ok(sqlx::query_as(&sql).bind(event_id).fetch_all(db).await?)
+    VARIANTS.all(db, event_id, "rank, id").await
 }
 
 pub async fn get<'e>(

@@ -210,6 +210,8 @@ impl DeliveryRow {
 const DELIVERY: &str = "id, project_id, endpoint_id, message_id, event_type, body, status, \
                         reason, attempts, next_attempt_at, created_at";
 
+const DELIVERIES: Table = Table::new("webhook_deliveries", DELIVERY);
+
 pub async fn insert_delivery<'e>(db: impl Writes<'e>, d: &DeliveryRow) -> Result<()> {
     sqlx::query(&format!(
         "INSERT INTO webhook_deliveries ({DELIVERY}) \
@@ -253,16 +255,16 @@ pub async fn deliveries<'e>(
     limit: i64,
     offset: i64,
 ) -> Result<Vec<DeliveryRow>> {
-    Ok(sqlx::query_as::<_, DeliveryRow>(&format!(
-        "SELECT {DELIVERY} FROM webhook_deliveries WHERE project_id = $1 AND endpoint_id = $2 \
-         ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4"
-    ))
-    .bind(project_id)
-    .bind(endpoint_id)
-    .bind(limit)
-    .bind(offset)
-    .fetch_all(db)
-    .await?)
+    let newest_first = "created_at DESC, id DESC";
+    DELIVERIES
+        .page_where(
+            db,
+            project_id,
+            ("endpoint_id", endpoint_id),
+            newest_first,
+            (limit, offset),
+        )
+        .await
 }
 
 /// One delivery of a project's endpoint.
@@ -288,7 +290,5 @@ pub async fn delivery_by_id<'e>(
     db: impl Executor<'e, Database = Any>,
     id: &str,
 ) -> Result<Option<DeliveryRow>> {
-    Table::new("webhook_deliveries", DELIVERY)
-        .by_id(db, id)
-        .await
+    DELIVERIES.by_id(db, id).await
 }
