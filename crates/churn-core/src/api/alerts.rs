@@ -1,7 +1,7 @@
 //! The churn-risk alert log (decisions §9).
 
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
 use super::behavior::RiskLevelName;
 use super::risk::SignalWeight;
@@ -68,17 +68,10 @@ pub struct Alert {
     pub created_at: Timestamp,
 }
 
-/// Query of `GET /projects/:slug/churn-risk/alerts`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-pub struct AlertQuery {
-    /// Default 1.
-    #[param(minimum = 1, maximum = 4294967295_i64)]
-    pub page: Option<i64>,
-    /// Default 20.
-    #[param(minimum = 1, maximum = 100)]
-    pub per_page: Option<i64>,
+paged_query! {
+    /// Query of `GET /projects/:slug/churn-risk/alerts`.
+    #[serde(deny_unknown_fields)]
+    pub struct AlertQuery {}
 }
 
 /// The body of an outbound `churn_risk.alert` webhook, exactly as the interface gives it.

@@ -152,42 +152,30 @@ pub enum SortOrderName {
     Desc,
 }
 
-/// Query of `GET /projects/:slug/customers`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-pub struct CustomerQuery {
-    /// Default 1.
-    #[param(minimum = 1, maximum = 4294967295_i64)]
-    pub page: Option<i64>,
-    /// Default 20.
-    #[param(minimum = 1, maximum = 100)]
-    pub per_page: Option<i64>,
-    /// A substring of the email.
-    #[param(max_length = 254)]
-    pub q: Option<String>,
-    /// Default last_seen_at.
-    #[param(value_type = Option<CustomerSort>, inline)]
-    pub sort: Option<String>,
-    /// Default desc (asc for email).
-    #[param(value_type = Option<SortOrderName>, inline)]
-    pub order: Option<String>,
+paged_query! {
+    /// Query of `GET /projects/:slug/customers`.
+    #[serde(deny_unknown_fields)]
+    pub struct CustomerQuery {
+        /// A substring of the email.
+        #[param(max_length = 254)]
+        pub q: Option<String>,
+        /// Default last_seen_at.
+        #[param(value_type = Option<CustomerSort>, inline)]
+        pub sort: Option<String>,
+        /// Default desc (asc for email).
+        #[param(value_type = Option<SortOrderName>, inline)]
+        pub order: Option<String>,
+    }
 }
 
-/// Query of a customer's timeline.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-pub struct CustomerEventsQuery {
-    /// Default 1.
-    #[param(minimum = 1, maximum = 4294967295_i64)]
-    pub page: Option<i64>,
-    /// Default 20.
-    #[param(minimum = 1, maximum = 100)]
-    pub per_page: Option<i64>,
-    /// Only events of this name.
-    #[param(min_length = 1, max_length = 64)]
-    pub event: Option<String>,
+paged_query! {
+    /// Query of a customer's timeline.
+    #[serde(deny_unknown_fields)]
+    pub struct CustomerEventsQuery {
+        /// Only events of this name.
+        #[param(min_length = 1, max_length = 64)]
+        pub event: Option<String>,
+    }
 }
 
 /// Query of `GET /projects/:slug/analytics/events`.

@@ -219,20 +219,14 @@ pub struct CancelFlowSession {
     pub ended_at: Option<Timestamp>,
 }
 
-/// Query of `GET /projects/:slug/cancel-flow/sessions`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::IntoParams, ToSchema)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-pub struct SessionQuery {
-    /// Default 1.
-    #[param(minimum = 1, maximum = 4294967295_i64)]
-    pub page: Option<i64>,
-    /// Default 20.
-    #[param(minimum = 1, maximum = 100)]
-    pub per_page: Option<i64>,
-    /// Only sessions with this status (as it reads now).
-    #[param(value_type = Option<SessionStatus>)]
-    pub status: Option<String>,
+paged_query! {
+    /// Query of `GET /projects/:slug/cancel-flow/sessions`.
+    #[serde(deny_unknown_fields)]
+    pub struct SessionQuery {
+        /// Only sessions with this status (as it reads now).
+        #[param(value_type = Option<SessionStatus>)]
+        pub status: Option<String>,
+    }
 }
 
 /// A segmented cancel flow (decisions §19).

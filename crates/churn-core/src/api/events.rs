@@ -346,29 +346,23 @@ pub struct SentVariant {
     pub message_id: String,
 }
 
-/// Query of the scoped list.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
-#[into_params(parameter_in = Query)]
-pub struct ListQuery {
-    /// Default 1.
-    #[param(minimum = 1, maximum = 4294967295_i64)]
-    pub page: Option<i64>,
-    /// Default 20.
-    #[param(minimum = 1, maximum = 100)]
-    pub per_page: Option<i64>,
-    #[param(value_type = Option<EventStatus>)]
-    pub status: Option<String>,
-    #[param(value_type = Option<EventType>)]
-    pub event_type: Option<String>,
-    /// Default created_at.
-    #[param(value_type = Option<SortField>, inline)]
-    pub sort: Option<String>,
-    /// Default desc.
-    #[param(value_type = Option<SortOrder>, inline)]
-    pub order: Option<String>,
-    /// A part of the customer's email, or an event id.
-    #[param(max_length = 254)]
-    pub q: Option<String>,
+paged_query! {
+    /// Query of the scoped list.
+    pub struct ListQuery {
+        #[param(value_type = Option<EventStatus>)]
+        pub status: Option<String>,
+        #[param(value_type = Option<EventType>)]
+        pub event_type: Option<String>,
+        /// Default created_at.
+        #[param(value_type = Option<SortField>, inline)]
+        pub sort: Option<String>,
+        /// Default desc.
+        #[param(value_type = Option<SortOrder>, inline)]
+        pub order: Option<String>,
+        /// A part of the customer's email, or an event id.
+        #[param(max_length = 254)]
+        pub q: Option<String>,
+    }
 }
 
 /// Query of the unscoped list.

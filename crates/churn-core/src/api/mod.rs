@@ -1,6 +1,38 @@
 //! Request and response bodies of the HTTP API, shared by the server and the SDK so the two
 //! cannot drift apart.
 
+/// Declares the query of a page-numbered list: `page` and `per_page`, with the limits and
+/// defaults every such list documents, followed by the list's own parameters.
+macro_rules! paged_query {
+    (
+        $(#[$attr:meta])*
+        pub struct $name:ident {
+            $($(#[$field_attr:meta])* pub $field:ident: $ty:ty,)*
+        }
+    ) => {
+        #[derive(
+            Debug,
+            Clone,
+            Default,
+            serde::Serialize,
+            serde::Deserialize,
+            utoipa::IntoParams,
+            utoipa::ToSchema,
+        )]
+        #[into_params(parameter_in = Query)]
+        $(#[$attr])*
+        pub struct $name {
+            /// Default 1.
+            #[param(minimum = 1, maximum = 4294967295_i64)]
+            pub page: Option<i64>,
+            /// Default 20.
+            #[param(minimum = 1, maximum = 100)]
+            pub per_page: Option<i64>,
+            $($(#[$field_attr])* pub $field: $ty,)*
+        }
+    };
+}
+
 pub mod alerts;
 pub mod analytics;
 pub mod auth;

@@ -1,7 +1,7 @@
 //! Churn-risk scores (decisions §9).
 
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
 use super::behavior::RiskLevelName;
 use crate::domain::wire_enum::wire_enum;
@@ -98,21 +98,15 @@ pub struct RiskModel {
     pub auc: Option<f64>,
 }
 
-/// Query of `GET /projects/:slug/churn-risk/customers`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-pub struct RiskQuery {
-    /// Default 1.
-    #[param(minimum = 1, maximum = 4294967295_i64)]
-    pub page: Option<i64>,
-    /// Default 20.
-    #[param(minimum = 1, maximum = 100)]
-    pub per_page: Option<i64>,
-    #[param(value_type = Option<RiskLevelName>, inline)]
-    pub level: Option<String>,
-    #[param(minimum = 0, maximum = 100)]
-    pub min_score: Option<i64>,
+paged_query! {
+    /// Query of `GET /projects/:slug/churn-risk/customers`.
+    #[serde(deny_unknown_fields)]
+    pub struct RiskQuery {
+        #[param(value_type = Option<RiskLevelName>, inline)]
+        pub level: Option<String>,
+        #[param(minimum = 0, maximum = 100)]
+        pub min_score: Option<i64>,
+    }
 }
 
 wire_enum! {

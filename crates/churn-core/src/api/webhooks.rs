@@ -1,7 +1,7 @@
 //! Outcome webhook endpoints and their delivery log (decisions §19).
 
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
 use super::alerts::{AlertAttempt, AlertStatus};
 use crate::domain::webhooks::{EventType, Format};
@@ -107,15 +107,8 @@ pub struct WebhookDelivery {
     pub created_at: Timestamp,
 }
 
-/// Query of `GET /projects/:slug/webhook-endpoints/:id/deliveries`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams, ToSchema)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-pub struct DeliveryQuery {
-    /// Default 1.
-    #[param(minimum = 1, maximum = 4294967295_i64)]
-    pub page: Option<i64>,
-    /// Default 20.
-    #[param(minimum = 1, maximum = 100)]
-    pub per_page: Option<i64>,
+paged_query! {
+    /// Query of `GET /projects/:slug/webhook-endpoints/:id/deliveries`.
+    #[serde(deny_unknown_fields)]
+    pub struct DeliveryQuery {}
 }

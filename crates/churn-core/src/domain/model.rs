@@ -275,15 +275,18 @@ mod tests {
         assert_eq!(auc(&[(1.0, true)]), None);
     }
 
+    /// Customer `i`, `c{i}@shop.io`.
+    fn example(i: usize, churned: bool, x: Vec<f64>) -> Example {
+        Example {
+            email: format!("c{i}@shop.io"),
+            churned,
+            x,
+        }
+    }
+
     #[test]
     fn the_held_out_fifth_is_stratified_and_deterministic() {
-        let examples: Vec<Example> = (0..100)
-            .map(|i| Example {
-                email: format!("c{i}@shop.io"),
-                churned: i % 3 == 0,
-                x: vec![],
-            })
-            .collect();
+        let examples: Vec<Example> = (0..100).map(|i| example(i, i % 3 == 0, vec![])).collect();
         let held = held_out(&examples);
         let count = |class| {
             examples
@@ -303,14 +306,9 @@ mod tests {
 
     #[test]
     fn too_few_labels_fit_nothing() {
-        let example = |i: usize, churned| Example {
-            email: format!("c{i}@shop.io"),
-            churned,
-            x: vec![0.0; 18],
-        };
         let examples: Vec<Example> = (0..29)
-            .map(|i| example(i, true))
-            .chain((29..200).map(|i| example(i, false)))
+            .map(|i| example(i, true, vec![0.0; 18]))
+            .chain((29..200).map(|i| example(i, false, vec![0.0; 18])))
             .collect();
         assert_eq!(
             train(features(&[]), &examples),
@@ -436,11 +434,7 @@ mod tests {
         // A feature present in every churned customer and no other: a large positive weight;
         // with the classes balanced and the feature absent, the base sits below 50.
         let examples: Vec<Example> = (0..80)
-            .map(|i| Example {
-                email: format!("c{i}@shop.io"),
-                churned: i % 2 == 0,
-                x: vec![if i % 2 == 0 { 1.0 } else { 0.0 }],
-            })
+            .map(|i| example(i, i % 2 == 0, vec![if i % 2 == 0 { 1.0 } else { 0.0 }]))
             .collect();
         let trained = train(vec![Feature::Signal(Signal::NpsDetractor)], &examples).unwrap();
         let (_, w) = trained.model.weights[0];

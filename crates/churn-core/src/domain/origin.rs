@@ -95,22 +95,14 @@ mod tests {
 
     #[test]
     fn normalises_valid_origins() {
-        assert_eq!(
-            normalize("https://App.Example.com").unwrap(),
-            "https://app.example.com"
-        );
-        assert_eq!(
-            normalize("https://example.com:443").unwrap(),
-            "https://example.com"
-        );
-        assert_eq!(
-            normalize("http://localhost:3000").unwrap(),
-            "http://localhost:3000"
-        );
-        assert_eq!(
-            normalize("HTTP://127.0.0.1:65535").unwrap(),
-            "http://127.0.0.1:65535"
-        );
+        for (origin, normalised) in [
+            ("https://App.Example.com", "https://app.example.com"),
+            ("https://example.com:443", "https://example.com"),
+            ("http://localhost:3000", "http://localhost:3000"),
+            ("HTTP://127.0.0.1:65535", "http://127.0.0.1:65535"),
+        ] {
+            assert_eq!(normalize(origin).unwrap(), normalised);
+        }
     }
 
     #[test]
