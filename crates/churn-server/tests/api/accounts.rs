@@ -1,7 +1,9 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, advance, fields, revoked_on_both, set_clock};
+use crate::helpers::{
+    Backend, Options, TestApp, advance, fields, header_str, revoked_on_both, set_clock,
+};
 use churn_core::both_backends;
 
 both_backends!(
@@ -558,12 +560,7 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
     .unwrap();
     assert_eq!(reset.status(), 303, "signed in and on to the dashboard");
     assert_eq!(reset.headers()["location"], "/app");
-    assert!(
-        reset.headers()["set-cookie"]
-            .to_str()
-            .unwrap()
-            .starts_with("churn_session=")
-    );
+    assert!(header_str(&reset, "set-cookie").starts_with("churn_session="));
     app.expect(login(&app, "ada@example.com", "set through the page"), 200)
         .await;
 }

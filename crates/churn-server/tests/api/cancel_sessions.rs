@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::cancel_flow::{acme_keys, identity_secret, signed};
 use crate::dashboard_analytics::table_rows;
 use crate::dashboard_client::Browser;
-use crate::helpers::{Backend, TestApp, acme_owner, advance, fields};
+use crate::helpers::{Backend, TestApp, acme_owner, advance, fields, header_str};
 use churn_core::both_backends;
 
 both_backends!(
@@ -555,10 +555,5 @@ async fn the_dashboard_draws_the_funnel_and_lists_the_sessions(backend: Backend)
         .open("/app/p/acme/cancel-flow/sessions?status=abandoned&format=csv")
         .await;
     assert_eq!(r.headers()["content-type"], "text/csv; charset=utf-8");
-    assert!(
-        r.headers()["content-disposition"]
-            .to_str()
-            .unwrap()
-            .contains("acme-cancel-flow-sessions.csv")
-    );
+    assert!(header_str(&r, "content-disposition").contains("acme-cancel-flow-sessions.csv"));
 }

@@ -11,7 +11,8 @@ use crate::analytics::set_clock;
 use crate::dashboard_client::Browser;
 use crate::dashboard_customers::{CUSTOMER, QUIET, seeded};
 use crate::helpers::{
-    Backend, TestApp, acme_owner, event_with_variants, generate, mark_recovered, send_variant,
+    Backend, TestApp, acme_owner, event_with_variants, generate, header_str, mark_recovered,
+    send_variant,
 };
 use churn_core::both_backends;
 
@@ -204,12 +205,7 @@ async fn the_cohort_csv_holds_the_apis_rows(backend: Backend) {
     assert_eq!(lines[1], "2026-03,3,1,0,2,100,3500,2500,0,0,0,0,0,0,0,0,0");
     let r = browser.open("/app/p/acme/analytics?format=csv").await;
     assert_eq!(r.headers()["content-type"], "text/csv; charset=utf-8");
-    assert!(
-        r.headers()["content-disposition"]
-            .to_str()
-            .unwrap()
-            .contains("acme-cohorts.csv")
-    );
+    assert!(header_str(&r, "content-disposition").contains("acme-cohorts.csv"));
 }
 
 async fn tiles_put_their_series_in_the_main_chart(backend: Backend) {
@@ -268,7 +264,7 @@ async fn tiles_put_their_series_in_the_main_chart(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    assert!(r.headers()["vary"].to_str().unwrap().contains("HX-Request"));
+    assert!(header_str(&r, "vary").contains("HX-Request"));
     let partial = r.text().await.unwrap();
     assert!(
         partial.starts_with("<div id=\"overview-main\">"),

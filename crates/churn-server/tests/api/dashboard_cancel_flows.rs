@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::cancel_flows::{FLOWS, create, flow};
 use crate::dashboard_client::{Browser, form_fields, main_of, snapshot_filters};
-use crate::helpers::{Backend, TestApp, acme_owner};
+use crate::helpers::{Backend, TestApp, acme_owner, header_str};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -561,10 +561,7 @@ async fn each_variant_has_its_preview(backend: Backend) {
     for b in [&owner, &viewer] {
         let r = b.open(&format!("{page}/preview?variant=bold")).await;
         assert_eq!(r.status(), 200);
-        let csp = r.headers()["content-security-policy"]
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let csp = header_str(&r, "content-security-policy").to_owned();
         assert!(csp.contains("sandbox allow-scripts") && csp.contains("default-src 'none'"));
         let bold = flow_of(&r.text().await.unwrap());
         assert_eq!(bold["copy"]["title"], "Wait, a better price");

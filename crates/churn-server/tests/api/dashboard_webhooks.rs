@@ -10,7 +10,7 @@ use wiremock::ResponseTemplate;
 
 use crate::alerts::receiving;
 use crate::dashboard_client::{Browser, Posted, main_of};
-use crate::helpers::{Backend, TestApp, acme_owner};
+use crate::helpers::{Backend, TestApp, acme_owner, header_str};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -291,14 +291,9 @@ async fn the_delivery_log_is_paginated_and_exported_as_csv(backend: Backend) {
 
     let r = owner.open(&format!("{page}?format=csv")).await;
     assert_eq!(r.status(), 200);
-    assert_eq!(
-        r.headers()["content-type"].to_str().unwrap(),
-        "text/csv; charset=utf-8"
-    );
+    assert_eq!(header_str(&r, "content-type"), "text/csv; charset=utf-8");
     assert!(
-        r.headers()["content-disposition"]
-            .to_str()
-            .unwrap()
+        header_str(&r, "content-disposition")
             .contains(&format!("acme-webhook-{id}-deliveries.csv"))
     );
     let csv = r.text().await.unwrap();

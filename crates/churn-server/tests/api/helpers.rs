@@ -469,6 +469,11 @@ pub fn fields(body: &Value) -> Vec<&str> {
         .collect()
 }
 
+/// The header `name` of `response` (the first, if sent more than once), as text.
+pub fn header_str<'a>(response: &'a reqwest::Response, name: &str) -> &'a str {
+    response.headers()[name].to_str().unwrap()
+}
+
 /// Moves the test clock on by `seconds`.
 pub async fn advance(app: &TestApp, seconds: i64) {
     app.expect(

@@ -13,7 +13,7 @@ use futures::StreamExt;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{Backend, Options, TestApp, acme_with_key, clock_now};
+use crate::helpers::{Backend, Options, TestApp, acme_with_key, clock_now, header_str};
 
 both_backends!(
     webhooks_are_limited_per_public_key_outside_the_ip_limit,
@@ -39,11 +39,7 @@ fn made_up(prefix: &str, n: usize) -> String {
 }
 
 fn limit_of(response: &reqwest::Response) -> u64 {
-    response.headers()["x-ratelimit-limit"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap()
+    header_str(response, "x-ratelimit-limit").parse().unwrap()
 }
 
 async fn webhooks_are_limited_per_public_key_outside_the_ip_limit(backend: Backend) {
@@ -68,9 +64,7 @@ async fn webhooks_are_limited_per_public_key_outside_the_ip_limit(backend: Backe
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let remaining: u64 = response.headers()["x-ratelimit-remaining"]
-        .to_str()
-        .unwrap()
+    let remaining: u64 = header_str(&response, "x-ratelimit-remaining")
         .parse()
         .unwrap();
     assert!(remaining >= 20, "the IP bucket has {remaining} left");

@@ -11,7 +11,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner, configure, fields, generated_event as event,
+    Backend, Options, TestApp, acme_owner, configure, fields, generated_event as event, header_str,
     rotate_secret_key, send_variant, serve_dns, set_clock, variant_of,
 };
 use churn_core::both_backends;
@@ -189,12 +189,7 @@ async fn unsubscribe_by_post_but_not_by_get(backend: Backend) {
     // A GET (a mail scanner following the link) shows a page with a button and changes nothing.
     let page = app.client.get(&url).send().await.unwrap();
     assert_eq!(page.status(), 200);
-    assert!(
-        page.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/html")
-    );
+    assert!(header_str(&page, "content-type").starts_with("text/html"));
     let html = page.text().await.unwrap();
     assert!(
         html.contains("<form method=\"post\"") && html.contains("dana@northwind.example"),

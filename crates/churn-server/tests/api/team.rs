@@ -4,7 +4,9 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner, advance, login, until_status};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner, advance, header_str, login, until_status,
+};
 use churn_core::both_backends;
 
 both_backends!(
@@ -333,12 +335,7 @@ async fn the_invitation_link_opens_a_page_to_join(backend: Backend) {
     let joined = register("correct horse").send().await.unwrap();
     assert_eq!(joined.status(), 303);
     assert_eq!(joined.headers()["location"], "/app/p/acme");
-    assert!(
-        joined.headers()["set-cookie"]
-            .to_str()
-            .unwrap()
-            .starts_with("churn_session=")
-    );
+    assert!(header_str(&joined, "set-cookie").starts_with("churn_session="));
     let team = members(&app, &owner).await;
     let joined = team.iter().find(|m| m["email"] == "new@example.com");
     assert_eq!(joined.map(|m| m["role"].clone()), Some(json!("member")));
