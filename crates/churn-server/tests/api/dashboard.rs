@@ -88,8 +88,7 @@ async fn root_redirects_and_assets_are_hashed_and_cached(backend: Backend) {
 
 async fn pages_carry_the_security_headers(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    acme_owner(&app).await;
-    let browser = Browser::sign_in(&app, "owner@acme.io").await;
+    let (_, browser) = Browser::acme_owner(&app).await;
     for (path, signed) in [
         ("/app/sign-in", false),
         ("/app/register", false),
@@ -180,8 +179,7 @@ async fn sign_in_sets_a_strict_cookie_that_the_api_ignores(backend: Backend) {
 
 async fn sessions_expire_and_sign_out_everywhere_revokes_them(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let api_token = acme_owner(&app).await;
-    let first = Browser::sign_in(&app, "owner@acme.io").await;
+    let (api_token, first) = Browser::acme_owner(&app).await;
     let second = Browser::sign_in(&app, "owner@acme.io").await;
 
     // A session lasts 7 days of service time, as the API's.
@@ -498,8 +496,7 @@ async fn a_draft_is_edited_and_sent_from_the_event_page(backend: Backend) {
 
 async fn an_empty_project_shows_the_checklist_then_the_overview(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let browser = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, browser) = Browser::acme_owner(&app).await;
     let html = browser.get("/app/p/acme", 200).await;
     assert!(html.contains("Set up Acme"));
     let public_key =
@@ -600,8 +597,7 @@ async fn a_reset_link_is_asked_for_once_however_often_the_answer_is_reloaded(bac
 
 async fn the_customers_own_words_are_shown_and_a_bare_reason_code_is_not(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let founder = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, founder) = Browser::acme_owner(&app).await;
     for (cancel_reason, shown) in [("The price went up again", true), ("too_expensive", false)] {
         let event = app
             .call_json(

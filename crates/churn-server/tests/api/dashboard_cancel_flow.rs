@@ -54,8 +54,7 @@ async fn flow_json(app: &TestApp, token: &str) -> Value {
 
 async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let html = owner.get(PAGE, 200).await;
     assert!(html.contains(r#"href="/app/p/acme/cancel-flow" aria-current="page">Cancel flow"#));
     assert!(html.contains("Save the cancel flow"));
@@ -149,8 +148,7 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
 /// posted back from the page as a browser would, is the same flow.
 async fn every_offer_kind_survives_a_save_from_the_page(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let flow = serde_json::json!({
         "reasons": [
             {"code": "too_expensive", "label": "Pricey"},
@@ -218,8 +216,7 @@ async fn every_offer_kind_survives_a_save_from_the_page(backend: Backend) {
 
 async fn a_refused_field_is_shown_beside_it_and_nothing_changes(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let before = flow_json(&app, &token).await;
     let mut form = FLOW_FORM.to_vec();
     form.retain(|(k, _)| *k != "percent_0");
@@ -333,8 +330,7 @@ async fn another_tenants_cancel_flow_is_not_found(backend: Backend) {
 
 async fn the_preview_is_sandboxed_and_calls_nothing(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (_, owner) = Browser::acme_owner(&app).await;
     let html = owner.get(PAGE, 200).await;
     assert!(html.contains(
         r#"<iframe id="preview" class="widget-frame" src="/app/p/acme/cancel-flow/preview" sandbox="allow-scripts""#

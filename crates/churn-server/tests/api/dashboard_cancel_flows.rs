@@ -59,8 +59,7 @@ async fn flows_json(app: &TestApp, token: &str) -> Vec<Value> {
 
 async fn a_flow_made_on_the_page_is_the_one_the_api_answers(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let html = owner.get("/app/p/acme/cancel-flow", 200).await;
     assert!(html.contains(r#"href="/app/p/acme/cancel-flows">Segmented flows"#));
     let html = owner.get(&format!("{PAGE}/new"), 200).await;
@@ -151,8 +150,7 @@ async fn a_flow_made_on_the_page_is_the_one_the_api_answers(backend: Backend) {
 
 async fn a_refused_field_is_shown_beside_it_and_nothing_is_stored(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let mut form = NEW_FLOW.to_vec();
     form.retain(|(k, _)| !["name", "segment_mrr_max", "days_0"].contains(k));
     form.extend([("name", " "), ("segment_mrr_max", "10"), ("days_0", "91")]);
@@ -352,8 +350,7 @@ async fn experiment_on_the_page(owner: &Browser<'_>) -> String {
 
 async fn variants_are_added_edited_and_removed_on_the_page(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     experiment_on_the_page(&owner).await;
     let made = flows_json(&app, &token).await.remove(0);
     assert_eq!(
@@ -439,8 +436,7 @@ async fn variants_are_added_edited_and_removed_on_the_page(backend: Backend) {
 /// was; a later change of the flow's reasons then still reaches the first.
 async fn a_variant_saved_unchanged_keeps_the_shape_it_was_stored_with(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let mut body = flow("Yearly pros", 1, json!({}));
     body["reasons"] = json!([
         {"code": "too_expensive", "label": "Too pricey"},
@@ -497,8 +493,7 @@ async fn a_variant_saved_unchanged_keeps_the_shape_it_was_stored_with(backend: B
 
 async fn a_refused_variant_is_shown_beside_its_inputs_and_nothing_is_stored(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     experiment_on_the_page(&owner).await;
     let before = flows_json(&app, &token).await.remove(0);
     let page = format!("{PAGE}/{}", before["id"].as_str().unwrap());

@@ -44,6 +44,13 @@ impl<'a> Browser<'a> {
         Browser::with_cookie(app, session_cookie(&r)).await
     }
 
+    /// `owner@acme.io` with the project `acme` (`helpers::acme_owner`), signed in: the API
+    /// session token and the browser.
+    pub async fn acme_owner(app: &'a TestApp) -> (String, Browser<'a>) {
+        let token = crate::helpers::acme_owner(app).await;
+        (token, Browser::sign_in(app, "owner@acme.io").await)
+    }
+
     /// Mallory, signed in to a project of her own named `project`: another tenant.
     pub async fn another_tenant(app: &'a TestApp, project: &str) -> Browser<'a> {
         let mallory = app.register("mallory@evil.io").await;

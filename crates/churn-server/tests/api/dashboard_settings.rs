@@ -53,8 +53,7 @@ const PROJECT_FORM: &[(&str, &str)] = &[
 
 async fn settings_team_and_account_pages_show_their_content(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let project = project_json(&app, &token).await;
     let public = project["public_key"].as_str().unwrap();
 
@@ -152,8 +151,7 @@ async fn project_settings_are_saved_by_admins_and_refused_to_others(backend: Bac
 
 async fn the_secret_key_is_shown_once_and_the_public_key_stays(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let before = project_json(&app, &token).await;
     let posted = owner
         .post("/app/p/acme/settings/keys/rotate", &[], 303)
@@ -196,8 +194,7 @@ async fn the_secret_key_is_shown_once_and_the_public_key_stays(backend: Backend)
 
 async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     assert_eq!(
         owner
             .post(
@@ -280,8 +277,7 @@ async fn providers(app: &TestApp, token: &str) -> Value {
 /// was typed kept, and a reconnect storing what the form sends.
 async fn a_provider_connects_to_a_test_server_from_its_advanced_input(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let closed =
         "<details><summary>Advanced: a Stripe-compatible test server (e.g. stripe-mock)</summary>";
     let html = owner.get("/app/p/acme/settings", 200).await;
@@ -684,8 +680,7 @@ async fn the_password_reset_page_signs_in(backend: Backend) {
 
 async fn the_account_page_changes_the_password(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (_, owner) = Browser::acme_owner(&app).await;
     let Posted { body: html, .. } = owner
         .post(
             "/app/account/password",
@@ -730,8 +725,7 @@ async fn the_account_page_changes_the_password(backend: Backend) {
 
 async fn the_account_page_changes_the_name(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let html = owner.get("/app/account", 200).await;
     assert!(html.contains("name=\"name\" type=\"text\""), "{html}");
     // The rule of registration: one line, not blank.

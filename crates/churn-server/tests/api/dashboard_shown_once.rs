@@ -92,8 +92,7 @@ fn clears(cookies: &[String], path: &str) {
 
 async fn an_endpoint_is_created_once_per_post_and_its_secret_shown_once(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let posted = owner.post(LIST, ENDPOINT, 303).await;
     let stored = endpoints(&app, &token).await;
     assert_eq!(stored.len(), 1);
@@ -138,8 +137,7 @@ async fn an_endpoint_is_created_once_per_post_and_its_secret_shown_once(backend:
 
 async fn a_key_rotation_happens_once_per_post_and_shows_the_new_key_once(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let before = project_json(&app, &token).await;
     let posted = owner
         .post(&format!("{SETTINGS}/keys/rotate"), &[], 303)
@@ -187,8 +185,7 @@ async fn a_key_rotation_happens_once_per_post_and_shows_the_new_key_once(backend
 
 async fn an_invitation_link_is_shown_once(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let posted = owner
         .post(
             &format!("{TEAM}/invitations"),
@@ -275,8 +272,7 @@ async fn a_shown_value_opens_for_no_other_user_session_page_or_project(backend: 
 
 async fn the_cookie_is_secure_behind_an_https_proxy(backend: Backend) {
     let app = behind_a_proxy(backend).await;
-    acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (_, owner) = Browser::acme_owner(&app).await;
     let r = app
         .client
         .post(url(&app, &format!("{SETTINGS}/keys/rotate")))

@@ -230,8 +230,7 @@ async fn an_endpoint_is_created_edited_tested_redelivered_and_deleted_from_its_p
 
 async fn a_refused_endpoint_keeps_what_was_typed_and_creates_nothing(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let Posted { body, .. } = owner
         .post(
             LIST,
