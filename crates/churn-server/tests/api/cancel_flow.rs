@@ -93,8 +93,7 @@ async fn events(app: &TestApp, token: &str) -> Vec<Value> {
 }
 
 async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let flow = app
         .call(&token, Method::GET, "/projects/acme/cancel-flow", 200)
         .await["data"]
@@ -191,8 +190,7 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
 }
 
 async fn public_config_counts_opens_per_customer(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (public, project_id) = acme_keys(&app, &token).await;
     let mut own = app
         .call(&token, Method::GET, "/projects/acme/cancel-flow", 200)
@@ -302,8 +300,7 @@ async fn public_config_counts_opens_per_customer(backend: Backend) {
 }
 
 async fn submissions_by_header_query_and_body(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (public, _) = acme_keys(&app, &token).await;
     let secret = identity_secret(&app, &token, "acme").await;
     without_offer_cooldown(&app, &token).await;
@@ -429,8 +426,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
 /// Decisions §16: a submission needs its customer's hash under a live identity secret;
 /// anything else is 401 and stores nothing. A rotated secret keeps verifying for 24 hours.
 async fn submissions_act_only_for_the_signed_customer(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (public, _) = acme_keys(&app, &token).await;
     let secret = identity_secret(&app, &token, "acme").await;
     assert!(
@@ -496,8 +492,7 @@ async fn submissions_act_only_for_the_signed_customer(backend: Backend) {
 }
 
 async fn submissions_need_a_public_key(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let created = app.create_project(&token, "Second").await;
     let secret = created["api_keys"]["secret_key"].as_str().unwrap();
     for request in [
@@ -517,8 +512,7 @@ async fn submissions_need_a_public_key(backend: Backend) {
 }
 
 async fn browser_calls_only_from_allowed_origins(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (public, _) = acme_keys(&app, &token).await;
     let secret = identity_secret(&app, &token, "acme").await;
     let submit = |origin: Option<&str>| {
@@ -725,8 +719,7 @@ async fn submissions_are_limited_per_key(backend: Backend) {
 }
 
 async fn widget_script_and_demo_page(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (public, _) = acme_keys(&app, &token).await;
     let script = app
         .client

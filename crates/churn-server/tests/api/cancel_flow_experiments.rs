@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::cancel_flow::{identity_secret, signed};
 use crate::cancel_flows::{FLOWS, create, flow, public_key};
-use crate::helpers::{Backend, TestApp, acme_owner, advance, event_of, fields, mark_recovered};
+use crate::helpers::{Backend, TestApp, advance, event_of, fields, mark_recovered};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -97,8 +97,7 @@ async fn submit(app: &TestApp, key: &str, secret: &str, email: &str, accepted: b
 }
 
 async fn variants_are_stored_and_every_bad_field_named(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let created = create(&app, &owner, &experiment()).await;
     // What a variant leaves out is the flow's, and left out of its answer.
     assert_eq!(
@@ -148,8 +147,7 @@ async fn variants_are_stored_and_every_bad_field_named(backend: Backend) {
 }
 
 async fn customers_keep_their_variant_and_submissions_record_it(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let (key, secret, id) = stored_experiment(&app, &owner).await;
     let customers = customers_by_variant(&app, &key, &secret, 1).await;
 
@@ -185,8 +183,7 @@ async fn customers_keep_their_variant_and_submissions_record_it(backend: Backend
 }
 
 async fn results_compare_each_variant_with_the_first(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let viewer = join(&app, &owner, "viewer@acme.io", "viewer").await;
     let (key, secret, id) = stored_experiment(&app, &owner).await;
     // Customers accept offers again within the test's days.
@@ -279,8 +276,7 @@ async fn results_compare_each_variant_with_the_first(backend: Backend) {
 }
 
 async fn results_of_another_project_s_flow_are_not_found(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let id = create(&app, &owner, &experiment()).await["id"]
         .as_str()
         .unwrap()

@@ -57,8 +57,7 @@ async fn config(app: &TestApp, key: &str, facts: &[(&str, &str)]) -> Value {
 }
 
 async fn flows_are_configured_by_admins_and_read_by_every_role(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let viewer = join(&app, &owner, "viewer@acme.io", "viewer").await;
 
     let created = create(
@@ -145,8 +144,7 @@ async fn flows_are_configured_by_admins_and_read_by_every_role(backend: Backend)
 }
 
 async fn flows_of_another_project_are_not_found(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let id = create(&app, &owner, &flow("Pro", 1, json!({"plans": ["Pro"]}))).await["id"]
         .as_str()
         .unwrap()
@@ -178,8 +176,7 @@ async fn flows_of_another_project_are_not_found(backend: Backend) {
 }
 
 async fn the_widget_is_routed_by_segment_and_priority(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let key = public_key(&app, &owner).await;
 
     // Without flows: the default flow, as before, with `flow_id` and `variant` null (and no
@@ -278,8 +275,7 @@ async fn the_widget_is_routed_by_segment_and_priority(backend: Backend) {
 }
 
 async fn bad_customer_facts_are_named(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let key = public_key(&app, &owner).await;
     for (facts, field) in [
         (&[("mrr", "many")][..], "mrr"),
@@ -323,8 +319,7 @@ async fn bad_customer_facts_are_named(backend: Backend) {
 }
 
 async fn submissions_record_the_flow_they_went_through(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let key = public_key(&app, &owner).await;
     let secret = identity_secret(&app, &owner, "acme").await;
     crate::cancel_offers::without_offer_cooldown(&app, &owner).await;

@@ -10,7 +10,7 @@ use wiremock::{Mock, ResponseTemplate};
 
 use crate::cancel_flow::{identity_secret, owned_by, pairs, signed};
 use crate::dashboard_client::Browser;
-use crate::helpers::{Backend, TestApp, acme_owner, configure, fields};
+use crate::helpers::{Backend, TestApp, configure, fields};
 use crate::webhooks::{Setup, setup};
 use churn_core::both_backends;
 
@@ -298,8 +298,7 @@ async fn new_offers_are_not_applied_through_razorpay(backend: Backend) {
 }
 
 async fn every_new_field_is_validated(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let put = |body: Value| {
         app.req(Method::PUT, "/projects/acme/cancel-flow")
             .bearer_auth(&token)
@@ -465,8 +464,7 @@ async fn the_offer_cooldown_hides_offers_and_refuses_accepting_them(backend: Bac
 }
 
 async fn compliance_mode_is_kept_on_default_and_segmented_flows(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let flow = |path: &str| app.expect(app.req(Method::GET, path).bearer_auth(&token), 200);
     assert_eq!(
         flow("/projects/acme/cancel-flow").await["data"]["compliance_mode"],

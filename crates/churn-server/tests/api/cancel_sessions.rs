@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::cancel_flow::{acme_keys, identity_secret, signed};
 use crate::dashboard_analytics::table_rows;
 use crate::dashboard_client::Browser;
-use crate::helpers::{Backend, TestApp, acme_owner, advance, fields, header_str};
+use crate::helpers::{Backend, TestApp, advance, fields, header_str};
 use churn_core::both_backends;
 
 both_backends!(
@@ -152,8 +152,7 @@ async fn session(app: &TestApp, token: &str, id: &str) -> Value {
 }
 
 async fn each_step_moves_a_session_forward_only(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     put_flow(&app, &token, "acme").await;
     // Dana accepts an offer more than once.
     crate::cancel_offers::without_offer_cooldown(&app, &token).await;
@@ -241,8 +240,7 @@ async fn each_step_moves_a_session_forward_only(backend: Backend) {
 }
 
 async fn another_projects_or_a_forged_session_moves_nothing(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     put_flow(&app, &token, "acme").await;
     let intruder = app.register("mallory@example.com").await;
     let elsewhere = app.create_project(&intruder.token, "Elsewhere").await;
@@ -303,8 +301,7 @@ async fn another_projects_or_a_forged_session_moves_nothing(backend: Backend) {
 }
 
 async fn the_funnel_counts_sessions_abandoned_on_the_test_clock(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     put_flow(&app, &token, "acme").await;
     let w = Widget::of(&app, &token, "acme").await;
     let funnel = |query: &'static str| {
@@ -443,8 +440,7 @@ async fn the_funnel_counts_sessions_abandoned_on_the_test_clock(backend: Backend
 }
 
 async fn the_dashboard_draws_the_funnel_and_lists_the_sessions(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     put_flow(&app, &token, "acme").await;
     let w = Widget::of(&app, &token, "acme").await;
     let a = w

@@ -6,9 +6,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{
-    Backend, TestApp, acme_owner, acme_with_key, event_with_variants, fields, send_variant,
-};
+use crate::helpers::{Backend, TestApp, acme_owner, event_with_variants, fields, send_variant};
 use churn_core::both_backends;
 
 both_backends!(
@@ -54,8 +52,7 @@ async fn every_unknown_key_is_named(backend: Backend) {
 }
 
 async fn track_refuses_a_key_given_twice(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let track = |body: &str| {
         app.req(Method::POST, "/track")
             .header("x-api-key", &acme.key)
@@ -103,8 +100,7 @@ async fn track_refuses_a_key_given_twice(backend: Backend) {
 }
 
 async fn types_are_named_in_words(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let wrong = app
         .call_json(
             &token,
@@ -147,8 +143,7 @@ async fn types_are_named_in_words(backend: Backend) {
 }
 
 async fn suppression_pages_beyond_u32_are_refused(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let refused = app
         .call(
             &token,
@@ -170,8 +165,7 @@ async fn suppression_pages_beyond_u32_are_refused(backend: Backend) {
 }
 
 async fn origins_hold_to_the_documented_pattern(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let put = |origins: Value| {
         app.req(Method::PUT, "/projects/acme/allowed-origins")
             .bearer_auth(&token)
@@ -202,8 +196,7 @@ async fn origins_hold_to_the_documented_pattern(backend: Backend) {
 }
 
 async fn urls_in_settings_hold_to_the_documented_pattern(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let patch = |settings: Value| {
         app.req(Method::PATCH, "/projects/acme")
             .bearer_auth(&token)
@@ -248,8 +241,7 @@ async fn urls_in_settings_hold_to_the_documented_pattern(backend: Backend) {
 }
 
 async fn addresses_the_mail_library_refuses_are_refused_at_entry(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     for bad in [
         "dana.@shop.io",
         ".dana@shop.io",
@@ -291,8 +283,7 @@ async fn addresses_the_mail_library_refuses_are_refused_at_entry(backend: Backen
 }
 
 async fn styles_that_load_something_are_stripped_from_edited_bodies(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (id, vid) = event_with_variants(&app, &token, "dana@shop.io").await;
     let body = "<p style=\"background: url(https://t.example/p.gif)\">Hello</p>\
                 <p style=\"color: #333\">Dana</p>";

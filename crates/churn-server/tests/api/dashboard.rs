@@ -242,8 +242,7 @@ async fn the_cookie_is_secure_behind_an_https_proxy(backend: Backend) {
 }
 
 async fn writes_need_the_csrf_token_and_change_nothing_without_it(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (id, _) = event_with_variants(&app, &token, "dana@example.com").await;
     let browser = Browser::sign_in(&app, "owner@acme.io").await;
     let path = format!("/app/p/acme/events/{id}/recovered");
@@ -277,8 +276,7 @@ async fn writes_need_the_csrf_token_and_change_nothing_without_it(backend: Backe
 }
 
 async fn a_viewer_sees_no_write_controls_and_is_refused_every_write(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (id, vid) = event_with_variants(&app, &token, "dana@example.com").await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     let viewer = Browser::sign_in(&app, "viewer@acme.io").await;
@@ -322,8 +320,7 @@ async fn a_viewer_sees_no_write_controls_and_is_refused_every_write(backend: Bac
 }
 
 async fn another_tenants_event_is_not_found_as_in_the_api(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (id, vid) = event_with_variants(&app, &token, "dana@example.com").await;
     let other = app.register("mallory@evil.io").await;
     app.create_project(&other.token, "Acme").await;
@@ -359,8 +356,7 @@ async fn another_tenants_event_is_not_found_as_in_the_api(backend: Backend) {
 }
 
 async fn csv_export_quotes_cells_and_keeps_formulas_text(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     for (email, name, reason) in [
         (
             "dana@example.com",
@@ -426,8 +422,7 @@ async fn csv_export_quotes_cells_and_keeps_formulas_text(backend: Backend) {
 }
 
 async fn a_draft_is_edited_and_sent_from_the_event_page(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (id, vid) = event_with_variants(&app, &token, "dana@example.com").await;
     let browser = Browser::sign_in(&app, "owner@acme.io").await;
     let base = format!("/app/p/acme/events/{id}");

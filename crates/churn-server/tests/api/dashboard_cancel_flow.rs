@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::dashboard_client::{Browser, form_fields};
 use crate::dashboard_settings::project_json;
-use crate::helpers::{Backend, TestApp, acme_owner};
+use crate::helpers::{Backend, TestApp};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -259,8 +259,7 @@ async fn a_refused_field_is_shown_beside_it_and_nothing_changes(backend: Backend
 }
 
 async fn writes_need_the_csrf_token_and_an_admin(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     join(&app, &token, "member@acme.io", "member").await;
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
@@ -300,8 +299,7 @@ async fn writes_need_the_csrf_token_and_an_admin(backend: Backend) {
 }
 
 async fn another_tenants_cancel_flow_is_not_found(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let id = project_json(&app, &token).await["id"]
         .as_str()
         .unwrap()

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::cancel_flows::{FLOWS, create, flow};
 use crate::dashboard_client::{Browser, form_fields, main_of, snapshot_filters};
-use crate::helpers::{Backend, TestApp, acme_owner, header_str};
+use crate::helpers::{Backend, TestApp, header_str};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -170,8 +170,7 @@ async fn a_refused_field_is_shown_beside_it_and_nothing_is_stored(backend: Backe
 }
 
 async fn writes_need_the_csrf_token_and_an_admin(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     let id = create(&app, &token, &flow("Pros", 1, json!({"plans": ["Pro"]}))).await["id"]
         .as_str()
@@ -201,8 +200,7 @@ async fn writes_need_the_csrf_token_and_an_admin(backend: Backend) {
 }
 
 async fn another_tenants_flow_is_not_found(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let id = create(&app, &token, &flow("Pros", 1, json!({}))).await["id"]
         .as_str()
         .unwrap()
@@ -221,8 +219,7 @@ async fn another_tenants_flow_is_not_found(backend: Backend) {
 }
 
 async fn the_list_page(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     create(
         &app,
         &token,
@@ -243,8 +240,7 @@ async fn the_list_page(backend: Backend) {
 }
 
 async fn an_experiments_results_page(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let mut experiment = flow("Tested", 1, json!({}));
     experiment["variants"] = json!([{"key": "control", "weight": 1}, {"key": "bold", "weight": 1}]);
     let id = create(&app, &token, &experiment).await["id"]
@@ -523,8 +519,7 @@ async fn a_refused_variant_is_shown_beside_its_inputs_and_nothing_is_stored(back
 }
 
 async fn each_variant_has_its_preview(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
     experiment_on_the_page(&owner).await;

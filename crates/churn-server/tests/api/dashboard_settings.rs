@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::cancel_flow::identity_secret;
 use crate::dashboard_client::{Browser, Posted, location, session_cookie, url};
-use crate::helpers::{Backend, TestApp, acme_owner};
+use crate::helpers::{Backend, TestApp};
 use crate::team::{invite, join};
 use churn_core::both_backends;
 
@@ -93,8 +93,7 @@ async fn settings_team_and_account_pages_show_their_content(backend: Backend) {
 }
 
 async fn project_settings_are_saved_by_admins_and_refused_to_others(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     join(&app, &token, "member@acme.io", "member").await;
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
@@ -377,8 +376,7 @@ async fn a_provider_connects_to_a_test_server_from_its_advanced_input(backend: B
 }
 
 async fn secrets_and_keys_are_for_admins_and_the_owner(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     join(&app, &token, "member@acme.io", "member").await;
     join(&app, &token, "admin@acme.io", "admin").await;
@@ -442,8 +440,7 @@ async fn secrets_and_keys_are_for_admins_and_the_owner(backend: Backend) {
 }
 
 async fn another_tenants_settings_and_team_are_not_found(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let id = project_json(&app, &token).await["id"]
         .as_str()
         .unwrap()
@@ -471,8 +468,7 @@ async fn another_tenants_settings_and_team_are_not_found(backend: Backend) {
 }
 
 async fn team_invitations_roles_and_leaving_from_the_page(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     join(&app, &token, "member@acme.io", "member").await;
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
@@ -613,8 +609,7 @@ async fn team_invitations_roles_and_leaving_from_the_page(backend: Backend) {
 }
 
 async fn an_invitation_accepted_from_its_page_lands_in_the_project(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let invitation = invite(&app, &token, "nell@example.com", "viewer").await;
     let link = invitation["accept_url"].as_str().unwrap();
     let r = app.client.get(link).send().await.unwrap();
@@ -651,8 +646,7 @@ async fn an_invitation_accepted_from_its_page_lands_in_the_project(backend: Back
 }
 
 async fn the_password_reset_page_signs_in(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     app.forgot_password("owner@acme.io").await;
     app.run_jobs().await;
     let mails = app.outbox().join("\n");

@@ -13,7 +13,7 @@ use crate::dashboard::behind_a_proxy;
 use crate::dashboard_client::{Browser, Posted, cookie_pair, set_cookies, url};
 use crate::dashboard_settings::project_json;
 use crate::dashboard_webhooks::endpoints;
-use crate::helpers::{Backend, TestApp, acme_owner, set_clock};
+use crate::helpers::{Backend, TestApp, set_clock};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -211,8 +211,7 @@ async fn an_invitation_link_is_shown_once(backend: Backend) {
 }
 
 async fn a_shown_value_opens_for_no_other_user_session_page_or_project(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     join(&app, &token, "admin@acme.io", "admin").await;
     app.create_project(&token, "Beta").await;
     set_clock(&app, NOW).await;

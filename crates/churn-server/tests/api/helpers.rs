@@ -55,6 +55,21 @@ impl TestApp {
         Self::spawn_with(backend, Options::default()).await
     }
 
+    /// A server with `owner@acme.io` owning the project `acme` (`acme_owner`); answers the
+    /// owner's session token too.
+    pub async fn spawn_acme(backend: Backend) -> (Self, String) {
+        let app = Self::spawn(backend).await;
+        let token = acme_owner(&app).await;
+        (app, token)
+    }
+
+    /// `spawn_acme`, with a fresh secret key (`acme_with_key`).
+    pub async fn spawn_acme_with_key(backend: Backend) -> (Self, Acme) {
+        let app = Self::spawn(backend).await;
+        let acme = acme_with_key(&app).await;
+        (app, acme)
+    }
+
     /// A server that delivers to private addresses: the fake receivers listen on loopback.
     pub async fn spawn_private(backend: Backend) -> Self {
         Self::spawn_with(

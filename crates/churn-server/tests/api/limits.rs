@@ -167,8 +167,7 @@ async fn unknown_keys_are_refused_from_memory_without_a_database_read(backend: B
 /// a running server honours them on its next request (on PostgreSQL as soon as its
 /// notification arrives).
 async fn cli_revocations_hold_on_the_next_request(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let member = crate::team::join(&app, &acme.token, "member@acme.io", "member").await;
     let track = || {
         app.req(Method::POST, "/track")

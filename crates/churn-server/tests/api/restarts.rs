@@ -7,7 +7,7 @@ use reqwest::Method;
 use serde_json::json;
 use sqlx::Row;
 
-use crate::helpers::{Backend, TestApp, acme_owner, advance, configure, event_of};
+use crate::helpers::{Backend, TestApp, advance, configure, event_of};
 use crate::team::invite;
 use crate::webhooks::{fixture, setup};
 use churn_core::both_backends;
@@ -72,8 +72,7 @@ fn mails(app: &TestApp, to: &str, subject: &str) -> usize {
 }
 
 async fn account_and_invitation_emails_go_out_once_across_a_restart(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     app.forgot_password("owner@acme.io").await;
     invite(&app, &owner, "bea@example.com", "member").await;
     let expected = [
@@ -122,8 +121,7 @@ async fn a_dunning_email_goes_out_once_across_a_restart(backend: Backend) {
 }
 
 async fn autopilot_sends_once_and_plans_the_follow_up_across_restarts(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     app.run_jobs().await; // the owner's verification email
     configure(
         &app,

@@ -53,8 +53,7 @@ async fn get(app: &TestApp, token: &str, path: &str) -> Value {
 }
 
 async fn customers_with_a_short_history_have_no_score(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     track(&app, &acme.key, &[("login", "new@shop.io", 6, json!({}))]).await;
     assert_eq!(
         recompute(&app, &acme).await,
@@ -86,8 +85,7 @@ async fn customers_with_a_short_history_have_no_score(backend: Backend) {
 }
 
 async fn a_designed_history_scores_its_signals(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     track(
         &app,
         &acme.key,
@@ -144,8 +142,7 @@ async fn a_designed_history_scores_its_signals(backend: Backend) {
 }
 
 async fn scoring_runs_every_interval_as_a_job(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     app.run_jobs().await; // the owner's verification email
     track(&app, &acme.key, &[("login", "dana@shop.io", 10, json!({}))]).await;
     assert_eq!(app.run_jobs().await, 1, "the first run is due at once");
@@ -188,8 +185,7 @@ async fn scoring_runs_every_interval_as_a_job(backend: Backend) {
 }
 
 async fn lists_filter_by_level_and_score(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     track(
         &app,
         &acme.key,
@@ -268,8 +264,7 @@ async fn lists_filter_by_level_and_score(backend: Backend) {
 }
 
 async fn scores_are_kept_90_days(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     // Eve is scored once, then tracked no more: her only score ages out with the first day.
     track(
         &app,
@@ -309,8 +304,7 @@ async fn scores_are_kept_90_days(backend: Backend) {
 }
 
 async fn other_tenants_cannot_read_or_recompute(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let intruder = app.register("mallory@example.com").await;
     for path in [
         "/projects/acme/churn-risk/recompute",
@@ -336,8 +330,7 @@ async fn other_tenants_cannot_read_or_recompute(backend: Backend) {
 }
 
 async fn the_configuration_has_defaults_and_validates_every_field(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let path = "/projects/acme/churn-risk/config";
     let defaults = json!({
         "enabled": true, "delivery_mode": "webhook", "risk_threshold": 70,
@@ -485,8 +478,7 @@ async fn model(app: &TestApp, acme: &Acme) -> Value {
 }
 
 async fn the_model_is_learned_once_30_customers_churned_and_30_did_not(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let default = model(&app, &acme).await;
     assert_eq!(default["model"], "default");
     assert_eq!(default["trained_at"], Value::Null);
@@ -590,8 +582,7 @@ async fn quiet_customers(app: &TestApp, acme: &Acme) {
 /// Two recomputes at once: one run, whose result both answer. Skipped alerts (webhook mode
 /// without a URL) start no quiet period, so a second run would log every alert again.
 async fn concurrent_recomputes_share_one_run(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     quiet_customers(&app, &acme).await;
     let (first, second) = tokio::join!(recompute(&app, &acme), recompute(&app, &acme));
     assert_eq!(first, json!({"scored": 300, "alerts": 300}));

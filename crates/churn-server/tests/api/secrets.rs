@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use sqlx::Row;
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner, advance, login, rotate_identity_secret, webhook_secret,
+    Backend, Options, TestApp, advance, login, rotate_identity_secret, webhook_secret,
 };
 use crate::webhooks::{Setup, setup};
 use churn_core::both_backends;
@@ -65,8 +65,7 @@ fn resigned(token: &str, secret: &str) -> String {
 }
 
 async fn secrets_are_sealed_at_rest_and_plaintext_rows_sealed_once_at_start(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let whsec = webhook_secret(&app, &token).await;
     let stored = stored_secrets(&app).await;
     let names: Vec<_> = stored.iter().map(|(name, _)| name.as_str()).collect();

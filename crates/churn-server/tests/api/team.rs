@@ -84,8 +84,7 @@ pub fn id_of(members: &[Value], email: &str) -> String {
 }
 
 async fn invitations_live_seven_days_and_open_once(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let created = invite(&app, &owner, " Bob@Example.com ", "viewer").await;
     assert_eq!(created["email"], "bob@example.com");
     assert_eq!(created["role"], "viewer");
@@ -190,8 +189,7 @@ async fn invitations_live_seven_days_and_open_once(backend: Backend) {
 }
 
 async fn only_the_owner_hands_out_admin_and_nobody_removes_the_owner(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let admin = join(&app, &owner, "admin@acme.io", "admin").await;
     let member = join(&app, &owner, "member@acme.io", "member").await;
     let viewer = join(&app, &owner, "viewer@acme.io", "viewer").await;
