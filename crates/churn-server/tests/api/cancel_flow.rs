@@ -84,6 +84,22 @@ pub fn signed(secret: &str, mut body: Value) -> Value {
     body
 }
 
+/// `body`, signed with `secret`, submitted as the widget submits it with the public key `key`,
+/// asserting `status`; answers the whole body.
+pub async fn submit_signed(
+    app: &TestApp,
+    key: &str,
+    secret: &str,
+    body: Value,
+    status: u16,
+) -> Value {
+    let request = app
+        .req(Method::POST, "/cancel-flow/reasons")
+        .header("X-Public-Key", key)
+        .json(&signed(secret, body));
+    app.expect(request, status).await
+}
+
 async fn events(app: &TestApp, token: &str) -> Vec<Value> {
     app.call(token, Method::GET, "/projects/acme/churn-events", 200)
         .await["data"]
@@ -312,15 +328,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     body["offer_accepted"] = json!(true);
     body["plan_name"] = json!("Pro");
     body["mrr"] = json!(4900);
-    let saved = app
-        .expect(
-            app.req(Method::POST, "/cancel-flow/reasons")
-                .header("X-Public-Key", &public)
-                .json(&signed(&secret, body.clone())),
-            201,
-        )
-        .await["data"]
-        .clone();
+    let saved = submit_signed(&app, &public, &secret, body.clone(), 201).await["data"].clone();
     assert_eq!(saved["status"], "recovered");
     assert_eq!(
         saved["offer"],
@@ -382,23 +390,9 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     let mut body = submission("dont_need_anymore");
     body["pause_months"] = json!(3);
     body["customer_email"] = json!("not an email");
-    let refused = app
-        .expect(
-            app.req(Method::POST, "/cancel-flow/reasons")
-                .header("X-Public-Key", &public)
-                .json(&signed(&secret, body.clone())),
-            400,
-        )
-        .await;
+    let refused = submit_signed(&app, &public, &secret, body.clone(), 400).await;
     assert_eq!(fields(&refused), ["pause_months", "customer_email"]);
-    let refused = app
-        .expect(
-            app.req(Method::POST, "/cancel-flow/reasons")
-                .header("X-Public-Key", &public)
-                .json(&signed(&secret, submission("too_expensive"))),
-            400,
-        )
-        .await;
+    let refused = submit_signed(&app, &public, &secret, submission("too_expensive"), 400).await;
     assert_eq!(fields(&refused), ["reason"]);
     // A reason without a pause offer still refuses a pause no flow could offer.
     app.call_json(
@@ -411,14 +405,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     .await;
     let mut body = submission("poor_support");
     body["pause_months"] = json!(7);
-    let refused = app
-        .expect(
-            app.req(Method::POST, "/cancel-flow/reasons")
-                .header("X-Public-Key", &public)
-                .json(&signed(&secret, body.clone())),
-            400,
-        )
-        .await;
+    let refused = submit_signed(&app, &public, &secret, body.clone(), 400).await;
     assert_eq!(fields(&refused), ["pause_months"]);
     assert_eq!(events(&app, &token).await.len(), 3);
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cancel_flow::{identity_secret, signed};
+use crate::cancel_flow::{identity_secret, submit_signed};
 use crate::cancel_flows::{FLOWS, create, flow, public_key};
 use crate::helpers::{Backend, TestApp, advance, event_of, fields, mark_recovered};
 use crate::team::join;
@@ -86,14 +86,7 @@ async fn stored_experiment(app: &TestApp, owner: &str) -> (String, String, Strin
 async fn submit(app: &TestApp, key: &str, secret: &str, email: &str, accepted: bool) -> Value {
     let body =
         json!({"customer_email": email, "reason": "too_expensive", "offer_accepted": accepted});
-    app.expect(
-        app.req(Method::POST, "/cancel-flow/reasons")
-            .header("X-Public-Key", key)
-            .json(&signed(secret, body)),
-        201,
-    )
-    .await["data"]
-        .clone()
+    submit_signed(app, key, secret, body, 201).await["data"].clone()
 }
 
 async fn variants_are_stored_and_every_bad_field_named(backend: Backend) {
@@ -213,13 +206,7 @@ async fn results_compare_each_variant_with_the_first(backend: Backend) {
     create(&app, &owner, &basic).await;
     let body = json!({"customer_email": control[0], "reason": "too_expensive",
         "offer_accepted": true, "plan_name": "Basic"});
-    app.expect(
-        app.req(Method::POST, "/cancel-flow/reasons")
-            .header("X-Public-Key", &key)
-            .json(&signed(&secret, body)),
-        201,
-    )
-    .await;
+    submit_signed(&app, &key, &secret, body, 201).await;
 
     let results = |days: Option<&str>| {
         let mut req = app

@@ -5,7 +5,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cancel_flow::{identity_secret, signed};
+use crate::cancel_flow::{identity_secret, submit_signed};
 use crate::helpers::{Backend, TestApp, acme_owner, fields};
 use crate::team::join;
 use crate::{alerts::with_receiver, fake_provider};
@@ -295,22 +295,19 @@ async fn bad_customer_facts_are_named(backend: Backend) {
         assert_eq!(fields(&bad), [field], "{facts:?}");
     }
     let secret = identity_secret(&app, &owner, "acme").await;
-    let bad = app
-        .expect(
-            app.req(Method::POST, "/cancel-flow/reasons")
-                .header("X-Public-Key", &key)
-                .json(&signed(
-                    &secret,
-                    json!({
-                        "customer_email": DANA,
-                        "reason": "other",
-                        "billing_interval": "weekly",
-                        "properties": ["eu"],
-                    }),
-                )),
-            400,
-        )
-        .await;
+    let bad = submit_signed(
+        &app,
+        &key,
+        &secret,
+        json!({
+            "customer_email": DANA,
+            "reason": "other",
+            "billing_interval": "weekly",
+            "properties": ["eu"],
+        }),
+        400,
+    )
+    .await;
     assert_eq!(fields(&bad), ["billing_interval", "properties"]);
     let events = app
         .call(&owner, Method::GET, "/projects/acme/churn-events", 200)
@@ -332,14 +329,7 @@ async fn submissions_record_the_flow_they_went_through(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    let submit = |body: Value, status| {
-        app.expect(
-            app.req(Method::POST, "/cancel-flow/reasons")
-                .header("X-Public-Key", &key)
-                .json(&signed(&secret, body)),
-            status,
-        )
-    };
+    let submit = |body: Value, status| submit_signed(&app, &key, &secret, body, status);
     let event = |id: Value| {
         app.expect(
             app.req(
@@ -413,13 +403,7 @@ async fn the_outcome_webhook_names_the_flow(backend: Backend) {
     for (plan, accepted) in [("Pro", true), ("Basic", false)] {
         let body = json!({"customer_email": DANA, "reason": "too_expensive",
             "offer_accepted": accepted, "plan_name": plan});
-        app.expect(
-            app.req(Method::POST, "/cancel-flow/reasons")
-                .header("X-Public-Key", &key)
-                .json(&signed(&secret, body)),
-            201,
-        )
-        .await;
+        submit_signed(&app, &key, &secret, body, 201).await;
     }
     app.run_jobs().await;
     let mut told: Vec<(String, Value)> = receiver
