@@ -8,7 +8,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::cancel_flow::{identity_secret, submit_signed};
-use crate::cancel_flows::{FLOWS, create, flow, public_key};
+use crate::cancel_flows::{FLOWS, create, create_id, flow, public_key};
 use crate::helpers::{Backend, TestApp, advance, event_of, fields, mark_recovered};
 use crate::team::join;
 use churn_core::both_backends;
@@ -264,14 +264,8 @@ async fn results_compare_each_variant_with_the_first(backend: Backend) {
 
 async fn results_of_another_project_s_flow_are_not_found(backend: Backend) {
     let (app, owner) = TestApp::spawn_acme(backend).await;
-    let id = create(&app, &owner, &experiment()).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let plain = create(&app, &owner, &flow("Plain", 2, json!({}))).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = create_id(&app, &owner, &experiment()).await;
+    let plain = create_id(&app, &owner, &flow("Plain", 2, json!({}))).await;
     let other = app.register("owner@globex.io").await.token;
     app.create_project(&other, "Globex").await;
     let theirs = format!("/projects/globex/cancel-flows/{id}/results");

@@ -38,6 +38,14 @@ pub async fn create(app: &TestApp, token: &str, body: &Value) -> Value {
     app.call_json(token, Method::POST, FLOWS, body, 201).await["data"].clone()
 }
 
+/// `create`, answering the new flow's id.
+pub async fn create_id(app: &TestApp, token: &str, body: &Value) -> String {
+    create(app, token, body).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 pub async fn public_key(app: &TestApp, token: &str) -> String {
     app.call(token, Method::GET, "/projects/acme", 200).await["data"]["public_key"]
         .as_str()
@@ -145,10 +153,7 @@ async fn flows_are_configured_by_admins_and_read_by_every_role(backend: Backend)
 
 async fn flows_of_another_project_are_not_found(backend: Backend) {
     let (app, owner) = TestApp::spawn_acme(backend).await;
-    let id = create(&app, &owner, &flow("Pro", 1, json!({"plans": ["Pro"]}))).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = create_id(&app, &owner, &flow("Pro", 1, json!({"plans": ["Pro"]}))).await;
     // Another account, with a project of its own.
     let other = app.register("owner@globex.io").await.token;
     app.create_project(&other, "Globex").await;
@@ -207,10 +212,7 @@ async fn the_widget_is_routed_by_segment_and_priority(backend: Backend) {
     }
     let mut everyone = flow("everyone", 0, json!({}));
     everyone["active"] = json!(false);
-    let everyone_id = create(&app, &owner, &everyone).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let everyone_id = create_id(&app, &owner, &everyone).await;
 
     let routed = |shown: &Value| shown["flow_id"].as_str().map(str::to_owned);
     let cases: [(&[(&str, &str)], &str); 8] = [
@@ -395,10 +397,7 @@ async fn the_outcome_webhook_names_the_flow(backend: Backend) {
     let key = public_key(&app, &owner).await;
     let secret = identity_secret(&app, &owner, "acme").await;
     crate::cancel_offers::without_offer_cooldown(&app, &owner).await;
-    let pro = create(&app, &owner, &flow("Pro", 1, json!({"plans": ["Pro"]}))).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pro = create_id(&app, &owner, &flow("Pro", 1, json!({"plans": ["Pro"]}))).await;
     app.call_json(&owner, Method::POST, "/projects/acme/webhook-endpoints", &json!({"url": format!("{}/hooks", receiver.base), "event_types": ["cancel_flow.saved", "cancel_flow.cancelled"]}), 201).await;
     for (plan, accepted) in [("Pro", true), ("Basic", false)] {
         let body = json!({"customer_email": DANA, "reason": "too_expensive",

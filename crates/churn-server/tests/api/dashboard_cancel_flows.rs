@@ -8,7 +8,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cancel_flows::{FLOWS, create, flow};
+use crate::cancel_flows::{FLOWS, create, create_id, flow};
 use crate::dashboard_client::{Browser, form_fields, main_of, snapshot_filters};
 use crate::helpers::{Backend, TestApp, header_str};
 use crate::team::join;
@@ -172,10 +172,7 @@ async fn a_refused_field_is_shown_beside_it_and_nothing_is_stored(backend: Backe
 async fn writes_need_the_csrf_token_and_an_admin(backend: Backend) {
     let (app, token) = TestApp::spawn_acme(backend).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
-    let id = create(&app, &token, &flow("Pros", 1, json!({"plans": ["Pro"]}))).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = create_id(&app, &token, &flow("Pros", 1, json!({"plans": ["Pro"]}))).await;
     let before = flows_json(&app, &token).await;
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
     let edit = format!("{PAGE}/{id}");
@@ -201,10 +198,7 @@ async fn writes_need_the_csrf_token_and_an_admin(backend: Backend) {
 
 async fn another_tenants_flow_is_not_found(backend: Backend) {
     let (app, token) = TestApp::spawn_acme(backend).await;
-    let id = create(&app, &token, &flow("Pros", 1, json!({}))).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = create_id(&app, &token, &flow("Pros", 1, json!({}))).await;
     let before = flows_json(&app, &token).await;
     let mallory = Browser::another_tenant(&app, "Evil").await;
     // Acme's flow through Mallory's own project, and Acme's project itself.
@@ -243,10 +237,7 @@ async fn an_experiments_results_page(backend: Backend) {
     let (app, token) = TestApp::spawn_acme(backend).await;
     let mut experiment = flow("Tested", 1, json!({}));
     experiment["variants"] = json!([{"key": "control", "weight": 1}, {"key": "bold", "weight": 1}]);
-    let id = create(&app, &token, &experiment).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = create_id(&app, &token, &experiment).await;
     let results = format!("{PAGE}/{id}/results");
     // Every role reads it, with the API's numbers in its table.
     join(&app, &token, "viewer@acme.io", "viewer").await;
@@ -273,10 +264,7 @@ async fn an_experiments_results_page(backend: Backend) {
     let html = viewer.get(&format!("{results}?days=7"), 200).await;
     assert!(html.contains("cancellations of the last 90 days"));
     // A flow without an experiment says so; another tenant's is not found.
-    let plain = create(&app, &token, &flow("Plain", 2, json!({}))).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let plain = create_id(&app, &token, &flow("Plain", 2, json!({}))).await;
     let html = viewer.get(&format!("{PAGE}/{plain}/results"), 200).await;
     assert!(html.contains("This flow runs no experiment"));
     let mallory = Browser::another_tenant(&app, "Evil").await;
@@ -447,10 +435,7 @@ async fn a_variant_saved_unchanged_keeps_the_shape_it_was_stored_with(backend: B
         {"key": "reasons", "weight": 2,
          "reasons": [{"code": "too_expensive", "label": "Costs too much"}]},
     ]);
-    let id = create(&app, &token, &body).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = create_id(&app, &token, &body).await;
     let stored = flows_json(&app, &token).await.remove(0);
     let page = format!("{PAGE}/{id}");
     let html = owner.get(&page, 200).await;
