@@ -546,11 +546,8 @@ async fn direct_mode(app: &TestApp, acme: &Acme) -> String {
         json!({"delivery_mode": "direct", "email_tone": "professional"}),
     )
     .await;
-    app.call(&acme.token, Method::GET, "/projects/acme", 200)
-        .await["data"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    app.data_str(&acme.token, Method::GET, "/projects/acme", "id")
+        .await
 }
 
 async fn direct_mode_emails_the_customer_unless_suppressed_or_over_quota(backend: Backend) {

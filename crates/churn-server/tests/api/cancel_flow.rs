@@ -61,16 +61,13 @@ fn accepted(reason: &str, sub: &str) -> Value {
 
 /// A project's identity secret (decisions §16), as its admin reads it.
 pub async fn identity_secret(app: &TestApp, token: &str, slug: &str) -> String {
-    app.call(
+    app.data_str(
         token,
         Method::GET,
         &format!("/projects/{slug}/identity-secret"),
-        200,
+        "identity_secret",
     )
-    .await["data"]["identity_secret"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    .await
 }
 
 /// `body` with the `customer_hash` of its customer and subscription, made by the SDK as the

@@ -47,10 +47,8 @@ pub async fn create_id(app: &TestApp, token: &str, body: &Value) -> String {
 }
 
 pub async fn public_key(app: &TestApp, token: &str) -> String {
-    app.call(token, Method::GET, "/projects/acme", 200).await["data"]["public_key"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    app.data_str(token, Method::GET, "/projects/acme", "public_key")
+        .await
 }
 
 /// The widget's configuration for a customer with these facts (query parameters).
@@ -168,11 +166,9 @@ async fn flows_of_another_project_are_not_found(backend: Backend) {
         .await;
     assert_eq!(listed["data"], json!([]));
     // Nor does acme's widget route to it from globex's key.
-    let globex_key =
-        app.call(&other, Method::GET, "/projects/globex", 200).await["data"]["public_key"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let globex_key = app
+        .data_str(&other, Method::GET, "/projects/globex", "public_key")
+        .await;
     let shown = config(&app, &globex_key, &[("plan_name", "Pro")]).await;
     assert_eq!(shown["flow_id"], Value::Null);
     // Acme's flow is untouched.

@@ -31,11 +31,13 @@ impl<'a> Widget<'a> {
         let public = if slug == "acme" {
             acme_keys(app, token).await.0
         } else {
-            app.call(token, Method::GET, &format!("/projects/{slug}"), 200)
-                .await["data"]["public_key"]
-                .as_str()
-                .unwrap()
-                .to_owned()
+            app.data_str(
+                token,
+                Method::GET,
+                &format!("/projects/{slug}"),
+                "public_key",
+            )
+            .await
         };
         let secret = identity_secret(app, token, slug).await;
         Widget {

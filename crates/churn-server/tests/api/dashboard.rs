@@ -494,11 +494,9 @@ async fn an_empty_project_shows_the_checklist_then_the_overview(backend: Backend
     let (token, browser) = Browser::acme_owner(&app).await;
     let html = browser.get("/app/p/acme", 200).await;
     assert!(html.contains("Set up Acme"));
-    let public_key =
-        app.call(&token, Method::GET, "/projects/acme", 200).await["data"]["public_key"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let public_key = app
+        .data_str(&token, Method::GET, "/projects/acme", "public_key")
+        .await;
     assert!(
         html.contains(&public_key),
         "the snippets hold the project's public key"

@@ -261,6 +261,20 @@ impl TestApp {
             .await
     }
 
+    /// `call`, asserting 200; answers the text `field` of the body's `data`.
+    pub async fn data_str(
+        &self,
+        token: impl std::fmt::Display,
+        method: Method,
+        path: &str,
+        field: &str,
+    ) -> String {
+        self.call(token, method, path, 200).await["data"][field]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
     /// `call` with a JSON body.
     pub async fn call_json<B: serde::Serialize + ?Sized>(
         &self,
@@ -524,34 +538,35 @@ pub async fn login(app: &TestApp, email: &str) -> String {
 
 /// A fresh secret key for `acme`, from a key rotation.
 pub async fn rotate_secret_key(app: &TestApp, token: &str) -> String {
-    app.call(token, Method::POST, "/projects/acme/rotate-keys", 200)
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    app.data_str(
+        token,
+        Method::POST,
+        "/projects/acme/rotate-keys",
+        "secret_key",
+    )
+    .await
 }
 
 /// `acme`'s secret for inbound custom events, read as `token`.
 pub async fn webhook_secret(app: &TestApp, token: &str) -> String {
-    app.call(token, Method::GET, "/projects/acme/webhook-secret", 200)
-        .await["data"]["webhook_secret"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    app.data_str(
+        token,
+        Method::GET,
+        "/projects/acme/webhook-secret",
+        "webhook_secret",
+    )
+    .await
 }
 
 /// A fresh identity secret for `acme` (the old one keeps verifying for 24 hours).
 pub async fn rotate_identity_secret(app: &TestApp, token: &str) -> String {
-    app.call(
+    app.data_str(
         token,
         Method::POST,
         "/projects/acme/identity-secret/rotate",
-        200,
+        "identity_secret",
     )
-    .await["data"]["identity_secret"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    .await
 }
 
 /// The variant `vid` of the `acme` event `event`, as the variant list shows it.

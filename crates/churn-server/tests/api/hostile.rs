@@ -33,11 +33,9 @@ async fn refused(app: &TestApp, request: reqwest::RequestBuilder, field: &str) {
 
 async fn display_names_and_subjects_are_one_line_at_every_entry(backend: Backend) {
     let (app, owner) = TestApp::spawn_acme(backend).await;
-    let public_key =
-        app.call(&owner, Method::GET, "/projects/acme", 200).await["data"]["public_key"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let public_key = app
+        .data_str(&owner, Method::GET, "/projects/acme", "public_key")
+        .await;
     let identity = crate::cancel_flow::identity_secret(&app, &owner, "acme").await;
     let (id, vid) = event_with_variants(&app, &owner, "dana@example.com").await;
     for name in HOSTILE {

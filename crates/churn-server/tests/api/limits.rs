@@ -27,10 +27,8 @@ fn limited() -> Options {
 }
 
 async fn public_key(app: &TestApp, token: &str) -> String {
-    app.call(token, Method::GET, "/projects/acme", 200).await["data"]["public_key"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    app.data_str(token, Method::GET, "/projects/acme", "public_key")
+        .await
 }
 
 /// A well-formed key no project has.

@@ -190,16 +190,13 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
     // credentials, identity secrets, a stored idempotent answer; the service secrets are there
     // from the start.
     let rotated = app
-        .call(
+        .data_str(
             &token,
             Method::POST,
             "/projects/acme/webhook-secret/rotate",
-            200,
+            "webhook_secret",
         )
-        .await["data"]["webhook_secret"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .await;
     let identity = rotate_identity_secret(&app, &token).await;
     let created = app.expect(create_beta(&app, &token), 201).await;
     let before = sealed_values(&app).await;
