@@ -41,7 +41,7 @@ async fn register_login_and_me(backend: Backend) {
     let token = login["data"]["token"].as_str().unwrap();
     assert_eq!(login["data"]["user"], registered["data"]["user"]);
 
-    let me = app.call(token, Method::GET, "/auth/me", 200).await;
+    let me = app.me(token).await;
     assert_eq!(me["data"]["email"], "ada@example.com");
     assert_eq!(me["data"]["subscription"]["status"], "trial");
     assert!(me["data"]["subscription"]["paid_until"].is_null());
@@ -72,7 +72,7 @@ async fn jwt_expires_after_seven_days_on_the_test_clock(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let session = app.register("ada@example.com").await;
     advance(&app, 7 * 86_400 - 60).await;
-    app.call(&session.token, Method::GET, "/auth/me", 200).await;
+    app.me(&session.token).await;
     advance(&app, 60).await;
     let expired = app.call(&session.token, Method::GET, "/auth/me", 401).await;
     assert_eq!(expired["error"]["code"], "UNAUTHORIZED");
@@ -81,7 +81,7 @@ async fn jwt_expires_after_seven_days_on_the_test_clock(backend: Backend) {
 async fn subscription_follows_the_clock(backend: Backend) {
     let app = TestApp::spawn_with(backend, Options::default().with("subscriptions", "on")).await;
     let session = app.register("ada@example.com").await;
-    let me = app.call(&session.token, Method::GET, "/auth/me", 200).await;
+    let me = app.me(&session.token).await;
     let created = churn_core::time::parse(me["data"]["created_at"].as_str().unwrap()).unwrap();
     let trial_ends = churn_core::time::parse(
         me["data"]["subscription"]["trial_ends_at"]
@@ -95,14 +95,7 @@ async fn subscription_follows_the_clock(backend: Backend) {
     let set = trial_ends + chrono::Duration::seconds(1);
     set_clock(&app, &churn_core::time::format(&set)).await;
     let login = log_in(&app, "ada@example.com", "correct horse", 200).await;
-    let me = app
-        .call(
-            login["data"]["token"].as_str().unwrap(),
-            Method::GET,
-            "/auth/me",
-            200,
-        )
-        .await;
+    let me = app.me(login["data"]["token"].as_str().unwrap()).await;
     assert_eq!(me["data"]["subscription"]["status"], "expired");
 }
 
@@ -112,7 +105,7 @@ async fn subscriptions_off_nothing_expires(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let session = app.register("ada@example.com").await;
     let paid = json!({"status": "paid", "trial_ends_at": null, "paid_until": null});
-    let me = app.call(&session.token, Method::GET, "/auth/me", 200).await;
+    let me = app.me(&session.token).await;
     assert_eq!(me["data"]["subscription"], paid);
     let created = app.create_project(&session.token, "Acme").await;
     let key = created["api_keys"]["secret_key"].as_str().unwrap();
@@ -120,7 +113,7 @@ async fn subscriptions_off_nothing_expires(backend: Backend) {
     advance(&app, 400 * 86_400).await;
     let login = log_in(&app, "ada@example.com", "correct horse", 200).await;
     let token = login["data"]["token"].as_str().unwrap();
-    let me = app.call(token, Method::GET, "/auth/me", 200).await;
+    let me = app.me(token).await;
     assert_eq!(me["data"]["subscription"], paid);
     app.expect(
         app.req(Method::POST, "/projects/acme/churn-events")
@@ -303,14 +296,7 @@ async fn password_reset_by_email(backend: Backend) {
             200,
         )
         .await;
-    let me = app
-        .call(
-            fresh["data"]["token"].as_str().unwrap(),
-            Method::GET,
-            "/auth/me",
-            200,
-        )
-        .await;
+    let me = app.me(fresh["data"]["token"].as_str().unwrap()).await;
     assert_eq!(me["data"]["email_verified"], true);
 
     // At most one email per account per 5 minutes after the last one sent.
@@ -566,7 +552,7 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
 }
 
 async fn email_verified(app: &TestApp, token: &str) -> serde_json::Value {
-    app.call(token, Method::GET, "/auth/me", 200).await["data"]["email_verified"].clone()
+    app.me(token).await["data"]["email_verified"].clone()
 }
 
 async fn another_encryption_key_refuses_to_start(backend: Backend) {

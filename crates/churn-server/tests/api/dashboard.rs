@@ -169,7 +169,7 @@ async fn sign_in_sets_a_strict_cookie_that_the_api_ignores(backend: Backend) {
     assert!(html.contains("owner@acme.io"));
     // The cookie's token is a session token, but the API reads only Authorization.
     let token = cookie.trim_start_matches("churn_session=");
-    app.call(token, Method::GET, "/auth/me", 200).await;
+    app.me(token).await;
     app.expect(
         app.req(Method::GET, "/auth/me").header("cookie", &cookie),
         401,

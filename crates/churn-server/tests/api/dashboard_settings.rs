@@ -738,7 +738,7 @@ async fn the_account_page_changes_the_name(backend: Backend) {
     assert!(html.contains("Your name is changed."), "{html}");
     assert!(html.contains("value=\"Ada Lovelace\""), "{html}");
     // The API's current user is the same record; the session stays.
-    let me = app.call(&token, Method::GET, "/auth/me", 200).await;
+    let me = app.me(&token).await;
     assert_eq!(me["data"]["name"], "Ada Lovelace");
     let overview = owner.get("/app/p/acme", 200).await;
     assert!(overview.contains("Ada Lovelace"), "the rail names the user");

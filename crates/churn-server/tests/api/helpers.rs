@@ -275,6 +275,11 @@ impl TestApp {
             .to_owned()
     }
 
+    /// `GET /auth/me` as `token`, asserting 200; answers the whole body.
+    pub async fn me(&self, token: impl std::fmt::Display) -> Value {
+        self.call(token, Method::GET, "/auth/me", 200).await
+    }
+
     /// `call` with a JSON body.
     pub async fn call_json<B: serde::Serialize + ?Sized>(
         &self,

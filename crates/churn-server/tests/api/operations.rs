@@ -338,7 +338,7 @@ async fn state_survives_a_restart(backend: Backend) {
     let db = app.stop().await;
 
     let app = TestApp::start(db, Options::default().with("dev_mode", false)).await;
-    app.call(&s.token, Method::GET, "/auth/me", 200).await;
+    app.me(&s.token).await;
     let detail = app
         .call_with_key(&secret, Method::GET, "/projects/acme", 200)
         .await;

@@ -339,7 +339,7 @@ async fn the_invitation_link_opens_a_page_to_join(backend: Backend) {
     assert_eq!(joined.map(|m| m["role"].clone()), Some(json!("member")));
     // The account is a real one, verified by the emailed link, and the link is spent.
     let newcomer = login(&app, "new@example.com").await;
-    let me = app.call(&newcomer, Method::GET, "/auth/me", 200).await;
+    let me = app.me(&newcomer).await;
     assert_eq!(me["data"]["email_verified"], true);
     assert_eq!(page(web.get(url)).await.0, 409);
 
