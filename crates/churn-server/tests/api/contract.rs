@@ -7,6 +7,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{Backend, TestApp, acme_owner, event_with_variants, fields, send_variant};
+use crate::risk::put_risk_config;
 use churn_core::both_backends;
 
 both_backends!(
@@ -101,29 +102,13 @@ async fn track_refuses_a_key_given_twice(backend: Backend) {
 
 async fn types_are_named_in_words(backend: Backend) {
     let (app, token) = TestApp::spawn_acme(backend).await;
-    let wrong = app
-        .call_json(
-            &token,
-            Method::PUT,
-            "/projects/acme/churn-risk/config",
-            &json!({"risk_threshold": "high"}),
-            400,
-        )
-        .await;
+    let wrong = put_risk_config(&app, &token, json!({"risk_threshold": "high"}), 400).await;
     insta::assert_json_snapshot!("type_in_words", wrong);
     for (body, words) in [
         (json!({"risk_threshold": 1.5}), "invalid type: number `1.5`"),
         (json!({"enabled": "yes"}), "expected a boolean"),
     ] {
-        let refused = app
-            .call_json(
-                &token,
-                Method::PUT,
-                "/projects/acme/churn-risk/config",
-                &body,
-                400,
-            )
-            .await;
+        let refused = put_risk_config(&app, &token, body, 400).await;
         let message = refused["error"]["message"].as_str().unwrap();
         assert!(message.contains(words), "{message}");
     }

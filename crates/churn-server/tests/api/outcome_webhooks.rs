@@ -19,7 +19,7 @@ use crate::helpers::{
     Backend, Options, TestApp, acme_owner, acme_with_key, advance, clock_now, configure, fields,
     mark_recovered, send_variant, variant_of, wire_time,
 };
-use crate::risk::recompute;
+use crate::risk::{put_risk_config, recompute};
 use churn_core::both_backends;
 
 both_backends!(
@@ -764,14 +764,7 @@ async fn an_alert_and_an_endpoint_message_are_delivered_by_one_mechanism(backend
     let acme = acme_with_key(&app).await;
     let url = format!("{}{HOOK}", receiver.base);
     // Public when saved, both.
-    app.call_json(
-        &acme.token,
-        Method::PUT,
-        "/projects/acme/churn-risk/config",
-        &json!({"webhook_url": url}),
-        200,
-    )
-    .await;
+    put_risk_config(&app, &acme.token, json!({"webhook_url": url}), 200).await;
     let endpoint = subscribe(&app, &acme.token, &receiver, &["churn_risk.alert"]).await;
     let endpoint_id = endpoint["id"].as_str().unwrap();
     // Loopback, where the receiver listens, at delivery.

@@ -37,6 +37,19 @@ pub(crate) async fn track(app: &TestApp, key: &str, events: &[(&str, &str, i64, 
     crate::behavior::track(app, key, json!({ "events": events }), 200).await;
 }
 
+/// `PUT /projects/acme/churn-risk/config` of `config` as `token`, asserting `status`; the
+/// whole answer.
+pub(crate) async fn put_risk_config(
+    app: &TestApp,
+    token: &str,
+    config: Value,
+    status: u16,
+) -> Value {
+    let request = app.req(Method::PUT, "/projects/acme/churn-risk/config");
+    app.expect(request.bearer_auth(token).json(&config), status)
+        .await
+}
+
 pub(crate) async fn recompute(app: &TestApp, acme: &Acme) -> Value {
     app.call_with_key(
         &acme.key,
@@ -168,14 +181,7 @@ async fn scoring_runs_every_interval_as_a_job(backend: Backend) {
     assert_eq!(again["data"]["history"].as_array().unwrap().len(), 2);
 
     // The next run after a change of interval is due that many hours later.
-    app.call_json(
-        &acme.token,
-        Method::PUT,
-        "/projects/acme/churn-risk/config",
-        &json!({"check_interval_hours": 72}),
-        200,
-    )
-    .await;
+    put_risk_config(&app, &acme.token, json!({"check_interval_hours": 72}), 200).await;
     advance(&app, 1).await;
     assert_eq!(app.run_jobs().await, 1, "due before the change");
     advance(&app, 2).await;
@@ -428,25 +434,22 @@ async fn the_configuration_has_defaults_and_validates_every_field(backend: Backe
 async fn private_webhooks_are_allowed_when_the_operator_says_so(backend: Backend) {
     let app = TestApp::spawn_private(backend).await;
     let acme = acme_with_key(&app).await;
-    let answer = app
-        .call_json(
-            &acme.token,
-            Method::PUT,
-            "/projects/acme/churn-risk/config",
-            &json!({"webhook_url": "https://127.0.0.1:9443/churn"}),
-            200,
-        )
-        .await;
+    let answer = put_risk_config(
+        &app,
+        &acme.token,
+        json!({"webhook_url": "https://127.0.0.1:9443/churn"}),
+        200,
+    )
+    .await;
     assert_eq!(
         answer["data"]["webhook_url"],
         "https://127.0.0.1:9443/churn"
     );
     // Still https only.
-    app.call_json(
+    put_risk_config(
+        &app,
         &acme.token,
-        Method::PUT,
-        "/projects/acme/churn-risk/config",
-        &json!({"webhook_url": "http://127.0.0.1:9443/churn"}),
+        json!({"webhook_url": "http://127.0.0.1:9443/churn"}),
         400,
     )
     .await;
