@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::events::find_url;
 use crate::helpers::{
     Backend, Options, TestApp, acme_owner, advance, configure, event_of, event_with_variants,
-    mark_recovered, send_variant, set_clock,
+    mark_recovered, post_event, send_variant, set_clock,
 };
 use crate::mailrules::{outbox_mail, unsubscribe_url};
 use churn_core::both_backends;
@@ -24,7 +24,7 @@ both_backends!(
 );
 
 async fn create(app: &TestApp, token: &str, email: &str) -> Value {
-    app.call_json(token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": email, "event_type": "cancellation", "cancel_reason": "too_expensive"}), 201).await["data"]
+    post_event(app, token, &json!({"customer_email": email, "event_type": "cancellation", "cancel_reason": "too_expensive"}), 201).await["data"]
         .clone()
 }
 

@@ -5,7 +5,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_with_key, clock_now, fields, generated_event, wire_time,
+    Backend, Options, TestApp, acme_with_key, clock_now, fields, generated_event, post_event,
+    wire_time,
 };
 use churn_core::both_backends;
 
@@ -309,10 +310,9 @@ async fn tracking_is_limited_per_key_not_per_ip(backend: Backend) {
 async fn customers_come_from_tracking_and_churn_events(backend: Backend) {
     let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let now = clock_now(&app).await;
-    app.call_json(
+    post_event(
+        &app,
         &acme.token,
-        Method::POST,
-        "/projects/acme/churn-events",
         &json!({"customer_email": "Lee@Shop.io", "event_type": "cancellation"}),
         201,
     )

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::cancel_flow::{acme_keys, identity_secret, signed};
 use crate::dashboard_analytics::table_rows;
 use crate::dashboard_client::Browser;
-use crate::helpers::{Backend, TestApp, advance, fields, header_str};
+use crate::helpers::{Backend, TestApp, advance, fields, header_str, post_event};
 use churn_core::both_backends;
 
 both_backends!(
@@ -330,7 +330,7 @@ async fn the_funnel_counts_sessions_abandoned_on_the_test_clock(backend: Backend
 
     // The MRR a reason counts is each customer's latest churn event's: erin has one from
     // before, and none from the flow, since her session is abandoned.
-    app.call_json(&token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": "erin@customer.example", "event_type": "cancellation", "mrr": 7000}), 201).await;
+    post_event(&app, &token, &json!({"customer_email": "erin@customer.example", "event_type": "cancellation", "mrr": 7000}), 201).await;
     // a: offer shown and taken; b: offer declined; c: a reason without offer, cancelled;
     // d: offer shown, then left; e: opened, then left.
     let a = w

@@ -6,7 +6,9 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, acme_owner, event_with_variants, fields, send_variant};
+use crate::helpers::{
+    Backend, TestApp, acme_owner, event_with_variants, fields, post_event, send_variant,
+};
 use crate::risk::put_risk_config;
 use churn_core::both_backends;
 
@@ -233,15 +235,13 @@ async fn addresses_the_mail_library_refuses_are_refused_at_entry(backend: Backen
         "da..na@shop.io",
         "dana@-shop.io",
     ] {
-        let refused = app
-            .call_json(
-                &token,
-                Method::POST,
-                "/projects/acme/churn-events",
-                &json!({"customer_email": bad, "event_type": "cancellation"}),
-                400,
-            )
-            .await;
+        let refused = post_event(
+            &app,
+            &token,
+            &json!({"customer_email": bad, "event_type": "cancellation"}),
+            400,
+        )
+        .await;
         assert_eq!(fields(&refused), ["customer_email"], "{bad}");
         let refused = app
             .call_json(

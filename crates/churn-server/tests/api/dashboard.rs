@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::dashboard_client::{Browser, location, session_cookie, set_session_cookie, url as page};
 use crate::helpers::{
     Backend, Options, TestApp, acme_owner, advance, event_of, event_with_variants, mark_recovered,
+    post_event,
 };
 use crate::team::join;
 use churn_core::both_backends;
@@ -365,11 +366,11 @@ async fn csv_export_quotes_cells_and_keeps_formulas_text(backend: Backend) {
         ),
         ("eve@example.com", "@eve", "+1 too pricey\nreally"),
     ] {
-        app.expect(
-            app.req(Method::POST, "/projects/acme/churn-events")
-                .bearer_auth(&token)
-                .json(&json!({"customer_email": email, "customer_name": name, "event_type": "cancellation",
-                    "cancel_reason": reason, "mrr": 4900, "currency": "usd", "plan_name": "-pro"})),
+        post_event(
+            &app,
+            &token,
+            &json!({"customer_email": email, "customer_name": name, "event_type": "cancellation",
+                    "cancel_reason": reason, "mrr": 4900, "currency": "usd", "plan_name": "-pro"}),
             201,
         )
         .await;
@@ -592,16 +593,14 @@ async fn the_customers_own_words_are_shown_and_a_bare_reason_code_is_not(backend
     let app = TestApp::spawn(backend).await;
     let (token, founder) = Browser::acme_owner(&app).await;
     for (cancel_reason, shown) in [("The price went up again", true), ("too_expensive", false)] {
-        let event = app
-            .call_json(
-                &token,
-                Method::POST,
-                "/projects/acme/churn-events",
-                &json!({"customer_email": "dana@example.com", "event_type": "cancellation",
+        let event = post_event(
+            &app,
+            &token,
+            &json!({"customer_email": "dana@example.com", "event_type": "cancellation",
                     "cancel_reason": cancel_reason}),
-                201,
-            )
-            .await;
+            201,
+        )
+        .await;
         let id = event["data"]["id"].as_str().unwrap();
         let html = founder.get(&format!("/app/p/acme/events/{id}"), 200).await;
         assert_eq!(html.contains("In their words"), shown, "{cancel_reason}");

@@ -12,7 +12,7 @@ use crate::dashboard_client::Browser;
 use crate::dashboard_customers::{CUSTOMER, QUIET, seeded};
 use crate::helpers::{
     Backend, TestApp, acme_owner, event_with_variants, generate, header_str, mark_recovered,
-    send_variant,
+    post_event, send_variant,
 };
 use churn_core::both_backends;
 
@@ -31,12 +31,7 @@ async fn api(app: &TestApp, token: &str, path: &str) -> Value {
 }
 
 async fn event(app: &TestApp, token: &str, email: &str, mrr: i64) -> String {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-events")
-            .bearer_auth(token)
-            .json(&json!({"customer_email": email, "event_type": "cancellation", "mrr": mrr, "currency": "usd"})),
-        201,
-    )
+    post_event(app, token, &json!({"customer_email": email, "event_type": "cancellation", "mrr": mrr, "currency": "usd"}), 201)
     .await["data"]["id"]
         .as_str()
         .unwrap()

@@ -420,16 +420,28 @@ pub async fn acme_owner(app: &TestApp) -> String {
     s.token
 }
 
+/// Records `event` in `acme` (`POST /projects/acme/churn-events`) as the session `token`,
+/// asserting `status`; answers the whole body.
+pub async fn post_event(app: &TestApp, token: &str, event: &Value, status: u16) -> Value {
+    app.call_json(
+        token,
+        Method::POST,
+        "/projects/acme/churn-events",
+        event,
+        status,
+    )
+    .await
+}
+
 /// A cancellation of `email` in `acme` with its nine drafts: (event id, variants).
 pub async fn generated_event(app: &TestApp, token: &str, email: &str) -> (String, Vec<Value>) {
-    let event = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/churn-events")
-                .bearer_auth(token)
-                .json(&json!({"customer_email": email, "customer_name": "Dana", "event_type": "cancellation"})),
-            201,
-        )
-        .await;
+    let event = post_event(
+        app,
+        token,
+        &json!({"customer_email": email, "customer_name": "Dana", "event_type": "cancellation"}),
+        201,
+    )
+    .await;
     let id = event["data"]["id"].as_str().unwrap().to_owned();
     let variants = generate(app, token, &id).await;
     (id, variants)

@@ -17,7 +17,7 @@ use crate::alerts::{quiet_customers, rebinding, receiving, redirecting};
 use crate::fake_provider::{self, FakeProvider};
 use crate::helpers::{
     Backend, Options, TestApp, acme_owner, acme_with_key, advance, clock_now, configure, fields,
-    mark_recovered, send_variant, variant_of, wire_time,
+    mark_recovered, post_event, send_variant, variant_of, wire_time,
 };
 use crate::risk::{put_risk_config, recompute};
 use churn_core::both_backends;
@@ -103,7 +103,7 @@ async fn deliveries(app: &TestApp, token: &str, endpoint: &str) -> Vec<Value> {
 }
 
 async fn churn_event(app: &TestApp, token: &str, email: &str) -> Value {
-    app.call_json(token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": email, "event_type": "cancellation", "cancel_reason": "too expensive", "mrr": 4900}), 201).await["data"]
+    post_event(app, token, &json!({"customer_email": email, "event_type": "cancellation", "cancel_reason": "too expensive", "mrr": 4900}), 201).await["data"]
         .clone()
 }
 

@@ -4,7 +4,9 @@ use chrono::Duration;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Acme, Backend, Options, TestApp, acme_with_key, clock_now, wire_time};
+use crate::helpers::{
+    Acme, Backend, Options, TestApp, acme_with_key, clock_now, post_event, wire_time,
+};
 use churn_core::both_backends;
 
 both_backends!(
@@ -456,10 +458,9 @@ async fn private_webhooks_are_allowed_when_the_operator_says_so(backend: Backend
 }
 
 async fn churn(app: &TestApp, acme: &Acme, email: &str) {
-    app.call_json(
+    post_event(
+        app,
         &acme.token,
-        Method::POST,
-        "/projects/acme/churn-events",
         &json!({"customer_email": email, "event_type": "cancellation"}),
         201,
     )
