@@ -10,7 +10,7 @@ use wiremock::{Mock, ResponseTemplate};
 
 use crate::cancel_flow::{identity_secret, owned_by, pairs, signed};
 use crate::dashboard_client::Browser;
-use crate::helpers::{Backend, TestApp, configure, fields};
+use crate::helpers::{Backend, TestApp, configure, fields, patch_project};
 use crate::webhooks::{Setup, setup};
 use churn_core::both_backends;
 
@@ -357,15 +357,13 @@ async fn every_new_field_is_validated(backend: Backend) {
         .await;
     assert_eq!(error["error"]["code"], "VALIDATION_ERROR");
     for days in [-1, 3651] {
-        let error = app
-            .call_json(
-                &token,
-                Method::PATCH,
-                "/projects/acme",
-                &json!({"settings": {"offer_cooldown_days": days}}),
-                400,
-            )
-            .await;
+        let error = patch_project(
+            &app,
+            &token,
+            &json!({"settings": {"offer_cooldown_days": days}}),
+            400,
+        )
+        .await;
         assert_eq!(fields(&error), ["settings.offer_cooldown_days"]);
     }
     let project = app.call(&token, Method::GET, "/projects/acme", 200).await;

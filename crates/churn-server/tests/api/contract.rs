@@ -7,7 +7,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, TestApp, acme_owner, event_with_variants, fields, post_event, send_variant,
+    Backend, TestApp, acme_owner, event_with_variants, fields, patch_project, post_event,
+    send_variant,
 };
 use crate::risk::put_risk_config;
 use churn_core::both_backends;
@@ -37,15 +38,13 @@ async fn every_unknown_key_is_named(backend: Backend) {
     insta::assert_json_snapshot!("unknown_fields", unknown);
 
     let token = acme_owner(&app).await;
-    let nested = app
-        .call_json(
-            &token,
-            Method::PATCH,
-            "/projects/acme",
-            &json!({"colour": "red", "settings": {"tone": 1, "autopilot": {"speed": 2}}}),
-            400,
-        )
-        .await;
+    let nested = patch_project(
+        &app,
+        &token,
+        &json!({"colour": "red", "settings": {"tone": 1, "autopilot": {"speed": 2}}}),
+        400,
+    )
+    .await;
     let mut named = fields(&nested);
     named.sort_unstable();
     assert_eq!(
@@ -114,15 +113,7 @@ async fn types_are_named_in_words(backend: Backend) {
         let message = refused["error"]["message"].as_str().unwrap();
         assert!(message.contains(words), "{message}");
     }
-    let settings = app
-        .call_json(
-            &token,
-            Method::PATCH,
-            "/projects/acme",
-            &json!({"settings": "cheap"}),
-            400,
-        )
-        .await;
+    let settings = patch_project(&app, &token, &json!({"settings": "cheap"}), 400).await;
     assert_eq!(
         settings["error"]["message"],
         "settings: invalid type: string \"cheap\", expected an object"
@@ -243,22 +234,13 @@ async fn addresses_the_mail_library_refuses_are_refused_at_entry(backend: Backen
         )
         .await;
         assert_eq!(fields(&refused), ["customer_email"], "{bad}");
-        let refused = app
-            .call_json(
-                &token,
-                Method::PATCH,
-                "/projects/acme",
-                &json!({"support_email": bad}),
-                400,
-            )
-            .await;
+        let refused = patch_project(&app, &token, &json!({"support_email": bad}), 400).await;
         assert_eq!(fields(&refused), ["support_email"], "{bad}");
     }
     // What is accepted can be sent: the email is handed over.
-    app.call_json(
+    patch_project(
+        &app,
         &token,
-        Method::PATCH,
-        "/projects/acme",
         &json!({"support_email": "help+desk@shop.io"}),
         200,
     )

@@ -12,7 +12,7 @@ use crate::dashboard_client::Browser;
 use crate::dashboard_customers::{CUSTOMER, QUIET, seeded};
 use crate::helpers::{
     Backend, TestApp, acme_owner, event_with_variants, generate, header_str, mark_recovered,
-    post_event, send_variant,
+    patch_project, post_event, send_variant,
 };
 use churn_core::both_backends;
 
@@ -498,10 +498,10 @@ async fn needs_you_lists_each_kind_where_it_is_fixed(backend: Backend) {
     )
     .await;
     // Autopilot's event, some of whose drafts lack their material.
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&s.token)
-            .json(&json!({"settings": {"autopilot": {"enabled": true, "delay_minutes": 600}}})),
+    patch_project(
+        app,
+        &s.token,
+        &json!({"settings": {"autopilot": {"enabled": true, "delay_minutes": 600}}}),
         200,
     )
     .await;

@@ -460,15 +460,16 @@ pub async fn generate(app: &TestApp, token: &str, id: &str) -> Vec<Value> {
     generated["data"]["variants"].as_array().unwrap().clone()
 }
 
+/// `PATCH /projects/acme` with `patch` as the session `token`, asserting `status`; answers
+/// the whole body.
+pub async fn patch_project(app: &TestApp, token: &str, patch: &Value, status: u16) -> Value {
+    app.call_json(token, Method::PATCH, "/projects/acme", patch, status)
+        .await
+}
+
 /// Patches the `acme` project's settings.
 pub async fn configure(app: &TestApp, token: &str, settings: Value) {
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(token)
-            .json(&json!({ "settings": settings })),
-        200,
-    )
-    .await;
+    patch_project(app, token, &json!({ "settings": settings }), 200).await;
 }
 
 /// Like `generated_event`; returns the event id and the recommended variant's id.

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{
     Backend, Options, TestApp, acme_owner, configure, fields, generated_event as event, header_str,
-    rotate_secret_key, send_variant, serve_dns, set_clock, variant_of,
+    patch_project, rotate_secret_key, send_variant, serve_dns, set_clock, variant_of,
 };
 use churn_core::both_backends;
 
@@ -164,15 +164,13 @@ async fn every_email_has_a_button_and_an_unsubscribe_link(backend: Backend) {
         mail.contains("<a href=\"mailto:support@acme.io\""),
         "{mail}"
     );
-    let refused = app
-        .call_json(
-            &token,
-            Method::PATCH,
-            "/projects/acme",
-            &json!({"settings": {"reactivation_url": "http://acme.io/back"}}),
-            400,
-        )
-        .await;
+    let refused = patch_project(
+        &app,
+        &token,
+        &json!({"settings": {"reactivation_url": "http://acme.io/back"}}),
+        400,
+    )
+    .await;
     assert_eq!(
         refused["error"]["details"][0]["field"],
         "settings.reactivation_url"

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
-use crate::helpers::{Backend, TestApp, event_of, generate, send_variant};
+use crate::helpers::{Backend, TestApp, event_of, generate, patch_project, send_variant};
 use crate::providers::A_KEY;
 use crate::webhooks::{Setup, setup};
 
@@ -52,14 +52,7 @@ fn variant<'a>(variants: &'a [Value], strategy: &str) -> &'a Value {
 }
 
 async fn patch_settings(app: &TestApp, token: &str, settings: Value, status: u16) -> Value {
-    app.call_json(
-        token,
-        Method::PATCH,
-        "/projects/acme",
-        &json!({"settings": settings}),
-        status,
-    )
-    .await
+    patch_project(app, token, &json!({"settings": settings}), status).await
 }
 
 /// The POSTs the fake received: path, sorted form pairs and idempotency key.
