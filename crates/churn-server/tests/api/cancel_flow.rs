@@ -12,7 +12,7 @@ use wiremock::{Mock, ResponseTemplate};
 
 use crate::cancel_offers::without_offer_cooldown;
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner, advance, event_of, fields, header_str,
+    Backend, Options, TestApp, acme_owner, advance, event_of, fields, header_str, put_cancel_flow,
     rotate_identity_secret, set_clock,
 };
 use crate::providers::A_KEY;
@@ -123,7 +123,7 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
     assert_eq!(flow["colors"]["primary"], "#4f46e5");
     assert_eq!(flow["copy"]["title"], "Before you go");
 
-    let bad = app.call_json(&token, Method::PUT, "/projects/acme/cancel-flow", &json!({"reasons": [{"code": "too_expensive", "label": "Too pricey"}, {"code": "too_expensive", "label": "Again"},], "offers": {"too_expensive": {"kind": "discount", "percent": 95, "months": 3}}, "colors": {"primary": "red"},}), 400).await;
+    let bad = put_cancel_flow(&app, &token, &json!({"reasons": [{"code": "too_expensive", "label": "Too pricey"}, {"code": "too_expensive", "label": "Again"},], "offers": {"too_expensive": {"kind": "discount", "percent": 95, "months": 3}}, "colors": {"primary": "red"},}), 400).await;
     assert_eq!(bad["error"]["code"], "VALIDATION_ERROR");
     assert_eq!(
         fields(&bad),
@@ -133,15 +133,13 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
             "colors.primary"
         ]
     );
-    let unknown = app
-        .call_json(
-            &token,
-            Method::PUT,
-            "/projects/acme/cancel-flow",
-            &json!({"reasons": [{"code": "other", "label": "x"}], "theme": "dark"}),
-            400,
-        )
-        .await;
+    let unknown = put_cancel_flow(
+        &app,
+        &token,
+        &json!({"reasons": [{"code": "other", "label": "x"}], "theme": "dark"}),
+        400,
+    )
+    .await;
     assert!(
         unknown["error"]["message"]
             .as_str()
@@ -164,16 +162,7 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
         "colors": {"primary": "#0A7"},
         "language": "de",
     });
-    let stored = app
-        .call_json(
-            &token,
-            Method::PUT,
-            "/projects/acme/cancel-flow",
-            &body,
-            200,
-        )
-        .await["data"]
-        .clone();
+    let stored = put_cancel_flow(&app, &token, &body, 200).await["data"].clone();
     assert_eq!(stored["reasons"], body["reasons"]);
     assert_eq!(stored["offers"], body["offers"]);
     assert_eq!(stored["copy"]["title"], "Wait a moment");
@@ -192,14 +181,7 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
     app.call_with_key(secret, Method::GET, "/projects/second/cancel-flow", 401)
         .await;
     let stranger = app.register("stranger@other.example").await;
-    app.call_json(
-        &stranger.token,
-        Method::PUT,
-        "/projects/acme/cancel-flow",
-        &body,
-        404,
-    )
-    .await;
+    put_cancel_flow(&app, &stranger.token, &body, 404).await;
 }
 
 async fn public_config_counts_opens_per_customer(backend: Backend) {
@@ -383,7 +365,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     assert_eq!(event["recovered_via"], Value::Null);
 
     // Reasons outside the flow and pauses beyond its maximum are refused, nothing stored.
-    app.call_json(&token, Method::PUT, "/projects/acme/cancel-flow", &json!({"reasons": [{"code": "dont_need_anymore", "label": "Done"}], "offers": {"dont_need_anymore": {"kind": "pause", "max_months": 2}},}), 200).await;
+    put_cancel_flow(&app, &token, &json!({"reasons": [{"code": "dont_need_anymore", "label": "Done"}], "offers": {"dont_need_anymore": {"kind": "pause", "max_months": 2}},}), 200).await;
     let mut body = submission("dont_need_anymore");
     body["pause_months"] = json!(3);
     body["customer_email"] = json!("not an email");
@@ -392,10 +374,9 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     let refused = submit_signed(&app, &public, &secret, submission("too_expensive"), 400).await;
     assert_eq!(fields(&refused), ["reason"]);
     // A reason without a pause offer still refuses a pause no flow could offer.
-    app.call_json(
+    put_cancel_flow(
+        &app,
         &token,
-        Method::PUT,
-        "/projects/acme/cancel-flow",
         &json!({"reasons": [{"code": "poor_support", "label": "Support"}]}),
         200,
     )

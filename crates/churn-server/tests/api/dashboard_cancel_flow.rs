@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::dashboard_client::{Browser, form_fields};
 use crate::dashboard_settings::project_json;
-use crate::helpers::{Backend, TestApp};
+use crate::helpers::{Backend, TestApp, put_cancel_flow};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -100,13 +100,7 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
     for derived in ["flow_id", "variant"] {
         with_compliance.as_object_mut().unwrap().remove(derived);
     }
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/cancel-flow")
-            .bearer_auth(&token)
-            .json(&with_compliance),
-        200,
-    )
-    .await;
+    put_cancel_flow(&app, &token, &with_compliance, 200).await;
     owner.post(PAGE, FLOW_FORM, 303).await;
     assert_eq!(flow_json(&app, &token).await["compliance_mode"], true);
     let html = owner.get(&format!("{PAGE}?done=saved"), 200).await;
@@ -169,13 +163,7 @@ async fn every_offer_kind_survives_a_save_from_the_page(backend: Backend) {
         },
         "compliance_mode": true,
     });
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/cancel-flow")
-            .bearer_auth(&token)
-            .json(&flow),
-        200,
-    )
-    .await;
+    put_cancel_flow(&app, &token, &flow, 200).await;
     let before = flow_json(&app, &token).await;
     let html = owner.get(PAGE, 200).await;
     assert!(html.contains(r#"<option value="plan_change" selected>Plan change</option>"#));

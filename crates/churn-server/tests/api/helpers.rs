@@ -467,6 +467,19 @@ pub async fn patch_project(app: &TestApp, token: &str, patch: &Value, status: u1
         .await
 }
 
+/// `PUT /projects/acme/cancel-flow` of `flow` as the session `token`, asserting `status`;
+/// answers the whole body.
+pub async fn put_cancel_flow(app: &TestApp, token: &str, flow: &Value, status: u16) -> Value {
+    app.call_json(
+        token,
+        Method::PUT,
+        "/projects/acme/cancel-flow",
+        flow,
+        status,
+    )
+    .await
+}
+
 /// Patches the `acme` project's settings.
 pub async fn configure(app: &TestApp, token: &str, settings: Value) {
     patch_project(app, token, &json!({ "settings": settings }), 200).await;
