@@ -6,7 +6,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::cancel_flow::{identity_secret, submit_signed};
-use crate::helpers::{Backend, TestApp, acme_owner, fields};
+use crate::helpers::{Backend, TestApp, acme_owner, fields, post_endpoint};
 use crate::team::join;
 use crate::{alerts::with_receiver, fake_provider};
 use churn_core::both_backends;
@@ -394,7 +394,7 @@ async fn the_outcome_webhook_names_the_flow(backend: Backend) {
     let secret = identity_secret(&app, &owner, "acme").await;
     crate::cancel_offers::without_offer_cooldown(&app, &owner).await;
     let pro = create_id(&app, &owner, &flow("Pro", 1, json!({"plans": ["Pro"]}))).await;
-    app.call_json(&owner, Method::POST, "/projects/acme/webhook-endpoints", &json!({"url": format!("{}/hooks", receiver.base), "event_types": ["cancel_flow.saved", "cancel_flow.cancelled"]}), 201).await;
+    post_endpoint(&app, &owner, &json!({"url": format!("{}/hooks", receiver.base), "event_types": ["cancel_flow.saved", "cancel_flow.cancelled"]}), 201).await;
     for (plan, accepted) in [("Pro", true), ("Basic", false)] {
         let body = json!({"customer_email": DANA, "reason": "too_expensive",
             "offer_accepted": accepted, "plan_name": plan});

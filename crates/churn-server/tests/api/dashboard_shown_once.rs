@@ -13,7 +13,7 @@ use crate::dashboard::behind_a_proxy;
 use crate::dashboard_client::{Browser, Posted, cookie_pair, set_cookies, url};
 use crate::dashboard_settings::project_json;
 use crate::dashboard_webhooks::endpoints;
-use crate::helpers::{Backend, TestApp, set_clock};
+use crate::helpers::{Backend, TestApp, post_endpoint, set_clock};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -233,14 +233,7 @@ async fn a_shown_value_opens_for_no_other_user_session_page_or_project(backend: 
     let (html, _) = admin.get_with(SETTINGS, &settings_cookie, 200).await;
     assert!(nothing(&html));
     // Another page: another endpoint's, and the settings of the owner's other project.
-    let other = app
-        .call_json(
-            &token,
-            Method::POST,
-            "/projects/acme/webhook-endpoints",
-            &serde_json::json!({"url": "https://crm.example.com/b", "event_types": ["churn_event.lost"]}),
-            201,
-        )
+    let other = post_endpoint(&app, &token, &serde_json::json!({"url": "https://crm.example.com/b", "event_types": ["churn_event.lost"]}), 201)
         .await["data"]["id"]
         .as_str()
         .unwrap()

@@ -10,7 +10,7 @@ use wiremock::ResponseTemplate;
 
 use crate::alerts::receiving;
 use crate::dashboard_client::{Browser, Posted, main_of};
-use crate::helpers::{Backend, TestApp, acme_owner, header_str};
+use crate::helpers::{Backend, TestApp, acme_owner, header_str, post_endpoint};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -43,10 +43,9 @@ async fn deliveries(app: &TestApp, token: &str, id: &str) -> Vec<Value> {
 
 /// An endpoint made through the API; answers its id.
 async fn endpoint_by_api(app: &TestApp, token: &str, url: &str) -> String {
-    app.call_json(
+    post_endpoint(
+        app,
         token,
-        Method::POST,
-        "/projects/acme/webhook-endpoints",
         &json!({"url": url, "description": "CRM", "event_types": ["churn_event.created"]}),
         201,
     )

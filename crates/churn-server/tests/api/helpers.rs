@@ -480,6 +480,14 @@ pub async fn put_cancel_flow(app: &TestApp, token: &str, flow: &Value, status: u
     .await
 }
 
+/// Creates the webhook endpoint `endpoint` in `acme` as the session `token`, asserting
+/// `status`; answers the whole body.
+pub async fn post_endpoint(app: &TestApp, token: &str, endpoint: &Value, status: u16) -> Value {
+    let path = "/projects/acme/webhook-endpoints";
+    app.call_json(token, Method::POST, path, endpoint, status)
+        .await
+}
+
 /// Patches the `acme` project's settings.
 pub async fn configure(app: &TestApp, token: &str, settings: Value) {
     patch_project(app, token, &json!({ "settings": settings }), 200).await;
