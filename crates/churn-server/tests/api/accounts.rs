@@ -418,18 +418,13 @@ fn text_part(mail: &str) -> String {
 }
 
 async fn registration_follows_the_policy(backend: Backend) {
-    let closed =
-        TestApp::spawn_with(backend, Options::default().with("registration", "closed")).await;
+    let closed = TestApp::spawn_registering(backend, "closed").await;
     let refused = register(&closed, "Ada", "ada@example.com", "correct horse", 403).await;
     assert_eq!(refused["error"]["code"], "FORBIDDEN");
     assert_eq!(refused["error"]["message"], "registration is closed");
     drop(closed);
 
-    let invited = TestApp::spawn_with(
-        backend,
-        Options::default().with("registration", "invite_only"),
-    )
-    .await;
+    let invited = TestApp::spawn_registering(backend, "invite_only").await;
     register(&invited, "Ada", "first@example.com", "correct horse", 201).await;
     let refused = register(&invited, "Ada", "second@example.com", "correct horse", 403).await;
     assert_eq!(

@@ -79,6 +79,11 @@ impl TestApp {
         .await
     }
 
+    /// A server whose `registration` policy is `policy` (`open`, `invite_only`, `closed`).
+    pub async fn spawn_registering(backend: Backend, policy: &str) -> Self {
+        Self::spawn_with(backend, Options::default().with("registration", policy)).await
+    }
+
     pub async fn spawn_with(backend: Backend, options: Options) -> Self {
         let db = TestDatabase::new(backend).await;
         Self::start(db, options).await

@@ -256,11 +256,7 @@ async fn only_the_owner_hands_out_admin_and_nobody_removes_the_owner(backend: Ba
 }
 
 async fn invite_only_registration_lets_invitees_in(backend: Backend) {
-    let app = TestApp::spawn_with(
-        backend,
-        Options::default().with("registration", "invite_only"),
-    )
-    .await;
+    let app = TestApp::spawn_registering(backend, "invite_only").await;
     // The very first account always may.
     let owner = acme_owner(&app).await;
     let stranger =
@@ -303,11 +299,7 @@ async fn page(request: reqwest::RequestBuilder) -> (u16, String) {
 /// `accept_url` opens a page (no JavaScript): a newcomer creates the account there and joins,
 /// an existing user signs in and joins; mistakes leave the invitation open.
 async fn the_invitation_link_opens_a_page_to_join(backend: Backend) {
-    let app = TestApp::spawn_with(
-        backend,
-        Options::default().with("registration", "invite_only"),
-    )
-    .await;
+    let app = TestApp::spawn_registering(backend, "invite_only").await;
     let owner = acme_owner(&app).await;
     let web = &app.client;
 
