@@ -441,7 +441,8 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
         &mails(&app, "ada@example.com", "Confirm your email address")[0],
         "/verify-email?token=",
     );
-    let page = |response: reqwest::Response| async move {
+    let page = async |request: reqwest::RequestBuilder| {
+        let response = request.send().await.unwrap();
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         assert_eq!(headers["content-type"], "text/html; charset=utf-8");
@@ -451,13 +452,7 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
     };
 
     // Opening the page verifies nothing; its button posts the form.
-    let (status, html) = page(
-        app.req(Method::GET, &format!("/verify-email?token={token}"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, html) = page(app.req(Method::GET, &format!("/verify-email?token={token}"))).await;
     assert_eq!(status, 200);
     assert!(
         html.contains("<form method=\"post\" action=\"verify-email\">"),
@@ -469,25 +464,23 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
     );
     assert!(!html.contains("<script"), "{html}");
     assert_eq!(email_verified(&app, &session.token).await, false);
-    let post = |path: &str, form: &[(&str, &str)]| app.req(Method::POST, path).form(form).send();
-    let confirmed = post("/verify-email", &[("token", &token)]).await.unwrap();
+    let post = |path: &str, form: &[(&str, &str)]| app.req(Method::POST, path).form(form);
+    let confirmed = post("/verify-email", &[("token", &token)])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(confirmed.status(), 303, "on to the dashboard");
     assert_eq!(confirmed.headers()["location"], "/app");
     assert_eq!(email_verified(&app, &session.token).await, true);
-    let (status, html) = page(post("/verify-email", &[("token", &token)]).await.unwrap()).await;
+    let (status, html) = page(post("/verify-email", &[("token", &token)])).await;
     assert_eq!(status, 400);
     assert!(html.contains("unknown, used or expired"), "{html}");
 
     // Whatever the link carries is echoed escaped.
-    let (status, html) = page(
-        app.req(
-            Method::GET,
-            "/reset-password?token=%22%3E%3Cscript%3Ealert(1)%3C/script%3E",
-        )
-        .send()
-        .await
-        .unwrap(),
-    )
+    let (status, html) = page(app.req(
+        Method::GET,
+        "/reset-password?token=%22%3E%3Cscript%3Ealert(1)%3C/script%3E",
+    ))
     .await;
     assert_eq!(status, 200);
     assert!(!html.contains("<script>"), "{html}");
@@ -495,13 +488,7 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
         html.contains("&#34;&#62;&#60;script&#62;alert(1)&#60;/script&#62;"),
         "{html}"
     );
-    let (status, _) = page(
-        app.req(Method::GET, "/reset-password")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, _) = page(app.req(Method::GET, "/reset-password")).await;
     assert_eq!(status, 400);
 
     app.forgot_password("ada@example.com").await;
@@ -510,23 +497,14 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
         &mails(&app, "ada@example.com", "Reset your churn password")[0],
         "/reset-password?token=",
     );
-    let (status, html) = page(
-        app.req(Method::GET, &format!("/reset-password?token={token}"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, html) =
+        page(app.req(Method::GET, &format!("/reset-password?token={token}"))).await;
     assert_eq!(status, 200);
     assert!(html.contains("type=\"password\""), "{html}");
-    let (status, html) = page(
-        post(
-            "/reset-password",
-            &[("token", &token), ("password", "short")],
-        )
-        .await
-        .unwrap(),
-    )
+    let (status, html) = page(post(
+        "/reset-password",
+        &[("token", &token), ("password", "short")],
+    ))
     .await;
     assert_eq!(status, 400, "a weak password shows the form again");
     assert!(
@@ -537,6 +515,7 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
         "/reset-password",
         &[("token", &token), ("password", "set through the page")],
     )
+    .send()
     .await
     .unwrap();
     assert_eq!(reset.status(), 303, "signed in and on to the dashboard");
