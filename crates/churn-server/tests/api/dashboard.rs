@@ -193,14 +193,9 @@ async fn sessions_expire_and_sign_out_everywhere_revokes_them(backend: Backend) 
     // Signing out everywhere bumps `ver`: every other cookie and API token stops working.
     let third = Browser::sign_in(&app, "owner@acme.io").await;
     let _ = second;
-    let r = app
-        .client
-        .post(page(&app, "/app/sign-out-everywhere"))
-        .header("cookie", &third.cookie)
-        .form(&[("csrf_token", third.csrf.as_str())])
-        .send()
-        .await
-        .unwrap();
+    let r = third
+        .send_form("/app/sign-out-everywhere", &[], &third.csrf)
+        .await;
     assert_eq!(
         (r.status().as_u16(), location(&r)),
         (303, "/app/sign-in?signed_out=everywhere")

@@ -251,14 +251,9 @@ async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backe
     assert!(html.contains(sender["dns_record"]["value"].as_str().unwrap()));
     assert!(html.contains("Verify the domain") && html.contains("not verified"));
     // Verifying looks the record up; without it the page says so, and nothing is verified.
-    let status = app
-        .client
-        .post(url(&app, "/app/p/acme/settings/sender/verify"))
-        .header("cookie", &owner.cookie)
-        .form(&[("csrf_token", owner.csrf.as_str())])
-        .send()
+    let status = owner
+        .send_form("/app/p/acme/settings/sender/verify", &[], &owner.csrf)
         .await
-        .unwrap()
         .status();
     assert_ne!(status, 403);
     assert_ne!(status, 500);
@@ -697,18 +692,13 @@ async fn the_account_page_changes_the_password(backend: Backend) {
             403,
         )
         .await;
-    let r = app
-        .client
-        .post(url(&app, "/app/account/password"))
-        .header("cookie", &owner.cookie)
-        .form(&[
-            ("current_password", "correct horse"),
-            ("new_password", "another good one"),
-            ("csrf_token", owner.csrf.as_str()),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let form = [
+        ("current_password", "correct horse"),
+        ("new_password", "another good one"),
+    ];
+    let r = owner
+        .send_form("/app/account/password", &form, &owner.csrf)
+        .await;
     assert_eq!(r.status(), 303);
     let fresh = Browser::with_cookie(&app, session_cookie(&r)).await;
     fresh.get("/app/account?done=password", 200).await;
