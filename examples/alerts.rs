@@ -43,21 +43,13 @@ fn verify(d: &Delivery<'_>) -> Result<AlertPayload, String> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let base_url = account::base_url();
-
     // The receiver, on a free loopback port.
     let (webhook_url, secret, mut alerts) = https_receiver::listen("/alerts", verify).await?;
     println!("receiving alerts at {webhook_url}");
 
     // A project posting its alerts there.
-    let client = Client::new(&base_url)?;
-    let (_, owner, onboarding) = account::sign_up(
-        &client,
-        "alerts",
-        "Success Lead",
-        &account::project("Acme Alerts"),
-    )
-    .await?;
+    let (_, owner, onboarding) =
+        account::sign_up("alerts", "Success Lead", &account::project("Acme Alerts")).await?;
     let slug = onboarding.project.slug;
     *secret.lock().await = owner.webhook_secret(&slug).await?;
     owner
@@ -73,7 +65,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // A customer who logged in three weeks ago, answered the NPS survey with a 4, and has
     // not been seen since: scored 80 (critical).
-    let keyed = client.with_secret_key(onboarding.api_keys.secret_key);
+    let keyed = Client::new(&account::base_url())?.with_secret_key(onboarding.api_keys.secret_key);
     let then = (chrono::Utc::now() - chrono::Duration::days(20))
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let event = |name: &str, properties: serde_json::Value| TrackEvent {

@@ -16,7 +16,6 @@ mod https_receiver;
 
 use std::time::Duration;
 
-use churn_sdk::Client;
 use churn_sdk::api::events::CreateChurnEvent;
 use churn_sdk::api::webhooks::{DeliveryQuery, NewWebhookEndpoint};
 use churn_sdk::webhooks::{EventType, OutcomeMessage, verify_outcome};
@@ -38,19 +37,11 @@ fn verify(d: &Delivery<'_>) -> Result<OutcomeMessage, String> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let base_url = account::base_url();
-
     let (url, secret, mut messages) = https_receiver::listen("/outcomes", verify).await?;
     println!("receiving outcome webhooks at {url}");
 
-    let client = Client::new(&base_url)?;
-    let (_, owner, onboarding) = account::sign_up(
-        &client,
-        "outcomes",
-        "Ops Lead",
-        &account::project("Acme Outcomes"),
-    )
-    .await?;
+    let (_, owner, onboarding) =
+        account::sign_up("outcomes", "Ops Lead", &account::project("Acme Outcomes")).await?;
     let slug = onboarding.project.slug;
     let endpoint = owner
         .create_webhook_endpoint(

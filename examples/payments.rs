@@ -6,20 +6,13 @@
 #[path = "common/account.rs"]
 mod account;
 
-use churn_sdk::Client;
 use churn_sdk::api::payments::{PaymentFailureQuery, PutProvider, UpdateDunningConfig};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let base_url = account::base_url();
-    let client = Client::new(&base_url)?;
-    let (_, owner, onboarding) = account::sign_up(
-        &client,
-        "billing",
-        "Billing Lead",
-        &account::project("Acme Billing"),
-    )
-    .await?;
+    let (_, owner, onboarding) =
+        account::sign_up("billing", "Billing Lead", &account::project("Acme Billing")).await?;
     let slug = onboarding.project.slug;
     let public_key = onboarding.api_keys.public_key;
 

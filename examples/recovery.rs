@@ -13,10 +13,8 @@ use churn_sdk::api::events::CreateChurnEvent;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let base_url = account::base_url();
-    let client = Client::new(&base_url)?;
 
     let (email, founder, onboarding) = account::sign_up(
-        &client,
         "founder",
         "Founder",
         &OnboardingRequest {

@@ -18,14 +18,15 @@ pub fn project(name: &str) -> OnboardingRequest {
     }
 }
 
-/// Registers `name` as `<mailbox>+<process id>@example.com` and onboards `project`; answers
-/// the address, the client signed in as the new owner and the onboarding (project and keys).
+/// Registers `name` as `<mailbox>+<process id>@example.com` at [`base_url`] and onboards
+/// `project`; answers the address, a client signed in as the new owner and the onboarding
+/// (project and keys).
 pub async fn sign_up(
-    client: &Client,
     mailbox: &str,
     name: &str,
     project: &OnboardingRequest,
 ) -> Result<(String, Client, Onboarding), Box<dyn std::error::Error>> {
+    let client = Client::new(&base_url())?;
     let email = format!("{mailbox}+{}@example.com", std::process::id());
     let session = client.register(name, &email, "a long passphrase").await?;
     let owner = client.clone().with_token(session.token);

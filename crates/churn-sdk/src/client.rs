@@ -178,7 +178,7 @@ impl Client {
     }
 
     pub async fn me(&self) -> Result<Me, Error> {
-        self.call(Method::GET, "/auth/me", None::<&()>).await
+        self.get("/auth/me").await
     }
 
     /// Creates the signed-in user's default project (once).
@@ -188,7 +188,7 @@ impl Client {
     }
 
     pub async fn projects(&self) -> Result<Vec<Project>, Error> {
-        self.call(Method::GET, "/projects", None::<&()>).await
+        self.get("/projects").await
     }
 
     /// Creates a project; the answer's `api_keys` holds the secret key, shown only this once.
@@ -197,12 +197,7 @@ impl Client {
     }
 
     pub async fn project(&self, slug: &str) -> Result<Project, Error> {
-        self.call(
-            Method::GET,
-            &format!("/projects/{}", segment(slug)),
-            None::<&()>,
-        )
-        .await
+        self.get(&project_path(slug, "")).await
     }
 
     pub async fn update_project(
@@ -210,22 +205,12 @@ impl Client {
         slug: &str,
         request: &UpdateProject,
     ) -> Result<Project, Error> {
-        self.call(
-            Method::PATCH,
-            &format!("/projects/{}", segment(slug)),
-            Some(request),
-        )
-        .await
+        self.call(Method::PATCH, &project_path(slug, ""), Some(request))
+            .await
     }
 
     pub async fn delete_project(&self, slug: &str) -> Result<(), Error> {
-        self.send(
-            Method::DELETE,
-            &format!("/projects/{}", segment(slug)),
-            None::<&()>,
-        )
-        .await?;
-        Ok(())
+        self.delete(&project_path(slug, "")).await
     }
 
     pub async fn set_allowed_origins(
@@ -239,7 +224,7 @@ impl Client {
         let set: AllowedOrigins = self
             .call(
                 Method::PUT,
-                &format!("/projects/{}/allowed-origins", segment(slug)),
+                &project_path(slug, "/allowed-origins"),
                 Some(&body),
             )
             .await?;
@@ -261,30 +246,20 @@ impl Client {
         };
         self.call(
             Method::POST,
-            &format!("/projects/{}/rotate-keys", segment(slug)),
+            &project_path(slug, "/rotate-keys"),
             Some(&body),
         )
         .await
     }
 
     pub async fn webhook_secret(&self, slug: &str) -> Result<String, Error> {
-        let s: WebhookSecret = self
-            .call(
-                Method::GET,
-                &format!("/projects/{}/webhook-secret", segment(slug)),
-                None::<&()>,
-            )
-            .await?;
+        let s: WebhookSecret = self.get(&project_path(slug, "/webhook-secret")).await?;
         Ok(s.webhook_secret)
     }
 
     pub async fn rotate_webhook_secret(&self, slug: &str) -> Result<String, Error> {
         let s: WebhookSecret = self
-            .call(
-                Method::POST,
-                &format!("/projects/{}/webhook-secret/rotate", segment(slug)),
-                None::<&()>,
-            )
+            .post_empty(&project_path(slug, "/webhook-secret/rotate"))
             .await?;
         Ok(s.webhook_secret)
     }
@@ -292,24 +267,14 @@ impl Client {
     /// The project's identity secret (admin): the key of `customer_hash`
     /// ([`crate::identity::customer_hash`]). Keep it on your server.
     pub async fn identity_secret(&self, slug: &str) -> Result<String, Error> {
-        let s: IdentitySecret = self
-            .call(
-                Method::GET,
-                &format!("/projects/{}/identity-secret", segment(slug)),
-                None::<&()>,
-            )
-            .await?;
+        let s: IdentitySecret = self.get(&project_path(slug, "/identity-secret")).await?;
         Ok(s.identity_secret)
     }
 
     /// A new identity secret; the old one keeps verifying for 24 hours.
     pub async fn rotate_identity_secret(&self, slug: &str) -> Result<String, Error> {
         let s: IdentitySecret = self
-            .call(
-                Method::POST,
-                &format!("/projects/{}/identity-secret/rotate", segment(slug)),
-                None::<&()>,
-            )
+            .post_empty(&project_path(slug, "/identity-secret/rotate"))
             .await?;
         Ok(s.identity_secret)
     }
@@ -330,35 +295,23 @@ impl Client {
         slug: &str,
         query: &ListQuery,
     ) -> Result<Page<ChurnEvent>, Error> {
-        let response = self
-            .send_query(Method::GET, &events_path(slug), Some(query), None::<&()>)
-            .await?;
-        decode(response).await
+        self.get_page(&events_path(slug), query).await
     }
 
     /// The event with its variants.
     pub async fn event(&self, slug: &str, id: &str) -> Result<ChurnEvent, Error> {
-        self.call(Method::GET, &event_path(slug, id), None::<&()>)
-            .await
+        self.get(&event_path(slug, id)).await
     }
 
     pub async fn event_variants(&self, slug: &str, id: &str) -> Result<Vec<Variant>, Error> {
-        self.call(
-            Method::GET,
-            &format!("{}/variants", event_path(slug, id)),
-            None::<&()>,
-        )
-        .await
+        self.get(&format!("{}/variants", event_path(slug, id)))
+            .await
     }
 
     /// Writes the nine ranked recovery emails; exactly one comes back `recommended`.
     pub async fn generate(&self, slug: &str, id: &str) -> Result<Generated, Error> {
-        self.call(
-            Method::POST,
-            &format!("{}/generate", event_path(slug, id)),
-            None::<&()>,
-        )
-        .await
+        self.post_empty(&format!("{}/generate", event_path(slug, id)))
+            .await
     }
 
     /// Changes a draft's subject and/or body (HTML is sanitised by the server).
@@ -384,21 +337,13 @@ impl Client {
         id: &str,
         variant_id: &str,
     ) -> Result<SentVariant, Error> {
-        self.call(
-            Method::POST,
-            &format!("{}/send", variant_path(slug, id, variant_id)),
-            None::<&()>,
-        )
-        .await
+        self.post_empty(&format!("{}/send", variant_path(slug, id, variant_id)))
+            .await
     }
 
     pub async fn mark_recovered(&self, slug: &str, id: &str) -> Result<Recovered, Error> {
-        self.call(
-            Method::POST,
-            &format!("{}/recovered", event_path(slug, id)),
-            None::<&()>,
-        )
-        .await
+        self.post_empty(&format!("{}/recovered", event_path(slug, id)))
+            .await
     }
 
     /// Corrects the cancel reason; the server classifies it again.
@@ -420,18 +365,13 @@ impl Client {
     }
 
     pub async fn project_stats(&self, slug: &str) -> Result<Stats, Error> {
-        self.call(
-            Method::GET,
-            &format!("/projects/{}/stats", segment(slug)),
-            None::<&()>,
-        )
-        .await
+        self.get(&project_path(slug, "/stats")).await
     }
 
     /// The sum over the signed-in user's projects, and each project. Needs a session: with a
     /// secret key `/stats` answers that project's figures, which `project_stats` reads.
     pub async fn account_stats(&self) -> Result<AccountStats, Error> {
-        self.call(Method::GET, "/stats", None::<&()>).await
+        self.get("/stats").await
     }
 
     /// Connects (or reconnects) a payment provider: `stripe`, `razorpay` or `custom` (`providerA` and `providerB` are accepted too).
@@ -455,37 +395,22 @@ impl Client {
 
     /// The project's provider connections (hints of their credentials, never the credentials).
     pub async fn providers(&self, slug: &str) -> Result<Vec<ProviderConnection>, Error> {
-        self.call(
-            Method::GET,
-            &format!("/projects/{}/providers", segment(slug)),
-            None::<&()>,
-        )
-        .await
+        self.get(&project_path(slug, "/providers")).await
     }
 
     /// Removes a provider connection; its webhooks are refused from then on.
     pub async fn disconnect_provider(&self, slug: &str, provider: &str) -> Result<(), Error> {
-        self.send(
-            Method::DELETE,
-            &format!(
-                "/projects/{}/providers/{}",
-                segment(slug),
-                segment(provider)
-            ),
-            None::<&()>,
-        )
-        .await?;
-        Ok(())
+        self.delete(&format!(
+            "/projects/{}/providers/{}",
+            segment(slug),
+            segment(provider)
+        ))
+        .await
     }
 
     /// The project's cancel flow: its own, else the default one.
     pub async fn cancel_flow(&self, slug: &str) -> Result<CancelFlow, Error> {
-        self.call(
-            Method::GET,
-            &format!("/projects/{}/cancel-flow", segment(slug)),
-            None::<&()>,
-        )
-        .await
+        self.get(&project_path(slug, "/cancel-flow")).await
     }
 
     /// Replaces the project's cancel flow (admin); what `flow` leaves out takes its default.
@@ -494,12 +419,8 @@ impl Client {
         slug: &str,
         flow: &CancelFlowInput,
     ) -> Result<CancelFlow, Error> {
-        self.call(
-            Method::PUT,
-            &format!("/projects/{}/cancel-flow", segment(slug)),
-            Some(flow),
-        )
-        .await
+        self.call(Method::PUT, &project_path(slug, "/cancel-flow"), Some(flow))
+            .await
     }
 
     /// A page of payment failures (`status`, `page`, `per_page`).
@@ -508,16 +429,8 @@ impl Client {
         slug: &str,
         query: &PaymentFailureQuery,
     ) -> Result<PaymentFailureList, Error> {
-        let response = self
-            .send_query(
-                Method::GET,
-                &format!("/projects/{}/payment-failures", segment(slug)),
-                Some(query),
-                None::<&()>,
-            )
-            .await?;
-        let envelope: Data<PaymentFailureList> = decode(response).await?;
-        Ok(envelope.data)
+        self.get_data(&project_path(slug, "/payment-failures"), query)
+            .await
     }
 
     /// A payment failure with its attempts and emails.
@@ -526,48 +439,31 @@ impl Client {
         slug: &str,
         id: &str,
     ) -> Result<PaymentFailureDetail, Error> {
-        self.call(
-            Method::GET,
-            &format!(
-                "/projects/{}/payment-failures/{}",
-                segment(slug),
-                segment(id)
-            ),
-            None::<&()>,
-        )
+        self.get(&format!(
+            "/projects/{}/payment-failures/{}",
+            segment(slug),
+            segment(id)
+        ))
         .await
     }
 
     /// Retries the payment through the provider now.
     pub async fn retry_payment(&self, slug: &str, id: &str) -> Result<RetryResult, Error> {
-        self.call(
-            Method::POST,
-            &format!(
-                "/projects/{}/payment-failures/{}/retry",
-                segment(slug),
-                segment(id)
-            ),
-            None::<&()>,
-        )
+        self.post_empty(&format!(
+            "/projects/{}/payment-failures/{}/retry",
+            segment(slug),
+            segment(id)
+        ))
         .await
     }
 
     pub async fn payment_stats(&self, slug: &str) -> Result<PaymentFailureStats, Error> {
-        self.call(
-            Method::GET,
-            &format!("/projects/{}/payment-failures/stats", segment(slug)),
-            None::<&()>,
-        )
-        .await
+        self.get(&project_path(slug, "/payment-failures/stats"))
+            .await
     }
 
     pub async fn dunning_config(&self, slug: &str) -> Result<DunningConfig, Error> {
-        self.call(
-            Method::GET,
-            &format!("/projects/{}/dunning-config", segment(slug)),
-            None::<&()>,
-        )
-        .await
+        self.get(&project_path(slug, "/dunning-config")).await
     }
 
     /// Changes the named fields of the dunning configuration.
@@ -578,7 +474,7 @@ impl Client {
     ) -> Result<DunningConfig, Error> {
         self.call(
             Method::PUT,
-            &format!("/projects/{}/dunning-config", segment(slug)),
+            &project_path(slug, "/dunning-config"),
             Some(request),
         )
         .await
@@ -609,6 +505,43 @@ impl Client {
         let response = self.send(method, path, body).await?;
         let envelope: Data<T> = decode(response).await?;
         Ok(envelope.data)
+    }
+
+    /// GETs `path` and unwraps the `data` envelope.
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, Error> {
+        self.call(Method::GET, path, None::<&()>).await
+    }
+
+    /// POSTs to `path` with no body and unwraps the `data` envelope.
+    async fn post_empty<T: DeserializeOwned>(&self, path: &str) -> Result<T, Error> {
+        self.call(Method::POST, path, None::<&()>).await
+    }
+
+    /// GETs `path` with `query` and unwraps the `data` envelope.
+    async fn get_data<Q: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &Q,
+    ) -> Result<T, Error> {
+        let envelope: Data<T> = self.get_page(path, query).await?;
+        Ok(envelope.data)
+    }
+
+    /// GETs `path` with `query`: the whole answer, for a page with its `meta`.
+    async fn get_page<Q: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &Q,
+    ) -> Result<T, Error> {
+        let response = self
+            .send_query(Method::GET, path, Some(query), None::<&()>)
+            .await?;
+        decode(response).await
+    }
+
+    async fn delete(&self, path: &str) -> Result<(), Error> {
+        self.send(Method::DELETE, path, None::<&()>).await?;
+        Ok(())
     }
 
     async fn send<B: Serialize>(
@@ -701,8 +634,13 @@ async fn decode<T: DeserializeOwned>(response: Response) -> Result<T, Error> {
     serde_json::from_slice(&bytes).map_err(|e| Error::Decode(e.to_string()))
 }
 
+/// `/projects/{slug}` followed by `rest`.
+fn project_path(slug: &str, rest: &str) -> String {
+    format!("/projects/{}{rest}", segment(slug))
+}
+
 fn events_path(slug: &str) -> String {
-    format!("/projects/{}/churn-events", segment(slug))
+    project_path(slug, "/churn-events")
 }
 
 fn event_path(slug: &str, id: &str) -> String {

@@ -9,12 +9,11 @@ use churn_core::api::cancel_flow::{
 use churn_core::domain::cancel_flow::SegmentedFlowInput;
 use reqwest::Method;
 
-use super::{Client, decode, segment};
+use super::{Client, project_path, segment};
 use crate::error::Error;
-use churn_core::api::Data;
 
 fn flows_path(slug: &str) -> String {
-    format!("/projects/{}/cancel-flows", segment(slug))
+    project_path(slug, "/cancel-flows")
 }
 
 fn flow_path(slug: &str, id: &str) -> String {
@@ -24,7 +23,7 @@ fn flow_path(slug: &str, id: &str) -> String {
 impl Client {
     /// The project's segmented flows in routing order (priority, then the older first).
     pub async fn cancel_flows(&self, slug: &str) -> Result<Vec<SegmentedFlow>, Error> {
-        self.call(Method::GET, &flows_path(slug), None::<&()>).await
+        self.get(&flows_path(slug)).await
     }
 
     pub async fn segmented_cancel_flow(
@@ -32,8 +31,7 @@ impl Client {
         slug: &str,
         id: &str,
     ) -> Result<SegmentedFlow, Error> {
-        self.call(Method::GET, &flow_path(slug, id), None::<&()>)
-            .await
+        self.get(&flow_path(slug, id)).await
     }
 
     /// The results of a flow's experiment over `query.days` (default 90): each variant's
@@ -45,11 +43,7 @@ impl Client {
         query: &FlowResultsQuery,
     ) -> Result<FlowResults, Error> {
         let path = format!("{}/results", flow_path(slug, id));
-        let response = self
-            .send_query(Method::GET, &path, Some(query), None::<&()>)
-            .await?;
-        let envelope: Data<FlowResults> = decode(response).await?;
-        Ok(envelope.data)
+        self.get_data(&path, query).await
     }
 
     /// Creates a flow shown to the customers of its segment (admins); its `variants`, when
@@ -75,9 +69,7 @@ impl Client {
 
     /// Deletes a flow (admins); events routed to it keep its id.
     pub async fn delete_cancel_flow(&self, slug: &str, id: &str) -> Result<(), Error> {
-        self.send(Method::DELETE, &flow_path(slug, id), None::<&()>)
-            .await?;
-        Ok(())
+        self.delete(&flow_path(slug, id)).await
     }
 
     /// The flow the widget shows a customer with the facts in `query`, by public key: the
@@ -89,11 +81,7 @@ impl Client {
         query: &ConfigQuery,
     ) -> Result<WidgetConfig, Error> {
         let path = format!("/cancel-flow/config/{}", segment(public_key));
-        let response = self
-            .send_query(Method::GET, &path, Some(query), None::<&()>)
-            .await?;
-        let envelope: Data<WidgetConfig> = decode(response).await?;
-        Ok(envelope.data)
+        self.get_data(&path, query).await
     }
 
     /// One page of the project's cancel-flow sessions, newest first, each with its status as
@@ -103,10 +91,7 @@ impl Client {
         slug: &str,
         query: &SessionQuery,
     ) -> Result<Page<CancelFlowSession>, Error> {
-        let path = format!("/projects/{}/cancel-flow/sessions", segment(slug));
-        let response = self
-            .send_query(Method::GET, &path, Some(query), None::<&()>)
-            .await?;
-        decode(response).await
+        let path = project_path(slug, "/cancel-flow/sessions");
+        self.get_page(&path, query).await
     }
 }

@@ -6,11 +6,11 @@ use churn_core::api::behavior::TrackRequest;
 use churn_core::api::risk::{Recomputed, RiskConfig, RiskConfigPatch};
 use reqwest::Method;
 
-use super::{Client, decode, segment};
+use super::{Client, project_path, segment};
 use crate::error::Error;
 
 fn risk_path(slug: &str) -> String {
-    format!("/projects/{}/churn-risk", segment(slug))
+    project_path(slug, "/churn-risk")
 }
 
 impl Client {
@@ -22,7 +22,7 @@ impl Client {
 
     pub async fn risk_config(&self, slug: &str) -> Result<RiskConfig, Error> {
         let path = format!("{}/config", risk_path(slug));
-        self.call(Method::GET, &path, None::<&()>).await
+        self.get(&path).await
     }
 
     /// Changes the fields given (admins, with a session token).
@@ -39,21 +39,18 @@ impl Client {
     /// the run raised.
     pub async fn recompute_risk(&self, slug: &str) -> Result<Recomputed, Error> {
         let path = format!("{}/recompute", risk_path(slug));
-        self.call(Method::POST, &path, None::<&()>).await
+        self.post_empty(&path).await
     }
 
     /// One page of the alert log, newest first.
     pub async fn alerts(&self, slug: &str, query: &AlertQuery) -> Result<Page<Alert>, Error> {
         let path = format!("{}/alerts", risk_path(slug));
-        let response = self
-            .send_query(Method::GET, &path, Some(query), None::<&()>)
-            .await?;
-        decode(response).await
+        self.get_page(&path, query).await
     }
 
     /// Delivers a settled alert again (admins; 409 while it is pending).
     pub async fn redeliver_alert(&self, slug: &str, id: &str) -> Result<Alert, Error> {
         let path = format!("{}/alerts/{}/redeliver", risk_path(slug), segment(id));
-        self.call(Method::POST, &path, None::<&()>).await
+        self.post_empty(&path).await
     }
 }

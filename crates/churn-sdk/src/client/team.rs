@@ -8,7 +8,7 @@ use churn_core::api::analytics::{
 use churn_core::api::team::{Accepted, ChangeRole, CreateInvitation, Invitation, Member};
 use reqwest::Method;
 
-use super::{Client, decode, segment};
+use super::{Client, project_path, segment};
 use crate::error::Error;
 
 impl Client {
@@ -20,7 +20,7 @@ impl Client {
     ) -> Result<Invitation, Error> {
         self.call(
             Method::POST,
-            &format!("/projects/{}/invitations", segment(slug)),
+            &project_path(slug, "/invitations"),
             Some(request),
         )
         .await
@@ -28,37 +28,22 @@ impl Client {
 
     /// The project's pending invitations.
     pub async fn invitations(&self, slug: &str) -> Result<Vec<Invitation>, Error> {
-        self.call(
-            Method::GET,
-            &format!("/projects/{}/invitations", segment(slug)),
-            None::<&()>,
-        )
-        .await
+        self.get(&project_path(slug, "/invitations")).await
     }
 
     pub async fn revoke_invitation(&self, slug: &str, id: &str) -> Result<(), Error> {
         let path = format!("/projects/{}/invitations/{}", segment(slug), segment(id));
-        self.send(Method::DELETE, &path, None::<&()>).await?;
-        Ok(())
+        self.delete(&path).await
     }
 
     /// Joins the project of an invitation sent to the signed-in user's address.
     pub async fn accept_invitation(&self, token: &str) -> Result<Accepted, Error> {
-        self.call(
-            Method::POST,
-            &format!("/invitations/{}/accept", segment(token)),
-            None::<&()>,
-        )
-        .await
+        self.post_empty(&format!("/invitations/{}/accept", segment(token)))
+            .await
     }
 
     pub async fn members(&self, slug: &str) -> Result<Vec<Member>, Error> {
-        self.call(
-            Method::GET,
-            &format!("/projects/{}/members", segment(slug)),
-            None::<&()>,
-        )
-        .await
+        self.get(&project_path(slug, "/members")).await
     }
 
     pub async fn change_member_role(
@@ -77,14 +62,12 @@ impl Client {
     /// Removes a member; one's own id leaves the project.
     pub async fn remove_member(&self, slug: &str, user_id: &str) -> Result<(), Error> {
         let path = format!("/projects/{}/members/{}", segment(slug), segment(user_id));
-        self.send(Method::DELETE, &path, None::<&()>).await?;
-        Ok(())
+        self.delete(&path).await
     }
 
     /// One row per calendar month, newest first.
     pub async fn cohorts(&self, slug: &str, query: &CohortsQuery) -> Result<Vec<CohortRow>, Error> {
-        self.get_data(&format!("/projects/{}/cohorts", segment(slug)), query)
-            .await
+        self.get_data(&project_path(slug, "/cohorts"), query).await
     }
 
     pub async fn forecasting(
@@ -92,17 +75,14 @@ impl Client {
         slug: &str,
         query: &ForecastQuery,
     ) -> Result<Forecasting, Error> {
-        self.get_data(&format!("/projects/{}/forecasting", segment(slug)), query)
+        self.get_data(&project_path(slug, "/forecasting"), query)
             .await
     }
 
     /// Autopilot's treatment group against its holdout.
     pub async fn uplift(&self, slug: &str, query: &UpliftQuery) -> Result<Uplift, Error> {
-        self.get_data(
-            &format!("/projects/{}/analytics/uplift", segment(slug)),
-            query,
-        )
-        .await
+        self.get_data(&project_path(slug, "/analytics/uplift"), query)
+            .await
     }
 
     /// The cancel-flow funnel of the sessions opened in the last `days` days (default 30).
@@ -111,22 +91,7 @@ impl Client {
         slug: &str,
         query: &FunnelQuery,
     ) -> Result<CancelFlowFunnel, Error> {
-        self.get_data(
-            &format!("/projects/{}/analytics/cancel-flow", segment(slug)),
-            query,
-        )
-        .await
-    }
-
-    async fn get_data<Q: serde::Serialize, T: serde::de::DeserializeOwned>(
-        &self,
-        path: &str,
-        query: &Q,
-    ) -> Result<T, Error> {
-        let response = self
-            .send_query(Method::GET, path, Some(query), None::<&()>)
-            .await?;
-        let envelope: churn_core::api::Data<T> = decode(response).await?;
-        Ok(envelope.data)
+        self.get_data(&project_path(slug, "/analytics/cancel-flow"), query)
+            .await
     }
 }

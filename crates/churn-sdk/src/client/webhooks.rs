@@ -7,11 +7,11 @@ use churn_core::api::webhooks::{
 };
 use reqwest::Method;
 
-use super::{Client, decode, segment};
+use super::{Client, project_path, segment};
 use crate::error::Error;
 
 fn endpoints_path(slug: &str) -> String {
-    format!("/projects/{}/webhook-endpoints", segment(slug))
+    project_path(slug, "/webhook-endpoints")
 }
 
 fn endpoint_path(slug: &str, id: &str) -> String {
@@ -21,8 +21,7 @@ fn endpoint_path(slug: &str, id: &str) -> String {
 impl Client {
     /// The project's endpoints, oldest first, without their secrets.
     pub async fn webhook_endpoints(&self, slug: &str) -> Result<Vec<WebhookEndpoint>, Error> {
-        self.call(Method::GET, &endpoints_path(slug), None::<&()>)
-            .await
+        self.get(&endpoints_path(slug)).await
     }
 
     /// Creates an endpoint (admins); the answer holds its signing secret, shown this once.
@@ -48,9 +47,7 @@ impl Client {
 
     /// Deletes an endpoint and its delivery log (admins).
     pub async fn delete_webhook_endpoint(&self, slug: &str, id: &str) -> Result<(), Error> {
-        self.send(Method::DELETE, &endpoint_path(slug, id), None::<&()>)
-            .await?;
-        Ok(())
+        self.delete(&endpoint_path(slug, id)).await
     }
 
     /// One page of an endpoint's deliveries, newest first.
@@ -61,10 +58,7 @@ impl Client {
         query: &DeliveryQuery,
     ) -> Result<Page<WebhookDelivery>, Error> {
         let path = format!("{}/deliveries", endpoint_path(slug, id));
-        let response = self
-            .send_query(Method::GET, &path, Some(query), None::<&()>)
-            .await?;
-        decode(response).await
+        self.get_page(&path, query).await
     }
 
     /// Delivers a settled delivery again with the same message id (admins; 409 while it is
@@ -80,7 +74,7 @@ impl Client {
             endpoint_path(slug, id),
             segment(delivery_id)
         );
-        self.call(Method::POST, &path, None::<&()>).await
+        self.post_empty(&path).await
     }
 
     /// Sends a `webhook.test` message to the endpoint (admins).
@@ -90,6 +84,6 @@ impl Client {
         id: &str,
     ) -> Result<WebhookDelivery, Error> {
         let path = format!("{}/test", endpoint_path(slug, id));
-        self.call(Method::POST, &path, None::<&()>).await
+        self.post_empty(&path).await
     }
 }

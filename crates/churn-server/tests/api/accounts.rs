@@ -1,7 +1,9 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, advance, fields, revoked_on_both, set_clock};
+use crate::helpers::{
+    Backend, Options, TestApp, advance, fields, header_str, revoked_on_both, set_clock,
+};
 use churn_core::both_backends;
 
 both_backends!(
@@ -39,7 +41,7 @@ async fn register_login_and_me(backend: Backend) {
     let token = login["data"]["token"].as_str().unwrap();
     assert_eq!(login["data"]["user"], registered["data"]["user"]);
 
-    let me = app.call(token, Method::GET, "/auth/me", 200).await;
+    let me = app.me(token).await;
     assert_eq!(me["data"]["email"], "ada@example.com");
     assert_eq!(me["data"]["subscription"]["status"], "trial");
     assert!(me["data"]["subscription"]["paid_until"].is_null());
@@ -70,7 +72,7 @@ async fn jwt_expires_after_seven_days_on_the_test_clock(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let session = app.register("ada@example.com").await;
     advance(&app, 7 * 86_400 - 60).await;
-    app.call(&session.token, Method::GET, "/auth/me", 200).await;
+    app.me(&session.token).await;
     advance(&app, 60).await;
     let expired = app.call(&session.token, Method::GET, "/auth/me", 401).await;
     assert_eq!(expired["error"]["code"], "UNAUTHORIZED");
@@ -79,7 +81,7 @@ async fn jwt_expires_after_seven_days_on_the_test_clock(backend: Backend) {
 async fn subscription_follows_the_clock(backend: Backend) {
     let app = TestApp::spawn_with(backend, Options::default().with("subscriptions", "on")).await;
     let session = app.register("ada@example.com").await;
-    let me = app.call(&session.token, Method::GET, "/auth/me", 200).await;
+    let me = app.me(&session.token).await;
     let created = churn_core::time::parse(me["data"]["created_at"].as_str().unwrap()).unwrap();
     let trial_ends = churn_core::time::parse(
         me["data"]["subscription"]["trial_ends_at"]
@@ -93,14 +95,7 @@ async fn subscription_follows_the_clock(backend: Backend) {
     let set = trial_ends + chrono::Duration::seconds(1);
     set_clock(&app, &churn_core::time::format(&set)).await;
     let login = log_in(&app, "ada@example.com", "correct horse", 200).await;
-    let me = app
-        .call(
-            login["data"]["token"].as_str().unwrap(),
-            Method::GET,
-            "/auth/me",
-            200,
-        )
-        .await;
+    let me = app.me(login["data"]["token"].as_str().unwrap()).await;
     assert_eq!(me["data"]["subscription"]["status"], "expired");
 }
 
@@ -110,7 +105,7 @@ async fn subscriptions_off_nothing_expires(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let session = app.register("ada@example.com").await;
     let paid = json!({"status": "paid", "trial_ends_at": null, "paid_until": null});
-    let me = app.call(&session.token, Method::GET, "/auth/me", 200).await;
+    let me = app.me(&session.token).await;
     assert_eq!(me["data"]["subscription"], paid);
     let created = app.create_project(&session.token, "Acme").await;
     let key = created["api_keys"]["secret_key"].as_str().unwrap();
@@ -118,7 +113,7 @@ async fn subscriptions_off_nothing_expires(backend: Backend) {
     advance(&app, 400 * 86_400).await;
     let login = log_in(&app, "ada@example.com", "correct horse", 200).await;
     let token = login["data"]["token"].as_str().unwrap();
-    let me = app.call(token, Method::GET, "/auth/me", 200).await;
+    let me = app.me(token).await;
     assert_eq!(me["data"]["subscription"], paid);
     app.expect(
         app.req(Method::POST, "/projects/acme/churn-events")
@@ -301,14 +296,7 @@ async fn password_reset_by_email(backend: Backend) {
             200,
         )
         .await;
-    let me = app
-        .call(
-            fresh["data"]["token"].as_str().unwrap(),
-            Method::GET,
-            "/auth/me",
-            200,
-        )
-        .await;
+    let me = app.me(fresh["data"]["token"].as_str().unwrap()).await;
     assert_eq!(me["data"]["email_verified"], true);
 
     // At most one email per account per 5 minutes after the last one sent.
@@ -430,18 +418,13 @@ fn text_part(mail: &str) -> String {
 }
 
 async fn registration_follows_the_policy(backend: Backend) {
-    let closed =
-        TestApp::spawn_with(backend, Options::default().with("registration", "closed")).await;
+    let closed = TestApp::spawn_registering(backend, "closed").await;
     let refused = register(&closed, "Ada", "ada@example.com", "correct horse", 403).await;
     assert_eq!(refused["error"]["code"], "FORBIDDEN");
     assert_eq!(refused["error"]["message"], "registration is closed");
     drop(closed);
 
-    let invited = TestApp::spawn_with(
-        backend,
-        Options::default().with("registration", "invite_only"),
-    )
-    .await;
+    let invited = TestApp::spawn_registering(backend, "invite_only").await;
     register(&invited, "Ada", "first@example.com", "correct horse", 201).await;
     let refused = register(&invited, "Ada", "second@example.com", "correct horse", 403).await;
     assert_eq!(
@@ -458,7 +441,8 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
         &mails(&app, "ada@example.com", "Confirm your email address")[0],
         "/verify-email?token=",
     );
-    let page = |response: reqwest::Response| async move {
+    let page = async |request: reqwest::RequestBuilder| {
+        let response = request.send().await.unwrap();
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         assert_eq!(headers["content-type"], "text/html; charset=utf-8");
@@ -468,13 +452,7 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
     };
 
     // Opening the page verifies nothing; its button posts the form.
-    let (status, html) = page(
-        app.req(Method::GET, &format!("/verify-email?token={token}"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, html) = page(app.req(Method::GET, &format!("/verify-email?token={token}"))).await;
     assert_eq!(status, 200);
     assert!(
         html.contains("<form method=\"post\" action=\"verify-email\">"),
@@ -486,25 +464,23 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
     );
     assert!(!html.contains("<script"), "{html}");
     assert_eq!(email_verified(&app, &session.token).await, false);
-    let post = |path: &str, form: &[(&str, &str)]| app.req(Method::POST, path).form(form).send();
-    let confirmed = post("/verify-email", &[("token", &token)]).await.unwrap();
+    let post = |path: &str, form: &[(&str, &str)]| app.req(Method::POST, path).form(form);
+    let confirmed = post("/verify-email", &[("token", &token)])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(confirmed.status(), 303, "on to the dashboard");
     assert_eq!(confirmed.headers()["location"], "/app");
     assert_eq!(email_verified(&app, &session.token).await, true);
-    let (status, html) = page(post("/verify-email", &[("token", &token)]).await.unwrap()).await;
+    let (status, html) = page(post("/verify-email", &[("token", &token)])).await;
     assert_eq!(status, 400);
     assert!(html.contains("unknown, used or expired"), "{html}");
 
     // Whatever the link carries is echoed escaped.
-    let (status, html) = page(
-        app.req(
-            Method::GET,
-            "/reset-password?token=%22%3E%3Cscript%3Ealert(1)%3C/script%3E",
-        )
-        .send()
-        .await
-        .unwrap(),
-    )
+    let (status, html) = page(app.req(
+        Method::GET,
+        "/reset-password?token=%22%3E%3Cscript%3Ealert(1)%3C/script%3E",
+    ))
     .await;
     assert_eq!(status, 200);
     assert!(!html.contains("<script>"), "{html}");
@@ -512,13 +488,7 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
         html.contains("&#34;&#62;&#60;script&#62;alert(1)&#60;/script&#62;"),
         "{html}"
     );
-    let (status, _) = page(
-        app.req(Method::GET, "/reset-password")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, _) = page(app.req(Method::GET, "/reset-password")).await;
     assert_eq!(status, 400);
 
     app.forgot_password("ada@example.com").await;
@@ -527,23 +497,14 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
         &mails(&app, "ada@example.com", "Reset your churn password")[0],
         "/reset-password?token=",
     );
-    let (status, html) = page(
-        app.req(Method::GET, &format!("/reset-password?token={token}"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, html) =
+        page(app.req(Method::GET, &format!("/reset-password?token={token}"))).await;
     assert_eq!(status, 200);
     assert!(html.contains("type=\"password\""), "{html}");
-    let (status, html) = page(
-        post(
-            "/reset-password",
-            &[("token", &token), ("password", "short")],
-        )
-        .await
-        .unwrap(),
-    )
+    let (status, html) = page(post(
+        "/reset-password",
+        &[("token", &token), ("password", "short")],
+    ))
     .await;
     assert_eq!(status, 400, "a weak password shows the form again");
     assert!(
@@ -554,22 +515,18 @@ async fn the_link_pages_work_without_javascript(backend: Backend) {
         "/reset-password",
         &[("token", &token), ("password", "set through the page")],
     )
+    .send()
     .await
     .unwrap();
     assert_eq!(reset.status(), 303, "signed in and on to the dashboard");
     assert_eq!(reset.headers()["location"], "/app");
-    assert!(
-        reset.headers()["set-cookie"]
-            .to_str()
-            .unwrap()
-            .starts_with("churn_session=")
-    );
+    assert!(header_str(&reset, "set-cookie").starts_with("churn_session="));
     app.expect(login(&app, "ada@example.com", "set through the page"), 200)
         .await;
 }
 
 async fn email_verified(app: &TestApp, token: &str) -> serde_json::Value {
-    app.call(token, Method::GET, "/auth/me", 200).await["data"]["email_verified"].clone()
+    app.me(token).await["data"]["email_verified"].clone()
 }
 
 async fn another_encryption_key_refuses_to_start(backend: Backend) {

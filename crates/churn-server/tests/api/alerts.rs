@@ -16,7 +16,7 @@ use crate::helpers::{
     Acme, Backend, Options, TestApp, acme_with_key, advance as advance_seconds, clock_now, login,
     serve_dns,
 };
-use crate::risk::{advance, recompute, track};
+use crate::risk::{advance, put_risk_config, recompute, track};
 use churn_core::both_backends;
 
 both_backends!(
@@ -33,13 +33,8 @@ both_backends!(
 
 /// Changes the configuration as the owner.
 pub(crate) async fn configure(app: &TestApp, patch: Value) {
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/churn-risk/config")
-            .bearer_auth(login(app, "owner@acme.io").await)
-            .json(&patch),
-        200,
-    )
-    .await;
+    let token = login(app, "owner@acme.io").await;
+    put_risk_config(app, &token, patch, 200).await;
 }
 
 async fn log(app: &TestApp, acme: &Acme) -> Vec<Value> {
@@ -509,15 +504,13 @@ async fn a_name_rebound_to_a_private_address_is_refused_at_delivery(backend: Bac
     assert!(receiver.received().await.is_empty(), "never called");
 
     // Configured while it resolves to loopback: refused outright.
-    let refused = app
-        .call_json(
-            &acme.token,
-            Method::PUT,
-            "/projects/acme/churn-risk/config",
-            &json!({"webhook_url": format!("{url}/again")}),
-            400,
-        )
-        .await;
+    let refused = put_risk_config(
+        &app,
+        &acme.token,
+        json!({"webhook_url": format!("{url}/again")}),
+        400,
+    )
+    .await;
     assert_eq!(refused["error"]["details"][0]["field"], "webhook_url");
 }
 
@@ -546,11 +539,8 @@ async fn direct_mode(app: &TestApp, acme: &Acme) -> String {
         json!({"delivery_mode": "direct", "email_tone": "professional"}),
     )
     .await;
-    app.call(&acme.token, Method::GET, "/projects/acme", 200)
-        .await["data"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    app.data_str(&acme.token, Method::GET, "/projects/acme", "id")
+        .await
 }
 
 async fn direct_mode_emails_the_customer_unless_suppressed_or_over_quota(backend: Backend) {

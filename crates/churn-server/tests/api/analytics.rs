@@ -5,7 +5,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, TestApp, acme_owner, event_with_variants, mark_recovered, send_variant, variant_of,
+    Backend, TestApp, acme_owner, event_with_variants, mark_recovered, post_event, send_variant,
+    variant_of,
 };
 // `dashboard_analytics` takes the clock setter from here.
 pub use crate::helpers::set_clock;
@@ -17,10 +18,9 @@ both_backends!(
 );
 
 async fn create_event(app: &TestApp, token: &str, email: &str, mrr: i64) -> String {
-    app.call_json(
+    post_event(
+        app,
         token,
-        Method::POST,
-        "/projects/acme/churn-events",
         &json!({"customer_email": email, "event_type": "cancellation", "mrr": mrr}),
         201,
     )

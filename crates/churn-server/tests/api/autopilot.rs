@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::events::find_url;
 use crate::helpers::{
     Backend, Options, TestApp, acme_owner, advance, configure, event_of, event_with_variants,
-    mark_recovered, send_variant, set_clock,
+    mark_recovered, post_event, send_variant, set_clock,
 };
 use crate::mailrules::{outbox_mail, unsubscribe_url};
 use churn_core::both_backends;
@@ -24,7 +24,7 @@ both_backends!(
 );
 
 async fn create(app: &TestApp, token: &str, email: &str) -> Value {
-    app.call_json(token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": email, "event_type": "cancellation", "cancel_reason": "too_expensive"}), 201).await["data"]
+    post_event(app, token, &json!({"customer_email": email, "event_type": "cancellation", "cancel_reason": "too_expensive"}), 201).await["data"]
         .clone()
 }
 
@@ -48,8 +48,7 @@ fn mails_to(app: &TestApp, email: &str) -> usize {
 }
 
 async fn autopilot_sends_after_the_delay_and_follows_up_once(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     configure(
         &app,
         &owner,
@@ -100,8 +99,7 @@ async fn autopilot_sends_after_the_delay_and_follows_up_once(backend: Backend) {
 /// A variant lacking its material (decisions §15) is left for the founder: when only such
 /// variants remain, the follow-up is skipped.
 async fn autopilot_never_sends_a_variant_with_warnings(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     configure(
         &app,
         &owner,
@@ -146,8 +144,7 @@ async fn autopilot_never_sends_a_variant_with_warnings(backend: Backend) {
 }
 
 async fn autopilot_records_every_skip(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     // An address that unsubscribed, before autopilot is on.
     let (suppressed_event, variant) = event_with_variants(&app, &owner, "gone@example.com").await;
     let sent = send_variant(&app, &owner, &suppressed_event, &variant, 200).await;
@@ -328,8 +325,7 @@ fn rate(recovered: u64, lost: u64) -> f64 {
 }
 
 async fn a_click_makes_the_follow_up_unnecessary(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     configure(&app, &owner, json!({"product_url": "https://acme.io/account", "autopilot": {"enabled": true, "delay_minutes": 5, "follow_up_days": 2}})).await;
     let id = create(&app, &owner, "dana@example.com").await["id"]
         .as_str()

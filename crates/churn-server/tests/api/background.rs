@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::email::start_smtp;
 use crate::helpers::{Backend, Options, TestApp, acme_with_key, wire_time};
+use crate::risk::put_risk_config;
 use churn_core::both_backends;
 
 both_backends!(a_hanging_alert_receiver_does_not_delay_a_password_reset);
@@ -43,11 +44,10 @@ async fn a_hanging_alert_receiver_does_not_delay_a_password_reset(backend: Backe
     )
     .await;
     let acme = acme_with_key(&app).await;
-    app.call_json(
+    put_risk_config(
+        &app,
         &acme.token,
-        Method::PUT,
-        "/projects/acme/churn-risk/config",
-        &json!({"webhook_url": format!("https://127.0.0.1:{receiver}/alerts")}),
+        json!({"webhook_url": format!("https://127.0.0.1:{receiver}/alerts")}),
         200,
     )
     .await;

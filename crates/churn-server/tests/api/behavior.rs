@@ -5,7 +5,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_with_key, clock_now, fields, generated_event, wire_time,
+    Backend, Options, TestApp, acme_with_key, clock_now, fields, generated_event, post_event,
+    wire_time,
 };
 use churn_core::both_backends;
 
@@ -42,8 +43,7 @@ async fn get(app: &TestApp, token: &str, path: &str) -> Value {
 }
 
 async fn tracking_takes_only_the_secret_key(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let event = json!({"event": "login", "customer_email": "dana@shop.io"});
     let answer = track(&app, &acme.key, event.clone(), 200).await;
     assert_eq!(answer, json!({"status": "ok"}));
@@ -59,8 +59,7 @@ async fn tracking_takes_only_the_secret_key(backend: Backend) {
 }
 
 async fn single_events_are_validated_field_by_field(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let now = clock_now(&app).await;
     let bad = track(
         &app,
@@ -100,8 +99,7 @@ async fn single_events_are_validated_field_by_field(backend: Backend) {
 }
 
 async fn batches_are_all_or_nothing(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let ok = |i: usize| json!({"event": "login", "customer_email": format!("c{i}@shop.io")});
     let mut events: Vec<Value> = (0..5).map(ok).collect();
     events[3] = json!({"event": "login"});
@@ -127,8 +125,7 @@ async fn batches_are_all_or_nothing(backend: Backend) {
 }
 
 async fn ids_make_tracking_idempotent(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let event = |id: &str| json!({"id": id, "event": "login", "customer_email": "dana@shop.io"});
     track(&app, &acme.key, event("a"), 200).await;
     track(&app, &acme.key, event("a"), 200).await;
@@ -172,8 +169,7 @@ async fn ids_make_tracking_idempotent(backend: Backend) {
 }
 
 async fn concurrent_posts_of_one_id_store_it_once(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let event = json!({"id": "once", "event": "login", "customer_email": "dana@shop.io"});
     let batch = json!({"events": [event.clone()]});
     let posts = (0..8).map(|i| {
@@ -210,8 +206,7 @@ async fn concurrent_posts_of_one_id_store_it_once(backend: Backend) {
 /// Concurrent calls are written together (services/ingest.rs): every call is still answered
 /// for its own events, each id is stored once per project, and rollups and customers add up.
 async fn concurrent_batches_of_two_projects_are_stored_in_full(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let other = app.create_project(&acme.token, "Other").await;
     let other_key = other["api_keys"]["secret_key"].as_str().unwrap().to_owned();
     // Call i sends ids i*10 .. i*10+19: half of them repeat the previous call's.
@@ -313,13 +308,11 @@ async fn tracking_is_limited_per_key_not_per_ip(backend: Backend) {
 }
 
 async fn customers_come_from_tracking_and_churn_events(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let now = clock_now(&app).await;
-    app.call_json(
+    post_event(
+        &app,
         &acme.token,
-        Method::POST,
-        "/projects/acme/churn-events",
         &json!({"customer_email": "Lee@Shop.io", "event_type": "cancellation"}),
         201,
     )
@@ -344,8 +337,7 @@ async fn customers_come_from_tracking_and_churn_events(backend: Backend) {
 }
 
 async fn customer_lists_filter_sort_and_page(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let now = clock_now(&app).await;
     let events: Vec<Value> = ["b@x.io", "a@x.io", "c@y.io", "under_score@y.io"]
         .iter()
@@ -426,8 +418,7 @@ async fn customer_lists_filter_sort_and_page(backend: Backend) {
 }
 
 async fn a_customer_shows_its_counts_and_timeline(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let now = clock_now(&app).await;
     let ev = |name: &str, days: i64, props: Value| {
         json!({"event": name, "customer_email": "dana@shop.io",
@@ -491,8 +482,7 @@ async fn a_customer_shows_its_counts_and_timeline(backend: Backend) {
 }
 
 async fn analytics_counts_every_event_name(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let now = clock_now(&app).await;
     let ev = |name: &str, email: &str, days: i64| json!({"event": name, "customer_email": email, "timestamp": wire_time(now - Duration::days(days))});
     let batch = json!({"events": [
@@ -532,8 +522,7 @@ async fn analytics_counts_every_event_name(backend: Backend) {
 }
 
 async fn customers_of_another_tenant_are_404(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     track(
         &app,
         &acme.key,
@@ -558,8 +547,7 @@ async fn customers_of_another_tenant_are_404(backend: Backend) {
 }
 
 async fn recovery_ranking_reads_tracked_behaviour(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let now = clock_now(&app).await;
     let ev = |name: &str, email: &str, days: i64| json!({"event": name, "customer_email": email, "timestamp": wire_time(now - Duration::days(days))});
     let batch = json!({"events": [
@@ -600,8 +588,7 @@ async fn recovery_ranking_reads_tracked_behaviour(backend: Backend) {
 /// the statement cached for one must accept the other (PostgreSQL once refused the float after
 /// a null with "incorrect binary data format in bind parameter").
 async fn events_with_and_without_a_duration_alternate(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     for i in 0..10 {
         let plain = json!({"event": "feature_used", "customer_email": "dana@shop.io",
                            "properties": {"feature": format!("f{i}")}});

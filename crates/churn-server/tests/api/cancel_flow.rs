@@ -12,8 +12,8 @@ use wiremock::{Mock, ResponseTemplate};
 
 use crate::cancel_offers::without_offer_cooldown;
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner, advance, event_of, fields, rotate_identity_secret,
-    set_clock,
+    Backend, Options, TestApp, acme_owner, advance, event_of, fields, header_str, put_cancel_flow,
+    rotate_identity_secret, set_clock,
 };
 use crate::providers::A_KEY;
 use crate::webhooks::{Setup, fixture, setup};
@@ -61,16 +61,13 @@ fn accepted(reason: &str, sub: &str) -> Value {
 
 /// A project's identity secret (decisions §16), as its admin reads it.
 pub async fn identity_secret(app: &TestApp, token: &str, slug: &str) -> String {
-    app.call(
+    app.data_str(
         token,
         Method::GET,
         &format!("/projects/{slug}/identity-secret"),
-        200,
+        "identity_secret",
     )
-    .await["data"]["identity_secret"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    .await
 }
 
 /// `body` with the `customer_hash` of its customer and subscription, made by the SDK as the
@@ -84,6 +81,22 @@ pub fn signed(secret: &str, mut body: Value) -> Value {
     body
 }
 
+/// `body`, signed with `secret`, submitted as the widget submits it with the public key `key`,
+/// asserting `status`; answers the whole body.
+pub async fn submit_signed(
+    app: &TestApp,
+    key: &str,
+    secret: &str,
+    body: Value,
+    status: u16,
+) -> Value {
+    let request = app
+        .req(Method::POST, "/cancel-flow/reasons")
+        .header("X-Public-Key", key)
+        .json(&signed(secret, body));
+    app.expect(request, status).await
+}
+
 async fn events(app: &TestApp, token: &str) -> Vec<Value> {
     app.call(token, Method::GET, "/projects/acme/churn-events", 200)
         .await["data"]
@@ -93,8 +106,7 @@ async fn events(app: &TestApp, token: &str) -> Vec<Value> {
 }
 
 async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let flow = app
         .call(&token, Method::GET, "/projects/acme/cancel-flow", 200)
         .await["data"]
@@ -111,7 +123,7 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
     assert_eq!(flow["colors"]["primary"], "#4f46e5");
     assert_eq!(flow["copy"]["title"], "Before you go");
 
-    let bad = app.call_json(&token, Method::PUT, "/projects/acme/cancel-flow", &json!({"reasons": [{"code": "too_expensive", "label": "Too pricey"}, {"code": "too_expensive", "label": "Again"},], "offers": {"too_expensive": {"kind": "discount", "percent": 95, "months": 3}}, "colors": {"primary": "red"},}), 400).await;
+    let bad = put_cancel_flow(&app, &token, &json!({"reasons": [{"code": "too_expensive", "label": "Too pricey"}, {"code": "too_expensive", "label": "Again"},], "offers": {"too_expensive": {"kind": "discount", "percent": 95, "months": 3}}, "colors": {"primary": "red"},}), 400).await;
     assert_eq!(bad["error"]["code"], "VALIDATION_ERROR");
     assert_eq!(
         fields(&bad),
@@ -121,15 +133,13 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
             "colors.primary"
         ]
     );
-    let unknown = app
-        .call_json(
-            &token,
-            Method::PUT,
-            "/projects/acme/cancel-flow",
-            &json!({"reasons": [{"code": "other", "label": "x"}], "theme": "dark"}),
-            400,
-        )
-        .await;
+    let unknown = put_cancel_flow(
+        &app,
+        &token,
+        &json!({"reasons": [{"code": "other", "label": "x"}], "theme": "dark"}),
+        400,
+    )
+    .await;
     assert!(
         unknown["error"]["message"]
             .as_str()
@@ -152,16 +162,7 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
         "colors": {"primary": "#0A7"},
         "language": "de",
     });
-    let stored = app
-        .call_json(
-            &token,
-            Method::PUT,
-            "/projects/acme/cancel-flow",
-            &body,
-            200,
-        )
-        .await["data"]
-        .clone();
+    let stored = put_cancel_flow(&app, &token, &body, 200).await["data"].clone();
     assert_eq!(stored["reasons"], body["reasons"]);
     assert_eq!(stored["offers"], body["offers"]);
     assert_eq!(stored["copy"]["title"], "Wait a moment");
@@ -180,19 +181,11 @@ async fn flow_configuration_is_validated_with_a_default(backend: Backend) {
     app.call_with_key(secret, Method::GET, "/projects/second/cancel-flow", 401)
         .await;
     let stranger = app.register("stranger@other.example").await;
-    app.call_json(
-        &stranger.token,
-        Method::PUT,
-        "/projects/acme/cancel-flow",
-        &body,
-        404,
-    )
-    .await;
+    put_cancel_flow(&app, &stranger.token, &body, 404).await;
 }
 
 async fn public_config_counts_opens_per_customer(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (public, project_id) = acme_keys(&app, &token).await;
     let mut own = app
         .call(&token, Method::GET, "/projects/acme/cancel-flow", 200)
@@ -302,8 +295,7 @@ async fn public_config_counts_opens_per_customer(backend: Backend) {
 }
 
 async fn submissions_by_header_query_and_body(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (public, _) = acme_keys(&app, &token).await;
     let secret = identity_secret(&app, &token, "acme").await;
     without_offer_cooldown(&app, &token).await;
@@ -315,15 +307,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     body["offer_accepted"] = json!(true);
     body["plan_name"] = json!("Pro");
     body["mrr"] = json!(4900);
-    let saved = app
-        .expect(
-            app.req(Method::POST, "/cancel-flow/reasons")
-                .header("X-Public-Key", &public)
-                .json(&signed(&secret, body.clone())),
-            201,
-        )
-        .await["data"]
-        .clone();
+    let saved = submit_signed(&app, &public, &secret, body.clone(), 201).await["data"].clone();
     assert_eq!(saved["status"], "recovered");
     assert_eq!(
         saved["offer"],
@@ -381,47 +365,25 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
     assert_eq!(event["recovered_via"], Value::Null);
 
     // Reasons outside the flow and pauses beyond its maximum are refused, nothing stored.
-    app.call_json(&token, Method::PUT, "/projects/acme/cancel-flow", &json!({"reasons": [{"code": "dont_need_anymore", "label": "Done"}], "offers": {"dont_need_anymore": {"kind": "pause", "max_months": 2}},}), 200).await;
+    put_cancel_flow(&app, &token, &json!({"reasons": [{"code": "dont_need_anymore", "label": "Done"}], "offers": {"dont_need_anymore": {"kind": "pause", "max_months": 2}},}), 200).await;
     let mut body = submission("dont_need_anymore");
     body["pause_months"] = json!(3);
     body["customer_email"] = json!("not an email");
-    let refused = app
-        .expect(
-            app.req(Method::POST, "/cancel-flow/reasons")
-                .header("X-Public-Key", &public)
-                .json(&signed(&secret, body.clone())),
-            400,
-        )
-        .await;
+    let refused = submit_signed(&app, &public, &secret, body.clone(), 400).await;
     assert_eq!(fields(&refused), ["pause_months", "customer_email"]);
-    let refused = app
-        .expect(
-            app.req(Method::POST, "/cancel-flow/reasons")
-                .header("X-Public-Key", &public)
-                .json(&signed(&secret, submission("too_expensive"))),
-            400,
-        )
-        .await;
+    let refused = submit_signed(&app, &public, &secret, submission("too_expensive"), 400).await;
     assert_eq!(fields(&refused), ["reason"]);
     // A reason without a pause offer still refuses a pause no flow could offer.
-    app.call_json(
+    put_cancel_flow(
+        &app,
         &token,
-        Method::PUT,
-        "/projects/acme/cancel-flow",
         &json!({"reasons": [{"code": "poor_support", "label": "Support"}]}),
         200,
     )
     .await;
     let mut body = submission("poor_support");
     body["pause_months"] = json!(7);
-    let refused = app
-        .expect(
-            app.req(Method::POST, "/cancel-flow/reasons")
-                .header("X-Public-Key", &public)
-                .json(&signed(&secret, body.clone())),
-            400,
-        )
-        .await;
+    let refused = submit_signed(&app, &public, &secret, body.clone(), 400).await;
     assert_eq!(fields(&refused), ["pause_months"]);
     assert_eq!(events(&app, &token).await.len(), 3);
 }
@@ -429,8 +391,7 @@ async fn submissions_by_header_query_and_body(backend: Backend) {
 /// Decisions §16: a submission needs its customer's hash under a live identity secret;
 /// anything else is 401 and stores nothing. A rotated secret keeps verifying for 24 hours.
 async fn submissions_act_only_for_the_signed_customer(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (public, _) = acme_keys(&app, &token).await;
     let secret = identity_secret(&app, &token, "acme").await;
     assert!(
@@ -496,8 +457,7 @@ async fn submissions_act_only_for_the_signed_customer(backend: Backend) {
 }
 
 async fn submissions_need_a_public_key(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let created = app.create_project(&token, "Second").await;
     let secret = created["api_keys"]["secret_key"].as_str().unwrap();
     for request in [
@@ -517,8 +477,7 @@ async fn submissions_need_a_public_key(backend: Backend) {
 }
 
 async fn browser_calls_only_from_allowed_origins(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (public, _) = acme_keys(&app, &token).await;
     let secret = identity_secret(&app, &token, "acme").await;
     let submit = |origin: Option<&str>| {
@@ -601,12 +560,7 @@ async fn browser_calls_only_from_allowed_origins(backend: Backend) {
     let response = submit(Some(SHOP)).send().await.unwrap();
     assert_eq!(response.status(), 201);
     assert_eq!(response.headers()["access-control-allow-origin"], SHOP);
-    assert!(
-        response.headers()["access-control-expose-headers"]
-            .to_str()
-            .unwrap()
-            .contains("x-request-id")
-    );
+    assert!(header_str(&response, "access-control-expose-headers").contains("x-request-id"));
     // An error after the origin check is readable by the page too.
     let response = app
         .req(Method::POST, "/cancel-flow/reasons")
@@ -730,8 +684,7 @@ async fn submissions_are_limited_per_key(backend: Backend) {
 }
 
 async fn widget_script_and_demo_page(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (public, _) = acme_keys(&app, &token).await;
     let script = app
         .client

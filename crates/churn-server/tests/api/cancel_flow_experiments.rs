@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cancel_flow::{identity_secret, signed};
-use crate::cancel_flows::{FLOWS, create, flow, public_key};
-use crate::helpers::{Backend, TestApp, acme_owner, advance, event_of, fields, mark_recovered};
+use crate::cancel_flow::{identity_secret, submit_signed};
+use crate::cancel_flows::{FLOWS, create, create_id, flow, public_key};
+use crate::helpers::{Backend, TestApp, advance, event_of, fields, mark_recovered};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -86,19 +86,11 @@ async fn stored_experiment(app: &TestApp, owner: &str) -> (String, String, Strin
 async fn submit(app: &TestApp, key: &str, secret: &str, email: &str, accepted: bool) -> Value {
     let body =
         json!({"customer_email": email, "reason": "too_expensive", "offer_accepted": accepted});
-    app.expect(
-        app.req(Method::POST, "/cancel-flow/reasons")
-            .header("X-Public-Key", key)
-            .json(&signed(secret, body)),
-        201,
-    )
-    .await["data"]
-        .clone()
+    submit_signed(app, key, secret, body, 201).await["data"].clone()
 }
 
 async fn variants_are_stored_and_every_bad_field_named(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let created = create(&app, &owner, &experiment()).await;
     // What a variant leaves out is the flow's, and left out of its answer.
     assert_eq!(
@@ -148,8 +140,7 @@ async fn variants_are_stored_and_every_bad_field_named(backend: Backend) {
 }
 
 async fn customers_keep_their_variant_and_submissions_record_it(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let (key, secret, id) = stored_experiment(&app, &owner).await;
     let customers = customers_by_variant(&app, &key, &secret, 1).await;
 
@@ -185,8 +176,7 @@ async fn customers_keep_their_variant_and_submissions_record_it(backend: Backend
 }
 
 async fn results_compare_each_variant_with_the_first(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let viewer = join(&app, &owner, "viewer@acme.io", "viewer").await;
     let (key, secret, id) = stored_experiment(&app, &owner).await;
     // Customers accept offers again within the test's days.
@@ -216,13 +206,7 @@ async fn results_compare_each_variant_with_the_first(backend: Backend) {
     create(&app, &owner, &basic).await;
     let body = json!({"customer_email": control[0], "reason": "too_expensive",
         "offer_accepted": true, "plan_name": "Basic"});
-    app.expect(
-        app.req(Method::POST, "/cancel-flow/reasons")
-            .header("X-Public-Key", &key)
-            .json(&signed(&secret, body)),
-        201,
-    )
-    .await;
+    submit_signed(&app, &key, &secret, body, 201).await;
 
     let results = |days: Option<&str>| {
         let mut req = app
@@ -279,16 +263,9 @@ async fn results_compare_each_variant_with_the_first(backend: Backend) {
 }
 
 async fn results_of_another_project_s_flow_are_not_found(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
-    let id = create(&app, &owner, &experiment()).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let plain = create(&app, &owner, &flow("Plain", 2, json!({}))).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (app, owner) = TestApp::spawn_acme(backend).await;
+    let id = create_id(&app, &owner, &experiment()).await;
+    let plain = create_id(&app, &owner, &flow("Plain", 2, json!({}))).await;
     let other = app.register("owner@globex.io").await.token;
     app.create_project(&other, "Globex").await;
     let theirs = format!("/projects/globex/cancel-flows/{id}/results");

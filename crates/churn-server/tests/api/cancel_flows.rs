@@ -5,8 +5,8 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cancel_flow::{identity_secret, signed};
-use crate::helpers::{Backend, TestApp, acme_owner, fields};
+use crate::cancel_flow::{identity_secret, submit_signed};
+use crate::helpers::{Backend, TestApp, acme_owner, fields, post_endpoint};
 use crate::team::join;
 use crate::{alerts::with_receiver, fake_provider};
 use churn_core::both_backends;
@@ -38,11 +38,17 @@ pub async fn create(app: &TestApp, token: &str, body: &Value) -> Value {
     app.call_json(token, Method::POST, FLOWS, body, 201).await["data"].clone()
 }
 
-pub async fn public_key(app: &TestApp, token: &str) -> String {
-    app.call(token, Method::GET, "/projects/acme", 200).await["data"]["public_key"]
+/// `create`, answering the new flow's id.
+pub async fn create_id(app: &TestApp, token: &str, body: &Value) -> String {
+    create(app, token, body).await["id"]
         .as_str()
         .unwrap()
         .to_owned()
+}
+
+pub async fn public_key(app: &TestApp, token: &str) -> String {
+    app.data_str(token, Method::GET, "/projects/acme", "public_key")
+        .await
 }
 
 /// The widget's configuration for a customer with these facts (query parameters).
@@ -57,8 +63,7 @@ async fn config(app: &TestApp, key: &str, facts: &[(&str, &str)]) -> Value {
 }
 
 async fn flows_are_configured_by_admins_and_read_by_every_role(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let viewer = join(&app, &owner, "viewer@acme.io", "viewer").await;
 
     let created = create(
@@ -145,12 +150,8 @@ async fn flows_are_configured_by_admins_and_read_by_every_role(backend: Backend)
 }
 
 async fn flows_of_another_project_are_not_found(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
-    let id = create(&app, &owner, &flow("Pro", 1, json!({"plans": ["Pro"]}))).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (app, owner) = TestApp::spawn_acme(backend).await;
+    let id = create_id(&app, &owner, &flow("Pro", 1, json!({"plans": ["Pro"]}))).await;
     // Another account, with a project of its own.
     let other = app.register("owner@globex.io").await.token;
     app.create_project(&other, "Globex").await;
@@ -165,11 +166,9 @@ async fn flows_of_another_project_are_not_found(backend: Backend) {
         .await;
     assert_eq!(listed["data"], json!([]));
     // Nor does acme's widget route to it from globex's key.
-    let globex_key =
-        app.call(&other, Method::GET, "/projects/globex", 200).await["data"]["public_key"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let globex_key = app
+        .data_str(&other, Method::GET, "/projects/globex", "public_key")
+        .await;
     let shown = config(&app, &globex_key, &[("plan_name", "Pro")]).await;
     assert_eq!(shown["flow_id"], Value::Null);
     // Acme's flow is untouched.
@@ -178,8 +177,7 @@ async fn flows_of_another_project_are_not_found(backend: Backend) {
 }
 
 async fn the_widget_is_routed_by_segment_and_priority(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let key = public_key(&app, &owner).await;
 
     // Without flows: the default flow, as before, with `flow_id` and `variant` null (and no
@@ -210,10 +208,7 @@ async fn the_widget_is_routed_by_segment_and_priority(backend: Backend) {
     }
     let mut everyone = flow("everyone", 0, json!({}));
     everyone["active"] = json!(false);
-    let everyone_id = create(&app, &owner, &everyone).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let everyone_id = create_id(&app, &owner, &everyone).await;
 
     let routed = |shown: &Value| shown["flow_id"].as_str().map(str::to_owned);
     let cases: [(&[(&str, &str)], &str); 8] = [
@@ -278,8 +273,7 @@ async fn the_widget_is_routed_by_segment_and_priority(backend: Backend) {
 }
 
 async fn bad_customer_facts_are_named(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let key = public_key(&app, &owner).await;
     for (facts, field) in [
         (&[("mrr", "many")][..], "mrr"),
@@ -299,22 +293,19 @@ async fn bad_customer_facts_are_named(backend: Backend) {
         assert_eq!(fields(&bad), [field], "{facts:?}");
     }
     let secret = identity_secret(&app, &owner, "acme").await;
-    let bad = app
-        .expect(
-            app.req(Method::POST, "/cancel-flow/reasons")
-                .header("X-Public-Key", &key)
-                .json(&signed(
-                    &secret,
-                    json!({
-                        "customer_email": DANA,
-                        "reason": "other",
-                        "billing_interval": "weekly",
-                        "properties": ["eu"],
-                    }),
-                )),
-            400,
-        )
-        .await;
+    let bad = submit_signed(
+        &app,
+        &key,
+        &secret,
+        json!({
+            "customer_email": DANA,
+            "reason": "other",
+            "billing_interval": "weekly",
+            "properties": ["eu"],
+        }),
+        400,
+    )
+    .await;
     assert_eq!(fields(&bad), ["billing_interval", "properties"]);
     let events = app
         .call(&owner, Method::GET, "/projects/acme/churn-events", 200)
@@ -323,8 +314,7 @@ async fn bad_customer_facts_are_named(backend: Backend) {
 }
 
 async fn submissions_record_the_flow_they_went_through(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let key = public_key(&app, &owner).await;
     let secret = identity_secret(&app, &owner, "acme").await;
     crate::cancel_offers::without_offer_cooldown(&app, &owner).await;
@@ -337,14 +327,7 @@ async fn submissions_record_the_flow_they_went_through(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    let submit = |body: Value, status| {
-        app.expect(
-            app.req(Method::POST, "/cancel-flow/reasons")
-                .header("X-Public-Key", &key)
-                .json(&signed(&secret, body)),
-            status,
-        )
-    };
+    let submit = |body: Value, status| submit_signed(&app, &key, &secret, body, status);
     let event = |id: Value| {
         app.expect(
             app.req(
@@ -410,21 +393,12 @@ async fn the_outcome_webhook_names_the_flow(backend: Backend) {
     let key = public_key(&app, &owner).await;
     let secret = identity_secret(&app, &owner, "acme").await;
     crate::cancel_offers::without_offer_cooldown(&app, &owner).await;
-    let pro = create(&app, &owner, &flow("Pro", 1, json!({"plans": ["Pro"]}))).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    app.call_json(&owner, Method::POST, "/projects/acme/webhook-endpoints", &json!({"url": format!("{}/hooks", receiver.base), "event_types": ["cancel_flow.saved", "cancel_flow.cancelled"]}), 201).await;
+    let pro = create_id(&app, &owner, &flow("Pro", 1, json!({"plans": ["Pro"]}))).await;
+    post_endpoint(&app, &owner, &json!({"url": format!("{}/hooks", receiver.base), "event_types": ["cancel_flow.saved", "cancel_flow.cancelled"]}), 201).await;
     for (plan, accepted) in [("Pro", true), ("Basic", false)] {
         let body = json!({"customer_email": DANA, "reason": "too_expensive",
             "offer_accepted": accepted, "plan_name": plan});
-        app.expect(
-            app.req(Method::POST, "/cancel-flow/reasons")
-                .header("X-Public-Key", &key)
-                .json(&signed(&secret, body)),
-            201,
-        )
-        .await;
+        submit_signed(&app, &key, &secret, body, 201).await;
     }
     app.run_jobs().await;
     let mut told: Vec<(String, Value)> = receiver

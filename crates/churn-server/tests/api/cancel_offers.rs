@@ -10,7 +10,7 @@ use wiremock::{Mock, ResponseTemplate};
 
 use crate::cancel_flow::{identity_secret, owned_by, pairs, signed};
 use crate::dashboard_client::Browser;
-use crate::helpers::{Backend, TestApp, acme_owner, configure, fields};
+use crate::helpers::{Backend, TestApp, configure, fields, patch_project, put_cancel_flow};
 use crate::webhooks::{Setup, setup};
 use churn_core::both_backends;
 
@@ -41,7 +41,7 @@ pub(crate) async fn without_offer_cooldown(app: &TestApp, token: &str) {
 
 /// The default flow with one offer of each new kind.
 async fn new_offers_flow(app: &TestApp, token: &str) {
-    app.call_json(token, Method::PUT, "/projects/acme/cancel-flow", &json!({"reasons": [{"code": "too_expensive", "label": "Too expensive"}, {"code": "not_using_enough", "label": "Not using it"}, {"code": "missing_features", "label": "Missing features"}, {"code": "poor_support", "label": "Support"}, {"code": "other", "label": "Other"},], "offers": {"too_expensive": {"kind": "plan_change", "plan": "Starter", "price_id": "price_starter"}, "not_using_enough": {"kind": "trial_extension", "days": 7}, "missing_features": {"kind": "redirect", "url": "https://acme.io/roadmap", "label": "See the roadmap"}, "poor_support": {"kind": "contact", "email": "help@acme.io"},},}), 200).await;
+    put_cancel_flow(app, token, &json!({"reasons": [{"code": "too_expensive", "label": "Too expensive"}, {"code": "not_using_enough", "label": "Not using it"}, {"code": "missing_features", "label": "Missing features"}, {"code": "poor_support", "label": "Support"}, {"code": "other", "label": "Other"},], "offers": {"too_expensive": {"kind": "plan_change", "plan": "Starter", "price_id": "price_starter"}, "not_using_enough": {"kind": "trial_extension", "days": 7}, "missing_features": {"kind": "redirect", "url": "https://acme.io/roadmap", "label": "See the roadmap"}, "poor_support": {"kind": "contact", "email": "help@acme.io"},},}), 200).await;
 }
 
 /// Answers `GET /v1/subscriptions/{sub}?expand[]=customer` with Dana's subscription, its
@@ -298,8 +298,7 @@ async fn new_offers_are_not_applied_through_razorpay(backend: Backend) {
 }
 
 async fn every_new_field_is_validated(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let put = |body: Value| {
         app.req(Method::PUT, "/projects/acme/cancel-flow")
             .bearer_auth(&token)
@@ -358,15 +357,13 @@ async fn every_new_field_is_validated(backend: Backend) {
         .await;
     assert_eq!(error["error"]["code"], "VALIDATION_ERROR");
     for days in [-1, 3651] {
-        let error = app
-            .call_json(
-                &token,
-                Method::PATCH,
-                "/projects/acme",
-                &json!({"settings": {"offer_cooldown_days": days}}),
-                400,
-            )
-            .await;
+        let error = patch_project(
+            &app,
+            &token,
+            &json!({"settings": {"offer_cooldown_days": days}}),
+            400,
+        )
+        .await;
         assert_eq!(fields(&error), ["settings.offer_cooldown_days"]);
     }
     let project = app.call(&token, Method::GET, "/projects/acme", 200).await;
@@ -465,23 +462,20 @@ async fn the_offer_cooldown_hides_offers_and_refuses_accepting_them(backend: Bac
 }
 
 async fn compliance_mode_is_kept_on_default_and_segmented_flows(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let flow = |path: &str| app.expect(app.req(Method::GET, path).bearer_auth(&token), 200);
     assert_eq!(
         flow("/projects/acme/cancel-flow").await["data"]["compliance_mode"],
         false
     );
     let reasons = json!([{"code": "other", "label": "Other"}]);
-    let set = app
-        .call_json(
-            &token,
-            Method::PUT,
-            "/projects/acme/cancel-flow",
-            &json!({"reasons": reasons, "compliance_mode": true}),
-            200,
-        )
-        .await;
+    let set = put_cancel_flow(
+        &app,
+        &token,
+        &json!({"reasons": reasons, "compliance_mode": true}),
+        200,
+    )
+    .await;
     assert_eq!(set["data"]["compliance_mode"], true);
     assert_eq!(
         flow("/projects/acme/cancel-flow").await["data"]["compliance_mode"],

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::cancel_flow::{acme_keys, identity_secret, signed};
 use crate::dashboard_analytics::table_rows;
 use crate::dashboard_client::Browser;
-use crate::helpers::{Backend, TestApp, acme_owner, advance, fields};
+use crate::helpers::{Backend, TestApp, advance, fields, header_str, post_event};
 use churn_core::both_backends;
 
 both_backends!(
@@ -31,11 +31,13 @@ impl<'a> Widget<'a> {
         let public = if slug == "acme" {
             acme_keys(app, token).await.0
         } else {
-            app.call(token, Method::GET, &format!("/projects/{slug}"), 200)
-                .await["data"]["public_key"]
-                .as_str()
-                .unwrap()
-                .to_owned()
+            app.data_str(
+                token,
+                Method::GET,
+                &format!("/projects/{slug}"),
+                "public_key",
+            )
+            .await
         };
         let secret = identity_secret(app, token, slug).await;
         Widget {
@@ -152,8 +154,7 @@ async fn session(app: &TestApp, token: &str, id: &str) -> Value {
 }
 
 async fn each_step_moves_a_session_forward_only(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     put_flow(&app, &token, "acme").await;
     // Dana accepts an offer more than once.
     crate::cancel_offers::without_offer_cooldown(&app, &token).await;
@@ -241,8 +242,7 @@ async fn each_step_moves_a_session_forward_only(backend: Backend) {
 }
 
 async fn another_projects_or_a_forged_session_moves_nothing(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     put_flow(&app, &token, "acme").await;
     let intruder = app.register("mallory@example.com").await;
     let elsewhere = app.create_project(&intruder.token, "Elsewhere").await;
@@ -303,8 +303,7 @@ async fn another_projects_or_a_forged_session_moves_nothing(backend: Backend) {
 }
 
 async fn the_funnel_counts_sessions_abandoned_on_the_test_clock(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     put_flow(&app, &token, "acme").await;
     let w = Widget::of(&app, &token, "acme").await;
     let funnel = |query: &'static str| {
@@ -331,7 +330,7 @@ async fn the_funnel_counts_sessions_abandoned_on_the_test_clock(backend: Backend
 
     // The MRR a reason counts is each customer's latest churn event's: erin has one from
     // before, and none from the flow, since her session is abandoned.
-    app.call_json(&token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": "erin@customer.example", "event_type": "cancellation", "mrr": 7000}), 201).await;
+    post_event(&app, &token, &json!({"customer_email": "erin@customer.example", "event_type": "cancellation", "mrr": 7000}), 201).await;
     // a: offer shown and taken; b: offer declined; c: a reason without offer, cancelled;
     // d: offer shown, then left; e: opened, then left.
     let a = w
@@ -443,8 +442,7 @@ async fn the_funnel_counts_sessions_abandoned_on_the_test_clock(backend: Backend
 }
 
 async fn the_dashboard_draws_the_funnel_and_lists_the_sessions(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     put_flow(&app, &token, "acme").await;
     let w = Widget::of(&app, &token, "acme").await;
     let a = w
@@ -555,10 +553,5 @@ async fn the_dashboard_draws_the_funnel_and_lists_the_sessions(backend: Backend)
         .open("/app/p/acme/cancel-flow/sessions?status=abandoned&format=csv")
         .await;
     assert_eq!(r.headers()["content-type"], "text/csv; charset=utf-8");
-    assert!(
-        r.headers()["content-disposition"]
-            .to_str()
-            .unwrap()
-            .contains("acme-cancel-flow-sessions.csv")
-    );
+    assert!(header_str(&r, "content-disposition").contains("acme-cancel-flow-sessions.csv"));
 }

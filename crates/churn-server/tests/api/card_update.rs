@@ -297,12 +297,7 @@ async fn each_state_and_forged_or_expired_tokens(backend: Backend) {
             "message": "Your card was declined."}})))
         .mount(&s.fake.mock)
         .await;
-    s.call(
-        Method::POST,
-        &format!("/projects/acme/payment-failures/{id}/retry"),
-        200,
-    )
-    .await;
+    s.retry_failure(id, 200).await;
     let abandoned = s.open(Method::GET, &page).await;
     assert_eq!(abandoned.status, 200);
     assert!(
@@ -504,12 +499,7 @@ async fn the_banner_status_follows_the_failing_record(backend: Backend) {
     )
     .await;
     let id = s.only_failure().await["id"].as_str().unwrap().to_owned();
-    s.call(
-        Method::POST,
-        &format!("/projects/acme/payment-failures/{id}/retry"),
-        200,
-    )
-    .await;
+    s.retry_failure(&id, 200).await;
     let paid = s.app.expect(status(Some(hash), None), 200).await;
     assert_eq!(paid["data"]["payment_failing"], false);
 }

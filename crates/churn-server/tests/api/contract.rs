@@ -7,8 +7,10 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, TestApp, acme_owner, acme_with_key, event_with_variants, fields, send_variant,
+    Backend, TestApp, acme_owner, event_with_variants, fields, patch_project, post_event,
+    send_variant,
 };
+use crate::risk::put_risk_config;
 use churn_core::both_backends;
 
 both_backends!(
@@ -36,15 +38,13 @@ async fn every_unknown_key_is_named(backend: Backend) {
     insta::assert_json_snapshot!("unknown_fields", unknown);
 
     let token = acme_owner(&app).await;
-    let nested = app
-        .call_json(
-            &token,
-            Method::PATCH,
-            "/projects/acme",
-            &json!({"colour": "red", "settings": {"tone": 1, "autopilot": {"speed": 2}}}),
-            400,
-        )
-        .await;
+    let nested = patch_project(
+        &app,
+        &token,
+        &json!({"colour": "red", "settings": {"tone": 1, "autopilot": {"speed": 2}}}),
+        400,
+    )
+    .await;
     let mut named = fields(&nested);
     named.sort_unstable();
     assert_eq!(
@@ -54,8 +54,7 @@ async fn every_unknown_key_is_named(backend: Backend) {
 }
 
 async fn track_refuses_a_key_given_twice(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let track = |body: &str| {
         app.req(Method::POST, "/track")
             .header("x-api-key", &acme.key)
@@ -103,43 +102,18 @@ async fn track_refuses_a_key_given_twice(backend: Backend) {
 }
 
 async fn types_are_named_in_words(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let wrong = app
-        .call_json(
-            &token,
-            Method::PUT,
-            "/projects/acme/churn-risk/config",
-            &json!({"risk_threshold": "high"}),
-            400,
-        )
-        .await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
+    let wrong = put_risk_config(&app, &token, json!({"risk_threshold": "high"}), 400).await;
     insta::assert_json_snapshot!("type_in_words", wrong);
     for (body, words) in [
         (json!({"risk_threshold": 1.5}), "invalid type: number `1.5`"),
         (json!({"enabled": "yes"}), "expected a boolean"),
     ] {
-        let refused = app
-            .call_json(
-                &token,
-                Method::PUT,
-                "/projects/acme/churn-risk/config",
-                &body,
-                400,
-            )
-            .await;
+        let refused = put_risk_config(&app, &token, body, 400).await;
         let message = refused["error"]["message"].as_str().unwrap();
         assert!(message.contains(words), "{message}");
     }
-    let settings = app
-        .call_json(
-            &token,
-            Method::PATCH,
-            "/projects/acme",
-            &json!({"settings": "cheap"}),
-            400,
-        )
-        .await;
+    let settings = patch_project(&app, &token, &json!({"settings": "cheap"}), 400).await;
     assert_eq!(
         settings["error"]["message"],
         "settings: invalid type: string \"cheap\", expected an object"
@@ -147,8 +121,7 @@ async fn types_are_named_in_words(backend: Backend) {
 }
 
 async fn suppression_pages_beyond_u32_are_refused(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let refused = app
         .call(
             &token,
@@ -170,8 +143,7 @@ async fn suppression_pages_beyond_u32_are_refused(backend: Backend) {
 }
 
 async fn origins_hold_to_the_documented_pattern(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let put = |origins: Value| {
         app.req(Method::PUT, "/projects/acme/allowed-origins")
             .bearer_auth(&token)
@@ -202,8 +174,7 @@ async fn origins_hold_to_the_documented_pattern(backend: Backend) {
 }
 
 async fn urls_in_settings_hold_to_the_documented_pattern(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let patch = |settings: Value| {
         app.req(Method::PATCH, "/projects/acme")
             .bearer_auth(&token)
@@ -248,40 +219,28 @@ async fn urls_in_settings_hold_to_the_documented_pattern(backend: Backend) {
 }
 
 async fn addresses_the_mail_library_refuses_are_refused_at_entry(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     for bad in [
         "dana.@shop.io",
         ".dana@shop.io",
         "da..na@shop.io",
         "dana@-shop.io",
     ] {
-        let refused = app
-            .call_json(
-                &token,
-                Method::POST,
-                "/projects/acme/churn-events",
-                &json!({"customer_email": bad, "event_type": "cancellation"}),
-                400,
-            )
-            .await;
+        let refused = post_event(
+            &app,
+            &token,
+            &json!({"customer_email": bad, "event_type": "cancellation"}),
+            400,
+        )
+        .await;
         assert_eq!(fields(&refused), ["customer_email"], "{bad}");
-        let refused = app
-            .call_json(
-                &token,
-                Method::PATCH,
-                "/projects/acme",
-                &json!({"support_email": bad}),
-                400,
-            )
-            .await;
+        let refused = patch_project(&app, &token, &json!({"support_email": bad}), 400).await;
         assert_eq!(fields(&refused), ["support_email"], "{bad}");
     }
     // What is accepted can be sent: the email is handed over.
-    app.call_json(
+    patch_project(
+        &app,
         &token,
-        Method::PATCH,
-        "/projects/acme",
         &json!({"support_email": "help+desk@shop.io"}),
         200,
     )
@@ -291,8 +250,7 @@ async fn addresses_the_mail_library_refuses_are_refused_at_entry(backend: Backen
 }
 
 async fn styles_that_load_something_are_stripped_from_edited_bodies(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (id, vid) = event_with_variants(&app, &token, "dana@shop.io").await;
     let body = "<p style=\"background: url(https://t.example/p.gif)\">Hello</p>\
                 <p style=\"color: #333\">Dana</p>";

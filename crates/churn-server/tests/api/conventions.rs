@@ -1,7 +1,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{Backend, TestApp};
+use crate::helpers::{Backend, TestApp, header_str};
 use churn_core::both_backends;
 
 both_backends!(error_bodies, request_ids_are_generated_or_echoed);
@@ -84,7 +84,7 @@ async fn error_bodies(backend: Backend) {
 async fn request_ids_are_generated_or_echoed(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let generated = app.req(Method::GET, "/health").send().await.unwrap();
-    let id = generated.headers()["x-request-id"].to_str().unwrap();
+    let id = header_str(&generated, "x-request-id");
     assert!(uuid::Uuid::parse_str(id).is_ok(), "{id}");
     let echoed = app
         .req(Method::GET, "/auth/me")

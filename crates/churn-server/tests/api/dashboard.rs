@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::dashboard_client::{Browser, location, session_cookie, set_session_cookie, url as page};
 use crate::helpers::{
     Backend, Options, TestApp, acme_owner, advance, event_of, event_with_variants, mark_recovered,
+    post_event,
 };
 use crate::team::join;
 use churn_core::both_backends;
@@ -88,8 +89,7 @@ async fn root_redirects_and_assets_are_hashed_and_cached(backend: Backend) {
 
 async fn pages_carry_the_security_headers(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    acme_owner(&app).await;
-    let browser = Browser::sign_in(&app, "owner@acme.io").await;
+    let (_, browser) = Browser::acme_owner(&app).await;
     for (path, signed) in [
         ("/app/sign-in", false),
         ("/app/register", false),
@@ -170,7 +170,7 @@ async fn sign_in_sets_a_strict_cookie_that_the_api_ignores(backend: Backend) {
     assert!(html.contains("owner@acme.io"));
     // The cookie's token is a session token, but the API reads only Authorization.
     let token = cookie.trim_start_matches("churn_session=");
-    app.call(token, Method::GET, "/auth/me", 200).await;
+    app.me(token).await;
     app.expect(
         app.req(Method::GET, "/auth/me").header("cookie", &cookie),
         401,
@@ -180,8 +180,7 @@ async fn sign_in_sets_a_strict_cookie_that_the_api_ignores(backend: Backend) {
 
 async fn sessions_expire_and_sign_out_everywhere_revokes_them(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let api_token = acme_owner(&app).await;
-    let first = Browser::sign_in(&app, "owner@acme.io").await;
+    let (api_token, first) = Browser::acme_owner(&app).await;
     let second = Browser::sign_in(&app, "owner@acme.io").await;
 
     // A session lasts 7 days of service time, as the API's.
@@ -194,14 +193,9 @@ async fn sessions_expire_and_sign_out_everywhere_revokes_them(backend: Backend) 
     // Signing out everywhere bumps `ver`: every other cookie and API token stops working.
     let third = Browser::sign_in(&app, "owner@acme.io").await;
     let _ = second;
-    let r = app
-        .client
-        .post(page(&app, "/app/sign-out-everywhere"))
-        .header("cookie", &third.cookie)
-        .form(&[("csrf_token", third.csrf.as_str())])
-        .send()
-        .await
-        .unwrap();
+    let r = third
+        .send_form("/app/sign-out-everywhere", &[], &third.csrf)
+        .await;
     assert_eq!(
         (r.status().as_u16(), location(&r)),
         (303, "/app/sign-in?signed_out=everywhere")
@@ -244,8 +238,7 @@ async fn the_cookie_is_secure_behind_an_https_proxy(backend: Backend) {
 }
 
 async fn writes_need_the_csrf_token_and_change_nothing_without_it(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (id, _) = event_with_variants(&app, &token, "dana@example.com").await;
     let browser = Browser::sign_in(&app, "owner@acme.io").await;
     let path = format!("/app/p/acme/events/{id}/recovered");
@@ -279,8 +272,7 @@ async fn writes_need_the_csrf_token_and_change_nothing_without_it(backend: Backe
 }
 
 async fn a_viewer_sees_no_write_controls_and_is_refused_every_write(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (id, vid) = event_with_variants(&app, &token, "dana@example.com").await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     let viewer = Browser::sign_in(&app, "viewer@acme.io").await;
@@ -324,8 +316,7 @@ async fn a_viewer_sees_no_write_controls_and_is_refused_every_write(backend: Bac
 }
 
 async fn another_tenants_event_is_not_found_as_in_the_api(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (id, vid) = event_with_variants(&app, &token, "dana@example.com").await;
     let other = app.register("mallory@evil.io").await;
     app.create_project(&other.token, "Acme").await;
@@ -361,8 +352,7 @@ async fn another_tenants_event_is_not_found_as_in_the_api(backend: Backend) {
 }
 
 async fn csv_export_quotes_cells_and_keeps_formulas_text(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     for (email, name, reason) in [
         (
             "dana@example.com",
@@ -371,11 +361,11 @@ async fn csv_export_quotes_cells_and_keeps_formulas_text(backend: Backend) {
         ),
         ("eve@example.com", "@eve", "+1 too pricey\nreally"),
     ] {
-        app.expect(
-            app.req(Method::POST, "/projects/acme/churn-events")
-                .bearer_auth(&token)
-                .json(&json!({"customer_email": email, "customer_name": name, "event_type": "cancellation",
-                    "cancel_reason": reason, "mrr": 4900, "currency": "usd", "plan_name": "-pro"})),
+        post_event(
+            &app,
+            &token,
+            &json!({"customer_email": email, "customer_name": name, "event_type": "cancellation",
+                    "cancel_reason": reason, "mrr": 4900, "currency": "usd", "plan_name": "-pro"}),
             201,
         )
         .await;
@@ -428,8 +418,7 @@ async fn csv_export_quotes_cells_and_keeps_formulas_text(backend: Backend) {
 }
 
 async fn a_draft_is_edited_and_sent_from_the_event_page(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let (id, vid) = event_with_variants(&app, &token, "dana@example.com").await;
     let browser = Browser::sign_in(&app, "owner@acme.io").await;
     let base = format!("/app/p/acme/events/{id}");
@@ -498,15 +487,12 @@ async fn a_draft_is_edited_and_sent_from_the_event_page(backend: Backend) {
 
 async fn an_empty_project_shows_the_checklist_then_the_overview(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let browser = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, browser) = Browser::acme_owner(&app).await;
     let html = browser.get("/app/p/acme", 200).await;
     assert!(html.contains("Set up Acme"));
-    let public_key =
-        app.call(&token, Method::GET, "/projects/acme", 200).await["data"]["public_key"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let public_key = app
+        .data_str(&token, Method::GET, "/projects/acme", "public_key")
+        .await;
     assert!(
         html.contains(&public_key),
         "the snippets hold the project's public key"
@@ -600,19 +586,16 @@ async fn a_reset_link_is_asked_for_once_however_often_the_answer_is_reloaded(bac
 
 async fn the_customers_own_words_are_shown_and_a_bare_reason_code_is_not(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let founder = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, founder) = Browser::acme_owner(&app).await;
     for (cancel_reason, shown) in [("The price went up again", true), ("too_expensive", false)] {
-        let event = app
-            .call_json(
-                &token,
-                Method::POST,
-                "/projects/acme/churn-events",
-                &json!({"customer_email": "dana@example.com", "event_type": "cancellation",
+        let event = post_event(
+            &app,
+            &token,
+            &json!({"customer_email": "dana@example.com", "event_type": "cancellation",
                     "cancel_reason": cancel_reason}),
-                201,
-            )
-            .await;
+            201,
+        )
+        .await;
         let id = event["data"]["id"].as_str().unwrap();
         let html = founder.get(&format!("/app/p/acme/events/{id}"), 200).await;
         assert_eq!(html.contains("In their words"), shown, "{cancel_reason}");

@@ -11,7 +11,8 @@ use crate::analytics::set_clock;
 use crate::dashboard_client::Browser;
 use crate::dashboard_customers::{CUSTOMER, QUIET, seeded};
 use crate::helpers::{
-    Backend, TestApp, acme_owner, event_with_variants, generate, mark_recovered, send_variant,
+    Backend, TestApp, acme_owner, event_with_variants, generate, header_str, mark_recovered,
+    patch_project, post_event, send_variant,
 };
 use churn_core::both_backends;
 
@@ -30,12 +31,7 @@ async fn api(app: &TestApp, token: &str, path: &str) -> Value {
 }
 
 async fn event(app: &TestApp, token: &str, email: &str, mrr: i64) -> String {
-    app.expect(
-        app.req(Method::POST, "/projects/acme/churn-events")
-            .bearer_auth(token)
-            .json(&json!({"customer_email": email, "event_type": "cancellation", "mrr": mrr, "currency": "usd"})),
-        201,
-    )
+    post_event(app, token, &json!({"customer_email": email, "event_type": "cancellation", "mrr": mrr, "currency": "usd"}), 201)
     .await["data"]["id"]
         .as_str()
         .unwrap()
@@ -204,12 +200,7 @@ async fn the_cohort_csv_holds_the_apis_rows(backend: Backend) {
     assert_eq!(lines[1], "2026-03,3,1,0,2,100,3500,2500,0,0,0,0,0,0,0,0,0");
     let r = browser.open("/app/p/acme/analytics?format=csv").await;
     assert_eq!(r.headers()["content-type"], "text/csv; charset=utf-8");
-    assert!(
-        r.headers()["content-disposition"]
-            .to_str()
-            .unwrap()
-            .contains("acme-cohorts.csv")
-    );
+    assert!(header_str(&r, "content-disposition").contains("acme-cohorts.csv"));
 }
 
 async fn tiles_put_their_series_in_the_main_chart(backend: Backend) {
@@ -268,7 +259,7 @@ async fn tiles_put_their_series_in_the_main_chart(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    assert!(r.headers()["vary"].to_str().unwrap().contains("HX-Request"));
+    assert!(header_str(&r, "vary").contains("HX-Request"));
     let partial = r.text().await.unwrap();
     assert!(
         partial.starts_with("<div id=\"overview-main\">"),
@@ -507,10 +498,10 @@ async fn needs_you_lists_each_kind_where_it_is_fixed(backend: Backend) {
     )
     .await;
     // Autopilot's event, some of whose drafts lack their material.
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(&s.token)
-            .json(&json!({"settings": {"autopilot": {"enabled": true, "delay_minutes": 600}}})),
+    patch_project(
+        app,
+        &s.token,
+        &json!({"settings": {"autopilot": {"enabled": true, "delay_minutes": 600}}}),
         200,
     )
     .await;

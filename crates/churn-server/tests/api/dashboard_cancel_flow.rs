@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::dashboard_client::{Browser, form_fields};
 use crate::dashboard_settings::project_json;
-use crate::helpers::{Backend, TestApp, acme_owner};
+use crate::helpers::{Backend, TestApp, put_cancel_flow};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -54,8 +54,7 @@ async fn flow_json(app: &TestApp, token: &str) -> Value {
 
 async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let html = owner.get(PAGE, 200).await;
     assert!(html.contains(r#"href="/app/p/acme/cancel-flow" aria-current="page">Cancel flow"#));
     assert!(html.contains("Save the cancel flow"));
@@ -101,13 +100,7 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
     for derived in ["flow_id", "variant"] {
         with_compliance.as_object_mut().unwrap().remove(derived);
     }
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/cancel-flow")
-            .bearer_auth(&token)
-            .json(&with_compliance),
-        200,
-    )
-    .await;
+    put_cancel_flow(&app, &token, &with_compliance, 200).await;
     owner.post(PAGE, FLOW_FORM, 303).await;
     assert_eq!(flow_json(&app, &token).await["compliance_mode"], true);
     let html = owner.get(&format!("{PAGE}?done=saved"), 200).await;
@@ -149,8 +142,7 @@ async fn the_flow_saved_on_the_page_is_the_one_the_api_answers(backend: Backend)
 /// posted back from the page as a browser would, is the same flow.
 async fn every_offer_kind_survives_a_save_from_the_page(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let flow = serde_json::json!({
         "reasons": [
             {"code": "too_expensive", "label": "Pricey"},
@@ -171,13 +163,7 @@ async fn every_offer_kind_survives_a_save_from_the_page(backend: Backend) {
         },
         "compliance_mode": true,
     });
-    app.expect(
-        app.req(Method::PUT, "/projects/acme/cancel-flow")
-            .bearer_auth(&token)
-            .json(&flow),
-        200,
-    )
-    .await;
+    put_cancel_flow(&app, &token, &flow, 200).await;
     let before = flow_json(&app, &token).await;
     let html = owner.get(PAGE, 200).await;
     assert!(html.contains(r#"<option value="plan_change" selected>Plan change</option>"#));
@@ -218,8 +204,7 @@ async fn every_offer_kind_survives_a_save_from_the_page(backend: Backend) {
 
 async fn a_refused_field_is_shown_beside_it_and_nothing_changes(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let before = flow_json(&app, &token).await;
     let mut form = FLOW_FORM.to_vec();
     form.retain(|(k, _)| *k != "percent_0");
@@ -262,8 +247,7 @@ async fn a_refused_field_is_shown_beside_it_and_nothing_changes(backend: Backend
 }
 
 async fn writes_need_the_csrf_token_and_an_admin(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     join(&app, &token, "member@acme.io", "member").await;
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
@@ -303,8 +287,7 @@ async fn writes_need_the_csrf_token_and_an_admin(backend: Backend) {
 }
 
 async fn another_tenants_cancel_flow_is_not_found(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let id = project_json(&app, &token).await["id"]
         .as_str()
         .unwrap()
@@ -333,8 +316,7 @@ async fn another_tenants_cancel_flow_is_not_found(backend: Backend) {
 
 async fn the_preview_is_sandboxed_and_calls_nothing(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (_, owner) = Browser::acme_owner(&app).await;
     let html = owner.get(PAGE, 200).await;
     assert!(html.contains(
         r#"<iframe id="preview" class="widget-frame" src="/app/p/acme/cancel-flow/preview" sandbox="allow-scripts""#

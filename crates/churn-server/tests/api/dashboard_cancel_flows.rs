@@ -8,9 +8,9 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cancel_flows::{FLOWS, create, flow};
+use crate::cancel_flows::{FLOWS, create, create_id, flow};
 use crate::dashboard_client::{Browser, form_fields, main_of, snapshot_filters};
-use crate::helpers::{Backend, TestApp, acme_owner};
+use crate::helpers::{Backend, TestApp, header_str};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -59,8 +59,7 @@ async fn flows_json(app: &TestApp, token: &str) -> Vec<Value> {
 
 async fn a_flow_made_on_the_page_is_the_one_the_api_answers(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let html = owner.get("/app/p/acme/cancel-flow", 200).await;
     assert!(html.contains(r#"href="/app/p/acme/cancel-flows">Segmented flows"#));
     let html = owner.get(&format!("{PAGE}/new"), 200).await;
@@ -151,8 +150,7 @@ async fn a_flow_made_on_the_page_is_the_one_the_api_answers(backend: Backend) {
 
 async fn a_refused_field_is_shown_beside_it_and_nothing_is_stored(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let mut form = NEW_FLOW.to_vec();
     form.retain(|(k, _)| !["name", "segment_mrr_max", "days_0"].contains(k));
     form.extend([("name", " "), ("segment_mrr_max", "10"), ("days_0", "91")]);
@@ -172,13 +170,9 @@ async fn a_refused_field_is_shown_beside_it_and_nothing_is_stored(backend: Backe
 }
 
 async fn writes_need_the_csrf_token_and_an_admin(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
-    let id = create(&app, &token, &flow("Pros", 1, json!({"plans": ["Pro"]}))).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = create_id(&app, &token, &flow("Pros", 1, json!({"plans": ["Pro"]}))).await;
     let before = flows_json(&app, &token).await;
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
     let edit = format!("{PAGE}/{id}");
@@ -203,12 +197,8 @@ async fn writes_need_the_csrf_token_and_an_admin(backend: Backend) {
 }
 
 async fn another_tenants_flow_is_not_found(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let id = create(&app, &token, &flow("Pros", 1, json!({}))).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (app, token) = TestApp::spawn_acme(backend).await;
+    let id = create_id(&app, &token, &flow("Pros", 1, json!({}))).await;
     let before = flows_json(&app, &token).await;
     let mallory = Browser::another_tenant(&app, "Evil").await;
     // Acme's flow through Mallory's own project, and Acme's project itself.
@@ -223,8 +213,7 @@ async fn another_tenants_flow_is_not_found(backend: Backend) {
 }
 
 async fn the_list_page(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     create(
         &app,
         &token,
@@ -245,14 +234,10 @@ async fn the_list_page(backend: Backend) {
 }
 
 async fn an_experiments_results_page(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let mut experiment = flow("Tested", 1, json!({}));
     experiment["variants"] = json!([{"key": "control", "weight": 1}, {"key": "bold", "weight": 1}]);
-    let id = create(&app, &token, &experiment).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = create_id(&app, &token, &experiment).await;
     let results = format!("{PAGE}/{id}/results");
     // Every role reads it, with the API's numbers in its table.
     join(&app, &token, "viewer@acme.io", "viewer").await;
@@ -279,10 +264,7 @@ async fn an_experiments_results_page(backend: Backend) {
     let html = viewer.get(&format!("{results}?days=7"), 200).await;
     assert!(html.contains("cancellations of the last 90 days"));
     // A flow without an experiment says so; another tenant's is not found.
-    let plain = create(&app, &token, &flow("Plain", 2, json!({}))).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let plain = create_id(&app, &token, &flow("Plain", 2, json!({}))).await;
     let html = viewer.get(&format!("{PAGE}/{plain}/results"), 200).await;
     assert!(html.contains("This flow runs no experiment"));
     let mallory = Browser::another_tenant(&app, "Evil").await;
@@ -352,8 +334,7 @@ async fn experiment_on_the_page(owner: &Browser<'_>) -> String {
 
 async fn variants_are_added_edited_and_removed_on_the_page(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     experiment_on_the_page(&owner).await;
     let made = flows_json(&app, &token).await.remove(0);
     assert_eq!(
@@ -439,8 +420,7 @@ async fn variants_are_added_edited_and_removed_on_the_page(backend: Backend) {
 /// was; a later change of the flow's reasons then still reaches the first.
 async fn a_variant_saved_unchanged_keeps_the_shape_it_was_stored_with(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let mut body = flow("Yearly pros", 1, json!({}));
     body["reasons"] = json!([
         {"code": "too_expensive", "label": "Too pricey"},
@@ -455,10 +435,7 @@ async fn a_variant_saved_unchanged_keeps_the_shape_it_was_stored_with(backend: B
         {"key": "reasons", "weight": 2,
          "reasons": [{"code": "too_expensive", "label": "Costs too much"}]},
     ]);
-    let id = create(&app, &token, &body).await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = create_id(&app, &token, &body).await;
     let stored = flows_json(&app, &token).await.remove(0);
     let page = format!("{PAGE}/{id}");
     let html = owner.get(&page, 200).await;
@@ -497,8 +474,7 @@ async fn a_variant_saved_unchanged_keeps_the_shape_it_was_stored_with(backend: B
 
 async fn a_refused_variant_is_shown_beside_its_inputs_and_nothing_is_stored(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     experiment_on_the_page(&owner).await;
     let before = flows_json(&app, &token).await.remove(0);
     let page = format!("{PAGE}/{}", before["id"].as_str().unwrap());
@@ -528,8 +504,7 @@ async fn a_refused_variant_is_shown_beside_its_inputs_and_nothing_is_stored(back
 }
 
 async fn each_variant_has_its_preview(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
     experiment_on_the_page(&owner).await;
@@ -561,10 +536,7 @@ async fn each_variant_has_its_preview(backend: Backend) {
     for b in [&owner, &viewer] {
         let r = b.open(&format!("{page}/preview?variant=bold")).await;
         assert_eq!(r.status(), 200);
-        let csp = r.headers()["content-security-policy"]
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let csp = header_str(&r, "content-security-policy").to_owned();
         assert!(csp.contains("sandbox allow-scripts") && csp.contains("default-src 'none'"));
         let bold = flow_of(&r.text().await.unwrap());
         assert_eq!(bold["copy"]["title"], "Wait, a better price");

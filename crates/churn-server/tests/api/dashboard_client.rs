@@ -44,6 +44,13 @@ impl<'a> Browser<'a> {
         Browser::with_cookie(app, session_cookie(&r)).await
     }
 
+    /// `owner@acme.io` with the project `acme` (`helpers::acme_owner`), signed in: the API
+    /// session token and the browser.
+    pub async fn acme_owner(app: &'a TestApp) -> (String, Browser<'a>) {
+        let token = crate::helpers::acme_owner(app).await;
+        (token, Browser::sign_in(app, "owner@acme.io").await)
+    }
+
     /// Mallory, signed in to a project of her own named `project`: another tenant.
     pub async fn another_tenant(app: &'a TestApp, project: &str) -> Browser<'a> {
         let mallory = app.register("mallory@evil.io").await;
@@ -122,19 +129,7 @@ impl<'a> Browser<'a> {
         csrf: &str,
         status: u16,
     ) -> Posted {
-        let mut fields = form.to_vec();
-        if !csrf.is_empty() {
-            fields.push(("csrf_token", csrf));
-        }
-        let r = self
-            .app
-            .client
-            .post(url(self.app, path))
-            .header("cookie", &self.cookie)
-            .form(&fields)
-            .send()
-            .await
-            .unwrap();
+        let r = self.send_form(path, form, csrf).await;
         let got = r.status().as_u16();
         let location = location(&r).to_owned();
         let cookies = set_cookies(&r);
@@ -145,6 +140,22 @@ impl<'a> Browser<'a> {
             body,
             cookies,
         }
+    }
+
+    /// Posts a form with `csrf` as its token (none when empty); the answer, unchecked.
+    pub async fn send_form(&self, path: &str, form: &[(&str, &str)], csrf: &str) -> Response {
+        let mut fields = form.to_vec();
+        if !csrf.is_empty() {
+            fields.push(("csrf_token", csrf));
+        }
+        self.app
+            .client
+            .post(url(self.app, path))
+            .header("cookie", &self.cookie)
+            .form(&fields)
+            .send()
+            .await
+            .unwrap()
     }
 }
 

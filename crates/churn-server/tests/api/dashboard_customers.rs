@@ -10,7 +10,7 @@ use wiremock::matchers::{method, path};
 use crate::alerts::quiet_customers;
 use crate::dashboard_client::Browser;
 use crate::helpers::{Acme, Backend, advance};
-use crate::risk::{recompute, track};
+use crate::risk::{put_risk_config, recompute, track};
 use crate::team::join;
 use crate::webhooks::{Setup, fixture, setup};
 use churn_core::both_backends;
@@ -56,15 +56,13 @@ pub async fn seed(s: &Setup) -> (String, String) {
         key,
     };
     Mock503::mount(s).await;
-    s.app
-        .expect(
-            s.app
-                .req(Method::PUT, "/projects/acme/churn-risk/config")
-                .bearer_auth(&s.token)
-                .json(&json!({"webhook_url": format!("{}/alerts", s.fake.base)})),
-            200,
-        )
-        .await;
+    put_risk_config(
+        &s.app,
+        &s.token,
+        json!({"webhook_url": format!("{}/alerts", s.fake.base)}),
+        200,
+    )
+    .await;
     track(
         &s.app,
         &acme.key,

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::cancel_flow::identity_secret;
 use crate::dashboard_client::{Browser, Posted, location, session_cookie, url};
-use crate::helpers::{Backend, TestApp, acme_owner};
+use crate::helpers::{Backend, TestApp};
 use crate::team::{invite, join};
 use churn_core::both_backends;
 
@@ -53,8 +53,7 @@ const PROJECT_FORM: &[(&str, &str)] = &[
 
 async fn settings_team_and_account_pages_show_their_content(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let project = project_json(&app, &token).await;
     let public = project["public_key"].as_str().unwrap();
 
@@ -94,8 +93,7 @@ async fn settings_team_and_account_pages_show_their_content(backend: Backend) {
 }
 
 async fn project_settings_are_saved_by_admins_and_refused_to_others(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     join(&app, &token, "member@acme.io", "member").await;
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
@@ -152,8 +150,7 @@ async fn project_settings_are_saved_by_admins_and_refused_to_others(backend: Bac
 
 async fn the_secret_key_is_shown_once_and_the_public_key_stays(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let before = project_json(&app, &token).await;
     let posted = owner
         .post("/app/p/acme/settings/keys/rotate", &[], 303)
@@ -196,8 +193,7 @@ async fn the_secret_key_is_shown_once_and_the_public_key_stays(backend: Backend)
 
 async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     assert_eq!(
         owner
             .post(
@@ -255,14 +251,9 @@ async fn providers_connect_and_the_sender_domain_shows_its_record(backend: Backe
     assert!(html.contains(sender["dns_record"]["value"].as_str().unwrap()));
     assert!(html.contains("Verify the domain") && html.contains("not verified"));
     // Verifying looks the record up; without it the page says so, and nothing is verified.
-    let status = app
-        .client
-        .post(url(&app, "/app/p/acme/settings/sender/verify"))
-        .header("cookie", &owner.cookie)
-        .form(&[("csrf_token", owner.csrf.as_str())])
-        .send()
+    let status = owner
+        .send_form("/app/p/acme/settings/sender/verify", &[], &owner.csrf)
         .await
-        .unwrap()
         .status();
     assert_ne!(status, 403);
     assert_ne!(status, 500);
@@ -280,8 +271,7 @@ async fn providers(app: &TestApp, token: &str) -> Value {
 /// was typed kept, and a reconnect storing what the form sends.
 async fn a_provider_connects_to_a_test_server_from_its_advanced_input(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let closed =
         "<details><summary>Advanced: a Stripe-compatible test server (e.g. stripe-mock)</summary>";
     let html = owner.get("/app/p/acme/settings", 200).await;
@@ -381,8 +371,7 @@ async fn a_provider_connects_to_a_test_server_from_its_advanced_input(backend: B
 }
 
 async fn secrets_and_keys_are_for_admins_and_the_owner(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     join(&app, &token, "member@acme.io", "member").await;
     join(&app, &token, "admin@acme.io", "admin").await;
@@ -446,8 +435,7 @@ async fn secrets_and_keys_are_for_admins_and_the_owner(backend: Backend) {
 }
 
 async fn another_tenants_settings_and_team_are_not_found(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let id = project_json(&app, &token).await["id"]
         .as_str()
         .unwrap()
@@ -475,8 +463,7 @@ async fn another_tenants_settings_and_team_are_not_found(backend: Backend) {
 }
 
 async fn team_invitations_roles_and_leaving_from_the_page(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     join(&app, &token, "viewer@acme.io", "viewer").await;
     join(&app, &token, "member@acme.io", "member").await;
     let owner = Browser::sign_in(&app, "owner@acme.io").await;
@@ -617,8 +604,7 @@ async fn team_invitations_roles_and_leaving_from_the_page(backend: Backend) {
 }
 
 async fn an_invitation_accepted_from_its_page_lands_in_the_project(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let invitation = invite(&app, &token, "nell@example.com", "viewer").await;
     let link = invitation["accept_url"].as_str().unwrap();
     let r = app.client.get(link).send().await.unwrap();
@@ -655,8 +641,7 @@ async fn an_invitation_accepted_from_its_page_lands_in_the_project(backend: Back
 }
 
 async fn the_password_reset_page_signs_in(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     app.forgot_password("owner@acme.io").await;
     app.run_jobs().await;
     let mails = app.outbox().join("\n");
@@ -684,8 +669,7 @@ async fn the_password_reset_page_signs_in(backend: Backend) {
 
 async fn the_account_page_changes_the_password(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (_, owner) = Browser::acme_owner(&app).await;
     let Posted { body: html, .. } = owner
         .post(
             "/app/account/password",
@@ -708,18 +692,13 @@ async fn the_account_page_changes_the_password(backend: Backend) {
             403,
         )
         .await;
-    let r = app
-        .client
-        .post(url(&app, "/app/account/password"))
-        .header("cookie", &owner.cookie)
-        .form(&[
-            ("current_password", "correct horse"),
-            ("new_password", "another good one"),
-            ("csrf_token", owner.csrf.as_str()),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let form = [
+        ("current_password", "correct horse"),
+        ("new_password", "another good one"),
+    ];
+    let r = owner
+        .send_form("/app/account/password", &form, &owner.csrf)
+        .await;
     assert_eq!(r.status(), 303);
     let fresh = Browser::with_cookie(&app, session_cookie(&r)).await;
     fresh.get("/app/account?done=password", 200).await;
@@ -730,8 +709,7 @@ async fn the_account_page_changes_the_password(backend: Backend) {
 
 async fn the_account_page_changes_the_name(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let html = owner.get("/app/account", 200).await;
     assert!(html.contains("name=\"name\" type=\"text\""), "{html}");
     // The rule of registration: one line, not blank.
@@ -750,7 +728,7 @@ async fn the_account_page_changes_the_name(backend: Backend) {
     assert!(html.contains("Your name is changed."), "{html}");
     assert!(html.contains("value=\"Ada Lovelace\""), "{html}");
     // The API's current user is the same record; the session stays.
-    let me = app.call(&token, Method::GET, "/auth/me", 200).await;
+    let me = app.me(&token).await;
     assert_eq!(me["data"]["name"], "Ada Lovelace");
     let overview = owner.get("/app/p/acme", 200).await;
     assert!(overview.contains("Ada Lovelace"), "the rail names the user");

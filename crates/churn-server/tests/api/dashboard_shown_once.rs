@@ -13,7 +13,7 @@ use crate::dashboard::behind_a_proxy;
 use crate::dashboard_client::{Browser, Posted, cookie_pair, set_cookies, url};
 use crate::dashboard_settings::project_json;
 use crate::dashboard_webhooks::endpoints;
-use crate::helpers::{Backend, TestApp, acme_owner, set_clock};
+use crate::helpers::{Backend, TestApp, post_endpoint, set_clock};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -92,8 +92,7 @@ fn clears(cookies: &[String], path: &str) {
 
 async fn an_endpoint_is_created_once_per_post_and_its_secret_shown_once(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let posted = owner.post(LIST, ENDPOINT, 303).await;
     let stored = endpoints(&app, &token).await;
     assert_eq!(stored.len(), 1);
@@ -138,8 +137,7 @@ async fn an_endpoint_is_created_once_per_post_and_its_secret_shown_once(backend:
 
 async fn a_key_rotation_happens_once_per_post_and_shows_the_new_key_once(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let before = project_json(&app, &token).await;
     let posted = owner
         .post(&format!("{SETTINGS}/keys/rotate"), &[], 303)
@@ -187,8 +185,7 @@ async fn a_key_rotation_happens_once_per_post_and_shows_the_new_key_once(backend
 
 async fn an_invitation_link_is_shown_once(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let posted = owner
         .post(
             &format!("{TEAM}/invitations"),
@@ -214,8 +211,7 @@ async fn an_invitation_link_is_shown_once(backend: Backend) {
 }
 
 async fn a_shown_value_opens_for_no_other_user_session_page_or_project(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     join(&app, &token, "admin@acme.io", "admin").await;
     app.create_project(&token, "Beta").await;
     set_clock(&app, NOW).await;
@@ -237,14 +233,7 @@ async fn a_shown_value_opens_for_no_other_user_session_page_or_project(backend: 
     let (html, _) = admin.get_with(SETTINGS, &settings_cookie, 200).await;
     assert!(nothing(&html));
     // Another page: another endpoint's, and the settings of the owner's other project.
-    let other = app
-        .call_json(
-            &token,
-            Method::POST,
-            "/projects/acme/webhook-endpoints",
-            &serde_json::json!({"url": "https://crm.example.com/b", "event_types": ["churn_event.lost"]}),
-            201,
-        )
+    let other = post_endpoint(&app, &token, &serde_json::json!({"url": "https://crm.example.com/b", "event_types": ["churn_event.lost"]}), 201)
         .await["data"]["id"]
         .as_str()
         .unwrap()
@@ -275,8 +264,7 @@ async fn a_shown_value_opens_for_no_other_user_session_page_or_project(backend: 
 
 async fn the_cookie_is_secure_behind_an_https_proxy(backend: Backend) {
     let app = behind_a_proxy(backend).await;
-    acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (_, owner) = Browser::acme_owner(&app).await;
     let r = app
         .client
         .post(url(&app, &format!("{SETTINGS}/keys/rotate")))

@@ -10,7 +10,7 @@ use wiremock::ResponseTemplate;
 
 use crate::alerts::receiving;
 use crate::dashboard_client::{Browser, Posted, main_of};
-use crate::helpers::{Backend, TestApp, acme_owner};
+use crate::helpers::{Backend, TestApp, acme_owner, header_str, post_endpoint};
 use crate::team::join;
 use churn_core::both_backends;
 
@@ -43,10 +43,9 @@ async fn deliveries(app: &TestApp, token: &str, id: &str) -> Vec<Value> {
 
 /// An endpoint made through the API; answers its id.
 async fn endpoint_by_api(app: &TestApp, token: &str, url: &str) -> String {
-    app.call_json(
+    post_endpoint(
+        app,
         token,
-        Method::POST,
-        "/projects/acme/webhook-endpoints",
         &json!({"url": url, "description": "CRM", "event_types": ["churn_event.created"]}),
         201,
     )
@@ -230,8 +229,7 @@ async fn an_endpoint_is_created_edited_tested_redelivered_and_deleted_from_its_p
 
 async fn a_refused_endpoint_keeps_what_was_typed_and_creates_nothing(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
-    let owner = Browser::sign_in(&app, "owner@acme.io").await;
+    let (token, owner) = Browser::acme_owner(&app).await;
     let Posted { body, .. } = owner
         .post(
             LIST,
@@ -291,14 +289,9 @@ async fn the_delivery_log_is_paginated_and_exported_as_csv(backend: Backend) {
 
     let r = owner.open(&format!("{page}?format=csv")).await;
     assert_eq!(r.status(), 200);
-    assert_eq!(
-        r.headers()["content-type"].to_str().unwrap(),
-        "text/csv; charset=utf-8"
-    );
+    assert_eq!(header_str(&r, "content-type"), "text/csv; charset=utf-8");
     assert!(
-        r.headers()["content-disposition"]
-            .to_str()
-            .unwrap()
+        header_str(&r, "content-disposition")
             .contains(&format!("acme-webhook-{id}-deliveries.csv"))
     );
     let csv = r.text().await.unwrap();

@@ -68,10 +68,20 @@ impl Setup {
             .await;
     }
 
+    /// The list of payment failures, with `query` (`?status=…`, or nothing).
+    pub(crate) async fn failure_list(&self, query: &str) -> Value {
+        let path = format!("/projects/acme/payment-failures{query}");
+        self.call(Method::GET, &path, 200).await
+    }
+
+    /// Retries the payment failure `id` now, asserting `status`; the whole answer.
+    pub(crate) async fn retry_failure(&self, id: &str, status: u16) -> Value {
+        let path = format!("/projects/acme/payment-failures/{id}/retry");
+        self.call(Method::POST, &path, status).await
+    }
+
     pub(crate) async fn only_failure(&self) -> Value {
-        let list = self
-            .call(Method::GET, "/projects/acme/payment-failures", 200)
-            .await;
+        let list = self.failure_list("").await;
         let id = list["data"]["failures"][0]["id"]
             .as_str()
             .unwrap()
@@ -329,13 +339,7 @@ async fn hard_declines_advice_codes_and_exhaustion(backend: Backend) {
         s.app.run_jobs().await;
         s.advance_hours(1).await;
     }
-    let list = s
-        .call(
-            Method::GET,
-            "/projects/acme/payment-failures?status=abandoned",
-            200,
-        )
-        .await;
+    let list = s.failure_list("?status=abandoned").await;
     assert_eq!(list["data"]["total"], 2);
     let exhausted = list["data"]["failures"]
         .as_array()
@@ -360,13 +364,7 @@ async fn hard_declines_advice_codes_and_exhaustion(backend: Backend) {
     // A failure that arrives with a hard decline is abandoned at once but still emailed.
     s.send_a(&hard_decline_for_lars(), 200).await;
     s.app.run_jobs().await;
-    let list = s
-        .call(
-            Method::GET,
-            "/projects/acme/payment-failures?status=abandoned&per_page=1",
-            200,
-        )
-        .await;
+    let list = s.failure_list("?status=abandoned&per_page=1").await;
     assert_eq!(list["data"]["total"], 3);
     let lars = s
         .detail(list["data"]["failures"][0]["id"].as_str().unwrap())
@@ -397,17 +395,7 @@ async fn manual_retries(backend: Backend) {
     s.send_a(&fixture("a_basil_invoice_payment_failed"), 200)
         .await;
     let id = s.only_failure().await["id"].as_str().unwrap().to_owned();
-    let retry = |status: u16| {
-        s.app.expect(
-            s.app
-                .req(
-                    Method::POST,
-                    &format!("/projects/acme/payment-failures/{id}/retry"),
-                )
-                .bearer_auth(&s.token),
-            status,
-        )
-    };
+    let retry = |status: u16| s.retry_failure(&id, status);
     // The provider errs: 502, nothing counted.
     s.pay_answers(INVOICE, ResponseTemplate::new(503)).await;
     assert_eq!(retry(502).await["error"]["code"], "UPSTREAM_ERROR");
@@ -439,21 +427,9 @@ async fn manual_retries(backend: Backend) {
     )
     .await;
     s.send_b("evt_b1", &fixture("b_payment_failed")).await;
-    let list = s
-        .call(
-            Method::GET,
-            "/projects/acme/payment-failures?status=failing",
-            200,
-        )
-        .await;
+    let list = s.failure_list("?status=failing").await;
     let b = list["data"]["failures"][0]["id"].as_str().unwrap();
-    let refused = s
-        .call(
-            Method::POST,
-            &format!("/projects/acme/payment-failures/{b}/retry"),
-            400,
-        )
-        .await;
+    let refused = s.retry_failure(b, 400).await;
     assert_eq!(
         refused["error"]["message"],
         "this provider retries payments itself"
@@ -465,13 +441,7 @@ async fn manual_retries(backend: Backend) {
     third["data"]["object"]["id"] = json!("in_third");
     s.send_a(&third.to_string(), 200).await;
     s.pay_answers("in_third", paid("in_third")).await;
-    let failing = s
-        .call(
-            Method::GET,
-            "/projects/acme/payment-failures?status=failing&per_page=100",
-            200,
-        )
-        .await;
+    let failing = s.failure_list("?status=failing&per_page=100").await;
     let third_id = failing["data"]["failures"]
         .as_array()
         .unwrap()
@@ -481,13 +451,7 @@ async fn manual_retries(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
-    let answer = s
-        .call(
-            Method::POST,
-            &format!("/projects/acme/payment-failures/{third_id}/retry"),
-            200,
-        )
-        .await;
+    let answer = s.retry_failure(&third_id, 200).await;
     assert_eq!(
         (
             &answer["data"]["status"],
@@ -520,13 +484,7 @@ async fn custom_retry_url_and_razorpay_reminders(backend: Backend) {
         s.advance_hours(1).await;
         s.app.run_jobs().await;
     }
-    let list = s
-        .call(
-            Method::GET,
-            "/projects/acme/payment-failures?status=abandoned",
-            200,
-        )
-        .await;
+    let list = s.failure_list("?status=abandoned").await;
     let b = &list["data"]["failures"][0];
     assert_eq!(
         (&b["provider"], &b["attempts"], &b["abandon_reason"]),

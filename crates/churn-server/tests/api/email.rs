@@ -12,8 +12,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner as owner, event_of, event_with_variants, send_variant,
-    variant_of,
+    Backend, Options, TestApp, acme_owner as owner, event_of, event_with_variants, post_event,
+    send_variant, variant_of,
 };
 use churn_core::both_backends;
 
@@ -220,7 +220,7 @@ async fn llm_answers_are_used_and_failures_fall_back(backend: Backend) {
     let llm = start_llm().await;
     let app = writing_with(backend, &llm, 2).await;
     let token = owner(&app).await;
-    let event = app.call_json(&token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": "dana@x.io", "customer_name": "Dana", "event_type": "cancellation", "cancel_reason": "too_expensive"}), 201).await;
+    let event = post_event(&app, &token, &json!({"customer_email": "dana@x.io", "customer_name": "Dana", "event_type": "cancellation", "cancel_reason": "too_expensive"}), 201).await;
     let id = event["data"]["id"].as_str().unwrap();
     let generated = app
         .call(

@@ -3,7 +3,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{
     Backend, Options, TestApp, acme_owner as owner, advance, configure, event_of, login,
-    mark_recovered, rotate_secret_key, send_variant, variant_of,
+    mark_recovered, post_event, rotate_secret_key, send_variant, variant_of,
 };
 use churn_core::both_backends;
 use churn_core::testing::outbox_without_verifications;
@@ -30,15 +30,7 @@ both_backends!(
 );
 
 async fn create_event(app: &TestApp, token: &str, body: Value) -> Value {
-    app.call_json(
-        token,
-        Method::POST,
-        "/projects/acme/churn-events",
-        &body,
-        201,
-    )
-    .await["data"]
-        .clone()
+    post_event(app, token, &body, 201).await["data"].clone()
 }
 
 async fn generate(app: &TestApp, token: &str, id: &str) -> Value {
@@ -318,17 +310,9 @@ async fn lifecycle_from_creation_to_recovery(backend: Backend) {
 async fn creation_and_list_are_validated(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = owner(&app).await;
-    let bad = app.call_json(&token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": "nope", "event_type": "refund", "mrr": -1, "currency": "dollars", "tenure_days": -2}), 400).await;
+    let bad = post_event(&app, &token, &json!({"customer_email": "nope", "event_type": "refund", "mrr": -1, "currency": "dollars", "tenure_days": -2}), 400).await;
     insta::assert_json_snapshot!("event_validation", bad);
-    let missing = app
-        .call_json(
-            &token,
-            Method::POST,
-            "/projects/acme/churn-events",
-            &json!({"event_type": "cancellation"}),
-            400,
-        )
-        .await;
+    let missing = post_event(&app, &token, &json!({"event_type": "cancellation"}), 400).await;
     assert_eq!(missing["error"]["details"][0]["field"], "customer_email");
     for query in [
         "per_page=101",

@@ -13,7 +13,7 @@ use wiremock::{Mock, ResponseTemplate};
 
 use crate::card_update::pairs;
 use crate::dashboard_client::Browser;
-use crate::helpers::{Backend, clock_now, fields, set_clock, wire_time};
+use crate::helpers::{Backend, clock_now, fields, header_str, set_clock, wire_time};
 use crate::webhooks::{Setup, fixture, setup};
 use churn_core::both_backends;
 
@@ -402,10 +402,7 @@ async fn the_dashboard_previews_the_page(backend: Backend) {
     );
     let r = browser.open("/app/p/acme/payments/page-preview").await;
     assert_eq!(r.status(), 200);
-    let csp = r.headers()["content-security-policy"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let csp = header_str(&r, "content-security-policy").to_owned();
     assert!(
         csp.contains("form-action 'none'; frame-ancestors 'self'; sandbox"),
         "{csp}"

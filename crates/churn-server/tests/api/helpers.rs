@@ -55,6 +55,21 @@ impl TestApp {
         Self::spawn_with(backend, Options::default()).await
     }
 
+    /// A server with `owner@acme.io` owning the project `acme` (`acme_owner`); answers the
+    /// owner's session token too.
+    pub async fn spawn_acme(backend: Backend) -> (Self, String) {
+        let app = Self::spawn(backend).await;
+        let token = acme_owner(&app).await;
+        (app, token)
+    }
+
+    /// `spawn_acme`, with a fresh secret key (`acme_with_key`).
+    pub async fn spawn_acme_with_key(backend: Backend) -> (Self, Acme) {
+        let app = Self::spawn(backend).await;
+        let acme = acme_with_key(&app).await;
+        (app, acme)
+    }
+
     /// A server that delivers to private addresses: the fake receivers listen on loopback.
     pub async fn spawn_private(backend: Backend) -> Self {
         Self::spawn_with(
@@ -62,6 +77,11 @@ impl TestApp {
             Options::default().with("webhook_allow_private", true),
         )
         .await
+    }
+
+    /// A server whose `registration` policy is `policy` (`open`, `invite_only`, `closed`).
+    pub async fn spawn_registering(backend: Backend, policy: &str) -> Self {
+        Self::spawn_with(backend, Options::default().with("registration", policy)).await
     }
 
     pub async fn spawn_with(backend: Backend, options: Options) -> Self {
@@ -246,6 +266,25 @@ impl TestApp {
             .await
     }
 
+    /// `call`, asserting 200; answers the text `field` of the body's `data`.
+    pub async fn data_str(
+        &self,
+        token: impl std::fmt::Display,
+        method: Method,
+        path: &str,
+        field: &str,
+    ) -> String {
+        self.call(token, method, path, 200).await["data"][field]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// `GET /auth/me` as `token`, asserting 200; answers the whole body.
+    pub async fn me(&self, token: impl std::fmt::Display) -> Value {
+        self.call(token, Method::GET, "/auth/me", 200).await
+    }
+
     /// `call` with a JSON body.
     pub async fn call_json<B: serde::Serialize + ?Sized>(
         &self,
@@ -386,16 +425,28 @@ pub async fn acme_owner(app: &TestApp) -> String {
     s.token
 }
 
+/// Records `event` in `acme` (`POST /projects/acme/churn-events`) as the session `token`,
+/// asserting `status`; answers the whole body.
+pub async fn post_event(app: &TestApp, token: &str, event: &Value, status: u16) -> Value {
+    app.call_json(
+        token,
+        Method::POST,
+        "/projects/acme/churn-events",
+        event,
+        status,
+    )
+    .await
+}
+
 /// A cancellation of `email` in `acme` with its nine drafts: (event id, variants).
 pub async fn generated_event(app: &TestApp, token: &str, email: &str) -> (String, Vec<Value>) {
-    let event = app
-        .expect(
-            app.req(Method::POST, "/projects/acme/churn-events")
-                .bearer_auth(token)
-                .json(&json!({"customer_email": email, "customer_name": "Dana", "event_type": "cancellation"})),
-            201,
-        )
-        .await;
+    let event = post_event(
+        app,
+        token,
+        &json!({"customer_email": email, "customer_name": "Dana", "event_type": "cancellation"}),
+        201,
+    )
+    .await;
     let id = event["data"]["id"].as_str().unwrap().to_owned();
     let variants = generate(app, token, &id).await;
     (id, variants)
@@ -414,15 +465,37 @@ pub async fn generate(app: &TestApp, token: &str, id: &str) -> Vec<Value> {
     generated["data"]["variants"].as_array().unwrap().clone()
 }
 
+/// `PATCH /projects/acme` with `patch` as the session `token`, asserting `status`; answers
+/// the whole body.
+pub async fn patch_project(app: &TestApp, token: &str, patch: &Value, status: u16) -> Value {
+    app.call_json(token, Method::PATCH, "/projects/acme", patch, status)
+        .await
+}
+
+/// `PUT /projects/acme/cancel-flow` of `flow` as the session `token`, asserting `status`;
+/// answers the whole body.
+pub async fn put_cancel_flow(app: &TestApp, token: &str, flow: &Value, status: u16) -> Value {
+    app.call_json(
+        token,
+        Method::PUT,
+        "/projects/acme/cancel-flow",
+        flow,
+        status,
+    )
+    .await
+}
+
+/// Creates the webhook endpoint `endpoint` in `acme` as the session `token`, asserting
+/// `status`; answers the whole body.
+pub async fn post_endpoint(app: &TestApp, token: &str, endpoint: &Value, status: u16) -> Value {
+    let path = "/projects/acme/webhook-endpoints";
+    app.call_json(token, Method::POST, path, endpoint, status)
+        .await
+}
+
 /// Patches the `acme` project's settings.
 pub async fn configure(app: &TestApp, token: &str, settings: Value) {
-    app.expect(
-        app.req(Method::PATCH, "/projects/acme")
-            .bearer_auth(token)
-            .json(&json!({ "settings": settings })),
-        200,
-    )
-    .await;
+    patch_project(app, token, &json!({ "settings": settings }), 200).await;
 }
 
 /// Like `generated_event`; returns the event id and the recommended variant's id.
@@ -469,6 +542,11 @@ pub fn fields(body: &Value) -> Vec<&str> {
         .collect()
 }
 
+/// The header `name` of `response` (the first, if sent more than once), as text.
+pub fn header_str<'a>(response: &'a reqwest::Response, name: &str) -> &'a str {
+    response.headers()[name].to_str().unwrap()
+}
+
 /// Moves the test clock on by `seconds`.
 pub async fn advance(app: &TestApp, seconds: i64) {
     app.expect(
@@ -504,34 +582,35 @@ pub async fn login(app: &TestApp, email: &str) -> String {
 
 /// A fresh secret key for `acme`, from a key rotation.
 pub async fn rotate_secret_key(app: &TestApp, token: &str) -> String {
-    app.call(token, Method::POST, "/projects/acme/rotate-keys", 200)
-        .await["data"]["secret_key"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    app.data_str(
+        token,
+        Method::POST,
+        "/projects/acme/rotate-keys",
+        "secret_key",
+    )
+    .await
 }
 
 /// `acme`'s secret for inbound custom events, read as `token`.
 pub async fn webhook_secret(app: &TestApp, token: &str) -> String {
-    app.call(token, Method::GET, "/projects/acme/webhook-secret", 200)
-        .await["data"]["webhook_secret"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    app.data_str(
+        token,
+        Method::GET,
+        "/projects/acme/webhook-secret",
+        "webhook_secret",
+    )
+    .await
 }
 
 /// A fresh identity secret for `acme` (the old one keeps verifying for 24 hours).
 pub async fn rotate_identity_secret(app: &TestApp, token: &str) -> String {
-    app.call(
+    app.data_str(
         token,
         Method::POST,
         "/projects/acme/identity-secret/rotate",
-        200,
+        "identity_secret",
     )
-    .await["data"]["identity_secret"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    .await
 }
 
 /// The variant `vid` of the `acme` event `event`, as the variant list shows it.

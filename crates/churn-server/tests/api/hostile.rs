@@ -6,7 +6,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner, event_with_variants, send_variant};
+use crate::helpers::{Backend, Options, TestApp, event_with_variants, send_variant};
 use crate::webhooks::setup;
 use churn_core::both_backends;
 
@@ -32,13 +32,10 @@ async fn refused(app: &TestApp, request: reqwest::RequestBuilder, field: &str) {
 }
 
 async fn display_names_and_subjects_are_one_line_at_every_entry(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
-    let public_key =
-        app.call(&owner, Method::GET, "/projects/acme", 200).await["data"]["public_key"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let (app, owner) = TestApp::spawn_acme(backend).await;
+    let public_key = app
+        .data_str(&owner, Method::GET, "/projects/acme", "public_key")
+        .await;
     let identity = crate::cancel_flow::identity_secret(&app, &owner, "acme").await;
     let (id, vid) = event_with_variants(&app, &owner, "dana@example.com").await;
     for name in HOSTILE {
@@ -151,8 +148,7 @@ async fn store_text(url: &str, sql: &str, value: &str) {
 /// Rows written before the entries refused such names: a customer, a project, a user and
 /// a subject with CR and LF. Every email still goes out, with no header injected.
 async fn stored_hostile_names_never_break_an_email(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let (id, vid) = event_with_variants(&app, &owner, "dana@example.com").await;
     // A fresh process, so no cache holds the rows as they were.
     let db = app.stop().await;

@@ -111,14 +111,7 @@ async fn id_tokens_sign_in_or_create_users(backend: Backend) {
         .await;
     assert_eq!(created["data"]["user"]["email"], "grace@navy.example");
     assert_eq!(created["data"]["user"]["name"], "Grace Hopper");
-    let me = app
-        .call(
-            created["data"]["token"].as_str().unwrap(),
-            Method::GET,
-            "/auth/me",
-            200,
-        )
-        .await;
+    let me = app.me(created["data"]["token"].as_str().unwrap()).await;
     assert_eq!(me["data"]["subscription"]["status"], "paid");
     // The same person again: the same user, with "true" as a string as some providers send it.
     let again = app
@@ -140,7 +133,7 @@ async fn id_tokens_sign_in_or_create_users(backend: Backend) {
     // The takeover rule: a password account whose email was never verified belongs to
     // whoever proves the address. The password and every earlier token stop working.
     let ada = app.register("ada@example.com").await;
-    let before = app.call(&ada.token, Method::GET, "/auth/me", 200).await;
+    let before = app.me(&ada.token).await;
     assert_eq!(before["data"]["email_verified"], false);
     let taken = app
         .expect(
@@ -158,7 +151,7 @@ async fn id_tokens_sign_in_or_create_users(backend: Backend) {
         .json(&json!({"email": "ada@example.com", "password": "correct horse"}));
     app.expect(password_login, 401).await;
     let taken_token = taken["data"]["token"].as_str().unwrap();
-    let me = app.call(taken_token, Method::GET, "/auth/me", 200).await;
+    let me = app.me(taken_token).await;
     assert_eq!(me["data"]["email_verified"], true);
     // Verified now: signing in through the provider again ends no session.
     app.expect(
@@ -169,7 +162,7 @@ async fn id_tokens_sign_in_or_create_users(backend: Backend) {
         200,
     )
     .await;
-    app.call(taken_token, Method::GET, "/auth/me", 200).await;
+    app.me(taken_token).await;
 
     // An account whose owner verified the address links without losing anything.
     let bob = app.register("bob@example.com").await;
@@ -201,7 +194,7 @@ async fn id_tokens_sign_in_or_create_users(backend: Backend) {
         200,
     )
     .await;
-    app.call(&bob.token, Method::GET, "/auth/me", 200).await;
+    app.me(&bob.token).await;
     app.expect(
         app.req(Method::POST, "/auth/login")
             .json(&json!({"email": "bob@example.com", "password": "correct horse"})),

@@ -13,7 +13,7 @@ use futures::StreamExt;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{Backend, Options, TestApp, acme_with_key, clock_now};
+use crate::helpers::{Backend, Options, TestApp, acme_with_key, clock_now, header_str};
 
 both_backends!(
     webhooks_are_limited_per_public_key_outside_the_ip_limit,
@@ -27,10 +27,8 @@ fn limited() -> Options {
 }
 
 async fn public_key(app: &TestApp, token: &str) -> String {
-    app.call(token, Method::GET, "/projects/acme", 200).await["data"]["public_key"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    app.data_str(token, Method::GET, "/projects/acme", "public_key")
+        .await
 }
 
 /// A well-formed key no project has.
@@ -39,11 +37,7 @@ fn made_up(prefix: &str, n: usize) -> String {
 }
 
 fn limit_of(response: &reqwest::Response) -> u64 {
-    response.headers()["x-ratelimit-limit"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap()
+    header_str(response, "x-ratelimit-limit").parse().unwrap()
 }
 
 async fn webhooks_are_limited_per_public_key_outside_the_ip_limit(backend: Backend) {
@@ -68,9 +62,7 @@ async fn webhooks_are_limited_per_public_key_outside_the_ip_limit(backend: Backe
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let remaining: u64 = response.headers()["x-ratelimit-remaining"]
-        .to_str()
-        .unwrap()
+    let remaining: u64 = header_str(&response, "x-ratelimit-remaining")
         .parse()
         .unwrap();
     assert!(remaining >= 20, "the IP bucket has {remaining} left");
@@ -173,8 +165,7 @@ async fn unknown_keys_are_refused_from_memory_without_a_database_read(backend: B
 /// a running server honours them on its next request (on PostgreSQL as soon as its
 /// notification arrives).
 async fn cli_revocations_hold_on_the_next_request(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let member = crate::team::join(&app, &acme.token, "member@acme.io", "member").await;
     let track = || {
         app.req(Method::POST, "/track")

@@ -11,8 +11,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner, configure, fields, generated_event as event,
-    rotate_secret_key, send_variant, serve_dns, set_clock, variant_of,
+    Backend, Options, TestApp, acme_owner, configure, fields, generated_event as event, header_str,
+    patch_project, rotate_secret_key, send_variant, serve_dns, set_clock, variant_of,
 };
 use churn_core::both_backends;
 
@@ -164,15 +164,13 @@ async fn every_email_has_a_button_and_an_unsubscribe_link(backend: Backend) {
         mail.contains("<a href=\"mailto:support@acme.io\""),
         "{mail}"
     );
-    let refused = app
-        .call_json(
-            &token,
-            Method::PATCH,
-            "/projects/acme",
-            &json!({"settings": {"reactivation_url": "http://acme.io/back"}}),
-            400,
-        )
-        .await;
+    let refused = patch_project(
+        &app,
+        &token,
+        &json!({"settings": {"reactivation_url": "http://acme.io/back"}}),
+        400,
+    )
+    .await;
     assert_eq!(
         refused["error"]["details"][0]["field"],
         "settings.reactivation_url"
@@ -189,12 +187,7 @@ async fn unsubscribe_by_post_but_not_by_get(backend: Backend) {
     // A GET (a mail scanner following the link) shows a page with a button and changes nothing.
     let page = app.client.get(&url).send().await.unwrap();
     assert_eq!(page.status(), 200);
-    assert!(
-        page.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/html")
-    );
+    assert!(header_str(&page, "content-type").starts_with("text/html"));
     let html = page.text().await.unwrap();
     assert!(
         html.contains("<form method=\"post\"") && html.contains("dana@northwind.example"),

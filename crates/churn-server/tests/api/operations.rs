@@ -1,7 +1,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{Backend, Options, TestApp, metrics};
+use crate::helpers::{Backend, Options, TestApp, header_str, metrics};
 use churn_core::both_backends;
 
 both_backends!(
@@ -282,10 +282,7 @@ async fn openapi_operation_ids_are_unique_and_errors_documented(backend: Backend
     assert_eq!(stats.as_array().unwrap().len(), 2, "{stats}");
     // /metrics is documented with the content type it is served with.
     let metrics = app.req(Method::GET, "/metrics").send().await.unwrap();
-    let served = metrics.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let served = header_str(&metrics, "content-type").to_owned();
     let documented = &doc["paths"]["/metrics"]["get"]["responses"]["200"]["content"];
     assert!(
         documented.get(&served).is_some(),
@@ -341,7 +338,7 @@ async fn state_survives_a_restart(backend: Backend) {
     let db = app.stop().await;
 
     let app = TestApp::start(db, Options::default().with("dev_mode", false)).await;
-    app.call(&s.token, Method::GET, "/auth/me", 200).await;
+    app.me(&s.token).await;
     let detail = app
         .call_with_key(&secret, Method::GET, "/projects/acme", 200)
         .await;

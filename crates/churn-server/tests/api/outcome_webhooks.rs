@@ -17,9 +17,9 @@ use crate::alerts::{quiet_customers, rebinding, receiving, redirecting};
 use crate::fake_provider::{self, FakeProvider};
 use crate::helpers::{
     Backend, Options, TestApp, acme_owner, acme_with_key, advance, clock_now, configure, fields,
-    mark_recovered, send_variant, variant_of, wire_time,
+    mark_recovered, post_endpoint, post_event, send_variant, variant_of, wire_time,
 };
-use crate::risk::recompute;
+use crate::risk::{put_risk_config, recompute};
 use churn_core::both_backends;
 
 both_backends!(
@@ -55,15 +55,7 @@ async fn received(receiver: &FakeProvider) -> Vec<wiremock::Request> {
 
 /// Creates an endpoint as the owner; answers the creation's `data`.
 async fn create(app: &TestApp, token: &str, body: Value) -> Value {
-    app.call_json(
-        token,
-        Method::POST,
-        "/projects/acme/webhook-endpoints",
-        &body,
-        201,
-    )
-    .await["data"]
-        .clone()
+    post_endpoint(app, token, &body, 201).await["data"].clone()
 }
 
 /// A receiver answering [`HOOK`] with `template`, a server delivering to it and its owner's
@@ -103,7 +95,7 @@ async fn deliveries(app: &TestApp, token: &str, endpoint: &str) -> Vec<Value> {
 }
 
 async fn churn_event(app: &TestApp, token: &str, email: &str) -> Value {
-    app.call_json(token, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": email, "event_type": "cancellation", "cancel_reason": "too expensive", "mrr": 4900}), 201).await["data"]
+    post_event(app, token, &json!({"customer_email": email, "event_type": "cancellation", "cancel_reason": "too expensive", "mrr": 4900}), 201).await["data"]
         .clone()
 }
 
@@ -166,35 +158,30 @@ async fn endpoints_are_created_read_changed_and_deleted(backend: Backend) {
     assert!(!sealed.contains(key), "the secret is stored sealed");
 
     // Bad input: every field named.
-    let refused = app
-        .call_json(
-            &acme.token,
-            Method::POST,
-            "/projects/acme/webhook-endpoints",
-            &json!({"url": "http://example.com/hooks", "event_types": ["churn_event.nope"]}),
-            400,
-        )
-        .await;
-    assert_eq!(fields(&refused), ["url", "event_types"]);
-    let empty = app
-        .call_json(
-            &acme.token,
-            Method::POST,
-            "/projects/acme/webhook-endpoints",
-            &json!({"url": "https://127.0.0.1:9/x", "event_types": []}),
-            400,
-        )
-        .await;
-    assert_eq!(fields(&empty), ["event_types"]);
-    app.call_json(
+    let refused = post_endpoint(
+        &app,
         &acme.token,
-        Method::POST,
-        "/projects/acme/webhook-endpoints",
+        &json!({"url": "http://example.com/hooks", "event_types": ["churn_event.nope"]}),
+        400,
+    )
+    .await;
+    assert_eq!(fields(&refused), ["url", "event_types"]);
+    let empty = post_endpoint(
+        &app,
+        &acme.token,
+        &json!({"url": "https://127.0.0.1:9/x", "event_types": []}),
+        400,
+    )
+    .await;
+    assert_eq!(fields(&empty), ["event_types"]);
+    post_endpoint(
+        &app,
+        &acme.token,
         &json!({"url": "https://127.0.0.1:9/x", "event_types": ["variant.sent"], "colour": 1}),
         400,
     )
     .await;
-    app.call_json(&acme.token, Method::POST, "/projects/acme/webhook-endpoints", &json!({"url": "https://127.0.0.1:9/x", "event_types": ["variant.sent"], "format": "teams"}), 400).await;
+    post_endpoint(&app, &acme.token, &json!({"url": "https://127.0.0.1:9/x", "event_types": ["variant.sent"], "format": "teams"}), 400).await;
 
     // Changed: the fields given.
     let patched = app.call_json(&acme.token, Method::PATCH, &format!("/projects/acme/webhook-endpoints/{id}"), &json!({"enabled": false, "format": "slack", "event_types": ["payment_failure.created"]}), 200).await["data"]
@@ -520,15 +507,13 @@ async fn private_addresses_are_refused_at_save_and_at_delivery(backend: Backend)
         "https://[::ffff:192.168.1.1]/hooks",
         "https://localhost/hooks",
     ] {
-        let refused = app
-            .call_json(
-                &token,
-                Method::POST,
-                "/projects/acme/webhook-endpoints",
-                &json!({"url": url, "event_types": ["churn_event.created"]}),
-                400,
-            )
-            .await;
+        let refused = post_endpoint(
+            &app,
+            &token,
+            &json!({"url": url, "event_types": ["churn_event.created"]}),
+            400,
+        )
+        .await;
         assert_eq!(fields(&refused), ["url"], "{url}");
     }
     let url = format!("{}{HOOK}", receiver.base);
@@ -764,14 +749,7 @@ async fn an_alert_and_an_endpoint_message_are_delivered_by_one_mechanism(backend
     let acme = acme_with_key(&app).await;
     let url = format!("{}{HOOK}", receiver.base);
     // Public when saved, both.
-    app.call_json(
-        &acme.token,
-        Method::PUT,
-        "/projects/acme/churn-risk/config",
-        &json!({"webhook_url": url}),
-        200,
-    )
-    .await;
+    put_risk_config(&app, &acme.token, json!({"webhook_url": url}), 200).await;
     let endpoint = subscribe(&app, &acme.token, &receiver, &["churn_risk.alert"]).await;
     let endpoint_id = endpoint["id"].as_str().unwrap();
     // Loopback, where the receiver listens, at delivery.

@@ -1,7 +1,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, advance, clock_now, fields};
+use crate::helpers::{Backend, TestApp, advance, clock_now, fields, patch_project};
 use churn_core::both_backends;
 
 both_backends!(
@@ -129,28 +129,24 @@ async fn update_is_partial_for_put_and_patch(backend: Backend) {
         assert_eq!(updated["settings"]["founder_name"], "Ada");
         assert_eq!(updated["settings"]["recovery_window_days"], 30);
     }
-    let support = app
-        .call_json(
-            &s.token,
-            Method::PATCH,
-            "/projects/acme",
-            &json!({"support_email": "help@acme.io"}),
-            200,
-        )
-        .await;
+    let support = patch_project(
+        &app,
+        &s.token,
+        &json!({"support_email": "help@acme.io"}),
+        200,
+    )
+    .await;
     assert_eq!(
         support["data"]["name"], "Acme PATCH",
         "absent fields are kept"
     );
-    let bad = app
-        .call_json(
-            &s.token,
-            Method::PATCH,
-            "/projects/acme",
-            &json!({"support_email": "nope", "settings": {"recovery_window_days": 400}}),
-            400,
-        )
-        .await;
+    let bad = patch_project(
+        &app,
+        &s.token,
+        &json!({"support_email": "nope", "settings": {"recovery_window_days": 400}}),
+        400,
+    )
+    .await;
     assert_eq!(
         fields(&bad),
         ["support_email", "settings.recovery_window_days"]
@@ -419,13 +415,9 @@ async fn concurrent_changes_do_not_overwrite_each_other(backend: Backend) {
         "exactly one key pair is active after concurrent rotations"
     );
 
+    let rename = json!({"name": "Renamed"});
     let (renamed, rotated) = futures::join!(
-        app.expect(
-            app.req(Method::PATCH, "/projects/acme")
-                .bearer_auth(&s.token)
-                .json(&json!({"name": "Renamed"})),
-            200
-        ),
+        patch_project(&app, &s.token, &rename, 200),
         app.call(
             &s.token,
             Method::POST,

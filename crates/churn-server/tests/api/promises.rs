@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
-use crate::helpers::{Backend, TestApp, acme_owner, event_of, generate, send_variant};
+use crate::helpers::{Backend, TestApp, event_of, generate, patch_project, send_variant};
 use crate::providers::A_KEY;
 use crate::webhooks::{Setup, setup};
 
@@ -52,14 +52,7 @@ fn variant<'a>(variants: &'a [Value], strategy: &str) -> &'a Value {
 }
 
 async fn patch_settings(app: &TestApp, token: &str, settings: Value, status: u16) -> Value {
-    app.call_json(
-        token,
-        Method::PATCH,
-        "/projects/acme",
-        &json!({"settings": settings}),
-        status,
-    )
-    .await
+    patch_project(app, token, &json!({"settings": settings}), status).await
 }
 
 /// The POSTs the fake received: path, sorted form pairs and idempotency key.
@@ -206,8 +199,7 @@ async fn a_stripe_error_leaves_the_draft_unsent(backend: Backend) {
 }
 
 async fn without_material_strategies_warn_and_are_not_recommended(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     for reason in [
         "too_expensive",
         "missing_features",
@@ -247,8 +239,7 @@ async fn without_material_strategies_warn_and_are_not_recommended(backend: Backe
 }
 
 async fn the_founders_code_and_testimonials_are_used_as_given(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let project = patch_settings(
         &app,
         &token,
@@ -297,8 +288,7 @@ async fn the_founders_code_and_testimonials_are_used_as_given(backend: Backend) 
 }
 
 async fn settings_material_is_validated_field_by_field(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let quote = |q: &str| json!({"quote": q, "author": "Priya"});
     let cases = [
         (json!({"coupon_code": "HAS SPACE"}), "settings.coupon_code"),

@@ -5,9 +5,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::helpers::{
-    Backend, Options, TestApp, acme_owner, acme_with_key, clock_now, fields, login,
-};
+use crate::helpers::{Backend, Options, TestApp, acme_owner, clock_now, fields, login};
 use churn_core::{both_backends, signature};
 
 both_backends!(
@@ -35,8 +33,7 @@ async fn put(app: &TestApp, token: &str, provider: &str, body: Value, status: u1
 }
 
 async fn connections_show_hints_and_the_webhook_address(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let project = app.call(&token, Method::GET, "/projects/acme", 200).await;
     let public_key = project["data"]["public_key"].as_str().unwrap().to_owned();
     let a = put(
@@ -118,8 +115,7 @@ async fn connections_show_hints_and_the_webhook_address(backend: Backend) {
 }
 
 async fn credentials_are_sealed_at_rest(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     put(
         &app,
         &token,
@@ -156,8 +152,7 @@ async fn credentials_are_sealed_at_rest(backend: Backend) {
 }
 
 async fn fields_are_checked_per_provider(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let missing = put(&app, &token, "stripe", json!({"api_key": A_KEY}), 400).await;
     assert_eq!(fields(&missing), ["webhook_secret"]);
     let foreign = put(
@@ -185,8 +180,7 @@ async fn fields_are_checked_per_provider(backend: Backend) {
 }
 
 async fn api_base_and_retry_url_pass_the_address_check(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     for (provider, body, field) in [
         (
             "stripe",
@@ -250,8 +244,7 @@ async fn api_base_and_retry_url_pass_the_address_check(backend: Backend) {
 }
 
 async fn only_admins_manage_providers(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let created = app.create_project(&token, "Other").await;
     let secret = created["api_keys"]["secret_key"].as_str().unwrap();
     // A secret key never administers: 401 on provider routes.
@@ -272,8 +265,7 @@ async fn only_admins_manage_providers(backend: Backend) {
 /// `providerA` and `providerB`, the interface document's names, are accepted wherever a path
 /// names a provider; every answer names the real one.
 async fn aliases_and_real_names_on_every_provider_route(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let project = app.call(&token, Method::GET, "/projects/acme", 200).await;
     let public_key = project["data"]["public_key"].as_str().unwrap().to_owned();
     let port = app.address.rsplit(':').next().unwrap().to_owned();
@@ -384,8 +376,7 @@ async fn aliases_and_real_names_on_every_provider_route(backend: Backend) {
 /// Rows written under `providerA`/`providerB` read as the real names, and migration 0071
 /// rewrites them; the credentials sealed before it still open (their scope kept the old name).
 async fn stored_aliases_become_real_names(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     put(
         &app,
         &acme.token,

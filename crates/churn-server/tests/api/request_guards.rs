@@ -252,8 +252,13 @@ async fn hostile_input_is_refused_by_name(backend: Backend) {
     insta::assert_json_snapshot!("uri_too_long", too_long);
 }
 
-/// One HTTP/1.1 answer off a raw connection: status and body.
-async fn read_answer(reader: &mut BufReader<tokio::net::TcpStream>) -> (u16, String, Vec<String>) {
+/// Writes `request` on a raw connection and reads one HTTP/1.1 answer off it: status, body
+/// and headers.
+async fn exchange(
+    reader: &mut BufReader<tokio::net::TcpStream>,
+    request: &[u8],
+) -> (u16, String, Vec<String>) {
+    reader.get_mut().write_all(request).await.unwrap();
     let mut status_line = String::new();
     reader.read_line(&mut status_line).await.unwrap();
     let status = status_line
@@ -296,24 +301,18 @@ async fn an_early_answer_keeps_the_connection_usable(backend: Backend) {
              Content-Length: {}\r\n\r\n{body}",
             body.len()
         );
-        reader
-            .get_mut()
-            .write_all(request.as_bytes())
-            .await
-            .unwrap();
-        let (status, answer, headers) = read_answer(&mut reader).await;
+        let (status, answer, headers) = exchange(&mut reader, request.as_bytes()).await;
         assert!([401, 404].contains(&status), "{status}: {answer}");
         assert!(
             !headers.iter().any(|h| h == "connection: close"),
             "{headers:?}"
         );
     }
-    reader
-        .get_mut()
-        .write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        .await
-        .unwrap();
-    let (status, answer, _) = read_answer(&mut reader).await;
+    let (status, answer, _) = exchange(
+        &mut reader,
+        b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n",
+    )
+    .await;
     assert_eq!(status, 200, "the same connection still serves: {answer}");
 }
 
@@ -345,18 +344,13 @@ async fn requests_hyper_cannot_parse_are_answered_in_the_house_shape(backend: Ba
             .unwrap();
         let mut reader = BufReader::new(stream);
         // A healthy request first: the rewrite must not touch answers before it.
-        reader
-            .get_mut()
-            .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-            .await
-            .unwrap();
-        assert_eq!(read_answer(&mut reader).await.0, 200);
-        reader
-            .get_mut()
-            .write_all(request.as_bytes())
-            .await
-            .unwrap();
-        let (got, body, headers) = read_answer(&mut reader).await;
+        assert_eq!(
+            exchange(&mut reader, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await
+                .0,
+            200
+        );
+        let (got, body, headers) = exchange(&mut reader, request.as_bytes()).await;
         assert_eq!(got, status, "{body}");
         let body: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert_eq!(body["error"]["code"], code, "{body}");

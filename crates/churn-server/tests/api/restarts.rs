@@ -3,11 +3,10 @@
 //! then run again as the next process would, and the email is not sent twice; autopilot's
 //! follow-up is planned from what was sent.
 
-use reqwest::Method;
 use serde_json::json;
 use sqlx::Row;
 
-use crate::helpers::{Backend, TestApp, acme_owner, advance, configure, event_of};
+use crate::helpers::{Backend, TestApp, advance, configure, event_of, post_event};
 use crate::team::invite;
 use crate::webhooks::{fixture, setup};
 use churn_core::both_backends;
@@ -72,8 +71,7 @@ fn mails(app: &TestApp, to: &str, subject: &str) -> usize {
 }
 
 async fn account_and_invitation_emails_go_out_once_across_a_restart(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     app.forgot_password("owner@acme.io").await;
     invite(&app, &owner, "bea@example.com", "member").await;
     let expected = [
@@ -122,8 +120,7 @@ async fn a_dunning_email_goes_out_once_across_a_restart(backend: Backend) {
 }
 
 async fn autopilot_sends_once_and_plans_the_follow_up_across_restarts(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     app.run_jobs().await; // the owner's verification email
     configure(
         &app,
@@ -131,15 +128,13 @@ async fn autopilot_sends_once_and_plans_the_follow_up_across_restarts(backend: B
         json!({"autopilot": {"enabled": true, "delay_minutes": 60, "follow_up_days": 3}}),
     )
     .await;
-    let created = app
-        .call_json(
-            &owner,
-            Method::POST,
-            "/projects/acme/churn-events",
-            &json!({"customer_email": "dana@example.com", "event_type": "cancellation"}),
-            201,
-        )
-        .await;
+    let created = post_event(
+        &app,
+        &owner,
+        &json!({"customer_email": "dana@example.com", "event_type": "cancellation"}),
+        201,
+    )
+    .await;
     assert_eq!(created["data"]["group"], "treatment");
     let id = created["data"]["id"].as_str().unwrap().to_owned();
     let autopilot = || async { event_of(&app, &owner, &id).await["autopilot"].clone() };

@@ -4,7 +4,9 @@ use chrono::Duration;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Acme, Backend, Options, TestApp, acme_with_key, clock_now, wire_time};
+use crate::helpers::{
+    Acme, Backend, Options, TestApp, acme_with_key, clock_now, post_event, wire_time,
+};
 use churn_core::both_backends;
 
 both_backends!(
@@ -37,6 +39,19 @@ pub(crate) async fn track(app: &TestApp, key: &str, events: &[(&str, &str, i64, 
     crate::behavior::track(app, key, json!({ "events": events }), 200).await;
 }
 
+/// `PUT /projects/acme/churn-risk/config` of `config` as `token`, asserting `status`; the
+/// whole answer.
+pub(crate) async fn put_risk_config(
+    app: &TestApp,
+    token: &str,
+    config: Value,
+    status: u16,
+) -> Value {
+    let request = app.req(Method::PUT, "/projects/acme/churn-risk/config");
+    app.expect(request.bearer_auth(token).json(&config), status)
+        .await
+}
+
 pub(crate) async fn recompute(app: &TestApp, acme: &Acme) -> Value {
     app.call_with_key(
         &acme.key,
@@ -53,8 +68,7 @@ async fn get(app: &TestApp, token: &str, path: &str) -> Value {
 }
 
 async fn customers_with_a_short_history_have_no_score(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     track(&app, &acme.key, &[("login", "new@shop.io", 6, json!({}))]).await;
     assert_eq!(
         recompute(&app, &acme).await,
@@ -86,8 +100,7 @@ async fn customers_with_a_short_history_have_no_score(backend: Backend) {
 }
 
 async fn a_designed_history_scores_its_signals(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     track(
         &app,
         &acme.key,
@@ -144,8 +157,7 @@ async fn a_designed_history_scores_its_signals(backend: Backend) {
 }
 
 async fn scoring_runs_every_interval_as_a_job(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     app.run_jobs().await; // the owner's verification email
     track(&app, &acme.key, &[("login", "dana@shop.io", 10, json!({}))]).await;
     assert_eq!(app.run_jobs().await, 1, "the first run is due at once");
@@ -171,14 +183,7 @@ async fn scoring_runs_every_interval_as_a_job(backend: Backend) {
     assert_eq!(again["data"]["history"].as_array().unwrap().len(), 2);
 
     // The next run after a change of interval is due that many hours later.
-    app.call_json(
-        &acme.token,
-        Method::PUT,
-        "/projects/acme/churn-risk/config",
-        &json!({"check_interval_hours": 72}),
-        200,
-    )
-    .await;
+    put_risk_config(&app, &acme.token, json!({"check_interval_hours": 72}), 200).await;
     advance(&app, 1).await;
     assert_eq!(app.run_jobs().await, 1, "due before the change");
     advance(&app, 2).await;
@@ -188,8 +193,7 @@ async fn scoring_runs_every_interval_as_a_job(backend: Backend) {
 }
 
 async fn lists_filter_by_level_and_score(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     track(
         &app,
         &acme.key,
@@ -268,8 +272,7 @@ async fn lists_filter_by_level_and_score(backend: Backend) {
 }
 
 async fn scores_are_kept_90_days(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     // Eve is scored once, then tracked no more: her only score ages out with the first day.
     track(
         &app,
@@ -309,8 +312,7 @@ async fn scores_are_kept_90_days(backend: Backend) {
 }
 
 async fn other_tenants_cannot_read_or_recompute(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let intruder = app.register("mallory@example.com").await;
     for path in [
         "/projects/acme/churn-risk/recompute",
@@ -336,8 +338,7 @@ async fn other_tenants_cannot_read_or_recompute(backend: Backend) {
 }
 
 async fn the_configuration_has_defaults_and_validates_every_field(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let path = "/projects/acme/churn-risk/config";
     let defaults = json!({
         "enabled": true, "delivery_mode": "webhook", "risk_threshold": 70,
@@ -435,35 +436,31 @@ async fn the_configuration_has_defaults_and_validates_every_field(backend: Backe
 async fn private_webhooks_are_allowed_when_the_operator_says_so(backend: Backend) {
     let app = TestApp::spawn_private(backend).await;
     let acme = acme_with_key(&app).await;
-    let answer = app
-        .call_json(
-            &acme.token,
-            Method::PUT,
-            "/projects/acme/churn-risk/config",
-            &json!({"webhook_url": "https://127.0.0.1:9443/churn"}),
-            200,
-        )
-        .await;
+    let answer = put_risk_config(
+        &app,
+        &acme.token,
+        json!({"webhook_url": "https://127.0.0.1:9443/churn"}),
+        200,
+    )
+    .await;
     assert_eq!(
         answer["data"]["webhook_url"],
         "https://127.0.0.1:9443/churn"
     );
     // Still https only.
-    app.call_json(
+    put_risk_config(
+        &app,
         &acme.token,
-        Method::PUT,
-        "/projects/acme/churn-risk/config",
-        &json!({"webhook_url": "http://127.0.0.1:9443/churn"}),
+        json!({"webhook_url": "http://127.0.0.1:9443/churn"}),
         400,
     )
     .await;
 }
 
 async fn churn(app: &TestApp, acme: &Acme, email: &str) {
-    app.call_json(
+    post_event(
+        app,
         &acme.token,
-        Method::POST,
-        "/projects/acme/churn-events",
         &json!({"customer_email": email, "event_type": "cancellation"}),
         201,
     )
@@ -485,8 +482,7 @@ async fn model(app: &TestApp, acme: &Acme) -> Value {
 }
 
 async fn the_model_is_learned_once_30_customers_churned_and_30_did_not(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     let default = model(&app, &acme).await;
     assert_eq!(default["model"], "default");
     assert_eq!(default["trained_at"], Value::Null);
@@ -590,8 +586,7 @@ async fn quiet_customers(app: &TestApp, acme: &Acme) {
 /// Two recomputes at once: one run, whose result both answer. Skipped alerts (webhook mode
 /// without a URL) start no quiet period, so a second run would log every alert again.
 async fn concurrent_recomputes_share_one_run(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let acme = acme_with_key(&app).await;
+    let (app, acme) = TestApp::spawn_acme_with_key(backend).await;
     quiet_customers(&app, &acme).await;
     let (first, second) = tokio::join!(recompute(&app, &acme), recompute(&app, &acme));
     assert_eq!(first, json!({"scored": 300, "alerts": 300}));

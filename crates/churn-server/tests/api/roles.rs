@@ -8,7 +8,7 @@ use churn_core::domain::role::Role;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, acme_owner, event_with_variants};
+use crate::helpers::{Backend, TestApp, acme_owner, event_with_variants, post_event};
 use crate::team::{accept, id_of, invite, join, members, token_of};
 use churn_core::both_backends;
 
@@ -652,7 +652,13 @@ impl Fixture {
         match fresh {
             Fresh::Nothing => {}
             Fresh::Event => {
-                let created = app.call_json(&self.owner, Method::POST, "/projects/acme/churn-events", &json!({"customer_email": self.unique_email(), "event_type": "cancellation"}), 201).await;
+                let created = post_event(
+                    app,
+                    &self.owner,
+                    &json!({"customer_email": self.unique_email(), "event_type": "cancellation"}),
+                    201,
+                )
+                .await;
                 objects.event = created["data"]["id"].as_str().unwrap().to_owned();
             }
             Fresh::Drafts => {

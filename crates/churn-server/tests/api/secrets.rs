@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use sqlx::Row;
 
 use crate::helpers::{
-    Backend, Options, TestApp, acme_owner, advance, login, rotate_identity_secret, webhook_secret,
+    Backend, Options, TestApp, advance, login, rotate_identity_secret, webhook_secret,
 };
 use crate::webhooks::{Setup, setup};
 use churn_core::both_backends;
@@ -65,8 +65,7 @@ fn resigned(token: &str, secret: &str) -> String {
 }
 
 async fn secrets_are_sealed_at_rest_and_plaintext_rows_sealed_once_at_start(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let token = acme_owner(&app).await;
+    let (app, token) = TestApp::spawn_acme(backend).await;
     let whsec = webhook_secret(&app, &token).await;
     let stored = stored_secrets(&app).await;
     let names: Vec<_> = stored.iter().map(|(name, _)| name.as_str()).collect();
@@ -191,16 +190,13 @@ async fn rotating_the_encryption_key_reseals_everything_and_retires_the_old_key(
     // credentials, identity secrets, a stored idempotent answer; the service secrets are there
     // from the start.
     let rotated = app
-        .call(
+        .data_str(
             &token,
             Method::POST,
             "/projects/acme/webhook-secret/rotate",
-            200,
+            "webhook_secret",
         )
-        .await["data"]["webhook_secret"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .await;
     let identity = rotate_identity_secret(&app, &token).await;
     let created = app.expect(create_beta(&app, &token), 201).await;
     let before = sealed_values(&app).await;

@@ -286,16 +286,14 @@ async fn relay_errors_are_logged_not_shown(backend: Backend) {
             None => request,
         }
     };
-    let json_of = |r: reqwest::Response| async move {
+    let json_of = async |request: reqwest::RequestBuilder| {
+        let r = request.send().await.unwrap();
         let status = r.status().as_u16();
         (status, r.json::<Value>().await.unwrap())
     };
     let (_, registered) = json_of(
         call(Method::POST, "/auth/register", None)
-            .json(&json!({"name": "Owner", "email": "owner@acme.io", "password": "correct horse"}))
-            .send()
-            .await
-            .unwrap(),
+            .json(&json!({"name": "Owner", "email": "owner@acme.io", "password": "correct horse"})),
     )
     .await;
     let token = registered["data"]["token"].as_str().unwrap().to_owned();
@@ -305,26 +303,17 @@ async fn relay_errors_are_logged_not_shown(backend: Backend) {
         .await
         .unwrap();
     let (_, created) = json_of(
-        call(Method::POST, "/projects/acme/churn-events", Some(&token))
-            .json(
-                &json!({"customer_email": "dana@northwind.example", "event_type": "cancellation"}),
-            )
-            .send()
-            .await
-            .unwrap(),
+        call(Method::POST, "/projects/acme/churn-events", Some(&token)).json(
+            &json!({"customer_email": "dana@northwind.example", "event_type": "cancellation"}),
+        ),
     )
     .await;
     let id = created["data"]["id"].as_str().unwrap().to_owned();
-    let (_, generated) = json_of(
-        call(
-            Method::POST,
-            &format!("/projects/acme/churn-events/{id}/generate"),
-            Some(&token),
-        )
-        .send()
-        .await
-        .unwrap(),
-    )
+    let (_, generated) = json_of(call(
+        Method::POST,
+        &format!("/projects/acme/churn-events/{id}/generate"),
+        Some(&token),
+    ))
     .await;
     let vid = generated["data"]["variants"][0]["id"]
         .as_str()
@@ -333,10 +322,7 @@ async fn relay_errors_are_logged_not_shown(backend: Backend) {
 
     let (status, refused) = json_of(
         call(Method::POST, &send_path(&id, &vid), Some(&token))
-            .header("x-request-id", "relay-refusal-7")
-            .send()
-            .await
-            .unwrap(),
+            .header("x-request-id", "relay-refusal-7"),
     )
     .await;
     assert_eq!(status, 502);
@@ -360,16 +346,11 @@ async fn relay_errors_are_logged_not_shown(backend: Backend) {
         "{logged}"
     );
     // A temporary refusal frees the draft for a retry.
-    let (_, listed) = json_of(
-        call(
-            Method::GET,
-            &format!("/projects/acme/churn-events/{id}/variants"),
-            Some(&token),
-        )
-        .send()
-        .await
-        .unwrap(),
-    )
+    let (_, listed) = json_of(call(
+        Method::GET,
+        &format!("/projects/acme/churn-events/{id}/variants"),
+        Some(&token),
+    ))
     .await;
     let retried = listed["data"]
         .as_array()

@@ -4,7 +4,9 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Options, TestApp, acme_owner, advance, login, until_status};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner, advance, header_str, login, until_status,
+};
 use churn_core::both_backends;
 
 both_backends!(
@@ -82,8 +84,7 @@ pub fn id_of(members: &[Value], email: &str) -> String {
 }
 
 async fn invitations_live_seven_days_and_open_once(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let created = invite(&app, &owner, " Bob@Example.com ", "viewer").await;
     assert_eq!(created["email"], "bob@example.com");
     assert_eq!(created["role"], "viewer");
@@ -188,8 +189,7 @@ async fn invitations_live_seven_days_and_open_once(backend: Backend) {
 }
 
 async fn only_the_owner_hands_out_admin_and_nobody_removes_the_owner(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let owner = acme_owner(&app).await;
+    let (app, owner) = TestApp::spawn_acme(backend).await;
     let admin = join(&app, &owner, "admin@acme.io", "admin").await;
     let member = join(&app, &owner, "member@acme.io", "member").await;
     let viewer = join(&app, &owner, "viewer@acme.io", "viewer").await;
@@ -256,11 +256,7 @@ async fn only_the_owner_hands_out_admin_and_nobody_removes_the_owner(backend: Ba
 }
 
 async fn invite_only_registration_lets_invitees_in(backend: Backend) {
-    let app = TestApp::spawn_with(
-        backend,
-        Options::default().with("registration", "invite_only"),
-    )
-    .await;
+    let app = TestApp::spawn_registering(backend, "invite_only").await;
     // The very first account always may.
     let owner = acme_owner(&app).await;
     let stranger =
@@ -303,11 +299,7 @@ async fn page(request: reqwest::RequestBuilder) -> (u16, String) {
 /// `accept_url` opens a page (no JavaScript): a newcomer creates the account there and joins,
 /// an existing user signs in and joins; mistakes leave the invitation open.
 async fn the_invitation_link_opens_a_page_to_join(backend: Backend) {
-    let app = TestApp::spawn_with(
-        backend,
-        Options::default().with("registration", "invite_only"),
-    )
-    .await;
+    let app = TestApp::spawn_registering(backend, "invite_only").await;
     let owner = acme_owner(&app).await;
     let web = &app.client;
 
@@ -333,18 +325,13 @@ async fn the_invitation_link_opens_a_page_to_join(backend: Backend) {
     let joined = register("correct horse").send().await.unwrap();
     assert_eq!(joined.status(), 303);
     assert_eq!(joined.headers()["location"], "/app/p/acme");
-    assert!(
-        joined.headers()["set-cookie"]
-            .to_str()
-            .unwrap()
-            .starts_with("churn_session=")
-    );
+    assert!(header_str(&joined, "set-cookie").starts_with("churn_session="));
     let team = members(&app, &owner).await;
     let joined = team.iter().find(|m| m["email"] == "new@example.com");
     assert_eq!(joined.map(|m| m["role"].clone()), Some(json!("member")));
     // The account is a real one, verified by the emailed link, and the link is spent.
     let newcomer = login(&app, "new@example.com").await;
-    let me = app.call(&newcomer, Method::GET, "/auth/me", 200).await;
+    let me = app.me(&newcomer).await;
     assert_eq!(me["data"]["email_verified"], true);
     assert_eq!(page(web.get(url)).await.0, 409);
 

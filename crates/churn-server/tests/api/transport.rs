@@ -156,7 +156,7 @@ async fn tls_is_served_with_hsts(backend: Backend) {
         "max-age=31536000; includeSubDomains"
     );
     let s = app.register("ada@example.com").await;
-    app.call(&s.token, Method::GET, "/auth/me", 200).await;
+    app.me(&s.token).await;
     // Plain HTTP on the TLS port does not get an answer.
     let plain = app.address.replace("https://", "http://");
     assert!(

@@ -9,7 +9,9 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::fake_provider::{self, FakeProvider};
-use crate::helpers::{Backend, Options, TestApp, acme_owner, clock_now, set_clock, until_status};
+use crate::helpers::{
+    Backend, Options, TestApp, acme_owner, clock_now, patch_project, set_clock, until_status,
+};
 use crate::providers::{A_KEY, A_WHSEC};
 use churn_core::both_backends;
 use churn_core::signature;
@@ -715,15 +717,13 @@ async fn the_same_event_racing_on_two_processes_is_processed_once(backend: Backe
 /// with the open failure counted, autopilot plans it, and scoring sees the failure.
 async fn provider_events_feed_customers_autopilot_and_risk(backend: Backend) {
     let mut s = setup(backend).await;
-    s.app
-        .expect(
-            s.app
-                .req(Method::PATCH, "/projects/acme")
-                .bearer_auth(&s.token)
-                .json(&json!({"settings": {"autopilot": {"enabled": true, "holdout_percent": 0}}})),
-            200,
-        )
-        .await;
+    patch_project(
+        &s.app,
+        &s.token,
+        &json!({"settings": {"autopilot": {"enabled": true, "holdout_percent": 0}}}),
+        200,
+    )
+    .await;
     let rotated = s
         .call(Method::POST, "/projects/acme/rotate-keys", 200)
         .await;
