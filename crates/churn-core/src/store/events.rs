@@ -705,16 +705,7 @@ pub async fn of_customer<'e>(
     email: &str,
     limit: i64,
 ) -> Result<Vec<EventRecord>> {
-    let newest_first = "created_at DESC, id DESC";
-    EVENTS
-        .page_where(
-            db,
-            project_id,
-            ("customer_email", email),
-            newest_first,
-            (limit, 0),
-        )
-        .await
+    EVENTS.of_customer(db, project_id, email, limit).await
 }
 
 /// How many events match, from the counts the triggers keep (no scan of the events) unless

@@ -453,16 +453,7 @@ pub async fn of_customer<'e>(
     email: &str,
     limit: i64,
 ) -> Result<Vec<FailureRecord>> {
-    let newest_first = "created_at DESC, id DESC";
-    FAILURES
-        .page_where(
-            db,
-            project_id,
-            ("customer_email", email),
-            newest_first,
-            (limit, 0),
-        )
-        .await
+    FAILURES.of_customer(db, project_id, email, limit).await
 }
 
 /// Counts by status: (status, currency, records, amount sum). The sum is taken as a float,

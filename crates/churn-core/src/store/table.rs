@@ -144,6 +144,20 @@ impl Table {
             .await?)
     }
 
+    /// The newest `limit` records of `owner` of one customer (exact `customer_email`).
+    pub(crate) async fn of_customer<'e, T: Record>(
+        self,
+        db: impl Executor<'e, Database = Any>,
+        owner: &str,
+        email: &str,
+        limit: i64,
+    ) -> Result<Vec<T>> {
+        let newest_first = "created_at DESC, id DESC";
+        let customer = ("customer_email", email);
+        self.page_where(db, owner, customer, newest_first, (limit, 0))
+            .await
+    }
+
     /// One page of the records of `owner` whose `column` holds `value`, in the order
     /// `order_by` says.
     pub(crate) async fn page_where<'e, T: Record>(
