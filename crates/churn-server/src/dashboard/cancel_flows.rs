@@ -444,6 +444,21 @@ impl EditPage {
             None => format!("{}/cancel-flow/preview", self.frame.base()),
         }
     }
+
+    /// Where the editor posts, below the project's base: the flow, or the list for a new one.
+    fn path(&self) -> String {
+        match &self.id {
+            Some(id) => format!("/cancel-flows/{id}"),
+            None => "/cancel-flows".to_owned(),
+        }
+    }
+
+    fn submit(&self) -> &'static str {
+        match self.id {
+            Some(_) => "Save the flow",
+            None => "Create the flow",
+        }
+    }
 }
 
 /// What the editor shows: the stored flow, or what was posted with the service's complaints.
