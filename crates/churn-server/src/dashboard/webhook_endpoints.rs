@@ -441,15 +441,14 @@ pub async fn page(
 ) -> Result<Response, PageError> {
     if params.format.as_deref() == Some("csv") {
         let core = s.churn.local();
-        let log = csv::all_pages(|page| {
+        let pages = |page| {
             let query = DeliveryQuery {
                 page: Some(page),
                 per_page: Some(100),
             };
             core.list_deliveries(&access, &id, query)
-        })
-        .await?;
-        let rows = log.iter().map(|d| {
+        };
+        let row = |d: &WebhookDelivery| {
             vec![
                 d.id.clone(),
                 d.message_id.clone(),
@@ -465,7 +464,7 @@ pub async fn page(
                 d.next_attempt_at.as_ref().map(exact).unwrap_or_default(),
                 exact(&d.created_at),
             ]
-        });
+        };
         let header = [
             "id",
             "message_id",
@@ -477,12 +476,8 @@ pub async fn page(
             "next_attempt_at",
             "created_at",
         ];
-        return Ok(csv::download(
-            &access,
-            &format!("webhook-{id}-deliveries"),
-            &header,
-            rows,
-        ));
+        let what = format!("webhook-{id}-deliveries");
+        return Ok(csv::export(&access, &what, &header, pages, row).await?);
     }
     let (secret, clear) = handoff.take::<String>(&s, &signed, &page_path(&access, &id));
     let notice = match params.done.as_deref() {
