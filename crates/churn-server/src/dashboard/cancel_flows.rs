@@ -21,6 +21,7 @@ use super::cancel_flow::{Field, FlowForm, OFFER_KINDS, reason_codes};
 use super::chart;
 use super::delete_confirm::{self, Deletion};
 use super::error::PageError;
+use super::fields;
 use super::layout::{Frame, html};
 use super::outcome::{self, Done};
 use super::risk::number;
@@ -199,13 +200,9 @@ impl SegmentForm {
                 "name" | "priority" => name.to_owned(),
                 _ => format!("segment_{name}"),
             };
-            posted
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, v)| v.clone())
+            fields::value(posted, &key)
         };
-        // A hidden `false` precedes the checkbox.
-        let active = posted.iter().any(|(k, v)| k == "active" && v == "true");
+        let active = fields::checked(posted, "active");
         Self::of(get, active)
     }
 
@@ -311,18 +308,9 @@ impl VariantForm {
             .map(|n| {
                 let prefix = Self::prefix(n);
                 let get = |name: &str| {
-                    let name = format!("{prefix}{name}");
-                    posted
-                        .iter()
-                        .find(|(k, _)| *k == name)
-                        .map(|(_, v)| v.clone())
-                        .unwrap_or_default()
+                    fields::value(posted, &format!("{prefix}{name}")).unwrap_or_default()
                 };
-                // A hidden `false` precedes each checkbox.
-                let checked = |name: &str| {
-                    let name = format!("{prefix}{name}");
-                    posted.iter().any(|(k, v)| *k == name && v == "true")
-                };
+                let checked = |name: &str| fields::checked(posted, &format!("{prefix}{name}"));
                 let mut form = FlowForm::from_posted_as(&prefix, posted);
                 let placeholders = serde_json::to_value(&base_copy).unwrap_or_default();
                 for f in &mut form.copy {

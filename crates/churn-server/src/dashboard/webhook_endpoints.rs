@@ -23,6 +23,7 @@ use super::csv;
 use super::delete_confirm::{self, Deletion};
 use super::delivery_log::{AttemptRow, outcome, status_class};
 use super::error::PageError;
+use super::fields;
 use super::layout::{Frame, exact, html, when};
 use super::outcome;
 use super::pager::{Pages, asked};
@@ -74,13 +75,7 @@ impl EndpointForm {
     }
 
     fn posted(posted: &[(String, String)]) -> Self {
-        let get = |name: &str| {
-            posted
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default()
-        };
+        let get = |name: &str| fields::value(posted, name).unwrap_or_default();
         EndpointForm {
             url: get("url"),
             description: get("description"),
@@ -91,7 +86,7 @@ impl EndpointForm {
                 .collect(),
             format: get("format"),
             // A hidden `false` precedes the checkbox.
-            enabled: posted.iter().any(|(k, v)| k == "enabled" && v == "true"),
+            enabled: fields::checked(posted, "enabled"),
             ..Self::blank()
         }
     }
