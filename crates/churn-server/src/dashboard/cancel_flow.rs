@@ -506,7 +506,6 @@ impl WidgetSnippet {
 #[template(path = "dashboard/cancel_flow.html")]
 struct CancelFlowPage {
     frame: Frame,
-    can_admin: bool,
     notice: Option<&'static str>,
     /// A complaint no input owns.
     error: Option<String>,
@@ -546,7 +545,6 @@ async fn render(
         status,
         CancelFlowPage {
             frame: Frame::new(signed, access, &projects, "cancel-flow", None),
-            can_admin: access.authorize(Permission::Administer).is_ok(),
             notice: shown.notice,
             error: shown.error,
             form: shown.form.unwrap_or_else(|| FlowForm::from_flow(&flow)),

@@ -43,7 +43,6 @@ pub struct Listed {
 #[template(path = "dashboard/cancel_flows.html")]
 struct ListPage {
     frame: Frame,
-    can_admin: bool,
     notice: Option<&'static str>,
     flows: Vec<Listed>,
 }
@@ -119,7 +118,6 @@ pub async fn list(
         StatusCode::OK,
         ListPage {
             frame: Frame::new(&signed, &access, &projects, "cancel-flow", None),
-            can_admin: access.authorize(Permission::Administer).is_ok(),
             notice,
             flows,
         },
@@ -410,7 +408,6 @@ fn texts_over(form: &mut FlowForm, own: &CopyInput, flow: &FlowCopy) {
 #[template(path = "dashboard/cancel_flows_edit.html")]
 struct EditPage {
     frame: Frame,
-    can_admin: bool,
     /// None for a new flow.
     id: Option<String>,
     error: Option<String>,
@@ -471,7 +468,6 @@ async fn render_edit(
         status,
         EditPage {
             frame: Frame::new(signed, access, &projects, "cancel-flow", None),
-            can_admin: access.authorize(Permission::Administer).is_ok(),
             id: page.id,
             error: page.error,
             segment: page.segment,

@@ -155,7 +155,6 @@ pub struct Listed {
 #[template(path = "dashboard/webhooks.html")]
 struct ListPage {
     frame: Frame,
-    can_admin: bool,
     notice: Option<&'static str>,
     error: Option<String>,
     endpoints: Vec<Listed>,
@@ -226,7 +225,6 @@ async fn render_list(
         status,
         ListPage {
             frame: Frame::new(signed, access, &projects, "settings", None),
-            can_admin: access.authorize(Permission::Administer).is_ok(),
             notice,
             error,
             endpoints,
@@ -326,7 +324,6 @@ pub struct DeliveryRow {
 #[template(path = "dashboard/webhook.html")]
 struct EndpointPage {
     frame: Frame,
-    can_admin: bool,
     notice: Option<&'static str>,
     error: Option<String>,
     /// The signing secret, on the first view after creation.
@@ -376,7 +373,6 @@ async fn render_page(
     )?;
     let frame = Frame::new(signed, access, &projects, "settings", None);
     let base = format!("{}/settings/webhooks/{}", frame.base(), endpoint.id);
-    let can_admin = access.authorize(Permission::Administer).is_ok();
     let deliveries = log
         .into_iter()
         .map(|d| DeliveryRow {
@@ -389,7 +385,7 @@ async fn render_page(
             next_attempt: d.next_attempt_at.as_ref().map(when).unwrap_or_default(),
             attempts: d.attempts.iter().map(AttemptRow::of).collect(),
             // The service refuses a pending one (409): no button for it.
-            redeliver: (can_admin && d.status != AlertStatus::Pending)
+            redeliver: (frame.can_admin && d.status != AlertStatus::Pending)
                 .then(|| format!("{base}/deliveries/{}/redeliver", d.id)),
             id: d.id,
             message_id: d.message_id,
@@ -400,7 +396,6 @@ async fn render_page(
     Ok(html(
         status,
         EndpointPage {
-            can_admin,
             notice: shown.notice,
             error: shown.error,
             secret: shown.secret,
