@@ -27,6 +27,7 @@ use serde::Deserialize;
 
 use super::assets;
 use super::error::PageError;
+use super::fields;
 use super::layout::{Frame, framed_preview, html};
 use super::outcome::{self, Done};
 use super::risk::number;
@@ -224,13 +225,7 @@ impl FlowForm {
 
     /// The inputs posted under `prefix`.
     pub(super) fn from_posted_as(prefix: &str, posted: &[(String, String)]) -> Self {
-        let get = |name: &str| {
-            let name = format!("{prefix}{name}");
-            posted
-                .iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.clone())
-        };
+        let get = |name: &str| fields::value(posted, &format!("{prefix}{name}"));
         let compliance = format!("{prefix}compliance_mode");
         Self::build(
             prefix,
@@ -242,7 +237,7 @@ impl FlowForm {
             posted
                 .iter()
                 .any(|(k, _)| *k == compliance)
-                .then(|| posted.iter().any(|(k, v)| *k == compliance && v == "true")),
+                .then(|| fields::checked(posted, &compliance)),
         )
     }
 
@@ -511,7 +506,6 @@ impl WidgetSnippet {
 #[template(path = "dashboard/cancel_flow.html")]
 struct CancelFlowPage {
     frame: Frame,
-    can_admin: bool,
     notice: Option<&'static str>,
     /// A complaint no input owns.
     error: Option<String>,
@@ -551,7 +545,6 @@ async fn render(
         status,
         CancelFlowPage {
             frame: Frame::new(signed, access, &projects, "cancel-flow", None),
-            can_admin: access.authorize(Permission::Administer).is_ok(),
             notice: shown.notice,
             error: shown.error,
             form: shown.form.unwrap_or_else(|| FlowForm::from_flow(&flow)),

@@ -21,6 +21,7 @@ use super::cancel_flow::{Field, FlowForm, OFFER_KINDS, reason_codes};
 use super::chart;
 use super::delete_confirm::{self, Deletion};
 use super::error::PageError;
+use super::fields;
 use super::layout::{Frame, html};
 use super::outcome::{self, Done};
 use super::risk::number;
@@ -42,7 +43,6 @@ pub struct Listed {
 #[template(path = "dashboard/cancel_flows.html")]
 struct ListPage {
     frame: Frame,
-    can_admin: bool,
     notice: Option<&'static str>,
     flows: Vec<Listed>,
 }
@@ -118,7 +118,6 @@ pub async fn list(
         StatusCode::OK,
         ListPage {
             frame: Frame::new(&signed, &access, &projects, "cancel-flow", None),
-            can_admin: access.authorize(Permission::Administer).is_ok(),
             notice,
             flows,
         },
@@ -199,13 +198,9 @@ impl SegmentForm {
                 "name" | "priority" => name.to_owned(),
                 _ => format!("segment_{name}"),
             };
-            posted
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, v)| v.clone())
+            fields::value(posted, &key)
         };
-        // A hidden `false` precedes the checkbox.
-        let active = posted.iter().any(|(k, v)| k == "active" && v == "true");
+        let active = fields::checked(posted, "active");
         Self::of(get, active)
     }
 
@@ -311,18 +306,9 @@ impl VariantForm {
             .map(|n| {
                 let prefix = Self::prefix(n);
                 let get = |name: &str| {
-                    let name = format!("{prefix}{name}");
-                    posted
-                        .iter()
-                        .find(|(k, _)| *k == name)
-                        .map(|(_, v)| v.clone())
-                        .unwrap_or_default()
+                    fields::value(posted, &format!("{prefix}{name}")).unwrap_or_default()
                 };
-                // A hidden `false` precedes each checkbox.
-                let checked = |name: &str| {
-                    let name = format!("{prefix}{name}");
-                    posted.iter().any(|(k, v)| *k == name && v == "true")
-                };
+                let checked = |name: &str| fields::checked(posted, &format!("{prefix}{name}"));
                 let mut form = FlowForm::from_posted_as(&prefix, posted);
                 let placeholders = serde_json::to_value(&base_copy).unwrap_or_default();
                 for f in &mut form.copy {
@@ -422,7 +408,6 @@ fn texts_over(form: &mut FlowForm, own: &CopyInput, flow: &FlowCopy) {
 #[template(path = "dashboard/cancel_flows_edit.html")]
 struct EditPage {
     frame: Frame,
-    can_admin: bool,
     /// None for a new flow.
     id: Option<String>,
     error: Option<String>,
@@ -442,6 +427,21 @@ impl EditPage {
         match &self.id {
             Some(id) => format!("{}/cancel-flows/{id}/preview", self.frame.base()),
             None => format!("{}/cancel-flow/preview", self.frame.base()),
+        }
+    }
+
+    /// Where the editor posts, below the project's base: the flow, or the list for a new one.
+    fn path(&self) -> String {
+        match &self.id {
+            Some(id) => format!("/cancel-flows/{id}"),
+            None => "/cancel-flows".to_owned(),
+        }
+    }
+
+    fn submit(&self) -> &'static str {
+        match self.id {
+            Some(_) => "Save the flow",
+            None => "Create the flow",
         }
     }
 }
@@ -468,7 +468,6 @@ async fn render_edit(
         status,
         EditPage {
             frame: Frame::new(signed, access, &projects, "cancel-flow", None),
-            can_admin: access.authorize(Permission::Administer).is_ok(),
             id: page.id,
             error: page.error,
             segment: page.segment,

@@ -8,7 +8,6 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use churn_core::api::cancel_flow::{CancelFlowSession, SessionQuery};
 use churn_core::domain::cancel_session::SessionStatus;
-use churn_core::services::ProjectAccess;
 
 use super::csv;
 use super::customers;
@@ -66,10 +65,12 @@ pub async fn list(
     InProject { signed, access }: InProject,
     Query(params): Query<ListParams>,
 ) -> Result<Response, PageError> {
-    if params.format.as_deref() == Some("csv") {
-        return export(&s, &access, &params).await;
-    }
     let core = s.churn.local();
+    if params.format.as_deref() == Some("csv") {
+        let pages =
+            |page| core.cancel_flow_sessions(&access, query(&params, Some(page), EXPORT_PAGE));
+        return Ok(csv::export(&access, "cancel-flow-sessions", CSV_HEADER, pages, csv_row).await?);
+    }
     let ((sessions, meta), projects) = futures::try_join!(
         core.cancel_flow_sessions(&access, query(&params, None, PER_PAGE)),
         core.list_projects(&signed.user.id),
@@ -124,25 +125,6 @@ const CSV_HEADER: &[&str] = &[
     "opened_at",
     "ended_at",
 ];
-
-/// Every session the filter keeps, a page of the service at a time.
-async fn export(
-    s: &AppState,
-    access: &ProjectAccess,
-    params: &ListParams,
-) -> Result<Response, PageError> {
-    let core = s.churn.local();
-    let sessions = csv::all_pages(|page| {
-        core.cancel_flow_sessions(access, query(params, Some(page), EXPORT_PAGE))
-    })
-    .await?;
-    Ok(csv::download(
-        access,
-        "cancel-flow-sessions",
-        CSV_HEADER,
-        sessions.iter().map(csv_row),
-    ))
-}
 
 fn csv_row(r: &CancelFlowSession) -> Vec<String> {
     let text = |v: &Option<String>| v.clone().unwrap_or_default();

@@ -8,7 +8,7 @@ use churn_core::services::ProjectAccess;
 
 /// Every item a paginated list service answers for the same filters, page after page: an
 /// export holds what the filters select, not the page on screen.
-pub async fn all_pages<T, Fut>(mut fetch: impl FnMut(i64) -> Fut) -> churn_core::Result<Vec<T>>
+async fn all_pages<T, Fut>(mut fetch: impl FnMut(i64) -> Fut) -> churn_core::Result<Vec<T>>
 where
     Fut: std::future::Future<Output = churn_core::Result<(Vec<T>, churn_core::api::Meta)>>,
 {
@@ -67,6 +67,22 @@ pub fn download(
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
     response
+}
+
+/// The project's list `what` as a CSV download of every item `fetch` answers, page after
+/// page ([`all_pages`]), a `row` each.
+pub async fn export<T, Fut>(
+    access: &ProjectAccess,
+    what: &str,
+    header: &[&str],
+    fetch: impl FnMut(i64) -> Fut,
+    row: impl Fn(&T) -> Vec<String>,
+) -> churn_core::Result<Response>
+where
+    Fut: std::future::Future<Output = churn_core::Result<(Vec<T>, churn_core::api::Meta)>>,
+{
+    let items = all_pages(fetch).await?;
+    Ok(download(access, what, header, items.iter().map(row)))
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use churn_core::api::behavior::{Customer, CustomerEventsQuery, CustomerQuery};
-use churn_core::services::ProjectAccess;
 use serde::Deserialize;
 
 use super::chart;
@@ -127,7 +126,8 @@ pub async fn list(
 ) -> Result<Response, PageError> {
     let behavior = s.churn.local();
     if params.format.as_deref() == Some("csv") {
-        return export(&s, &access, &params).await;
+        let pages = |page| behavior.list_customers(&access, params.query(Some(page), EXPORT_PAGE));
+        return Ok(csv::export(&access, "customers", CSV_HEADER, pages, csv_row).await?);
     }
     let (customers, meta) = behavior
         .list_customers(&access, params.query(None, PER_PAGE))
@@ -204,24 +204,6 @@ const CSV_HEADER: &[&str] = &[
     "first_seen_at",
     "last_seen_at",
 ];
-
-async fn export(
-    s: &AppState,
-    access: &ProjectAccess,
-    params: &ListParams,
-) -> Result<Response, PageError> {
-    let behavior = s.churn.local();
-    let customers = csv::all_pages(|page| {
-        behavior.list_customers(access, params.query(Some(page), EXPORT_PAGE))
-    })
-    .await?;
-    Ok(csv::download(
-        access,
-        "customers",
-        CSV_HEADER,
-        customers.iter().map(csv_row),
-    ))
-}
 
 fn csv_row(c: &Customer) -> Vec<String> {
     vec![

@@ -105,7 +105,8 @@ pub async fn list(
 ) -> Result<Response, PageError> {
     let core = s.churn.local();
     if params.format.as_deref() == Some("csv") {
-        return export(&s, &access, &params).await;
+        let pages = |page| core.list_events(&access, params.query(Some(page), EXPORT_PAGE));
+        return Ok(csv::export(&access, "churn-events", CSV_HEADER, pages, csv_row).await?);
     }
     let q = params.q.clone().unwrap_or_default();
     // An event id in the search box opens that event.
@@ -185,24 +186,6 @@ const CSV_HEADER: &[&str] = &[
     "recovered_at",
     "lost_at",
 ];
-
-/// Every event the filters select, page by page through the list service.
-async fn export(
-    s: &AppState,
-    access: &churn_core::services::ProjectAccess,
-    params: &ListParams,
-) -> Result<Response, PageError> {
-    let core = s.churn.local();
-    let events =
-        csv::all_pages(|page| core.list_events(access, params.query(Some(page), EXPORT_PAGE)))
-            .await?;
-    Ok(csv::download(
-        access,
-        "churn-events",
-        CSV_HEADER,
-        events.iter().map(csv_row),
-    ))
-}
 
 fn csv_row(e: &ChurnEvent) -> Vec<String> {
     let time = |t: &Option<Timestamp>| t.as_ref().map(exact).unwrap_or_default();

@@ -6,6 +6,7 @@ use askama::Template;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use churn_core::api::projects::Project;
+use churn_core::domain::role::Permission;
 use churn_core::services::ProjectAccess;
 use churn_core::time::Timestamp;
 
@@ -48,6 +49,9 @@ pub struct Frame {
     pub user_name: String,
     pub user_email: String,
     pub csrf: String,
+    /// Whether the member may change the project (`Permission::Administer`): the page shows
+    /// its write controls.
+    pub can_admin: bool,
     pub project: ProjectLink,
     pub projects: Vec<ProjectLink>,
     pub nav: Vec<NavItem>,
@@ -75,6 +79,7 @@ impl Frame {
             user_name: signed.user.name.clone(),
             user_email: signed.user.email.clone(),
             csrf: signed.csrf.clone(),
+            can_admin: access.authorize(Permission::Administer).is_ok(),
             nav: NAV
                 .iter()
                 .map(|(key, label, path)| NavItem {

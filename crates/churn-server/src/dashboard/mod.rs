@@ -32,6 +32,7 @@ mod delete_confirm;
 mod delivery_log;
 mod error;
 mod events;
+mod fields;
 mod layout;
 mod links;
 mod outcome;

@@ -10,7 +10,6 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use churn_core::api::payments::{PaymentFailure, PaymentFailureQuery, UpdateDunningConfig};
 use churn_core::domain::dunning::{FinalAction, Schedule, Tone};
-use churn_core::domain::role::Permission;
 use churn_core::services::ProjectAccess;
 use serde::Deserialize;
 
@@ -81,7 +80,6 @@ struct PaymentsPage {
     total: u64,
     pages: Pages,
     csv: String,
-    can_admin: bool,
     enabled: bool,
     max_retries: i64,
     interval: i64,
@@ -183,7 +181,6 @@ pub async fn list(
             total: list.total,
             pages: Pages::new(page, total_pages, |p| params.href(&base, Some(p), None)),
             csv: params.href(&base, None, Some("csv")),
-            can_admin: access.authorize(Permission::Administer).is_ok(),
             enabled: config.enabled,
             max_retries: config.max_retries,
             interval: config.retry_interval_hours,

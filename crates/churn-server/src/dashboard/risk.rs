@@ -8,7 +8,6 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use churn_core::api::alerts::{AlertQuery, AlertStatus};
 use churn_core::api::risk::{DeliveryMode, EmailTone, RiskConfigPatch};
-use churn_core::domain::role::Permission;
 use serde::Deserialize;
 
 use super::customers;
@@ -51,7 +50,6 @@ pub struct AlertRow {
 #[template(path = "dashboard/risk.html")]
 struct RiskPage {
     frame: Frame,
-    can_admin: bool,
     notice: Option<&'static str>,
     enabled: bool,
     modes: Vec<Choice>,
@@ -86,7 +84,6 @@ pub async fn page(
     )?;
     let frame = Frame::new(&signed, &access, &projects, "risk", None);
     let base = frame.base();
-    let can_admin = access.authorize(Permission::Administer).is_ok();
     let alerts = alerts
         .into_iter()
         .map(|a| AlertRow {
@@ -102,7 +99,7 @@ pub async fn page(
             created: when(&a.created_at),
             next_attempt: a.next_attempt_at.as_ref().map(when).unwrap_or_default(),
             attempts: a.attempts.iter().map(AttemptRow::of).collect(),
-            redeliver: (can_admin && a.status == AlertStatus::Failed)
+            redeliver: (frame.can_admin && a.status == AlertStatus::Failed)
                 .then(|| format!("{base}/risk/alerts/{}/redeliver", a.id)),
             id: a.id,
         })
@@ -115,7 +112,6 @@ pub async fn page(
     Ok(html(
         StatusCode::OK,
         RiskPage {
-            can_admin,
             notice,
             enabled: config.enabled,
             modes: choices(

@@ -7,7 +7,7 @@ use askama::Template;
 use axum::extract::{Form, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use churn_core::api::email_rules::{EmailSettings, PageQuery, UpdateEmailSettings};
+use churn_core::api::email_rules::{EmailSettings, PageQuery, Suppression, UpdateEmailSettings};
 use churn_core::api::payments::{ProviderConnection, PutProvider};
 use churn_core::api::projects::{Project, RotateKeysRequest, UpdateProject};
 use churn_core::domain::keys::KeyKind;
@@ -674,25 +674,22 @@ pub async fn suppressions(
 ) -> Result<Response, PageError> {
     let sending = s.churn.sending();
     if params.format.as_deref() == Some("csv") {
-        let list = csv::all_pages(|page| {
-            sending.list_suppressions(
-                &access,
-                PageQuery {
-                    page: Some(page),
-                    per_page: Some(100),
-                },
-            )
-        })
-        .await?;
-        let rows = list
-            .into_iter()
-            .map(|x| vec![x.email, x.reason.as_str().to_owned(), exact(&x.created_at)]);
-        return Ok(csv::download(
-            &access,
-            "suppressions",
-            &["email", "reason", "created_at"],
-            rows,
-        ));
+        let pages = |page| {
+            let query = PageQuery {
+                page: Some(page),
+                per_page: Some(100),
+            };
+            sending.list_suppressions(&access, query)
+        };
+        let row = |x: &Suppression| {
+            vec![
+                x.email.clone(),
+                x.reason.as_str().to_owned(),
+                exact(&x.created_at),
+            ]
+        };
+        let header = ["email", "reason", "created_at"];
+        return Ok(csv::export(&access, "suppressions", &header, pages, row).await?);
     }
     let page = params
         .page

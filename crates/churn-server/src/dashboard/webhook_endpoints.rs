@@ -23,6 +23,7 @@ use super::csv;
 use super::delete_confirm::{self, Deletion};
 use super::delivery_log::{AttemptRow, outcome, status_class};
 use super::error::PageError;
+use super::fields;
 use super::layout::{Frame, exact, html, when};
 use super::outcome;
 use super::pager::{Pages, asked};
@@ -74,13 +75,7 @@ impl EndpointForm {
     }
 
     fn posted(posted: &[(String, String)]) -> Self {
-        let get = |name: &str| {
-            posted
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default()
-        };
+        let get = |name: &str| fields::value(posted, name).unwrap_or_default();
         EndpointForm {
             url: get("url"),
             description: get("description"),
@@ -91,7 +86,7 @@ impl EndpointForm {
                 .collect(),
             format: get("format"),
             // A hidden `false` precedes the checkbox.
-            enabled: posted.iter().any(|(k, v)| k == "enabled" && v == "true"),
+            enabled: fields::checked(posted, "enabled"),
             ..Self::blank()
         }
     }
@@ -160,7 +155,6 @@ pub struct Listed {
 #[template(path = "dashboard/webhooks.html")]
 struct ListPage {
     frame: Frame,
-    can_admin: bool,
     notice: Option<&'static str>,
     error: Option<String>,
     endpoints: Vec<Listed>,
@@ -231,7 +225,6 @@ async fn render_list(
         status,
         ListPage {
             frame: Frame::new(signed, access, &projects, "settings", None),
-            can_admin: access.authorize(Permission::Administer).is_ok(),
             notice,
             error,
             endpoints,
@@ -331,7 +324,6 @@ pub struct DeliveryRow {
 #[template(path = "dashboard/webhook.html")]
 struct EndpointPage {
     frame: Frame,
-    can_admin: bool,
     notice: Option<&'static str>,
     error: Option<String>,
     /// The signing secret, on the first view after creation.
@@ -381,7 +373,6 @@ async fn render_page(
     )?;
     let frame = Frame::new(signed, access, &projects, "settings", None);
     let base = format!("{}/settings/webhooks/{}", frame.base(), endpoint.id);
-    let can_admin = access.authorize(Permission::Administer).is_ok();
     let deliveries = log
         .into_iter()
         .map(|d| DeliveryRow {
@@ -394,7 +385,7 @@ async fn render_page(
             next_attempt: d.next_attempt_at.as_ref().map(when).unwrap_or_default(),
             attempts: d.attempts.iter().map(AttemptRow::of).collect(),
             // The service refuses a pending one (409): no button for it.
-            redeliver: (can_admin && d.status != AlertStatus::Pending)
+            redeliver: (frame.can_admin && d.status != AlertStatus::Pending)
                 .then(|| format!("{base}/deliveries/{}/redeliver", d.id)),
             id: d.id,
             message_id: d.message_id,
@@ -405,7 +396,6 @@ async fn render_page(
     Ok(html(
         status,
         EndpointPage {
-            can_admin,
             notice: shown.notice,
             error: shown.error,
             secret: shown.secret,
@@ -441,15 +431,14 @@ pub async fn page(
 ) -> Result<Response, PageError> {
     if params.format.as_deref() == Some("csv") {
         let core = s.churn.local();
-        let log = csv::all_pages(|page| {
+        let pages = |page| {
             let query = DeliveryQuery {
                 page: Some(page),
                 per_page: Some(100),
             };
             core.list_deliveries(&access, &id, query)
-        })
-        .await?;
-        let rows = log.iter().map(|d| {
+        };
+        let row = |d: &WebhookDelivery| {
             vec![
                 d.id.clone(),
                 d.message_id.clone(),
@@ -465,7 +454,7 @@ pub async fn page(
                 d.next_attempt_at.as_ref().map(exact).unwrap_or_default(),
                 exact(&d.created_at),
             ]
-        });
+        };
         let header = [
             "id",
             "message_id",
@@ -477,12 +466,8 @@ pub async fn page(
             "next_attempt_at",
             "created_at",
         ];
-        return Ok(csv::download(
-            &access,
-            &format!("webhook-{id}-deliveries"),
-            &header,
-            rows,
-        ));
+        let what = format!("webhook-{id}-deliveries");
+        return Ok(csv::export(&access, &what, &header, pages, row).await?);
     }
     let (secret, clear) = handoff.take::<String>(&s, &signed, &page_path(&access, &id));
     let notice = match params.done.as_deref() {
