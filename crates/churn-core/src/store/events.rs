@@ -283,7 +283,7 @@ async fn move_from<'e>(
     db: impl Writes<'e>,
     (project_id, id): (&str, &str),
     from: EventStatus,
-    set: &str,
+    set: &'static str,
     values: &[&str],
 ) -> Result<bool> {
     let sql =

@@ -107,14 +107,14 @@ pub async fn cancel_pending<'e>(
     reason: &str,
     now: Timestamp,
 ) -> Result<bool> {
-    let pending = "project_id = $3 AND customer_email = $4 AND status = 'pending'";
+    let pending = "project_id = $4 AND customer_email = $5 AND status = 'pending'";
     let keys = [project_id, customer_email];
     Ok(settle(db, (pending, &keys), "cancelled", Some(reason), now).await? > 0)
 }
 
 /// The pending notice `id` was not sent, for `reason`.
 pub async fn skip<'e>(db: impl Writes<'e>, id: &str, reason: &str, now: Timestamp) -> Result<()> {
-    let pending = "id = $3 AND status = 'pending'";
+    let pending = "id = $4 AND status = 'pending'";
     settle(db, (pending, &[id]), "skipped", Some(reason), now).await?;
     Ok(())
 }
@@ -126,23 +126,26 @@ pub async fn mark_sent<'e>(
     reason: Option<&str>,
     now: Timestamp,
 ) -> Result<()> {
-    settle(db, ("id = $3", &[id]), "sent", reason, now).await?;
+    settle(db, ("id = $4", &[id]), "sent", reason, now).await?;
     Ok(())
 }
 
-/// Gives the notices `filter` picks (its parameters `keys`, from `$3` on) their final
+/// Gives the notices `filter` picks (its parameters `keys`, from `$4` on) their final
 /// `status`, for `reason`, as of `now`; how many it gave one.
 async fn settle<'e>(
     db: impl Writes<'e>,
-    (filter, keys): (&str, &[&str]),
+    (filter, keys): (&'static str, &[&str]),
     status: &str,
     reason: Option<&str>,
     now: Timestamp,
 ) -> Result<u64> {
     let sql = format!(
-        "UPDATE expiry_notices SET status = '{status}', reason = $1, updated_at = $2 WHERE {filter}"
+        "UPDATE expiry_notices SET status = $1, reason = $2, updated_at = $3 WHERE {filter}"
     );
-    let mut query = sqlx::query(&sql).bind(reason).bind(time::format(&now));
+    let mut query = sqlx::query(&sql)
+        .bind(status)
+        .bind(reason)
+        .bind(time::format(&now));
     for key in keys {
         query = query.bind(*key);
     }

@@ -88,7 +88,7 @@ impl Table {
     pub(crate) async fn by_unique<'e, T: Record>(
         self,
         db: impl Executor<'e, Database = Any>,
-        (column, value): (&str, &str),
+        (column, value): (&'static str, &str),
     ) -> Result<Option<T>> {
         let sql = format!(
             "SELECT {} FROM {} WHERE {column} = $1",
@@ -115,7 +115,7 @@ impl Table {
         self,
         db: impl Executor<'e, Database = Any>,
         owner: &str,
-        order_by: &str,
+        order_by: &'static str,
     ) -> Result<Vec<T>> {
         let sql = format!(
             "SELECT {} FROM {} WHERE {} = $1 ORDER BY {order_by}",
@@ -129,7 +129,7 @@ impl Table {
         self,
         db: impl Executor<'e, Database = Any>,
         owner: &str,
-        order_by: &str,
+        order_by: &'static str,
         (limit, offset): (i64, i64),
     ) -> Result<Vec<T>> {
         let sql = format!(
@@ -164,8 +164,8 @@ impl Table {
         self,
         db: impl Executor<'e, Database = Any>,
         owner: &str,
-        (column, value): (&str, &str),
-        order_by: &str,
+        (column, value): (&'static str, &str),
+        order_by: &'static str,
         (limit, offset): (i64, i64),
     ) -> Result<Vec<T>> {
         let sql = format!(
